@@ -1,0 +1,151 @@
+"""What every CLI command shares: options, building the engine, printing, and one-line errors."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import sys
+from typing import Annotated, Any, Callable, TypeVar
+
+import typer
+from pydantic import BaseModel
+from rich.console import Console
+
+from bot.errors import HazelError
+from bot.settings import Settings
+from store.errors import StoreError
+from store.models import Actor
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+AsOpt = Annotated[str | None, typer.Option("--as", help="Record this name as the actor (default: $HAZEL_OPERATOR "
+                                                        "or your user name).")]
+DetachOpt = Annotated[bool, typer.Option("--detach", help="Only record it; let a worker (`hazel serve`) "
+                                                          "continue the run.")]
+
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+
+
+class CliError(Exception):
+    """A usage problem found by the CLI itself (bad --set syntax, unreadable file, …)."""
+
+
+def command_prefix() -> str:
+    """How the user invoked the CLI, for the commands we print back: ``hazel`` when that is on PATH,
+    else the path they used (``.venv/bin/hazel``)."""
+    argv0 = sys.argv[0] if sys.argv and sys.argv[0] else "hazel"
+    found = shutil.which("hazel")
+    try:
+        if found and os.path.samefile(found, argv0):
+            return "hazel"
+    except OSError:
+        pass
+    if os.path.basename(argv0) != "hazel":
+        return "hazel"
+    rel = os.path.relpath(argv0)
+    return rel if not rel.startswith("..") else argv0
+
+
+def engine(json_mode: bool = False, *, prepare: bool = True):  # noqa: ANN201
+    """Build ``Hazel`` from the environment. In JSON mode console notifications go to stderr."""
+    from bot.service import Hazel
+    from bot.wiring import channels_from_settings
+    from integrations.console import ConsoleChannel
+
+    settings = Settings()
+    console = ConsoleChannel(console=err if json_mode else out, command=command_prefix())
+    hazel = Hazel(settings, channels=channels_from_settings(settings), console=console)
+    if prepare:
+        hazel.prepare()
+    return hazel
+
+
+def actor(name: str | None, settings: Settings | None = None) -> Actor:
+    who = name or (settings or Settings()).operator
+    return Actor(id=who, channel="console", name=who)
+
+
+def to_jsonable(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: to_jsonable(v) for k, v in value.items()}
+    return value
+
+
+def emit_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(to_jsonable(value), indent=2, default=str) + "\n")
+
+
+def handle_errors(fn: F) -> F:
+    """Turn Hazel's errors into one line on stderr (or a JSON error object) and exit status 1."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        json_mode = bool(kwargs.get("json_out"))
+        try:
+            return fn(*args, **kwargs)
+        except (HazelError, StoreError, CliError) as exc:
+            message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            if json_mode:
+                emit_json({"error": {"type": type(exc).__name__, "message": str(exc)}})
+            else:
+                err.print(f"[red]error:[/red] {message}", markup=True, soft_wrap=True)
+            raise typer.Exit(1) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def when(ts: Any) -> str:
+    return ts.strftime("%Y-%m-%d %H:%M:%S") if ts else ""
+
+
+def read_arg(text: str) -> str:
+    """A CLI text argument; ``@path`` reads the file instead."""
+    if not text.startswith("@"):
+        return text
+    try:
+        with open(text[1:], encoding="utf-8") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise CliError(f"cannot read {text[1:]}: {exc.strerror}") from None
+
+
+def coerce(raw: str, current: Any) -> Any:
+    """A value typed on the command line, shaped like ``current``: text stays text for a text field,
+    anything else is parsed as JSON when it can be (``42``, ``true``, ``{"a": 1}``)."""
+    if isinstance(current, str):
+        return raw
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+def apply_sets(pairs: list[str], current: dict[str, Any]) -> dict[str, Any]:
+    """``--set FIELD=VALUE`` / ``--set FIELD.KEY=VALUE`` (VALUE may be ``@file``) applied over ``current``
+    (a state tree). Returns the changed fields with their new whole values."""
+    changed: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise CliError(f"--set needs FIELD=VALUE, got {pair!r}")
+        raw = read_arg(raw)
+        field, dot, sub = key.partition(".")
+        if field not in current:
+            raise CliError(f"the state has no field {field!r} (fields: {', '.join(current)})")
+        if dot:
+            base = changed.get(field, current.get(field))
+            if not isinstance(base, dict):
+                raise CliError(f"--set {key}: {field} is not a mapping")
+            changed[field] = {**base, sub: coerce(raw, base.get(sub))}
+        else:
+            changed[field] = coerce(raw, current.get(field))
+    return changed

@@ -1,0 +1,112 @@
+"""``hazel demo``: the main job. Starts a run of the example migration-plan workflow and shows it waiting at
+its first steering point; ``--walkthrough`` drives one run through approve, feedback, edit, a rewind and the
+sign-off, then prints its history tree."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.rule import Rule
+
+from bot.cli import render
+from bot.cli.common import JsonOpt, actor, command_prefix, emit_json, engine, handle_errors, out
+from bot.errors import UnknownWorkflowError
+from bot.service import Hazel
+
+app = typer.Typer()
+WORKFLOW = "migration-plan"
+REQUEST = "Split users.full_name into first_name and last_name without downtime"
+
+
+@app.command("demo")
+@handle_errors
+def demo_cmd(
+    walkthrough: Annotated[bool, typer.Option("--walkthrough", help="Drive a run through approve, feedback, "
+                                              "edit, rewind and sign-off, then print its history.")] = False,
+    request: Annotated[str, typer.Option(help="What the migration should do.")] = REQUEST,
+    json_out: JsonOpt = False,
+) -> None:
+    """Start a run of the example migration-plan workflow on the configured database (SQLite by default)."""
+    hazel = engine(json_out)
+    try:
+        hazel.registry.get(WORKFLOW)
+    except UnknownWorkflowError:
+        raise UnknownWorkflowError("the demo needs the example workflow: run it from Hazel's repository, or set "
+                                   "HAZEL_WORKFLOWS=examples.migration_plan") from None
+    if walkthrough:
+        _walkthrough(hazel, request, json_out)
+        return
+    me = actor(None, hazel.settings)
+    if not json_out:
+        out.print(Rule("Hazel demo"))
+        out.print(f"database: {hazel.settings.database_url} · channel: console · you are [bold]{me.id}[/bold]\n"
+                  f"starting a run of {WORKFLOW}: “{request}”\n")
+    run = hazel.start(WORKFLOW, {"request": request}, me)
+    result = hazel.drive(run.id)
+    pending = hazel.pending_request(run.id)
+    if json_out:
+        emit_json({"run": hazel.get(run.id), "steps": result.steps, "pending_request": pending})
+        return
+    cmd = command_prefix()
+    out.print(render.drive_summary(result))
+    out.print(f"\nThe run has stopped: nothing is running while it waits. Answer it whenever you like, e.g.\n"
+              f"  {cmd} approve {run.id}\n"
+              f"then follow it with `{cmd} show {run.id}`, `{cmd} history {run.id}`, `{cmd} runs`. "
+              f"`{cmd} demo --walkthrough` drives a whole run for you.")
+
+
+def _walkthrough(hazel: Hazel, request: str, json_out: bool) -> None:
+    cmd = command_prefix()
+    author, sme, lead = actor(None, hazel.settings), actor("priya"), actor("sam")
+    transcript: list[dict[str, Any]] = []
+
+    def say(text: str) -> None:
+        if not json_out:
+            out.print(Rule(text, style="dim"))
+
+    def act(label: str, fn, *args, **kwargs):  # noqa: ANN001, ANN202
+        if not json_out:
+            out.print(f"[bold]$ {cmd} {label}[/bold]")
+        outcome = fn(*args, **kwargs)
+        result = hazel.drive(outcome.run_id if hasattr(outcome, "run_id") else outcome.id)
+        transcript.append({"command": f"{cmd} {label}", "steps": result.steps,
+                           "status": result.run.status.value if result.run else None})
+        if not json_out:
+            out.print(render.drive_summary(result))
+        return outcome
+
+    say("1. start a run: the agent drafts a plan and stops for review")
+    if not json_out:
+        out.print(f"[bold]$ {cmd} run {WORKFLOW} --input '{{\"request\": \"{request}\"}}'[/bold]")
+    run = hazel.start(WORKFLOW, {"request": request}, author)
+    hazel.drive(run.id)
+    rid = run.id
+    say("2. priya approves the plan; scripts and a test strategy are written")
+    act(f"approve {rid} --as priya", hazel.decide, rid, "approve", sme)
+    say("3. priya asks for a change to the scripts: they are re-drafted with her feedback")
+    act(f"feedback {rid} 'add a rollback check for the backfill' --as priya", hazel.decide, rid, "feedback", sme,
+        payload={"text": "add a rollback check for the backfill"})
+    say("4. priya edits one script herself and approves her version")
+    scripts = dict(hazel.state_at(rid).scripts)  # type: ignore[attr-defined]
+    first = sorted(scripts)[0]
+    scripts[first] = scripts[first].replace("BEGIN;", "BEGIN;\nSET lock_timeout = '5s';", 1)
+    act(f"edit {rid} --set 'scripts.{first}=@edited.sql' --as priya", hazel.decide, rid, "edit", sme,
+        payload={"value": scripts})
+    say("5. at sign-off, sam wants smaller batches: rewind to the plan with feedback (a new branch)")
+    act(f"rewind {rid} --to draft_plan --feedback 'backfill in batches of 5,000' --as sam", hazel.rewind, rid, lead,
+        to="draft_plan", feedback="backfill in batches of 5,000")
+    say("6. the new plan is approved, the artefacts accepted, and sam signs off: deploy")
+    act(f"approve {rid} --as priya", hazel.decide, rid, "approve", sme)
+    act(f"approve {rid} --as priya", hazel.decide, rid, "approve", sme)
+    act(f"approve {rid} --as sam", hazel.decide, rid, "approve", lead)
+    final = hazel.get(rid)
+    state = hazel.state_at(rid)
+    if json_out:
+        emit_json({"run": final, "transcript": transcript, "state": state,
+                   "checkpoints": hazel.checkpoints(rid), "decisions": hazel.decisions(rid)})
+        return
+    say("history: every checkpoint, the decisions, and the abandoned branch")
+    out.print(render.history_tree(final, hazel.checkpoints(rid), hazel.decisions(rid)))
+    out.print(f"\nrun {rid} is {render.status(final.status.value)}; artefacts in "
+              f"{getattr(state, 'deployed_to', None)}")

@@ -1,0 +1,145 @@
+"""``hazel db``, ``serve``, ``worker``, ``outbox``: running and operating Hazel."""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from bot.cli.common import CliError, JsonOpt, emit_json, engine, handle_errors, out, when
+from bot.settings import Settings
+from store import Store
+
+app = typer.Typer()
+db_app = typer.Typer(help="The database schema (Alembic migrations).", no_args_is_help=True)
+outbox_app = typer.Typer(help="Notifications waiting to be (or that could not be) delivered.",
+                         invoke_without_command=True)
+
+
+@db_app.command("upgrade")
+@handle_errors
+def db_upgrade(json_out: JsonOpt = False) -> None:
+    """Create or migrate Hazel's tables to the latest revision (safe to run again)."""
+    from store.migrate import current_revision, head_revision
+
+    settings = Settings()
+    store = Store(settings.database_url)
+    before = current_revision(store.engine)
+    store.upgrade()
+    after = current_revision(store.engine)
+    if json_out:
+        emit_json({"from": before, "to": after, "head": head_revision()})
+    else:
+        out.print(f"database at revision {after}" + (f" (was {before or 'empty'})" if before != after else
+                                                      " (already current)"))
+
+
+@db_app.command("current")
+@handle_errors
+def db_current(json_out: JsonOpt = False) -> None:
+    """Show the database's schema revision and the one this Hazel needs."""
+    from store.migrate import current_revision, head_revision
+
+    store = Store(Settings().database_url)
+    current, head = current_revision(store.engine), head_revision()
+    if json_out:
+        emit_json({"current": current, "head": head})
+    else:
+        out.print(f"current {current or 'none'}; this Hazel needs {head}")
+
+
+@app.command("serve")
+@handle_errors
+def serve_cmd(
+    host: Annotated[str | None, typer.Option(help="Bind address (default $HAZEL_HOST or 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (default $HAZEL_PORT or 8000).")] = None,
+    workers: Annotated[int | None, typer.Option(help="Worker threads (default $HAZEL_WORKERS or 4).")] = None,
+    socket_mode: Annotated[bool, typer.Option("--socket-mode", help="Also connect to Slack over Socket Mode "
+                                              "(needs SLACK_APP_TOKEN).")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Run the HTTP app (Slack, Jira, REST API, health), the workers and the scheduler."""
+    from bot.server import serve
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    settings = Settings()
+    if socket_mode and settings.slack_app_token is None:
+        raise CliError("--socket-mode needs SLACK_APP_TOKEN (an app-level token, xapp-…)")
+    serve(settings, host=host or settings.host, port=port or settings.port, workers=workers,
+          socket_mode=socket_mode)
+
+
+@app.command("worker")
+@handle_errors
+def worker_cmd(
+    workers: Annotated[int | None, typer.Option(help="Worker threads (default $HAZEL_WORKERS or 4).")] = None,
+    until_idle: Annotated[bool, typer.Option("--until-idle", help="Exit once no run is ready.")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Execute ready runs (new, decided, recovered, retries due) without serving HTTP."""
+    from bot.server import work
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    n = work(Settings(), workers=workers, until_idle=until_idle)
+    if until_idle:
+        if json_out:
+            emit_json({"drives": n})
+        else:
+            out.print(f"worked on {n} run(s); none is ready now")
+
+
+@outbox_app.callback()
+@handle_errors
+def outbox_list(
+    ctx: typer.Context,
+    status: Annotated[str | None, typer.Option(help="pending, sent or dead (default: pending and dead).")] = None,
+    run: Annotated[str | None, typer.Option(help="Only this run's messages.")] = None,
+    limit: int = 50,
+    json_out: JsonOpt = False,
+) -> None:
+    """List outbox messages with their attempts and last error."""
+    if ctx.invoked_subcommand is not None:
+        return
+    hazel = engine(json_out)
+    rows = hazel.store
+    with rows.read() as tx:
+        if status:
+            messages = tx.outbox.list(status=status, run_id=run, limit=limit)
+        else:
+            messages = tx.outbox.list(status="dead", run_id=run, limit=limit) + tx.outbox.list(
+                status="pending", run_id=run, limit=limit)
+        backlog = tx.outbox.backlog()
+    if json_out:
+        emit_json({"backlog": backlog, "messages": messages})
+        return
+    out.print("backlog: " + (", ".join(f"{k} {v}" for k, v in sorted(backlog.items())) or "empty"))
+    if not messages:
+        return
+    table = Table(show_edge=False, header_style="bold")
+    for col in ("id", "run", "channel", "kind", "status", "attempts", "next attempt (UTC)", "last error"):
+        table.add_column(col)
+    for m in messages:
+        table.add_row(str(m.id), m.run_id or "", m.channel, m.kind, m.status.value, str(m.attempts),
+                      when(m.next_attempt_at) if m.status.value == "pending" else "", (m.last_error or "")[:60])
+    out.print(table)
+
+
+@outbox_app.command("retry")
+@handle_errors
+def outbox_retry(
+    message_id: Annotated[int | None, typer.Argument(help="One dead message (default: all dead ones).")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Queue dead messages for delivery again, and deliver what is due now."""
+    from bot.clock import utcnow
+
+    hazel = engine(json_out)
+    with hazel.store.transaction() as tx:
+        n = tx.outbox.retry_dead(now=utcnow(), message_id=message_id)
+    sent = hazel.deliverer.deliver_due()
+    if json_out:
+        emit_json({"requeued": n, "sent": sent})
+    else:
+        out.print(f"requeued {n}; delivered {sent}")

@@ -1,0 +1,116 @@
+"""Readable tables and trees for the CLI (rich)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+from rich.tree import Tree
+
+from bot.cli.common import when
+from bot.runner import DriveResult
+from bot.steering import REWIND_NODE
+from bot.workflow import START
+from store.models import AuditEvent, CheckpointInfo, Decision, Run, SteeringRequest
+
+STATUS_STYLE = {"completed": "green", "failed": "red", "rejected": "red", "cancelled": "yellow",
+                "waiting": "cyan", "running": "blue", "ready": "blue"}
+
+
+def status(s: str) -> str:
+    style = STATUS_STYLE.get(s, "")
+    return f"[{style}]{s}[/{style}]" if style else s
+
+
+def runs_table(runs: list[Run], pending: dict[str, SteeringRequest]) -> Table:
+    table = Table(show_edge=False, header_style="bold")
+    for col in ("run", "workflow", "status", "at", "started by", "updated (UTC)"):
+        table.add_column(col)
+    for run in runs:
+        req = pending.get(run.id)
+        at = f"{req.point} ({req.channel})" if req else (run.error or "")[:50]
+        table.add_row(run.id, f"{run.workflow} v{run.workflow_version}", status(run.status.value), at,
+                      run.started_by, when(run.updated_at))
+    return table
+
+
+def node_label(step: str) -> str:
+    return {START: "start", REWIND_NODE: "↩ rewind"}.get(step, step)
+
+
+def history_tree(run: Run, checkpoints: list[CheckpointInfo], decisions: list[Decision]) -> Tree:
+    """The checkpoint tree: children under their parent; a fork shows as a second child (a new branch)."""
+    by_decision = {d.id: d for d in decisions}
+    children: dict[int | None, list[CheckpointInfo]] = {}
+    for cp in checkpoints:
+        children.setdefault(cp.parent_seq, []).append(cp)
+    root = Tree(f"[bold]run {run.id}[/bold] · {run.workflow} v{run.workflow_version} · {status(run.status.value)}")
+
+    def label(cp: CheckpointInfo) -> str:
+        text = f"#{cp.seq} {node_label(cp.step)}"
+        decision = by_decision.get(cp.decision_id) if cp.decision_id else None
+        if decision is not None:
+            who = decision.actor_name or decision.actor_id
+            if cp.step == REWIND_NODE:
+                text += f" to #{decision.payload.get('to')} by {who}"
+            else:
+                text += f" [magenta]{decision.action.value}[/magenta] by {who}"
+            detail = decision.payload.get("text") or decision.payload.get("reason") or decision.payload.get(
+                "feedback")
+            if detail:
+                text += f": “{_short(detail)}”"
+        text += f" → {cp.next_step or '[green]end[/green]'}"
+        text += f"  [dim]{when(cp.created_at)}[/dim]"
+        if cp.seq == run.head_seq:
+            text += "  [bold yellow]◀ head[/bold yellow]"
+        return text
+
+    def add_chain(container: Tree, cp: CheckpointInfo) -> None:
+        """A linear stretch of checkpoints at one level; at a fork, each branch nests below."""
+        current = cp
+        while True:
+            container.add(label(current))
+            kids = children.get(current.seq, [])
+            if len(kids) == 1:
+                current = kids[0]
+                continue
+            for kid in kids:
+                add_chain(container.add(f"[dim]fork from #{current.seq} → branch {kid.branch}[/dim]"), kid)
+            return
+
+    for cp in children.get(None, []):
+        add_chain(root, cp)
+    return root
+
+
+def _short(text: Any, n: int = 60) -> str:
+    s = str(text).replace("\n", " ")
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def audit_table(events: list[AuditEvent]) -> Table:
+    table = Table(show_edge=False, header_style="bold")
+    for col in ("when (UTC)", "who", "channel", "action", "detail"):
+        table.add_column(col)
+    for e in events:
+        detail = ", ".join(f"{k}={_short(v, 50)}" for k, v in e.detail.items() if v not in (None, "", []))
+        table.add_row(when(e.created_at), e.actor_name or e.actor_id, e.channel, e.action, detail)
+    return table
+
+
+def drive_summary(result: DriveResult) -> str:
+    run = result.run
+    if run is None:
+        return ""
+    parts = []
+    if result.steps:
+        parts.append("ran " + ", ".join(result.steps))
+    if run.status.value == "ready" and run.lease_owner is None and run.wake_at is None and not result.steps:
+        parts.append("queued for a worker")
+    elif run.status.value == "running":
+        parts.append(f"continuing in another worker ({run.lease_owner})")
+    else:
+        parts.append(f"now {status(run.status.value)}")
+    if run.status.value == "failed" and run.error:
+        parts.append(run.error)
+    return f"run {run.id}: " + "; ".join(parts)

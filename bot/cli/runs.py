@@ -1,0 +1,236 @@
+"""``hazel run``, ``runs``, ``show``, ``history``, ``audit``, ``workflows``."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.panel import Panel
+
+from bot.cli import render
+from bot.cli.common import (
+    AsOpt,
+    CliError,
+    DetachOpt,
+    JsonOpt,
+    actor,
+    emit_json,
+    engine,
+    err,
+    handle_errors,
+    out,
+    read_arg,
+    when,
+)
+from bot.clock import utcnow
+from bot.runner import DriveResult
+from bot.service import Hazel
+from integrations.console import render_value
+from store.models import Run, RunStatus
+
+app = typer.Typer()
+
+
+def parse_input(text: str | None) -> dict:
+    if text is None:
+        return {}
+    raw = read_arg(text)
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise CliError(f"--input is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise CliError("--input must be a JSON object of state fields")
+    return value
+
+
+@app.command("run")
+@handle_errors
+def run_cmd(
+    workflow: Annotated[str, typer.Argument(help="Workflow name (see `hazel workflows`).")],
+    input: Annotated[str | None, typer.Option("--input", "-i", help="Input state as JSON, or @file.json.")] = None,
+    version: Annotated[int | None, typer.Option(help="Workflow version (default: the latest).")] = None,
+    detach: DetachOpt = False,
+    as_: AsOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Start a run and execute it until it waits for an SME, ends or fails."""
+    hazel = engine(json_out)
+    run = hazel.start(workflow, parse_input(input), actor(as_, hazel.settings), version=version)
+    if not json_out:
+        out.print(f"started run [bold]{run.id}[/bold] of {run.workflow} v{run.workflow_version}")
+    result = hazel.drive(run.id, on_retry=retry_notice) if not detach else None
+    finish(hazel, run.id, result, json_out)
+
+
+def retry_notice(run: Run) -> None:
+    """Printed while the CLI sleeps through a failed step's backoff."""
+    wait = (run.wake_at - utcnow()).total_seconds() if run.wake_at else 0
+    err.print(f"[yellow]run {run.id}: attempt {run.attempt} failed ({run.error}); retrying in "
+              f"{max(wait, 0):.1f}s[/yellow]")
+
+
+def finish(hazel: Hazel, run_id: str, result: DriveResult | None, json_out: bool,
+           extra: dict | None = None) -> None:
+    """Report a run after the CLI drove it (or only recorded something, ``result`` None)."""
+    run = hazel.get(run_id)
+    pending = hazel.pending_request(run_id)
+    if json_out:
+        emit_json({**(extra or {}), "run": run, "steps": result.steps if result else [],
+                   "pending_request": pending})
+        return
+    if result is not None:
+        line = render.drive_summary(result)
+        if line:
+            out.print(line)
+    elif run.status is RunStatus.READY:
+        out.print(f"run {run.id} is queued; `hazel serve` or `hazel worker` will continue it")
+    if run.status is RunStatus.FAILED:
+        out.print(f"see the traceback with: hazel show {run.id} --full; resume with: hazel retry {run.id}")
+
+
+@app.command("runs")
+@handle_errors
+def runs_cmd(
+    status: Annotated[list[str] | None, typer.Option("--status", "-s", help="Only runs in this status "
+                                                     "(repeatable): ready running waiting completed failed "
+                                                     "rejected cancelled.")] = None,
+    workflow: Annotated[str | None, typer.Option(help="Only runs of this workflow.")] = None,
+    limit: Annotated[int, typer.Option(help="At most this many runs, newest first.")] = 50,
+    versions: Annotated[bool, typer.Option("--version", help="Count runs per workflow version and status "
+                                           "(what is waiting on which version).")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """List runs, newest first."""
+    valid = {s.value for s in RunStatus}
+    for s in status or []:
+        if s not in valid:
+            raise CliError(f"unknown status {s!r} (one of: {', '.join(sorted(valid))})")
+    hazel = engine(json_out)
+    if versions:
+        _versions(hazel, json_out)
+        return
+    runs = hazel.runs(statuses=status or None, limit=limit, workflow=workflow)
+    with hazel.store.read() as tx:
+        pending = {r.run_id: r for r in tx.requests.pending(run_ids=[r.id for r in runs])}
+    if json_out:
+        emit_json([{**r.model_dump(mode="json"), "pending_request": pending.get(r.id)} for r in runs])
+        return
+    if not runs:
+        out.print("no runs" + (f" with status {', '.join(status)}" if status else ""))
+        return
+    out.print(render.runs_table(runs, pending))
+
+
+def _versions(hazel: Hazel, json_out: bool) -> None:
+    with hazel.store.read() as tx:
+        rows = tx.runs.count_by_version([s.value for s in RunStatus])
+    data = [{"workflow": w, "version": v, "status": s, "runs": n,
+             "deployed": hazel.registry.find(w, v) is not None} for w, v, s, n in rows]
+    if json_out:
+        emit_json(data)
+        return
+    from rich.table import Table
+
+    table = Table(show_edge=False, header_style="bold")
+    for col in ("workflow", "version", "deployed", "status", "runs"):
+        table.add_column(col)
+    for d in data:
+        table.add_row(d["workflow"], f"v{d['version']}", "yes" if d["deployed"] else "[red]no[/red]",
+                      render.status(d["status"]), str(d["runs"]))
+    out.print(table)
+
+
+@app.command("show")
+@handle_errors
+def show_cmd(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="Run id (or a unique prefix).")],
+    seq: Annotated[int | None, typer.Option("--seq", help="Show the state at this checkpoint.")] = None,
+    full: Annotated[bool, typer.Option("--full", help="Whole artefacts and tracebacks.")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Show a run: status, the pending steering request, and its state."""
+    hazel = engine(json_out)
+    run = hazel.get(hazel.resolve(run_ref))
+    pending = hazel.pending_request(run.id)
+    tree = hazel.state_tree_at(run.id, seq)
+    if seq is not None and tree is None:
+        raise CliError(f"run {run.id} has no checkpoint #{seq}")
+    if json_out:
+        emit_json({"run": run, "pending_request": pending, "state": tree,
+                   "seq": run.head_seq if seq is None else seq})
+        return
+    lines = [f"workflow   {run.workflow} v{run.workflow_version}", f"status     {render.status(run.status.value)}",
+             f"started    {when(run.created_at)} UTC by {run.started_by} ({run.started_via})",
+             f"head       checkpoint #{run.head_seq} (branch {run.branch})"]
+    if pending:
+        lines.append(f"waiting at {pending.point!r}: {pending.title} · {pending.channel}"
+                     + (f" · {pending.approvals}/{pending.approvals_required} approvals"
+                        if pending.approvals_required > 1 else ""))
+    if run.error:
+        lines.append(f"error      {run.error}")
+    out.print(Panel("\n".join(lines), title=f"run {run.id}", title_align="left"))
+    if run.error_traceback and full:
+        out.print(run.error_traceback)
+    point = None
+    wf = hazel.registry.find(run.workflow, run.workflow_version)
+    if pending and wf is not None:
+        point = wf.nodes.get(pending.point)
+    show = getattr(point, "show", None)
+    value = tree.get(show) if show and isinstance(tree, dict) else tree
+    text = render_value(value)
+    if not full and len(text) > 3000:
+        text = text[:3000] + f"\n… ({len(text) - 3000} more characters: --full)"
+    out.print(Panel(text, title=(show or "state") + (f" at #{seq}" if seq is not None else ""), title_align="left"))
+
+
+@app.command("history")
+@handle_errors
+def history_cmd(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN")],
+    json_out: JsonOpt = False,
+) -> None:
+    """The run's checkpoint tree: every step and decision, with the branches rewinds created."""
+    hazel = engine(json_out)
+    run = hazel.get(hazel.resolve(run_ref))
+    checkpoints = hazel.checkpoints(run.id)
+    decisions = hazel.decisions(run.id)
+    if json_out:
+        emit_json({"run_id": run.id, "head_seq": run.head_seq, "checkpoints": checkpoints, "decisions": decisions})
+        return
+    out.print(render.history_tree(run, checkpoints, decisions))
+
+
+@app.command("audit")
+@handle_errors
+def audit_cmd(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Who did what to a run, when, and through which channel (refused attempts included)."""
+    hazel = engine(json_out)
+    run_id = hazel.resolve(run_ref)
+    events = hazel.audit(run_id)
+    if json_out:
+        emit_json(events)
+        return
+    out.print(render.audit_table(events))
+
+
+@app.command("workflows")
+@handle_errors
+def workflows_cmd(json_out: JsonOpt = False) -> None:
+    """The registered workflows (from HAZEL_WORKFLOWS) and their nodes."""
+    hazel = engine(json_out, prepare=False)
+    data = [{"name": wf.name, "version": wf.version, "state": wf.state.__name__, "description": wf.description,
+             "nodes": [{"name": n, "kind": "steer" if hasattr(node, "title") else "step"}
+                       for n, node in wf.nodes.items()]} for wf in hazel.registry.all()]
+    if json_out:
+        emit_json(data)
+        return
+    if not data:
+        out.print("no workflows registered: set HAZEL_WORKFLOWS to your modules")
+    for d in data:
+        nodes = " → ".join(f"[cyan]{n['name']}[/cyan]" if n["kind"] == "steer" else n["name"] for n in d["nodes"])
+        out.print(f"[bold]{d['name']}[/bold] v{d['version']} ({d['state']}): {nodes}")

@@ -1,0 +1,171 @@
+"""``hazel approve``, ``edit``, ``reject``, ``feedback``, ``rewind``, ``retry``, ``cancel``: the console
+channel's decisions. Each goes through the same engine path as Slack's and Jira's, then (unless
+``--detach``) continues the run in this process until it waits again, ends or fails."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from bot.cli.common import AsOpt, CliError, DetachOpt, JsonOpt, actor, apply_sets, coerce, engine, handle_errors, out, read_arg
+from bot.cli.runs import finish, retry_notice
+from bot.service import Hazel
+from bot.steering import DecisionOutcome
+
+app = typer.Typer()
+RunArg = Annotated[str, typer.Argument(metavar="RUN", help="Run id (or a unique prefix).")]
+
+
+def _after(hazel: Hazel, outcome: DecisionOutcome, detach: bool, json_out: bool) -> None:
+    verb = outcome.decision.action.value
+    if not json_out:
+        if outcome.duplicate:
+            out.print(f"already recorded: {verb} by {outcome.decision.actor_name or outcome.decision.actor_id}")
+        elif outcome.settled:
+            title = outcome.request.title if outcome.request else f"checkpoint #{outcome.decision.payload.get('to')}"
+            out.print(f"[green]✓[/green] {verb} recorded for {title!r}")
+        else:
+            r = outcome.request
+            out.print(f"[green]✓[/green] approval recorded: {r.approvals} of {r.approvals_required}; "
+                      "waiting for more approvers")
+    result = None
+    if outcome.settled and outcome.run_status.value == "ready" and not detach:
+        result = hazel.drive(outcome.run_id, on_retry=retry_notice)
+    finish(hazel, outcome.run_id, result, json_out, extra={
+        "decision": outcome.decision, "request": outcome.request, "settled": outcome.settled,
+        "duplicate": outcome.duplicate})
+
+
+@app.command("approve")
+@handle_errors
+def approve_cmd(run_ref: RunArg, detach: DetachOpt = False, as_: AsOpt = None, json_out: JsonOpt = False) -> None:
+    """Approve the run's pending steering request."""
+    hazel = engine(json_out)
+    outcome = hazel.decide(hazel.resolve(run_ref), "approve", actor(as_, hazel.settings))
+    _after(hazel, outcome, detach, json_out)
+
+
+@app.command("edit")
+@handle_errors
+def edit_cmd(
+    run_ref: RunArg,
+    file: Annotated[str | None, typer.Option("--file", "-f", help="File holding the new value of the shown "
+                                             "field (text for a text field, else JSON).")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="FIELD=VALUE or FIELD.KEY=VALUE of the shown "
+                                                   "field (VALUE may be @file); repeatable.")] = None,
+    detach: DetachOpt = False, as_: AsOpt = None, json_out: JsonOpt = False,
+) -> None:
+    """Replace the shown field with your version (validated against the state model), then continue."""
+    if bool(file) == bool(set_):
+        raise CliError("give either --file F or --set FIELD=VALUE")
+    hazel = engine(json_out)
+    run_id = hazel.resolve(run_ref)
+    show, tree = _shown(hazel, run_id)
+    if file:
+        value: Any = coerce(read_arg("@" + file), tree.get(show) if show else tree)
+    else:
+        changed = apply_sets(set_ or [], tree if isinstance(tree, dict) else {})
+        if show is None:
+            value = {**tree, **changed}
+        else:
+            extra = sorted(set(changed) - {show})
+            if extra:
+                raise CliError(f"this steering point lets you edit {show!r} only, not {', '.join(extra)}")
+            value = changed[show]
+    outcome = hazel.decide(run_id, "edit", actor(as_, hazel.settings), payload={"value": value})
+    _after(hazel, outcome, detach, json_out)
+
+
+def _shown(hazel: Hazel, run_id: str) -> tuple[str | None, Any]:
+    from bot.errors import NoPendingRequestError
+
+    request = hazel.pending_request(run_id)
+    if request is None:
+        run = hazel.get(run_id)
+        raise NoPendingRequestError(f"run {run_id} is {run.status.value}, not waiting on a steering request")
+    run = hazel.get(run_id)
+    wf = hazel.registry.find(run.workflow, run.workflow_version)
+    point = wf.nodes.get(request.point) if wf else None
+    return getattr(point, "show", None), hazel.state_tree_at(run_id, request.checkpoint_seq)
+
+
+@app.command("reject")
+@handle_errors
+def reject_cmd(
+    run_ref: RunArg,
+    reason: Annotated[str, typer.Option("--reason", "-r", help="Why (required; @file reads a file).")],
+    detach: DetachOpt = False, as_: AsOpt = None, json_out: JsonOpt = False,
+) -> None:
+    """Reject: the run goes to the steering point's on_reject step, or ends as rejected."""
+    hazel = engine(json_out)
+    outcome = hazel.decide(hazel.resolve(run_ref), "reject", actor(as_, hazel.settings),
+                           payload={"reason": read_arg(reason)})
+    _after(hazel, outcome, detach, json_out)
+
+
+@app.command("feedback")
+@handle_errors
+def feedback_cmd(
+    run_ref: RunArg,
+    text: Annotated[str, typer.Argument(help="Your feedback (@file reads a file).")],
+    detach: DetachOpt = False, as_: AsOpt = None, json_out: JsonOpt = False,
+) -> None:
+    """Send feedback: the run goes back to the step that drafts the artefact, with your words."""
+    hazel = engine(json_out)
+    outcome = hazel.decide(hazel.resolve(run_ref), "feedback", actor(as_, hazel.settings),
+                           payload={"text": read_arg(text)})
+    _after(hazel, outcome, detach, json_out)
+
+
+@app.command("rewind")
+@handle_errors
+def rewind_cmd(
+    run_ref: RunArg,
+    to: Annotated[str, typer.Option("--to", help="Checkpoint number (see `hazel history`) or a step name "
+                                    "(the run continues from just before that step).")],
+    feedback: Annotated[str | None, typer.Option("--feedback", help="Words for the step that runs next.")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="FIELD=VALUE state edits applied at the "
+                                                   "target (repeatable).")] = None,
+    detach: DetachOpt = False, as_: AsOpt = None, json_out: JsonOpt = False,
+) -> None:
+    """Fork the run from an earlier checkpoint; the abandoned branch stays in the history."""
+    hazel = engine(json_out)
+    run_id = hazel.resolve(run_ref)
+    edits = None
+    if set_:
+        target = to.lstrip("#")
+        seq = int(target) if target.isdigit() else None
+        tree = hazel.state_tree_at(run_id, seq)
+        edits = apply_sets(set_, tree if isinstance(tree, dict) else {})
+    outcome = hazel.rewind(run_id, actor(as_, hazel.settings), to=to,
+                           feedback=read_arg(feedback) if feedback else None, edits=edits)
+    _after(hazel, outcome, detach, json_out)
+
+
+@app.command("retry")
+@handle_errors
+def retry_cmd(run_ref: RunArg, detach: DetachOpt = False, as_: AsOpt = None, json_out: JsonOpt = False) -> None:
+    """Resume a failed run (or a queued one) from its last good checkpoint."""
+    hazel = engine(json_out)
+    run = hazel.retry(hazel.resolve(run_ref), actor(as_, hazel.settings))
+    if not json_out:
+        out.print(f"run {run.id} resumes from checkpoint #{run.head_seq}")
+    result = hazel.drive(run.id, on_retry=retry_notice) if not detach else None
+    finish(hazel, run.id, result, json_out)
+
+
+@app.command("cancel")
+@handle_errors
+def cancel_cmd(
+    run_ref: RunArg,
+    reason: Annotated[str | None, typer.Option("--reason", "-r")] = None,
+    as_: AsOpt = None, json_out: JsonOpt = False,
+) -> None:
+    """Cancel a run that has not ended; its pending steering request is closed."""
+    hazel = engine(json_out)
+    run = hazel.cancel(hazel.resolve(run_ref), actor(as_, hazel.settings), reason=reason)
+    hazel.deliverer.deliver_due()
+    if not json_out:
+        out.print(f"run {run.id} cancelled")
+    finish(hazel, run.id, None, json_out)

@@ -1,0 +1,62 @@
+"""``hazel serve`` and ``hazel worker``: the long-running processes."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+
+from bot.service import Hazel, WorkerPool
+from bot.settings import Settings
+from bot.web import create_app
+from bot.wiring import channels_from_settings, http_routers
+
+log = logging.getLogger("hazel.server")
+
+
+def build(settings: Settings, *, workers: int | None = None) -> tuple[Hazel, WorkerPool]:
+    hazel = Hazel(settings, channels=channels_from_settings(settings))
+    recovered = hazel.prepare()
+    if recovered:
+        log.warning("recovered %d run(s) on start", len(recovered))
+    pool = WorkerPool(hazel, threads=workers if workers is not None else settings.workers)
+    return hazel, pool
+
+
+def serve(settings: Settings, *, host: str, port: int, workers: int | None = None,
+          socket_mode: bool = False) -> None:
+    """Serve HTTP with uvicorn; run workers and outbox delivery in this process (and Slack Socket Mode
+    when ``socket_mode``)."""
+    import uvicorn
+
+    hazel, pool = build(settings, workers=workers)
+    app = create_app(hazel, routers=http_routers(hazel, settings))
+    pool.start()
+    pool.wake()
+    hazel.deliverer.start()
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="info")
+    finally:
+        pool.stop()
+        hazel.close()
+
+
+def work(settings: Settings, *, workers: int | None = None, until_idle: bool = False) -> int:
+    """Execute ready runs: until none is ready (``until_idle``), or until SIGINT/SIGTERM."""
+    hazel, pool = build(settings, workers=workers)
+    try:
+        if until_idle:
+            n = pool.drain()
+            hazel.deliverer.deliver_due()
+            return n
+        stop = threading.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stop.set())
+        pool.start()
+        pool.wake()
+        hazel.deliverer.start()
+        stop.wait()
+        return 0
+    finally:
+        pool.stop()
+        hazel.close()

@@ -1,0 +1,1 @@
+"""Runnable example workflows (``HAZEL_WORKFLOWS=examples.migration_plan``)."""

@@ -1,0 +1,35 @@
+"""The ``hazel_events`` table: the audit log of who did what, when, through which channel."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, select
+
+from store.models import Actor, AuditEvent
+from store.schema import events
+
+
+class EventRepo:
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def add(self, *, action: str, actor: Actor, now: datetime, run_id: str | None = None,
+            request_id: int | None = None, **detail: Any) -> None:
+        self.conn.execute(events.insert().values(
+            run_id=run_id, request_id=request_id, actor_id=actor.id, actor_name=actor.name,
+            channel=actor.channel, action=action, detail=detail, created_at=now,
+        ))
+
+    def for_run(self, run_id: str, *, limit: int = 1000) -> list[AuditEvent]:
+        rows = self.conn.execute(select(events).where(events.c.run_id == run_id)
+                                 .order_by(events.c.id).limit(limit))
+        return [AuditEvent.model_validate(dict(r._mapping)) for r in rows]
+
+    def recent(self, *, action_prefix: str | None = None, limit: int = 100) -> list[AuditEvent]:
+        stmt = select(events)
+        if action_prefix:
+            stmt = stmt.where(events.c.action.startswith(action_prefix, autoescape=True))
+        rows = self.conn.execute(stmt.order_by(events.c.id.desc()).limit(limit))
+        return [AuditEvent.model_validate(dict(r._mapping)) for r in rows]

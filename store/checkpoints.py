@@ -1,0 +1,162 @@
+"""The ``hazel_checkpoints`` table: write a checkpoint as a change or a snapshot, load any checkpoint.
+
+Physically a checkpoint is either a full snapshot of the state tree or an RFC 6902 patch against its parent.
+A new snapshot is taken when the chain of patches since the last one reaches ``SnapshotPolicy.max_chain``
+checkpoints, or when the bytes of those patches reach ``delta_ratio`` times the snapshot's size. So the bytes
+written per step follow the size of the change, and loading any checkpoint reads at most ``max_chain + 1``
+rows in one recursive query, whatever the length of the run's history.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, func, select, text
+
+from store import codec, delta
+from store.models import CheckpointInfo, LoadedCheckpoint
+from store.schema import checkpoints
+
+_INFO_COLUMNS = [c for c in checkpoints.c if c.name not in ("payload", "compressed", "base_seq", "chain_len")]
+
+
+@dataclass(frozen=True)
+class SnapshotPolicy:
+    """When to store a full snapshot instead of a patch.
+
+    ``max_chain``: most patches between a checkpoint and its snapshot (bounds rows read per load).
+    ``delta_ratio``: snapshot once the patches since the last snapshot hold this many times its bytes
+    (bounds the work of replaying them)."""
+
+    max_chain: int = 100
+    delta_ratio: float = 4.0
+
+
+@dataclass(frozen=True)
+class ChainPosition:
+    """Where a checkpoint sits in its snapshot chain; the engine keeps the head's in memory between steps."""
+
+    seq: int
+    tree: Any
+    base_seq: int
+    base_bytes: int
+    chain_len: int
+    delta_bytes: int
+
+
+@dataclass(frozen=True)
+class NewCheckpoint:
+    """Everything a checkpoint row needs besides its position (see ``CheckpointInfo`` for meanings)."""
+
+    run_id: str
+    seq: int
+    parent_seq: int | None
+    branch: int
+    step: str
+    next_step: str | None
+    workflow_version: int
+    created_at: datetime
+    decision_id: int | None = None
+    handoff: dict[str, Any] | None = None
+
+
+def _info(row: Any) -> CheckpointInfo:
+    m = dict(row._mapping)
+    return CheckpointInfo(
+        run_id=m["run_id"], seq=m["seq"], parent_seq=m["parent_seq"], branch=m["branch"], step=m["step"],
+        next_step=m["next_step"], workflow_version=m["workflow_version"], created_at=m["created_at"],
+        is_snapshot=m["chain_len"] == 0, stored_bytes=m["stored_bytes"], decision_id=m["decision_id"], handoff=m["handoff"],
+    )
+
+
+class CheckpointRepo:
+    def __init__(self, conn: Connection, policy: SnapshotPolicy) -> None:
+        self.conn = conn
+        self.policy = policy
+
+    def write(self, cp: NewCheckpoint, tree: Any, parent: ChainPosition | None) -> ChainPosition:
+        """Insert checkpoint ``cp`` holding state ``tree`` (a patch against ``parent`` when the policy allows).
+        Returns its chain position, to pass as ``parent`` for the next one."""
+        payload = compressed = None
+        if parent is not None and parent.seq == cp.parent_seq:
+            ops = delta.diff(parent.tree, tree)
+            payload, compressed = codec.dump_payload(ops)
+            chain_len = parent.chain_len + 1
+            delta_bytes = parent.delta_bytes + len(payload)
+            if chain_len > self.policy.max_chain or delta_bytes >= self.policy.delta_ratio * max(
+                parent.base_bytes, 1024
+            ):
+                payload = None
+        if payload is None:
+            payload, compressed = codec.dump_payload(tree)
+            position = ChainPosition(cp.seq, tree, cp.seq, len(payload), 0, 0)
+        else:
+            position = ChainPosition(cp.seq, tree, parent.base_seq, parent.base_bytes, chain_len, delta_bytes)
+        self.conn.execute(checkpoints.insert().values(
+            run_id=cp.run_id, seq=cp.seq, parent_seq=cp.parent_seq, branch=cp.branch, step=cp.step,
+            next_step=cp.next_step, workflow_version=cp.workflow_version, created_at=cp.created_at,
+            base_seq=position.base_seq, chain_len=position.chain_len, stored_bytes=len(payload),
+            compressed=compressed, payload=payload, decision_id=cp.decision_id, handoff=cp.handoff,
+        ))
+        return position
+
+    def load(self, run_id: str, seq: int) -> LoadedCheckpoint | None:
+        """The full state at checkpoint ``seq``: its snapshot plus the patches after it, in one query."""
+        rows = self.conn.execute(text(
+            "WITH RECURSIVE chain(seq, parent_seq, chain_len, compressed, payload, depth) AS ("
+            " SELECT seq, parent_seq, chain_len, compressed, payload, 0 FROM hazel_checkpoints"
+            "  WHERE run_id = :run_id AND seq = :seq"
+            " UNION ALL"
+            " SELECT c.seq, c.parent_seq, c.chain_len, c.compressed, c.payload, chain.depth + 1"
+            "  FROM hazel_checkpoints c JOIN chain ON c.run_id = :run_id AND c.seq = chain.parent_seq"
+            "  WHERE chain.chain_len > 0"
+            ") SELECT seq, chain_len, compressed, payload FROM chain ORDER BY depth DESC"
+        ), {"run_id": run_id, "seq": seq}).all()
+        if not rows:
+            return None
+        base = rows[0]
+        if base.chain_len != 0:
+            raise RuntimeError(f"checkpoint chain of {run_id}#{seq} does not start at a snapshot")
+        tree = codec.load_payload(base.payload, base.compressed)
+        delta_bytes = 0
+        for row in rows[1:]:
+            tree = delta.apply(tree, codec.load_payload(row.payload, row.compressed), copy_values=False)
+            delta_bytes += len(row.payload)
+        info = self.info(run_id, seq)
+        assert info is not None
+        return LoadedCheckpoint(info=info, tree=tree, base_seq=base.seq, chain_len=len(rows) - 1,
+                                delta_bytes=delta_bytes, rows_read=len(rows))
+
+    def position(self, loaded: LoadedCheckpoint) -> ChainPosition:
+        """The chain position of a loaded checkpoint (to continue writing patches after it)."""
+        base_bytes = self.conn.execute(
+            select(checkpoints.c.stored_bytes).where(
+                (checkpoints.c.run_id == loaded.info.run_id) & (checkpoints.c.seq == loaded.base_seq))
+        ).scalar_one()
+        return ChainPosition(loaded.info.seq, loaded.tree, loaded.base_seq, base_bytes, loaded.chain_len,
+                             loaded.delta_bytes)
+
+    def info(self, run_id: str, seq: int) -> CheckpointInfo | None:
+        row = self.conn.execute(
+            select(*_INFO_COLUMNS, checkpoints.c.chain_len).where(
+                (checkpoints.c.run_id == run_id) & (checkpoints.c.seq == seq))
+        ).first()
+        return _info(row) if row else None
+
+    def list(self, run_id: str, *, newest: int | None = None) -> list[CheckpointInfo]:
+        """Every checkpoint of the run, all branches, by sequence number; with ``newest=N`` only the N latest,
+        newest first."""
+        stmt = select(*_INFO_COLUMNS, checkpoints.c.chain_len).where(checkpoints.c.run_id == run_id)
+        if newest is not None:
+            stmt = stmt.order_by(checkpoints.c.seq.desc()).limit(newest)
+        else:
+            stmt = stmt.order_by(checkpoints.c.seq)
+        return [_info(r) for r in self.conn.execute(stmt)]
+
+    def stored_bytes(self, run_id: str) -> int:
+        """Payload bytes of all the run's checkpoints (without row and index overhead)."""
+        return int(self.conn.execute(
+            select(func.coalesce(func.sum(checkpoints.c.stored_bytes), 0)).where(checkpoints.c.run_id == run_id)
+        ).scalar_one())

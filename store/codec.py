@@ -1,0 +1,102 @@
+"""State <-> JSON tree, and JSON tree <-> stored bytes.
+
+A run's state is a pydantic model. It is stored as a JSON tree built by pydantic's own JSON-mode dump, so
+datetimes, enums, sets, tuples, decimals, UUIDs and nested models come back as the same types when the tree
+is validated against the model again. The one value JSON mode cannot carry is ``bytes`` that are not UTF-8:
+for those the tree holds ``{"$bytes": "<base64>"}``, turned back into ``bytes`` before validation.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import zlib
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
+
+S = TypeVar("S", bound=BaseModel)
+
+_BYTES_TAG = "$bytes"
+COMPRESS_MIN_BYTES = 256
+"""Payloads at least this long are zlib-compressed when that makes them smaller."""
+
+
+class StateCodec(Generic[S]):
+    """Encodes one state model. ``encode`` gives the JSON tree the store keeps; ``decode`` validates a tree
+    back into the model (raising ``pydantic.ValidationError`` if the tree no longer fits it)."""
+
+    def __init__(self, model: type[S]) -> None:
+        self.model = model
+
+    def encode(self, state: S) -> dict[str, Any]:
+        try:
+            return state.model_dump(mode="json", round_trip=True)
+        except UnicodeDecodeError:
+            return _tag_bytes(state.model_dump(mode="python", round_trip=True))
+
+    def decode(self, tree: dict[str, Any]) -> S:
+        return self.model.model_validate(_untag_bytes(tree), by_name=True)
+
+    def validate(self, data: Any) -> S:
+        """Validate user-supplied data (a dict or a model instance) into the state model.
+
+        Raises:
+            pydantic.ValidationError: ``data`` does not fit the model.
+        """
+        if isinstance(data, self.model):
+            return data
+        if isinstance(data, BaseModel):
+            data = data.model_dump()
+        return self.model.model_validate(data)
+
+
+def _tag_bytes(value: Any) -> Any:
+    if isinstance(value, (bytes, bytearray)):
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            return {_BYTES_TAG: base64.b64encode(bytes(value)).decode("ascii")}
+    if isinstance(value, dict):
+        return {_key(k): _tag_bytes(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_tag_bytes(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        items = [_tag_bytes(v) for v in value]
+        try:
+            return sorted(items)
+        except TypeError:
+            return items
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return to_jsonable_python(value)
+
+
+def _key(key: Any) -> str:
+    return key if isinstance(key, str) else str(to_jsonable_python(key))
+
+
+def _untag_bytes(value: Any) -> Any:
+    if isinstance(value, dict):
+        if len(value) == 1 and _BYTES_TAG in value and isinstance(value[_BYTES_TAG], str):
+            return base64.b64decode(value[_BYTES_TAG])
+        return {k: _untag_bytes(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_untag_bytes(v) for v in value]
+    return value
+
+
+def dump_payload(tree: Any) -> tuple[bytes, bool]:
+    """Serialise a JSON tree (a state or a patch) to stored bytes. Returns ``(payload, compressed)``."""
+    raw = json.dumps(tree, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    if len(raw) >= COMPRESS_MIN_BYTES:
+        packed = zlib.compress(raw, 1)
+        if len(packed) < len(raw) * 0.9:
+            return packed, True
+    return raw, False
+
+
+def load_payload(payload: bytes, compressed: bool) -> Any:
+    """Inverse of ``dump_payload``."""
+    return json.loads(zlib.decompress(payload) if compressed else payload)

@@ -1,0 +1,75 @@
+"""Engines and transactions: one implementation for SQLite and PostgreSQL with small dialect hooks.
+
+SQLite (the embedded default) runs in WAL mode; write transactions start with ``BEGIN IMMEDIATE`` so that
+writers queue on SQLite's lock (up to ``busy_timeout_ms``) instead of failing half-way when two threads
+upgrade a read lock at once. PostgreSQL runs at READ COMMITTED; races are settled by conditional UPDATEs,
+unique keys and ``SELECT … FOR UPDATE SKIP LOCKED``.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator
+
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.engine import make_url
+
+SQLITE_SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
+
+
+def make_engine(
+    url: str, *, sqlite_synchronous: str = "FULL", busy_timeout_ms: int = 30_000, pool_size: int = 10
+) -> Engine:
+    """Create an engine for ``url`` (``sqlite:///path.db`` or ``postgresql+psycopg://…``).
+
+    ``sqlite_synchronous`` is SQLite's ``PRAGMA synchronous`` (FULL: a committed checkpoint survives power
+    loss; NORMAL: it survives a process crash). Ignored on PostgreSQL.
+
+    Raises:
+        ValueError: unknown ``sqlite_synchronous`` or unsupported database.
+    """
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        if sqlite_synchronous.upper() not in SQLITE_SYNCHRONOUS:
+            raise ValueError(f"sqlite_synchronous must be one of {SQLITE_SYNCHRONOUS}")
+        engine = create_engine(
+            url,
+            connect_args={"timeout": busy_timeout_ms / 1000, "check_same_thread": False},
+            pool_size=pool_size,
+            max_overflow=20,
+        )
+        _sqlite_hooks(engine, sqlite_synchronous.upper(), busy_timeout_ms)
+        return engine
+    if parsed.get_backend_name() == "postgresql":
+        return create_engine(url, pool_size=pool_size, max_overflow=20, pool_pre_ping=True)
+    raise ValueError(f"unsupported database {parsed.get_backend_name()!r}: use sqlite or postgresql+psycopg")
+
+
+def _sqlite_hooks(engine: Engine, synchronous: str, busy_timeout_ms: int) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn, _record):  # noqa: ANN001
+        dbapi_conn.isolation_level = None  # we issue BEGIN ourselves (SQLAlchemy's pysqlite recipe)
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute(f"PRAGMA synchronous={synchronous}")
+        cur.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        write = conn.get_execution_options().get("hazel_write", True)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+
+@contextmanager
+def transaction(engine: Engine, *, write: bool = True) -> Iterator[Connection]:
+    """One database transaction: committed when the block ends, rolled back if it raises."""
+    with engine.connect() as conn:
+        conn = conn.execution_options(hazel_write=write)
+        with conn.begin():
+            yield conn
+
+
+def is_sqlite(engine: Engine) -> bool:
+    return engine.dialect.name == "sqlite"

@@ -1,0 +1,30 @@
+"""Errors the store raises.
+
+    StoreError (Exception)
+    ├── SchemaNotReadyError (RuntimeError): the database is not at Hazel's schema revision
+    ├── LeaseLostError (RuntimeError): a fenced write found the run leased to someone else (or cancelled)
+    └── DuplicateDecisionError (ValueError): the same person already decided this request, or the
+        channel delivery id was already recorded
+"""
+
+from __future__ import annotations
+
+
+class StoreError(Exception):
+    """Base of every error raised by ``store``."""
+
+
+class SchemaNotReadyError(StoreError, RuntimeError):
+    """The database has no Hazel tables, or an older revision: run ``hazel db upgrade``."""
+
+
+class LeaseLostError(StoreError, RuntimeError):
+    """A write fenced by a lease token changed no row: another worker owns the run now, or it was cancelled."""
+
+
+class DuplicateDecisionError(StoreError, ValueError):
+    """A unique key refused a decision: same person on the same request, or a delivery id seen before."""
+
+    def __init__(self, message: str, *, by_delivery: bool) -> None:
+        super().__init__(message)
+        self.by_delivery = by_delivery

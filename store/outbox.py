@@ -1,0 +1,87 @@
+"""The ``hazel_outbox`` table: notifications written in the transaction that causes them, delivered after.
+
+Delivery claims a due row by pushing its ``next_attempt_at`` forward (a short lease), so two deliverers never
+send the same row at once; a sender that dies leaves the row due again when the lease runs out.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, func, select, update
+
+from store.models import OutboxMessage, OutboxStatus
+from store.schema import outbox
+
+
+def _message(row: Any) -> OutboxMessage:
+    return OutboxMessage.model_validate(dict(row._mapping))
+
+
+class OutboxRepo:
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def add(self, *, channel: str, kind: str, now: datetime, run_id: str | None = None,
+            request_id: int | None = None, payload: dict[str, Any] | None = None,
+            deliver_at: datetime | None = None) -> int:
+        res = self.conn.execute(outbox.insert().values(
+            run_id=run_id, request_id=request_id, channel=channel, kind=kind, payload=payload or {},
+            status=OutboxStatus.PENDING.value, attempts=0, next_attempt_at=deliver_at or now, created_at=now,
+        ).returning(outbox.c.id))
+        return int(res.scalar_one())
+
+    def claim_due(self, *, now: datetime, lease_sec: float, limit: int = 20) -> list[OutboxMessage]:
+        """Take up to ``limit`` due pending messages, oldest first, leasing them for ``lease_sec``."""
+        pick = (select(outbox.c.id).where((outbox.c.status == OutboxStatus.PENDING.value)
+                                          & (outbox.c.next_attempt_at <= now))
+                .order_by(outbox.c.id).limit(limit))
+        if self.conn.dialect.name == "postgresql":
+            pick = pick.with_for_update(skip_locked=True)
+        ids = [r.id for r in self.conn.execute(pick)]
+        if not ids:
+            return []
+        rows = self.conn.execute(update(outbox).where(
+            outbox.c.id.in_(ids) & (outbox.c.status == OutboxStatus.PENDING.value)
+            & (outbox.c.next_attempt_at <= now)
+        ).values(next_attempt_at=now + timedelta(seconds=lease_sec), attempts=outbox.c.attempts + 1)
+            .returning(*outbox.c)).all()
+        return sorted((_message(r) for r in rows), key=lambda m: m.id)
+
+    def mark_sent(self, message_id: int, *, now: datetime) -> None:
+        self.conn.execute(update(outbox).where(outbox.c.id == message_id).values(
+            status=OutboxStatus.SENT.value, sent_at=now, last_error=None))
+
+    def mark_failed(self, message_id: int, *, error: str, retry_at: datetime | None) -> None:
+        """Record a failed attempt: due again at ``retry_at``, or ``dead`` when None (given up)."""
+        values: dict[str, Any] = {"last_error": error[:2000]}
+        if retry_at is None:
+            values["status"] = OutboxStatus.DEAD.value
+        else:
+            values["next_attempt_at"] = retry_at
+        self.conn.execute(update(outbox).where(outbox.c.id == message_id).values(**values))
+
+    def get(self, message_id: int) -> OutboxMessage | None:
+        row = self.conn.execute(select(outbox).where(outbox.c.id == message_id)).first()
+        return _message(row) if row else None
+
+    def list(self, *, status: str | None = None, run_id: str | None = None, limit: int = 100) -> list[OutboxMessage]:
+        stmt = select(outbox)
+        if status:
+            stmt = stmt.where(outbox.c.status == status)
+        if run_id:
+            stmt = stmt.where(outbox.c.run_id == run_id)
+        return [_message(r) for r in self.conn.execute(stmt.order_by(outbox.c.id.desc()).limit(limit))]
+
+    def backlog(self) -> dict[str, int]:
+        rows = self.conn.execute(select(outbox.c.status, func.count()).group_by(outbox.c.status))
+        return {status: n for status, n in rows}
+
+    def retry_dead(self, *, now: datetime, message_id: int | None = None) -> int:
+        cond = outbox.c.status == OutboxStatus.DEAD.value
+        if message_id is not None:
+            cond &= outbox.c.id == message_id
+        res = self.conn.execute(update(outbox).where(cond).values(
+            status=OutboxStatus.PENDING.value, next_attempt_at=now, attempts=0))
+        return res.rowcount

@@ -1,0 +1,153 @@
+"""The ``hazel_runs`` table: creation, claiming with leases, fenced advances, status changes."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Iterable
+
+from sqlalchemy import Connection, func, select, update
+
+from store.errors import LeaseLostError
+from store.models import Run, RunStatus
+from store.schema import runs
+
+ACTIVE = (RunStatus.READY.value, RunStatus.RUNNING.value, RunStatus.WAITING.value)
+
+
+def _run(row: Any) -> Run:
+    return Run.model_validate(dict(row._mapping))
+
+
+class RunRepo:
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def insert(self, *, run_id: str, workflow: str, workflow_version: int, started_by: str,
+               started_via: str, now: datetime, status: RunStatus = RunStatus.READY) -> None:
+        self.conn.execute(runs.insert().values(
+            id=run_id, workflow=workflow, workflow_version=workflow_version, status=status.value,
+            head_seq=0, last_seq=0, branch=0, last_branch=0, started_by=started_by, started_via=started_via,
+            created_at=now, updated_at=now, attempt=0,
+        ))
+
+    def get(self, run_id: str, *, for_update: bool = False) -> Run | None:
+        stmt = select(runs).where(runs.c.id == run_id)
+        if for_update and self.conn.dialect.name == "postgresql":
+            stmt = stmt.with_for_update()
+        row = self.conn.execute(stmt).first()
+        return _run(row) if row else None
+
+    def find_by_prefix(self, prefix: str, *, limit: int = 2) -> list[str]:
+        rows = self.conn.execute(
+            select(runs.c.id).where(runs.c.id.startswith(prefix, autoescape=True)).limit(limit)
+        )
+        return [r.id for r in rows]
+
+    def list(self, *, statuses: Iterable[str] | None = None, workflow: str | None = None,
+             limit: int = 100, offset: int = 0, newest_first: bool = True) -> list[Run]:
+        stmt = select(runs)
+        if statuses:
+            stmt = stmt.where(runs.c.status.in_(list(statuses)))
+        if workflow:
+            stmt = stmt.where(runs.c.workflow == workflow)
+        order = runs.c.created_at.desc() if newest_first else runs.c.created_at.asc()
+        stmt = stmt.order_by(order, runs.c.id).limit(limit).offset(offset)
+        return [_run(r) for r in self.conn.execute(stmt)]
+
+    def count_by_status(self) -> dict[str, int]:
+        rows = self.conn.execute(select(runs.c.status, func.count()).group_by(runs.c.status))
+        return {status: n for status, n in rows}
+
+    def count_by_version(self, statuses: Iterable[str]) -> list[tuple[str, int, str, int]]:
+        """``(workflow, version, status, count)`` for runs in ``statuses``."""
+        rows = self.conn.execute(
+            select(runs.c.workflow, runs.c.workflow_version, runs.c.status, func.count())
+            .where(runs.c.status.in_(list(statuses)))
+            .group_by(runs.c.workflow, runs.c.workflow_version, runs.c.status)
+            .order_by(runs.c.workflow, runs.c.workflow_version)
+        )
+        return [tuple(r) for r in rows]
+
+    # -- claiming -------------------------------------------------------------------------------------
+
+    def claim(self, *, owner: str, token: str, now: datetime, lease_until: datetime,
+              run_id: str | None = None) -> Run | None:
+        """Lease one ``ready`` run whose ``wake_at`` has come (``run_id`` to ask for a specific one).
+        Returns the run as leased, or None when there is none (or another worker got it first)."""
+        due = (runs.c.status == RunStatus.READY.value) & (
+            runs.c.wake_at.is_(None) | (runs.c.wake_at <= now)
+        )
+        if run_id is not None:
+            target = runs.c.id == run_id
+        else:
+            pick = select(runs.c.id).where(due).order_by(runs.c.updated_at).limit(1)
+            if self.conn.dialect.name == "postgresql":
+                pick = pick.with_for_update(skip_locked=True)
+            target = runs.c.id == pick.scalar_subquery()
+        result = self.conn.execute(
+            update(runs).where(target & due).values(
+                status=RunStatus.RUNNING.value, lease_owner=owner, lease_token=token,
+                lease_expires_at=lease_until, wake_at=None, updated_at=now,
+            ).returning(*runs.c)
+        ).first()
+        return _run(result) if result else None
+
+    def renew_leases(self, *, tokens: list[str], lease_until: datetime) -> int:
+        if not tokens:
+            return 0
+        res = self.conn.execute(
+            update(runs).where(runs.c.lease_token.in_(tokens) & (runs.c.status == RunStatus.RUNNING.value))
+            .values(lease_expires_at=lease_until)
+        )
+        return res.rowcount
+
+    def running(self) -> list[Run]:
+        return [_run(r) for r in self.conn.execute(
+            select(runs).where(runs.c.status == RunStatus.RUNNING.value))]
+
+    def release_to_ready(self, run_id: str, *, now: datetime, only_token: str | None = None,
+                         expired_before: datetime | None = None) -> bool:
+        """Hand a ``running`` run back to the queue (its worker died or gave it up)."""
+        cond = (runs.c.id == run_id) & (runs.c.status == RunStatus.RUNNING.value)
+        if only_token is not None:
+            cond &= runs.c.lease_token == only_token
+        if expired_before is not None:
+            cond &= runs.c.lease_expires_at < expired_before
+        res = self.conn.execute(update(runs).where(cond).values(
+            status=RunStatus.READY.value, lease_owner=None, lease_token=None, lease_expires_at=None,
+            updated_at=now))
+        return res.rowcount == 1
+
+    # -- fenced writes by the lease holder ----------------------------------------------------------------
+
+    def advance(self, run_id: str, *, token: str, now: datetime, **values: Any) -> None:
+        """Update the leased run (head, status, …) only while ``token`` still holds its lease.
+
+        Raises:
+            LeaseLostError: the lease moved to another worker, or the run was cancelled meanwhile.
+        """
+        if "status" in values and isinstance(values["status"], RunStatus):
+            values["status"] = values["status"].value
+        if values.get("status") not in (None, RunStatus.RUNNING.value):
+            values.setdefault("lease_owner", None)
+            values.setdefault("lease_token", None)
+            values.setdefault("lease_expires_at", None)
+        res = self.conn.execute(update(runs).where(
+            (runs.c.id == run_id) & (runs.c.lease_token == token) & (runs.c.status == RunStatus.RUNNING.value)
+        ).values(updated_at=now, **values))
+        if res.rowcount != 1:
+            raise LeaseLostError(f"run {run_id} is no longer leased by this worker")
+
+    # -- conditional transitions (decisions, retry, cancel, rewind) ------------------------------------------
+
+    def transition(self, run_id: str, *, from_statuses: Iterable[str], now: datetime, **values: Any) -> bool:
+        """Set ``values`` if the run is in one of ``from_statuses``; False when it was not (someone else won)."""
+        if "status" in values and isinstance(values["status"], RunStatus):
+            values["status"] = values["status"].value
+        res = self.conn.execute(update(runs).where(
+            (runs.c.id == run_id) & runs.c.status.in_([getattr(s, "value", s) for s in from_statuses])
+        ).values(updated_at=now, **values))
+        return res.rowcount == 1
+
+    def delete(self, run_id: str) -> None:
+        self.conn.execute(runs.delete().where(runs.c.id == run_id))

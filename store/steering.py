@@ -1,0 +1,156 @@
+"""The ``hazel_steering_requests`` and ``hazel_decisions`` tables.
+
+A request is settled by one conditional UPDATE (``WHERE status = 'pending'``); a decision row is unique per
+(request, channel, person) and per (channel, delivery id). Together they make a decision happen once, however
+many clicks, retries or processes race for it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Iterable
+
+from sqlalchemy import Connection, case, select, update
+from sqlalchemy.exc import IntegrityError
+
+from store.errors import DuplicateDecisionError
+from store.models import Action, Decision, RequestStatus, SteeringRequest
+from store.schema import decisions, steering_requests
+
+
+def _request(row: Any) -> SteeringRequest:
+    return SteeringRequest.model_validate(dict(row._mapping))
+
+
+def _decision(row: Any) -> Decision:
+    return Decision.model_validate(dict(row._mapping))
+
+
+class RequestRepo:
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def insert(self, *, run_id: str, checkpoint_seq: int, point: str, title: str, channel: str,
+               approvals_required: int, now: datetime, due_at: datetime | None) -> int:
+        res = self.conn.execute(steering_requests.insert().values(
+            run_id=run_id, checkpoint_seq=checkpoint_seq, point=point, title=title, channel=channel,
+            status=RequestStatus.PENDING.value, approvals_required=approvals_required, approvals=0,
+            created_at=now, due_at=due_at, reminders_sent=0,
+        ).returning(steering_requests.c.id))
+        return int(res.scalar_one())
+
+    def get(self, request_id: int) -> SteeringRequest | None:
+        row = self.conn.execute(select(steering_requests).where(steering_requests.c.id == request_id)).first()
+        return _request(row) if row else None
+
+    def pending_for_run(self, run_id: str) -> SteeringRequest | None:
+        row = self.conn.execute(select(steering_requests).where(
+            (steering_requests.c.run_id == run_id) & (steering_requests.c.status == RequestStatus.PENDING.value)
+        ).order_by(steering_requests.c.id.desc()).limit(1)).first()
+        return _request(row) if row else None
+
+    def latest_for_run(self, run_id: str, *, exclude_id: int | None = None) -> SteeringRequest | None:
+        cond = steering_requests.c.run_id == run_id
+        if exclude_id is not None:
+            cond &= steering_requests.c.id != exclude_id
+        row = self.conn.execute(select(steering_requests).where(cond)
+                                .order_by(steering_requests.c.id.desc()).limit(1)).first()
+        return _request(row) if row else None
+
+    def for_run(self, run_id: str) -> list[SteeringRequest]:
+        rows = self.conn.execute(select(steering_requests).where(steering_requests.c.run_id == run_id)
+                                 .order_by(steering_requests.c.id))
+        return [_request(r) for r in rows]
+
+    def pending(self, *, run_ids: Iterable[str] | None = None, limit: int = 500) -> list[SteeringRequest]:
+        """Pending requests, oldest first."""
+        stmt = select(steering_requests).where(steering_requests.c.status == RequestStatus.PENDING.value)
+        if run_ids is not None:
+            stmt = stmt.where(steering_requests.c.run_id.in_(list(run_ids)))
+        rows = self.conn.execute(stmt.order_by(steering_requests.c.created_at, steering_requests.c.id).limit(limit))
+        return [_request(r) for r in rows]
+
+    def vote(self, request_id: int, *, now: datetime, actor: str) -> SteeringRequest | None:
+        """Count one approval; settle the request as approved when it reaches its quorum.
+        Returns the request after the vote, or None if it was no longer pending."""
+        t = steering_requests.c
+        reached = t.approvals + 1 >= t.approvals_required
+        row = self.conn.execute(update(steering_requests).where(
+            (t.id == request_id) & (t.status == RequestStatus.PENDING.value)
+        ).values(
+            approvals=t.approvals + 1,
+            status=case((reached, RequestStatus.DECIDED.value), else_=t.status),
+            decided_at=case((reached, now), else_=t.decided_at),
+            decided_by=case((reached, actor), else_=t.decided_by),
+            decided_action=case((reached, Action.APPROVE.value), else_=t.decided_action),
+        ).returning(*steering_requests.c)).first()
+        return _request(row) if row else None
+
+    def settle(self, request_id: int, *, now: datetime, actor: str, action: str,
+               status: RequestStatus = RequestStatus.DECIDED) -> SteeringRequest | None:
+        """Settle a pending request with one decision; None if it was no longer pending (someone else won)."""
+        t = steering_requests.c
+        row = self.conn.execute(update(steering_requests).where(
+            (t.id == request_id) & (t.status == RequestStatus.PENDING.value)
+        ).values(status=status.value, decided_at=now, decided_by=actor, decided_action=action)
+            .returning(*steering_requests.c)).first()
+        return _request(row) if row else None
+
+    def set_message_ref(self, request_id: int, ref: dict[str, Any]) -> None:
+        self.conn.execute(update(steering_requests).where(steering_requests.c.id == request_id)
+                          .values(message_ref=ref))
+
+    def set_due_at(self, request_id: int, due_at: datetime | None) -> None:
+        self.conn.execute(update(steering_requests).where(steering_requests.c.id == request_id)
+                          .values(due_at=due_at))
+
+
+class DecisionRepo:
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def insert(self, *, run_id: str, request_id: int | None, action: Action, actor_id: str,
+               actor_name: str | None, channel: str, payload: dict[str, Any], now: datetime,
+               delivery_id: str | None = None) -> int:
+        """Record a decision.
+
+        Raises:
+            DuplicateDecisionError: this person already decided this request, or ``delivery_id`` was seen
+                before on this channel. The insert runs in a SAVEPOINT, so the surrounding transaction
+                stays usable (to read who decided, for the refusal message).
+        """
+        try:
+            with self.conn.begin_nested():
+                res = self.conn.execute(decisions.insert().values(
+                    run_id=run_id, request_id=request_id, action=action.value, actor_id=actor_id,
+                    actor_name=actor_name, channel=channel, payload=payload, created_at=now,
+                    delivery_id=delivery_id,
+                ).returning(decisions.c.id))
+                return int(res.scalar_one())
+        except IntegrityError as exc:
+            by_delivery = delivery_id is not None and self.by_delivery(channel, delivery_id) is not None
+            raise DuplicateDecisionError(str(exc.orig), by_delivery=by_delivery) from exc
+
+    def get(self, decision_id: int) -> Decision | None:
+        row = self.conn.execute(select(decisions).where(decisions.c.id == decision_id)).first()
+        return _decision(row) if row else None
+
+    def by_delivery(self, channel: str, delivery_id: str) -> Decision | None:
+        row = self.conn.execute(select(decisions).where(
+            (decisions.c.channel == channel) & (decisions.c.delivery_id == delivery_id))).first()
+        return _decision(row) if row else None
+
+    def for_request(self, request_id: int) -> list[Decision]:
+        rows = self.conn.execute(select(decisions).where(decisions.c.request_id == request_id)
+                                 .order_by(decisions.c.id))
+        return [_decision(r) for r in rows]
+
+    def by_actor(self, request_id: int, channel: str, actor_id: str) -> Decision | None:
+        row = self.conn.execute(select(decisions).where(
+            (decisions.c.request_id == request_id) & (decisions.c.channel == channel)
+            & (decisions.c.actor_id == actor_id))).first()
+        return _decision(row) if row else None
+
+    def for_run(self, run_id: str) -> list[Decision]:
+        rows = self.conn.execute(select(decisions).where(decisions.c.run_id == run_id).order_by(decisions.c.id))
+        return [_decision(r) for r in rows]
