@@ -37,7 +37,8 @@ class Channel(ABC):
     @abstractmethod
     def open_request(self, view: RequestView) -> dict[str, Any] | None:
         """Post a new steering request. Returns where it was posted (stored as the request's ``message_ref``),
-        e.g. ``{"channel": "C…", "ts": "…"}`` or ``{"key": "MIG-12"}``.
+        e.g. ``{"channel": "C…", "ts": "…", "key": "C…:ts"}`` or ``{"key": "MIG-12"}``; ``key``, when given, is
+        indexed so that the channel's callbacks can find the request (``RequestRepo.by_message_key``).
 
         Raises:
             DeliveryError: not posted; the outbox retries.

@@ -161,6 +161,8 @@ class SteeringRequest(_Record):
     decided_action: str | None = None
     message_ref: dict[str, Any] | None = None
     """Where the channel put it: ``{"channel": "C…", "ts": "…"}`` for Slack, ``{"key": "MIG-1"}`` for Jira."""
+    message_key: str | None = None
+    """The channel's own key for it (``ref["key"]``), indexed to find the request when the channel calls back."""
     escalated_at: datetime | None = None
     reminders_sent: int = 0
 

@@ -130,11 +130,15 @@ steering_requests = Table(
     Column("decided_by", String(200), nullable=True),
     Column("decided_action", String(16), nullable=True),
     Column("message_ref", JSONDoc, nullable=True),
+    # The channel's own key for the posted request ("C123:1700000000.000100" on Slack, "MIG-12" on Jira),
+    # to find the request when the channel calls back.
+    Column("message_key", String(200), nullable=True),
     Column("escalated_at", UTCDateTime, nullable=True),
     Column("reminders_sent", Integer, nullable=False, default=0),
     ForeignKeyConstraint(["run_id"], ["hazel_runs.id"], ondelete="CASCADE"),
     Index("ix_hazel_steering_requests_run_id", "run_id"),
     Index("ix_hazel_steering_requests_status", "status"),
+    Index("ix_hazel_steering_requests_message_key", "message_key"),
 )
 
 decisions = Table(

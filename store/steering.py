@@ -97,8 +97,16 @@ class RequestRepo:
         return _request(row) if row else None
 
     def set_message_ref(self, request_id: int, ref: dict[str, Any]) -> None:
+        """Store where the channel posted the request; ``ref["key"]`` (if any) becomes its ``message_key``."""
+        key = ref.get("key")
         self.conn.execute(update(steering_requests).where(steering_requests.c.id == request_id)
-                          .values(message_ref=ref))
+                          .values(message_ref=ref, message_key=str(key) if key is not None else None))
+
+    def by_message_key(self, key: str) -> SteeringRequest | None:
+        """The latest request the channel posted under ``key``."""
+        row = self.conn.execute(select(steering_requests).where(steering_requests.c.message_key == key)
+                                .order_by(steering_requests.c.id.desc()).limit(1)).first()
+        return _request(row) if row else None
 
     def set_due_at(self, request_id: int, due_at: datetime | None) -> None:
         self.conn.execute(update(steering_requests).where(steering_requests.c.id == request_id)

@@ -129,12 +129,14 @@ def upgrade() -> None:
     sa.Column('decided_by', sa.String(length=200), nullable=True),
     sa.Column('decided_action', sa.String(length=16), nullable=True),
     sa.Column('message_ref', sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), 'postgresql'), nullable=True),
+    sa.Column('message_key', sa.String(length=200), nullable=True),
     sa.Column('escalated_at', UTCDateTime(), nullable=True),
     sa.Column('reminders_sent', sa.Integer(), nullable=False),
     sa.ForeignKeyConstraint(['run_id'], ['hazel_runs.id'], name=op.f('fk_hazel_steering_requests_run_id_hazel_runs'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_hazel_steering_requests'))
     )
     with op.batch_alter_table('hazel_steering_requests', schema=None) as batch_op:
+        batch_op.create_index('ix_hazel_steering_requests_message_key', ['message_key'], unique=False)
         batch_op.create_index('ix_hazel_steering_requests_run_id', ['run_id'], unique=False)
         batch_op.create_index('ix_hazel_steering_requests_status', ['status'], unique=False)
 
@@ -146,6 +148,7 @@ def downgrade() -> None:
     with op.batch_alter_table('hazel_steering_requests', schema=None) as batch_op:
         batch_op.drop_index('ix_hazel_steering_requests_status')
         batch_op.drop_index('ix_hazel_steering_requests_run_id')
+        batch_op.drop_index('ix_hazel_steering_requests_message_key')
 
     op.drop_table('hazel_steering_requests')
     with op.batch_alter_table('hazel_decisions', schema=None) as batch_op:
