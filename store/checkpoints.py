@@ -20,6 +20,9 @@ from store.models import CheckpointInfo, LoadedCheckpoint
 from store.schema import checkpoints
 
 _INFO_COLUMNS = [c for c in checkpoints.c if c.name not in ("payload", "compressed", "base_seq", "chain_len")]
+_INSERT = checkpoints.insert()
+"""Built once: executed with a parameter dict, SQLAlchemy reuses its compiled form (building ``.values(...)``
+per step cost more than the database's own commit)."""
 
 
 @dataclass(frozen=True)
@@ -94,7 +97,7 @@ class CheckpointRepo:
             position = ChainPosition(cp.seq, tree, cp.seq, len(payload), 0, 0)
         else:
             position = ChainPosition(cp.seq, tree, parent.base_seq, parent.base_bytes, chain_len, delta_bytes)
-        self.conn.execute(checkpoints.insert().values(
+        self.conn.execute(_INSERT, dict(
             run_id=cp.run_id, seq=cp.seq, parent_seq=cp.parent_seq, branch=cp.branch, step=cp.step,
             next_step=cp.next_step, workflow_version=cp.workflow_version, created_at=cp.created_at,
             base_seq=position.base_seq, chain_len=position.chain_len, stored_bytes=len(payload),

@@ -3,18 +3,23 @@
 SQLite (the embedded default) runs in WAL mode; write transactions start with ``BEGIN IMMEDIATE`` so that
 writers queue on SQLite's lock (up to ``busy_timeout_ms``) instead of failing half-way when two threads
 upgrade a read lock at once. PostgreSQL runs at READ COMMITTED; races are settled by conditional UPDATEs,
-unique keys and ``SELECT … FOR UPDATE SKIP LOCKED``.
+unique keys and ``SELECT … FOR UPDATE SKIP LOCKED``. A pooled PostgreSQL connection is pinged before use when
+it sat idle for ``PING_IDLE_SEC`` or more (SQLAlchemy's pessimistic disconnect handling, without paying a round
+trip on every transaction of a run executing steps back to back).
 """
 
 from __future__ import annotations
 
+import time
 from contextlib import contextmanager
 from typing import Iterator
 
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event, exc
 from sqlalchemy.engine import make_url
 
 SQLITE_SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
+PING_IDLE_SEC = 1.0
+"""A PostgreSQL connection idle in the pool at least this long is checked with ``SELECT 1`` before use."""
 
 
 def make_engine(
@@ -41,7 +46,9 @@ def make_engine(
         _sqlite_hooks(engine, sqlite_synchronous.upper(), busy_timeout_ms)
         return engine
     if parsed.get_backend_name() == "postgresql":
-        return create_engine(url, pool_size=pool_size, max_overflow=20, pool_pre_ping=True)
+        engine = create_engine(url, pool_size=pool_size, max_overflow=20)
+        _ping_idle_connections(engine)
+        return engine
     raise ValueError(f"unsupported database {parsed.get_backend_name()!r}: use sqlite or postgresql+psycopg")
 
 
@@ -60,6 +67,30 @@ def _sqlite_hooks(engine: Engine, synchronous: str, busy_timeout_ms: int) -> Non
     def _on_begin(conn: Connection) -> None:
         write = conn.get_execution_options().get("hazel_write", True)
         conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+
+def _ping_idle_connections(engine: Engine) -> None:
+    """``pool_pre_ping`` for connections idle ``PING_IDLE_SEC`` or more. A failed ping raises
+    ``DisconnectionError``, on which the pool discards the connection and checks out another (SQLAlchemy,
+    "Disconnect Handling - Pessimistic", custom checkout event)."""
+
+    @event.listens_for(engine.pool, "connect")
+    def _on_connect(_dbapi_conn, record):  # noqa: ANN001
+        record.info["hazel_idle_since"] = time.monotonic()
+
+    @event.listens_for(engine.pool, "checkin")
+    def _on_checkin(_dbapi_conn, record):  # noqa: ANN001
+        if record is not None:
+            record.info["hazel_idle_since"] = time.monotonic()
+
+    @event.listens_for(engine.pool, "checkout")
+    def _on_checkout(dbapi_conn, record, _proxy):  # noqa: ANN001
+        if time.monotonic() - record.info.get("hazel_idle_since", 0.0) < PING_IDLE_SEC:
+            return
+        try:
+            engine.dialect.do_ping(dbapi_conn)
+        except Exception as error:  # any failure: let the pool replace the connection
+            raise exc.DisconnectionError(f"pooled connection failed its ping: {error}") from error
 
 
 @contextmanager

@@ -5,13 +5,20 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Iterable
 
-from sqlalchemy import Connection, func, select, update
+from sqlalchemy import Connection, bindparam, func, select, update
 
 from store.errors import LeaseLostError
 from store.models import Run, RunStatus
 from store.schema import runs
 
 ACTIVE = (RunStatus.READY.value, RunStatus.RUNNING.value, RunStatus.WAITING.value)
+
+_ADVANCE = update(runs).where(
+    (runs.c.id == bindparam("fence_run_id")) & (runs.c.lease_token == bindparam("fence_token"))
+    & (runs.c.status == RunStatus.RUNNING.value)
+)
+"""The fenced per-step UPDATE, built once: executed with a parameter dict whose keys (besides the two fence
+parameters) are the columns to set, SQLAlchemy reuses its compiled form for each set of keys."""
 
 
 def _run(row: Any) -> Run:
@@ -132,9 +139,7 @@ class RunRepo:
             values.setdefault("lease_owner", None)
             values.setdefault("lease_token", None)
             values.setdefault("lease_expires_at", None)
-        res = self.conn.execute(update(runs).where(
-            (runs.c.id == run_id) & (runs.c.lease_token == token) & (runs.c.status == RunStatus.RUNNING.value)
-        ).values(updated_at=now, **values))
+        res = self.conn.execute(_ADVANCE, {**values, "updated_at": now, "fence_run_id": run_id, "fence_token": token})
         if res.rowcount != 1:
             raise LeaseLostError(f"run {run_id} is no longer leased by this worker")
 
