@@ -10,12 +10,16 @@ from bot.service import Hazel, WorkerPool
 from bot.settings import Settings
 from bot.web import create_app
 from bot.wiring import channels_from_settings, http_routers
+from integrations.console import ConsoleChannel
 
 log = logging.getLogger("hazel.server")
 
 
-def build(settings: Settings, *, workers: int | None = None) -> tuple[Hazel, WorkerPool]:
-    hazel = Hazel(settings, channels=channels_from_settings(settings))
+def build(settings: Settings, *, workers: int | None = None,
+          console: ConsoleChannel | None = None) -> tuple[Hazel, WorkerPool]:
+    """The engine and its worker pool, with the configured channels; runs left by dead processes are
+    recovered."""
+    hazel = Hazel(settings, channels=channels_from_settings(settings), console=console)
     recovered = hazel.prepare()
     if recovered:
         log.warning("recovered %d run(s) on start", len(recovered))
@@ -41,9 +45,10 @@ def serve(settings: Settings, *, host: str, port: int, workers: int | None = Non
         hazel.close()
 
 
-def work(settings: Settings, *, workers: int | None = None, until_idle: bool = False) -> int:
+def work(settings: Settings, *, workers: int | None = None, until_idle: bool = False,
+         console: ConsoleChannel | None = None) -> int:
     """Execute ready runs: until none is ready (``until_idle``), or until SIGINT/SIGTERM."""
-    hazel, pool = build(settings, workers=workers)
+    hazel, pool = build(settings, workers=workers, console=console)
     try:
         if until_idle:
             n = pool.drain()

@@ -216,15 +216,16 @@ class Steering:
         now = self.clock()
         try:
             with self.store.transaction() as tx:
-                decision_id = tx.decisions.insert(run_id=run.id, request_id=request.id, action=Action(action),
-                                                  actor_id=actor.id, actor_name=actor.name, channel=actor.channel,
-                                                  payload=payload, now=now, delivery_id=delivery_id)
+                # The request row is locked first: every decision on it queues here, in one order.
                 if action == Action.APPROVE.value:
                     after = tx.requests.vote(request.id, now=now, actor=actor.label)
                 else:
                     after = tx.requests.settle(request.id, now=now, actor=actor.label, action=action)
                 if after is None:
                     raise self._already(tx, tx.requests.get(request.id))
+                decision_id = tx.decisions.insert(run_id=run.id, request_id=request.id, action=Action(action),
+                                                  actor_id=actor.id, actor_name=actor.name, channel=actor.channel,
+                                                  payload=payload, now=now, delivery_id=delivery_id)
                 tx.events.add(action=f"decision.{action}", actor=actor, now=now, run_id=run.id,
                               request_id=request.id, point=point.name, **_audit_detail(action, payload, after))
                 settled = after.status is RequestStatus.DECIDED
@@ -346,15 +347,16 @@ class Steering:
         now = self.clock()
         try:
             with self.store.transaction() as tx:
+                after = None
+                if request is not None:  # lock the request first, as every decision does
+                    after = tx.requests.settle(request.id, now=now, actor=actor.label, action=Action.REWIND.value)
+                    if after is None:
+                        raise self._already(tx, tx.requests.get(request.id))
                 decision_id = tx.decisions.insert(run_id=run.id, request_id=request.id if request else None,
                                                   action=Action.REWIND, actor_id=actor.id, actor_name=actor.name,
                                                   channel=actor.channel, payload=payload, now=now,
                                                   delivery_id=delivery_id)
-                after = None
                 if request is not None:
-                    after = tx.requests.settle(request.id, now=now, actor=actor.label, action=Action.REWIND.value)
-                    if after is None:
-                        raise self._already(tx, tx.requests.get(request.id))
                     tx.outbox.add(channel=request.channel, kind="request.closed", now=now, run_id=run.id,
                                   request_id=request.id, payload={"decision_id": decision_id})
                 current = tx.runs.get(run.id, for_update=True)

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bot.errors import WorkflowDefinitionError
 from store.codec import StateCodec
@@ -200,17 +200,23 @@ class Workflow(Generic[S]):
             timeout_sec, on_timeout: what happens when nobody decided in time.
             options: channel-specific settings (for example ``jira_issue_type``, ``jira_approve_status``).
         """
-        point = SteeringPoint(
-            name=name, title=title or name.replace("_", " ").capitalize(), show=show, actions=tuple(actions),
-            approvers=approvers or Approvers(), channel=channel, on_feedback=on_feedback, on_reject=on_reject,
-            next=next, approvals_required=approvals_required, allow_self_approval=allow_self_approval,
-            permissions=dict(permissions or {}), notify_approvers=notify_approvers,
-            remind_after_sec=remind_after_sec, remind_every_sec=remind_every_sec,
-            escalate_after_sec=escalate_after_sec, escalate_to=escalate_to, escalate_channel=escalate_channel,
-            timeout_sec=timeout_sec, on_timeout=on_timeout, options=options,
-        )
+        try:
+            point = SteeringPoint(
+                name=name, title=title or name.replace("_", " ").capitalize(), show=show, actions=tuple(actions),
+                approvers=approvers or Approvers(), channel=channel, on_feedback=on_feedback, on_reject=on_reject,
+                next=next, approvals_required=approvals_required, allow_self_approval=allow_self_approval,
+                permissions=dict(permissions or {}), notify_approvers=notify_approvers,
+                remind_after_sec=remind_after_sec, remind_every_sec=remind_every_sec,
+                escalate_after_sec=escalate_after_sec, escalate_to=escalate_to, escalate_channel=escalate_channel,
+                timeout_sec=timeout_sec, on_timeout=on_timeout, options=options,
+            )
+        except ValidationError as exc:
+            details = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
+            raise WorkflowDefinitionError(
+                f"workflow {self.label} is invalid: steering point {name!r}: {details}") from None
         self._add(point)
         return point
+
 
     def migration(self, from_version: int) -> Callable[[Callable[[dict], dict]], Callable[[dict], dict]]:
         """Declare how a state tree of ``from_version`` becomes one of this version (a function on dicts)."""

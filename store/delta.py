@@ -3,6 +3,8 @@
 This is Hazel's own because it is the checkpoint hot path: the diff works in time proportional to the
 state's shape plus the change (C-level equality on unchanged subtrees, list appends detected as
 ``add …/-``), and its output is sized by the change, never by the state or the run's history.
+Inside containers, numbers Python holds equal (``1``, ``1.0``, ``True``) count as unchanged: pydantic
+validates them back to the field's type anyway.
 """
 
 from __future__ import annotations

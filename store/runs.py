@@ -40,7 +40,9 @@ class RunRepo:
     def get(self, run_id: str, *, for_update: bool = False) -> Run | None:
         stmt = select(runs).where(runs.c.id == run_id)
         if for_update and self.conn.dialect.name == "postgresql":
-            stmt = stmt.with_for_update()
+            # FOR NO KEY UPDATE: does not wait for the KEY SHARE locks that inserting child rows
+            # (checkpoints, decisions) takes on the run, so concurrent deciders cannot deadlock on it.
+            stmt = stmt.with_for_update(key_share=True)
         row = self.conn.execute(stmt).first()
         return _run(row) if row else None
 

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from bot.cli.common import CliError, JsonOpt, emit_json, engine, handle_errors, out, when
+from bot.cli.common import CliError, JsonOpt, command_prefix, emit_json, engine, err, handle_errors, out, when
 from bot.settings import Settings
 from store import Store
 
@@ -80,9 +80,11 @@ def worker_cmd(
 ) -> None:
     """Execute ready runs (new, decided, recovered, retries due) without serving HTTP."""
     from bot.server import work
+    from integrations.console import ConsoleChannel
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    n = work(Settings(), workers=workers, until_idle=until_idle)
+    console = ConsoleChannel(console=err if json_out else out, command=command_prefix())
+    n = work(Settings(), workers=workers, until_idle=until_idle, console=console)
     if until_idle:
         if json_out:
             emit_json({"drives": n})

@@ -1,0 +1,5 @@
+"""``python -m bot.cli …`` is ``hazel …``."""
+
+from bot.cli import main
+
+main()

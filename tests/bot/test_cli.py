@@ -1,0 +1,152 @@
+"""The console channel: every CLI command, its --json output, and one-line errors with a non-zero exit."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from bot.cli import app
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "tests" / "workflows" / "sample.py"
+
+
+@pytest.fixture
+def cli(db_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):  # noqa: ANN201
+    monkeypatch.setenv("HAZEL_DATABASE_URL", db_url)
+    monkeypatch.setenv("HAZEL_WORKFLOWS", str(SAMPLE))
+    monkeypatch.setenv("HAZEL_OPERATOR", "olga")
+    monkeypatch.setenv("HAZEL_OUTPUT_DIR", str(tmp_path / "out"))
+    monkeypatch.chdir(tmp_path)
+    from bot.cli import common
+
+    monkeypatch.setattr(common.out, "width", 200)  # no wrapping of tables in assertions
+    monkeypatch.setattr(common.err, "width", 200)
+    runner = CliRunner()
+
+    def invoke(*args: str, ok: bool = True):  # noqa: ANN202
+        result = runner.invoke(app, list(args))
+        if ok:
+            assert result.exit_code == 0, (args, result.output, result.exception)
+        return result
+
+    def as_json(*args: str):  # noqa: ANN202
+        return json.loads(invoke(*args, "--json").stdout)
+
+    invoke.json = as_json  # type: ignore[attr-defined]
+    return invoke
+
+
+def test_run_steer_and_inspect(cli) -> None:  # noqa: ANN001
+    started = cli.json("run", "doc-review", "--input", '{"topic": "caching"}')
+    run_id = started["run"]["id"]
+    assert started["run"]["status"] == "waiting" and started["steps"] == ["write_draft"]
+    assert started["pending_request"]["point"] == "review"
+
+    table = cli("runs").stdout
+    assert run_id in table and "waiting" in table and "review (console)" in table
+    assert [r["id"] for r in cli.json("runs", "--status", "waiting")] == [run_id]
+    assert cli.json("runs", "--status", "completed") == []
+
+    shown = cli("show", run_id[:6]).stdout
+    assert "About caching (v1)" in shown and "waiting at 'review'" in shown
+
+    fed = cli.json("feedback", run_id, "more depth", "--as", "sue")
+    assert fed["decision"]["action"] == "feedback" and fed["steps"] == ["write_draft"]
+    assert cli.json("show", run_id)["state"]["notes"] == ["first draft", "feedback from sue: more depth"]
+
+    edited = cli.json("edit", run_id, "--set", "draft=Hand-written draft", "--as", "sue")
+    assert edited["run"]["status"] == "completed" and edited["steps"] == ["publish"]
+    assert cli.json("show", run_id)["state"]["draft"] == "Hand-written draft"
+
+    history = cli("history", run_id).stdout
+    assert "#2 review feedback by sue" in history and "#5 publish → end" in history and "◀ head" in history
+    hist = cli.json("history", run_id)
+    assert [c["seq"] for c in hist["checkpoints"]] == [0, 1, 2, 3, 4, 5]
+
+    rewound = cli.json("rewind", run_id, "--to", "write_draft", "--feedback", "shorter")
+    assert rewound["run"]["status"] == "waiting" and rewound["steps"] == ["write_draft"]
+    tree = cli("history", run_id).stdout
+    assert "fork from #2" in tree and "rewind to #2 by olga" in tree  # the latest time write_draft was next
+
+    audit = cli.json("audit", run_id)
+    assert [e["action"] for e in audit if e["action"].startswith("decision")] == [
+        "decision.feedback", "decision.edit", "decision.rewind"]
+    assert {e["actor_id"] for e in audit if e["action"] in ("decision.feedback", "decision.edit")} == {"sue"}
+    assert "decision.rewind" in cli("audit", run_id).stdout
+
+
+def test_edit_file_reject_and_validation(cli, tmp_path: Path) -> None:  # noqa: ANN001
+    run_id = cli.json("run", "budget", "--input", '{"purpose": "laptops"}')["run"]["id"]
+    bad = cli("edit", run_id, "--set", "amount=-5", ok=False)
+    assert bad.exit_code == 1
+    assert "invalid edit: amount: Input should be greater than or equal to 0" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1
+    assert cli.json("show", run_id)["run"]["status"] == "waiting"
+    wrong_field = cli("edit", run_id, "--set", "purpose=phones", ok=False)
+    assert wrong_field.exit_code == 1 and "edit 'amount' only" in wrong_field.stderr
+    (tmp_path / "amount.txt").write_text("75\n")
+    sys.modules["hazel_workflows_sample"].FAIL["spend"] = 0
+    done = cli.json("edit", run_id, "--file", str(tmp_path / "amount.txt"))
+    assert done["run"]["status"] == "completed"
+    assert cli.json("show", run_id)["state"]["amount"] == 75
+
+    second = cli.json("run", "budget", "--input", '{"purpose": "desks"}')["run"]["id"]
+    no_reason = cli("reject", second, "--reason", " ", ok=False)
+    assert no_reason.exit_code == 1 and "needs a reason" in no_reason.stderr
+    rejected = cli.json("reject", second, "--reason", "too much")
+    assert rejected["run"]["status"] == "rejected"
+    again = cli("approve", second, ok=False)
+    assert again.exit_code == 1 and "not waiting on a steering request" in again.stderr
+
+
+def test_failed_run_retry_and_cancel(cli) -> None:  # noqa: ANN001
+    cli("workflows")  # loads the module
+    module = sys.modules["hazel_workflows_sample"]
+    module.FAIL["spend"] = 1
+    run_id = cli.json("run", "budget", "--input", '{"purpose": "chairs"}')["run"]["id"]
+    failed = cli.json("approve", run_id)
+    assert failed["run"]["status"] == "failed" and "payment provider down" in failed["run"]["error"]
+    assert "Traceback" in cli("show", run_id, "--full").stdout
+    retried = cli.json("retry", run_id)
+    assert retried["run"]["status"] == "completed" and retried["steps"] == ["spend"]
+
+    other = cli.json("run", "budget", "--input", '{"purpose": "lamps"}')["run"]["id"]
+    cancelled = cli.json("cancel", other, "--reason", "duplicate")
+    assert cancelled["run"]["status"] == "cancelled"
+    assert cli("cancel", other, ok=False).exit_code == 1
+
+
+def test_errors_are_one_line_and_json_errors_are_objects(cli) -> None:  # noqa: ANN001
+    missing = cli("show", "nosuchrun", ok=False)
+    assert missing.exit_code == 1 and missing.stderr.strip() == "error: no run 'nosuchrun' (see `hazel runs`)"
+    as_json = cli("approve", "nosuchrun", "--json", ok=False)
+    assert as_json.exit_code == 1
+    assert json.loads(as_json.stdout)["error"]["type"] == "RunNotFoundError"
+    unknown = cli("run", "nope", ok=False)
+    assert unknown.exit_code == 1 and "unknown workflow 'nope'" in unknown.stderr
+    bad_input = cli("run", "doc-review", "--input", "{not json", ok=False)
+    assert bad_input.exit_code == 1 and "--input is not valid JSON" in bad_input.stderr
+    invalid = cli("run", "doc-review", "--input", '{"topic": ""}', ok=False)
+    assert invalid.exit_code == 1 and "invalid input for doc-review v1: topic" in invalid.stderr
+    bad_status = cli("runs", "--status", "sleeping", ok=False)
+    assert bad_status.exit_code == 1 and "unknown status" in bad_status.stderr
+    assert cli.json("runs") == []
+
+
+def test_quick_commands(cli) -> None:  # noqa: ANN001
+    assert {w["name"] for w in cli.json("workflows")} == {"doc-review", "budget"}
+    assert cli.json("db", "current")["current"] == cli.json("db", "current")["head"]
+    assert cli.json("db", "upgrade")["to"] is not None
+    detached = cli.json("run", "doc-review", "--input", '{"topic": "x"}', "--detach")
+    assert detached["run"]["status"] == "ready" and detached["steps"] == []
+    drained = cli.json("worker", "--until-idle")
+    assert drained["drives"] == 1
+    assert cli.json("show", detached["run"]["id"])["run"]["status"] == "waiting"
+    assert cli.json("runs", "--version") == [
+        {"workflow": "doc-review", "version": 1, "status": "waiting", "runs": 1, "deployed": True}]
+    assert cli.json("outbox")["backlog"].get("pending", 0) == 0

@@ -1,0 +1,275 @@
+"""Executing runs: checkpoints per step, routing, retries, exactly-once under races, nothing per waiting run."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+
+import pytest
+from pydantic import BaseModel, Field
+
+from bot import StepContext, Workflow
+from bot.errors import AlreadyDecidedError
+from bot.service import WorkerPool
+from store.models import RunStatus
+from tests.support.engine import make_hazel, person
+
+
+class Counted(BaseModel):
+    n: int = 0
+    log: list[str] = Field(default_factory=list)
+    keys: list[str] = Field(default_factory=list)
+
+
+def loop_workflow(calls: Counter, lock: threading.Lock) -> Workflow:
+    """a -> b (loops back to a until n == 3) -> review -> c"""
+    wf = Workflow("looper", version=1, state=Counted)
+
+    @wf.step
+    def a(state: Counted, ctx: StepContext) -> Counted:
+        with lock:
+            calls["a"] += 1
+        return state.model_copy(update={"n": state.n + 1, "log": [*state.log, "a"]})
+
+    @wf.step
+    def b(state: Counted, ctx: StepContext) -> Counted:
+        with lock:
+            calls["b"] += 1
+        if state.n < 3:
+            ctx.goto("a")
+        return state.model_copy(update={"log": [*state.log, "b"]})
+
+    wf.steer("review")
+
+    @wf.step
+    def c(state: Counted, ctx: StepContext) -> dict:
+        with lock:
+            calls["c"] += 1
+        return {"log": [*state.log, "c"]}
+
+    return wf
+
+
+def test_routing_loops_and_checkpoints_every_step(db_url: str) -> None:
+    calls, lock = Counter(), threading.Lock()
+    hazel = make_hazel(db_url, loop_workflow(calls, lock))
+    run = hazel.start("looper", {}, person("me"))
+    result = hazel.drive(run.id)
+    assert result.steps == ["a", "b", "a", "b", "a", "b"] and result.run.status is RunStatus.WAITING
+    cps = hazel.checkpoints(run.id)
+    assert [c.seq for c in cps] == list(range(7))
+    assert all(c.parent_seq == c.seq - 1 for c in cps[1:])
+    assert [c.next_step for c in cps][-1] == "review"
+    hazel.decide(run.id, "approve", person("sme"))
+    hazel.drive(run.id)
+    assert hazel.state_at(run.id).log == ["a", "b"] * 3 + ["c"]
+    # every earlier checkpoint still loads as it was
+    assert hazel.state_at(run.id, 2).log == ["a", "b"]
+
+
+def test_concurrent_decisions_settle_once(db_url: str) -> None:
+    calls, lock = Counter(), threading.Lock()
+    hazel = make_hazel(db_url, loop_workflow(calls, lock))
+    run = hazel.start("looper", {}, person("me"))
+    hazel.drive(run.id)
+    request = hazel.pending_request(run.id)
+    barrier = threading.Barrier(8)
+    results: list[object] = []
+
+    def click(i: int) -> None:
+        barrier.wait()
+        try:
+            action = "approve" if i % 2 else "feedback"
+            results.append(hazel.decide(run.id, action, person(f"sme{i}"), request_id=request.id,
+                                        payload={"text": "redo"} if action == "feedback" else None))
+        except AlreadyDecidedError as exc:
+            results.append(exc)
+
+    threads = [threading.Thread(target=click, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    winners = [r for r in results if not isinstance(r, Exception)]
+    losers = [r for r in results if isinstance(r, AlreadyDecidedError)]
+    assert len(winners) == 1 and len(losers) == 7
+    assert {loser.decided_by for loser in losers} == {winners[0].decision.actor_id}
+    assert len(hazel.decisions(run.id)) == 1
+    assert len([c for c in hazel.checkpoints(run.id) if c.step == "review"]) == 1
+
+
+def test_racing_resumes_never_both_execute(db_url: str) -> None:
+    calls, lock = Counter(), threading.Lock()
+    hazel = make_hazel(db_url, loop_workflow(calls, lock))
+    run = hazel.start("looper", {}, person("me"))
+    barrier = threading.Barrier(6)
+
+    def resume() -> None:
+        barrier.wait()
+        hazel.drive(run.id)
+
+    threads = [threading.Thread(target=resume) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert calls == Counter({"a": 3, "b": 3})
+    hazel.decide(run.id, "approve", person("sme"))
+    pools = [WorkerPool(hazel, threads=3) for _ in range(2)]
+    for pool in pools:
+        pool.start()
+        pool.wake()
+    try:
+        import time
+
+        deadline = time.monotonic() + 20
+        while hazel.get(run.id).status is not RunStatus.COMPLETED and time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        for pool in pools:
+            pool.stop()
+    assert hazel.get(run.id).status is RunStatus.COMPLETED
+    assert calls == Counter({"a": 3, "b": 3, "c": 1})
+    assert [c.seq for c in hazel.checkpoints(run.id)] == list(range(9))
+
+
+class Flaky(BaseModel):
+    attempts_seen: list[int] = Field(default_factory=list)
+    keys: list[str] = Field(default_factory=list)
+    ok: bool = False
+
+
+def flaky_workflow(fail_times: int, attempts: int, side_effects: list[str]) -> Workflow:
+    wf = Workflow("flaky", version=1, state=Flaky)
+    failures = {"left": fail_times}
+
+    @wf.step
+    def prepare(state: Flaky, ctx: StepContext) -> Flaky:
+        side_effects.append("prepare")
+        return state
+
+    @wf.step(max_attempts=attempts, backoff_sec=0.01, max_backoff_sec=0.02)
+    def call_api(state: Flaky, ctx: StepContext) -> Flaky:
+        side_effects.append(f"call_api:{ctx.idempotency_key}:{ctx.attempt}")
+        if failures["left"] > 0:
+            failures["left"] -= 1
+            raise ConnectionError("upstream timed out")
+        return state.model_copy(update={"ok": True, "attempts_seen": [*state.attempts_seen, ctx.attempt],
+                                        "keys": [ctx.idempotency_key]})
+
+    return wf
+
+
+def test_retries_with_backoff_then_success(db_url: str) -> None:
+    effects: list[str] = []
+    hazel = make_hazel(db_url, flaky_workflow(fail_times=2, attempts=3, side_effects=effects))
+    run = hazel.start("flaky", {}, person("me"))
+    result = hazel.drive(run.id)
+    assert result.run.status is RunStatus.COMPLETED
+    state = hazel.state_at(run.id)
+    assert state.ok and state.attempts_seen == [3]
+    keys = {e.split(":", 1)[1].rsplit(":", 1)[0] for e in effects if e.startswith("call_api")}
+    assert keys == {f"{run.id}:1:call_api"}  # one idempotency key for every attempt
+    assert effects.count("prepare") == 1
+    retries = [e for e in hazel.audit(run.id) if e.action == "step.retry_scheduled"]
+    assert [e.detail["attempt"] for e in retries] == [1, 2]
+    assert all(0 < e.detail["delay_sec"] <= 0.02 for e in retries)
+
+
+def test_failed_after_last_attempt_then_retry_resumes_from_last_good_checkpoint(db_url: str) -> None:
+    effects: list[str] = []
+    hazel = make_hazel(db_url, flaky_workflow(fail_times=3, attempts=2, side_effects=effects))
+    run = hazel.start("flaky", {}, person("me"))
+    result = hazel.drive(run.id)
+    failed = result.run
+    assert failed.status is RunStatus.FAILED
+    assert failed.error == "ConnectionError: upstream timed out"
+    assert "Traceback" in failed.error_traceback and "call_api" in failed.error_traceback
+    assert failed.head_seq == 1  # after prepare
+    hazel.retry(run.id, person("me"))
+    result = hazel.drive(run.id)  # one more failure left, then success
+    assert result.run.status is RunStatus.COMPLETED
+    assert effects.count("prepare") == 1
+
+
+def test_waiting_runs_hold_no_threads(db_url: str) -> None:
+    calls, lock = Counter(), threading.Lock()
+    hazel = make_hazel(db_url, loop_workflow(calls, lock))
+    run = hazel.start("looper", {}, person("me"))
+    hazel.drive(run.id)
+    baseline = threading.active_count()
+    for _ in range(30):
+        r = hazel.start("looper", {}, person("me"))
+        hazel.drive(r.id)
+    assert len(hazel.runs(statuses=["waiting"], limit=100)) == 31
+    assert threading.active_count() == baseline
+
+
+def test_cancel_while_running_discards_the_step(db_url: str) -> None:
+    started, release = threading.Event(), threading.Event()
+
+    wf = Workflow("slow", version=1, state=Counted)
+
+    @wf.step
+    def slow(state: Counted, ctx: StepContext) -> Counted:
+        started.set()
+        release.wait(10)
+        return state.model_copy(update={"n": 99})
+
+    hazel = make_hazel(db_url, wf)
+    run = hazel.start("slow", {}, person("me"))
+    t = threading.Thread(target=hazel.drive, args=(run.id,))
+    t.start()
+    assert started.wait(10)
+    hazel.cancel(run.id, person("me"))
+    release.set()
+    t.join()
+    assert hazel.get(run.id).status is RunStatus.CANCELLED
+    assert [c.seq for c in hazel.checkpoints(run.id)] == [0]
+
+
+def test_recovery_of_runs_left_running_by_a_dead_process(db_url: str) -> None:
+    calls, lock = Counter(), threading.Lock()
+    hazel = make_hazel(db_url, loop_workflow(calls, lock))
+    run = hazel.start("looper", {}, person("me"))
+    hazel.runner.owner = "this-host-does-not-matter:1:x"
+    claimed = hazel.runner.claim(run.id)
+    assert claimed is not None and hazel.get(run.id).status is RunStatus.RUNNING
+    import socket
+
+    from store.schema import runs
+    from sqlalchemy import update
+
+    with hazel.store.transaction() as tx:  # a process on this host that no longer exists held it
+        tx.conn.execute(update(runs).where(runs.c.id == run.id).values(lease_owner=f"{socket.gethostname()}:999999:x"))
+    again = make_hazel(db_url, loop_workflow(calls, lock))
+    assert again.get(run.id).status is RunStatus.READY
+    assert any(e.action == "run.recovered" for e in again.audit(run.id))
+    assert again.drive(run.id).run.status is RunStatus.WAITING
+
+
+def test_unknown_goto_fails_the_run_with_a_clear_error(db_url: str) -> None:
+    wf = Workflow("bad-goto", version=1, state=Counted)
+
+    @wf.step(max_attempts=1)
+    def jump(state: Counted, ctx: StepContext) -> Counted:
+        ctx.goto("nowhere")
+        return state
+
+    hazel = make_hazel(db_url, wf)
+    run = hazel.start("bad-goto", {}, person("me"))
+    result = hazel.drive(run.id)
+    assert result.run.status is RunStatus.FAILED and "unknown node 'nowhere'" in result.run.error
+
+
+@pytest.mark.parametrize("returned", [42, "text"])
+def test_a_step_returning_the_wrong_type_fails(db_url: str, returned: object) -> None:
+    wf = Workflow("wrong", version=1, state=Counted)
+
+    @wf.step(max_attempts=1)
+    def oops(state: Counted, ctx: StepContext):  # noqa: ANN202
+        return returned
+
+    hazel = make_hazel(db_url, wf)
+    run = hazel.start("wrong", {}, person("me"))
+    assert "must return Counted" in hazel.drive(run.id).run.error

@@ -1,0 +1,112 @@
+"""Workflow definitions: validation at load names the problem; registry loading by module or path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from bot import Approvers, StepContext, Workflow
+from bot.errors import UnknownWorkflowError, WorkflowDefinitionError
+from bot.registry import Registry
+
+
+class S(BaseModel):
+    text: str = ""
+
+
+def noop(state: S, ctx: StepContext) -> S:
+    return state
+
+
+def base() -> Workflow:
+    wf = Workflow("w", version=1, state=S)
+    wf.step(noop, name="draft")
+    return wf
+
+
+@pytest.mark.parametrize(("build", "message"), [
+    (lambda wf: wf.steer("review", show="txt"), "shows field 'txt' but S has no such field (fields: text)"),
+    (lambda wf: wf.step(noop, name="draft"), "duplicate name 'draft'"),
+    (lambda wf: wf.steer("review", on_feedback="redraft"), "on_feedback names unknown node 'redraft'"),
+    (lambda wf: wf.steer("review", on_reject="nowhere"), "on_reject names unknown node 'nowhere'"),
+    (lambda wf: wf.step(noop, name="other", next="ghost"), "routes next to unknown node 'ghost'"),
+    (lambda wf: wf.steer("review", actions=["approve", "dance"]), "unknown actions ['dance']"),
+    (lambda wf: wf.steer("review", channel="teams:#x"), "invalid channel 'teams:#x'"),
+    (lambda wf: wf.steer("review", approvals_required=0), "approvals_required >= 1"),
+    (lambda wf: wf.steer("review", on_timeout="approve"), "on_timeout without timeout_sec"),
+    (lambda wf: wf.steer("review", permissions={"approve": "everyone"}),
+     "permissions.approve: Input should be 'approvers' or 'anyone'"),
+    (lambda wf: wf.step(noop, name="x", max_attempts=0), "max_attempts must be at least 1"),
+])
+def test_invalid_definitions_are_refused_with_the_problem_named(build, message: str) -> None:  # noqa: ANN001
+    wf = base()
+    with pytest.raises(WorkflowDefinitionError) as info:
+        build(wf)  # a malformed argument is refused at once, a dangling reference when loaded
+        Registry().add(wf)
+    assert message in str(info.value) and "workflow w v1 is invalid" in str(info.value)
+
+
+def test_feedback_needs_a_step_before_the_point() -> None:
+    wf = Workflow("w", version=1, state=S)
+    wf.steer("first")
+    wf.step(noop, name="after")
+    with pytest.raises(WorkflowDefinitionError, match="allows feedback but no step precedes it"):
+        wf.validate()
+
+
+def test_bad_names_and_state() -> None:
+    with pytest.raises(WorkflowDefinitionError):
+        Workflow("bad name!", state=S)
+    with pytest.raises(WorkflowDefinitionError, match="pydantic BaseModel"):
+        Workflow("w", state=dict)  # type: ignore[arg-type]
+    with pytest.raises(WorkflowDefinitionError, match="no steps"):
+        Workflow("empty", state=S).validate()
+
+
+def test_registry_versions_and_lookup() -> None:
+    reg = Registry()
+    v1, v2 = base(), Workflow("w", version=2, state=S)
+    v2.step(noop, name="draft")
+    reg.add(v1)
+    reg.add(v2)
+    assert reg.get("w") is v2 and reg.get("w", 1) is v1 and reg.versions("w") == [1, 2]
+    with pytest.raises(UnknownWorkflowError, match="registered: w"):
+        reg.get("nope")
+    with pytest.raises(UnknownWorkflowError, match="version 3"):
+        reg.get("w", 3)
+    twin = base()
+    with pytest.raises(WorkflowDefinitionError, match="defined twice"):
+        reg.add(twin)
+
+
+def test_loading_modules_and_files(tmp_path: Path) -> None:
+    reg = Registry()
+    loaded = reg.load(["examples.migration_plan"])
+    assert [w.name for w in loaded] == ["migration-plan"]
+    (tmp_path / "flows.py").write_text(
+        "from pydantic import BaseModel\nfrom bot import Workflow\nclass S(BaseModel):\n    x: int = 0\n"
+        "wf = Workflow('from-file', state=S)\n@wf.step\ndef only(s, ctx):\n    return s\n")
+    reg.load([str(tmp_path / "flows.py")])
+    assert reg.get("from-file").first == "only"
+    (tmp_path / "broken.py").write_text("raise RuntimeError('boom')\n")
+    with pytest.raises(WorkflowDefinitionError, match="cannot load workflows from .*broken.py.*boom"):
+        reg.load([str(tmp_path / "broken.py")])
+    (tmp_path / "empty_mod.py").write_text("x = 1\n")
+    with pytest.raises(WorkflowDefinitionError, match="defines no Workflow"):
+        reg.load([str(tmp_path / "empty_mod.py")])
+    with pytest.raises(WorkflowDefinitionError, match="cannot load workflows from 'no.such.module'"):
+        reg.load(["no.such.module"])
+    (tmp_path / "invalid.py").write_text(
+        "from pydantic import BaseModel\nfrom bot import Workflow\nclass S(BaseModel):\n    x: int = 0\n"
+        "wf = Workflow('invalid', state=S)\n@wf.step\ndef only(s, ctx):\n    return s\n"
+        "wf.steer('look', show='y')\n")
+    with pytest.raises(WorkflowDefinitionError, match="shows field 'y'"):
+        reg.load([str(tmp_path / "invalid.py")])
+
+
+def test_approvers_describe() -> None:
+    a = Approvers(users=("ann",), slack_users=("U1",), slack_usergroups=("S1",), jira_groups=("dba",))
+    assert a.describe() == "ann, <@U1>, <!subteam^S1>, group dba"
+    assert Approvers().empty and Approvers().describe() == "anyone"

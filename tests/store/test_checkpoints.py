@@ -1,0 +1,92 @@
+"""Checkpoint storage: patches sized by the change, periodic snapshots, bounded loads, branches."""
+
+from __future__ import annotations
+
+import random
+import string
+from datetime import datetime, timezone
+
+from store import NewCheckpoint, SnapshotPolicy, Store
+from store.models import RunStatus
+
+
+def words(rng: random.Random, n_chars: int) -> str:
+    out = []
+    while sum(len(w) + 1 for w in out) < n_chars:
+        out.append("".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(2, 9))))
+    return " ".join(out)[:n_chars]
+
+
+def new_run(store: Store, run_id: str = "r1") -> None:
+    with store.transaction() as tx:
+        tx.runs.insert(run_id=run_id, workflow="w", workflow_version=1, started_by="me", started_via="console",
+                       now=datetime.now(timezone.utc), status=RunStatus.READY)
+
+
+def cp(seq: int, parent: int | None, branch: int = 0) -> NewCheckpoint:
+    return NewCheckpoint(run_id="r1", seq=seq, parent_seq=parent, branch=branch, step=f"s{seq}",
+                         next_step="x", workflow_version=1, created_at=datetime.now(timezone.utc))
+
+
+def test_bytes_per_step_follow_the_change_and_loads_are_bounded(db_url: str) -> None:
+    policy = SnapshotPolicy(max_chain=40, delta_ratio=4.0)
+    store = Store(db_url, snapshot_policy=policy)
+    new_run(store)
+    rng = random.Random(7)
+    trees = [{"items": [], "title": "t"}]
+    position = None
+    with store.transaction() as tx:
+        position = tx.checkpoints.write(cp(0, None), trees[0], None)
+    for seq in range(1, 201):
+        tree = {"items": trees[-1]["items"] + [words(rng, 1000)], "title": "t"}
+        trees.append(tree)
+        with store.transaction() as tx:
+            position = tx.checkpoints.write(cp(seq, seq - 1), tree, position)
+    with store.read() as tx:
+        infos = tx.checkpoints.list("r1")
+        loads = {seq: tx.checkpoints.load("r1", seq) for seq in (0, 1, 39, 40, 41, 99, 150, 200)}
+    patches = [i for i in infos if not i.is_snapshot]
+    snapshots = [i for i in infos if i.is_snapshot]
+    # a patch holds one ~1 KB item whatever the state's size (200 KB by the end)
+    assert max(p.stored_bytes for p in patches) < 1200
+    assert abs(patches[5].stored_bytes - patches[-5].stored_bytes) < 300
+    # a snapshot at most every max_chain checkpoints along the chain
+    assert 200 // 41 <= len(snapshots) - 1 <= 200 // 20
+    for seq, loaded in loads.items():
+        assert loaded.tree == trees[seq], seq
+        assert loaded.rows_read <= policy.max_chain + 1
+    store.dispose()
+
+
+def test_large_changes_snapshot_early(db_url: str) -> None:
+    """When each change rewrites most of the state, patches outweigh a snapshot fast: take one."""
+    store = Store(db_url, snapshot_policy=SnapshotPolicy(max_chain=100, delta_ratio=2.0))
+    new_run(store)
+    rng = random.Random(1)
+    position = None
+    for seq in range(0, 30):
+        tree = {"body": words(rng, 3000)}
+        with store.transaction() as tx:
+            position = tx.checkpoints.write(cp(seq, seq - 1 if seq else None), tree, position)
+    with store.read() as tx:
+        infos = tx.checkpoints.list("r1")
+    assert sum(1 for i in infos if i.is_snapshot) >= 8
+    store.dispose()
+
+
+def test_a_fork_loads_its_own_branch(store: Store) -> None:
+    new_run(store)
+    with store.transaction() as tx:
+        p0 = tx.checkpoints.write(cp(0, None), {"v": [0]}, None)
+        p1 = tx.checkpoints.write(cp(1, 0), {"v": [0, 1]}, p0)
+        tx.checkpoints.write(cp(2, 1), {"v": [0, 1, 2]}, p1)
+    with store.transaction() as tx:
+        base = tx.checkpoints.load("r1", 1)
+        fork = tx.checkpoints.write(cp(3, 1, branch=1), {"v": [0, 1, "fork"]}, tx.checkpoints.position(base))
+        tx.checkpoints.write(cp(4, 3, branch=1), {"v": [0, 1, "fork", 4]}, fork)
+    with store.read() as tx:
+        assert tx.checkpoints.load("r1", 2).tree == {"v": [0, 1, 2]}
+        assert tx.checkpoints.load("r1", 4).tree == {"v": [0, 1, "fork", 4]}
+        info = tx.checkpoints.info("r1", 3)
+        assert info.parent_seq == 1 and info.branch == 1
+        assert tx.checkpoints.load("r1", 99) is None

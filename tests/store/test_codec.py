@@ -1,0 +1,88 @@
+"""State values JSON cannot carry as such come back as the same types after a store round trip."""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from datetime import date, datetime, timedelta, timezone
+from decimal import Decimal
+
+from pydantic import BaseModel
+
+from store import NewCheckpoint, Store
+from store.codec import StateCodec, dump_payload, load_payload
+from store.models import RunStatus
+
+
+class Level(enum.Enum):
+    LOW = "low"
+    HIGH = "high"
+
+
+class Inner(BaseModel):
+    name: str
+    at: datetime
+    blob: bytes = b""
+
+
+class Rich(BaseModel):
+    when: datetime
+    day: date
+    span: timedelta
+    level: Level
+    tags: set[str]
+    frozen: frozenset[int]
+    pair: tuple[int, str]
+    inner: Inner
+    inners: list[Inner]
+    raw: bytes
+    text_bytes: bytes
+    money: Decimal
+    ident: uuid.UUID
+    by_level: dict[Level, int]
+
+
+def sample() -> Rich:
+    t = datetime(2026, 11, 29, 12, 30, 15, 123456, tzinfo=timezone.utc)
+    return Rich(when=t, day=date(2026, 1, 2), span=timedelta(hours=3, seconds=5), level=Level.HIGH,
+                tags={"a", "b"}, frozen=frozenset({3, 1}), pair=(1, "x"),
+                inner=Inner(name="n", at=t, blob=b"\x00\xff\xfe"), inners=[Inner(name="m", at=t)],
+                raw=b"\x80\x81binary\x00", text_bytes="héllo".encode(), money=Decimal("12.3400"),
+                ident=uuid.UUID("12345678-1234-5678-1234-567812345678"), by_level={Level.LOW: 1})
+
+
+def test_round_trip_through_json_keeps_types() -> None:
+    codec = StateCodec(Rich)
+    state = sample()
+    tree = load_payload(*dump_payload(codec.encode(state)))
+    back = codec.decode(tree)
+    assert back == state
+    assert isinstance(back.when, datetime) and back.when.utcoffset() == timedelta(0)
+    assert isinstance(back.level, Level)
+    assert isinstance(back.tags, set) and isinstance(back.frozen, frozenset)
+    assert isinstance(back.pair, tuple)
+    assert isinstance(back.inner, Inner) and back.inner.blob == b"\x00\xff\xfe"
+    assert back.raw == b"\x80\x81binary\x00" and isinstance(back.raw, bytes)
+    assert isinstance(back.money, Decimal) and isinstance(back.ident, uuid.UUID)
+    assert list(back.by_level) == [Level.LOW]
+
+
+def test_round_trip_through_the_database(store: Store) -> None:
+    """Written as a snapshot, then as a patch on it: both load back as equal models of the same types."""
+    codec = StateCodec(Rich)
+    first = sample()
+    second = first.model_copy(update={"raw": b"\xff" * 5, "tags": {"c"}, "level": Level.LOW})
+    now = datetime.now(timezone.utc)
+    with store.transaction() as tx:
+        tx.runs.insert(run_id="r1", workflow="w", workflow_version=1, started_by="me", started_via="console",
+                       now=now, status=RunStatus.READY)
+        pos = tx.checkpoints.write(NewCheckpoint(run_id="r1", seq=0, parent_seq=None, branch=0, step="__start__",
+                                                 next_step="a", workflow_version=1, created_at=now),
+                                   codec.encode(first), None)
+        tx.checkpoints.write(NewCheckpoint(run_id="r1", seq=1, parent_seq=0, branch=0, step="a", next_step=None,
+                                           workflow_version=1, created_at=now), codec.encode(second), pos)
+    with store.read() as tx:
+        a, b = tx.checkpoints.load("r1", 0), tx.checkpoints.load("r1", 1)
+    assert codec.decode(a.tree) == first
+    assert codec.decode(b.tree) == second and b.chain_len == 1
+    assert b.info.created_at.tzinfo is not None

@@ -1,0 +1,31 @@
+"""Building a ``Hazel`` for tests: a given database, given workflows, a console that prints into a buffer."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from bot.registry import Registry
+from bot.service import Hazel
+from bot.settings import Settings
+from bot.workflow import Workflow
+from integrations.console import ConsoleChannel
+from store.models import Actor
+
+
+def make_hazel(db_url: str, *workflows: Workflow, lease_sec: float = 60.0, **kwargs) -> Hazel:  # noqa: ANN003
+    registry = Registry()
+    for wf in workflows:
+        registry.add(wf)
+    buffer = io.StringIO()
+    console = ConsoleChannel(console=Console(file=buffer, width=120), command="hazel")
+    settings = Settings(HAZEL_DATABASE_URL=db_url, HAZEL_LEASE_SEC=lease_sec)
+    hazel = Hazel(settings, registry=registry, load_workflows=False, console=console, **kwargs)
+    hazel.prepare()
+    hazel.console_buffer = buffer  # type: ignore[attr-defined]
+    return hazel
+
+
+def person(name: str) -> Actor:
+    return Actor(id=name, channel="console", name=name)
