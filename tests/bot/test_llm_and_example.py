@@ -1,0 +1,91 @@
+"""bot.llm.complete (offline drafter vs an OpenAI-compatible endpoint) and the example's walkthrough."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from bot.cli import app
+from bot.llm import OFFLINE_NOTICE, complete
+from bot.settings import Settings
+from examples.migration_plan import build, offline_plan
+
+
+class FakeChat(BaseHTTPRequestHandler):
+    seen: list[dict] = []
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        FakeChat.seen.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body,
+                              "idempotency": self.headers.get("Idempotency-Key")})
+        reply = {"id": "c1", "object": "chat.completion", "created": 0, "model": body["model"],
+                 "choices": [{"index": 0, "finish_reason": "stop",
+                              "message": {"role": "assistant", "content": "model says: " + body["messages"][-1]["content"]}}]}
+        data = json.dumps(reply).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args) -> None:  # noqa: ANN002
+        pass
+
+
+def test_offline_drafter_when_no_endpoint_is_set() -> None:
+    settings = Settings(HAZEL_LLM_BASE_URL=None, HAZEL_LLM_API_KEY=None, HAZEL_LLM_MODEL=None)
+    assert complete("hello", offline=lambda p: f"offline:{p}", settings=settings) == "offline:hello"
+    assert OFFLINE_NOTICE in offline_plan("move data", None, 0)
+
+
+def test_openai_compatible_endpoint_when_configured() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeChat)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        settings = Settings(HAZEL_LLM_BASE_URL=f"http://127.0.0.1:{server.server_port}/v1",
+                            HAZEL_LLM_API_KEY="sk-test", HAZEL_LLM_MODEL="tiny")
+        answer = complete("draft it", offline=lambda p: "unused", system="be brief", settings=settings,
+                          idempotency_key="r:1:draft")
+    finally:
+        server.shutdown()
+    assert answer == "model says: draft it"
+    call = FakeChat.seen[-1]
+    assert call["path"] == "/v1/chat/completions" and call["auth"] == "Bearer sk-test"
+    assert call["body"]["model"] == "tiny" and call["body"]["messages"][0] == {"role": "system", "content": "be brief"}
+    assert call["idempotency"] == "r:1:draft"
+
+
+def test_example_walkthrough_completes_and_deploys(db_url: str, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HAZEL_DATABASE_URL", db_url)
+    monkeypatch.setenv("HAZEL_WORKFLOWS", "examples.migration_plan")
+    monkeypatch.setenv("HAZEL_OUTPUT_DIR", str(tmp_path / "out"))
+    for var in ("HAZEL_LLM_BASE_URL", "HAZEL_LLM_API_KEY", "HAZEL_LLM_MODEL"):
+        monkeypatch.delenv(var, raising=False)
+    result = CliRunner().invoke(app, ["demo", "--walkthrough", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["run"]["status"] == "completed"
+    actions = [d["action"] for d in data["decisions"]]
+    assert actions == ["approve", "feedback", "edit", "rewind", "approve", "approve", "approve"]
+    assert any(c["step"] == "__rewind__" and c["branch"] == 1 for c in data["checkpoints"])
+    folder = Path(data["state"]["deployed_to"])
+    assert (folder / "plan.md").read_text().startswith("# Migration plan")
+    assert "batches of 5,000" in (folder / "plan.md").read_text()
+    assert sorted(p.name for p in folder.glob("*.sql")) == sorted(data["state"]["scripts"])
+    assert (folder / "DEPLOYED").read_text().strip().endswith(":deploy")
+
+    plain = CliRunner().invoke(app, ["demo"])
+    assert plain.exit_code == 0 and "Approve the migration plan" in plain.stdout and "approve " in plain.stdout
+
+
+def test_example_builds_with_channels() -> None:
+    wf = build(plan_channel="slack:#migrations", review_channel="jira:MIG", signoff_channel="console")
+    wf.validate()
+    assert wf.point("review_plan").channel == "slack:#migrations" and wf.point("review_artefacts").channel == "jira:MIG"
