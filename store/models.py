@@ -165,6 +165,8 @@ class SteeringRequest(_Record):
     """The channel's own key for it (``ref["key"]``), indexed to find the request when the channel calls back."""
     escalated_at: datetime | None = None
     reminders_sent: int = 0
+    next_action_at: datetime | None = None
+    """When the scheduler must next look at it (reminder, escalation, timeout); None: nothing scheduled."""
 
 
 class Decision(_Record):

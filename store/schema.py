@@ -135,10 +135,13 @@ steering_requests = Table(
     Column("message_key", String(200), nullable=True),
     Column("escalated_at", UTCDateTime, nullable=True),
     Column("reminders_sent", Integer, nullable=False, default=0),
+    # When the scheduler must next look at this pending request (reminder, escalation or timeout); NULL: never.
+    Column("next_action_at", UTCDateTime, nullable=True),
     ForeignKeyConstraint(["run_id"], ["hazel_runs.id"], ondelete="CASCADE"),
     Index("ix_hazel_steering_requests_run_id", "run_id"),
     Index("ix_hazel_steering_requests_status", "status"),
     Index("ix_hazel_steering_requests_message_key", "message_key"),
+    Index("ix_hazel_steering_requests_status_next_action_at", "status", "next_action_at"),
 )
 
 decisions = Table(

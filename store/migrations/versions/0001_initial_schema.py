@@ -132,6 +132,7 @@ def upgrade() -> None:
     sa.Column('message_key', sa.String(length=200), nullable=True),
     sa.Column('escalated_at', UTCDateTime(), nullable=True),
     sa.Column('reminders_sent', sa.Integer(), nullable=False),
+    sa.Column('next_action_at', UTCDateTime(), nullable=True),
     sa.ForeignKeyConstraint(['run_id'], ['hazel_runs.id'], name=op.f('fk_hazel_steering_requests_run_id_hazel_runs'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_hazel_steering_requests'))
     )
@@ -139,6 +140,7 @@ def upgrade() -> None:
         batch_op.create_index('ix_hazel_steering_requests_message_key', ['message_key'], unique=False)
         batch_op.create_index('ix_hazel_steering_requests_run_id', ['run_id'], unique=False)
         batch_op.create_index('ix_hazel_steering_requests_status', ['status'], unique=False)
+        batch_op.create_index('ix_hazel_steering_requests_status_next_action_at', ['status', 'next_action_at'], unique=False)
 
 
 
@@ -146,6 +148,7 @@ def upgrade() -> None:
 def downgrade() -> None:
 
     with op.batch_alter_table('hazel_steering_requests', schema=None) as batch_op:
+        batch_op.drop_index('ix_hazel_steering_requests_status_next_action_at')
         batch_op.drop_index('ix_hazel_steering_requests_status')
         batch_op.drop_index('ix_hazel_steering_requests_run_id')
         batch_op.drop_index('ix_hazel_steering_requests_message_key')
