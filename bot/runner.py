@@ -23,7 +23,7 @@ from typing import Callable
 
 from pydantic import BaseModel, ValidationError
 
-from bot import transitions
+from bot import transitions, versions
 from bot.clock import utcnow
 from bot.errors import VersionUnavailableError
 from bot.registry import Registry
@@ -101,7 +101,8 @@ class Runner:
         token = secrets.token_hex(8)
         with self.store.transaction() as tx:
             run = tx.runs.claim(owner=self.owner, token=token, now=now,
-                                lease_until=now + timedelta(seconds=self.lease_sec), run_id=run_id)
+                                lease_until=now + timedelta(seconds=self.lease_sec), run_id=run_id,
+                                runnable=versions.runnable_versions(self.registry))
         if run is not None:
             self._hold(token)
         return run
@@ -166,9 +167,10 @@ class Runner:
         assert token is not None, "drive() needs a run claimed by this runner"
         result = DriveResult(run=None)
         try:
-            wf = self._workflow(run)
-            if wf is None:
+            resolved = self._workflow(run)
+            if resolved is None:
                 return result
+            wf, run = resolved
             self._execute(run, wf, token, result)
         except LeaseLostError:
             log.warning("run %s: lease lost (cancelled or taken over); stopping here", run.id)
@@ -179,22 +181,34 @@ class Runner:
                 result.run = tx.runs.get(run.id)
         return result
 
-    def _workflow(self, run: Run) -> Workflow | None:
-        wf = self.registry.find(run.workflow, run.workflow_version)
-        if wf is not None:
-            return wf
-        # Not registered: leave the run failed with a message naming the missing version (``hazel retry``
-        # resumes it once that version, or a migration from it, is deployed again).
-        message = str(VersionUnavailableError(
-            f"workflow {run.workflow!r} version {run.workflow_version} is not registered "
-            f"(registered: {self.registry.versions(run.workflow) or 'none'})"))
+    def _workflow(self, run: Run) -> tuple[Workflow, Run] | None:
+        """The definition to execute ``run`` on, migrating its state first when its version is gone and the
+        latest version declares a migration from it (under this worker's lease). None: handed back."""
         now = self.clock()
-        with self.store.transaction() as tx:
-            tx.runs.advance(run.id, token=run.lease_token or "", now=now, status=RunStatus.FAILED, error=message)
-            tx.events.add(action="run.failed", actor=SYSTEM, now=now, run_id=run.id, error=message)
-            transitions.progress(tx, run_id=run.id, now=now, event="failed", error=message)
-        self.on_outbox()
-        return None
+        target = versions.target_workflow(self.registry, run)
+        if target is None:  # not runnable here (claim filters these out; a registry change raced us)
+            with self.store.transaction() as tx:
+                tx.runs.release_to_ready(run.id, now=now, only_token=run.lease_token)
+            return None
+        if target.version == run.workflow_version:
+            return target, run
+        token = run.lease_token or ""
+        try:
+            with self.store.transaction() as tx:
+                seq = versions.write_migration(tx, run=run, target=target, parent_seq=run.head_seq, now=now)
+                tx.runs.advance(run.id, token=token, now=now, head_seq=seq, last_seq=seq,
+                                workflow_version=target.version, status=RunStatus.RUNNING)
+        except VersionUnavailableError as exc:  # the migration itself failed: a deployment bug, shown loudly
+            with self.store.transaction() as tx:
+                tx.runs.advance(run.id, token=token, now=now, status=RunStatus.FAILED, error=str(exc))
+                tx.events.add(action="run.failed", actor=SYSTEM, now=now, run_id=run.id, error=str(exc))
+                transitions.progress(tx, run_id=run.id, now=now, event="failed", error=str(exc))
+            self.on_outbox()
+            return None
+        with self.store.read() as tx:
+            migrated = tx.runs.get(run.id)
+        assert migrated is not None
+        return target, migrated
 
     def _execute(self, run: Run, wf: Workflow, token: str, result: DriveResult) -> None:
         with self.store.read() as tx:

@@ -28,7 +28,7 @@ from bot.registry import Registry
 from bot.runner import DriveResult, Runner
 from bot.settings import Settings
 from bot.steering import DecisionOutcome, Steering, format_validation_error
-from bot.versions import resolve_workflow
+from bot.versions import decode_state
 from bot.workflow import START, Workflow
 from integrations.base import Channel
 from integrations.console import ConsoleChannel
@@ -263,12 +263,11 @@ class Hazel:
         from bot.errors import CheckpointNotFoundError
 
         run = self.get(run_id)
-        wf = resolve_workflow(self.registry, run)
         with self.store.read() as tx:
             loaded = tx.checkpoints.load(run_id, run.head_seq if seq is None else seq)
         if loaded is None:
             raise CheckpointNotFoundError(f"run {run_id} has no checkpoint #{seq}")
-        return wf.codec.decode(loaded.tree)
+        return decode_state(self.registry, run, loaded.info.workflow_version, loaded.tree)
 
     def state_tree_at(self, run_id: str, seq: int | None = None) -> Any:
         run = self.get(run_id)

@@ -26,10 +26,11 @@ from bot.errors import (
     NotAllowedError,
     RunNotFoundError,
     RunStateError,
+    VersionUnavailableError,
 )
 from bot.registry import Registry
 from bot.transitions import progress
-from bot.versions import resolve_workflow
+from bot.versions import migrate_tree, point_in, resolve_workflow, write_migration
 from bot.workflow import SteeringPoint, Workflow
 from store import DuplicateDecisionError, NewCheckpoint, Store, Tx
 from store.models import Action, Actor, Decision, RequestStatus, Run, RunStatus, SteeringRequest
@@ -172,11 +173,40 @@ class Steering:
         with self.store.read() as tx:
             run = self._run(tx, run_id)
             request = self._request(tx, run, request_id)
-            wf = resolve_workflow(self.registry, run)
-            point = wf.point(request.point)
-            self._check(point, action, actor, run, request)
+        wf, run, request = self._current(run, request)
+        point = point_in(wf, request.point, run)
+        self._check(point, action, actor, run, request)
+        with self.store.read() as tx:
             new_state, payload = self._validate(tx, wf, point, run, request, action, payload)
         return self._record(run, request, wf, point, action, actor, payload, new_state, delivery_id)
+
+    def _current(self, run: Run, request: SteeringRequest) -> tuple[Workflow, Run, SteeringRequest]:
+        """The definition a waiting run is decided on; when its version is gone and the latest declares a
+        migration from it, the run is migrated first (one transaction) and the request moved onto the
+        migrated checkpoint.
+
+        Raises:
+            VersionUnavailableError: no version to continue on; nothing changes.
+        """
+        wf = resolve_workflow(self.registry, run)
+        if wf.version == run.workflow_version:
+            return wf, run, request
+        point_in(wf, request.point, run)
+        now = self.clock()
+        with self.store.transaction() as tx:
+            current = tx.runs.get(run.id, for_update=True)
+            assert current is not None
+            if (current.last_seq, current.workflow_version, current.status) != (
+                    run.last_seq, run.workflow_version, run.status):
+                raise RunStateError(f"run {run.id} changed meanwhile; try again")
+            seq = write_migration(tx, run=current, target=wf, parent_seq=request.checkpoint_seq, now=now)
+            tx.runs.transition(run.id, from_statuses=[run.status], now=now, head_seq=seq, last_seq=seq,
+                               workflow_version=wf.version)
+            tx.requests.repoint(request.id, seq)
+            run = self._run(tx, run.id)
+            moved = tx.requests.get(request.id)
+        assert moved is not None
+        return wf, run, moved
 
     def _earlier_delivery(self, channel: str, delivery_id: str) -> DecisionOutcome | None:
         with self.store.read() as tx:
@@ -334,7 +364,14 @@ class Steering:
             target = self._target(tx, run, to)
             loaded = tx.checkpoints.load(run.id, target.seq)
             assert loaded is not None
-            state = wf.codec.decode(loaded.tree)
+            tree = loaded.tree
+            if target.workflow_version != wf.version:
+                if target.workflow_version not in wf.migrations:
+                    raise VersionUnavailableError(
+                        f"checkpoint #{target.seq} of run {run.id} holds v{target.workflow_version} state and "
+                        f"{wf.label} declares no migration from it")
+                tree = migrate_tree(wf, target.workflow_version, tree, run_id=run.id)
+            state = wf.codec.decode(tree)
             if edits:
                 state = apply_edits(wf, state, edits)
         next_node, handoff = target.next_step, None
@@ -365,7 +402,7 @@ class Steering:
                 if current.last_seq != run.last_seq or not tx.runs.transition(
                         run.id, from_statuses=[run.status], now=now, head_seq=seq, last_seq=seq, branch=branch,
                         last_branch=branch, status=RunStatus.READY, attempt=0, wake_at=None, error=None,
-                        error_traceback=None):
+                        error_traceback=None, workflow_version=wf.version):
                     raise RunStateError(f"run {run.id} changed while rewinding (now {current.status.value}); "
                                         "look at `hazel history` and try again")
                 tx.checkpoints.write(NewCheckpoint(
@@ -390,7 +427,7 @@ class Steering:
 
     def _check_rewind(self, wf: Workflow, run: Run, request: SteeringRequest | None, actor: Actor) -> None:
         if request is not None:
-            self._check(wf.point(request.point), Action.REWIND.value, actor, run, request)
+            self._check(point_in(wf, request.point, run), Action.REWIND.value, actor, run, request)
             return
         points = [p for p in wf.steering_points() if Action.REWIND.value in p.actions]
         for point in points:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Iterable
 
-from sqlalchemy import Connection, bindparam, func, select, update
+from sqlalchemy import Connection, and_, bindparam, func, or_, select, update
 
 from store.errors import LeaseLostError
 from store.models import Run, RunStatus
@@ -80,12 +80,18 @@ class RunRepo:
     # -- claiming -------------------------------------------------------------------------------------
 
     def claim(self, *, owner: str, token: str, now: datetime, lease_until: datetime,
-              run_id: str | None = None) -> Run | None:
-        """Lease one ``ready`` run whose ``wake_at`` has come (``run_id`` to ask for a specific one).
-        Returns the run as leased, or None when there is none (or another worker got it first)."""
+              run_id: str | None = None, runnable: dict[str, list[int]] | None = None) -> Run | None:
+        """Lease one ``ready`` run whose ``wake_at`` has come (``run_id`` to ask for a specific one), among
+        the workflow versions in ``runnable`` (``{name: [versions]}``; None: any). Returns the run as leased,
+        or None when there is none (or another worker got it first)."""
         due = (runs.c.status == RunStatus.READY.value) & (
             runs.c.wake_at.is_(None) | (runs.c.wake_at <= now)
         )
+        if runnable is not None:
+            if not runnable:
+                return None
+            due &= or_(*(and_(runs.c.workflow == name, runs.c.workflow_version.in_(versions))
+                         for name, versions in runnable.items()))
         if run_id is not None:
             target = runs.c.id == run_id
         else:

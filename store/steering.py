@@ -108,6 +108,11 @@ class RequestRepo:
                                 .order_by(steering_requests.c.id.desc()).limit(1)).first()
         return _request(row) if row else None
 
+    def repoint(self, request_id: int, checkpoint_seq: int) -> None:
+        """Move a pending request onto another checkpoint of its run (after a state migration)."""
+        self.conn.execute(update(steering_requests).where(steering_requests.c.id == request_id)
+                          .values(checkpoint_seq=checkpoint_seq))
+
     def set_due_at(self, request_id: int, due_at: datetime | None) -> None:
         self.conn.execute(update(steering_requests).where(steering_requests.c.id == request_id)
                           .values(due_at=due_at))
