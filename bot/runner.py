@@ -124,6 +124,7 @@ class Runner:
                                             expired_before=None if dead else now):
                     tx.events.add(action="run.recovered", actor=SYSTEM, now=now, run_id=run.id,
                                   previous_owner=run.lease_owner, reason="owner died" if dead else "lease expired")
+                    tx.notify_ready(run.id)
                     recovered.append(run.id)
         if recovered:
             log.warning("recovered %d run(s) left running by a dead process: %s", len(recovered), recovered)

@@ -23,7 +23,8 @@ def build(settings: Settings, *, workers: int | None = None,
     recovered = hazel.prepare()
     if recovered:
         log.warning("recovered %d run(s) on start", len(recovered))
-    pool = WorkerPool(hazel, threads=workers if workers is not None else settings.workers)
+    pool = WorkerPool(hazel, threads=workers if workers is not None else settings.workers,
+                      sweep_sec=settings.sweep_sec)
     return hazel, pool
 
 

@@ -155,6 +155,7 @@ class Hazel:
                 workflow_version=wf.version, created_at=now), wf.codec.encode(state), None)
             tx.events.add(action="run.started", actor=actor, now=now, run_id=run_id, workflow=wf.name,
                           version=wf.version)
+            tx.notify_ready(run_id)
             run = tx.runs.get(run_id)
         assert run is not None
         self._ready(run_id)
@@ -276,77 +277,4 @@ class Hazel:
         return loaded.tree if loaded is not None else None
 
 
-class WorkerPool:
-    """``threads`` workers claiming ready runs (woken at once by ``Hazel.on_ready``, and every ``sweep_sec``
-    as a safety net) plus a recovery sweep for runs whose worker died. One pool per process; nothing runs per
-    waiting run."""
-
-    def __init__(self, hazel: Hazel, *, threads: int = 4, sweep_sec: float = 1.0) -> None:
-        self.hazel = hazel
-        self.threads = threads
-        self.sweep_sec = sweep_sec
-        self._wake = threading.Condition()
-        self._pending_wakes = 0
-        self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
-        self._busy = 0
-        self._busy_lock = threading.Lock()
-        hazel.on_ready(lambda _run_id: self.wake())
-
-    def wake(self) -> None:
-        with self._wake:
-            self._pending_wakes += 1
-            self._wake.notify()
-
-    def start(self) -> None:
-        for i in range(self.threads):
-            t = threading.Thread(target=self._loop, name=f"hazel-worker-{i}", daemon=True)
-            t.start()
-            self._threads.append(t)
-
-    def stop(self, timeout_sec: float = 30.0) -> None:
-        self._stop.set()
-        with self._wake:
-            self._wake.notify_all()
-        for t in self._threads:
-            t.join(timeout=timeout_sec)
-        self._threads.clear()
-
-    def work_once(self) -> bool:
-        """Claim and drive one ready run. False when none was ready."""
-        run = self.hazel.runner.claim()
-        if run is None:
-            return False
-        with self._busy_lock:
-            self._busy += 1
-        try:
-            self.hazel.runner.drive(run)
-        finally:
-            with self._busy_lock:
-                self._busy -= 1
-        return True
-
-    def drain(self) -> int:
-        """Drive ready runs in this thread until none is ready now. Returns how many drives happened."""
-        n = 0
-        while self.work_once():
-            n += 1
-        return n
-
-    def _loop(self) -> None:
-        last_recovery = 0.0
-        while not self._stop.is_set():
-            try:
-                if time.monotonic() - last_recovery > max(self.hazel.settings.lease_sec / 2, 1.0):
-                    last_recovery = time.monotonic()
-                    self.hazel.runner.recover()
-                if self.work_once():
-                    continue
-            except Exception:
-                log.exception("worker loop error; continuing")
-                self._stop.wait(1.0)
-                continue
-            with self._wake:
-                if self._pending_wakes == 0:
-                    self._wake.wait(self.sweep_sec)
-                self._pending_wakes = max(0, self._pending_wakes - 1)
+from bot.worker import WorkerPool  # noqa: E402  (re-exported: bot.service.WorkerPool)

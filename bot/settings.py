@@ -6,6 +6,7 @@ Secrets are ``SecretStr``: they print as ``**********`` and never reach logs, me
 from __future__ import annotations
 
 import getpass
+from typing import Literal
 
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -33,10 +34,19 @@ class Settings(BaseSettings):
     lease_sec: float = Field(60.0, validation_alias="HAZEL_LEASE_SEC")
     workers: int = Field(4, validation_alias="HAZEL_WORKERS")
     """Worker threads executing runs in ``hazel serve`` / ``hazel worker``."""
+    sweep_sec: float = Field(1.0, validation_alias="HAZEL_SWEEP_SEC")
+    """How often idle workers look for ready runs without being woken (in-process wake-ups and PostgreSQL
+    LISTEN/NOTIFY wake them at once; the sweep is the safety net)."""
     host: str = Field("127.0.0.1", validation_alias="HAZEL_HOST")
     port: int = Field(8000, validation_alias="HAZEL_PORT")
     output_dir: str = Field("out", validation_alias="HAZEL_OUTPUT_DIR")
     """Where the example workflow's deploy step writes its artefacts."""
+    scheduler_tick_sec: float = Field(5.0, gt=0, validation_alias="HAZEL_SCHEDULER_TICK_SEC")
+    """Seconds between the scheduler's periodic looks at what is due (reminders, escalations, timeouts,
+    retries); the earliest due item is also fired at its exact time."""
+    retention_days: float | None = Field(None, ge=0, validation_alias="HAZEL_RETENTION_DAYS")
+    """When set, ``hazel serve`` / ``hazel worker`` prune daily the checkpoints of runs that ended more than
+    this many days ago (as ``hazel prune --older-than DAYS``)."""
 
     slack_bot_token: SecretStr | None = Field(None, validation_alias="SLACK_BOT_TOKEN")
     slack_signing_secret: SecretStr | None = Field(None, validation_alias="SLACK_SIGNING_SECRET")
@@ -48,16 +58,57 @@ class Settings(BaseSettings):
     jira_api_token: SecretStr | None = Field(None, validation_alias=AliasChoices("JIRA_API_TOKEN", "JIRA_TOKEN"))
     jira_pat: SecretStr | None = Field(None, validation_alias="JIRA_PAT")
     jira_webhook_secret: SecretStr | None = Field(None, validation_alias="JIRA_WEBHOOK_SECRET")
+    """The secret of the Jira webhook: requests must carry ``X-Hub-Signature: sha256=<HMAC of the body>``."""
+    jira_webhook_allow_unsigned: bool = Field(False, validation_alias="JIRA_WEBHOOK_ALLOW_UNSIGNED")
+    """Accept unsigned webhooks when no secret is set (old Jira Server without webhook secrets; private
+    networks only). Without a secret and without this, every webhook is refused."""
+    jira_deployment: Literal["cloud", "server"] | None = Field(None, validation_alias="JIRA_DEPLOYMENT")
+    """``cloud`` or ``server`` (Server and Data Center); default: ``cloud`` for ``*.atlassian.net``."""
+    jira_issue_type: str = Field("Task", validation_alias="JIRA_ISSUE_TYPE")
+    jira_approve_status: str | None = Field("Approved", validation_alias="JIRA_APPROVE_STATUS")
+    """Moving an issue to this status approves its request (per point: ``jira_approve_status``)."""
+    jira_reject_status: str | None = Field("Rejected", validation_alias="JIRA_REJECT_STATUS")
+    """Moving an issue to this status rejects its request (per point: ``jira_reject_status``)."""
+    jira_done_status: str | None = Field("Done", validation_alias="JIRA_DONE_STATUS")
+    """Hazel moves an issue here once its request is approved, and when the run completes."""
+    jira_rejected_status: str | None = Field(None, validation_alias="JIRA_REJECTED_STATUS")
+    """Hazel moves an issue here when its request is rejected (unset: it stays where it is)."""
+    jira_timeout_sec: float = Field(10.0, validation_alias="JIRA_TIMEOUT_SEC")
+    """Connect and read timeout of each Jira REST call."""
+    jira_group_cache_sec: float = Field(300.0, validation_alias="JIRA_GROUP_CACHE_SEC")
+    """How long a person's Jira groups are cached for permission checks."""
 
     llm_base_url: str | None = Field(None, validation_alias="HAZEL_LLM_BASE_URL")
     llm_api_key: SecretStr | None = Field(None, validation_alias="HAZEL_LLM_API_KEY")
     llm_model: str | None = Field(None, validation_alias="HAZEL_LLM_MODEL")
 
     api_token: SecretStr | None = Field(None, validation_alias="HAZEL_API_TOKEN")
+    """The REST API's bearer token; its caller acts as ``api`` (list ``api`` in ``Approvers.users``)."""
+    api_tokens: SecretStr | None = Field(None, validation_alias="HAZEL_API_TOKENS")
+    """Several REST API callers: ``name=token`` pairs, comma-separated; each token acts as its name."""
+
+    hook_urls: str = Field("", validation_alias="HAZEL_HOOK_URLS")
+    """Comma-separated URLs that receive run events (``bot.hooks``); each event is POSTed to each URL."""
+    hook_secret: SecretStr | None = Field(None, validation_alias="HAZEL_HOOK_SECRET")
+    """Signs every hook delivery: ``X-Hazel-Signature: sha256=<hex HMAC-SHA256 of the body>``. Required with
+    ``HAZEL_HOOK_URLS``."""
+    hook_timeout_sec: float = Field(10.0, validation_alias="HAZEL_HOOK_TIMEOUT_SEC")
+    """Connect and read timeout of one hook delivery."""
+
+    log_format: Literal["text", "json"] = Field("text", validation_alias="HAZEL_LOG_FORMAT")
+    """``text`` (one readable line per record) or ``json`` (one JSON object per line), in serve / worker."""
+    log_level: str = Field("INFO", validation_alias="HAZEL_LOG_LEVEL")
+    """``DEBUG``, ``INFO``, ``WARNING`` or ``ERROR`` (any case)."""
+    metrics_port: int | None = Field(None, validation_alias="HAZEL_METRICS_PORT")
+    """``hazel worker`` serves Prometheus ``/metrics`` on this port when set (``hazel serve`` always does)."""
 
     @property
     def workflow_modules(self) -> list[str]:
         return [m.strip() for m in self.workflows.split(",") if m.strip()]
+
+    @property
+    def hook_url_list(self) -> list[str]:
+        return [u.strip() for u in self.hook_urls.split(",") if u.strip()]
 
     @property
     def slack_configured(self) -> bool:
@@ -66,3 +117,13 @@ class Settings(BaseSettings):
     @property
     def jira_configured(self) -> bool:
         return bool(self.jira_url) and (self.jira_api_token is not None or self.jira_pat is not None)
+
+    @property
+    def jira_cloud(self) -> bool:
+        """Jira Cloud (account ids, ``accountId`` parameters) rather than Server / Data Center (user names)."""
+        if self.jira_deployment is not None:
+            return self.jira_deployment == "cloud"
+        from urllib.parse import urlparse
+
+        host = urlparse(self.jira_url or "").hostname or ""
+        return host.endswith((".atlassian.net", ".jira.com"))

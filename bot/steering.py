@@ -263,6 +263,8 @@ class Steering:
                 if settled:
                     next_node, status = self._apply(tx, run, request, wf, point, action, actor, payload, new_state,
                                                     decision_id, now)
+                    if status is RunStatus.READY:
+                        tx.notify_ready(run.id)
                     tx.outbox.add(channel=request.channel, kind="request.closed", now=now, run_id=run.id,
                                   request_id=request.id, payload={"decision_id": decision_id})
                 elif action == Action.APPROVE.value:
@@ -409,6 +411,7 @@ class Steering:
                     run_id=run.id, seq=seq, parent_seq=target.seq, branch=branch, step=REWIND_NODE,
                     next_step=next_node, workflow_version=wf.version, created_at=now, decision_id=decision_id,
                     handoff=handoff), wf.codec.encode(state), tx.checkpoints.position(loaded))
+                tx.notify_ready(run.id)
                 tx.events.add(action="decision.rewind", actor=actor, now=now, run_id=run.id,
                               request_id=request.id if request else None, to_seq=target.seq, to_step=target.step,
                               feedback=feedback, edited_fields=sorted(edits) if edits else None)
@@ -483,6 +486,7 @@ class Steering:
                 current = self._run(tx, run_id)
                 raise RunStateError(f"run {run.id} is {current.status.value}; only failed runs can be retried")
             tx.events.add(action="run.retried", actor=actor, now=now, run_id=run.id, from_seq=run.head_seq)
+            tx.notify_ready(run.id)
             after = self._run(tx, run_id)
         self.on_ready(run_id)
         return after

@@ -16,9 +16,12 @@ from store import db
 from store.audit import EventRepo
 from store.checkpoints import ChainPosition, CheckpointRepo, NewCheckpoint, SnapshotPolicy
 from store.errors import DuplicateDecisionError, LeaseLostError, SchemaNotReadyError, StoreError
+from store.notify import notify_ready
 from store.outbox import OutboxRepo
+from store.retention import RetentionRepo
 from store.runs import RunRepo
 from store.steering import DecisionRepo, RequestRepo
+from store.timers import TimerRepo
 
 __all__ = [
     "ChainPosition", "DuplicateDecisionError", "LeaseLostError", "NewCheckpoint", "SchemaNotReadyError",
@@ -37,6 +40,12 @@ class Tx:
         self.decisions = DecisionRepo(conn)
         self.events = EventRepo(conn)
         self.outbox = OutboxRepo(conn)
+        self.timers = TimerRepo(conn)
+        self.retention = RetentionRepo(conn, self.checkpoints)
+
+    def notify_ready(self, run_id: str) -> None:
+        """Wake workers in other processes once this transaction commits (PostgreSQL ``NOTIFY``)."""
+        notify_ready(self.conn, run_id)
 
 
 class Store:
