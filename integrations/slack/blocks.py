@@ -1,0 +1,281 @@
+"""Block Kit for steering requests: the request message (and its state after a decision), thread replies,
+reminders, and the App Home tab.
+
+Slack limits respected here (https://docs.slack.dev/reference/block-kit/blocks and the pages of each block
+and element): 50 blocks per message and 100 per Home tab; 3000 characters per section text; 150 per header;
+75 per button text and 2000 per button value; 10 elements per context block; confirm dialog title 100, text
+300, buttons 30. Slack also refuses a message whose blocks hold more than about 13,000 characters in all
+(``msg_blocks_too_long``, observed and reported in slackapi/bolt-js#2509), so an artefact is shown inline up to
+``INLINE_ARTEFACT_CHARS`` and otherwise previewed and attached whole as a file (see ``SlackChannel``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from integrations.slack import text as T
+from store.models import Approvers, Decision, ProgressView, RequestView, Run, SteeringRequest
+
+MAX_MESSAGE_BLOCKS = 50
+MAX_VIEW_BLOCKS = 100
+MAX_SECTION_CHARS = 3000
+MAX_HEADER_CHARS = 150
+MAX_BUTTON_TEXT_CHARS = 75
+MAX_BUTTON_VALUE_CHARS = 2000
+MAX_CONTEXT_ELEMENTS = 10
+INLINE_ARTEFACT_SECTIONS = 3
+"""Sections of at most 3000 characters shown inline (9,000 characters, well under the ~13,000 in all)."""
+PREVIEW_CHARS = 2500
+"""Characters of an artefact previewed in the message when the whole of it goes into a file."""
+
+ACTION_PREFIX = "hazel_"
+"""Button ``action_id`` = ``hazel_<action>`` (approve, edit, reject, feedback, rewind); value = request id."""
+BUTTON_LABELS = {"approve": "Approve", "edit": "Edit", "reject": "Reject", "feedback": "Feedback",
+                 "rewind": "Rewind"}
+OUTCOME = {"approve": "✅ Approved", "edit": "✏️ Edited", "reject": "⛔ Rejected",
+           "feedback": "💬 Sent back with feedback", "rewind": "↩️ Rewound", "cancel": "🚫 Cancelled"}
+
+
+# -- small pieces ---------------------------------------------------------------------------------------------
+
+def plain_text(text: str, limit: int) -> dict[str, Any]:
+    return {"type": "plain_text", "text": T.truncate(text, limit) or " ", "emoji": True}
+
+
+def mrkdwn(text: str, limit: int = MAX_SECTION_CHARS) -> dict[str, Any]:
+    return {"type": "mrkdwn", "text": T.truncate(text, limit) or " "}
+
+
+def section(text: str) -> dict[str, Any]:
+    return {"type": "section", "text": mrkdwn(text)}
+
+
+def context(*texts: str) -> dict[str, Any]:
+    return {"type": "context", "elements": [mrkdwn(t) for t in texts[:MAX_CONTEXT_ELEMENTS] if t]}
+
+
+def date(ts: datetime | None, fmt: str = "{date_short_pretty} {time}") -> str:
+    """A time Slack shows in each reader's own time zone (``<!date^epoch^format|fallback>``,
+    https://docs.slack.dev/messaging/formatting-message-text#date-formatting)."""
+    if ts is None:
+        return "earlier"
+    return f"<!date^{int(ts.timestamp())}^{fmt}|{ts:%Y-%m-%d %H:%M} UTC>"
+
+
+def person(actor_id: str | None, channel: str | None, name: str | None = None) -> str:
+    """A mention for a Slack user (``<@U…>``), else the escaped name."""
+    if channel == "slack" and actor_id:
+        return f"<@{actor_id}>"
+    return T.escape(name or actor_id or "someone")
+
+
+def who_decided(d: Decision) -> str:
+    return person(d.actor_id, d.channel, d.actor_name)
+
+
+def approvers_text(approvers: Approvers) -> str:
+    """Slack users and user groups as mentions (``<@U…>``, ``<!subteam^S…>``), other names escaped."""
+    parts = [f"<@{u}>" for u in approvers.slack_users] + [f"<!subteam^{g}>" for g in approvers.slack_usergroups]
+    parts += [T.escape(u) for u in approvers.users]
+    return ", ".join(parts) if parts else "anyone"
+
+
+def channel_ref(channel: str) -> str:
+    """``slack:C123`` as a channel link, ``slack:#name`` as ``#name``, other channels as they are."""
+    kind, _, where = channel.partition(":")
+    if kind == "slack" and where and not where.startswith("#"):
+        return f"<#{where}>"
+    return T.escape(where or channel) if kind == "slack" else T.escape(channel)
+
+
+def started_by(run: Run) -> str:
+    return person(run.started_by, run.started_via)
+
+
+def button(action: str, request_id: int, *, label: str | None = None) -> dict[str, Any]:
+    """A decision button: ``action_id`` ``hazel_<action>``, value the request id. Approve is primary, Reject is
+    danger behind a confirm dialog (https://docs.slack.dev/reference/block-kit/composition-objects/confirmation-dialog-object)."""
+    b: dict[str, Any] = {"type": "button", "action_id": ACTION_PREFIX + action, "value": str(request_id),
+                         "text": plain_text(label or BUTTON_LABELS.get(action, action.title()), MAX_BUTTON_TEXT_CHARS)}
+    if action == "approve":
+        b["style"] = "primary"
+    if action == "reject":
+        b["style"] = "danger"
+        b["confirm"] = {"title": plain_text("Reject this request?", 100),
+                        "text": plain_text("You will be asked for the reason next. Unless the workflow routes "
+                                           "rejections elsewhere, the run ends as rejected.", 300),
+                        "confirm": plain_text("Reject", 30), "deny": plain_text("Keep it", 30), "style": "danger"}
+    return b
+
+
+def actions_block(actions: tuple[str, ...] | list[str], request_id: int) -> dict[str, Any]:
+    return {"type": "actions", "block_id": f"hazel_actions_{request_id}",
+            "elements": [button(a, request_id) for a in actions if a in BUTTON_LABELS]}
+
+
+# -- the request message --------------------------------------------------------------------------------------
+
+def header_blocks(view: RequestView) -> list[dict[str, Any]]:
+    r = view.request
+    facts = [f"*{T.escape(view.workflow)}* v{view.workflow_version}", f"step `{T.escape(view.point)}`",
+             f"run `{view.run.id}`", f"started by {started_by(view.run)}"]
+    if r.due_at:
+        facts.append(f"due {date(r.due_at)}")
+    who = f"Approvers: {approvers_text(view.approvers)}"
+    if r.approvals_required > 1:
+        who += f" · needs {r.approvals_required} approvals"
+    kind = "⚠️ Escalated: " if view.escalation else "⏰ Reminder: " if view.reminder else ""
+    return [{"type": "header", "text": plain_text(kind + view.title, MAX_HEADER_CHARS)},
+            context(" · ".join(facts), who)]
+
+
+def artefact(view: RequestView, *, file_where: str = "in this message's thread") -> tuple[list[dict[str, Any]], bool]:
+    """The shown value as sections, and whether it was too long to show whole (then the caller attaches it
+    as a file ``file_where`` and the sections hold a preview)."""
+    label = f"`{T.escape(view.show)}`" if view.show else "the run's state"
+    value = view.shown_value
+    if value is None or value == "" or value == {}:
+        return [section(f"{label}: _(empty)_")], False
+    pieces = T.chunks(value, MAX_SECTION_CHARS)
+    if len(pieces) <= INLINE_ARTEFACT_SECTIONS:
+        return [section(p) for p in pieces], False
+    total = len(T.plain(value))
+    preview = T.chunks(value, PREVIEW_CHARS)[0]
+    return [section(preview), context(f"Showing the start of {label} ({total:,} characters in all). The whole "
+                                      f"of it is attached as a file {file_where}.")], True
+
+
+def decision_summary(view: RequestView) -> str | None:
+    """What happened to the request: the outcome with who and when, or the quorum votes so far."""
+    r = view.request
+    votes = [d for d in view.decisions if d.action.value == "approve"]
+    if r.status.value == "pending":
+        if not votes:
+            return None
+        return (f"{len(votes)} of {r.approvals_required} approvals so far: "
+                + ", ".join(f"{who_decided(d)} ({date(d.created_at, '{time}')})" for d in votes))
+    action = r.decided_action or r.status.value
+    settling = next((d for d in reversed(view.decisions) if d.action.value == action), None)
+    who = who_decided(settling) if settling else T.escape(r.decided_by or "Hazel")
+    line = f"{OUTCOME.get(action, action)} by {who} · {date(r.decided_at)}"
+    if r.approvals_required > 1 and action == "approve":
+        line += " · " + ", ".join(who_decided(d) for d in votes)
+    detail = (settling.payload.get("reason") or settling.payload.get("text") or settling.payload.get("feedback")
+              if settling else None)
+    if detail:
+        line += "\n>" + T.truncate(T.escape(str(detail)), 1500).replace("\n", "\n>")
+    if action == "rewind" and settling is not None and settling.payload.get("to") is not None:
+        line += f"\nto checkpoint #{settling.payload['to']}"
+    return line
+
+
+def request_message(view: RequestView, *, file_where: str = "in this message's thread",
+                    ) -> tuple[str, list[dict[str, Any]], bool]:
+    """``(fallback text, blocks, needs a file)`` for the request as it is now: buttons while it is pending
+    (only the point's actions), the outcome instead once decided or cancelled."""
+    blocks = header_blocks(view)
+    body, needs_file = artefact(view, file_where=file_where)
+    blocks += body
+    summary = decision_summary(view)
+    if summary:
+        blocks.append(section(summary))
+    if view.request.status.value == "pending":
+        blocks.append(actions_block(view.actions, view.request.id))
+    fallback = f"{view.title}: {view.workflow} run {view.run.id} waits for a decision"
+    if view.request.status.value != "pending" and summary:
+        fallback = f"{view.title}: {summary.splitlines()[0]}"
+    return fallback, blocks[:MAX_MESSAGE_BLOCKS], needs_file
+
+
+def file_name(view: RequestView) -> str:
+    ext = "md" if isinstance(view.shown_value, str) else "txt" if isinstance(view.shown_value, dict) else "json"
+    return f"{view.run.id}-{view.show or 'state'}.{ext}"
+
+
+def reminder_text(view: RequestView) -> str:
+    """A reminder (or escalation notice) posted in the request's thread and to approvers."""
+    if view.escalation:
+        extra = approvers_text(view.escalate_to) if view.escalate_to else approvers_text(view.approvers)
+        return (f"⚠️ *{T.escape(view.title)}* (run `{view.run.id}`) has waited too long and is escalated to "
+                f"{extra}.")
+    return (f"⏰ Reminder: *{T.escape(view.title)}* (run `{view.run.id}`) still waits for "
+            f"{approvers_text(view.approvers)}.")
+
+
+def progress_text(view: ProgressView) -> str:
+    """A thread reply about the run: steps done, the next request, completion, failure, rejection."""
+    run = view.run
+    steps = ", ".join(f"`{T.escape(s)}`" for s in view.steps)
+    done = f"Ran {steps}. " if steps else ""
+    facts = view.facts
+    if view.event == "waiting" and view.next_request is not None:
+        nxt = view.next_request
+        return f"{done}Run `{run.id}` now waits at *{T.escape(nxt.title)}* in {channel_ref(nxt.channel)}."
+    if view.event == "completed":
+        return f"{done}✅ Run `{run.id}` of {T.escape(view.workflow)} completed."
+    if view.event == "failed":
+        where = f" at `{T.escape(str(facts['step']))}`" if facts.get("step") else ""
+        error = T.truncate(T.escape(str(facts.get("error") or run.error or "unknown error")), 1500)
+        return f"{done}❌ Run `{run.id}` failed{where}: {error}\nAn approver can `/hazel retry {run.id}`."
+    if view.event in ("rejected", "cancelled"):
+        by = T.escape(str(facts.get("by") or "someone"))
+        reason = facts.get("reason")
+        return (f"{'⛔' if view.event == 'rejected' else '🚫'} Run `{run.id}` {view.event} by {by}"
+                + (f": {T.truncate(T.escape(str(reason)), 1500)}" if reason else "."))
+    return f"{done}Run `{run.id}` is {T.escape(run.status.value)}."
+
+
+# -- App Home -------------------------------------------------------------------------------------------------
+
+STATUS_EMOJI = {"waiting": "⏸️", "ready": "▶️", "running": "▶️", "completed": "✅", "failed": "❌",
+                "rejected": "⛔", "cancelled": "🚫"}
+HOME_REQUEST_BLOCKS = 4
+HOME_PREVIEW_CHARS = 600
+
+
+def home_request(view: RequestView) -> list[dict[str, Any]]:
+    """One waiting request in the Home tab: what, where, since when, a preview, the same buttons."""
+    pieces = T.chunks(view.shown_value, HOME_PREVIEW_CHARS) if view.shown_value not in (None, "", {}) else []
+    preview = pieces[0] + ("\n…" if len(pieces) > 1 else "") if pieces else "_(empty)_"
+    r = view.request
+    return [
+        section(f"*{T.escape(view.title)}* · {T.escape(view.workflow)} run `{view.run.id}` · "
+                f"{channel_ref(r.channel)}"),
+        context(f"waiting since {date(r.created_at)}", f"started by {started_by(view.run)}",
+                *([f"due {date(r.due_at)}"] if r.due_at else []),
+                *([f"{r.approvals} of {r.approvals_required} approvals"] if r.approvals_required > 1 else [])),
+        section(preview),
+        actions_block(view.actions, r.id),
+    ]
+
+
+def home_view(waiting: list[RequestView], recent: list[tuple[Run, SteeringRequest | None]], *,
+              notice: str | None = None) -> dict[str, Any]:
+    """The Home tab (``views.publish``): an optional notice, "Waiting on you" (oldest first, with buttons) and
+    "Recent runs". Stays within 100 blocks: requests that do not fit are counted, not shown."""
+    blocks: list[dict[str, Any]] = []
+    if notice:
+        blocks.append(section(notice))
+    blocks.append({"type": "header", "text": plain_text(f"Waiting on you ({len(waiting)})", MAX_HEADER_CHARS)})
+    room = MAX_VIEW_BLOCKS - len(blocks) - 3 - min(len(recent), 20) - 2
+    shown = 0
+    for view in waiting:
+        if room < HOME_REQUEST_BLOCKS + 1:
+            break
+        blocks += home_request(view) + [{"type": "divider"}]
+        room -= HOME_REQUEST_BLOCKS + 1
+        shown += 1
+    if not waiting:
+        blocks.append(section("Nothing is waiting on you. :tada:"))
+    elif shown < len(waiting):
+        blocks.append(context(f"…and {len(waiting) - shown} more: `/hazel runs` lists them all."))
+    blocks.append({"type": "header", "text": plain_text("Recent runs", MAX_HEADER_CHARS)})
+    lines = []
+    for run, pending in recent[:20]:
+        at = f" at *{T.escape(pending.title)}*" if pending else ""
+        lines.append(f"{STATUS_EMOJI.get(run.status.value, '')} `{run.id}` {T.escape(run.workflow)} "
+                     f"v{run.workflow_version} · {run.status.value}{at} · {date(run.updated_at)}")
+    for text in T.pack([(line, False) for line in lines], MAX_SECTION_CHARS) or ["No runs yet."]:
+        blocks.append(section(text))
+    return {"type": "home", "blocks": blocks[:MAX_VIEW_BLOCKS]}

@@ -1,0 +1,86 @@
+"""Slack user group membership, for permissions: which of the user groups Hazel cares about a person is in.
+
+Members come from ``usergroups.users.list`` (scope ``usergroups:read``,
+https://docs.slack.dev/reference/methods/usergroups.users.list) and are cached per group for ``ttl_sec``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Callable, Iterable
+
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError, SlackClientError
+
+log = logging.getLogger("hazel.slack")
+
+
+class DirectoryError(RuntimeError):
+    """Slack could not tell who is in a user group (and nothing usable is cached)."""
+
+
+class SlackDirectory:
+    """User group members, cached.
+
+    Args:
+        client: a ``WebClient`` (with Hazel's retry handlers).
+        ttl_sec: how long a group's member list is trusted; an expired list is still used if Slack fails.
+        clock: monotonic seconds (tests).
+    """
+
+    def __init__(self, client: WebClient, *, ttl_sec: float = 300.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.client = client
+        self.ttl_sec = ttl_sec
+        self.clock = clock
+        self._cache: dict[str, tuple[float, frozenset[str]]] = {}
+        self._lock = threading.Lock()
+
+    def members(self, usergroup: str) -> frozenset[str]:
+        """User ids in ``usergroup`` (``S…``).
+
+        Raises:
+            DirectoryError: Slack failed and no earlier answer is cached.
+        """
+        now = self.clock()
+        with self._lock:
+            cached = self._cache.get(usergroup)
+        if cached is not None and now - cached[0] < self.ttl_sec:
+            return cached[1]
+        try:
+            response = self.client.usergroups_users_list(usergroup=usergroup)
+        except (SlackApiError, SlackClientError, OSError) as exc:
+            if cached is not None:
+                log.warning("usergroups.users.list %s failed (%s); using the list from %.0fs ago", usergroup,
+                            type(exc).__name__, now - cached[0])
+                return cached[1]
+            raise DirectoryError(f"Slack could not list the members of user group {usergroup}: "
+                                 f"{_reason(exc)}") from exc
+        users = frozenset(response.get("users") or ())
+        with self._lock:
+            self._cache[usergroup] = (now, users)
+        return users
+
+    def groups_of(self, user_id: str, usergroups: Iterable[str]) -> frozenset[str]:
+        """Which of ``usergroups`` have ``user_id`` as a member.
+
+        Raises:
+            DirectoryError: as ``members``.
+        """
+        return frozenset(g for g in sorted(set(usergroups)) if user_id in self.members(g))
+
+    def forget(self, usergroup: str | None = None) -> None:
+        """Drop the cache (of one group, or all)."""
+        with self._lock:
+            if usergroup is None:
+                self._cache.clear()
+            else:
+                self._cache.pop(usergroup, None)
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, SlackApiError):
+        return str(exc.response.get("error") or exc.response.status_code)
+    return type(exc).__name__
