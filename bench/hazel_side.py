@@ -1,0 +1,103 @@
+"""Items 2, 3 and 6 on Hazel: checkpoint cost per step, bytes on disk per checkpoint, history and rewind.
+
+Per-step cost is the time from one step's start to the next step's start (``Runner.on_step``): the step
+function, encoding the state, the diff, and the one transaction that commits the checkpoint and the run's
+head. Runs are executed the way a worker does (``Runner.claim`` + ``Runner.drive``), without delivering
+notifications in between.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from dataclasses import dataclass
+
+from bench.databases import HAZEL_TABLES
+from bench.stats import mean
+from bench.workload import ACTOR, linear_workflow, make_hazel
+
+
+WARM_UP_STEPS = 20
+"""Steps of the run executed before the measured one, in the same process and engine."""
+
+
+@dataclass(frozen=True)
+class StepCost:
+    """``per_step_us``: mean microseconds per step over the run; ``first20_us`` / ``last20_us``: mean of the
+    first and last 20 steps; ``bytes_per_checkpoint``: on-disk growth of the database per checkpoint
+    written (None when not measured)."""
+
+    per_step_us: float
+    first20_us: float
+    last20_us: float
+    bytes_per_checkpoint: float | None = None
+
+    @property
+    def growth(self) -> float:
+        return self.last20_us / self.first20_us
+
+
+def step_intervals_us(starts: list[float]) -> list[float]:
+    """Microseconds between consecutive step starts (``perf_counter`` seconds)."""
+    return [(b - a) * 1e6 for a, b in zip(starts, starts[1:])]
+
+
+def cost_of(starts: list[float], bytes_per_checkpoint: float | None = None) -> StepCost:
+    intervals = step_intervals_us(starts)
+    edge = min(20, len(intervals))
+    return StepCost(mean(intervals), mean(intervals[:edge]), mean(intervals[-edge:]), bytes_per_checkpoint)
+
+
+def checkpoint_cost(backend, n_steps: int, *, measure_storage: bool = False) -> StepCost:  # noqa: ANN001
+    """Run ``bench-linear-N`` once on a fresh database of ``backend`` and time every step."""
+    url = backend.fresh_url("linear")
+    warm_up = linear_workflow(WARM_UP_STEPS)
+    hazel = make_hazel(url, linear_workflow(n_steps), warm_up)
+    warm = hazel.start(warm_up.name, {}, ACTOR)  # statement caches warm, as in a process that has run steps
+    hazel.runner.drive(hazel.runner.claim(warm.id))
+    if measure_storage and backend.name == "sqlite":
+        hazel.store.dispose()  # every connection closed, so that the WAL folds into the file
+    before = backend.size_bytes(url, HAZEL_TABLES) if measure_storage else 0
+    starts: list[float] = []
+    hazel.runner.on_step = lambda _run_id, _step: starts.append(time.perf_counter())
+    run = hazel.start(f"bench-linear-{n_steps}", {}, ACTOR)
+    gc.collect()
+    claimed = hazel.runner.claim(run.id)
+    result = hazel.runner.drive(claimed)
+    assert result.run is not None and result.run.status.value == "completed", result
+    checkpoints = len(hazel.checkpoints(run.id))
+    hazel.close()
+    per_checkpoint = None
+    if measure_storage:
+        per_checkpoint = (backend.size_bytes(url, HAZEL_TABLES) - before) / checkpoints
+    return cost_of(starts, per_checkpoint)
+
+
+@dataclass(frozen=True)
+class HistoryCost:
+    """``history_ms``: listing a run's checkpoints; ``rewind_step_ms``: rewind to checkpoint 100 until the
+    first step after it has committed its checkpoint (the start of the step after it)."""
+
+    history_ms: float
+    rewind_step_ms: float
+
+
+def history_and_rewind(backend, n_steps: int = 200, rewind_to: int = 100) -> HistoryCost:  # noqa: ANN001
+    """Item 6: a completed ``n_steps`` run; time ``Hazel.checkpoints`` (what ``hazel history`` shows), then
+    ``Hazel.rewind(to=rewind_to)`` + claim + load + one step."""
+    url = backend.fresh_url("history")
+    hazel = make_hazel(url, linear_workflow(n_steps))
+    run = hazel.start(f"bench-linear-{n_steps}", {}, ACTOR)
+    hazel.runner.drive(hazel.runner.claim(run.id))
+    started = time.perf_counter()
+    history = hazel.checkpoints(run.id)
+    history_ms = (time.perf_counter() - started) * 1e3
+    assert len(history) == n_steps + 1
+    starts: list[float] = []
+    hazel.runner.on_step = lambda _run_id, _step: starts.append(time.perf_counter())
+    started = time.perf_counter()
+    hazel.rewind(run.id, ACTOR, to=rewind_to)
+    hazel.runner.drive(hazel.runner.claim(run.id))
+    rewind_step_ms = (starts[1] - started) * 1e3
+    hazel.close()
+    return HistoryCost(history_ms, rewind_step_ms)

@@ -1,0 +1,169 @@
+"""Item 4 on Hazel: runs that execute 3 steps and stop at a steering point, then one decision each.
+
+``pause_per_sec``: runs started and driven to their steering point per second. ``resume latency``: from the
+decision being recorded (``Hazel.on_ready`` fires right after the decision's transaction commits) to the
+start of the step after the steering point (``Runner.on_step``). ``resumes_per_sec``: decisions per second,
+each one recorded and its run executed to the end.
+
+Modes: ``inline`` (the deciding thread continues the run, as ``hazel approve`` does), ``threads`` (a
+``WorkerPool`` of 4 threads in the same process, woken by ``on_ready``, as in ``hazel serve``) and worker
+processes (``bench.worker``; each a ``WorkerPool`` in its own process, finding work by its sweep since
+nothing wakes another process).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from bot.service import WorkerPool
+from store.models import RunStatus
+
+from bench.stats import percentile
+from bench.workload import ACTOR, PAUSE_WORKFLOW, RESUMED_STEP, bench_pause, make_hazel
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class PauseResume:
+    """Throughputs per second and latencies in milliseconds (see the module docstring)."""
+
+    pause_per_sec: float
+    resume_median_ms: float
+    resume_p99_ms: float
+    resumes_per_sec: float
+
+
+def _latencies_ms(ready_at: dict[str, float], step_at: dict[str, float]) -> list[float]:
+    missing = [r for r in ready_at if r not in step_at]
+    if missing:
+        raise RuntimeError(f"{len(missing)} resumed runs never started {RESUMED_STEP!r}")
+    return [(step_at[r] - ready_at[r]) * 1e3 for r in ready_at]
+
+
+def _summary(n: int, pause_sec: float, resume_sec: float, latencies: list[float]) -> PauseResume:
+    return PauseResume(n / pause_sec, percentile(latencies, 50), percentile(latencies, 99), n / resume_sec)
+
+
+def in_process(backend, n_runs: int, *, mode: str = "inline", threads: int = 4) -> PauseResume:  # noqa: ANN001
+    """``mode``: ``inline`` or ``threads`` (see the module docstring)."""
+    hazel = make_hazel(backend.fresh_url("pause"), bench_pause)
+    ready_at: dict[str, float] = {}
+    step_at: dict[str, float] = {}
+    recording = threading.Event()
+
+    def on_step(run_id: str, step: str) -> None:
+        if step == RESUMED_STEP:
+            step_at[run_id] = time.monotonic()
+
+    def on_ready(run_id: str) -> None:
+        if recording.is_set():
+            ready_at[run_id] = time.monotonic()
+
+    hazel.runner.on_step = on_step
+    hazel.on_ready(on_ready)
+    pool = WorkerPool(hazel, threads=threads) if mode == "threads" else None
+    try:
+        if pool is not None:
+            pool.start()
+        started = time.monotonic()
+        run_ids = [_start_and_pause(hazel, inline=pool is None) for _ in range(n_runs)]
+        _wait_for(hazel, run_ids, RunStatus.WAITING)
+        pause_sec = time.monotonic() - started
+        recording.set()
+        started = time.monotonic()
+        for run_id in run_ids:
+            hazel.decide(run_id, "approve", ACTOR)
+            if pool is None:
+                hazel.runner.drive(hazel.runner.claim(run_id))
+        _wait_for(hazel, run_ids, RunStatus.COMPLETED)
+        resume_sec = time.monotonic() - started
+    finally:
+        if pool is not None:
+            pool.stop()
+        hazel.close()
+    return _summary(n_runs, pause_sec, resume_sec, _latencies_ms(ready_at, step_at))
+
+
+def _start_and_pause(hazel, *, inline: bool) -> str:  # noqa: ANN001
+    run = hazel.start(PAUSE_WORKFLOW, {}, ACTOR)
+    if inline:
+        hazel.runner.drive(hazel.runner.claim(run.id))
+    return run.id
+
+
+def _wait_for(hazel, run_ids: list[str], status: RunStatus, timeout_sec: float = 300.0) -> None:  # noqa: ANN001
+    """Poll until every run in ``run_ids`` has ``status``.
+
+    Raises:
+        TimeoutError: after ``timeout_sec``.
+    """
+    wanted = set(run_ids)
+    deadline = time.monotonic() + timeout_sec
+    while True:
+        with hazel.store.read() as tx:
+            counts = tx.runs.count_by_status()
+        if counts.get(status.value, 0) >= len(wanted):
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"runs did not reach {status.value}: {counts}")
+        time.sleep(0.002)
+
+
+def worker_processes(backend, n_runs: int, *, processes: int, threads: int = 4) -> PauseResume:  # noqa: ANN001
+    """Runs started here, executed by ``processes`` worker processes (``python -m bench.worker``)."""
+    url = backend.fresh_url("workers")
+    hazel = make_hazel(url, bench_pause)
+    ready_at: dict[str, float] = {}
+    recording = threading.Event()
+    hazel.on_ready(lambda run_id: ready_at.__setitem__(run_id, time.monotonic()) if recording.is_set() else None)
+    with tempfile.TemporaryDirectory(prefix="hazel-bench-workers-") as tmp:
+        outs = [os.path.join(tmp, f"worker-{i}.json") for i in range(processes)]
+        procs = [_spawn_worker(url, out, threads) for out in outs]
+        try:
+            for proc in procs:
+                _wait_ready(proc)
+            started = time.monotonic()
+            run_ids = [hazel.start(PAUSE_WORKFLOW, {}, ACTOR).id for _ in range(n_runs)]
+            _wait_for(hazel, run_ids, RunStatus.WAITING)
+            pause_sec = time.monotonic() - started
+            recording.set()
+            started = time.monotonic()
+            for run_id in run_ids:
+                hazel.decide(run_id, "approve", ACTOR)
+            _wait_for(hazel, run_ids, RunStatus.COMPLETED)
+            resume_sec = time.monotonic() - started
+        finally:
+            for proc in procs:
+                proc.terminate()
+            for proc in procs:
+                proc.wait(timeout=30)
+            hazel.close()
+        step_at: dict[str, float] = {}
+        for out in outs:
+            for run_id, step, at in json.loads(Path(out).read_text()):
+                if step == RESUMED_STEP:
+                    step_at[run_id] = at
+    return _summary(n_runs, pause_sec, resume_sec, _latencies_ms(ready_at, step_at))
+
+
+def _spawn_worker(url: str, out: str, threads: int) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(
+        os.pathsep)}
+    return subprocess.Popen([sys.executable, "-m", "bench.worker", url, out, str(threads)], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+
+def _wait_ready(proc: subprocess.Popen) -> None:
+    """Raises RuntimeError when the worker exits instead of printing ``ready``."""
+    line = proc.stdout.readline() if proc.stdout else ""
+    if line.strip() != "ready":
+        raise RuntimeError(f"bench worker did not start (said {line!r})")

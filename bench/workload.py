@@ -1,0 +1,115 @@
+"""The workload: linear workflows whose every step appends about 1 KB of text to a list in the state, and a
+pause workflow (3 steps, a steering point, 1 step). Shared by the Hazel and LangGraph sides.
+
+This module is also named in ``HAZEL_WORKFLOWS`` for the ``hazel serve`` and worker subprocesses, so its
+top-level ``Workflow`` objects (``bench_pause``) are registered there too.
+"""
+
+from __future__ import annotations
+
+import io
+import random
+from functools import lru_cache
+
+from pydantic import BaseModel
+from rich.console import Console
+
+from bot.registry import Registry
+from bot.service import Hazel
+from bot.settings import Settings
+from bot.workflow import StepContext, Workflow
+from integrations.console import ConsoleChannel
+from store import Store
+from store.models import Actor
+
+TEXT_BYTES = 1024
+"""Bytes of text each step appends (ASCII words: one byte per character)."""
+PAUSE_WORKFLOW = "bench-pause"
+PAUSE_STEPS = ("first", "second", "third")
+PAUSE_POINT = "review"
+RESUMED_STEP = "after_review"
+"""The step that starts when a pause-workflow run resumes; its start ends the resume latency."""
+ACTOR = Actor(id="bench", channel="console", name="bench")
+
+_ALPHABET = "abcdefghijklmnopqrstuvwxyz"
+
+
+@lru_cache(maxsize=1)
+def _vocabulary() -> tuple[str, ...]:
+    rng = random.Random(6)
+    return tuple("".join(rng.choice(_ALPHABET) for _ in range(rng.randint(2, 10))) for _ in range(5000))
+
+
+@lru_cache(maxsize=4096)
+def step_text(i: int) -> str:
+    """Exactly ``TEXT_BYTES`` characters of word-like text for step ``i`` (deterministic, different per step;
+    zlib level 1 shrinks it to about 60 %, like English prose)."""
+    rng = random.Random(i)
+    words, size = [], 0
+    vocabulary = _vocabulary()
+    while size < TEXT_BYTES:
+        word = rng.choice(vocabulary)
+        words.append(word)
+        size += len(word) + 1
+    return " ".join(words)[:TEXT_BYTES]
+
+
+class ListState(BaseModel):
+    """The bench state: the texts appended so far."""
+
+    items: list[str] = []
+
+
+def _appender(i: int):  # noqa: ANN202
+    text = step_text(i)
+
+    def append(state: ListState, ctx: StepContext) -> ListState:
+        return state.model_copy(update={"items": [*state.items, text]})
+
+    return append
+
+
+def linear_workflow(n_steps: int) -> Workflow:
+    """``bench-linear-N``: steps ``s0000`` .. ``s{N-1}``, each appending ``step_text(i)``."""
+    wf = Workflow(f"bench-linear-{n_steps}", version=1, state=ListState)
+    for i in range(n_steps):
+        wf.step(_appender(i), name=f"s{i:04d}")
+    return wf
+
+
+def pause_workflow() -> Workflow:
+    """``bench-pause``: three appending steps, the steering point ``review`` (approve only, anyone may
+    decide, console channel), then ``after_review``."""
+    wf = Workflow(PAUSE_WORKFLOW, version=1, state=ListState)
+    for i, name in enumerate(PAUSE_STEPS):
+        wf.step(_appender(i), name=name)
+    wf.steer(PAUSE_POINT, title="Bench review", actions=["approve"])
+    wf.step(_appender(len(PAUSE_STEPS)), name=RESUMED_STEP)
+    return wf
+
+
+bench_pause = pause_workflow()
+
+
+class _Discard(io.TextIOBase):
+    def write(self, text: str) -> int:
+        return len(text)
+
+
+def silent_console() -> ConsoleChannel:
+    """The console channel printing nowhere (deliveries still happen; their text is discarded)."""
+    return ConsoleChannel(console=Console(file=_Discard(), width=100))
+
+
+def settings_for(url: str) -> Settings:
+    """Settings for ``url`` that ignore the environment's and ``.env``'s Hazel settings."""
+    return Settings(_env_file=None, database_url=url, workflows="bench.workload")
+
+
+def make_hazel(url: str, *workflows: Workflow) -> Hazel:
+    """A ``Hazel`` on ``url`` with only ``workflows`` registered and a silent console."""
+    registry = Registry()
+    for wf in workflows:
+        registry.add(wf)
+    settings = settings_for(url)
+    return Hazel(settings, store=Store(url), registry=registry, console=silent_console(), load_workflows=False)
