@@ -1,0 +1,96 @@
+"""What the scheduler reads and writes: pending steering requests whose ``next_action_at`` has come, and
+ready runs whose retry backoff (``wake_at``) ends.
+
+Every write is a conditional UPDATE, so that a reminder or an escalation happens once however many
+schedulers (processes, restarts) look at the same request: ``reminders_sent`` moves only from the value the
+caller saw, ``escalated_at`` only from NULL, and only while the request is pending.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, func, select, update
+
+from store.models import RequestStatus, RunStatus, SteeringRequest
+from store.schema import runs, steering_requests
+
+_PENDING = RequestStatus.PENDING.value
+
+
+def _request(row: Any) -> SteeringRequest:
+    return SteeringRequest.model_validate(dict(row._mapping))
+
+
+class TimerRepo:
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    @property
+    def _postgresql(self) -> bool:
+        return self.conn.dialect.name == "postgresql"
+
+    # -- steering requests ----------------------------------------------------------------------------
+
+    def due_request_ids(self, *, now: datetime, limit: int = 100) -> list[int]:
+        """Ids of pending requests whose ``next_action_at`` is at or before ``now``, most overdue first. On
+        PostgreSQL rows another scheduler holds right now are skipped (``FOR UPDATE SKIP LOCKED``)."""
+        t = steering_requests.c
+        stmt = (select(t.id).where((t.status == _PENDING) & (t.next_action_at <= now))
+                .order_by(t.next_action_at, t.id).limit(limit))
+        if self._postgresql:
+            stmt = stmt.with_for_update(skip_locked=True)
+        return [r.id for r in self.conn.execute(stmt)]
+
+    def lock_due(self, request_id: int, *, now: datetime) -> SteeringRequest | None:
+        """The request, locked for this transaction, if it is still pending and due at ``now``; None when it
+        is not (handled meanwhile, or being handled by another scheduler: ``SKIP LOCKED`` on PostgreSQL; on
+        SQLite the write transaction already holds the database's write lock)."""
+        t = steering_requests.c
+        stmt = select(steering_requests).where((t.id == request_id) & (t.status == _PENDING)
+                                               & (t.next_action_at <= now))
+        if self._postgresql:
+            stmt = stmt.with_for_update(skip_locked=True)
+        row = self.conn.execute(stmt).first()
+        return _request(row) if row else None
+
+    def count_reminders(self, request_id: int, *, seen: int, slots: int) -> bool:
+        """Record the reminder slots passed (``reminders_sent = slots``) if it still is ``seen`` and the
+        request is pending. True when this call won (send the reminder), False when someone else did."""
+        t = steering_requests.c
+        res = self.conn.execute(update(steering_requests).where(
+            (t.id == request_id) & (t.reminders_sent == seen) & (t.status == _PENDING)
+        ).values(reminders_sent=slots))
+        return res.rowcount == 1
+
+    def escalate(self, request_id: int, *, now: datetime) -> bool:
+        """Mark the pending request escalated at ``now`` unless it already is. True when this call did."""
+        t = steering_requests.c
+        res = self.conn.execute(update(steering_requests).where(
+            (t.id == request_id) & t.escalated_at.is_(None) & (t.status == _PENDING)
+        ).values(escalated_at=now))
+        return res.rowcount == 1
+
+    def reschedule(self, request_id: int, next_action_at: datetime | None) -> None:
+        """Set when the scheduler looks at the request next (None: never)."""
+        self.conn.execute(update(steering_requests).where(steering_requests.c.id == request_id)
+                          .values(next_action_at=next_action_at))
+
+    def earliest_request_action(self) -> datetime | None:
+        """The earliest ``next_action_at`` among pending requests (None: nothing scheduled)."""
+        t = steering_requests.c
+        return self.conn.execute(select(func.min(t.next_action_at)).where(t.status == _PENDING)).scalar()
+
+    # -- retry backoffs ----------------------------------------------------------------------------------
+
+    def due_retries(self, *, now: datetime, limit: int = 100) -> list[str]:
+        """Ready runs whose retry backoff has ended (``wake_at <= now``) and no worker took yet."""
+        stmt = (select(runs.c.id).where((runs.c.status == RunStatus.READY.value) & runs.c.wake_at.is_not(None)
+                                        & (runs.c.wake_at <= now)).order_by(runs.c.wake_at).limit(limit))
+        return [r.id for r in self.conn.execute(stmt)]
+
+    def earliest_retry(self) -> datetime | None:
+        """The earliest ``wake_at`` among ready runs (None: no retry is waiting)."""
+        return self.conn.execute(select(func.min(runs.c.wake_at)).where(
+            runs.c.status == RunStatus.READY.value)).scalar()
