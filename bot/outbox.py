@@ -165,6 +165,7 @@ class Deliverer:
             actions=tuple(getattr(point, "actions", ("approve", "reject"))),
             approvers=getattr(point, "approvers", None) or Approvers(),
             escalate_to=getattr(point, "escalate_to", None),
+            escalate_channel=getattr(point, "escalate_channel", None),
             notify_approvers=bool(getattr(point, "notify_approvers", False)),
             options=dict(getattr(point, "options", {}) or {}),
             decisions=tuple(tx.decisions.for_request(request.id)), checkpoints=tuple(history),

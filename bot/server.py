@@ -6,6 +6,7 @@ import logging
 import signal
 import threading
 
+from bot.scheduler import Scheduler
 from bot.service import Hazel, WorkerPool
 from bot.settings import Settings
 from bot.web import create_app
@@ -39,9 +40,12 @@ def serve(settings: Settings, *, host: str, port: int, workers: int | None = Non
     pool.start()
     pool.wake()
     hazel.deliverer.start()
+    scheduler = Scheduler.from_settings(hazel)
+    scheduler.start()
     try:
         uvicorn.run(app, host=host, port=port, log_level="info")
     finally:
+        scheduler.stop()
         pool.stop()
         hazel.close()
 
@@ -50,8 +54,10 @@ def work(settings: Settings, *, workers: int | None = None, until_idle: bool = F
          console: ConsoleChannel | None = None) -> int:
     """Execute ready runs: until none is ready (``until_idle``), or until SIGINT/SIGTERM."""
     hazel, pool = build(settings, workers=workers, console=console)
+    scheduler = Scheduler.from_settings(hazel)
     try:
         if until_idle:
+            scheduler.tick()  # fire what is due now (timeouts may make runs ready)
             n = pool.drain()
             hazel.deliverer.deliver_due()
             return n
@@ -61,8 +67,10 @@ def work(settings: Settings, *, workers: int | None = None, until_idle: bool = F
         pool.start()
         pool.wake()
         hazel.deliverer.start()
+        scheduler.start()
         stop.wait()
         return 0
     finally:
+        scheduler.stop()
         pool.stop()
         hazel.close()

@@ -247,7 +247,8 @@ class Steering:
         try:
             with self.store.transaction() as tx:
                 # The request row is locked first: every decision on it queues here, in one order.
-                if action == Action.APPROVE.value:
+                # A timeout's approval settles the request whatever its quorum (bot.timers).
+                if action == Action.APPROVE.value and actor.channel != "timeout":
                     after = tx.requests.vote(request.id, now=now, actor=actor.label)
                 else:
                     after = tx.requests.settle(request.id, now=now, actor=actor.label, action=action)

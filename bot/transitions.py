@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from bot import deadlines
 from bot.workflow import SteeringPoint, Workflow
 from store import Tx
 from store.models import Actor
@@ -16,12 +17,15 @@ SYSTEM = Actor(id="hazel", channel="system", name="Hazel")
 def open_request(tx: Tx, *, run_id: str, wf: Workflow, point: SteeringPoint, checkpoint_seq: int, now: datetime,
                  steps: list[str] | None = None) -> int:
     """Insert a pending steering request at ``checkpoint_seq`` and its ``request.opened`` outbox message
-    (plus a ``run.progress`` message in the thread of the previous request, when steps ran since).
-    Returns the request id."""
+    (plus a ``run.progress`` message in the thread of the previous request, when steps ran since), with its
+    ``next_action_at`` set for the scheduler (see ``bot.deadlines``). Returns the request id."""
     due_at = now + timedelta(seconds=point.timeout_sec) if point.timeout_sec else None
     request_id = tx.requests.insert(run_id=run_id, checkpoint_seq=checkpoint_seq, point=point.name,
                                     title=point.title, channel=point.channel,
                                     approvals_required=point.approvals_required, now=now, due_at=due_at)
+    first_action_at = deadlines.next_action_at(point, created_at=now, due_at=due_at)
+    if first_action_at is not None:  # the scheduler's first look: reminder, escalation or timeout
+        tx.timers.reschedule(request_id, first_action_at)
     progress(tx, run_id=run_id, now=now, event="waiting", steps=steps or [], next_request_id=request_id,
              exclude_request_id=request_id)
     tx.outbox.add(channel=point.channel, kind="request.opened", now=now, run_id=run_id, request_id=request_id)

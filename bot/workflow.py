@@ -317,6 +317,9 @@ class Workflow(Generic[S]):
                            "(console, slack:#channel, slack:C…, jira:PROJECTKEY)")
         if p.on_timeout and not p.timeout_sec:
             out.append(f"steering point {p.name!r} sets on_timeout without timeout_sec")
+        if p.on_timeout in ALL_ACTIONS and p.on_timeout not in p.actions:
+            out.append(f"steering point {p.name!r} times out with {p.on_timeout!r}, which its actions do not allow "
+                       f"({', '.join(p.actions)})")
         if p.on_timeout == "escalate" and not (p.escalate_to or p.escalate_channel):
             out.append(f"steering point {p.name!r} escalates on timeout but names no escalate_to/escalate_channel")
         for action, role in p.permissions.items():

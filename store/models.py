@@ -270,6 +270,8 @@ class RequestView(_Record):
     actions: tuple[str, ...]
     approvers: Approvers
     escalate_to: Approvers | None = None
+    escalate_channel: str | None = None
+    """Where an escalation is announced (the point's ``escalate_channel``; None: the request's own channel)."""
     notify_approvers: bool = False
     options: dict[str, Any] = Field(default_factory=dict)
     decisions: tuple[Decision, ...] = ()

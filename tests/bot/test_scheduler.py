@@ -1,0 +1,244 @@
+"""The scheduler across restarts and processes, retry backoffs, and one real APScheduler run.
+
+"Several processes" are several ``Hazel`` instances (each with its own engine and connection pool) on one
+database, ticking from threads at the same moment; that is what two processes look like to the database.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from datetime import timedelta
+
+import pytest
+
+from bot import StepContext, Workflow
+from bot.scheduler import Scheduler
+from bot.settings import Settings
+from store.models import RequestStatus, RunStatus
+from tests.bot.test_timers import HOUR, Doc, events, outbox, request_of, timed, waiting
+from tests.support.clock import FakeClock
+from tests.support.engine import make_hazel, person
+
+
+def test_a_new_scheduler_after_a_restart_neither_loses_nor_repeats(db_url: str) -> None:
+    clock = FakeClock()
+    hazel, first, run_id = waiting(db_url, clock, remind_after_sec=HOUR, remind_every_sec=HOUR,
+                                   timeout_sec=3.5 * HOUR, on_timeout="approve")
+    clock.advance(HOUR)
+    assert len(first.tick().reminders) == 1
+    hazel.close()  # the process stops
+
+    restarted = make_hazel(db_url, timed(remind_after_sec=HOUR, remind_every_sec=HOUR, timeout_sec=3.5 * HOUR,
+                                         on_timeout="approve"), clock=clock)
+    second = Scheduler(restarted)
+    assert second.tick().fired == 0  # reminder 1 was sent before the restart
+    clock.advance(HOUR)
+    assert len(second.tick().reminders) == 1
+    clock.advance(1.5 * HOUR)
+    assert second.tick().timeouts and second.tick().fired == 0
+    assert len(outbox(restarted, "reminder")) == 2
+    assert [d.actor_id for d in restarted.decisions(run_id)] == ["timeout"]
+
+
+def test_a_timeout_cut_by_a_crash_fires_after_its_lease(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The process dies after the timeout's lease commits and before it decides: nothing was decided, and a
+    later scheduler decides it once the lease (``TIMEOUT_RETRY_SEC``) runs out."""
+    import bot.timers
+
+    clock = FakeClock()
+    hazel, scheduler, run_id = waiting(db_url, clock, timeout_sec=HOUR, on_timeout="reject")
+    clock.advance(HOUR)
+    with monkeypatch.context() as patched:
+        patched.setattr(bot.timers, "act_on_timeout", lambda *args, **kwargs: False)  # "killed" here
+        scheduler.tick()
+    assert hazel.decisions(run_id) == [] and hazel.get(run_id).status is RunStatus.WAITING
+    assert request_of(hazel, run_id).next_action_at == clock.now + timedelta(seconds=bot.timers.TIMEOUT_RETRY_SEC)
+
+    later = Scheduler(make_hazel(db_url, timed(timeout_sec=HOUR, on_timeout="reject"), clock=clock))
+    clock.advance(bot.timers.TIMEOUT_RETRY_SEC / 2)
+    assert later.tick().timeouts == []
+    clock.advance(bot.timers.TIMEOUT_RETRY_SEC / 2)
+    assert len(later.tick().timeouts) == 1
+    assert [d.action.value for d in hazel.decisions(run_id)] == ["reject"]
+    assert hazel.get(run_id).status is RunStatus.REJECTED
+
+
+def test_a_request_whose_version_is_gone_waits_for_it(db_url: str) -> None:
+    """A scheduler without the run's workflow version does not lose the timeout: it looks again later, and a
+    scheduler that has the version fires it."""
+    from bot.registry import Registry
+    from bot.service import Hazel
+    from bot.timers import UNRESOLVED_RETRY_SEC
+    from bot.workflow import Workflow
+
+    clock = FakeClock()
+    hazel, _, run_id = waiting(db_url, clock, timeout_sec=60, on_timeout="approve")
+    other = Workflow("timed", version=2, state=Doc)
+    other.step(lambda state, ctx: state, name="only")
+    registry = Registry()
+    registry.add(other)
+    stranger = Hazel(Settings(HAZEL_DATABASE_URL=db_url), registry=registry, load_workflows=False, clock=clock)
+    clock.advance(60)
+    assert Scheduler(stranger).tick().fired == 0
+    assert hazel.get(run_id).status is RunStatus.WAITING and hazel.decisions(run_id) == []
+    assert request_of(hazel, run_id).next_action_at == clock.now + timedelta(seconds=UNRESOLVED_RETRY_SEC)
+    clock.advance(UNRESOLVED_RETRY_SEC)
+    assert len(Scheduler(hazel).tick().timeouts) == 1
+    stranger.close()
+
+
+def test_two_schedulers_at_once_fire_everything_exactly_once(db_url: str) -> None:
+    clock = FakeClock()
+    options = dict(remind_after_sec=HOUR, remind_every_sec=HOUR, escalate_after_sec=1.5 * HOUR,
+                   escalate_channel="console", timeout_sec=2.5 * HOUR, on_timeout="approve")
+    first = make_hazel(db_url, timed(**options), clock=clock)
+    second = make_hazel(db_url, timed(**options), clock=clock)
+    run_ids = []
+    for _ in range(12):
+        run = first.start("timed", {}, person("author"))
+        first.drive(run.id)
+        run_ids.append(run.id)
+    schedulers = [Scheduler(first, batch=5), Scheduler(second, batch=5)]
+
+    for step_sec in (HOUR, 0.5 * HOUR, 0.5 * HOUR, 0.5 * HOUR):
+        clock.advance(step_sec)
+        barrier = threading.Barrier(len(schedulers))
+        failures: list[BaseException] = []
+
+        def tick(scheduler: Scheduler) -> None:
+            try:
+                barrier.wait()
+                scheduler.tick()
+            except BaseException as exc:  # surfaced below
+                failures.append(exc)
+
+        threads = [threading.Thread(target=tick, args=(s,)) for s in schedulers]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert not failures
+
+    per_request_reminders = Counter(m.request_id for m in outbox(first, "reminder"))
+    assert sorted(per_request_reminders.values()) == [2] * 12  # at 1 h and at 2 h
+    assert sorted(Counter(m.request_id for m in outbox(first, "escalation")).values()) == [1] * 12
+    for run_id in run_ids:
+        assert [(d.actor_id, d.action.value) for d in first.decisions(run_id)] == [("timeout", "approve")]
+        assert len(events(first, run_id, "request.escalated")) == 1
+        assert first.get(run_id).status is RunStatus.READY
+        assert request_of(first, run_id).status is RequestStatus.DECIDED
+
+
+def test_retry_backoffs_wake_the_workers_when_due(db_url: str) -> None:
+    clock = FakeClock()
+    wf = Workflow("flaky", version=1, state=Doc)
+    calls = {"n": 0}
+
+    @wf.step(max_attempts=3, backoff_sec=30)
+    def draft(state: Doc, ctx: StepContext) -> Doc:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise ConnectionError("upstream down")
+        return state
+
+    wf.steer("review", show="text")
+    hazel = make_hazel(db_url, wf, clock=clock)
+    woken: list[str] = []
+    hazel.on_ready(woken.append)
+    scheduler = Scheduler(hazel)
+    run = hazel.start("flaky", {}, person("author"))
+    result = hazel.drive(run.id, wait_for_retries=False)
+    assert result.run.status is RunStatus.READY and result.run.wake_at is not None
+    wake_at = result.run.wake_at
+    assert scheduler.next_due_at() == wake_at
+    woken.clear()
+
+    assert scheduler.tick().retries_woken == [] and woken == []
+    assert hazel.runner.claim() is None  # not due yet
+    clock.now = wake_at
+    assert scheduler.tick().retries_woken == [run.id] and woken == [run.id]
+    claimed = hazel.runner.claim()
+    assert claimed is not None and claimed.id == run.id
+    assert hazel.runner.drive(claimed).run.status is RunStatus.WAITING
+    assert scheduler.tick().retries_woken == []
+
+
+def test_settings_configure_the_scheduler(db_url: str) -> None:
+    hazel = make_hazel(db_url, timed())
+    hazel.settings = Settings(HAZEL_DATABASE_URL=db_url, HAZEL_SCHEDULER_TICK_SEC=0.5, HAZEL_RETENTION_DAYS=30)
+    scheduler = Scheduler.from_settings(hazel)
+    assert scheduler.tick_sec == 0.5 and scheduler.retention_days == 30
+    assert Scheduler.from_settings(make_hazel(db_url, timed())).retention_days is None
+    with pytest.raises(ValueError):
+        Settings(HAZEL_SCHEDULER_TICK_SEC=0)
+
+
+def test_real_apscheduler_fires_on_time_between_ticks(db_url: str) -> None:
+    """With a periodic tick far away (30 s), the date job re-armed for the earliest deadline fires the reminder
+    (after 0.3 s) and the timeout (after 0.9 s); a daily prune job is there when retention is set."""
+    hazel = make_hazel(db_url, timed(remind_after_sec=0.3, timeout_sec=0.9, on_timeout="approve"))
+    run = hazel.start("timed", {}, person("author"))
+    hazel.drive(run.id)
+    scheduler = Scheduler(hazel, tick_sec=30, retention_days=0, prune_every_sec=0.2)
+    scheduler.start()
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and hazel.get(run.id).status is RunStatus.WAITING:
+            time.sleep(0.05)
+        assert hazel.get(run.id).status is RunStatus.READY
+        assert len(outbox(hazel, "reminder")) == 1
+        assert [d.actor_id for d in hazel.decisions(run.id)] == ["timeout"]
+        hazel.drive(run.id)
+        while time.monotonic() < deadline and len(hazel.checkpoints(run.id)) > 1:
+            time.sleep(0.05)
+        assert len(hazel.checkpoints(run.id)) == 1  # the scheduled prune compacted the completed run
+        assert hazel.state_at(run.id).published is True
+    finally:
+        scheduler.stop()
+    assert not scheduler.running
+    scheduler.stop()  # twice is fine
+
+
+WORKFLOW_FILE = '''
+from pydantic import BaseModel
+from bot import Workflow
+
+class S(BaseModel):
+    done: bool = False
+
+wf = Workflow("auto-ok", version=1, state=S)
+wf.step(lambda state, ctx: state, name="prepare")
+wf.steer("review", timeout_sec=60, on_timeout="approve")
+wf.step(lambda state, ctx: {"done": True}, name="finish")
+'''
+
+
+def test_worker_until_idle_fires_due_timeouts_then_drains(db_url: str, monkeypatch: pytest.MonkeyPatch,
+                                                          tmp_path) -> None:  # noqa: ANN001
+    """``hazel worker --until-idle`` ticks the scheduler once: a timeout that came while nothing ran approves
+    the request, and the worker completes the run."""
+    import importlib.util
+    from datetime import datetime, timezone
+
+    from typer.testing import CliRunner
+
+    from bot.cli import app
+
+    path = tmp_path / "auto_ok.py"
+    path.write_text(WORKFLOW_FILE)
+    spec = importlib.util.spec_from_file_location("auto_ok_for_setup", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    hazel = make_hazel(db_url, module.wf, clock=FakeClock(start=datetime(2025, 1, 1, tzinfo=timezone.utc)))
+    run = hazel.start("auto-ok", {}, person("author"))
+    assert hazel.drive(run.id).run.status is RunStatus.WAITING  # due an hour later in 2025: long past now
+
+    monkeypatch.setenv("HAZEL_DATABASE_URL", db_url)
+    monkeypatch.setenv("HAZEL_WORKFLOWS", str(path))
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["worker", "--until-idle", "--json"])
+    assert result.exit_code == 0, result.output
+    assert hazel.get(run.id).status is RunStatus.COMPLETED
+    assert [(d.actor_id, d.action.value) for d in hazel.decisions(run.id)] == [("timeout", "approve")]
