@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from bot.cli import demo, ops, runs, steer
+from bot.cli import demo, ops, prune, runs, steer
 
 app = typer.Typer(
     name="hazel",
@@ -13,7 +13,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-for sub in (demo.app, runs.app, steer.app, ops.app):
+for sub in (demo.app, runs.app, steer.app, ops.app, prune.app):
     app.registered_commands.extend(sub.registered_commands)
 app.add_typer(ops.db_app, name="db")
 app.add_typer(ops.outbox_app, name="outbox")

@@ -1,0 +1,48 @@
+"""``hazel prune``: drop the checkpoint history of runs that ended long ago (see ``bot.retention``)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from bot.cli.common import CliError, JsonOpt, actor, emit_json, engine, handle_errors, out, when
+
+app = typer.Typer()
+
+
+@app.command("prune")
+@handle_errors
+def prune_cmd(
+    older_than: Annotated[float, typer.Option("--older-than", metavar="DAYS",
+                                              help="Prune runs that ended more than DAYS days ago (0: all ended "
+                                                   "runs).")],
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only show what would be pruned.")] = False,
+    as_: Annotated[str | None, typer.Option("--as", help="Record this name as the actor in the audit log.")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Remove the checkpoints of runs that ended (completed, failed, rejected, cancelled) more than DAYS days
+    ago, keeping each run's final state, its decisions and its audit log. Waiting, ready and running runs are
+    never pruned. A pruned run cannot be rewound to the dropped checkpoints."""
+    from bot.clock import utcnow
+    from bot.retention import prune
+
+    if older_than < 0:
+        raise CliError("--older-than must be 0 or more days")
+    hazel = engine(json_out)
+    try:
+        report = prune(hazel.store, older_than_days=older_than, now=utcnow(), dry_run=dry_run,
+                       actor=actor(as_, hazel.settings))
+    finally:
+        hazel.close()
+    if json_out:
+        emit_json({"dry_run": report.dry_run, "ended_before": report.ended_before.isoformat(),
+                   "runs": report.runs, "checkpoints_deleted": report.checkpoints_deleted,
+                   "bytes_freed": report.bytes_freed})
+        return
+    verb = "would prune" if dry_run else "pruned"
+    out.print(f"{verb} {len(report.runs)} run(s) that ended before {when(report.ended_before)} UTC: "
+              f"{report.checkpoints_deleted} checkpoint(s), {'at most ' if dry_run else ''}"
+              f"{report.bytes_freed} bytes")
+    if report.runs and len(report.runs) <= 50:
+        out.print("  " + ", ".join(report.runs))
