@@ -215,6 +215,11 @@ def test_prune_command(db_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: P
     assert "pruned 1 run(s)" in done.stdout and run_id in done.stdout
     assert len(hazel.checkpoints(run_id)) == 1
     assert hazel.audit(run_id)[-1].actor_id == "olga"
+    shown = runner.invoke(app, ["show", run_id, "--json"])
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout)["state"]["lines"][-1] == "done"
+    history = runner.invoke(app, ["history", run_id])
+    assert history.exit_code == 0, history.output
 
     again = json.loads(runner.invoke(app, ["prune", "--older-than", "30", "--json"]).stdout)
     assert again["runs"] == [] and again["checkpoints_deleted"] == 0
