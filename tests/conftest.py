@@ -91,6 +91,16 @@ def db_url(request: pytest.FixtureRequest, tmp_path) -> str:  # noqa: ANN001
     return url
 
 
+@pytest.fixture(autouse=True)
+def _close_engines() -> Iterator[None]:
+    """Every Hazel built with ``tests.support.engine.make_hazel`` is closed after its test, so that
+    connection pools never pile up against PostgreSQL's connection limit."""
+    yield
+    from tests.support.engine import close_all
+
+    close_all()
+
+
 @pytest.fixture
 def store(db_url: str) -> Iterator[Store]:
     s = Store(db_url)

@@ -30,6 +30,10 @@ out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
 
 
+_opened: list[Any] = []
+"""Engines built by ``engine()`` for the running command; closed when it ends."""
+
+
 class CliError(Exception):
     """A usage problem found by the CLI itself (bad --set syntax, unreadable file, …)."""
 
@@ -59,6 +63,7 @@ def engine(json_mode: bool = False, *, prepare: bool = True):  # noqa: ANN201
     settings = Settings()
     console = ConsoleChannel(console=err if json_mode else out, command=command_prefix())
     hazel = Hazel(settings, channels=channels_from_settings(settings), console=console)
+    _opened.append(hazel)
     if prepare:
         hazel.prepare()
     return hazel
@@ -98,6 +103,9 @@ def handle_errors(fn: F) -> F:
             else:
                 err.print(f"[red]error:[/red] {message}", markup=True, soft_wrap=True)
             raise typer.Exit(1) from None
+        finally:
+            while _opened:  # release the engine's connections when the command is done
+                _opened.pop().close()
 
     return wrapper  # type: ignore[return-value]
 

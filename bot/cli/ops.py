@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
 from bot.cli.common import CliError, JsonOpt, command_prefix, emit_json, engine, err, handle_errors, out, when
+from bot.logs import configure_logging
 from bot.settings import Settings
 from store import Store
 
@@ -26,9 +26,12 @@ def db_upgrade(json_out: JsonOpt = False) -> None:
 
     settings = Settings()
     store = Store(settings.database_url)
-    before = current_revision(store.engine)
-    store.upgrade()
-    after = current_revision(store.engine)
+    try:
+        before = current_revision(store.engine)
+        store.upgrade()
+        after = current_revision(store.engine)
+    finally:
+        store.dispose()
     if json_out:
         emit_json({"from": before, "to": after, "head": head_revision()})
     else:
@@ -43,7 +46,10 @@ def db_current(json_out: JsonOpt = False) -> None:
     from store.migrate import current_revision, head_revision
 
     store = Store(Settings().database_url)
-    current, head = current_revision(store.engine), head_revision()
+    try:
+        current, head = current_revision(store.engine), head_revision()
+    finally:
+        store.dispose()
     if json_out:
         emit_json({"current": current, "head": head})
     else:
@@ -63,8 +69,8 @@ def serve_cmd(
     """Run the HTTP app (Slack, Jira, REST API, health), the workers and the scheduler."""
     from bot.server import serve
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     settings = Settings()
+    configure_logging(settings)
     if socket_mode and settings.slack_app_token is None:
         raise CliError("--socket-mode needs SLACK_APP_TOKEN (an app-level token, xapp-…)")
     serve(settings, host=host or settings.host, port=port or settings.port, workers=workers,
@@ -82,9 +88,10 @@ def worker_cmd(
     from bot.server import work
     from integrations.console import ConsoleChannel
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    settings = Settings()
+    configure_logging(settings)
     console = ConsoleChannel(console=err if json_out else out, command=command_prefix())
-    n = work(Settings(), workers=workers, until_idle=until_idle, console=console)
+    n = work(settings, workers=workers, until_idle=until_idle, console=console)
     if until_idle:
         if json_out:
             emit_json({"drives": n})
