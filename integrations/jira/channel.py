@@ -1,0 +1,211 @@
+"""The Jira channel: a steering request is an issue in the project of its channel string (``jira:MIG``).
+
+One issue per run and steering point: when the same point asks again (after feedback, a rewind, an edit under
+a quorum) and its issue is still open, the issue is reused (new description, a comment saying so), so the
+conversation stays in one place. Decisions, votes and the run's progress become comments; approval moves the
+issue to the done status, rejection to the rejected status, the run's completion to the done status.
+
+REST calls (API v2, through the ``jira`` library): ``POST /issue`` (create), ``GET /search`` or
+``/search/jql`` (find the run's issue for this point), ``PUT /issue/{id}`` (new description), ``POST
+/issue/{id}/comment``, ``GET``/``POST /issue/{id}/transitions``, ``POST /issue/{id}/watchers``.
+Every failure raises ``DeliveryError`` / ``PermanentDeliveryError`` (see ``integrations.jira.client``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from jira import JIRA
+
+from integrations.base import Channel, DeliveryError
+from integrations.jira import render
+from integrations.jira.client import jira_call
+from integrations.jira.options import JiraOptions, same_status
+from store.models import ProgressView, RequestStatus, RequestView, SteeringRequest
+
+log = logging.getLogger("hazel.jira")
+APPROVED = ("approve", "edit")
+
+
+def message_key(issue_id: str | int) -> str:
+    """The key under which a request's issue is indexed (``SteeringRequest.message_key``): the numeric issue
+    id, which every webhook carries and which survives moving the issue to another project."""
+    return f"jira:{issue_id}"
+
+
+def point_label(run_id: str, point: str) -> str:
+    """The label that marks the issue of one run's steering point (Jira labels may not contain spaces)."""
+    return f"hazel-{run_id}-{point}"
+
+
+def request_label(request_id: int) -> str:
+    """The label of the request an issue shows (an issue reused by later requests collects theirs)."""
+    return f"hazel-request-{request_id}"
+
+
+def issue_of(request: SteeringRequest | None) -> str | None:
+    """The issue id a request was posted as, or None if no issue was created for it."""
+    ref = request.message_ref if request is not None else None
+    return str(ref["issue_id"]) if isinstance(ref, dict) and ref.get("issue_id") else None
+
+
+class JiraChannel(Channel):
+    """Steering requests as Jira issues.
+
+    Args:
+        client: a ``jira.JIRA`` (see ``integrations.jira.client.build_client``).
+        cloud: Jira Cloud (people are account ids) rather than Server / Data Center (user names).
+        defaults: issue type and statuses where a steering point sets no ``jira_*`` option.
+        max_chars: characters of artefact per description (Jira's limit per field is 32,767).
+    """
+
+    name = "jira"
+
+    def __init__(self, *, client: JIRA, cloud: bool, defaults: JiraOptions | None = None,
+                 max_chars: int = render.MAX_TEXT_CHARS) -> None:
+        self.client = client
+        self.cloud = cloud
+        self.defaults = defaults or JiraOptions()
+        self.max_chars = max_chars
+
+    def options_for(self, options: dict[str, Any] | None) -> JiraOptions:
+        """The defaults overridden by a steering point's ``jira_*`` options."""
+        return self.defaults.merged(options)
+
+    # -- requests ---------------------------------------------------------------------------------------
+
+    def open_request(self, view: RequestView) -> dict[str, Any] | None:
+        """Create the issue (or reuse this run's open issue for the same point; or find the one an earlier
+        attempt created when its answer was lost, by the request's label). Returns ``{"key":
+        "jira:<issue id>", "issue_id", "issue_key", "url", "done_status", "rejected_status"}``; a request
+        settled before it reached Jira gets no issue (``{"skipped": …}``).
+
+        Raises:
+            DeliveryError: Jira failed or is unreachable (the outbox retries; the request stays pending).
+            PermanentDeliveryError: Jira refused the issue (unknown project or issue type, no permission).
+        """
+        if view.request.status is not RequestStatus.PENDING:
+            return {"skipped": f"request was {view.request.status.value} before its issue was created"}
+        opts = self.options_for(view.options)
+        body = render.description(view, opts, cloud=self.cloud, max_chars=self.max_chars)
+        label, mine = point_label(view.run.id, view.point), request_label(view.request.id)
+        with jira_call("search for the run's issue"):
+            found = self.client.search_issues(f'labels = "{label}" ORDER BY created DESC', maxResults=5,
+                                              fields="status,labels")
+        for issue in found:
+            if mine in (getattr(issue.fields, "labels", None) or []):
+                return self._ref(issue.id, issue.key, opts)  # created by an attempt whose answer was lost
+            if issue.fields.status.name.casefold() not in opts.closed_statuses:
+                with jira_call("update the issue"):
+                    issue.update(fields={"description": body}, update={"labels": [{"add": mine}]})
+                self.comment(issue.id, render.revised_comment(view))
+                return self._ref(issue.id, issue.key, opts)
+        fields: dict[str, Any] = {
+            "project": {"key": view.request.channel.split(":", 1)[1]}, "issuetype": {"name": opts.issue_type},
+            "summary": render.summary(view), "description": body, "labels": ["hazel", view.run.id, label, mine]}
+        if opts.assignee:
+            fields["assignee"] = {"accountId": opts.assignee} if self.cloud else {"name": opts.assignee}
+        with jira_call("create issue"):
+            issue = self.client.create_issue(fields=fields, prefetch=False)
+        self._add_watchers(issue.id, view.approvers.jira_users)
+        return self._ref(issue.id, issue.key, opts)
+
+    def _ref(self, issue_id: str, issue_key: str, opts: JiraOptions) -> dict[str, Any]:
+        return {"key": message_key(issue_id), "issue_id": str(issue_id), "issue_key": issue_key,
+                "url": f"{self.client.server_url}/browse/{issue_key}", **opts.as_ref()}
+
+    def _add_watchers(self, issue_id: str, people: tuple[str, ...]) -> None:
+        """Add the approvers as watchers (``POST /rest/api/2/issue/{id}/watchers`` with the account id or
+        user name as a JSON string). ``JIRA.add_watcher`` first searches users by name, which does not find
+        Cloud account ids, hence the direct call through the client's session. The issue exists already, so
+        a failure here is logged, not raised: raising would make the outbox create the issue again."""
+        for person in people:
+            try:
+                with jira_call("add a watcher"):
+                    self.client._session.post(self.client._get_url(f"issue/{issue_id}/watchers"),
+                                              data=json.dumps(person))
+            except DeliveryError as exc:
+                log.warning("issue %s: could not add watcher %s: %s", issue_id, person, exc)
+
+    def update_request(self, view: RequestView) -> None:
+        """Comment the outcome (a quorum vote, the decision, a cancellation); after approval move the issue to
+        the done status, after rejection to the rejected status.
+
+        Raises:
+            DeliveryError, PermanentDeliveryError.
+        """
+        issue_id = issue_of(view.request)
+        if issue_id is None:
+            return  # never reached Jira: the issue, if still created, shows the request as it is then
+        r, opts, note = view.request, self.options_for(view.options), None
+        if r.status is RequestStatus.DECIDED:
+            if r.decided_action in APPROVED and not (r.decided_action == "edit" and r.approvals_required > 1):
+                note = self.move(issue_id, opts.done_status)
+            elif r.decided_action == "reject":
+                note = self.move(issue_id, opts.rejected_status)
+        self.comment(issue_id, render.outcome_comment(view, note=note))
+
+    def progress(self, view: ProgressView) -> None:
+        """Comment the run's progress on the issue of its previous request; when the run completed (or ended
+        rejected) move that issue to the done (rejected) status.
+
+        Raises:
+            DeliveryError, PermanentDeliveryError.
+        """
+        issue_id = issue_of(view.request)
+        if issue_id is None:
+            return  # the previous request never had an issue: nothing to comment on
+        ref = view.request.message_ref or {}  # type: ignore[union-attr]
+        target = {"completed": ref.get("done_status"), "rejected": ref.get("rejected_status")}.get(view.event)
+        note = self.move(issue_id, target)
+        self.comment(issue_id, render.progress_comment(view) + (f"\n\n{note}" if note else ""))
+
+    def remind(self, view: RequestView) -> None:
+        """Comment a reminder (or the escalation) on the request's issue, mentioning who may decide.
+
+        Raises:
+            DeliveryError: also while the issue is not created yet (retried after it is).
+        """
+        if view.request.status is not RequestStatus.PENDING:
+            return
+        issue_id = issue_of(view.request)
+        if issue_id is None:
+            raise DeliveryError(f"request {view.request.id} has no Jira issue yet; the reminder waits for it")
+        self.comment(issue_id, render.reminder_comment(view, cloud=self.cloud))
+
+    # -- issue operations (also used by the webhook to answer people) ----------------------------------
+
+    def comment(self, issue_id: str, text: str) -> None:
+        """Add a comment as Hazel (``POST /rest/api/2/issue/{id}/comment``).
+
+        Raises:
+            DeliveryError, PermanentDeliveryError.
+        """
+        with jira_call("add a comment"):
+            self.client.add_comment(issue_id, text[: render.MAX_TEXT_CHARS + 2000])
+
+    def move(self, issue_id: str, status: str | None) -> str | None:
+        """Transition the issue to ``status`` unless it is there already (or ``status`` is None). Returns a
+        note for people when no transition leads there (a workflow that lacks it), None otherwise.
+
+        Raises:
+            DeliveryError, PermanentDeliveryError.
+        """
+        if not status:
+            return None
+        with jira_call("read the issue's status"):
+            current = self.client.issue(issue_id, fields="status").fields.status.name
+        if same_status(current, status):
+            return None
+        with jira_call("read transitions"):
+            transitions = self.client.transitions(issue_id)
+        chosen = next((t for t in transitions if same_status((t.get("to") or {}).get("name"), status)
+                       or same_status(t.get("name"), status)), None)
+        if chosen is None:
+            log.warning("issue %s: no transition from %r to %r", issue_id, current, status)
+            return f"(Hazel could not move this issue to *{status}*: no transition leads there from *{current}*.)"
+        with jira_call("transition the issue"):
+            self.client.transition_issue(issue_id, str(chosen["id"]))
+        return None

@@ -1,0 +1,180 @@
+"""Jira texts: issue summary and description, outcome, progress and reminder comments (Jira wiki markup, the
+format of REST API v2 text fields on Cloud and Server; see "Text formatting notation" in Jira's help).
+
+Jira holds at most 32,767 characters per text field; long artefacts are cut at ``max_chars`` with a note
+pointing at ``hazel show RUN --full``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from integrations.jira.options import JiraOptions
+from store.models import Approvers, Decision, ProgressView, RequestStatus, RequestView
+
+MAX_TEXT_CHARS = 30_000
+"""Characters of artefact Hazel puts in one description (Jira's limit per field is 32,767)."""
+SUMMARY_CHARS = 255
+"""Jira's limit for an issue summary."""
+
+
+def mention(user: str, *, cloud: bool) -> str:
+    """A mention that notifies ``user``: ``[~accountid:ID]`` on Cloud, ``[~name]`` on Server."""
+    return f"[~accountid:{user}]" if cloud else f"[~{user}]"
+
+
+def who_may(approvers: Approvers, *, cloud: bool) -> str:
+    """The Jira people and groups of ``approvers``, e.g. ``[~accountid:…], members of dba``; ``anyone``
+    when the list is empty; other channels' approvers are named as such."""
+    if approvers.empty:
+        return "anyone"
+    parts = [mention(u, cloud=cloud) for u in approvers.jira_users]
+    parts += [f"members of {g}" for g in approvers.jira_groups]
+    if approvers.users or approvers.slack_users or approvers.slack_usergroups:
+        parts.append("approvers on the other channels (CLI, Slack)")
+    return ", ".join(parts)
+
+
+def summary(view: RequestView) -> str:
+    """``<title> (run <id>)`` on one line, at most 255 characters."""
+    text = " ".join(f"{view.title} (run {view.run.id})".split())
+    return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
+
+
+def _block(text: str) -> str:
+    return "{noformat}\n" + text.replace("{noformat}", "\\{noformat}") + "\n{noformat}"
+
+
+def artefact(value: Any, *, max_chars: int = MAX_TEXT_CHARS, run_id: str = "RUN") -> str:
+    """The shown value as wiki markup: text as preformatted text, a mapping of texts (e.g. file name -> SQL)
+    as one block per entry under its name, anything else as JSON; at most ``max_chars`` characters of it."""
+    if isinstance(value, dict) and value and all(isinstance(v, str) for v in value.values()):
+        entries: list[tuple[str | None, str]] = list(value.items())
+    elif isinstance(value, str):
+        entries = [(None, value)]
+    else:
+        entries = [(None, json.dumps(value, indent=2, ensure_ascii=False, default=str))]
+    parts, budget, cut = [], max_chars, False
+    for name, body in entries:
+        if budget <= 0:
+            cut = True
+            break
+        if len(body) > budget:
+            body, cut = body[:budget], True
+        budget -= len(body)
+        parts.append((f"*{name}*\n" if name is not None else "") + _block(body))
+        if cut:
+            break
+    if cut:
+        parts.append(f"_… cut at {max_chars:,} characters; the whole value: {{{{hazel show {run_id} --full}}}}_")
+    return "\n".join(parts)
+
+
+def how_to_answer(view: RequestView, opts: JiraOptions) -> list[str]:
+    """One bullet per allowed action: the comment command, and the status that decides it."""
+    lines = []
+    if "feedback" in view.actions:
+        lines.append("* Comment in plain words to give *feedback*: the agent revises and asks again here.")
+    if "approve" in view.actions:
+        lines.append("* {{/approve}} approves" + (f", as does moving the issue to *{opts.approve_status}*."
+                                                   if opts.approve_status else "."))
+    if "reject" in view.actions:
+        lines.append("* {{/reject REASON}} rejects" + (
+            f", as does moving the issue to *{opts.reject_status}* (a comment on the transition is the reason)."
+            if opts.reject_status else "."))
+    if "edit" in view.actions:
+        what = view.show or "state"
+        form = "the new text" if isinstance(view.shown_value, str) else "the new value as JSON"
+        lines.append(f"* {{{{/edit}}}} followed by {form} replaces the {what} and approves it.")
+    if "rewind" in view.actions:
+        steps = sorted({c.next_step for c in view.checkpoints if c.next_step})
+        lines.append("* {{/rewind STEP [feedback]}} goes back to an earlier step and runs again from there"
+                     + (f" (steps: {', '.join(steps)}; or a checkpoint number)." if steps else "."))
+    return lines
+
+
+def description(view: RequestView, opts: JiraOptions, *, cloud: bool, max_chars: int = MAX_TEXT_CHARS) -> str:
+    """The issue description: what is asked, the run's context, the artefact, and how to answer."""
+    r = view.request
+    lines = [f"Hazel asks: *{view.title}*", "",
+             f"*Run:* {view.run.id} · *Workflow:* {view.workflow} v{view.workflow_version} · *Step:* {view.point}"
+             f" · *Started by:* {view.run.started_by} ({view.run.started_via})",
+             f"*Who may decide:* {who_may(view.approvers, cloud=cloud)}"]
+    if r.approvals_required > 1:
+        lines.append(f"*Approvals needed:* {r.approvals_required} ({r.approvals} so far)")
+    if r.due_at is not None:
+        lines.append(f"*Due:* {r.due_at:%Y-%m-%d %H:%M} UTC")
+    lines += ["", f"h3. {view.show or 'State'}",
+              artefact(view.shown_value, max_chars=max_chars, run_id=view.run.id), "", "h3. How to answer",
+              *how_to_answer(view, opts), "",
+              f"_Request #{r.id} of run {view.run.id}. From a terminal: {{{{hazel show {view.run.id}}}}}._"]
+    return "\n".join(lines)
+
+
+def _settling(view: RequestView) -> Decision | None:
+    for d in reversed(view.decisions):
+        if d.action.value == view.request.decided_action:
+            return d
+    return None
+
+
+def outcome_comment(view: RequestView, *, note: str | None = None) -> str:
+    """What happened to the request: a quorum vote, the decision that settled it, or its cancellation."""
+    r = view.request
+    if r.status is RequestStatus.PENDING:
+        last = view.decisions[-1] if view.decisions else None
+        by = f" from {last.actor_name or last.actor_id}" if last else ""
+        text = f"Approval {r.approvals} of {r.approvals_required}{by}; waiting for " \
+               f"{r.approvals_required - r.approvals} more."
+    elif r.status is RequestStatus.CANCELLED:
+        text = f"Cancelled by {r.decided_by or 'Hazel'}: nothing more to decide here."
+    else:
+        d = _settling(view)
+        by = r.decided_by or (d.actor_name if d else None) or "someone"
+        payload = d.payload if d else {}
+        text = {
+            "approve": f"(/) Approved by {by}.",
+            "edit": f"(/) Edited by {by}: their version of the {view.show or 'state'} replaces the draft.",
+            "reject": f"(x) Rejected by {by}: {payload.get('reason', '')}",
+            "feedback": f"Feedback from {by} taken: the agent is revising, and the new version comes back for "
+                        "review.",
+            "rewind": f"Rewound by {by} to checkpoint #{payload.get('to', '?')}"
+                      + (f" with feedback: {payload['feedback']}" if payload.get("feedback") else "."),
+        }.get(r.decided_action or "", f"Decided ({r.decided_action}) by {by}.")
+    return text + (f"\n\n{note}" if note else "")
+
+
+def progress_comment(view: ProgressView) -> str:
+    """The run's progress since this issue's request: steps done, what it waits on now, or how it ended."""
+    run, facts = view.run.id, view.facts
+    steps = f" after {', '.join(view.steps)}" if view.steps else ""
+    if view.event == "waiting":
+        nxt = view.next_request
+        where = f"*{nxt.title}* ({nxt.channel})" if nxt is not None else "the next steering point"
+        done = f"Done: {', '.join(view.steps)}. " if view.steps else ""
+        return f"Run {run}: {done}Now waiting at {where}."
+    if view.event == "completed":
+        return f"(/) Run {run} completed{steps}."
+    if view.event == "failed":
+        error = " ".join(str(facts.get("error") or "unknown error").split())[:1000]
+        at = f" at step {facts['step']}" if facts.get("step") else ""
+        return f"(!) Run {run} failed{at}: {error}\nRetry it with {{{{hazel retry {run}}}}}."
+    reason = f": {facts['reason']}" if facts.get("reason") else ""
+    by = f" by {facts['by']}" if facts.get("by") else ""
+    return f"Run {run} ended {view.event}{by}{reason}."
+
+
+def reminder_comment(view: RequestView, *, cloud: bool) -> str:
+    """A reminder to the approvers, or the notice that backup approvers may now decide (escalation)."""
+    if view.escalation and view.escalate_to is not None:
+        return (f"(!) Escalated: {who_may(view.escalate_to, cloud=cloud)} may now decide as well. "
+                f"This request has waited since {view.request.created_at:%Y-%m-%d %H:%M} UTC.")
+    return (f"Reminder: this request is still waiting for {who_may(view.approvers, cloud=cloud)} "
+            f"(since {view.request.created_at:%Y-%m-%d %H:%M} UTC).")
+
+
+def revised_comment(view: RequestView) -> str:
+    """Posted when a later request of the same run and steering point reuses this issue."""
+    return (f"A new version is ready for review (request #{view.request.id}): the description shows it. "
+            "Answer as before.")

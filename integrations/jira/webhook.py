@@ -1,0 +1,204 @@
+"""Jira webhooks: signature check, the Cloud and Server / Data Center payload shapes as one event, and the
+comment commands.
+
+Shapes accepted (see Jira's "Webhooks" developer documentation and the samples in ``tests/fixtures/jira``):
+
+- ``comment_created`` / ``comment_updated``: ``comment`` with ``id``, ``self``, ``body``, ``author``,
+  ``updateAuthor``; Cloud adds ``issue``, Server / Data Center does not (the issue id is in ``comment.self``,
+  ``…/rest/api/2/issue/<issue id>/comment/<comment id>``).
+- ``jira:issue_updated`` with ``issue_event_type_name`` ``issue_commented`` / ``issue_comment_edited``: the
+  companion event Server sends for the same comment (``issue`` + ``comment`` + ``user``).
+- ``jira:issue_updated`` with a ``status`` item in ``changelog.items`` (a transition; ``toString`` is the new
+  status name; Cloud adds ``fieldId``); ``user`` is who moved it; a transition screen's comment comes as
+  ``comment``.
+
+Everything else is not for Hazel (``parse_event`` returns None).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from integrations.jira.client import user_id
+
+SIGNATURE_HEADER = "X-Hub-Signature"
+WEBHOOK_ID_HEADER = "X-Atlassian-Webhook-Identifier"
+_ISSUE_IN_COMMENT_URL = re.compile(r"/issue/(\d+)/comment/(\d+)")
+_COMMAND = re.compile(r"^\s*/([A-Za-z]+)(?=\s|$)(.*)$", re.DOTALL)
+_WRAPPED = re.compile(r"^\s*\{(noformat|code)(?::[^}]*)?\}\n?(.*?)\n?\{\1\}\s*$", re.DOTALL)
+COMMANDS = ("approve", "reject", "edit", "rewind", "feedback")
+
+
+class MalformedWebhookError(ValueError):
+    """The payload is not a Jira webhook of a kind Hazel handles (the message says what is missing)."""
+
+
+def verify_signature(secret: str, body: bytes, header: str | None) -> bool:
+    """True when ``header`` is ``sha256=<hex HMAC-SHA256 of body with secret>`` (Jira's ``X-Hub-Signature``
+    for webhooks registered with a secret; compared in constant time)."""
+    if not header or not secret:
+        return False
+    method, _, signature = header.strip().partition("=")
+    if method.lower() != "sha256" or not signature:
+        return False
+    expected = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(expected, signature.strip().lower())
+
+
+def sign(secret: str, body: bytes) -> str:
+    """The ``X-Hub-Signature`` value Jira sends for ``body`` (for tests and tools)."""
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+@dataclass(frozen=True)
+class JiraUser:
+    """Who acted: ``id`` is the account id (Cloud) or user name (Server), as approver lists name people."""
+
+    id: str
+    display_name: str | None = None
+
+
+@dataclass(frozen=True)
+class JiraEvent:
+    """One thing a person did on an issue, whatever the payload shape.
+
+    Attributes:
+        kind: ``comment`` (a new or edited comment) or ``transition`` (the status changed).
+        issue_id: Jira's numeric issue id (stable when an issue moves project; Hazel indexes issues by it).
+        issue_key: e.g. ``MIG-12`` (absent from Server's ``comment_created``).
+        actor: who commented (the editor, for an edited comment) or who moved the issue.
+        delivery_id: what makes this delivery unique across retries and companion events: ``comment:<id>``
+            for a comment (also for a transition made with a comment), else ``changelog:<id>``, else the
+            webhook identifier.
+        text: the comment body (for a transition: its comment, or "").
+        to_status, from_status: the new and the previous status names (transitions only).
+        webhook_event: ``webhookEvent`` (plus ``/issue_event_type_name`` when given), for logs.
+    """
+
+    kind: Literal["comment", "transition"]
+    issue_id: str
+    issue_key: str | None
+    actor: JiraUser
+    delivery_id: str
+    text: str = ""
+    to_status: str | None = None
+    from_status: str | None = None
+    comment_id: str | None = None
+    webhook_event: str = ""
+
+
+def _user(raw: Any, what: str) -> JiraUser:
+    found = user_id(raw)
+    if not found:
+        raise MalformedWebhookError(f"{what} has no accountId or name")
+    return JiraUser(id=found, display_name=raw.get("displayName") or None)
+
+
+def _comment(raw: Any) -> tuple[str, str, str | None]:
+    """(comment id, body, issue id from its ``self`` URL)."""
+    if not isinstance(raw, dict) or not raw.get("id"):
+        raise MalformedWebhookError("comment event without comment.id")
+    body = raw.get("body")
+    if not isinstance(body, str):
+        raise MalformedWebhookError("comment.body is not text (register the webhook for REST API v2 payloads)")
+    m = _ISSUE_IN_COMMENT_URL.search(str(raw.get("self") or ""))
+    return str(raw["id"]), body, m.group(1) if m else None
+
+
+def parse_event(payload: Any, *, webhook_id: str | None = None) -> JiraEvent | None:
+    """The event in a webhook payload, or None when it is nothing Hazel acts on.
+
+    Raises:
+        MalformedWebhookError: not a JSON object with ``webhookEvent``, or an event of a handled kind that
+            lacks what it needs (comment id, issue id, author).
+    """
+    if not isinstance(payload, dict) or not isinstance(payload.get("webhookEvent"), str):
+        raise MalformedWebhookError("not a Jira webhook: no webhookEvent")
+    name = payload["webhookEvent"]
+    subtype = payload.get("issue_event_type_name")
+    label = f"{name}/{subtype}" if subtype else name
+    issue = payload.get("issue") if isinstance(payload.get("issue"), dict) else {}
+    issue_key = issue.get("key") if isinstance(issue.get("key"), str) else None
+
+    if name in ("comment_created", "comment_updated") or (
+            name == "jira:issue_updated" and subtype in ("issue_commented", "issue_comment_edited")
+            and "comment" in payload and not _status_item(payload)):
+        comment_id, body, issue_from_url = _comment(payload.get("comment"))
+        issue_id = str(issue.get("id") or issue_from_url or "")
+        if not issue_id:
+            raise MalformedWebhookError("comment event without issue.id or an issue id in comment.self")
+        raw = payload["comment"]
+        edited = name == "comment_updated" or subtype == "issue_comment_edited"
+        author = raw.get("updateAuthor") if edited and raw.get("updateAuthor") else raw.get("author")
+        return JiraEvent(kind="comment", issue_id=issue_id, issue_key=issue_key,
+                         actor=_user(author or payload.get("user"), "comment.author"),
+                         delivery_id=f"comment:{comment_id}", text=body, comment_id=comment_id,
+                         webhook_event=label)
+
+    if name == "jira:issue_updated":
+        item = _status_item(payload)
+        if item is None:
+            return None
+        if not issue.get("id"):
+            raise MalformedWebhookError("jira:issue_updated without issue.id")
+        comment_id, text = None, ""
+        if isinstance(payload.get("comment"), dict):
+            comment_id, text, _ = _comment(payload["comment"])
+        changelog_id = (payload.get("changelog") or {}).get("id")
+        delivery = (f"comment:{comment_id}" if comment_id else f"changelog:{changelog_id}" if changelog_id
+                    else f"webhook:{webhook_id}" if webhook_id else None)
+        if delivery is None:
+            raise MalformedWebhookError("status change without changelog.id or a webhook identifier")
+        return JiraEvent(kind="transition", issue_id=str(issue["id"]), issue_key=issue_key,
+                         actor=_user(payload.get("user"), "user"), delivery_id=delivery, text=text,
+                         to_status=str(item.get("toString") or ""), from_status=item.get("fromString") or None,
+                         comment_id=comment_id, webhook_event=label)
+    return None
+
+
+def _status_item(payload: dict[str, Any]) -> dict[str, Any] | None:
+    changelog = payload.get("changelog")
+    items = changelog.get("items") if isinstance(changelog, dict) else None
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict) and (item.get("fieldId") == "status" or item.get("field") == "status"):
+            return item
+    return None
+
+
+@dataclass(frozen=True)
+class Command:
+    """A comment read as a decision: ``action`` is one of ``COMMANDS``, ``unknown`` (``/word`` that is no
+    command; ``argument`` holds the word), or ``feedback`` for a plain comment (``plain`` is True)."""
+
+    action: str
+    argument: str
+    plain: bool = False
+
+
+def parse_command(text: str) -> Command:
+    """``/approve``, ``/reject REASON``, ``/edit VALUE`` (a wrapping ``{noformat}`` / ``{code}`` block is
+    removed), ``/rewind STEP [feedback]``, ``/feedback TEXT``; anything else is plain feedback. Commands are
+    case-insensitive; a path such as ``/etc/hosts`` is not a command."""
+    m = _COMMAND.match(text or "")
+    if m is None:
+        return Command("feedback", (text or "").strip(), plain=True)
+    word, rest = m.group(1).lower(), m.group(2)
+    if word not in COMMANDS:
+        return Command("unknown", word)
+    if word == "edit":
+        rest = rest.strip("\r\n ")
+        wrapped = _WRAPPED.match(rest)
+        return Command("edit", wrapped.group(2) if wrapped else rest)
+    return Command(word, rest.strip())
+
+
+def split_rewind(argument: str) -> tuple[str, str | None]:
+    """``STEP [feedback]`` -> (step, feedback or None)."""
+    parts = argument.strip().split(None, 1)
+    if not parts:
+        return "", None
+    return parts[0], (parts[1].strip() or None) if len(parts) > 1 else None
