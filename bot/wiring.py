@@ -21,10 +21,18 @@ def channels_from_settings(settings: Settings) -> dict[str, Channel]:
     """The configured channels by kind (``slack``, ``jira``). Unconfigured ones are absent: their requests
     fall back to the console (see ``bot.outbox.ChannelRouter``)."""
     channels: dict[str, Channel] = {}
+    if settings.jira_configured:
+        from bot.jira_app import build_channel
+
+        channels["jira"] = build_channel(settings)
     return channels
 
 
 def http_routers(hazel: "Hazel", settings: Settings) -> list["APIRouter"]:
     """The HTTP routers of the configured channels and the REST API, mounted by ``hazel serve``."""
     routers: list[APIRouter] = []
+    if settings.jira_configured:
+        from bot.jira_app import jira_router
+
+        routers.append(jira_router(hazel, settings))
     return routers

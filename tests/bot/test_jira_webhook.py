@@ -1,0 +1,280 @@
+"""``POST /jira/webhook`` over real HTTP: signatures, unknown issues, Hazel's own changes, duplicates, Server vs
+Cloud shapes, permissions (people and groups), commands and their refusals, transitions."""
+
+from __future__ import annotations
+
+import json
+from typing import Iterator
+
+import pytest
+
+from store.models import RequestStatus, RunStatus
+from tests.support import jira_payloads as p
+from tests.support.jira_env import SECRET, JiraEnv, jira_env
+
+
+@pytest.fixture(autouse=True)
+def _offline_example(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:  # noqa: ANN001
+    for name in ("HAZEL_LLM_BASE_URL", "HAZEL_LLM_API_KEY", "HAZEL_LLM_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HAZEL_OUTPUT_DIR", str(tmp_path / "out"))
+
+
+BOTH = pytest.mark.parametrize("deployment", ["cloud", "server"])
+"""Tests where Cloud and Server differ (people by account id or user name, mentions, user lookups)."""
+
+
+@pytest.fixture
+def deployment() -> str:
+    return "cloud"
+
+
+@pytest.fixture
+def env(deployment: str, db_url: str) -> Iterator[JiraEnv]:
+    with jira_env(db_url, cloud=deployment == "cloud") as e:
+        e.fake.groups.update({e.who["lead"]: ["dba", "jira-users"], e.who["stranger"]: ["jira-users"]})
+        yield e
+
+
+def unchanged(env: JiraEnv, run_id: str, comments_before: int = 0) -> None:
+    """The run still waits on the same pending request, with no Jira decision and no new comment."""
+    request = env.pending(run_id)
+    assert request is not None and request.status is RequestStatus.PENDING and request.point == "review_artefacts"
+    assert env.hazel.get(run_id).status is RunStatus.WAITING
+    assert [d.channel for d in env.hazel.decisions(run_id)] == ["console"]
+    assert len(env.fake.bodies(request.message_ref["issue_id"])) == comments_before
+
+
+# -- origin ----------------------------------------------------------------------------------------------------
+
+def test_unsigned_and_wrongly_signed_requests_are_refused(env: JiraEnv) -> None:
+    run_id = env.start()
+    payload = env.comment(env.issue(run_id), "/approve")
+    body = json.dumps(payload).encode()
+    for kw in ({"secret": None}, {"secret": "not-the-secret"}, {"signature": "sha256=" + "0" * 64},
+               {"signature": p.sign(SECRET, body + b" ")},
+               {"signature": p.sign(SECRET, body).replace("sha256", "md5")}):
+        answer = env.send(payload, **kw)
+        assert answer.status_code == 401, kw
+    unchanged(env, run_id)
+
+
+def test_without_a_secret_webhooks_are_refused_unless_allowed(db_url: str) -> None:
+    with jira_env(db_url, secret=None) as env:
+        run_id = env.start()
+        assert env.send(env.comment(env.issue(run_id), "/approve"), secret=None).status_code == 401
+        unchanged(env, run_id)
+    with jira_env(db_url, secret=None, JIRA_WEBHOOK_ALLOW_UNSIGNED=True) as env:
+        run_id = env.start()
+        assert env.send(env.comment(env.issue(run_id), "/approve"), secret=None).json()["decided"] == "approve"
+
+
+def test_malformed_payloads_get_400_and_change_nothing(env: JiraEnv) -> None:
+    run_id = env.start()
+    issue_id = env.issue(run_id)["id"]
+    no_author = {"webhookEvent": "comment_created",
+                 "comment": {"id": "1", "body": "/approve", "self": f"/rest/api/2/issue/{issue_id}/comment/1"}}
+    for raw in (b"", b"not json", b"[1, 2]", b'{"webhookEvent": "comment_created"}', json.dumps(no_author).encode()):
+        answer = env.send(None, raw=raw, signature=p.sign(SECRET, raw))
+        assert answer.status_code == 400 and "malformed" in answer.json()["error"], raw
+    unchanged(env, run_id)
+
+
+def test_issues_hazel_did_not_create_and_other_events_are_ignored(env: JiraEnv) -> None:
+    run_id = env.start()
+    stranger_issue = {"id": "99999", "key": "OPS-7", "fields": {"status": {"name": "To Do"}, "labels": []}}
+    answer = env.send(env.comment(stranger_issue, "/approve"))
+    assert answer.status_code == 200 and answer.json() == {"ignored": "not an issue Hazel created"}
+    answer = env.send({"webhookEvent": "jira:issue_created", "issue": {"id": "1"}})
+    assert answer.status_code == 200 and "ignored" in answer.json()
+    unchanged(env, run_id)
+    assert env.fake.count("POST", "/comment$") == 0
+
+
+@BOTH
+def test_hazels_own_comments_and_transitions_never_decide(env: JiraEnv) -> None:
+    run_id = env.start()
+    issue = env.issue(run_id)
+    for payload in (env.comment(issue, "/approve", person=env.fake.me),
+                    env.comment(issue, "A new version is ready", person=env.fake.me),
+                    env.transition(issue, "Approved", person=env.fake.me)):
+        assert env.send(payload).json() == {"ignored": "Hazel's own change"}
+    env.fake.set_status(issue["id"], "To Do")
+    unchanged(env, run_id)
+
+
+# -- duplicates ------------------------------------------------------------------------------------------------
+
+def test_a_retried_delivery_decides_once(env: JiraEnv) -> None:
+    run_id = env.start()
+    payload = env.comment(env.issue(run_id), "Please add an index.")
+    first = env.send(payload, webhook_id="hook-1")
+    again = env.send(payload, webhook_id="hook-1")
+    assert first.json()["decided"] == "feedback" and again.json()["duplicate"] is True
+    env.drive(run_id)
+    edited = dict(payload, webhookEvent="comment_updated")
+    assert env.send(edited).json()["duplicate"] is True, "an edit of a comment that decided changes nothing"
+    assert [d.action.value for d in env.hazel.decisions(run_id)] == ["approve", "feedback"]
+
+
+def test_server_comment_and_its_issue_commented_companion_decide_once(db_url: str) -> None:
+    with jira_env(db_url, cloud=False) as env:
+        run_id = env.start()
+        issue = env.issue(run_id)
+        created = env.comment(issue, "/approve", comment_id="777")
+        assert "issue" not in created  # Server: the issue is only in comment.self
+        companion = p.server_issue_commented(issue, "/approve", env.who["sme"], comment_id="777")
+        answers = [env.send(created, webhook_id="a").json(), env.send(companion, webhook_id="b").json()]
+        assert answers[0]["decided"] == "approve" and answers[0]["duplicate"] is False
+        assert answers[1]["duplicate"] is True
+        assert [d.delivery_id for d in env.hazel.decisions(run_id)] == [None, "comment:777"]
+        # in the other order, for the next request: the companion first
+        env.drive(run_id)
+        signoff = env.issue(run_id)
+        companion = p.server_issue_commented(signoff, "/approve", env.who["sme"], comment_id="778")
+        assert env.send(companion).json()["decided"] == "approve"
+        assert env.send(env.comment(signoff, "/approve", comment_id="778")).json()["duplicate"] is True
+        assert env.drive(run_id).status is RunStatus.COMPLETED
+
+
+# -- permissions -----------------------------------------------------------------------------------------------
+
+@BOTH
+def test_someone_not_allowed_gets_an_answer_and_nothing_changes(env: JiraEnv) -> None:
+    run_id = env.start()
+    issue = env.issue(run_id)
+    answer = env.send(env.comment(issue, "/approve", person="stranger"), webhook_id="x-1")
+    assert answer.status_code == 200 and "may not approve" in answer.json()["refused"]
+    unchanged(env, run_id, comments_before=1)
+    (reply,) = env.fake.bodies(issue["id"])
+    mention = f"[~accountid:{env.who['stranger']}]" if env.cloud else f"[~{env.who['stranger']}]"
+    assert reply.startswith(mention) and "Nothing changed" in reply and "members of dba" in reply
+    assert (f"[~accountid:{env.who['sme']}]" if env.cloud else f"[~{env.who['sme']}]") in reply
+    refused = [e for e in env.hazel.audit(run_id) if e.action == "decision.refused"]
+    assert len(refused) == 1 and refused[0].actor_id == env.who["stranger"] and refused[0].channel == "jira"
+    # Jira sending it again does not answer twice
+    assert env.send(env.comment(issue, "/approve", person="stranger", comment_id=None), webhook_id="x-1")
+    assert len(env.fake.bodies(issue["id"])) == 2  # a different comment: answered
+    repeat = env.send(env.comment(issue, "/approve", person="stranger", comment_id="4242"))
+    assert env.send(env.comment(issue, "/approve", person="stranger", comment_id="4242")).json() == {"duplicate": True}
+    assert repeat.status_code == 200 and len(env.fake.bodies(issue["id"])) == 3
+
+
+def test_feedback_is_open_to_anyone_where_the_point_says_so(env: JiraEnv) -> None:
+    run_id = env.start()
+    answer = env.send(env.comment(env.issue(run_id), "Mind the replication lag.", person="stranger"))
+    assert answer.json()["decided"] == "feedback"  # the example allows feedback from anyone
+
+
+@BOTH
+def test_a_group_member_may_decide_and_groups_are_cached(env: JiraEnv) -> None:
+    run_id = env.start()
+    issue = env.issue(run_id)
+    env.send(env.comment(issue, "/reject", person="lead"))  # refused: no reason; groups read once
+    assert env.send(env.comment(issue, "/approve", person="lead")).json()["decided"] == "approve"
+    assert env.fake.count("GET", "^/user$") == 1
+
+
+# -- commands --------------------------------------------------------------------------------------------------
+
+def test_an_invalid_edit_is_answered_with_the_validation_message(env: JiraEnv) -> None:
+    run_id = env.start()
+    issue = env.issue(run_id)
+    answer = env.send(env.comment(issue, '/edit ["not", "a", "mapping"]'))
+    assert "Input should be a valid dictionary" in answer.json()["refused"]
+    answer = env.send(env.comment(issue, "/edit {not json"))
+    assert "as JSON" in answer.json()["refused"]
+    assert "the request is still open" in env.fake.bodies(issue["id"])[-1].lower()
+    unchanged(env, run_id, comments_before=2)
+    # the SME corrects the comment: the corrected version is taken
+    bad = env.comment(issue, "/edit {oops", comment_id="5150")
+    env.send(bad)
+    fixed = env.comment(issue, '/edit {code:json}\n{"001_fix.up.sql": "SELECT 1;"}\n{code}', comment_id="5150",
+                        event="comment_updated")
+    assert env.send(fixed).json()["decided"] == "edit"
+    env.drive(run_id)
+    assert env.hazel.state_at(run_id).scripts == {"001_fix.up.sql": "SELECT 1;"}
+
+
+def test_reject_needs_a_reason_and_ends_the_run(env: JiraEnv) -> None:
+    run_id = env.start()
+    issue = env.issue(run_id)
+    assert "needs a reason" in env.send(env.comment(issue, "/reject")).json()["refused"]
+    assert env.send(env.comment(issue, "/reject the down script loses data")).json()["decided"] == "reject"
+    assert env.drive(run_id).status is RunStatus.REJECTED
+    last_two = sorted(env.fake.bodies(issue["id"])[-2:])
+    assert last_two[0].startswith("(x) Rejected by ") and last_two[0].endswith("the down script loses data")
+    assert last_two[1].startswith(f"Run {run_id} ended rejected by {env.who['sme']}: the down script loses data")
+    # a command on a settled request says who decided
+    late = env.send(env.comment(issue, "/approve", person="lead")).json()["refused"]
+    assert late.startswith("already rejected by ")
+    assert env.send(env.comment(issue, "thanks all")).json() == {"ignored": "a comment, not a decision"}
+
+
+def test_rewind_from_a_comment(env: JiraEnv) -> None:
+    run_id = env.start()
+    issue = env.issue(run_id)
+    assert "never reached 'nowhere'" in env.send(env.comment(issue, "/rewind nowhere")).json()["refused"]
+    answer = env.send(env.comment(issue, "/rewind write_scripts use batches of 1000"))
+    assert answer.json()["decided"] == "rewind"
+    env.drive(run_id)
+    assert env.hazel.get(run_id).branch == 1
+    assert "revision 1: use batches of 1000" in next(iter(env.hazel.state_at(run_id).scripts.values()))
+    assert env.issue(run_id)["id"] == issue["id"]
+
+
+def test_unknown_commands_get_help(env: JiraEnv) -> None:
+    run_id = env.start()
+    answer = env.send(env.comment(env.issue(run_id), "/aprove"))
+    assert "/aprove is not a Hazel command" in answer.json()["refused"]
+    unchanged(env, run_id, comments_before=1)
+
+
+# -- transitions -----------------------------------------------------------------------------------------------
+
+@BOTH
+def test_transition_to_reject_status_uses_its_comment_as_the_reason(env: JiraEnv) -> None:
+    run_id = env.start()
+    answer = env.send(env.transition(env.issue(run_id), "Rejected", comment="no rollback plan"))
+    assert answer.json()["decided"] == "reject"
+    (decision,) = [d for d in env.hazel.decisions(run_id) if d.channel == "jira"]
+    assert decision.payload == {"reason": "no rollback plan"}
+
+
+def test_other_statuses_decide_nothing(env: JiraEnv) -> None:
+    run_id = env.start()
+    answer = env.send(env.transition(env.issue(run_id), "In Progress"))
+    assert "decides nothing" in answer.json()["ignored"]
+    unchanged(env, run_id)
+
+
+@BOTH
+def test_a_refused_transition_is_moved_back(env: JiraEnv) -> None:
+    run_id = env.start()
+    issue = env.issue(run_id)
+    answer = env.send(env.transition(issue, "Approved", person="stranger"))
+    assert "may not approve" in answer.json()["refused"]
+    assert env.fake.status(issue["id"]) == "To Do"
+    assert "goes back to To Do" in env.fake.bodies(issue["id"])[-1]
+    unchanged(env, run_id, comments_before=1)
+
+
+def test_per_point_statuses(db_url: str) -> None:
+    with jira_env(db_url, JIRA_APPROVE_STATUS="Ship it", JIRA_DONE_STATUS="") as env:
+        run_id = env.start()
+        issue = env.issue(run_id)
+        assert "decides nothing" in env.send(env.transition(issue, "Approved")).json()["ignored"]
+        assert "*Ship it*" in issue["fields"]["description"]
+
+
+# -- Jira unavailable --------------------------------------------------------------------------------------------
+
+def test_when_jira_is_down_the_webhook_asks_to_be_sent_again(env: JiraEnv) -> None:
+    run_id = env.start()
+    issue = env.issue(run_id)
+    env.fake.fail("POST", "/comment$", status=503)
+    payload = env.comment(issue, "/approve", person="stranger")
+    assert env.send(payload).status_code == 503
+    assert env.send(payload).json()["refused"]  # Jira Cloud sends it again; now the answer goes through
+    assert len(env.fake.bodies(issue["id"])) == 1
+    unchanged(env, run_id, comments_before=1)
