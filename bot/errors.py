@@ -10,6 +10,7 @@
     ├── NotAllowedError (PermissionError): this person may not take this action here
     ├── InvalidDecisionError (ValueError): an edit that fails validation, a reject without reason, …
     ├── InvalidInputError (ValueError): a run's input does not fit the workflow's state model
+    ├── ConfigurationError (ValueError): a setting is missing or malformed
     ├── AlreadyDecidedError: someone (maybe the same person) decided first; says who and when
     └── RunStateError (RuntimeError): the run is not in a state that allows this (retry a running run, …)
 """
@@ -57,6 +58,10 @@ class InvalidDecisionError(HazelError, ValueError):
 
 class InvalidInputError(HazelError, ValueError):
     pass
+
+
+class ConfigurationError(HazelError, ValueError):
+    """A setting is missing or malformed (the message names the variable, never a secret's value)."""
 
 
 class RunStateError(HazelError, RuntimeError):

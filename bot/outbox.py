@@ -16,6 +16,7 @@ import threading
 from datetime import datetime, timedelta
 from typing import Callable
 
+from bot.logs import bind_log_context
 from bot.transitions import SYSTEM
 from bot.workflow import Workflow
 from integrations.base import Channel, DeliveryError, PermanentDeliveryError
@@ -69,6 +70,9 @@ class Deliverer:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.senders: dict[str, Callable[[OutboxMessage], None]] = {}
+        """Outbox kinds delivered by a plain sender instead of a channel (``hook.event``: ``bot.hooks``). A
+        sender raises ``DeliveryError`` / ``PermanentDeliveryError`` like a channel."""
 
     # -- one pass ----------------------------------------------------------------------------------------
 
@@ -86,10 +90,12 @@ class Deliverer:
             if len(batch) < limit:
                 return sent
 
+    @bind_log_context(run_id="message.run_id", request_id="message.request_id")
     def _deliver(self, message: OutboxMessage) -> int:
-        channel = self.router.for_name(message.channel)
+        sender = self.senders.get(message.kind)
         try:
-            ref = self._send(channel, message)
+            ref = sender(message) if sender is not None else self._send(self.router.for_name(message.channel),
+                                                                        message)
         except PermanentDeliveryError as exc:
             self._failed(message, exc, permanent=True)
             return 0

@@ -16,6 +16,7 @@ import random
 import secrets
 import socket
 import threading
+import time
 import traceback
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -26,6 +27,7 @@ from pydantic import BaseModel, ValidationError
 from bot import transitions, versions
 from bot.clock import utcnow
 from bot.errors import VersionUnavailableError
+from bot.logs import bind_log_context
 from bot.registry import Registry
 from bot.workflow import Step, StepContext, SteeringPoint, Workflow
 from store import LeaseLostError, NewCheckpoint, Store
@@ -86,6 +88,9 @@ class Runner:
         self.lease_sec = lease_sec
         self.on_outbox = on_outbox or (lambda: None)
         self.on_step = on_step
+        self.on_step_end: Callable[[str, str, float, bool], None] | None = None
+        """Called with ``(workflow, step, duration_sec, ok)`` after each step function returns or raises
+        (``bot.metrics`` observes step durations with it)."""
         self.clock = clock
         self.rng = rng or random.Random()
         self._tokens: set[str] = set()
@@ -161,6 +166,7 @@ class Runner:
 
     # -- executing ----------------------------------------------------------------------------------------
 
+    @bind_log_context(run_id="run.id")
     def drive(self, run: Run) -> DriveResult:
         """Execute the leased ``run`` until it waits at a steering point, ends, fails, is scheduled for a
         retry, or loses its lease. Returns what happened; never raises for a step's own error."""
@@ -248,7 +254,7 @@ class Runner:
             if self.on_step is not None:
                 self.on_step(run.id, node.name)
             try:
-                new_state = self._call(node, wf, state, ctx)
+                new_state = self._timed_call(node, wf, state, ctx)
                 next_name = ctx._goto or wf.next_of(node.name)
                 if next_name is not None and next_name not in wf.nodes:
                     raise LookupError(f"step {node.name!r} routed to unknown node {next_name!r}")
@@ -279,6 +285,18 @@ class Runner:
                 self.on_outbox()
                 return
             state, tree, seq, node_name, handoff, attempt = new_state, new_tree, last_seq, next_name, {}, 0
+
+    def _timed_call(self, step: Step, wf: Workflow, state: BaseModel, ctx: StepContext) -> BaseModel:
+        """``_call``, reported to ``on_step_end`` with its duration and whether it returned."""
+        if self.on_step_end is None:
+            return self._call(step, wf, state, ctx)
+        started, ok = time.perf_counter(), False
+        try:
+            out = self._call(step, wf, state, ctx)
+            ok = True
+            return out
+        finally:
+            self.on_step_end(wf.name, step.name, time.perf_counter() - started, ok)
 
     @staticmethod
     def _call(step: Step, wf: Workflow, state: BaseModel, ctx: StepContext) -> BaseModel:

@@ -6,6 +6,7 @@ import logging
 import signal
 import threading
 
+from bot.metrics import HazelMetrics
 from bot.scheduler import Scheduler
 from bot.service import Hazel, WorkerPool
 from bot.settings import Settings
@@ -43,7 +44,8 @@ def serve(settings: Settings, *, host: str, port: int, workers: int | None = Non
     scheduler = Scheduler.from_settings(hazel)
     scheduler.start()
     try:
-        uvicorn.run(app, host=host, port=port, log_level="info")
+        # log_config=None: uvicorn's records go through the handler of bot.logs.configure_logging.
+        uvicorn.run(app, host=host, port=port, log_level=settings.log_level.lower(), log_config=None)
     finally:
         scheduler.stop()
         pool.stop()
@@ -64,6 +66,8 @@ def work(settings: Settings, *, workers: int | None = None, until_idle: bool = F
         stop = threading.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
+        if settings.metrics_port is not None:  # this process's Prometheus /metrics (bot.metrics)
+            HazelMetrics(hazel).serve(host=settings.host, port=settings.metrics_port)
         pool.start()
         pool.wake()
         hazel.deliverer.start()

@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ValidationError
 
+from bot import hooks
 from bot.clock import utcnow
 from bot.errors import InvalidInputError, NotAllowedError, RunNotFoundError
 from bot.outbox import ChannelRouter, Deliverer
@@ -81,6 +82,7 @@ class Hazel:
         self.steering = Steering(self.store, self.registry, clock=clock, on_ready=self._ready,
                                  on_outbox=self.deliverer.wake)
         self._ready_listeners: list[Callable[[str], None]] = []
+        hooks.install(self.store, self.deliverer, self.settings)
 
     # -- lifecycle ---------------------------------------------------------------------------------------
 
@@ -118,6 +120,11 @@ class Hazel:
     def on_ready(self, listener: Callable[[str], None]) -> None:
         """Call ``listener(run_id)`` whenever a run becomes ready (workers use it to wake up)."""
         self._ready_listeners.append(listener)
+
+    @property
+    def has_ready_listeners(self) -> bool:
+        """True when something in this process (a worker pool) executes runs as they become ready."""
+        return bool(self._ready_listeners)
 
     def _ready(self, run_id: str) -> None:
         for listener in self._ready_listeners:

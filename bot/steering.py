@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ValidationError
 
-from bot import permissions
+from bot import hooks, permissions
 from bot.errors import (
     AlreadyDecidedError,
     CheckpointNotFoundError,
@@ -28,6 +28,7 @@ from bot.errors import (
     RunStateError,
     VersionUnavailableError,
 )
+from bot.logs import bind_log_context
 from bot.registry import Registry
 from bot.transitions import progress
 from bot.versions import migrate_tree, point_in, resolve_workflow, write_migration
@@ -150,6 +151,7 @@ class Steering:
 
     # -- deciding --------------------------------------------------------------------------------------------
 
+    @bind_log_context(run_id="run_id", request_id="request_id")
     def decide(self, run_id: str, action: str | Action, actor: Actor, *, payload: dict[str, Any] | None = None,
                request_id: int | None = None, delivery_id: str | None = None) -> DecisionOutcome:
         """Take ``action`` on the run's pending steering request (or request ``request_id``).
@@ -259,6 +261,9 @@ class Steering:
                                                   payload=payload, now=now, delivery_id=delivery_id)
                 tx.events.add(action=f"decision.{action}", actor=actor, now=now, run_id=run.id,
                               request_id=request.id, point=point.name, **_audit_detail(action, payload, after))
+                hooks.emit(tx, "run.decided", run_id=run.id, now=now, request=after, decision_id=decision_id,
+                           action=action, actor=hooks.actor_facts(actor),
+                           settled=after.status is RequestStatus.DECIDED, payload=payload)
                 settled = after.status is RequestStatus.DECIDED
                 next_node, status = None, RunStatus.WAITING
                 if settled:
@@ -339,6 +344,7 @@ class Steering:
 
     # -- rewind ------------------------------------------------------------------------------------------------
 
+    @bind_log_context(run_id="run_id", request_id="request_id")
     def rewind(self, run_id: str, actor: Actor, *, to: int | str | None, feedback: str | None = None,
                edits: dict[str, Any] | None = None, request_id: int | None = None,
                delivery_id: str | None = None) -> DecisionOutcome:
@@ -411,11 +417,14 @@ class Steering:
                 tx.checkpoints.write(NewCheckpoint(
                     run_id=run.id, seq=seq, parent_seq=target.seq, branch=branch, step=REWIND_NODE,
                     next_step=next_node, workflow_version=wf.version, created_at=now, decision_id=decision_id,
-                    handoff=handoff), wf.codec.encode(state), tx.checkpoints.position(loaded))
+                    handoff=handoff), wf.codec.encode(state), None)  # a snapshot: the new branch's loads
+                # start here instead of replaying the old chain (a rewind is rare; its loads are not)
                 tx.notify_ready(run.id)
                 tx.events.add(action="decision.rewind", actor=actor, now=now, run_id=run.id,
                               request_id=request.id if request else None, to_seq=target.seq, to_step=target.step,
                               feedback=feedback, edited_fields=sorted(edits) if edits else None)
+                hooks.emit(tx, "run.decided", run_id=run.id, now=now, request=after, decision_id=decision_id,
+                           action=Action.REWIND.value, actor=hooks.actor_facts(actor), settled=True, payload=payload)
                 decision = tx.decisions.get(decision_id)
         except DuplicateDecisionError:
             earlier = self._earlier_delivery(actor.channel, delivery_id) if delivery_id else None
@@ -448,15 +457,15 @@ class Steering:
 
     @staticmethod
     def _target(tx: Tx, run: Run, to: int | str | None):  # noqa: ANN205
-        history = tx.checkpoints.list(run.id)
         if to is None or (isinstance(to, str) and not to.strip()):
             raise InvalidDecisionError("rewind needs a target: a checkpoint number or a step name")
         if isinstance(to, int) or (isinstance(to, str) and to.strip().lstrip("#").isdigit()):
             seq = int(str(to).strip().lstrip("#"))
-            for cp in history:
-                if cp.seq == seq:
-                    return cp
+            cp = tx.checkpoints.info(run.id, seq)  # one row: a numbered target never reads the whole history
+            if cp is not None:
+                return cp
             raise CheckpointNotFoundError(f"run {run.id} has no checkpoint #{seq} (it has #0..#{run.last_seq})")
+        history = tx.checkpoints.list(run.id)
         by_seq = {cp.seq: cp for cp in history}
         lineage, cursor = [], by_seq.get(run.head_seq)
         while cursor is not None:
@@ -470,6 +479,7 @@ class Steering:
 
     # -- run-level actions ------------------------------------------------------------------------------------
 
+    @bind_log_context(run_id="run_id")
     def retry(self, run_id: str, actor: Actor) -> Run:
         """Queue a ``failed`` run again from its last good checkpoint (attempts start over). A run that is
         already ``ready`` is returned as it is.
@@ -492,6 +502,7 @@ class Steering:
         self.on_ready(run_id)
         return after
 
+    @bind_log_context(run_id="run_id")
     def cancel(self, run_id: str, actor: Actor, *, reason: str | None = None) -> Run:
         """Cancel a run that has not ended; its pending request is closed. A step executing now finishes,
         but its result is discarded (the worker's fenced write fails).

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot import deadlines
+from bot import deadlines, hooks
 from bot.workflow import SteeringPoint, Workflow
 from store import Tx
 from store.models import Actor
@@ -29,6 +29,7 @@ def open_request(tx: Tx, *, run_id: str, wf: Workflow, point: SteeringPoint, che
     progress(tx, run_id=run_id, now=now, event="waiting", steps=steps or [], next_request_id=request_id,
              exclude_request_id=request_id)
     tx.outbox.add(channel=point.channel, kind="request.opened", now=now, run_id=run_id, request_id=request_id)
+    hooks.emit(tx, "run.waiting", run_id=run_id, now=now, request=request_id, steps=steps or [])
     tx.events.add(action="request.opened", actor=SYSTEM, now=now, run_id=run_id, request_id=request_id,
                   point=point.name, channel=point.channel)
     return request_id
@@ -39,6 +40,8 @@ def progress(tx: Tx, *, run_id: str, now: datetime, event: str, exclude_request_
     """Queue a ``run.progress`` message (``event``: waiting, completed, failed, rejected, cancelled) for the
     channel of the run's latest earlier steering request, posted in that request's thread. A run that never
     asked anyone reports on the console."""
+    if event != "waiting":  # run.waiting is emitted by open_request, with its request
+        hooks.emit(tx, f"run.{event}", run_id=run_id, now=now, **facts)
     previous = tx.requests.latest_for_run(run_id, exclude_id=exclude_request_id)
     if previous is None and event == "waiting":
         return  # the first request announces itself

@@ -8,11 +8,13 @@ from fastapi import APIRouter, FastAPI
 from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
+from bot.metrics import HazelMetrics
 from bot.service import Hazel
 
 
 def create_app(hazel: Hazel, *, routers: Iterable[APIRouter] = ()) -> FastAPI:
-    """The app: ``GET /healthz`` plus ``routers`` (Slack events, the Jira webhook, the REST API)."""
+    """The app: ``GET /healthz``, ``GET /metrics`` (``bot.metrics``) plus ``routers`` (Slack events, the Jira
+    webhook, the REST API)."""
     app = FastAPI(title="Hazel", summary="Durable agent runs steered by humans", version="0.1.0")
     app.state.hazel = hazel
 
@@ -27,6 +29,8 @@ def create_app(hazel: Hazel, *, routers: Iterable[APIRouter] = ()) -> FastAPI:
                                  "error": type(exc).__name__}, status_code=503)
         return JSONResponse({"status": "ok", "database": hazel.store.dialect})
 
+    app.state.metrics = HazelMetrics(hazel)
+    app.include_router(app.state.metrics.router())
     for router in routers:
         app.include_router(router)
     return app

@@ -31,6 +31,9 @@ def channels_from_settings(settings: Settings) -> dict[str, Channel]:
 def http_routers(hazel: "Hazel", settings: Settings) -> list["APIRouter"]:
     """The HTTP routers of the configured channels and the REST API, mounted by ``hazel serve``."""
     routers: list[APIRouter] = []
+    from bot.api import api_router
+
+    routers.append(api_router(hazel, settings))  # always mounted; without a token it answers 503
     if settings.jira_configured:
         from bot.jira_app import jira_router
 

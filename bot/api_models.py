@@ -1,0 +1,190 @@
+"""The REST API's request and response bodies (pydantic), which are also its OpenAPI schemas (``/openapi.json``).
+
+Responses reuse the store's records where they fit (``Run`` without its lease internals, ``SteeringRequest``,
+``CheckpointInfo``, ``Decision``); timestamps are ISO 8601 UTC.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from store.models import CheckpointInfo, Decision, Run, RunStatus, SteeringRequest
+
+
+class ErrorDetail(BaseModel):
+    type: str = Field(description="The error's class: RunNotFoundError, AlreadyDecidedError, NotAllowedError, "
+                                  "InvalidDecisionError, InvalidInputError, AuthenticationError, …")
+    message: str = Field(description="A one-line message for the person who acted.")
+    decided_by: str | None = Field(None, description="AlreadyDecidedError: who decided first.")
+    decided_at: datetime | None = Field(None, description="AlreadyDecidedError: when (UTC).")
+    action: str | None = Field(None, description="AlreadyDecidedError: what they did.")
+    channel: str | None = Field(None, description="AlreadyDecidedError: through which channel.")
+
+
+class ErrorBody(BaseModel):
+    """Every error answer: ``{"error": {"type": …, "message": …}}``."""
+
+    error: ErrorDetail
+
+
+class WorkflowOut(BaseModel):
+    name: str
+    version: int
+    description: str = ""
+    input_schema: dict[str, Any] = Field(description="JSON schema of the workflow's state: what a run's input is "
+                                                     "validated against.")
+
+
+class WorkflowList(BaseModel):
+    workflows: list[WorkflowOut]
+
+
+# -- runs ------------------------------------------------------------------------------------------------------
+
+class StartRun(BaseModel):
+    """Start a run of ``workflow`` (its latest registered version unless ``version``) with ``input`` as the
+    initial state, validated against the workflow's state model."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    workflow: str = Field(min_length=1, examples=["migration-plan"])
+    version: int | None = Field(None, ge=1, description="A registered version (default: the latest).")
+    input: dict[str, Any] = Field(default_factory=dict, examples=[{"request": "split users.name"}])
+
+
+class RunOut(BaseModel):
+    """A run (see ``hazel show``)."""
+
+    id: str
+    workflow: str
+    workflow_version: int
+    status: RunStatus
+    head_seq: int = Field(description="The checkpoint the run continues from.")
+    last_seq: int = Field(description="The highest checkpoint number written, on any branch.")
+    branch: int
+    started_by: str
+    started_via: str
+    created_at: datetime
+    updated_at: datetime
+    attempt: int = Field(description="Failed attempts of the step at the head so far.")
+    wake_at: datetime | None = Field(None, description="When a retry is due (status ready).")
+    error: str | None = None
+
+    @classmethod
+    def of(cls, run: Run) -> "RunOut":
+        return cls.model_validate(run.model_dump(include=set(cls.model_fields)))
+
+
+class RunDetail(RunOut):
+    pending_request: SteeringRequest | None = Field(
+        None, description="The steering request the run waits on (status waiting), else null.")
+
+
+class RunList(BaseModel):
+    runs: list[RunOut]
+    limit: int
+    offset: int
+    next_offset: int | None = Field(None, description="Pass as offset for the next page; null on the last page.")
+
+
+class CheckpointList(BaseModel):
+    run_id: str
+    head_seq: int
+    checkpoints: list[CheckpointInfo]
+
+
+class StateOut(BaseModel):
+    run_id: str
+    seq: int
+    state: Any = Field(description="The run's state at that checkpoint, as JSON (the workflow's state model).")
+
+
+class CancelRun(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str | None = Field(None, max_length=2000)
+
+
+# -- decisions -------------------------------------------------------------------------------------------------
+
+class _DecisionBase(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    request_id: int | None = Field(None, description="The steering request decided (default: the run's pending "
+                                                      "one). Naming it refuses a decision on a request that has "
+                                                      "since been settled.")
+
+
+class ApproveDecision(_DecisionBase):
+    action: Literal["approve"]
+
+
+class EditPayload(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    value: Any = Field(description="The new value of the point's shown field (the whole state when the point "
+                                   "shows the whole state); validated against the state model.")
+
+
+class EditDecision(_DecisionBase):
+    action: Literal["edit"]
+    payload: EditPayload
+
+
+class RejectPayload(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str = Field(min_length=1, max_length=20000)
+
+
+class RejectDecision(_DecisionBase):
+    action: Literal["reject"]
+    payload: RejectPayload
+
+
+class FeedbackPayload(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(min_length=1, max_length=20000)
+
+
+class FeedbackDecision(_DecisionBase):
+    action: Literal["feedback"]
+    payload: FeedbackPayload
+
+
+class RewindPayload(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    to: int | str = Field(description="A checkpoint number, or a node name (the latest checkpoint on the current "
+                                      "branch from which that node runs next).")
+    feedback: str | None = Field(None, max_length=20000, description="Handed to the node that runs next.")
+    edits: dict[str, Any] | None = Field(None, description="State fields to replace, validated.")
+
+
+class RewindDecision(_DecisionBase):
+    action: Literal["rewind"]
+    payload: RewindPayload
+
+
+DecisionIn = Annotated[Union[ApproveDecision, EditDecision, RejectDecision, FeedbackDecision, RewindDecision],
+                       Field(discriminator="action")]
+"""A decision, the same payloads as ``Hazel.decide``: approve (none), edit ``{"value"}``, reject ``{"reason"}``,
+feedback ``{"text"}``, rewind ``{"to", "feedback"?, "edits"?}``."""
+
+
+class DecisionOut(BaseModel):
+    """What a decision did."""
+
+    decision: Decision
+    request: SteeringRequest | None = Field(None, description="The request after the decision (null for a rewind "
+                                                              "of a run that waited on nothing).")
+    settled: bool = Field(description="False: a quorum vote was counted and more approvals are needed.")
+    run_status: RunStatus = Field(description="The run's status right after; ready means it resumes now.")
+    next_node: str | None = None
+    duplicate: bool = Field(description="True: this Idempotency-Key was seen before; nothing new happened and "
+                                        "the earlier decision is returned.")
+

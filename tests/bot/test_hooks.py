@@ -1,0 +1,239 @@
+"""Notification hooks through the outbox, delivered over real HTTP to a receiver on loopback that checks each
+signature itself: events written with what caused them, retries with backoff, dead after the last attempt and
+visible in ``hazel outbox``."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import io
+import json
+from datetime import datetime, timedelta, timezone
+from typing import Iterator
+
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+from bot.errors import ConfigurationError, NotAllowedError
+from bot.registry import Registry
+from bot.service import Hazel
+from bot.settings import Settings
+from integrations.console import ConsoleChannel
+from store.models import Actor, OutboxStatus, RunStatus
+from tests.support.hook_receiver import HookReceiver, Received
+from tests.workflows.doc import doc_workflow, flaky_workflow
+
+SECRET = "hook-secret-4242"
+ALICE = Actor(id="alice", channel="console", name="alice")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = datetime(2026, 3, 1, 9, 0, tzinfo=timezone.utc)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+def make(db_url: str, urls: list[str], *, clock: Clock | None = None, secret: str | None = SECRET) -> Hazel:
+    registry = Registry()
+    registry.add(doc_workflow())
+    registry.add(flaky_workflow())
+    settings = Settings(HAZEL_DATABASE_URL=db_url, HAZEL_HOOK_URLS=",".join(urls), HAZEL_HOOK_SECRET=secret,
+                        HAZEL_HOOK_TIMEOUT_SEC=5)
+    console = ConsoleChannel(console=Console(file=io.StringIO(), width=120), command="hazel")
+    hazel = Hazel(settings, registry=registry, load_workflows=False, console=console,
+                  **({"clock": clock} if clock else {}))
+    hazel.prepare()
+    return hazel
+
+
+@pytest.fixture
+def receiver() -> Iterator[HookReceiver]:
+    with HookReceiver() as hooks:
+        yield hooks
+
+
+def signed(r: Received) -> dict:
+    """The event, after checking the delivery as a receiver would."""
+    expected = "sha256=" + hmac.new(SECRET.encode(), r.body, hashlib.sha256).hexdigest()
+    assert hmac.compare_digest(r.headers["X-Hazel-Signature"], expected)
+    assert r.headers["Content-Type"] == "application/json"
+    event = json.loads(r.body)
+    assert r.headers["X-Hazel-Event"] == event["type"]
+    return event
+
+
+def hook_rows(hazel: Hazel, status: str | None = None) -> list:
+    with hazel.store.read() as tx:
+        return [m for m in tx.outbox.list(status=status, limit=1000) if m.kind == "hook.event"]
+
+
+def test_run_events_reach_every_url_signed(db_url: str, receiver: HookReceiver) -> None:
+    hazel = make(db_url, [receiver.url("/a"), receiver.url("/b?team=db")])
+    run = hazel.start("doc", {"topic": "backups"}, ALICE)
+    hazel.drive(run.id)  # waits at review; delivers what is due
+    request = hazel.pending_request(run.id)
+    hazel.decide(run.id, "approve", ALICE)
+    hazel.drive(run.id)
+
+    by_path: dict[str, list[dict]] = {}
+    for r in receiver.ok():
+        by_path.setdefault(r.path, []).append(signed(r))
+    assert set(by_path) == {"/a", "/b?team=db"}
+    for events in by_path.values():
+        assert [e["type"] for e in events] == ["run.waiting", "run.decided", "run.completed"]
+        waiting, decided, completed = events
+        assert waiting["run"] == {"id": run.id, "workflow": "doc", "workflow_version": 1, "status": "waiting"}
+        assert waiting["request"]["id"] == request.id and waiting["request"]["point"] == "review"
+        assert waiting["data"] == {"steps": ["draft"]}
+        assert decided["data"]["action"] == "approve" and decided["data"]["settled"] is True
+        assert decided["data"]["actor"] == {"id": "alice", "name": "alice", "channel": "console"}
+        assert decided["request"]["status"] == "decided" and decided["run"]["status"] == "waiting"
+        assert completed["run"]["status"] == "completed" and completed["data"] == {"steps": ["publish"]}
+    # One event, one id for every URL; one delivery id per URL, the same on every retry of it.
+    assert [e["id"] for e in by_path["/a"]] == [e["id"] for e in by_path["/b?team=db"]]
+    deliveries = [r.headers["X-Hazel-Delivery"] for r in receiver.ok()]
+    assert len(set(deliveries)) == 6
+    assert all(m.status is OutboxStatus.SENT for m in hook_rows(hazel))
+    hazel.close()
+
+
+def test_rejected_cancelled_failed_and_rewind_events(db_url: str, receiver: HookReceiver) -> None:
+    hazel = make(db_url, [receiver.url("/hook")])
+    rejected = hazel.start("doc", {"topic": "backups"}, ALICE)
+    hazel.drive(rejected.id)
+    hazel.decide(rejected.id, "reject", ALICE, payload={"reason": "not now"})
+    hazel.rewind(rejected.id, ALICE, to="review")
+    cancelled = hazel.start("doc", {"topic": "indexes"}, ALICE)
+    hazel.drive(cancelled.id)
+    hazel.cancel(cancelled.id, ALICE, reason="duplicate")
+    failed = hazel.start("flaky", {"topic": "vacuum"}, ALICE)
+    hazel.drive(failed.id)
+    hazel.deliverer.deliver_due()
+
+    events: dict[str, list[dict]] = {}
+    for r in receiver.ok():
+        event = signed(r)
+        events.setdefault(event["run"]["id"], []).append(event)
+    assert [e["type"] for e in events[rejected.id]] == ["run.waiting", "run.decided", "run.rejected",
+                                                        "run.decided"]
+    assert events[rejected.id][2]["data"] == {"by": "alice", "reason": "not now"}
+    rewind = events[rejected.id][3]
+    assert rewind["data"]["action"] == "rewind" and rewind["request"] is None and rewind["run"]["status"] == "ready"
+    assert [e["type"] for e in events[cancelled.id]] == ["run.waiting", "run.cancelled"]
+    assert events[cancelled.id][1]["data"] == {"by": "alice", "reason": "duplicate"}
+    [fail] = events[failed.id]
+    assert fail["type"] == "run.failed" and fail["data"]["step"] == "work"
+    assert "first attempt fails" in fail["data"]["error"]
+    hazel.close()
+
+
+def test_events_exist_only_with_what_caused_them(db_url: str, receiver: HookReceiver) -> None:
+    hazel = make(db_url, [receiver.url("/hook")])
+    run = hazel.start("doc", {"topic": "backups"}, ALICE)
+    hazel.runner.drive(hazel.runner.claim(run.id))
+    assert [m.payload["event"]["type"] for m in hook_rows(hazel)] == ["run.waiting"]
+    with pytest.raises(NotAllowedError):  # refused: nothing recorded, no event
+        hazel.decide(run.id, "approve", Actor(id="mallory", channel="api", name="mallory"))
+    assert len(hook_rows(hazel)) == 1
+    hazel.close()
+    quiet = make(db_url, [])  # no hook configured: no rows at all
+    other = quiet.start("doc", {"topic": "other"}, ALICE)
+    quiet.drive(other.id)
+    quiet.decide(other.id, "approve", ALICE)
+    quiet.drive(other.id)
+    assert len(hook_rows(quiet)) == 1  # the first engine's waiting event only
+    quiet.close()
+
+
+def test_failures_are_retried_with_backoff(db_url: str, receiver: HookReceiver) -> None:
+    clock = Clock()
+    hazel = make(db_url, [receiver.url("/hook")], clock=clock)
+    receiver.answer(503, headers={"Retry-After": "30"})
+    receiver.answer(429, headers={"Retry-After": "5"})
+    run = hazel.start("doc", {"topic": "backups"}, ALICE)
+    hazel.drive(run.id)
+    [row] = hook_rows(hazel)
+    assert row.status is OutboxStatus.PENDING and row.attempts == 1 and "answered 503" in row.last_error
+    assert row.next_attempt_at >= clock.now + timedelta(seconds=30)  # the receiver's Retry-After
+    assert hazel.deliverer.deliver_due() == 0  # not due yet: nothing sent
+    clock.advance(40)
+    hazel.deliverer.deliver_due()
+    [row] = hook_rows(hazel)
+    assert row.attempts == 2 and "answered 429" in row.last_error
+    clock.advance(10)
+    hazel.deliverer.deliver_due()
+    [row] = hook_rows(hazel)
+    assert row.status is OutboxStatus.SENT and row.attempts == 3
+    statuses = [r.status for r in receiver.received]
+    assert statuses == [503, 429, 200]
+    assert len({r.headers["X-Hazel-Delivery"] for r in receiver.received}) == 1  # the same delivery, retried
+    assert len({r.body for r in receiver.received}) == 1
+    audit = [e.action for e in hazel.audit(run.id)]
+    assert "outbox.failed" in audit
+    hazel.close()
+
+
+def test_dead_after_the_last_attempt_visible_in_hazel_outbox(db_url: str, receiver: HookReceiver,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = Clock()
+    hazel = make(db_url, [receiver.url("/down"), receiver.url("/gone")], clock=clock)
+    hazel.deliverer.max_attempts = 3
+    receiver.answer(500, times=3, path="/down")  # /down fails three times...
+    receiver.answer(410, path="/gone")  # ...and /gone refuses for good on its first attempt
+    run = hazel.start("doc", {"topic": "backups"}, ALICE)
+    hazel.drive(run.id)
+    for _ in range(3):
+        clock.advance(3600)
+        hazel.deliverer.deliver_due()
+    rows = {m.payload["url"].rsplit("/", 1)[1]: m for m in hook_rows(hazel)}
+    assert rows["down"].status is OutboxStatus.DEAD and rows["down"].attempts == 3
+    assert rows["gone"].status is OutboxStatus.DEAD and rows["gone"].attempts == 1
+    assert "answered 410" in rows["gone"].last_error
+    assert hazel.pending_request(run.id) is not None  # a dead notification never loses the request
+    assert [e.action for e in hazel.audit(run.id)].count("outbox.dead") == 2
+
+    from bot.cli import app
+
+    monkeypatch.setenv("HAZEL_DATABASE_URL", db_url)
+    monkeypatch.setenv("HAZEL_HOOK_URLS", receiver.url("/down"))
+    monkeypatch.setenv("HAZEL_HOOK_SECRET", SECRET)
+    cli = CliRunner()
+    listed = cli.invoke(app, ["outbox", "--status", "dead", "--json"])
+    assert listed.exit_code == 0, listed.output
+    shown = json.loads(listed.stdout)
+    assert {m["id"] for m in shown["messages"]} == {rows["down"].id, rows["gone"].id}
+    assert {m["channel"] for m in shown["messages"]} == {"hook"} and shown["backlog"]["dead"] == 2
+    assert SECRET not in listed.output
+    before = len(receiver.ok())
+    retried = cli.invoke(app, ["outbox", "retry", str(rows["down"].id), "--json"])
+    assert retried.exit_code == 0, retried.output
+    assert json.loads(retried.stdout) == {"requeued": 1, "sent": 1}
+    [again] = receiver.ok()[before:]
+    assert again.path == "/down" and signed(again)["type"] == "run.waiting"
+    hazel.close()
+
+
+def test_network_errors_are_retried(db_url: str) -> None:
+    clock = Clock()
+    with HookReceiver() as closed:
+        url = closed.url("/hook")  # stopped on leaving the block: nothing listens there any more
+    hazel = make(db_url, [url], clock=clock)
+    run = hazel.start("doc", {"topic": "backups"}, ALICE)
+    hazel.drive(run.id)
+    [row] = hook_rows(hazel)
+    assert row.status is OutboxStatus.PENDING and row.attempts == 1 and "ConnectError" in row.last_error
+    assert hazel.get(run.id).status is RunStatus.WAITING
+    hazel.close()
+
+
+def test_misconfigured_hooks_are_refused(db_url: str) -> None:
+    with pytest.raises(ConfigurationError, match="HAZEL_HOOK_SECRET is not"):
+        make(db_url, ["http://127.0.0.1:9/hook"], secret=None)
+    with pytest.raises(ConfigurationError, match="not an http"):
+        make(db_url, ["ftp://example.com/x"])

@@ -1,0 +1,220 @@
+"""Operations over real HTTP and real databases: ``/healthz`` checks the database, ``/metrics`` parses as
+Prometheus text and follows activity, logs carry run and request ids and never a secret."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Iterator
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from rich.console import Console
+from typer.testing import CliRunner
+
+from bot.api import api_router
+from bot.logs import configure_logging
+from bot.registry import Registry
+from bot.service import Hazel
+from bot.settings import Settings
+from bot.web import create_app
+from integrations.console import ConsoleChannel
+from store.models import Actor
+from tests.support.hook_receiver import HookReceiver
+from tests.support.live import LiveServer
+from tests.workflows.doc import doc_workflow, flaky_workflow
+
+ALICE = Actor(id="alice", channel="console", name="alice")
+API_TOKEN = "tok-ops-7a7a7a7a7a"
+HOOK_SECRET = "hook-ops-3b3b3b3b"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = datetime(2026, 3, 1, 9, 0, tzinfo=timezone.utc)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def make(db_url: str, *, clock: Clock | None = None, **env: str) -> Hazel:
+    registry = Registry()
+    registry.add(doc_workflow())
+    registry.add(flaky_workflow())
+    console = ConsoleChannel(console=Console(file=io.StringIO(), width=120), command="hazel")
+    hazel = Hazel(Settings(HAZEL_DATABASE_URL=db_url, **env), registry=registry, load_workflows=False,
+                  console=console, **({"clock": clock} if clock else {}))
+    return hazel
+
+
+@pytest.fixture
+def root_logging() -> Iterator[None]:
+    """Restore the root logger after a test that configures it."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+# -- /healthz ---------------------------------------------------------------------------------------------------
+
+def test_healthz_answers_from_the_database(db_url: str, tmp_path: Path) -> None:
+    hazel = make(db_url)
+    hazel.prepare()
+    with LiveServer(create_app(hazel)) as server:
+        response = httpx.get(server.url + "/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok", "database": hazel.store.dialect}
+    hazel.close()
+
+    unreachable = ("postgresql+psycopg://hazel:pw-never-shown@127.0.0.1:1/hazel" if db_url.startswith("postgresql")
+                   else f"sqlite:///{tmp_path / 'no' / 'such' / 'dir' / 'hazel.db'}")
+    down = make(unreachable)
+    with LiveServer(create_app(down)) as server:
+        response = httpx.get(server.url + "/healthz")
+    assert response.status_code == 503
+    body = response.json()
+    assert body["status"] == "unavailable" and body["error"] == "OperationalError"
+    assert "pw-never-shown" not in response.text
+    down.close()
+
+
+# -- /metrics ---------------------------------------------------------------------------------------------------
+
+def scrape(url: str) -> dict[str, list]:
+    response = httpx.get(url + "/metrics")
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
+    return {f.name: f.samples for f in text_string_to_metric_families(response.text)}
+
+
+def value(samples: list, name: str, **labels: str) -> float | None:
+    for s in samples:
+        if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()):
+            return s.value
+    return None
+
+
+def test_metrics_parse_and_follow_activity(db_url: str) -> None:
+    clock = Clock()
+    with HookReceiver() as closed:
+        dead_url = closed.url("/hook")  # nothing listens there after this block: deliveries fail
+    hazel = make(db_url, clock=clock, HAZEL_HOOK_URLS=dead_url, HAZEL_HOOK_SECRET=HOOK_SECRET)
+    hazel.prepare()
+    with LiveServer(create_app(hazel)) as server:
+        before = scrape(server.url)
+        assert value(before["hazel_database_up"], "hazel_database_up") == 1
+        assert before["hazel_runs"] == []
+        assert value(before["hazel_waiting_requests_age_seconds"], "hazel_waiting_requests_age_seconds_bucket",
+                     le="+Inf") == 0
+        assert "hazel_step_duration_seconds" in before and "process_cpu_seconds" in before
+
+        waiting = [hazel.start("doc", {"topic": f"topic {i}"}, ALICE) for i in range(2)]
+        for run in waiting:
+            hazel.drive(run.id)
+        clock.now += timedelta(hours=2)
+        failed = hazel.start("flaky", {"topic": "vacuum"}, ALICE)
+        hazel.drive(failed.id)
+        after = scrape(server.url)
+
+    runs = after["hazel_runs"]
+    assert value(runs, "hazel_runs", workflow="doc", status="waiting") == 2
+    assert value(runs, "hazel_runs", workflow="doc", status="completed") == 0
+    assert value(runs, "hazel_runs", workflow="flaky", status="failed") == 1
+    age = after["hazel_waiting_requests_age_seconds"]
+    bucket = lambda le: value(age, "hazel_waiting_requests_age_seconds_bucket", le=le)  # noqa: E731
+    assert (bucket("3600.0"), bucket("14400.0"), bucket("+Inf")) == (0, 2, 2)
+    assert value(after["hazel_waiting_requests_age_seconds_gsum"],
+                 "hazel_waiting_requests_age_seconds_gsum") == pytest.approx(2 * 7200, abs=1)
+    assert value(after["hazel_waiting_request_oldest_age_seconds"],
+                 "hazel_waiting_request_oldest_age_seconds") == pytest.approx(7200, abs=1)
+    steps = after["hazel_step_duration_seconds"]
+    assert value(steps, "hazel_step_duration_seconds_count", workflow="doc", step="draft", outcome="ok") == 2
+    assert value(steps, "hazel_step_duration_seconds_count", workflow="flaky", step="work", outcome="error") == 1
+    backlog = after["hazel_outbox_messages"]
+    assert value(backlog, "hazel_outbox_messages", status="pending", kind="hook.event") == 3  # 2 waiting, 1 failed
+    assert value(after["hazel_outbox_oldest_pending_age_seconds"],
+                 "hazel_outbox_oldest_pending_age_seconds") == pytest.approx(7200, abs=1)
+    hazel.close()
+
+
+def test_metrics_answer_when_the_database_does_not(tmp_path: Path) -> None:
+    down = make(f"sqlite:///{tmp_path / 'missing' / 'hazel.db'}")
+    with LiveServer(create_app(down)) as server:
+        samples = scrape(server.url)
+    assert value(samples["hazel_database_up"], "hazel_database_up") == 0
+    assert "hazel_runs" not in samples
+    down.close()
+
+
+# -- logs -------------------------------------------------------------------------------------------------------
+
+def test_json_logs_carry_run_and_request_ids_and_no_secret(db_url: str, root_logging: None) -> None:
+    with HookReceiver() as closed:
+        dead_url = closed.url("/hook")
+    env = {"HAZEL_API_TOKEN": API_TOKEN, "HAZEL_HOOK_URLS": dead_url, "HAZEL_HOOK_SECRET": HOOK_SECRET,
+           "HAZEL_LOG_FORMAT": "json", "HAZEL_LOG_LEVEL": "debug"}
+    hazel = make(db_url, **env)
+    hazel.prepare()
+    stream = io.StringIO()
+    configure_logging(hazel.settings, stream=stream)
+    app = create_app(hazel, routers=[api_router(hazel, hazel.settings)])
+    with LiveServer(app) as server:
+        http = httpx.Client(base_url=server.url)
+        assert http.get("/api/runs", headers={"Authorization": f"Bearer {API_TOKEN}-wrong"}).status_code == 401
+        assert http.get("/api/runs", headers={"Authorization": f"Bearer {API_TOKEN}"}).status_code == 200
+    run_id = hazel.start("flaky", {"topic": "vacuum"}, ALICE).id
+    waiting = hazel.start("doc", {"topic": "backups"}, ALICE).id
+    for rid in (run_id, waiting):
+        hazel.drive(rid)  # each delivers its hook events: both fail (nothing listens)
+    request_id = hazel.pending_request(waiting).id
+    logging.getLogger("hazel.test").error("a careless message with %s and %s", API_TOKEN, HOOK_SECRET)
+    hazel.close()
+
+    text = stream.getvalue()
+    records = [json.loads(line) for line in text.splitlines()]
+    assert records and all({"time", "level", "logger", "message"} <= set(r) for r in records)
+    assert API_TOKEN not in text and HOOK_SECRET not in text
+    assert any("unknown token" in r["message"] and r["level"] == "WARNING" for r in records)
+    step_failed = [r for r in records if r["logger"] == "hazel.runner" and "attempt 1/1 failed" in r["message"]]
+    assert step_failed and all(r["run_id"] == run_id for r in step_failed)
+    hook_failed = [r for r in records if r["logger"] == "hazel.outbox" and r.get("request_id") == request_id]
+    assert hook_failed and all(r["run_id"] == waiting for r in hook_failed)
+    assert records[-1]["message"] == "a careless message with ********** and **********"
+
+
+def test_text_logs_and_the_worker_command(db_url: str, monkeypatch: pytest.MonkeyPatch, root_logging: None) -> None:
+    from bot.cli import app
+
+    workflows = Path(__file__).resolve().parents[1] / "workflows" / "doc.py"
+    monkeypatch.setenv("HAZEL_DATABASE_URL", db_url)
+    monkeypatch.setenv("HAZEL_WORKFLOWS", str(workflows))
+    monkeypatch.setenv("HAZEL_LOG_FORMAT", "json")
+    cli = CliRunner()
+    started = cli.invoke(app, ["run", "flaky", "--input", '{"topic": "vacuum"}', "--detach", "--json"])
+    assert started.exit_code == 0, started.output
+    run_id = json.loads(started.stdout)["run"]["id"]
+    worked = cli.invoke(app, ["worker", "--until-idle"])
+    assert worked.exit_code == 0, worked.output
+    lines = [json.loads(line) for line in worked.stderr.splitlines() if line.startswith("{")]
+    assert any(r.get("run_id") == run_id and "failed" in r["message"] for r in lines), worked.stderr
+
+    monkeypatch.setenv("HAZEL_LOG_FORMAT", "text")
+    monkeypatch.setenv("HAZEL_LOG_LEVEL", "loud")
+    refused = cli.invoke(app, ["worker", "--until-idle"])
+    assert refused.exit_code == 1 and "HAZEL_LOG_LEVEL" in refused.stderr
+
+    stream = io.StringIO()
+    configure_logging(Settings(HAZEL_LOG_FORMAT="text", HAZEL_LOG_LEVEL="info"), stream=stream)
+    from bot.logs import log_context
+
+    with log_context(run_id="ab12cd34ef56", request_id=7):
+        logging.getLogger("hazel.test").warning("waiting on the SME")
+    logging.getLogger("hazel.test").warning("outside")
+    first, second = stream.getvalue().splitlines()
+    assert first.endswith("WARNING hazel.test [run=ab12cd34ef56 request=7] waiting on the SME")
+    assert second.endswith("WARNING hazel.test outside")
