@@ -19,7 +19,7 @@ from typing import Any
 
 from jira import JIRA
 
-from integrations.base import Channel, DeliveryError
+from integrations.base import Channel, DeliveryError, PermanentDeliveryError
 from integrations.jira import render
 from integrations.jira.client import jira_call
 from integrations.jira.options import JiraOptions, same_status
@@ -167,10 +167,16 @@ class JiraChannel(Channel):
 
         Raises:
             DeliveryError: also while the issue is not created yet (retried after it is).
+            PermanentDeliveryError: the request lives on another channel (an ``escalate_channel`` in Jira for a
+                Slack or console request: the view does not say which project to create an issue in).
         """
         if view.request.status is not RequestStatus.PENDING:
             return
         issue_id = issue_of(view.request)
+        if issue_id is None and not view.request.channel.startswith("jira:"):
+            raise PermanentDeliveryError(
+                f"request {view.request.id} was posted on {view.request.channel}, not in Jira: escalating it to a "
+                "Jira project is not supported (escalate to the request's own channel or to Slack)")
         if issue_id is None:
             raise DeliveryError(f"request {view.request.id} has no Jira issue yet; the reminder waits for it")
         self.comment(issue_id, render.reminder_comment(view, cloud=self.cloud))
@@ -184,7 +190,7 @@ class JiraChannel(Channel):
             DeliveryError, PermanentDeliveryError.
         """
         with jira_call("add a comment"):
-            self.client.add_comment(issue_id, text[: render.MAX_TEXT_CHARS + 2000])
+            self.client.add_comment(issue_id, text[: render.FIELD_CHARS])
 
     def move(self, issue_id: str, status: str | None) -> str | None:
         """Transition the issue to ``status`` unless it is there already (or ``status`` is None). Returns a

@@ -15,6 +15,8 @@ from store.models import Approvers, Decision, ProgressView, RequestStatus, Reque
 
 MAX_TEXT_CHARS = 30_000
 """Characters of artefact Hazel puts in one description (Jira's limit per field is 32,767)."""
+FIELD_CHARS = 32_767
+"""Jira's limit for a text field (description, comment body)."""
 SUMMARY_CHARS = 255
 """Jira's limit for an issue summary."""
 
@@ -42,28 +44,36 @@ def summary(view: RequestView) -> str:
     return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
 
 
+def _escape(text: str) -> str:
+    return text.replace("{noformat}", "\\{noformat}")
+
+
 def _block(text: str) -> str:
-    return "{noformat}\n" + text.replace("{noformat}", "\\{noformat}") + "\n{noformat}"
+    return "{noformat}\n" + text + "\n{noformat}"
 
 
 def artefact(value: Any, *, max_chars: int = MAX_TEXT_CHARS, run_id: str = "RUN") -> str:
     """The shown value as wiki markup: text as preformatted text, a mapping of texts (e.g. file name -> SQL)
-    as one block per entry under its name, anything else as JSON; at most ``max_chars`` characters of it."""
+    as one block per entry under its name, anything else as JSON; at most ``max_chars`` characters of
+    markup plus a closing note when it had to be cut."""
     if isinstance(value, dict) and value and all(isinstance(v, str) for v in value.values()):
         entries: list[tuple[str | None, str]] = list(value.items())
     elif isinstance(value, str):
         entries = [(None, value)]
     else:
         entries = [(None, json.dumps(value, indent=2, ensure_ascii=False, default=str))]
-    parts, budget, cut = [], max_chars, False
+    parts, used, cut = [], 0, False
     for name, body in entries:
-        if budget <= 0:
+        head = f"*{name}*\n" if name is not None else ""
+        room = max_chars - used - len(head) - len(_block("")) - 1
+        if room <= 0:
             cut = True
             break
-        if len(body) > budget:
-            body, cut = body[:budget], True
-        budget -= len(body)
-        parts.append((f"*{name}*\n" if name is not None else "") + _block(body))
+        body = _escape(body)
+        if len(body) > room:
+            body, cut = body[:room], True
+        parts.append(head + _block(body))
+        used += len(parts[-1]) + 1
         if cut:
             break
     if cut:
@@ -95,7 +105,8 @@ def how_to_answer(view: RequestView, opts: JiraOptions) -> list[str]:
 
 
 def description(view: RequestView, opts: JiraOptions, *, cloud: bool, max_chars: int = MAX_TEXT_CHARS) -> str:
-    """The issue description: what is asked, the run's context, the artefact, and how to answer."""
+    """The issue description: what is asked, the run's context, the artefact (at most ``max_chars``, and
+    never more than fits in Jira's field), and how to answer."""
     r = view.request
     lines = [f"Hazel asks: *{view.title}*", "",
              f"*Run:* {view.run.id} · *Workflow:* {view.workflow} v{view.workflow_version} · *Step:* {view.point}"
@@ -105,11 +116,12 @@ def description(view: RequestView, opts: JiraOptions, *, cloud: bool, max_chars:
         lines.append(f"*Approvals needed:* {r.approvals_required} ({r.approvals} so far)")
     if r.due_at is not None:
         lines.append(f"*Due:* {r.due_at:%Y-%m-%d %H:%M} UTC")
-    lines += ["", f"h3. {view.show or 'State'}",
-              artefact(view.shown_value, max_chars=max_chars, run_id=view.run.id), "", "h3. How to answer",
-              *how_to_answer(view, opts), "",
-              f"_Request #{r.id} of run {view.run.id}. From a terminal: {{{{hazel show {view.run.id}}}}}._"]
-    return "\n".join(lines)
+    tail = ["", "h3. How to answer", *how_to_answer(view, opts), "",
+            f"_Request #{r.id} of run {view.run.id}. From a terminal: {{{{hazel show {view.run.id}}}}}._"]
+    frame = "\n".join([*lines, "", f"h3. {view.show or 'State'}", *tail])
+    room = min(max_chars, FIELD_CHARS - len(frame) - 200)  # 200: the cut note and the line breaks
+    return "\n".join([*lines, "", f"h3. {view.show or 'State'}",
+                      artefact(view.shown_value, max_chars=room, run_id=view.run.id), *tail])
 
 
 def _settling(view: RequestView) -> Decision | None:

@@ -112,6 +112,14 @@ def test_a_long_artefact_is_cut_with_a_pointer_to_the_cli(fake: FakeJira) -> Non
     assert len(description) < 3000 and "{{hazel show a1b2c3d4e5f6 --full}}" in description
 
 
+def test_the_description_always_fits_in_jira(fake: FakeJira) -> None:
+    many_files = {f"{i:04}_step.up.sql": "SELECT 1;\n" * 20 for i in range(2000)}
+    ref = fake.channel().open_request(view(request(), shown=many_files))
+    description = fake.issue(ref["issue_id"])["fields"]["description"]
+    assert len(description) <= 32_767 and description.count("{noformat}") % 2 == 0
+    assert "{{hazel show a1b2c3d4e5f6 --full}}" in description and "h3. How to answer" in description
+
+
 def test_the_same_point_asking_again_reuses_its_open_issue(fake: FakeJira) -> None:
     channel = fake.channel()
     first = channel.open_request(view(request(id=7)))
@@ -219,6 +227,10 @@ def test_reminders_and_escalations_comment_on_the_issue(fake: FakeJira) -> None:
     assert bodies[0].startswith("Reminder: this request is still waiting for ")
     assert "Escalated: members of oncall may now decide" in bodies[1]
     assert len(fake.issues) == 1
+    slack_request = request(ref={"channel": "C1", "ts": "1.2", "key": "C1:1.2"}).model_copy(
+        update={"channel": "slack:#migrations"})
+    with pytest.raises(PermanentDeliveryError, match="not supported"):
+        channel.remind(view(slack_request, escalation=True))
 
 
 # -- failures ---------------------------------------------------------------------------------------------
