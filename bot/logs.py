@@ -25,6 +25,7 @@ from contextvars import ContextVar
 from typing import Any, Callable, Iterator, TextIO, TypeVar
 
 from pydantic import SecretStr
+from pythonjsonlogger.core import RESERVED_ATTRS
 from pythonjsonlogger.json import JsonFormatter
 from sqlalchemy.engine import make_url
 
@@ -112,7 +113,8 @@ class TextFormatter(logging.Formatter):
 def json_formatter() -> logging.Formatter:
     """One JSON object per line (python-json-logger), with ISO 8601 UTC times."""
     return JsonFormatter("%(levelname)s %(name)s %(message)s", timestamp="time",
-                         rename_fields={"levelname": "level", "name": "logger"}, json_ensure_ascii=False)
+                         rename_fields={"levelname": "level", "name": "logger"}, json_ensure_ascii=False,
+                         reserved_attrs=[*RESERVED_ATTRS, "color_message", "hazel_context"])
 
 
 class RedactingFormatter(logging.Formatter):
@@ -155,6 +157,8 @@ def secret_values(settings: Settings) -> list[str]:
 
 
 _HANDLER_MARK = "_hazel_handler"
+QUIET_LOGGERS = ("httpx", "apscheduler", "alembic")
+"""Libraries logged at WARNING and above unless ``HAZEL_LOG_LEVEL=DEBUG``."""
 
 
 class StderrHandler(logging.StreamHandler):
@@ -192,6 +196,8 @@ def configure_logging(settings: Settings, *, stream: TextIO | None = None) -> lo
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level)
-    # httpx logs every request URL at INFO; hook URLs are the operator's business, not the log's.
-    logging.getLogger("httpx").setLevel(max(level, logging.WARNING))
+    # Below DEBUG, quiet the chatter of libraries: httpx logs every request URL (hook URLs are the operator's
+    # business, not the log's), APScheduler every tick, Alembic its plugins at every start.
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.NOTSET if level <= logging.DEBUG else max(level, logging.WARNING))
     return handler
