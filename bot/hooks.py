@@ -173,9 +173,11 @@ class HookSender:
 def _where(url: str) -> str:
     """The scheme, host and path of ``url``: never its query or credentials, which may carry secrets."""
     parsed = urlparse(url)
-    host = parsed.hostname or "?"
-    port = f":{parsed.port}" if parsed.port else ""
-    return f"{parsed.scheme}://{host}{port}{parsed.path}"
+    try:
+        port = f":{parsed.port}" if parsed.port else ""
+    except ValueError:  # a malformed port: show none
+        port = ""
+    return f"{parsed.scheme}://{parsed.hostname or '?'}{port}{parsed.path}"
 
 
 def _retry_after(response: httpx.Response) -> float | None:

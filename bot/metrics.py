@@ -89,7 +89,7 @@ class DatabaseCollector:
         total = int(total or 0)
         age = GaugeHistogramMetricFamily(
             "hazel_waiting_requests_age_seconds", "Pending steering requests by how long they have waited.")
-        buckets = [(_le(b), float(n or 0)) for b, n in zip(WAITING_AGE_BUCKETS_SEC, cumulative)]
+        buckets = [(_le(b), float(n or 0)) for b, n in zip(WAITING_AGE_BUCKETS_SEC, cumulative, strict=True)]
         age_sum = total * now.timestamp() - float(epoch_sum or 0.0)
         age.add_metric([], buckets + [("+Inf", float(total))], gsum_value=max(0.0, age_sum))
         yield age
