@@ -46,7 +46,8 @@ def make_engine(
         _sqlite_hooks(engine, sqlite_synchronous.upper(), busy_timeout_ms)
         return engine
     if parsed.get_backend_name() == "postgresql":
-        engine = create_engine(url, pool_size=pool_size, max_overflow=20)
+        # connect_timeout: an unreachable server fails fast (health checks answer 503 instead of hanging)
+        engine = create_engine(url, pool_size=pool_size, max_overflow=20, connect_args={"connect_timeout": 10})
         _ping_idle_connections(engine)
         return engine
     raise ValueError(f"unsupported database {parsed.get_backend_name()!r}: use sqlite or postgresql+psycopg")

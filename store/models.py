@@ -208,7 +208,8 @@ class OutboxMessage(_Record):
 
     ``kind`` is one of ``request.opened`` (post a steering request), ``request.vote`` (a quorum vote counted:
     update it in place), ``request.closed`` (decided or cancelled: update it in place), ``run.progress`` (steps
-    done, completion or failure, in the thread of the previous request), ``reminder``, ``escalation``.
+    done, completion or failure, in the thread of the previous request), ``reminder``, ``escalation``, and
+    ``hook.event`` (a signed JSON event POSTed to a configured hook URL, channel ``hook``).
     ``payload`` carries ids and small facts; the deliverer reads the rest from the store at delivery time.
     """
 
