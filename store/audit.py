@@ -11,13 +11,17 @@ from store.models import Actor, AuditEvent
 from store.schema import events
 
 
+_INSERT = events.insert()
+"""Built once and executed with a parameter dict (SQLAlchemy reuses the compiled form; see ``store.checkpoints``)."""
+
+
 class EventRepo:
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
 
     def add(self, *, action: str, actor: Actor, now: datetime, run_id: str | None = None,
             request_id: int | None = None, **detail: Any) -> None:
-        self.conn.execute(events.insert().values(
+        self.conn.execute(_INSERT, dict(
             run_id=run_id, request_id=request_id, actor_id=actor.id, actor_name=actor.name,
             channel=actor.channel, action=action, detail=detail, created_at=now,
         ))

@@ -19,6 +19,10 @@ def _message(row: Any) -> OutboxMessage:
     return OutboxMessage.model_validate(dict(row._mapping))
 
 
+_INSERT = outbox.insert().returning(outbox.c.id)
+"""Built once and executed with a parameter dict (SQLAlchemy reuses the compiled form; see ``store.checkpoints``)."""
+
+
 class OutboxRepo:
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
@@ -26,10 +30,10 @@ class OutboxRepo:
     def add(self, *, channel: str, kind: str, now: datetime, run_id: str | None = None,
             request_id: int | None = None, payload: dict[str, Any] | None = None,
             deliver_at: datetime | None = None) -> int:
-        res = self.conn.execute(outbox.insert().values(
+        res = self.conn.execute(_INSERT, dict(
             run_id=run_id, request_id=request_id, channel=channel, kind=kind, payload=payload or {},
             status=OutboxStatus.PENDING.value, attempts=0, next_attempt_at=deliver_at or now, created_at=now,
-        ).returning(outbox.c.id))
+        ))
         return int(res.scalar_one())
 
     def claim_due(self, *, now: datetime, lease_sec: float, limit: int = 20) -> list[OutboxMessage]:
