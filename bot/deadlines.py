@@ -69,7 +69,7 @@ def reminder_slots_passed(point: SteeringPoint, *, created_at: datetime, now: da
         return 0
     if not point.remind_every_sec:
         return 1
-    return int(math.floor(elapsed_sec / point.remind_every_sec)) + 1
+    return math.floor(elapsed_sec / point.remind_every_sec) + 1
 
 
 def escalation_at(point: SteeringPoint, *, created_at: datetime, escalated_at: datetime | None) -> datetime | None:

@@ -11,7 +11,7 @@ from bot.scheduler import Scheduler
 from bot.service import Hazel, WorkerPool
 from bot.settings import Settings
 from bot.web import create_app
-from bot.wiring import channels_from_settings, http_routers
+from bot.wiring import channels_from_settings, http_routers, start_socket_mode
 from integrations.console import ConsoleChannel
 
 log = logging.getLogger("hazel.server")
@@ -41,12 +41,15 @@ def serve(settings: Settings, *, host: str, port: int, workers: int | None = Non
     pool.start()
     pool.wake()
     hazel.deliverer.start()
+    socket = start_socket_mode(hazel, settings) if socket_mode else None
     scheduler = Scheduler.from_settings(hazel)
     scheduler.start()
     try:
         # log_config=None: uvicorn's records go through the handler of bot.logs.configure_logging.
         uvicorn.run(app, host=host, port=port, log_level=settings.log_level.lower(), log_config=None)
     finally:
+        if socket is not None:
+            socket.close()
         scheduler.stop()
         pool.stop()
         hazel.close()

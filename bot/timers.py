@@ -1,10 +1,11 @@
 """Firing what is due on pending steering requests: reminders, escalations and timeouts.
 
 One pass (``fire_due``) takes the pending requests whose ``next_action_at`` has come, most overdue first, in
-batches. Each request is handled in its own transaction that locks it (``FOR UPDATE SKIP LOCKED`` on
-PostgreSQL) and fires with conditional UPDATEs (``reminders_sent`` from the value seen, ``escalated_at`` from
-NULL), writing the outbox message, the audit event and the next ``next_action_at`` together: a reminder or an
-escalation happens once across processes and restarts.
+batches (``FOR UPDATE SKIP LOCKED`` on PostgreSQL: what another scheduler is picking is left to it). Each
+request is handled in its own transaction that locks it, re-checks that it is still due, and fires with
+conditional UPDATEs (``reminders_sent`` from the value seen, ``escalated_at`` from NULL), writing the outbox
+message, the audit event and the next ``next_action_at`` together: a reminder or an escalation happens once
+across processes and restarts.
 
 A timeout that ends the request (``on_timeout`` approve, reject, fail, cancel) first pushes ``next_action_at``
 forward by ``TIMEOUT_RETRY_SEC`` (a lease: a process that dies before acting leaves it due again), then acts
@@ -25,6 +26,7 @@ from bot.errors import AlreadyDecidedError, HazelError, RunStateError
 from bot.transitions import progress
 from bot.versions import target_workflow
 from bot.workflow import SteeringPoint
+from store import Tx
 from store.models import Actor, RequestStatus, RunStatus, SteeringRequest
 
 if TYPE_CHECKING:
@@ -62,7 +64,7 @@ def fire_due(hazel: "Hazel", *, now: datetime, batch: int = 100, report: TickRep
     report = report or TickReport()
     seen: set[int] = set()
     while True:
-        with hazel.store.transaction() as tx:
+        with hazel.store.read() as tx:
             ids = [i for i in tx.timers.due_request_ids(now=now, limit=batch) if i not in seen]
         if not ids:
             return report
@@ -109,7 +111,7 @@ def fire_request(hazel: "Hazel", request_id: int, *, now: datetime, report: Tick
         report.timeouts.append((request.id, due.timeout))
 
 
-def _remind_and_escalate(tx, request: SteeringRequest, point: SteeringPoint, due: deadlines.Due,  # noqa: ANN001
+def _remind_and_escalate(tx: Tx, request: SteeringRequest, point: SteeringPoint, due: deadlines.Due,
                          now: datetime, report: TickReport) -> None:
     if due.reminder and tx.timers.count_reminders(request.id, seen=request.reminders_sent,
                                                   slots=due.reminder_slots):

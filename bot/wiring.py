@@ -21,6 +21,10 @@ def channels_from_settings(settings: Settings) -> dict[str, Channel]:
     """The configured channels by kind (``slack``, ``jira``). Unconfigured ones are absent: their requests
     fall back to the console (see ``bot.outbox.ChannelRouter``)."""
     channels: dict[str, Channel] = {}
+    if settings.slack_configured:
+        from bot.slack import slack_channel
+
+        channels["slack"] = slack_channel(settings)
     if settings.jira_configured:
         from bot.jira_app import build_channel
 
@@ -31,6 +35,10 @@ def channels_from_settings(settings: Settings) -> dict[str, Channel]:
 def http_routers(hazel: "Hazel", settings: Settings) -> list["APIRouter"]:
     """The HTTP routers of the configured channels and the REST API, mounted by ``hazel serve``."""
     routers: list[APIRouter] = []
+    if settings.slack_configured:
+        from bot.slack import slack_routers
+
+        routers.extend(slack_routers(hazel, settings))
     from bot.api import api_router
 
     routers.append(api_router(hazel, settings))  # always mounted; without a token it answers 503
@@ -39,3 +47,10 @@ def http_routers(hazel: "Hazel", settings: Settings) -> list["APIRouter"]:
 
         routers.append(jira_router(hazel, settings))
     return routers
+
+
+def start_socket_mode(hazel: "Hazel", settings: Settings):  # noqa: ANN201
+    """Connect the Slack app over Socket Mode (``hazel serve --socket-mode``); returns the handler to close."""
+    from bot.slack import start_socket_mode as start
+
+    return start(hazel, settings)

@@ -35,7 +35,8 @@ class TimerRepo:
 
     def due_request_ids(self, *, now: datetime, limit: int = 100) -> list[int]:
         """Ids of pending requests whose ``next_action_at`` is at or before ``now``, most overdue first. On
-        PostgreSQL rows another scheduler holds right now are skipped (``FOR UPDATE SKIP LOCKED``)."""
+        PostgreSQL rows another scheduler is picking or handling right now are left to it (``FOR UPDATE SKIP
+        LOCKED``), so that concurrent schedulers share the work."""
         t = steering_requests.c
         stmt = (select(t.id).where((t.status == _PENDING) & (t.next_action_at <= now))
                 .order_by(t.next_action_at, t.id).limit(limit))
@@ -45,13 +46,14 @@ class TimerRepo:
 
     def lock_due(self, request_id: int, *, now: datetime) -> SteeringRequest | None:
         """The request, locked for this transaction, if it is still pending and due at ``now``; None when it
-        is not (handled meanwhile, or being handled by another scheduler: ``SKIP LOCKED`` on PostgreSQL; on
-        SQLite the write transaction already holds the database's write lock)."""
+        is not (decided, or handled by another scheduler meanwhile). On PostgreSQL this waits for a scheduler
+        or a decision holding the row (``FOR UPDATE``, one row: no deadlock) and then reads it as they left
+        it; on SQLite the write transaction already holds the database's write lock."""
         t = steering_requests.c
         stmt = select(steering_requests).where((t.id == request_id) & (t.status == _PENDING)
                                                & (t.next_action_at <= now))
         if self._postgresql:
-            stmt = stmt.with_for_update(skip_locked=True)
+            stmt = stmt.with_for_update()
         row = self.conn.execute(stmt).first()
         return _request(row) if row else None
 

@@ -6,7 +6,16 @@ from typing import Annotated
 
 import typer
 
-from bot.cli.common import CliError, JsonOpt, actor, emit_json, engine, handle_errors, out, when
+from bot.cli.common import (
+    CliError,
+    JsonOpt,
+    actor,
+    emit_json,
+    engine,
+    handle_errors,
+    out,
+    when,
+)
 
 app = typer.Typer()
 

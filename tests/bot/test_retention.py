@@ -17,8 +17,9 @@ from bot.retention import prune
 from bot.scheduler import Scheduler
 from store.models import RunStatus
 from store.schema import checkpoints
+from tests.bot.test_timers import close_hazels, make_hazel  # noqa: F401 - close_hazels: autouse fixture
 from tests.support.clock import FakeClock
-from tests.support.engine import make_hazel, person
+from tests.support.engine import person
 
 DAY = 86_400.0
 

@@ -17,9 +17,10 @@ from bot import StepContext, Workflow
 from bot.scheduler import Scheduler
 from bot.settings import Settings
 from store.models import RequestStatus, RunStatus
-from tests.bot.test_timers import HOUR, Doc, events, outbox, request_of, timed, waiting
+from tests.bot.test_timers import (  # noqa: F401 - close_hazels is an autouse fixture
+    HOUR, Doc, close_hazels, events, make_hazel, outbox, request_of, timed, waiting)
 from tests.support.clock import FakeClock
-from tests.support.engine import make_hazel, person
+from tests.support.engine import person
 
 
 def test_a_new_scheduler_after_a_restart_neither_loses_nor_repeats(db_url: str) -> None:
@@ -91,8 +92,8 @@ def test_a_request_whose_version_is_gone_waits_for_it(db_url: str) -> None:
 
 def test_two_schedulers_at_once_fire_everything_exactly_once(db_url: str) -> None:
     clock = FakeClock()
-    options = dict(remind_after_sec=HOUR, remind_every_sec=HOUR, escalate_after_sec=1.5 * HOUR,
-                   escalate_channel="console", timeout_sec=2.5 * HOUR, on_timeout="approve")
+    options = {"remind_after_sec": HOUR, "remind_every_sec": HOUR, "escalate_after_sec": 1.5 * HOUR,
+               "escalate_channel": "console", "timeout_sec": 2.5 * HOUR, "on_timeout": "approve"}
     first = make_hazel(db_url, timed(**options), clock=clock)
     second = make_hazel(db_url, timed(**options), clock=clock)
     run_ids = []
@@ -102,19 +103,18 @@ def test_two_schedulers_at_once_fire_everything_exactly_once(db_url: str) -> Non
         run_ids.append(run.id)
     schedulers = [Scheduler(first, batch=5), Scheduler(second, batch=5)]
 
+    def tick(scheduler: Scheduler, barrier: threading.Barrier, failures: list[BaseException]) -> None:
+        try:
+            barrier.wait()
+            scheduler.tick()
+        except BaseException as exc:  # noqa: BLE001 - surfaced by the assertion below
+            failures.append(exc)
+
     for step_sec in (HOUR, 0.5 * HOUR, 0.5 * HOUR, 0.5 * HOUR):
         clock.advance(step_sec)
         barrier = threading.Barrier(len(schedulers))
         failures: list[BaseException] = []
-
-        def tick(scheduler: Scheduler) -> None:
-            try:
-                barrier.wait()
-                scheduler.tick()
-            except BaseException as exc:  # surfaced below
-                failures.append(exc)
-
-        threads = [threading.Thread(target=tick, args=(s,)) for s in schedulers]
+        threads = [threading.Thread(target=tick, args=(s, barrier, failures)) for s in schedulers]
         for t in threads:
             t.start()
         for t in threads:
@@ -177,22 +177,27 @@ def test_settings_configure_the_scheduler(db_url: str) -> None:
 
 def test_real_apscheduler_fires_on_time_between_ticks(db_url: str) -> None:
     """With a periodic tick far away (30 s), the date job re-armed for the earliest deadline fires the reminder
-    (after 0.3 s) and the timeout (after 0.9 s); a daily prune job is there when retention is set."""
-    hazel = make_hazel(db_url, timed(remind_after_sec=0.3, timeout_sec=0.9, on_timeout="approve"))
+    (due 0.2 s after the request) and then the timeout (due after 1.5 s); a prune job runs when retention is
+    set."""
+    hazel = make_hazel(db_url, timed(remind_after_sec=0.2, timeout_sec=1.5, on_timeout="approve"))
     run = hazel.start("timed", {}, person("author"))
     hazel.drive(run.id)
     scheduler = Scheduler(hazel, tick_sec=30, retention_days=0, prune_every_sec=0.2)
-    scheduler.start()
-    try:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and hazel.get(run.id).status is RunStatus.WAITING:
+    scheduler.start()  # its first tick runs at once and arms the date job
+
+    def wait_for(condition, timeout_sec: float = 15.0) -> None:  # noqa: ANN001
+        deadline = time.monotonic() + timeout_sec
+        while not condition() and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert hazel.get(run.id).status is RunStatus.READY
+
+    try:
+        wait_for(lambda: outbox(hazel, "reminder"))
         assert len(outbox(hazel, "reminder")) == 1
+        wait_for(lambda: hazel.get(run.id).status is not RunStatus.WAITING)
+        assert hazel.get(run.id).status is RunStatus.READY
         assert [d.actor_id for d in hazel.decisions(run.id)] == ["timeout"]
         hazel.drive(run.id)
-        while time.monotonic() < deadline and len(hazel.checkpoints(run.id)) > 1:
-            time.sleep(0.05)
+        wait_for(lambda: len(hazel.checkpoints(run.id)) == 1)
         assert len(hazel.checkpoints(run.id)) == 1  # the scheduled prune compacted the completed run
         assert hazel.state_at(run.id).published is True
     finally:

@@ -1,0 +1,212 @@
+"""Deciding from Slack: permissions (user ids and user groups), quorum and the self-approval ban, races between
+clicks, Slack's retries, stale triggers and stale modals, and the Home tab's buttons."""
+
+from __future__ import annotations
+
+import threading
+
+from pydantic import BaseModel
+
+from bot.workflow import Workflow
+from store.models import Approvers
+from tests.bot.slack.conftest import DEPLOYS, OUTSIDER, PRIYA, SAM, STARTER, SlackEnv, example
+
+
+class Doc(BaseModel):
+    text: str = "hello"
+
+
+def quorum_workflow() -> Workflow:
+    wf = Workflow("quorum", state=Doc)
+
+    @wf.step
+    def write(state: Doc, ctx) -> Doc:  # noqa: ANN001
+        return state
+
+    wf.steer("sign", title="Sign it", show="text", actions=["approve", "reject"], channel="slack:#deploys",
+             approvers=Approvers(slack_users=(PRIYA, SAM, STARTER)), approvals_required=2,
+             allow_self_approval=False)
+    return wf
+
+
+def refusals(env: SlackEnv, run_id: str) -> list[tuple[str, str]]:
+    return [(e.actor_id, e.detail["attempted"]) for e in env.hazel.audit(run_id) if e.action == "decision.refused"]
+
+
+def test_someone_not_allowed_is_told_why_nothing_changes_and_it_is_audited(make_env) -> None:  # noqa: ANN001
+    env: SlackEnv = make_env()
+    run_id = env.start()
+    env.settle()
+    message = env.request_message(run_id)
+    request = env.pending(run_id)
+    for action in ("approve", "edit", "reject", "rewind"):
+        assert env.sender.click(OUTSIDER, action, message).status_code == 200
+        env.wait(lambda a=action: (OUTSIDER, a) in refusals(env, run_id), f"the refused {action} in the audit")
+    texts = [e["text"] for e in env.wait(lambda: len(env.fake.ephemerals_for(OUTSIDER)) == 4
+                                         and env.fake.ephemerals_for(OUTSIDER), "four explanations")]
+    assert all(t.startswith("🚫") and "only <@U0000000001>, <!subteam^S0000000001> may" in t for t in texts)
+    assert env.fake.views == [] and env.hazel.decisions(run_id) == []
+    assert env.pending(run_id) == request and len(env.fake.message(message.channel, message.ts).versions) == 0
+
+
+def test_a_user_group_member_may_reject_with_a_reason_given_in_a_modal(make_env) -> None:  # noqa: ANN001
+    env: SlackEnv = make_env()
+    run_id = env.start()
+    env.settle()
+    message = env.request_message(run_id)
+    env.sender.click(SAM, "reject", message, name="sam")
+    modal = env.wait(lambda: env.fake.views and env.fake.views[-1], "the reject modal")
+    assert modal["callback_id"] == "hazel_reject"
+    assert env.fake.calls_to("usergroups.users.list")[0].params["usergroup"] == "S0000000001"
+    response = env.sender.submit(SAM, modal, {"reason": "   "}, name="sam")
+    assert response.json() == {"response_action": "errors", "errors": {"reason": "a rejection needs a reason"}}
+    assert env.pending(run_id) is not None
+    assert env.sender.submit(SAM, modal, {"reason": "no rollback plan"}, name="sam").status_code == 200
+    env.settle()
+    assert env.hazel.get(run_id).status.value == "rejected"
+    updated = env.fake.message(message.channel, message.ts)
+    assert "⛔ Rejected by <@U0000000003>" in str(updated.blocks) and "no rollback plan" in str(updated.blocks)
+    assert "rejected by sam: no rollback plan" in env.fake.channel_messages(message.channel,
+                                                                           thread_ts=message.ts)[0].text
+
+
+def test_quorum_and_the_self_approval_ban_apply_in_slack(make_env) -> None:  # noqa: ANN001
+    env: SlackEnv = make_env(quorum_workflow())
+    run_id = env.start("quorum", {"text": "ship it"}, by=STARTER)
+    env.settle()
+    message = env.request_message(run_id)
+    assert message.channel == DEPLOYS
+
+    env.sender.click(STARTER, "approve", message)
+    assert "self-approval is off" in env.ephemeral(STARTER, "🚫")["text"]
+    env.sender.click(PRIYA, "approve", message)
+    env.ephemeral(PRIYA, "Your approval is counted: 1 of 2")
+    env.settle()
+    voted = env.fake.message(DEPLOYS, message.ts)
+    assert "1 of 2 approvals so far: <@U0000000001>" in str(voted.blocks) and voted.blocks[-1]["type"] == "actions"
+    env.sender.click(PRIYA, "approve", message)
+    env.ephemeral(PRIYA, "You already approved this request at")
+    env.sender.click(SAM, "approve", message)
+    env.wait(lambda: env.pending(run_id) is None, "the quorum")
+    env.settle()
+    assert env.hazel.get(run_id).status.value == "completed"
+    final = env.fake.message(DEPLOYS, message.ts)
+    assert "✅ Approved by <@U0000000003>" in str(final.blocks) and final.blocks[-1]["type"] != "actions"
+    assert [(d.actor_id, d.action.value) for d in env.hazel.decisions(run_id)] == [(PRIYA, "approve"),
+                                                                                   (SAM, "approve")]
+    assert (STARTER, "approve") in refusals(env, run_id)
+
+
+def test_concurrent_clicks_make_one_decision_and_the_others_are_told_who_won(make_env) -> None:  # noqa: ANN001
+    people = [f"U00000001{i:02d}" for i in range(6)]
+    env: SlackEnv = make_env(example(approvers=Approvers(slack_users=tuple(people))))
+    run_id = env.start()
+    env.settle()
+    message = env.request_message(run_id)
+    payloads = [env.sender.click_payload(p, "approve", message) for p in people]
+    barrier = threading.Barrier(len(people))
+    statuses: list[int] = []
+
+    def click(payload: dict) -> None:
+        barrier.wait()
+        statuses.append(env.sender.send_payload(payload).status_code)
+
+    threads = [threading.Thread(target=click, args=(p,)) for p in payloads]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert statuses == [200] * len(people)
+    losers = env.wait(lambda: len(env.fake.ephemerals) == len(people) - 1 and env.fake.ephemerals,
+                      "an answer to every loser")
+    [decision] = env.hazel.decisions(run_id)
+    assert decision.actor_id in people and decision.actor_id not in {e["user"] for e in losers}
+    assert all(e["text"].startswith(f"Already approved by <@{decision.actor_id}> at <!date^") for e in losers)
+
+
+def test_double_clicks_and_slack_retries_decide_once(make_env) -> None:  # noqa: ANN001
+    env: SlackEnv = make_env()
+    run_id = env.start()
+    env.settle()
+    message = env.request_message(run_id)
+    payload = env.sender.click_payload(PRIYA, "approve", message)
+    assert env.sender.send_payload(payload).status_code == 200
+    assert env.sender.send_payload(payload, retry_num=1).status_code == 200  # Slack resends the same click
+    assert env.sender.send_payload(payload, retry_num=2).status_code == 200
+    env.sender.click(PRIYA, "approve", message)  # a second, distinct click
+    env.ephemeral(PRIYA, "Already approved by <@U0000000001>")
+    assert len(env.hazel.decisions(run_id)) == 1
+    assert [e.action for e in env.hazel.audit(run_id)].count("decision.approve") == 1
+
+
+def test_a_stale_trigger_and_a_stale_modal_change_nothing(make_env) -> None:  # noqa: ANN001
+    env: SlackEnv = make_env()
+    run_id = env.start()
+    env.settle()
+    message = env.request_message(run_id)
+    trigger = env.fake.new_trigger_id()
+    env.fake.expire(trigger)
+    env.sender.click(PRIYA, "edit", message, trigger_id=trigger)
+    env.ephemeral(PRIYA, "did not let me open the form in time")
+    assert env.fake.views == []
+
+    env.sender.click(PRIYA, "feedback", message)
+    modal = env.wait(lambda: env.fake.views and env.fake.views[-1], "the feedback modal")
+    env.sender.click(SAM, "approve", message, name="sam")
+    env.wait(lambda: env.pending(run_id) is None, "Sam's approval")
+    response = env.sender.submit(PRIYA, modal, {"text": "more detail please"})
+    errors = response.json()["errors"]
+    assert errors["text"].startswith("Already approved by <@U0000000003> at")
+    assert [d.action.value for d in env.hazel.decisions(run_id)] == ["approve"]
+
+    env.sender.click(PRIYA, "reject", message)  # a button on a message of a decided request
+    env.ephemeral(PRIYA, "Already approved by <@U0000000003>")
+
+
+def test_malformed_buttons_and_forms_get_an_answer_and_change_nothing(make_env) -> None:  # noqa: ANN001
+    env: SlackEnv = make_env()
+    run_id = env.start()
+    env.settle()
+    message = env.request_message(run_id)
+    payload = env.sender.click_payload(PRIYA, "approve", message)
+    payload["actions"][0]["value"] = "not-a-request"
+    env.sender.send_payload(payload)
+    env.ephemeral(PRIYA, "does not belong to a Hazel steering request")
+    payload = env.sender.click_payload(PRIYA, "approve", message)
+    payload["actions"][0]["value"] = "999999"
+    env.sender.send_payload(payload)
+    env.ephemeral(PRIYA, "Steering request 999999 does not exist")
+
+    env.sender.click(PRIYA, "feedback", message)
+    modal = env.wait(lambda: env.fake.views and env.fake.views[-1], "the feedback modal")
+    forged = {**modal, "private_metadata": "{not json"}
+    response = env.sender.submit(PRIYA, forged, {"text": "x"})
+    assert response.json()["response_action"] == "errors"
+    assert env.sender.post("payload=%7Bnot-json").status_code == 400
+    assert env.sender.post("payload=%5B%5D").status_code == 400
+    assert env.hazel.decisions(run_id) == [] and env.pending(run_id) is not None
+
+
+def test_home_tab_lists_what_waits_and_its_buttons_decide(make_env) -> None:  # noqa: ANN001
+    env: SlackEnv = make_env()
+    run_id = env.start()
+    env.settle()
+    request = env.pending(run_id)
+    assert env.sender.home_opened(PRIYA).status_code == 200
+    home = env.wait(lambda: "Waiting on you (1)" in str(env.fake.homes.get(PRIYA)) and env.fake.homes[PRIYA],
+                    "Priya's Home tab")
+    outsider_home = env.sender.home_opened(OUTSIDER)
+    assert outsider_home.status_code == 200
+    env.wait(lambda: "Waiting on you (0)" in str(env.fake.homes.get(OUTSIDER)), "the outsider's Home tab")
+
+    forged = env.sender.home_click_payload(OUTSIDER, "approve", home, request.id)  # no channel to answer in
+    env.sender.send_payload(forged)
+    env.wait(lambda: "🚫" in str(env.fake.homes[OUTSIDER]), "the refusal shown atop the outsider's Home tab")
+    assert env.pending(run_id) == request
+
+    publishes = len(env.fake.calls_to("views.publish"))
+    env.sender.send_payload(env.sender.home_click_payload(PRIYA, "approve", home, request.id))
+    env.wait(lambda: env.pending(run_id) is None, "the approval from the Home tab")
+    env.wait(lambda: len(env.fake.calls_to("views.publish")) > publishes
+             and "Waiting on you (0)" in str(env.fake.homes[PRIYA]), "the Home tab refreshed")
+    assert [d.actor_id for d in env.hazel.decisions(run_id)] == [PRIYA]
