@@ -266,13 +266,13 @@ class Steering:
                            settled=after.status is RequestStatus.DECIDED, payload=payload)
                 settled = after.status is RequestStatus.DECIDED
                 next_node, status = None, RunStatus.WAITING
-                if settled:
+                if settled:  # the request's own update is queued before any "run ended" progress
+                    tx.outbox.add(channel=request.channel, kind="request.closed", now=now, run_id=run.id,
+                                  request_id=request.id, payload={"decision_id": decision_id})
                     next_node, status = self._apply(tx, run, request, wf, point, action, actor, payload, new_state,
                                                     decision_id, now)
                     if status is RunStatus.READY:
                         tx.notify_ready(run.id)
-                    tx.outbox.add(channel=request.channel, kind="request.closed", now=now, run_id=run.id,
-                                  request_id=request.id, payload={"decision_id": decision_id})
                 elif action == Action.APPROVE.value:
                     tx.outbox.add(channel=request.channel, kind="request.vote", now=now, run_id=run.id,
                                   request_id=request.id, payload={"decision_id": decision_id})
