@@ -42,12 +42,14 @@ def already_text(*, action: str | None, by_id: str | None, by_channel: str | Non
 
 
 def already_from_error(exc: AlreadyDecidedError, actor: Actor) -> str:
+    """``already_text`` for the engine's refusal of a decision that came too late."""
     return already_text(action=exc.action, by_id=exc.decided_by_id, by_channel=exc.channel,
                         by_label=exc.decided_by, at=exc.decided_at, actor=actor,
                         pending=str(exc).startswith("you already"))
 
 
 def already_from_view(view: RequestView) -> str:
+    """``already_text`` for a request that is no longer pending (before a modal would open)."""
     r = view.request
     action = "cancel" if r.status.value == "cancelled" else r.decided_action
     settling = next((d for d in reversed(view.decisions) if d.action.value == r.decided_action), None)
@@ -102,6 +104,11 @@ class SlackBridge:
             return self.hazel.deliverer.request_view(tx, request_id)
 
     def point(self, run: Run, request: SteeringRequest) -> SteeringPoint:
+        """The steering point ``request`` waits at, in the workflow version ``run`` continues on.
+
+        Raises:
+            VersionUnavailableError: that version is not deployed.
+        """
         return resolve_workflow(self.hazel.registry, run).point(request.point)
 
     def check(self, view: RequestView, action: str, actor: Actor) -> None:
@@ -124,6 +131,7 @@ class SlackBridge:
             raise
 
     def may_decide(self, point: SteeringPoint, run: Run, request: SteeringRequest, actor: Actor) -> bool:
+        """Whether ``actor`` may approve, edit or reject ``request`` (whichever the point allows)."""
         for action in DECIDING:
             if action in point.actions:
                 try:

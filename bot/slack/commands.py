@@ -66,6 +66,8 @@ class Commands:
         self._lock = threading.Lock()
 
     def answer(self, command: dict[str, Any]) -> str:
+        """The reply to one ``/hazel`` payload (form fields as a dict): the subcommand's answer, or a helpful
+        message for an unknown subcommand, a bad run id, a refusal or an error. Never raises a ``HazelError``."""
         words = (command.get("text") or "").strip().split(None, 1)
         sub = words[0].lower() if words else "help"
         rest = words[1].strip() if len(words) > 1 else ""
@@ -205,6 +207,7 @@ def _run_line(run: Run) -> str:
 
 
 def node_label(step: str) -> str:
+    """A checkpoint's node for people: ``start`` and ``↩ rewind`` for Hazel's own nodes."""
     return {START: "start", REWIND_NODE: "↩ rewind"}.get(step, step)
 
 

@@ -40,18 +40,22 @@ OUTCOME = {"approve": "✅ Approved", "edit": "✏️ Edited", "reject": "⛔ Re
 # -- small pieces ---------------------------------------------------------------------------------------------
 
 def plain_text(text: str, limit: int) -> dict[str, Any]:
+    """A ``plain_text`` object cut to ``limit`` characters (never empty: Slack refuses empty texts)."""
     return {"type": "plain_text", "text": T.truncate(text, limit) or " ", "emoji": True}
 
 
 def mrkdwn(text: str, limit: int = MAX_SECTION_CHARS) -> dict[str, Any]:
+    """A ``mrkdwn`` object cut to ``limit`` characters (never empty)."""
     return {"type": "mrkdwn", "text": T.truncate(text, limit) or " "}
 
 
 def section(text: str) -> dict[str, Any]:
+    """A section block with mrkdwn ``text`` (cut to 3000 characters)."""
     return {"type": "section", "text": mrkdwn(text)}
 
 
 def context(*texts: str) -> dict[str, Any]:
+    """A context block of up to 10 mrkdwn elements (empty texts are left out)."""
     return {"type": "context", "elements": [mrkdwn(t) for t in texts[:MAX_CONTEXT_ELEMENTS] if t]}
 
 
@@ -71,6 +75,7 @@ def person(actor_id: str | None, channel: str | None, name: str | None = None) -
 
 
 def who_decided(d: Decision) -> str:
+    """Who took decision ``d``, as a mention when they decided in Slack."""
     return person(d.actor_id, d.channel, d.actor_name)
 
 
@@ -90,6 +95,7 @@ def channel_ref(channel: str) -> str:
 
 
 def started_by(run: Run) -> str:
+    """Who started ``run``, as a mention when they started it from Slack."""
     return person(run.started_by, run.started_via)
 
 
@@ -110,6 +116,7 @@ def button(action: str, request_id: int, *, label: str | None = None) -> dict[st
 
 
 def actions_block(actions: tuple[str, ...] | list[str], request_id: int) -> dict[str, Any]:
+    """The decision buttons for ``actions`` (in that order) of request ``request_id``."""
     return {"type": "actions", "block_id": f"hazel_actions_{request_id}",
             "elements": [button(a, request_id) for a in actions if a in BUTTON_LABELS]}
 
@@ -117,6 +124,7 @@ def actions_block(actions: tuple[str, ...] | list[str], request_id: int) -> dict
 # -- the request message --------------------------------------------------------------------------------------
 
 def header_blocks(view: RequestView) -> list[dict[str, Any]]:
+    """The header (title) and the context lines (workflow, step, run, who started it, due, approvers)."""
     r = view.request
     facts = [f"*{T.escape(view.workflow)}* v{view.workflow_version}", f"step `{T.escape(view.point)}`",
              f"run `{view.run.id}`", f"started by {started_by(view.run)}"]
@@ -189,6 +197,7 @@ def request_message(view: RequestView, *, file_where: str = "in this message's t
 
 
 def file_name(view: RequestView) -> str:
+    """The name of the file an over-long artefact is attached as: ``<run>-<field>.md|txt|json``."""
     ext = "md" if isinstance(view.shown_value, str) else "txt" if isinstance(view.shown_value, dict) else "json"
     return f"{view.run.id}-{view.show or 'state'}.{ext}"
 
