@@ -38,6 +38,8 @@ from store.models import Action, Actor, Decision, RequestStatus, Run, RunStatus,
 
 log = logging.getLogger("hazel.steering")
 REWIND_NODE = "__rewind__"
+PAST_TENSE = {"approve": "approved", "edit": "edited", "reject": "rejected", "feedback": "answered with feedback",
+              "rewind": "rewound", "cancel": "cancelled"}
 REWINDABLE = (RunStatus.WAITING, RunStatus.READY, RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.REJECTED,
               RunStatus.CANCELLED)
 
@@ -123,8 +125,7 @@ class Steering:
             if d.action.value == request.decided_action:
                 winner = d
                 break
-        verb = {"approve": "approved", "edit": "edited", "reject": "rejected", "feedback": "answered with feedback",
-                "rewind": "rewound"}.get(request.decided_action or "", "decided")
+        verb = PAST_TENSE.get(request.decided_action or "", "decided")
         by = request.decided_by or "someone"
         return AlreadyDecidedError(f"already {verb} by {by} at {when(request.decided_at)}",
                                    decided_by=request.decided_by, decided_at=request.decided_at,
@@ -288,7 +289,7 @@ class Steering:
                 if current is not None and current.status is not RequestStatus.PENDING:
                     raise self._already(tx, current) from None
             raise AlreadyDecidedError(
-                f"you already {mine.action.value if mine else 'decided'} this request at "
+                f"you already {PAST_TENSE.get(mine.action.value, 'decided') if mine else 'decided'} this request at "
                 f"{when(mine.created_at if mine else None)}"
                 + (f"; {current.approvals} of {current.approvals_required} approvals so far" if current else ""),
                 decided_by=actor.label, decided_at=mine.created_at if mine else None,

@@ -75,7 +75,7 @@ def test_quorum_waits_for_distinct_approvers(db_url: str) -> None:
     run_id = start_waiting(hazel)
     first = hazel.decide(run_id, "approve", person("ann"))
     assert not first.settled and first.request.approvals == 1 and first.run_status is RunStatus.WAITING
-    with pytest.raises(AlreadyDecidedError, match="you already approve"):
+    with pytest.raises(AlreadyDecidedError, match="you already approved this request at "):
         hazel.decide(run_id, "approve", person("ann"))
     assert hazel.get(run_id).status is RunStatus.WAITING
     second = hazel.decide(run_id, "approve", person("bob"))
