@@ -37,7 +37,7 @@ class Sizes:
 
 
 FULL = Sizes()
-QUICK = Sizes(reps=3, floor_rows=300, pause_runs=100, worker_runs=100, slack_clicks=30, serve_settle_sec=0.5)
+QUICK = Sizes(reps=3, floor_rows=300, pause_runs=100, worker_runs=60, slack_clicks=30, serve_settle_sec=0.5)
 
 
 def rows(sizes: Sizes) -> list[Row]:
@@ -61,7 +61,7 @@ def rows(sizes: Sizes) -> list[Row]:
         *[r for p in (1, 2) for r in (
             Row("4", f"pause runs/s, {p} worker process{'es' if p > 1 else ''} ({w} runs)", f"w{p}_pause_ps",
                 backends=PG_ONLY),
-            Row("4", f"resume latency median / p99, ms, {p} worker process{'es' if p > 1 else ''}",
+            Row("4", f"resume latency median, ms, {p} worker process{'es' if p > 1 else ''}",
                 f"w{p}_resume_p50_ms", 2, backends=PG_ONLY),
             Row("4", f"resume latency p99, ms, {p} worker process{'es' if p > 1 else ''}", f"w{p}_resume_p99_ms", 2,
                 backends=PG_ONLY),

@@ -51,7 +51,7 @@ def cost_of(starts: list[float], bytes_per_checkpoint: float | None = None) -> S
 def checkpoint_cost(backend, n_steps: int, *, measure_storage: bool = False) -> StepCost:  # noqa: ANN001
     """Run ``bench-linear-N`` once on a fresh database of ``backend`` and time every step."""
     url = backend.fresh_url("linear")
-    warm_up = linear_workflow(WARM_UP_STEPS)
+    warm_up = linear_workflow(WARM_UP_STEPS, name="bench-warm-up")
     hazel = make_hazel(url, linear_workflow(n_steps), warm_up)
     warm = hazel.start(warm_up.name, {}, ACTOR)  # statement caches warm, as in a process that has run steps
     hazel.runner.drive(hazel.runner.claim(warm.id))
@@ -86,7 +86,13 @@ def history_and_rewind(backend, n_steps: int = 200, rewind_to: int = 100) -> His
     """Item 6: a completed ``n_steps`` run; time ``Hazel.checkpoints`` (what ``hazel history`` shows), then
     ``Hazel.rewind(to=rewind_to)`` + claim + load + one step."""
     url = backend.fresh_url("history")
-    hazel = make_hazel(url, linear_workflow(n_steps))
+    warm_up = linear_workflow(WARM_UP_STEPS, name="bench-warm-up")
+    hazel = make_hazel(url, linear_workflow(n_steps), warm_up)
+    warm = hazel.start(warm_up.name, {}, ACTOR)  # the same calls once, so that statement caches are warm
+    hazel.runner.drive(hazel.runner.claim(warm.id))
+    hazel.checkpoints(warm.id)
+    hazel.rewind(warm.id, ACTOR, to=WARM_UP_STEPS // 2)
+    hazel.runner.drive(hazel.runner.claim(warm.id))
     run = hazel.start(f"bench-linear-{n_steps}", {}, ACTOR)
     hazel.runner.drive(hazel.runner.claim(run.id))
     started = time.perf_counter()

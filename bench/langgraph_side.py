@@ -166,6 +166,7 @@ def pause_resume(backend, n_runs: int) -> PauseResume:  # noqa: ANN001
 
 def history_and_rewind(backend, n_steps: int = 200, rewind_to: int = 100) -> HistoryCost:  # noqa: ANN001
     with saver_for(backend, "history") as (saver, _url):
+        _history_warm_up(saver)
         graph = linear_graph(n_steps, None).compile(checkpointer=saver)
         config = _config(uuid.uuid4().hex, n_steps)
         graph.invoke({"items": []}, config, durability="sync")
@@ -178,3 +179,14 @@ def history_and_rewind(backend, n_steps: int = 200, rewind_to: int = 100) -> His
                      interrupt_after=list(target.next))
         rewind_ms = (time.perf_counter() - started) * 1e3
     return HistoryCost(history_ms, rewind_ms)
+
+
+def _history_warm_up(saver) -> None:  # noqa: ANN001
+    """The history and rewind calls once on a short run, as Hazel's side does."""
+    graph = linear_graph(WARM_UP_STEPS, None).compile(checkpointer=saver)
+    config = _config("warm-up-history", WARM_UP_STEPS)
+    graph.invoke({"items": []}, config, durability="sync")
+    history = list(graph.get_state_history(config))
+    target = next(s for s in history if len(s.values.get("items", [])) == WARM_UP_STEPS // 2 and s.next)
+    graph.invoke(None, {**target.config, "recursion_limit": WARM_UP_STEPS + 20}, durability="sync",
+                 interrupt_after=list(target.next))

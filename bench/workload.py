@@ -69,9 +69,9 @@ def _appender(i: int):  # noqa: ANN202
     return append
 
 
-def linear_workflow(n_steps: int) -> Workflow:
-    """``bench-linear-N``: steps ``s0000`` .. ``s{N-1}``, each appending ``step_text(i)``."""
-    wf = Workflow(f"bench-linear-{n_steps}", version=1, state=ListState)
+def linear_workflow(n_steps: int, name: str | None = None) -> Workflow:
+    """``bench-linear-N`` (or ``name``): steps ``s0000`` .. ``s{N-1}``, each appending ``step_text(i)``."""
+    wf = Workflow(name or f"bench-linear-{n_steps}", version=1, state=ListState)
     for i in range(n_steps):
         wf.step(_appender(i), name=f"s{i:04d}")
     return wf

@@ -25,6 +25,34 @@ _INSERT = checkpoints.insert()
 per step cost more than the database's own commit)."""
 
 
+_CHAIN_HEAD = (
+    "WITH RECURSIVE chain(seq, parent_seq, chain_len, compressed, payload, depth) AS ("
+    " SELECT seq, parent_seq, chain_len, compressed, payload, 0 FROM hazel_checkpoints"
+    "  WHERE run_id = :run_id AND seq = :seq"
+    " UNION ALL"
+)
+_CHAIN_TAIL = ") SELECT seq, chain_len, compressed, payload FROM chain ORDER BY depth DESC"
+_CHAIN = text(
+    _CHAIN_HEAD
+    + " SELECT c.seq, c.parent_seq, c.chain_len, c.compressed, c.payload, chain.depth + 1"
+    "  FROM hazel_checkpoints c JOIN chain ON c.run_id = :run_id AND c.seq = chain.parent_seq"
+    "  WHERE chain.chain_len > 0"
+    + _CHAIN_TAIL
+)
+"""A checkpoint and its ancestors back to their snapshot, snapshot first."""
+_CHAIN_PG = text(
+    _CHAIN_HEAD
+    + " SELECT c.seq, c.parent_seq, c.chain_len, c.compressed, c.payload, chain.depth + 1"
+    "  FROM chain CROSS JOIN LATERAL (SELECT seq, parent_seq, chain_len, compressed, payload"
+    "   FROM hazel_checkpoints WHERE run_id = :run_id AND seq = chain.parent_seq LIMIT 1) c"
+    "  WHERE chain.chain_len > 0"
+    + _CHAIN_TAIL
+)
+"""The same on PostgreSQL, written so that every step of the recursion is a primary-key lookup whatever the
+table's statistics: with none yet (a new table) the planner joined by ``run_id`` alone and filtered, reading
+the run's whole history once per chain row (5 ms instead of 0.4 ms for 68 rows of a 200-step run)."""
+
+
 @dataclass(frozen=True)
 class SnapshotPolicy:
     """When to store a full snapshot instead of a patch.
@@ -83,6 +111,7 @@ class CheckpointRepo:
     def __init__(self, conn: Connection, policy: SnapshotPolicy) -> None:
         self.conn = conn
         self.policy = policy
+        self._base_bytes: dict[tuple[str, int], int] = {}  # snapshot sizes seen by ``load`` in this transaction
 
     def write(self, cp: NewCheckpoint, tree: Any, parent: ChainPosition | None) -> ChainPosition:
         """Insert checkpoint ``cp`` holding state ``tree`` (a patch against ``parent`` when the policy allows).
@@ -112,22 +141,15 @@ class CheckpointRepo:
 
     def load(self, run_id: str, seq: int) -> LoadedCheckpoint | None:
         """The full state at checkpoint ``seq``: its snapshot plus the patches after it, in one query."""
-        rows = self.conn.execute(text(
-            "WITH RECURSIVE chain(seq, parent_seq, chain_len, compressed, payload, depth) AS ("
-            " SELECT seq, parent_seq, chain_len, compressed, payload, 0 FROM hazel_checkpoints"
-            "  WHERE run_id = :run_id AND seq = :seq"
-            " UNION ALL"
-            " SELECT c.seq, c.parent_seq, c.chain_len, c.compressed, c.payload, chain.depth + 1"
-            "  FROM hazel_checkpoints c JOIN chain ON c.run_id = :run_id AND c.seq = chain.parent_seq"
-            "  WHERE chain.chain_len > 0"
-            ") SELECT seq, chain_len, compressed, payload FROM chain ORDER BY depth DESC"
-        ), {"run_id": run_id, "seq": seq}).all()
+        chain_sql = _CHAIN_PG if self.conn.dialect.name == "postgresql" else _CHAIN
+        rows = self.conn.execute(chain_sql, {"run_id": run_id, "seq": seq}).all()
         if not rows:
             return None
         base = rows[0]
         if base.chain_len != 0:
             raise RuntimeError(f"checkpoint chain of {run_id}#{seq} does not start at a snapshot")
         tree = codec.load_payload(base.payload, base.compressed)
+        self._base_bytes[(run_id, base.seq)] = len(base.payload)
         delta_bytes = 0
         for row in rows[1:]:
             tree = delta.apply(tree, codec.load_payload(row.payload, row.compressed), copy_values=False)
@@ -139,10 +161,12 @@ class CheckpointRepo:
 
     def position(self, loaded: LoadedCheckpoint) -> ChainPosition:
         """The chain position of a loaded checkpoint (to continue writing patches after it)."""
-        base_bytes = self.conn.execute(
-            select(checkpoints.c.stored_bytes).where(
-                (checkpoints.c.run_id == loaded.info.run_id) & (checkpoints.c.seq == loaded.base_seq))
-        ).scalar_one()
+        base_bytes = self._base_bytes.get((loaded.info.run_id, loaded.base_seq))
+        if base_bytes is None:  # loaded in another transaction: ``stored_bytes`` is the payload's length
+            base_bytes = self.conn.execute(
+                select(checkpoints.c.stored_bytes).where(
+                    (checkpoints.c.run_id == loaded.info.run_id) & (checkpoints.c.seq == loaded.base_seq))
+            ).scalar_one()
         return ChainPosition(loaded.info.seq, loaded.tree, loaded.base_seq, base_bytes, loaded.chain_len,
                              loaded.delta_bytes)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from functools import lru_cache
 from typing import Any, Iterable
 
 from sqlalchemy import Connection, and_, bindparam, func, or_, select, update
@@ -19,6 +20,29 @@ _ADVANCE = update(runs).where(
 )
 """The fenced per-step UPDATE, built once: executed with a parameter dict whose keys (besides the two fence
 parameters) are the columns to set, SQLAlchemy reuses its compiled form for each set of keys."""
+
+
+@lru_cache(maxsize=256)
+def _claim_statement(dialect: str, targeted: bool, runnable: tuple[tuple[str, tuple[int, ...]], ...] | None):
+    """The claiming UPDATE for one shape (a given run or the oldest due one; the runnable workflow versions),
+    built once per shape and executed with ``claim_*`` parameters (see ``RunRepo.claim``)."""
+    now = bindparam("claim_now", type_=runs.c.wake_at.type)
+    due = (runs.c.status == RunStatus.READY.value) & (runs.c.wake_at.is_(None) | (runs.c.wake_at <= now))
+    if runnable is not None:
+        due &= or_(*(and_(runs.c.workflow == name, runs.c.workflow_version.in_(list(versions)))
+                     for name, versions in runnable))
+    if targeted:
+        target = runs.c.id == bindparam("claim_run_id")
+    else:
+        pick = select(runs.c.id).where(due).order_by(runs.c.updated_at).limit(1)
+        if dialect == "postgresql":
+            pick = pick.with_for_update(skip_locked=True)
+        target = runs.c.id == pick.scalar_subquery()
+    return update(runs).where(target & due).values(
+        status=RunStatus.RUNNING.value, lease_owner=bindparam("claim_owner"), lease_token=bindparam("claim_token"),
+        lease_expires_at=bindparam("claim_until", type_=runs.c.lease_expires_at.type), wake_at=None,
+        updated_at=now,
+    ).returning(*runs.c)
 
 
 def _run(row: Any) -> Run:
@@ -84,27 +108,14 @@ class RunRepo:
         """Lease one ``ready`` run whose ``wake_at`` has come (``run_id`` to ask for a specific one), among
         the workflow versions in ``runnable`` (``{name: [versions]}``; None: any). Returns the run as leased,
         or None when there is none (or another worker got it first)."""
-        due = (runs.c.status == RunStatus.READY.value) & (
-            runs.c.wake_at.is_(None) | (runs.c.wake_at <= now)
-        )
-        if runnable is not None:
-            if not runnable:
-                return None
-            due &= or_(*(and_(runs.c.workflow == name, runs.c.workflow_version.in_(versions))
-                         for name, versions in runnable.items()))
+        if runnable is not None and not runnable:
+            return None
+        key = None if runnable is None else tuple(sorted((n, tuple(sorted(v))) for n, v in runnable.items()))
+        stmt = _claim_statement(self.conn.dialect.name, run_id is not None, key)
+        params = {"claim_now": now, "claim_owner": owner, "claim_token": token, "claim_until": lease_until}
         if run_id is not None:
-            target = runs.c.id == run_id
-        else:
-            pick = select(runs.c.id).where(due).order_by(runs.c.updated_at).limit(1)
-            if self.conn.dialect.name == "postgresql":
-                pick = pick.with_for_update(skip_locked=True)
-            target = runs.c.id == pick.scalar_subquery()
-        result = self.conn.execute(
-            update(runs).where(target & due).values(
-                status=RunStatus.RUNNING.value, lease_owner=owner, lease_token=token,
-                lease_expires_at=lease_until, wake_at=None, updated_at=now,
-            ).returning(*runs.c)
-        ).first()
+            params["claim_run_id"] = run_id
+        result = self.conn.execute(stmt, params).first()
         return _run(result) if result else None
 
     def renew_leases(self, *, tokens: list[str], lease_until: datetime) -> int:
