@@ -67,7 +67,8 @@ def _sqlite_hooks(engine: Engine, synchronous: str, busy_timeout_ms: int) -> Non
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
         write = conn.get_execution_options().get("hazel_write", True)
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+        # straight to sqlite3 (as exec_driver_sql would, without its execution context: 4 % of a step)
+        conn.connection.driver_connection.execute("BEGIN IMMEDIATE" if write else "BEGIN")
 
 
 def _ping_idle_connections(engine: Engine) -> None:
