@@ -159,7 +159,8 @@ def measure_all(backends: list, sizes: Sizes, *, langgraph: bool, workers: bool 
                 for p in (1, 2):
                     _pause(s, f"w{p}", name, lambda: pause_resume.worker_processes(b, sizes.worker_runs, processes=p))
             if slack:
-                a = _measure(s, ["slack_p50_ms", "slack_p99_ms"], name, lambda: slack_ack.slack_ack(b, sizes.slack_clicks))
+                a = _measure(s, ["slack_p50_ms", "slack_p99_ms"], name,
+                             lambda: slack_ack.slack_ack(b, sizes.slack_clicks))
                 if isinstance(a, str):
                     s.note("slack_p50_ms", name, a)
                     s.note("slack_p99_ms", name, a)

@@ -27,7 +27,8 @@ def floor_us_per_commit(url: str, n_rows: int) -> float:
             cur.execute("CREATE TABLE IF NOT EXISTS hazel_bench_floor (id INTEGER PRIMARY KEY, payload BLOB NOT NULL)")
             insert = "INSERT INTO hazel_bench_floor (payload) VALUES (?)"
         else:
-            cur.execute("CREATE TABLE IF NOT EXISTS hazel_bench_floor (id BIGSERIAL PRIMARY KEY, payload BYTEA NOT NULL)")
+            cur.execute("CREATE TABLE IF NOT EXISTS hazel_bench_floor "
+                        "(id BIGSERIAL PRIMARY KEY, payload BYTEA NOT NULL)")
             insert = "INSERT INTO hazel_bench_floor (payload) VALUES (%s)"
         raw.commit()
         started = time.perf_counter()
