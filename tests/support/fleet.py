@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from datetime import timedelta
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
@@ -27,13 +28,17 @@ ROOT = Path(__file__).resolve().parents[2]
 FLEET = ROOT / "tests" / "workflows" / "fleet.py"
 SME = Actor(id="sme", channel="console", name="sme")
 STEP_SEQS = {"prep": 0, "work": 2, "finish": 3}  # the checkpoint each step of a run starts from
+REMINDER_SLACK_SEC = 2.5
 
 
 class Fleet:
-    def __init__(self, url: str, tmp: Path, *, workers: int = 2, step_sec: float = 0.02, **env: str) -> None:
+    def __init__(self, url: str, tmp: Path, *, workers: int = 2, step_sec: float = 0.02,
+                 remind_sec: float | None = None, **env: str) -> None:
         self.url, self.tmp = url, tmp
+        self.remind_sec = remind_sec
         self.env = {**os.environ, "HAZEL_DATABASE_URL": url, "HAZEL_WORKFLOWS": str(FLEET), "FLEET_DIR": str(tmp),
-                    "HAZEL_WORKERS": "4", "HAZEL_LEASE_SEC": "3", "FLEET_STEP_SEC": str(step_sec), **env}
+                    "HAZEL_WORKERS": "4", "HAZEL_LEASE_SEC": "3", "FLEET_STEP_SEC": str(step_sec),
+                    "FLEET_REMIND_SEC": str(remind_sec or 0), **env}
         self.procs: list[subprocess.Popen] = []
         self.killed: list[int] = []
         registry = Registry()
@@ -61,10 +66,11 @@ class Fleet:
         self.spawn()
         return True
 
-    def run(self, n_runs: int, *, timeout_sec: float = 240,
+    def run(self, n_runs: int, *, timeout_sec: float = 240, decide_after_sec: float = 0.0,
             fault: Callable[[float], None] | None = None) -> dict[str, int]:
-        """Start ``n_runs`` runs, approve each as it waits (8 threads), call ``fault(elapsed_sec)`` between
-        rounds, until every run completed or the time is up. Returns the report."""
+        """Start ``n_runs`` runs, approve each once it has waited ``decide_after_sec`` (8 threads), call
+        ``fault(elapsed_sec)`` between rounds, until every run completed or the time is up. Returns the
+        report."""
         hazel = self.hazel
         run_ids = [hazel.start("fleet", {}, SME).id for _ in range(n_runs)]
         decided: Counter = Counter()
@@ -85,8 +91,10 @@ class Fleet:
             with ThreadPoolExecutor(max_workers=8) as pool:
                 while time.monotonic() - began < timeout_sec:
                     try:
+                        cutoff = hazel.clock() - timedelta(seconds=decide_after_sec)
                         with hazel.store.read() as tx:
-                            waiting = [r.run_id for r in tx.requests.pending(run_ids=run_ids)]
+                            waiting = [r.run_id for r in tx.requests.pending(run_ids=run_ids)
+                                       if r.created_at <= cutoff]
                         list(pool.map(decide, waiting))
                         done = sum(1 for r in hazel.runs(limit=10_000) if r.status is RunStatus.COMPLETED)
                     except OperationalError:
@@ -144,6 +152,14 @@ class Fleet:
                     if cp.step in STEP_SEQS:
                         committed[(cp.step, rid)] += 1
         expected = [(step, rid) for rid in run_ids for step in STEP_SEQS]
+        with self.hazel.store.read() as tx:
+            reminders = Counter(m.request_id for m in tx.outbox.list(limit=100_000) if m.kind == "reminder")
+            requests = [r for rid in run_ids for r in tx.requests.for_run(rid)]
+        # a reminder due well before its request was decided must have been sent (the slack covers the
+        # scheduler's tick and its backlog when hundreds of requests fall due at once under load)
+        overdue = [] if self.remind_sec is None else [
+            r for r in requests if r.decided_at is not None
+            and (r.decided_at - r.created_at).total_seconds() >= self.remind_sec + REMINDER_SLACK_SEC]
         return {
             "runs": len(run_ids),
             "runs completed": sum(1 for rid in run_ids if rid in runs and runs[rid].status is RunStatus.COMPLETED),
@@ -154,4 +170,7 @@ class Fleet:
             "steps committed twice": sum(1 for key in expected if committed[key] > 1),
             "steps executed again after a fault": sum(n - 1 for n in started.values() if n > 1),
             "workers killed": len(self.killed),
+            "reminders sent": sum(reminders.values()),
+            "requests reminded more than once": sum(1 for n in reminders.values() if n > 1),
+            "reminders overdue but never sent": sum(1 for r in overdue if reminders[r.id] == 0),
         }
