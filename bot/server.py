@@ -5,6 +5,9 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+import time
+
+from sqlalchemy.exc import OperationalError
 
 from bot.metrics import HazelMetrics
 from bot.scheduler import Scheduler
@@ -22,12 +25,27 @@ def build(settings: Settings, *, workers: int | None = None,
     """The engine and its worker pool, with the configured channels; runs left by dead processes are
     recovered."""
     hazel = Hazel(settings, channels=channels_from_settings(settings), console=console)
-    recovered = hazel.prepare()
+    recovered = prepare_when_reachable(hazel)
     if recovered:
         log.warning("recovered %d run(s) on start", len(recovered))
     pool = WorkerPool(hazel, threads=workers if workers is not None else settings.workers,
                       sweep_sec=settings.sweep_sec)
     return hazel, pool
+
+
+def prepare_when_reachable(hazel: Hazel, *, max_backoff_sec: float = 10.0) -> list[str]:
+    """``hazel.prepare()``, waiting for the database while it is unreachable (a long-running process started
+    during a database restart waits instead of exiting). A schema that needs ``hazel db upgrade`` still fails
+    at once. Returns the recovered run ids."""
+    backoff = 0.5
+    while True:
+        try:
+            return hazel.prepare()
+        except OperationalError as exc:
+            log.warning("database unreachable (%s); retrying in %.1fs", str(exc.orig).splitlines()[0][:200]
+                        if exc.orig else type(exc).__name__, backoff)
+            time.sleep(backoff)
+            backoff = min(backoff * 2, max_backoff_sec)
 
 
 def serve(settings: Settings, *, host: str, port: int, workers: int | None = None,
