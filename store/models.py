@@ -111,7 +111,7 @@ class Run(_Record):
 
 
 class CheckpointInfo(_Record):
-    """A checkpoint's metadata (its state is loaded separately, see ``store.Store.load_state``)."""
+    """A checkpoint's metadata (its state is loaded separately: ``tx.checkpoints.load(run_id, seq)``)."""
 
     run_id: str
     seq: int

@@ -13,13 +13,7 @@ import pytest
 from store.models import RunStatus
 from tests.conftest import _truncate
 from tests.support.fleet import SME, Fleet
-
-
-def wait_for(predicate, timeout_sec: float, what: str) -> None:  # noqa: ANN001
-    deadline = time.monotonic() + timeout_sec
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
+from tests.support.waiting import wait_until
 
 
 @pytest.mark.slow
@@ -30,9 +24,9 @@ def test_listen_notify_wakes_another_process(pg_url: str, tmp_path: Path) -> Non
     try:
         time.sleep(1.5)  # let it start and LISTEN
         run = hazel.start("fleet", {}, SME)
-        wait_for(lambda: hazel.get(run.id).status is RunStatus.WAITING, 15, "the worker to take the new run")
+        wait_until(lambda: hazel.get(run.id).status is RunStatus.WAITING, 15, "the worker to take the new run")
         hazel.decide(run.id, "approve", SME)
-        wait_for(lambda: hazel.get(run.id).status is RunStatus.COMPLETED, 15, "the worker to resume the run")
+        wait_until(lambda: hazel.get(run.id).status is RunStatus.COMPLETED, 15, "the worker to resume the run")
     finally:
         fleet.close()
 

@@ -14,6 +14,7 @@ from store.models import Actor, RunStatus
 from tests.bot.slack.conftest import DEPLOYS, MIGRATIONS, PRIYA, SlackEnv, example
 from tests.support.fake_slack import FakeSlack
 from tests.support.jira_env import jira_env
+from tests.support.waiting import wait_until
 
 N_RUNS = 12
 
@@ -23,13 +24,6 @@ def _offline(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:  # noqa: ANN001
     for name in ("HAZEL_LLM_BASE_URL", "HAZEL_LLM_API_KEY", "HAZEL_LLM_MODEL"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HAZEL_OUTPUT_DIR", str(tmp_path / "out"))
-
-
-def wait_until(predicate, timeout_sec: float, what: str) -> None:  # noqa: ANN001
-    deadline = time.monotonic() + timeout_sec
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 @pytest.mark.slow
