@@ -37,7 +37,7 @@ class Sizes:
 
 
 FULL = Sizes()
-QUICK = Sizes(reps=3, floor_rows=300, pause_runs=100, worker_runs=60, slack_clicks=30, serve_settle_sec=0.5)
+QUICK = Sizes(reps=3, floor_rows=300, pause_runs=100, worker_runs=40, slack_clicks=20, serve_settle_sec=0.3)
 
 
 def rows(sizes: Sizes) -> list[Row]:
