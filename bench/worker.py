@@ -1,6 +1,7 @@
 """A worker process for the pause-and-resume bench: ``python -m bench.worker URL OUT_JSON THREADS``.
 
-It is ``hazel worker`` (``bot.server.build`` + ``WorkerPool`` + outbox delivery to a discarded console) with
+It is ``hazel worker`` without the scheduler (``bot.server.build`` + ``WorkerPool``, woken by LISTEN/NOTIFY on
+PostgreSQL, + outbox delivery to a discarded console) with
 ``Runner.on_step`` recording ``[run_id, step, time.monotonic()]``; on SIGTERM it stops and writes the records to
 ``OUT_JSON``. CLOCK_MONOTONIC is one clock for every process on the machine, so the bench process can compare
 these times with its own.
