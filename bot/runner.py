@@ -30,7 +30,7 @@ from bot.errors import VersionUnavailableError
 from bot.logs import bind_log_context
 from bot.registry import Registry
 from bot.workflow import Step, StepContext, SteeringPoint, Workflow
-from store import LeaseLostError, NewCheckpoint, Store
+from store import Fence, LeaseLostError, NewCheckpoint, Store
 from store.models import Actor, Run, RunStatus
 
 log = logging.getLogger("hazel.runner")
@@ -267,15 +267,14 @@ class Runner:
             next_node = wf.nodes.get(next_name) if next_name else None
             status = (RunStatus.COMPLETED if next_node is None else
                       RunStatus.WAITING if isinstance(next_node, SteeringPoint) else RunStatus.RUNNING)
-            with self.store.transaction() as tx:
-                tx.runs.advance(run.id, token=token, now=now, head_seq=last_seq, last_seq=last_seq,
-                                status=status, attempt=0, error=None, error_traceback=None,
-                                lease_expires_at=now + timedelta(seconds=self.lease_sec)
-                                if status is RunStatus.RUNNING else None)
+            with self.store.transaction() as tx:  # the checkpoint and the run's head, fenced by the lease
                 position = tx.checkpoints.write(NewCheckpoint(
                     run_id=run.id, seq=last_seq, parent_seq=seq, branch=branch, step=node.name,
                     next_step=next_name, workflow_version=wf.version, created_at=now,
-                ), new_tree, position)
+                ), new_tree, position, fence=Fence(run.id, token, now, dict(
+                    head_seq=last_seq, last_seq=last_seq, status=status, attempt=0, error=None,
+                    error_traceback=None, lease_expires_at=now + timedelta(seconds=self.lease_sec)
+                    if status is RunStatus.RUNNING else None)))
                 if isinstance(next_node, SteeringPoint):
                     transitions.open_request(tx, run_id=run.id, wf=wf, point=next_node, checkpoint_seq=last_seq,
                                              now=now, steps=result.steps)

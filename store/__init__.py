@@ -14,7 +14,7 @@ from sqlalchemy import Connection, Engine
 
 from store import db
 from store.audit import EventRepo
-from store.checkpoints import ChainPosition, CheckpointRepo, NewCheckpoint, SnapshotPolicy
+from store.checkpoints import ChainPosition, CheckpointRepo, Fence, NewCheckpoint, SnapshotPolicy
 from store.errors import DuplicateDecisionError, LeaseLostError, SchemaNotReadyError, StoreError
 from store.notify import notify_ready
 from store.outbox import OutboxRepo
@@ -24,7 +24,7 @@ from store.steering import DecisionRepo, RequestRepo
 from store.timers import TimerRepo
 
 __all__ = [
-    "ChainPosition", "DuplicateDecisionError", "LeaseLostError", "NewCheckpoint", "SchemaNotReadyError",
+    "ChainPosition", "DuplicateDecisionError", "Fence", "LeaseLostError", "NewCheckpoint", "SchemaNotReadyError",
     "SnapshotPolicy", "Store", "StoreError", "Tx",
 ]
 

@@ -13,11 +13,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, func, select, text
+from functools import lru_cache
+
+from sqlalchemy import Connection, bindparam, func, select, text, update
 
 from store import codec, delta
+from store.errors import LeaseLostError
 from store.models import CheckpointInfo, LoadedCheckpoint
-from store.schema import checkpoints
+from store.runs import RunRepo, advance_values, fence_condition
+from store.schema import checkpoints, runs
 
 _INFO_COLUMNS = [c for c in checkpoints.c if c.name not in ("payload", "compressed", "base_seq", "chain_len")]
 _INSERT = checkpoints.insert()
@@ -83,6 +87,33 @@ class ChainPosition:
 
 
 @dataclass(frozen=True)
+class Fence:
+    """Move the leased run along in the same write as its checkpoint: ``values`` are the run's columns to set
+    (as for ``RunRepo.advance``), applied only while ``token`` still holds the run's lease."""
+
+    run_id: str
+    token: str
+    now: datetime
+    values: dict[str, Any]
+
+
+@lru_cache(maxsize=64)
+def _fenced_insert(keys: tuple[str, ...]):  # noqa: ANN202
+    """PostgreSQL: the fenced run UPDATE and the checkpoint INSERT in ONE statement (a data-modifying CTE), so a
+    step costs the database one round trip plus the commit, like a bare INSERT. The INSERT selects from the
+    UPDATE's RETURNING: no lease, no row."""
+    fenced = (update(runs).where(fence_condition())
+              .values({k: bindparam(f"run_{k}", type_=runs.c[k].type) for k in keys})
+              .returning(runs.c.id).cte("fenced"))
+    columns = list(checkpoints.c)
+    # every parameter is prefixed: a bare name matching a column of hazel_runs would join the UPDATE's SET
+    rows = select(*(bindparam(f"cp_{c.name}", type_=c.type) for c in columns)).select_from(fenced)
+    # preserve_rowcount: SQLAlchemy reports an INSERT's rowcount only when asked (0 rows = lease lost)
+    return (checkpoints.insert().from_select([c.name for c in columns], rows)
+            .execution_options(preserve_rowcount=True))
+
+
+@dataclass(frozen=True)
 class NewCheckpoint:
     """Everything a checkpoint row needs besides its position (see ``CheckpointInfo`` for meanings)."""
 
@@ -113,9 +144,15 @@ class CheckpointRepo:
         self.policy = policy
         self._base_bytes: dict[tuple[str, int], int] = {}  # snapshot sizes seen by ``load`` in this transaction
 
-    def write(self, cp: NewCheckpoint, tree: Any, parent: ChainPosition | None) -> ChainPosition:
-        """Insert checkpoint ``cp`` holding state ``tree`` (a patch against ``parent`` when the policy allows).
-        Returns its chain position, to pass as ``parent`` for the next one."""
+    def write(self, cp: NewCheckpoint, tree: Any, parent: ChainPosition | None, *,
+              fence: Fence | None = None) -> ChainPosition:
+        """Insert checkpoint ``cp`` holding state ``tree`` (a patch against ``parent`` when the policy allows)
+        and, with ``fence``, advance its leased run in the same write. Returns its chain position, to pass as
+        ``parent`` for the next one.
+
+        Raises:
+            LeaseLostError: with ``fence``, the run is no longer leased by its token (nothing was written).
+        """
         payload = compressed = None
         if parent is not None and parent.seq == cp.parent_seq:
             ops = delta.diff(parent.tree, tree)
@@ -131,12 +168,24 @@ class CheckpointRepo:
             position = ChainPosition(cp.seq, tree, cp.seq, len(payload), 0, 0)
         else:
             position = ChainPosition(cp.seq, tree, parent.base_seq, parent.base_bytes, chain_len, delta_bytes)
-        self.conn.execute(_INSERT, dict(
+        row = dict(
             run_id=cp.run_id, seq=cp.seq, parent_seq=cp.parent_seq, branch=cp.branch, step=cp.step,
             next_step=cp.next_step, workflow_version=cp.workflow_version, created_at=cp.created_at,
             base_seq=position.base_seq, chain_len=position.chain_len, stored_bytes=len(payload),
             compressed=compressed, payload=payload, decision_id=cp.decision_id, handoff=cp.handoff,
-        ))
+        )
+        if fence is None:
+            self.conn.execute(_INSERT, row)
+        elif self.conn.dialect.name == "postgresql":
+            values = advance_values(fence.values, fence.now)
+            res = self.conn.execute(_fenced_insert(tuple(sorted(values))), {
+                **{f"cp_{k}": v for k, v in row.items()}, **{f"run_{k}": v for k, v in values.items()},
+                "fence_run_id": fence.run_id, "fence_token": fence.token})
+            if res.rowcount != 1:
+                raise LeaseLostError(f"run {fence.run_id} is no longer leased by this worker")
+        else:  # SQLite: two statements in process, no round trip to save
+            RunRepo(self.conn).advance(fence.run_id, token=fence.token, now=fence.now, **fence.values)
+            self.conn.execute(_INSERT, row)
         return position
 
     def load(self, run_id: str, seq: int) -> LoadedCheckpoint | None:

@@ -14,10 +14,28 @@ from store.schema import runs
 
 ACTIVE = (RunStatus.READY.value, RunStatus.RUNNING.value, RunStatus.WAITING.value)
 
-_ADVANCE = update(runs).where(
-    (runs.c.id == bindparam("fence_run_id")) & (runs.c.lease_token == bindparam("fence_token"))
-    & (runs.c.status == RunStatus.RUNNING.value)
-)
+
+def fence_condition():  # noqa: ANN201
+    """The run is still leased by the token in parameter ``fence_token`` (and not cancelled meanwhile)."""
+    return ((runs.c.id == bindparam("fence_run_id")) & (runs.c.lease_token == bindparam("fence_token"))
+            & (runs.c.status == RunStatus.RUNNING.value))
+
+
+def advance_values(values: dict[str, Any], now: datetime) -> dict[str, Any]:
+    """The columns a fenced advance sets: ``values`` (a ``RunStatus`` as its value), ``updated_at``, and the
+    lease cleared when the run leaves ``running``."""
+    values = dict(values)
+    if isinstance(values.get("status"), RunStatus):
+        values["status"] = values["status"].value
+    if values.get("status") not in (None, RunStatus.RUNNING.value):
+        values.setdefault("lease_owner", None)
+        values.setdefault("lease_token", None)
+        values.setdefault("lease_expires_at", None)
+    values["updated_at"] = now
+    return values
+
+
+_ADVANCE = update(runs).where(fence_condition())
 """The fenced per-step UPDATE, built once: executed with a parameter dict whose keys (besides the two fence
 parameters) are the columns to set, SQLAlchemy reuses its compiled form for each set of keys."""
 
@@ -152,13 +170,8 @@ class RunRepo:
         Raises:
             LeaseLostError: the lease moved to another worker, or the run was cancelled meanwhile.
         """
-        if "status" in values and isinstance(values["status"], RunStatus):
-            values["status"] = values["status"].value
-        if values.get("status") not in (None, RunStatus.RUNNING.value):
-            values.setdefault("lease_owner", None)
-            values.setdefault("lease_token", None)
-            values.setdefault("lease_expires_at", None)
-        res = self.conn.execute(_ADVANCE, {**values, "updated_at": now, "fence_run_id": run_id, "fence_token": token})
+        res = self.conn.execute(_ADVANCE, {**advance_values(values, now), "fence_run_id": run_id,
+                                           "fence_token": token})
         if res.rowcount != 1:
             raise LeaseLostError(f"run {run_id} is no longer leased by this worker")
 

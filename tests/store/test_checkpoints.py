@@ -90,3 +90,33 @@ def test_a_fork_loads_its_own_branch(store: Store) -> None:
         info = tx.checkpoints.info("r1", 3)
         assert info.parent_seq == 1 and info.branch == 1
         assert tx.checkpoints.load("r1", 99) is None
+
+
+def test_a_fenced_write_needs_the_lease(store: Store) -> None:
+    """The checkpoint and the run's head are written together, and only by the lease holder: with a stale
+    token nothing is written (one statement on PostgreSQL, two in one transaction on SQLite)."""
+    from datetime import timedelta
+
+    import pytest
+
+    from store import Fence, LeaseLostError
+
+    new_run(store)
+    now = datetime.now(timezone.utc)
+    with store.transaction() as tx:
+        p0 = tx.checkpoints.write(cp(0, None), {"v": 0}, None)
+        claimed = tx.runs.claim(owner="me", token="tok-1", now=now, lease_until=now + timedelta(seconds=60))
+    assert claimed is not None and claimed.status is RunStatus.RUNNING
+    with pytest.raises(LeaseLostError):
+        with store.transaction() as tx:
+            tx.checkpoints.write(cp(1, 0), {"v": 1}, p0,
+                                 fence=Fence("r1", "stale-token", now, {"head_seq": 1, "last_seq": 1}))
+    with store.read() as tx:
+        assert tx.checkpoints.info("r1", 1) is None and tx.runs.get("r1").head_seq == 0
+    with store.transaction() as tx:
+        tx.checkpoints.write(cp(1, 0), {"v": 1}, p0, fence=Fence(
+            "r1", "tok-1", now, {"head_seq": 1, "last_seq": 1, "status": RunStatus.WAITING}))
+    with store.read() as tx:
+        run = tx.runs.get("r1")
+        assert tx.checkpoints.load("r1", 1).tree == {"v": 1}
+        assert (run.head_seq, run.last_seq, run.status, run.lease_token) == (1, 1, RunStatus.WAITING, None)
