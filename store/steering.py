@@ -18,6 +18,10 @@ from store.models import Action, Decision, RequestStatus, SteeringRequest
 from store.schema import decisions, steering_requests
 
 
+_INSERT_DECISION = decisions.insert().returning(decisions.c.id)
+"""Built once; executed with a parameter dict."""
+
+
 def _request(row: Any) -> SteeringRequest:
     return SteeringRequest.model_validate(dict(row._mapping))
 
@@ -129,20 +133,18 @@ class DecisionRepo:
 
         Raises:
             DuplicateDecisionError: this person already decided this request, or ``delivery_id`` was seen
-                before on this channel. The insert runs in a SAVEPOINT, so the surrounding transaction
-                stays usable (to read who decided, for the refusal message).
+                before on this channel (``by_delivery`` tells which, from the unique constraint named in the
+                database's error). The transaction is then unusable on PostgreSQL: let it roll back.
         """
         try:
-            with self.conn.begin_nested():
-                res = self.conn.execute(decisions.insert().values(
-                    run_id=run_id, request_id=request_id, action=action.value, actor_id=actor_id,
-                    actor_name=actor_name, channel=channel, payload=payload, created_at=now,
-                    delivery_id=delivery_id,
-                ).returning(decisions.c.id))
-                return int(res.scalar_one())
+            res = self.conn.execute(_INSERT_DECISION, dict(
+                run_id=run_id, request_id=request_id, action=action.value, actor_id=actor_id, actor_name=actor_name,
+                channel=channel, payload=payload, created_at=now, delivery_id=delivery_id))
+            return int(res.scalar_one())
         except IntegrityError as exc:
-            by_delivery = delivery_id is not None and self.by_delivery(channel, delivery_id) is not None
-            raise DuplicateDecisionError(str(exc.orig), by_delivery=by_delivery) from exc
+            # SQLite names the columns ("…hazel_decisions.delivery_id"), PostgreSQL the constraint
+            # ("uq_hazel_decisions_channel_delivery_id"): both mention delivery_id only for that key.
+            raise DuplicateDecisionError(str(exc.orig), by_delivery="delivery_id" in str(exc.orig)) from exc
 
     def get(self, decision_id: int) -> Decision | None:
         row = self.conn.execute(select(decisions).where(decisions.c.id == decision_id)).first()
