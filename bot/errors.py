@@ -12,7 +12,9 @@
     ├── InvalidInputError (ValueError): a run's input does not fit the workflow's state model
     ├── ConfigurationError (ValueError): a setting is missing or malformed
     ├── AlreadyDecidedError: someone (maybe the same person) decided first; says who and when
-    └── RunStateError (RuntimeError): the run is not in a state that allows this (retry a running run, …)
+    ├── RunStateError (RuntimeError): the run is not in a state that allows this (retry a running run, …)
+    └── StepContractError (TypeError): a step returned something that is not its state, or routed to an
+        unknown node; the run fails at once (no retry can help)
 """
 
 from __future__ import annotations
@@ -65,6 +67,10 @@ class ConfigurationError(HazelError, ValueError):
 
 
 class RunStateError(HazelError, RuntimeError):
+    pass
+
+
+class StepContractError(HazelError, TypeError):
     pass
 
 

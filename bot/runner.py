@@ -26,7 +26,7 @@ from pydantic import BaseModel, ValidationError
 
 from bot import transitions, versions
 from bot.clock import utcnow
-from bot.errors import VersionUnavailableError
+from bot.errors import StepContractError, VersionUnavailableError
 from bot.logs import bind_log_context
 from bot.registry import Registry
 from bot.workflow import Step, StepContext, SteeringPoint, Workflow
@@ -167,9 +167,11 @@ class Runner:
     # -- executing ----------------------------------------------------------------------------------------
 
     @bind_log_context(run_id="run.id")
-    def drive(self, run: Run) -> DriveResult:
+    def drive(self, run: Run, *, hand_back: threading.Event | None = None) -> DriveResult:
         """Execute the leased ``run`` until it waits at a steering point, ends, fails, is scheduled for a
-        retry, or loses its lease. Returns what happened; never raises for a step's own error."""
+        retry, or loses its lease; or, once ``hand_back`` is set (the process is stopping), until the step in
+        flight is checkpointed, handing the run back as ``ready``. Returns what happened; never raises for a
+        step's own error."""
         token = run.lease_token
         assert token is not None, "drive() needs a run claimed by this runner"
         result = DriveResult(run=None)
@@ -178,7 +180,7 @@ class Runner:
             if resolved is None:
                 return result
             wf, run = resolved
-            self._execute(run, wf, token, result)
+            self._execute(run, wf, token, result, hand_back)
         except LeaseLostError:
             log.warning("run %s: lease lost (cancelled or taken over); stopping here", run.id)
             result.lease_lost = True
@@ -217,7 +219,8 @@ class Runner:
         assert migrated is not None
         return target, migrated
 
-    def _execute(self, run: Run, wf: Workflow, token: str, result: DriveResult) -> None:
+    def _execute(self, run: Run, wf: Workflow, token: str, result: DriveResult,
+                 hand_back: threading.Event | None = None) -> None:
         with self.store.read() as tx:
             head = tx.checkpoints.load(run.id, run.head_seq)
             assert head is not None, f"run {run.id} has no checkpoint #{run.head_seq}"
@@ -257,12 +260,12 @@ class Runner:
                 new_state = self._timed_call(node, wf, state, ctx)
                 next_name = ctx._goto or wf.next_of(node.name)
                 if next_name is not None and next_name not in wf.nodes:
-                    raise LookupError(f"step {node.name!r} routed to unknown node {next_name!r}")
+                    raise StepContractError(f"step {node.name!r} routed to unknown node {next_name!r}")
                 new_tree = wf.codec.encode(new_state)
             except Exception as exc:  # the step's own error: retry or fail, never crash the worker
                 self._failed(run, wf, node, token, attempt + 1, exc)
                 return
-            result.steps.append(node.name)
+            done = [*result.steps, node.name]
             last_seq += 1
             next_node = wf.nodes.get(next_name) if next_name else None
             status = (RunStatus.COMPLETED if next_node is None else
@@ -277,11 +280,18 @@ class Runner:
                     if status is RunStatus.RUNNING else None)))
                 if isinstance(next_node, SteeringPoint):
                     transitions.open_request(tx, run_id=run.id, wf=wf, point=next_node, checkpoint_seq=last_seq,
-                                             now=now, steps=result.steps)
+                                             now=now, steps=done)
                 elif next_node is None:
-                    transitions.progress(tx, run_id=run.id, now=now, event="completed", steps=result.steps)
+                    transitions.progress(tx, run_id=run.id, now=now, event="completed", steps=done)
+            result.steps.append(node.name)  # only once its checkpoint is committed
             if status is not RunStatus.RUNNING:
                 self.on_outbox()
+                return
+            if hand_back is not None and hand_back.is_set():  # the process is stopping: hand the run back
+                with self.store.transaction() as tx:
+                    tx.runs.advance(run.id, token=token, now=self.clock(), status=RunStatus.READY)
+                    tx.notify_ready(run.id)
+                log.info("run %s handed back at checkpoint #%d: this process is stopping", run.id, last_seq)
                 return
             state, tree, seq, node_name, handoff, attempt = new_state, new_tree, last_seq, next_name, {}, 0
 
@@ -308,14 +318,17 @@ class Runner:
             try:
                 return wf.state.model_validate({**state.model_dump(), **out})
             except ValidationError as exc:
-                raise TypeError(f"step {step.name!r} returned fields that fail validation: {exc}") from exc
-        raise TypeError(f"step {step.name!r} must return {wf.state.__name__}, a dict of changed fields, or None; "
-                        f"got {type(out).__name__}")
+                raise StepContractError(f"step {step.name!r} returned fields that fail validation: {exc}") \
+                    from exc
+        raise StepContractError(f"step {step.name!r} must return {wf.state.__name__}, a dict of changed fields, "
+                                f"or None; got {type(out).__name__}")
 
     def _failed(self, run: Run, wf: Workflow, step: Step, token: str, attempts: int, exc: Exception) -> None:
         now = self.clock()
         message = f"{type(exc).__name__}: {exc}"
         trace = "".join(traceback.format_exception(exc))
+        if isinstance(exc, StepContractError):
+            attempts = step.max_attempts  # a broken contract fails the same way every time: no retry
         log.warning("run %s step %s attempt %d/%d failed: %s", run.id, step.name, attempts, step.max_attempts,
                     message)
         with self.store.transaction() as tx:

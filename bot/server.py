@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import threading
 import time
 
+from typing import Iterator
+
+import uvicorn
 from sqlalchemy.exc import OperationalError
 
 from bot.metrics import HazelMetrics
@@ -51,9 +55,7 @@ def prepare_when_reachable(hazel: Hazel, *, max_backoff_sec: float = 10.0) -> li
 def serve(settings: Settings, *, host: str, port: int, workers: int | None = None,
           socket_mode: bool = False) -> None:
     """Serve HTTP with uvicorn; run workers and outbox delivery in this process (and Slack Socket Mode
-    when ``socket_mode``)."""
-    import uvicorn
-
+    when ``socket_mode``). SIGINT or SIGTERM stops it: steps in flight finish and checkpoint first."""
     hazel, pool = build(settings, workers=workers)
     app = create_app(hazel, routers=http_routers(hazel, settings))
     pool.start()
@@ -62,15 +64,33 @@ def serve(settings: Settings, *, host: str, port: int, workers: int | None = Non
     socket = start_socket_mode(hazel, settings) if socket_mode else None
     scheduler = Scheduler.from_settings(hazel)
     scheduler.start()
+    # log_config=None: uvicorn's records go through the handler of bot.logs.configure_logging.
+    server = _Server(uvicorn.Config(app, host=host, port=port, log_level=settings.log_level.lower(),
+                                    log_config=None))
     try:
-        # log_config=None: uvicorn's records go through the handler of bot.logs.configure_logging.
-        uvicorn.run(app, host=host, port=port, log_level=settings.log_level.lower(), log_config=None)
+        server.run()
     finally:
+        log.info("stopping: letting steps in flight finish and checkpoint")
         if socket is not None:
             socket.close()
         scheduler.stop()
         pool.stop()
         hazel.close()
+        log.info("stopped")
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, except that SIGINT/SIGTERM only stop it: the signal is not raised again after its
+    shutdown (as uvicorn does), so that ``serve`` stops its workers cleanly and exits 0."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        previous = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
 
 def work(settings: Settings, *, workers: int | None = None, until_idle: bool = False,

@@ -48,6 +48,20 @@ from store.models import (
 log = logging.getLogger("hazel")
 
 
+def _unknown_fields(model: type[BaseModel], data: object) -> list[str]:
+    """Keys of an input dict that the state model would silently drop (a typo must not start a run with a
+    default in its place). Models that allow extra fields accept anything."""
+    if not isinstance(data, dict) or model.model_config.get("extra") == "allow":
+        return []
+    known = set(model.model_fields)
+    for name, field in model.model_fields.items():
+        if field.alias:
+            known.add(field.alias)
+        if isinstance(field.validation_alias, str):
+            known.add(field.validation_alias)
+    return sorted(str(k) for k in data if k not in known)
+
+
 def new_run_id() -> str:
     """12 hex characters (48 random bits)."""
     return secrets.token_hex(6)
@@ -148,6 +162,10 @@ class Hazel:
         wf = self.registry.get(workflow, version)
         if not wf.starters.empty and not is_approver(wf.starters, actor):
             raise NotAllowedError(f"{actor.label} may not start {wf.label}: only {wf.starters.describe()} may")
+        unknown = _unknown_fields(wf.state, input)
+        if unknown:
+            raise InvalidInputError(f"invalid input for {wf.label}: unknown field {', '.join(map(repr, unknown))} "
+                                    f"(fields: {', '.join(wf.state.model_fields)})")
         try:
             state = wf.codec.validate(input if input is not None else {})
         except ValidationError as exc:
@@ -221,11 +239,14 @@ class Hazel:
         with self.store.read() as tx:
             if ref and tx.runs.get(ref) is not None:
                 return ref
-            matches = tx.runs.find_by_prefix(ref) if len(ref) >= 4 else []
+            matches = tx.runs.find_by_prefix(ref, limit=6) if len(ref) >= 4 else []
         if len(matches) == 1:
             return matches[0]
         if matches:
-            raise RunNotFoundError(f"run id {ref!r} is ambiguous: it starts {', '.join(matches)}, …")
+            listed = ", ".join(matches[:5]) + (", …" if len(matches) > 5 else "")
+            raise RunNotFoundError(f"run id {ref!r} is ambiguous: it starts {listed}")
+        if 0 < len(ref) < 4:
+            raise RunNotFoundError(f"no run {ref!r}: a shortened run id needs at least 4 characters")
         raise RunNotFoundError(f"no run {ref!r} (see `hazel runs`)")
 
     def get(self, run_id: str) -> Run:

@@ -101,11 +101,22 @@ class Steering:
             raise RunNotFoundError(f"no run {run_id!r}")
         return run
 
-    def _request(self, tx: Tx, run: Run, request_id: int | None) -> SteeringRequest:
+    def _request(self, tx: Tx, run: Run, request_id: int | None, point: str | None = None) -> SteeringRequest:
+        if request_id is None and point is not None:
+            at_point = tx.requests.latest_at_point(run.id, point)
+            if at_point is None:
+                raise NoPendingRequestError(f"run {run.id} has never asked anything at {point!r}")
+            request_id = at_point.id
         if request_id is None:
             request = tx.requests.pending_for_run(run.id)
             if request is None:
-                raise NoPendingRequestError(f"run {run.id} is {run.status.value}, not waiting on a steering request")
+                last = tx.requests.latest_for_run(run.id)
+                tail = ""
+                if last is not None and last.decided_at is not None:
+                    tail = (f" (its last request, {last.title!r}, was {PAST_TENSE.get(last.decided_action or '', 'closed')}"
+                            f" by {last.decided_by or 'Hazel'} at {when(last.decided_at)})")
+                raise NoPendingRequestError(
+                    f"run {run.id} is {run.status.value}, not waiting on a steering request{tail}")
             return request
         request = tx.requests.get(request_id)
         if request is None or request.run_id != run.id:
@@ -113,6 +124,16 @@ class Steering:
         if request.status is not RequestStatus.PENDING:
             raise self._already(tx, request)
         return request
+
+    def request_for(self, run_id: str, *, request_id: int | None = None,
+                    point: str | None = None) -> SteeringRequest:
+        """The pending request a decision would apply to (see ``decide`` for ``request_id`` and ``point``).
+
+        Raises:
+            RunNotFoundError, NoPendingRequestError, AlreadyDecidedError (with who and when).
+        """
+        with self.store.read() as tx:
+            return self._request(tx, self._run(tx, run_id), request_id, point)
 
     @staticmethod
     def _already(tx: Tx, request: SteeringRequest) -> AlreadyDecidedError:
@@ -154,8 +175,11 @@ class Steering:
 
     @bind_log_context(run_id="run_id", request_id="request_id")
     def decide(self, run_id: str, action: str | Action, actor: Actor, *, payload: dict[str, Any] | None = None,
-               request_id: int | None = None, delivery_id: str | None = None) -> DecisionOutcome:
-        """Take ``action`` on the run's pending steering request (or request ``request_id``).
+               request_id: int | None = None, point: str | None = None,
+               delivery_id: str | None = None) -> DecisionOutcome:
+        """Take ``action`` on the run's pending steering request, or on request ``request_id``, or on the run's
+        latest request at steering point ``point`` (so that a decision meant for one request never lands on the
+        next one: a decided request is refused with who decided and when).
 
         ``payload``: edit ``{"value": new value of the shown field}``; reject ``{"reason": str}``;
         feedback ``{"text": str}``; rewind ``{"to": seq or node name, "feedback": str?, "edits": {field: v}?}``.
@@ -175,7 +199,7 @@ class Steering:
                                edits=payload.get("edits"), request_id=request_id, delivery_id=delivery_id)
         with self.store.read() as tx:
             run = self._run(tx, run_id)
-            request = self._request(tx, run, request_id)
+            request = self._request(tx, run, request_id, point)
         wf, run, request = self._current(run, request)
         point = point_in(wf, request.point, run)
         self._check(point, action, actor, run, request)
@@ -422,7 +446,8 @@ class Steering:
                 # start here instead of replaying the old chain (a rewind is rare; its loads are not)
                 tx.notify_ready(run.id)
                 tx.events.add(action="decision.rewind", actor=actor, now=now, run_id=run.id,
-                              request_id=request.id if request else None, to_seq=target.seq, to_step=target.step,
+                              request_id=request.id if request else None, to_seq=target.seq,
+                              continues_at=next_node,
                               feedback=feedback, edited_fields=sorted(edits) if edits else None)
                 hooks.emit(tx, "run.decided", run_id=run.id, now=now, request=after, decision_id=decision_id,
                            action=Action.REWIND.value, actor=hooks.actor_facts(actor), settled=True, payload=payload)
@@ -465,6 +490,9 @@ class Steering:
             cp = tx.checkpoints.info(run.id, seq)  # one row: a numbered target never reads the whole history
             if cp is not None:
                 return cp
+            if 0 <= seq <= run.last_seq:  # it existed: its history was pruned
+                kept = ", ".join(f"#{c.seq}" for c in tx.checkpoints.list(run.id, newest=5))
+                raise CheckpointNotFoundError(f"checkpoint #{seq} of run {run.id} was pruned (kept: {kept})")
             raise CheckpointNotFoundError(f"run {run.id} has no checkpoint #{seq} (it has #0..#{run.last_seq})")
         history = tx.checkpoints.list(run.id)
         by_seq = {cp.seq: cp for cp in history}
@@ -476,6 +504,10 @@ class Steering:
             if cp.next_step == to:
                 return cp
         steps = sorted({cp.next_step for cp in history if cp.next_step})
+        if len(history) < run.last_seq + 1:
+            raise CheckpointNotFoundError(
+                f"no kept checkpoint of run {run.id} runs {to!r} next: its history was pruned (kept: "
+                + ", ".join(f"#{c.seq}" for c in history[-5:]) + "); rewind to a kept checkpoint by number")
         raise CheckpointNotFoundError(f"run {run.id} never reached {to!r} (known: {', '.join(steps)})")
 
     # -- run-level actions ------------------------------------------------------------------------------------

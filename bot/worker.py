@@ -51,6 +51,8 @@ class WorkerPool:
             self._threads.append(t)
 
     def stop(self, timeout_sec: float = 30.0) -> None:
+        """Stop claiming; runs being executed finish their current step, checkpoint it and are handed back
+        (another process, or this one when it starts again, continues them). Waits up to ``timeout_sec``."""
         self._stop.set()
         if self._listener is not None:
             self._listener.stop()
@@ -66,7 +68,7 @@ class WorkerPool:
         run = self.hazel.runner.claim()
         if run is None:
             return False
-        self.hazel.runner.drive(run)
+        self.hazel.runner.drive(run, hand_back=self._stop)
         return True
 
     def drain(self) -> int:

@@ -24,22 +24,26 @@ def render_value(value: Any) -> str:
 
 
 def answer_commands(view: RequestView, command: str) -> list[str]:
-    """The exact CLI commands that answer ``view``'s request."""
-    run = view.run.id
+    """The exact CLI commands that answer ``view``'s request. Each names the steering point (``--at``), so a
+    command typed twice, or after someone else decided, is refused instead of answering the next request."""
+    run, at = view.run.id, f"--at {shlex.quote(view.point)}"
     out = []
     for action in view.actions:
         if action == "approve":
-            out.append(f"{command} approve {run}")
+            out.append(f"{command} approve {run} {at}")
         elif action == "edit":
-            field = view.show or "FIELD"
-            out.append(f"{command} edit {run} --file {field}.txt" if isinstance(view.shown_value, str)
-                       else f"{command} edit {run} --set {field}=JSON")
+            field = view.show or "state"
+            if isinstance(view.shown_value, str):
+                out.append(f"{command} show {run} --raw > {field}.txt   # change it, then:")
+                out.append(f"{command} edit {run} {at} --file {field}.txt")
+            else:
+                out.append(f"{command} edit {run} {at} --set {field}=JSON   (or --set {field}.KEY=@file)")
         elif action == "reject":
-            out.append(f"{command} reject {run} --reason {shlex.quote('why')}")
+            out.append(f"{command} reject {run} {at} --reason {shlex.quote('why')}")
         elif action == "feedback":
-            out.append(f"{command} feedback {run} {shlex.quote('what to change')}")
+            out.append(f"{command} feedback {run} {at} {shlex.quote('what to change')}")
         elif action == "rewind":
-            out.append(f"{command} rewind {run} --to STEP_OR_SEQ [--feedback TEXT]   (see: {command} history {run})")
+            out.append(f"{command} rewind {run} --to STEP_OR_SEQ [--feedback TEXT]   (steps: {command} history {run})")
     return out
 
 
@@ -70,24 +74,29 @@ class ConsoleChannel(Channel):
             lines.append(f"(meant for {view.request.channel}; shown here because that channel is not configured)")
         text = Text("\n".join(lines) + "\n\n", style="dim")
         text.append((view.show or "state") + ":\n", style="bold")
-        text.append(body + "\n\n")
-        text.append("Answer with:\n", style="bold")
-        text.append("\n".join("  " + c for c in answer_commands(view, self.command)))
-        self.console.print(Panel(text, title=f"{kind}: {view.title}", title_align="left", border_style="yellow"))
+        text.append(body)
+        self.console.print(Panel(text, title=Text(f"{kind}: {view.title}"), title_align="left",
+                                 border_style="yellow"))
+        self.console.print(Text("Answer with:", style="bold"))
+        for command in answer_commands(view, self.command):  # never wrapped, so they can be copied whole
+            self.console.print(Text("  " + command), soft_wrap=True)
         return {"console": True}
 
     def update_request(self, view: RequestView) -> None:
         r = view.request
         if r.status.value == "pending":
-            self.console.print(f"[dim]run {view.run.id}: {r.approvals}/{r.approvals_required} approvals at "
-                               f"{view.title!r}[/dim]")
+            self.console.print(Text(f"run {view.run.id}: {r.approvals}/{r.approvals_required} approvals at "
+                                    f"{view.title!r}", style="dim"))
             return
-        self.console.print(f"[dim]run {view.run.id}: {view.title!r} {r.decided_action or r.status.value} by "
-                           f"{r.decided_by or 'Hazel'}[/dim]")
+        self.console.print(Text(f"run {view.run.id}: {view.title!r} {r.decided_action or r.status.value} by "
+                                f"{r.decided_by or 'Hazel'}", style="dim"))
 
     def progress(self, view: ProgressView) -> None:
         if view.event == "waiting":
             return  # the new request prints itself
         style = {"completed": "green", "failed": "red", "rejected": "red", "cancelled": "yellow"}.get(view.event, "")
         extra = view.facts.get("error") or view.facts.get("reason") or ""
-        self.console.print(f"[{style}]run {view.run.id} {view.event}[/{style}]" + (f": {extra}" if extra else ""))
+        line = Text(f"run {view.run.id} {view.event}", style=style)
+        if extra:
+            line.append(f": {extra}")
+        self.console.print(line)

@@ -17,6 +17,8 @@ from typing import Iterator
 from sqlalchemy import Connection, Engine, create_engine, event, exc
 from sqlalchemy.engine import make_url
 
+from store.errors import UnsupportedDatabaseError
+
 SQLITE_SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 PING_IDLE_SEC = 1.0
 """A PostgreSQL connection idle in the pool at least this long is checked with ``SELECT 1`` before use."""
@@ -31,7 +33,8 @@ def make_engine(
     loss; NORMAL: it survives a process crash). Ignored on PostgreSQL.
 
     Raises:
-        ValueError: unknown ``sqlite_synchronous`` or unsupported database.
+        ValueError: unknown ``sqlite_synchronous``.
+        UnsupportedDatabaseError: neither SQLite nor PostgreSQL.
     """
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
@@ -50,7 +53,8 @@ def make_engine(
         engine = create_engine(url, pool_size=pool_size, max_overflow=20, connect_args={"connect_timeout": 10})
         _ping_idle_connections(engine)
         return engine
-    raise ValueError(f"unsupported database {parsed.get_backend_name()!r}: use sqlite or postgresql+psycopg")
+    raise UnsupportedDatabaseError(
+        f"unsupported database {parsed.get_backend_name()!r}: use sqlite:///FILE or postgresql+psycopg://…")
 
 
 def _sqlite_hooks(engine: Engine, synchronous: str, busy_timeout_ms: int) -> None:

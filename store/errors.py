@@ -2,6 +2,7 @@
 
     StoreError (Exception)
     ├── SchemaNotReadyError (RuntimeError): the database is not at Hazel's schema revision
+    ├── UnsupportedDatabaseError (ValueError): a URL for a database Hazel does not run on
     ├── LeaseLostError (RuntimeError): a fenced write found the run leased to someone else (or cancelled)
     └── DuplicateDecisionError (ValueError): the same person already decided this request, or the
         channel delivery id was already recorded
@@ -16,6 +17,10 @@ class StoreError(Exception):
 
 class SchemaNotReadyError(StoreError, RuntimeError):
     """The database has no Hazel tables, or an older revision: run ``hazel db upgrade``."""
+
+
+class UnsupportedDatabaseError(StoreError, ValueError):
+    """Hazel runs on SQLite and PostgreSQL (``postgresql+psycopg``) only."""
 
 
 class LeaseLostError(StoreError, RuntimeError):

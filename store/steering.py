@@ -61,6 +61,13 @@ class RequestRepo:
                                 .order_by(steering_requests.c.id.desc()).limit(1)).first()
         return _request(row) if row else None
 
+    def latest_at_point(self, run_id: str, point: str) -> SteeringRequest | None:
+        """The run's most recent request at steering point ``point`` (pending or not)."""
+        row = self.conn.execute(select(steering_requests).where(
+            (steering_requests.c.run_id == run_id) & (steering_requests.c.point == point)
+        ).order_by(steering_requests.c.id.desc()).limit(1)).first()
+        return _request(row) if row else None
+
     def for_run(self, run_id: str) -> list[SteeringRequest]:
         rows = self.conn.execute(select(steering_requests).where(steering_requests.c.run_id == run_id)
                                  .order_by(steering_requests.c.id))

@@ -10,8 +10,11 @@ import sys
 from typing import Annotated, Any, Callable, TypeVar
 
 import typer
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from rich.console import Console
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
+from rich.markup import escape
 
 from bot.errors import HazelError
 from bot.settings import Settings
@@ -70,8 +73,23 @@ def engine(json_mode: bool = False, *, prepare: bool = True):  # noqa: ANN201
 
 
 def actor(name: str | None, settings: Settings | None = None) -> Actor:
-    who = name or (settings or Settings()).operator
+    """The console actor: ``--as NAME``, else ``HAZEL_OPERATOR`` / the user name.
+
+    Raises:
+        CliError: ``--as`` was given an empty name.
+    """
+    if name is not None and not name.strip():
+        raise CliError("--as needs a name")
+    who = (name or (settings or Settings()).operator).strip()
     return Actor(id=who, channel="console", name=who)
+
+
+def safe_url(url: str) -> str:
+    """A database URL fit to print: the password masked."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # not a URL at all: say so without echoing it
+        return "(not a valid database URL)"
 
 
 def to_jsonable(value: Any) -> Any:
@@ -96,18 +114,31 @@ def handle_errors(fn: F) -> F:
         json_mode = bool(kwargs.get("json_out"))
         try:
             return fn(*args, **kwargs)
-        except (HazelError, StoreError, CliError) as exc:
-            message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        except (HazelError, StoreError, CliError, SQLAlchemyError, ValidationError) as exc:
+            message = _one_line(exc)
             if json_mode:
-                emit_json({"error": {"type": type(exc).__name__, "message": str(exc)}})
+                emit_json({"error": {"type": type(exc).__name__, "message": message}})
             else:
-                err.print(f"[red]error:[/red] {message}", markup=True, soft_wrap=True)
+                err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
             raise typer.Exit(1) from None
         finally:
             while _opened:  # release the engine's connections when the command is done
                 _opened.pop().close()
 
     return wrapper  # type: ignore[return-value]
+
+
+def _one_line(exc: BaseException) -> str:
+    """What went wrong, on one line; database errors name the database (password masked), not a traceback."""
+    if isinstance(exc, ValidationError):  # the environment's settings
+        problems = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
+        return f"invalid settings: {problems}"
+    if isinstance(exc, SQLAlchemyError):
+        cause = getattr(exc, "orig", None) or exc
+        text = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
+        return f"database {safe_url(os.environ.get('HAZEL_DATABASE_URL', 'sqlite:///hazel.db'))}: {text}"
+    text = str(exc)
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def when(ts: Any) -> str:

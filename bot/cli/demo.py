@@ -4,13 +4,16 @@ sign-off, then prints its history tree."""
 
 from __future__ import annotations
 
+import json
+import shlex
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.rule import Rule
 
 from bot.cli import render
-from bot.cli.common import JsonOpt, actor, command_prefix, emit_json, engine, handle_errors, out
+from bot.cli.common import JsonOpt, actor, command_prefix, emit_json, engine, handle_errors, out, safe_url
 from bot.errors import UnknownWorkflowError
 from bot.service import Hazel
 
@@ -40,7 +43,8 @@ def demo_cmd(
     me = actor(None, hazel.settings)
     if not json_out:
         out.print(Rule("Hazel demo"))
-        out.print(f"database: {hazel.settings.database_url} · channel: console · you are [bold]{me.id}[/bold]\n"
+        out.print(f"database: {escape(safe_url(hazel.settings.database_url))} · channel: console · "
+                  f"you are [bold]{escape(me.id)}[/bold]\n"
                   f"starting a run of {WORKFLOW}: “{request}”\n")
     run = hazel.start(WORKFLOW, {"request": request}, me)
     result = hazel.drive(run.id)
@@ -67,7 +71,7 @@ def _walkthrough(hazel: Hazel, request: str, json_out: bool) -> None:
 
     def act(label: str, fn, *args, **kwargs):  # noqa: ANN001, ANN202
         if not json_out:
-            out.print(f"[bold]$ {cmd} {label}[/bold]")
+            out.print(f"[bold]$ {escape(cmd)} {escape(label)}[/bold]")
         outcome = fn(*args, **kwargs)
         result = hazel.drive(outcome.run_id if hasattr(outcome, "run_id") else outcome.id)
         transcript.append({"command": f"{cmd} {label}", "steps": result.steps,
@@ -78,7 +82,8 @@ def _walkthrough(hazel: Hazel, request: str, json_out: bool) -> None:
 
     say("1. start a run: the agent drafts a plan and stops for review")
     if not json_out:
-        out.print(f"[bold]$ {cmd} run {WORKFLOW} --input '{{\"request\": \"{request}\"}}'[/bold]")
+        out.print(f"[bold]$ {escape(cmd)} run {WORKFLOW} --input {escape(shlex.quote(json.dumps({'request': request})))}"
+                  "[/bold]")
     run = hazel.start(WORKFLOW, {"request": request}, author)
     hazel.drive(run.id)
     rid = run.id

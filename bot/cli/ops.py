@@ -11,6 +11,7 @@ from bot.cli.common import CliError, JsonOpt, command_prefix, emit_json, engine,
 from bot.logs import configure_logging
 from bot.settings import Settings
 from store import Store
+from store.models import OutboxStatus
 
 app = typer.Typer()
 db_app = typer.Typer(help="The database schema (Alembic migrations).", no_args_is_help=True)
@@ -111,6 +112,8 @@ def outbox_list(
     """List outbox messages with their attempts and last error."""
     if ctx.invoked_subcommand is not None:
         return
+    if status is not None and status not in {s.value for s in OutboxStatus}:
+        raise CliError(f"unknown status {status!r} (one of: {', '.join(s.value for s in OutboxStatus)})")
     hazel = engine(json_out)
     rows = hazel.store
     with rows.read() as tx:
@@ -146,6 +149,11 @@ def outbox_retry(
 
     hazel = engine(json_out)
     with hazel.store.transaction() as tx:
+        if message_id is not None:
+            message = tx.outbox.get(message_id)
+            if message is None or message.status is not OutboxStatus.DEAD:
+                raise CliError(f"no dead outbox message {message_id}" + (
+                    f" (it is {message.status.value})" if message is not None else ""))
         n = tx.outbox.retry_dead(now=utcnow(), message_id=message_id)
     sent = hazel.deliverer.deliver_due()
     if json_out:

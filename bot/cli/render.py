@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
@@ -24,13 +25,14 @@ def status(s: str) -> str:
 
 def runs_table(runs: list[Run], pending: dict[str, SteeringRequest]) -> Table:
     table = Table(show_edge=False, header_style="bold")
-    for col in ("run", "workflow", "status", "at", "started by", "updated (UTC)"):
+    table.add_column("run", no_wrap=True)
+    for col in ("workflow", "status", "at", "started by", "updated (UTC)"):
         table.add_column(col)
     for run in runs:
         req = pending.get(run.id)
         at = f"{req.point} ({req.channel})" if req else (run.error or "")[:50]
-        table.add_row(run.id, f"{run.workflow} v{run.workflow_version}", status(run.status.value), at,
-                      run.started_by, when(run.updated_at))
+        table.add_row(run.id, escape(f"{run.workflow} v{run.workflow_version}"), status(run.status.value),
+                      escape(at), escape(run.started_by), when(run.updated_at))
     return table
 
 
@@ -44,13 +46,14 @@ def history_tree(run: Run, checkpoints: list[CheckpointInfo], decisions: list[De
     children: dict[int | None, list[CheckpointInfo]] = {}
     for cp in checkpoints:
         children.setdefault(cp.parent_seq, []).append(cp)
-    root = Tree(f"[bold]run {run.id}[/bold] · {run.workflow} v{run.workflow_version} · {status(run.status.value)}")
+    root = Tree(f"[bold]run {run.id}[/bold] · {escape(run.workflow)} v{run.workflow_version} · "
+                f"{status(run.status.value)}")
 
     def label(cp: CheckpointInfo) -> str:
-        text = f"#{cp.seq} {node_label(cp.step)}"
+        text = f"#{cp.seq} {escape(node_label(cp.step))}"
         decision = by_decision.get(cp.decision_id) if cp.decision_id else None
         if decision is not None:
-            who = decision.actor_name or decision.actor_id
+            who = escape(decision.actor_name or decision.actor_id)
             if cp.step == REWIND_NODE:
                 text += f" to #{decision.payload.get('to')} by {who}"
             else:
@@ -58,8 +61,8 @@ def history_tree(run: Run, checkpoints: list[CheckpointInfo], decisions: list[De
             detail = decision.payload.get("text") or decision.payload.get("reason") or decision.payload.get(
                 "feedback")
             if detail:
-                text += f": “{_short(detail)}”"
-        text += f" → {cp.next_step or '[green]end[/green]'}"
+                text += f": “{escape(_short(detail))}”"
+        text += f" → {escape(cp.next_step) if cp.next_step else '[green]end[/green]'}"
         text += f"  [dim]{when(cp.created_at)}[/dim]"
         if cp.seq == run.head_seq:
             text += "  [bold yellow]◀ head[/bold yellow]"
@@ -90,11 +93,12 @@ def _short(text: Any, n: int = 60) -> str:
 
 def audit_table(events: list[AuditEvent]) -> Table:
     table = Table(show_edge=False, header_style="bold")
-    for col in ("when (UTC)", "who", "channel", "action", "detail"):
-        table.add_column(col)
+    for col in ("when (UTC)", "who", "channel", "action"):
+        table.add_column(col, no_wrap=col != "who")
+    table.add_column("detail", overflow="fold")
     for e in events:
-        detail = ", ".join(f"{k}={_short(v, 50)}" for k, v in e.detail.items() if v not in (None, "", []))
-        table.add_row(when(e.created_at), e.actor_name or e.actor_id, e.channel, e.action, detail)
+        detail = ", ".join(f"{k}={_short(v, 80)}" for k, v in e.detail.items() if v not in (None, "", []))
+        table.add_row(when(e.created_at), escape(e.actor_name or e.actor_id), e.channel, e.action, escape(detail))
     return table
 
 
@@ -104,7 +108,7 @@ def drive_summary(result: DriveResult) -> str:
         return ""
     parts = []
     if result.steps:
-        parts.append("ran " + ", ".join(result.steps))
+        parts.append("ran " + escape(", ".join(result.steps)))
     if run.status.value == "ready" and run.lease_owner is None and run.wake_at is None and not result.steps:
         parts.append("queued for a worker")
     elif run.status.value == "running":
@@ -112,5 +116,5 @@ def drive_summary(result: DriveResult) -> str:
     else:
         parts.append(f"now {status(run.status.value)}")
     if run.status.value == "failed" and run.error:
-        parts.append(run.error)
+        parts.append(escape(run.error))
     return f"run {run.id}: " + "; ".join(parts)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.panel import Panel
+from rich.text import Text
 
 from bot.cli import render
 from bot.cli.common import (
@@ -27,7 +30,7 @@ from bot.clock import utcnow
 from bot.runner import DriveResult
 from bot.service import Hazel
 from integrations.console import render_value
-from store.models import Run, RunStatus
+from store.models import Run, RunStatus, SteeringRequest
 
 app = typer.Typer()
 
@@ -59,7 +62,7 @@ def run_cmd(
     hazel = engine(json_out)
     run = hazel.start(workflow, parse_input(input), actor(as_, hazel.settings), version=version)
     if not json_out:
-        out.print(f"started run [bold]{run.id}[/bold] of {run.workflow} v{run.workflow_version}")
+        out.print(f"started run [bold]{run.id}[/bold] of {escape(run.workflow)} v{run.workflow_version}")
     result = hazel.drive(run.id, on_retry=retry_notice) if not detach else None
     finish(hazel, run.id, result, json_out)
 
@@ -67,18 +70,22 @@ def run_cmd(
 def retry_notice(run: Run) -> None:
     """Printed while the CLI sleeps through a failed step's backoff."""
     wait = (run.wake_at - utcnow()).total_seconds() if run.wake_at else 0
-    err.print(f"[yellow]run {run.id}: attempt {run.attempt} failed ({run.error}); retrying in "
+    err.print(f"[yellow]run {run.id}: attempt {run.attempt} failed ({escape(run.error or '')}); retrying in "
               f"{max(wait, 0):.1f}s[/yellow]")
 
 
 def finish(hazel: Hazel, run_id: str, result: DriveResult | None, json_out: bool,
            extra: dict | None = None) -> None:
-    """Report a run after the CLI drove it (or only recorded something, ``result`` None)."""
+    """Report a run after the CLI drove it (or only recorded something, ``result`` None). Exits with status 1
+    when the run this command drove ended ``failed``, so that scripts notice."""
     run = hazel.get(run_id)
     pending = hazel.pending_request(run_id)
+    failed = result is not None and run.status is RunStatus.FAILED
     if json_out:
         emit_json({**(extra or {}), "run": run, "steps": result.steps if result else [],
                    "pending_request": pending})
+        if failed:
+            raise typer.Exit(1)
         return
     if result is not None:
         line = render.drive_summary(result)
@@ -87,7 +94,10 @@ def finish(hazel: Hazel, run_id: str, result: DriveResult | None, json_out: bool
     elif run.status is RunStatus.READY:
         out.print(f"run {run.id} is queued; `hazel serve` or `hazel worker` will continue it")
     if run.status is RunStatus.FAILED:
-        out.print(f"see the traceback with: hazel show {run.id} --full; resume with: hazel retry {run.id}")
+        out.print(f"see the traceback with: hazel show {run.id} --full; resume with: hazel retry {run.id}",
+                  soft_wrap=True)
+    if failed:
+        raise typer.Exit(1)
 
 
 @app.command("runs")
@@ -97,7 +107,7 @@ def runs_cmd(
                                                      "(repeatable): ready running waiting completed failed "
                                                      "rejected cancelled.")] = None,
     workflow: Annotated[str | None, typer.Option(help="Only runs of this workflow.")] = None,
-    limit: Annotated[int, typer.Option(help="At most this many runs, newest first.")] = 50,
+    limit: Annotated[int, typer.Option(min=1, help="At most this many runs, newest first.")] = 50,
     versions: Annotated[bool, typer.Option("--version", help="Count runs per workflow version and status "
                                            "(what is waiting on which version).")] = False,
     json_out: JsonOpt = False,
@@ -121,6 +131,8 @@ def runs_cmd(
         out.print("no runs" + (f" with status {', '.join(status)}" if status else ""))
         return
     out.print(render.runs_table(runs, pending))
+    if len(runs) == limit:
+        out.print(f"[dim](the {limit} newest; --limit N for more)[/dim]")
 
 
 def _versions(hazel: Hazel, json_out: bool) -> None:
@@ -148,9 +160,13 @@ def show_cmd(
     run_ref: Annotated[str, typer.Argument(metavar="RUN", help="Run id (or a unique prefix).")],
     seq: Annotated[int | None, typer.Option("--seq", help="Show the state at this checkpoint.")] = None,
     full: Annotated[bool, typer.Option("--full", help="Whole artefacts and tracebacks.")] = False,
+    raw: Annotated[bool, typer.Option("--raw", help="Print only the shown field (or the state), undecorated: "
+                                      "`hazel show RUN --raw > plan.txt`, edit, `hazel edit RUN --file plan.txt`."
+                                      )] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Show a run: status, the pending steering request, and its state."""
+    """Show a run: status, the pending steering request, and the field it shows (the whole state with
+    --seq)."""
     hazel = engine(json_out)
     run = hazel.get(hazel.resolve(run_ref))
     pending = hazel.pending_request(run.id)
@@ -161,28 +177,43 @@ def show_cmd(
         emit_json({"run": run, "pending_request": pending, "state": tree,
                    "seq": run.head_seq if seq is None else seq})
         return
-    lines = [f"workflow   {run.workflow} v{run.workflow_version}", f"status     {render.status(run.status.value)}",
-             f"started    {when(run.created_at)} UTC by {run.started_by} ({run.started_via})",
+    if raw:
+        # the value alone, as text (a text field as it is, anything else as JSON): to edit and send back
+        value = _shown_value(hazel, run, pending, tree, seq)
+        sys.stdout.write(value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False))
+        sys.stdout.write("\n" if not (isinstance(value, str) and value.endswith("\n")) else "")
+        return
+    e = escape
+    lines = [f"workflow   {e(run.workflow)} v{run.workflow_version}", f"status     {render.status(run.status.value)}",
+             f"started    {when(run.created_at)} UTC by {e(run.started_by)} ({run.started_via})",
              f"head       checkpoint #{run.head_seq} (branch {run.branch})"]
     if pending:
-        lines.append(f"waiting at {pending.point!r}: {pending.title} · {pending.channel}"
+        lines.append(f"waiting at {e(repr(pending.point))}: {e(pending.title)} · {e(pending.channel)}"
                      + (f" · {pending.approvals}/{pending.approvals_required} approvals"
                         if pending.approvals_required > 1 else ""))
     if run.error:
-        lines.append(f"error      {run.error}")
+        lines.append(f"error      {e(run.error)}")
     out.print(Panel("\n".join(lines), title=f"run {run.id}", title_align="left"))
     if run.error_traceback and full:
-        out.print(run.error_traceback)
-    point = None
-    wf = hazel.registry.find(run.workflow, run.workflow_version)
-    if pending and wf is not None:
-        point = wf.nodes.get(pending.point)
-    show = getattr(point, "show", None)
-    value = tree.get(show) if show and isinstance(tree, dict) else tree
-    text = render_value(value)
+        out.print(Text(run.error_traceback))
+    show = _shown_field(hazel, run, pending) if seq is None else None
+    text = render_value(tree.get(show) if show and isinstance(tree, dict) else tree)
     if not full and len(text) > 3000:
         text = text[:3000] + f"\n… ({len(text) - 3000} more characters: --full)"
-    out.print(Panel(text, title=(show or "state") + (f" at #{seq}" if seq is not None else ""), title_align="left"))
+    title = (show or "state") + (f" at #{seq}" if seq is not None else "")
+    out.print(Panel(Text(text), title=title, title_align="left"))
+
+
+def _shown_field(hazel: Hazel, run: Run, pending: SteeringRequest | None) -> str | None:
+    """The field the pending request shows (None: show the whole state)."""
+    wf = hazel.registry.find(run.workflow, run.workflow_version)
+    point = wf.nodes.get(pending.point) if pending is not None and wf is not None else None
+    return getattr(point, "show", None)
+
+
+def _shown_value(hazel: Hazel, run: Run, pending: SteeringRequest | None, tree: object, seq: int | None) -> object:
+    show = _shown_field(hazel, run, pending) if seq is None else None
+    return tree.get(show) if show and isinstance(tree, dict) else tree
 
 
 @app.command("history")
@@ -233,4 +264,4 @@ def workflows_cmd(json_out: JsonOpt = False) -> None:
         out.print("no workflows registered: set HAZEL_WORKFLOWS to your modules")
     for d in data:
         nodes = " → ".join(f"[cyan]{n['name']}[/cyan]" if n["kind"] == "steer" else n["name"] for n in d["nodes"])
-        out.print(f"[bold]{d['name']}[/bold] v{d['version']} ({d['state']}): {nodes}")
+        out.print(f"[bold]{escape(d['name'])}[/bold] v{d['version']} ({escape(d['state'])}): {nodes}")

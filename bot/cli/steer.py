@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from bot.cli.common import AsOpt, CliError, DetachOpt, JsonOpt, actor, apply_sets, coerce, engine, handle_errors, out, read_arg
 from bot.cli.runs import finish, retry_notice
@@ -15,16 +16,19 @@ from bot.steering import DecisionOutcome
 
 app = typer.Typer()
 RunArg = Annotated[str, typer.Argument(metavar="RUN", help="Run id (or a unique prefix).")]
+AtOpt = Annotated[str | None, typer.Option("--at", help="The steering point you answer (printed with the request). "
+                                           "If that request was decided meanwhile, you are told by whom, instead "
+                                           "of answering the run's next request.")]
 
 
 def _after(hazel: Hazel, outcome: DecisionOutcome, detach: bool, json_out: bool) -> None:
     verb = outcome.decision.action.value
     if not json_out:
         if outcome.duplicate:
-            out.print(f"already recorded: {verb} by {outcome.decision.actor_name or outcome.decision.actor_id}")
+            out.print(f"already recorded: {verb} by {escape(outcome.decision.actor_name or outcome.decision.actor_id)}")
         elif outcome.settled:
             title = outcome.request.title if outcome.request else f"checkpoint #{outcome.decision.payload.get('to')}"
-            out.print(f"[green]✓[/green] {verb} recorded for {title!r}")
+            out.print(f"[green]✓[/green] {verb} recorded for {escape(repr(title))}")
         else:
             r = outcome.request
             out.print(f"[green]✓[/green] approval recorded: {r.approvals} of {r.approvals_required}; "
@@ -39,10 +43,11 @@ def _after(hazel: Hazel, outcome: DecisionOutcome, detach: bool, json_out: bool)
 
 @app.command("approve")
 @handle_errors
-def approve_cmd(run_ref: RunArg, detach: DetachOpt = False, as_: AsOpt = None, json_out: JsonOpt = False) -> None:
+def approve_cmd(run_ref: RunArg, at: AtOpt = None, detach: DetachOpt = False, as_: AsOpt = None,
+                json_out: JsonOpt = False) -> None:
     """Approve the run's pending steering request."""
     hazel = engine(json_out)
-    outcome = hazel.decide(hazel.resolve(run_ref), "approve", actor(as_, hazel.settings))
+    outcome = hazel.decide(hazel.resolve(run_ref), "approve", actor(as_, hazel.settings), point=at)
     _after(hazel, outcome, detach, json_out)
 
 
@@ -54,14 +59,14 @@ def edit_cmd(
                                              "field (text for a text field, else JSON).")] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="FIELD=VALUE or FIELD.KEY=VALUE of the shown "
                                                    "field (VALUE may be @file); repeatable.")] = None,
-    detach: DetachOpt = False, as_: AsOpt = None, json_out: JsonOpt = False,
+    at: AtOpt = None, detach: DetachOpt = False, as_: AsOpt = None, json_out: JsonOpt = False,
 ) -> None:
     """Replace the shown field with your version (validated against the state model), then continue."""
     if bool(file) == bool(set_):
         raise CliError("give either --file F or --set FIELD=VALUE")
     hazel = engine(json_out)
     run_id = hazel.resolve(run_ref)
-    show, tree = _shown(hazel, run_id)
+    show, tree = _shown(hazel, run_id, at)
     if file:
         value: Any = coerce(read_arg("@" + file), tree.get(show) if show else tree)
     else:
@@ -73,17 +78,13 @@ def edit_cmd(
             if extra:
                 raise CliError(f"this steering point lets you edit {show!r} only, not {', '.join(extra)}")
             value = changed[show]
-    outcome = hazel.decide(run_id, "edit", actor(as_, hazel.settings), payload={"value": value})
+    outcome = hazel.decide(run_id, "edit", actor(as_, hazel.settings), payload={"value": value}, point=at)
     _after(hazel, outcome, detach, json_out)
 
 
-def _shown(hazel: Hazel, run_id: str) -> tuple[str | None, Any]:
-    from bot.errors import NoPendingRequestError
-
-    request = hazel.pending_request(run_id)
-    if request is None:
-        run = hazel.get(run_id)
-        raise NoPendingRequestError(f"run {run_id} is {run.status.value}, not waiting on a steering request")
+def _shown(hazel: Hazel, run_id: str, at: str | None) -> tuple[str | None, Any]:
+    """The field the request being edited shows, and the state it was asked on."""
+    request = hazel.steering.request_for(run_id, point=at)
     run = hazel.get(run_id)
     wf = hazel.registry.find(run.workflow, run.workflow_version)
     point = wf.nodes.get(request.point) if wf else None
@@ -95,12 +96,12 @@ def _shown(hazel: Hazel, run_id: str) -> tuple[str | None, Any]:
 def reject_cmd(
     run_ref: RunArg,
     reason: Annotated[str, typer.Option("--reason", "-r", help="Why (required; @file reads a file).")],
-    detach: DetachOpt = False, as_: AsOpt = None, json_out: JsonOpt = False,
+    at: AtOpt = None, detach: DetachOpt = False, as_: AsOpt = None, json_out: JsonOpt = False,
 ) -> None:
     """Reject: the run goes to the steering point's on_reject step, or ends as rejected."""
     hazel = engine(json_out)
     outcome = hazel.decide(hazel.resolve(run_ref), "reject", actor(as_, hazel.settings),
-                           payload={"reason": read_arg(reason)})
+                           payload={"reason": read_arg(reason)}, point=at)
     _after(hazel, outcome, detach, json_out)
 
 
@@ -109,12 +110,12 @@ def reject_cmd(
 def feedback_cmd(
     run_ref: RunArg,
     text: Annotated[str, typer.Argument(help="Your feedback (@file reads a file).")],
-    detach: DetachOpt = False, as_: AsOpt = None, json_out: JsonOpt = False,
+    at: AtOpt = None, detach: DetachOpt = False, as_: AsOpt = None, json_out: JsonOpt = False,
 ) -> None:
     """Send feedback: the run goes back to the step that drafts the artefact, with your words."""
     hazel = engine(json_out)
     outcome = hazel.decide(hazel.resolve(run_ref), "feedback", actor(as_, hazel.settings),
-                           payload={"text": read_arg(text)})
+                           payload={"text": read_arg(text)}, point=at)
     _after(hazel, outcome, detach, json_out)
 
 

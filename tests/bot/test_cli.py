@@ -109,7 +109,9 @@ def test_failed_run_retry_and_cancel(cli) -> None:  # noqa: ANN001
     module = sys.modules["hazel_workflows_sample"]
     module.FAIL["spend"] = 1
     run_id = cli.json("run", "budget", "--input", '{"purpose": "chairs"}')["run"]["id"]
-    failed = cli.json("approve", run_id)
+    result = cli("approve", run_id, "--json", ok=False)
+    assert result.exit_code == 1, "a run that the command drove into failure exits non-zero"
+    failed = json.loads(result.stdout)
     assert failed["run"]["status"] == "failed" and "payment provider down" in failed["run"]["error"]
     assert "Traceback" in cli("show", run_id, "--full").stdout
     retried = cli.json("retry", run_id)

@@ -222,6 +222,8 @@ def test_disallowed_action_and_bad_input(db_url: str) -> None:
         hazel.decide("nope", "approve", person("sme"))
     with pytest.raises(InvalidInputError, match="request"):
         hazel.start("planner", {"request": 5}, person("sme"))
+    with pytest.raises(InvalidInputError, match="unknown field 'reqest'"):
+        hazel.start("planner", {"request": "x", "reqest": "typo"}, person("sme"))
     with pytest.raises(ValueError):
         hazel.decide(run_id, "dance", person("sme"))
     assert hazel.get(run_id).status is RunStatus.WAITING

@@ -251,15 +251,16 @@ def test_recovery_of_runs_left_running_by_a_dead_process(db_url: str) -> None:
 def test_unknown_goto_fails_the_run_with_a_clear_error(db_url: str) -> None:
     wf = Workflow("bad-goto", version=1, state=Counted)
 
-    @wf.step(max_attempts=1)
+    @wf.step(max_attempts=3)
     def jump(state: Counted, ctx: StepContext) -> Counted:
         ctx.goto("nowhere")
         return state
 
     hazel = make_hazel(db_url, wf)
     run = hazel.start("bad-goto", {}, person("me"))
-    result = hazel.drive(run.id)
+    result = hazel.drive(run.id, wait_for_retries=False)
     assert result.run.status is RunStatus.FAILED and "unknown node 'nowhere'" in result.run.error
+    assert not [e for e in hazel.audit(run.id) if e.action == "step.retry_scheduled"], "no retry can help"
 
 
 @pytest.mark.parametrize("returned", [42, "text"])

@@ -1,0 +1,56 @@
+"""Stopping ``hazel serve`` with SIGTERM (as a deploy does): the step in flight finishes and is checkpointed,
+the run is handed back, the process exits 0; the next process continues the run without repeating the step."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support.waiting import wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKFLOW = ROOT / "tests" / "workflows" / "crashy.py"
+
+
+def cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bot.cli", *args], env=env, cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+
+
+@pytest.mark.slow
+def test_sigterm_lets_the_step_in_flight_checkpoint(db_url: str, tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "HAZEL_DATABASE_URL": db_url, "HAZEL_WORKFLOWS": str(WORKFLOW), "CRASHY_DIR": str(tmp_path),
+           "HAZEL_PORT": str(port), "HAZEL_OPERATOR": "tester"}
+    (tmp_path / "block").touch()
+    run_id = json.loads(cli(["run", "crashy", "--input", '{"total": 1}', "--detach", "--json"], env).stdout)["run"]["id"]
+    serve = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve"], env=env, cwd=ROOT,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: (tmp_path / "slow.started").exists(), 30, "the slow step to start in serve")
+        serve.send_signal(signal.SIGTERM)
+        time.sleep(0.5)
+        (tmp_path / "block").unlink()  # the step in flight can now finish
+        _, err = serve.communicate(timeout=30)
+    finally:
+        if serve.poll() is None:
+            serve.kill()
+    assert serve.returncode == 0, err[-2000:]
+    assert "handed back at checkpoint #3" in err
+    shown = json.loads(cli(["show", run_id, "--json"], env).stdout)
+    assert shown["run"]["status"] == "ready" and shown["run"]["head_seq"] == 3
+    assert cli(["worker", "--until-idle"], env).returncode == 0
+    shown = json.loads(cli(["show", run_id, "--json"], env).stdout)
+    assert shown["run"]["status"] == "completed" and shown["state"]["total"] == 54
+    effects = [line.split()[0] for line in (tmp_path / "effects.log").read_text().splitlines()]
+    assert effects == ["first", "second", "slow-start", "slow-end", "last"]
