@@ -134,7 +134,8 @@ class SlackChannel(Channel):
 
     def remind(self, view: RequestView) -> None:
         """A reminder (or an escalation notice) in the request's thread, also sent to the backup approvers on
-        escalation and to each approver when the point notifies approvers.
+        escalation and to each approver when the point notifies approvers. An escalation to another Slack
+        channel (``escalate_channel``) posts the whole request there, with its buttons.
 
         Raises:
             DeliveryError: a call failed.
@@ -143,8 +144,15 @@ class SlackChannel(Channel):
         memo = self._memo(key)
         text = B.reminder_text(view)
         ref = view.request.message_ref or {}
+        elsewhere = (view.escalation and view.escalate_channel is not None
+                     and view.escalate_channel.startswith("slack:") and view.escalate_channel != view.request.channel)
         if "thread" not in memo:
-            if ref.get("channel") and ref.get("ts"):
+            if elsewhere:  # escalated to another channel (the request may even live in Jira): the whole
+                # request, with its buttons, so that the backup approvers can decide from there
+                _, blocks, _ = B.request_message(view, file_where="where the request was first asked")
+                self._call("chat.postMessage", view.escalate_channel, self.client.chat_postMessage,
+                           channel=target(view.escalate_channel), text=text, blocks=blocks, unfurl_links=False)
+            elif ref.get("channel") and ref.get("ts"):
                 self._call("chat.postMessage", ref["channel"], self.client.chat_postMessage,
                            channel=ref["channel"], thread_ts=ref["ts"], text=text, reply_broadcast=True)
             else:

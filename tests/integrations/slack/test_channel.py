@@ -73,6 +73,19 @@ def test_escalation_dms_the_backup_approvers(fake: FakeSlack, client) -> None:  
     assert len(dm) == 1 and "escalated to <@U0000000042>" in dm[0].text
 
 
+def test_escalation_to_another_channel_posts_the_whole_request_there(fake: FakeSlack, client) -> None:  # noqa: ANN001
+    """``escalate_channel`` names another Slack channel, and the request may even live in Jira: the backup
+    approvers get the request with its buttons in that channel."""
+    channel = SlackChannel(client)
+    view = make_view(channel="jira:MIG", message_ref={"key": "jira:10001", "issue_key": "MIG-1"}, escalation=True,
+                     escalate_channel="slack:#deploys", escalate_to=Approvers(slack_users=("U0000000042",)))
+    channel.remind(view)
+    [posted] = fake.channel_messages("C0000000002")
+    assert "escalated to <@U0000000042>" in posted.text
+    assert any(b["type"] == "actions" for b in posted.blocks), "buttons to decide from there"
+    assert len(fake.channel_messages("D0000000042")) == 1
+
+
 def test_rate_limit_is_waited_out_with_retry_after(fake: FakeSlack, client) -> None:  # noqa: ANN001
     fake.fail("chat.postMessage", status=429, retry_after_sec=1)
     ref = SlackChannel(client).open_request(make_view())
