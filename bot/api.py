@@ -113,8 +113,13 @@ def hazel_error_response(exc: HazelError) -> JSONResponse:
 def _validation_message(exc: RequestValidationError) -> str:
     parts = []
     for err in exc.errors():
+        if err.get("type") == "json_invalid":
+            return f"the body is not valid JSON ({(err.get('ctx') or {}).get('error', 'decode error')})"
         loc = ".".join(str(x) for x in err.get("loc", ()) if x not in ("body",)) or "body"
-        parts.append(f"{loc}: {err.get('msg')}")
+        msg = err.get("msg")
+        if loc == "body" and err.get("type") in ("model_attributes_type", "dict_type"):
+            msg = f"{msg}: send a JSON object with Content-Type: application/json"
+        parts.append(f"{loc}: {msg}")
     return "; ".join(parts) or "invalid request"
 
 
@@ -315,6 +320,11 @@ def api_router(hazel: "Hazel", settings: Settings) -> APIRouter:
         """Cancel a run that has not ended; its pending request is closed (who started it, or an approver,
         may)."""
         return RunOut.of(hazel.cancel(run_id, caller, reason=body.reason if body else None))
+
+    @router.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"], include_in_schema=False)
+    def not_found(path: str) -> JSONResponse:
+        """Unknown API paths answer with the API's error body, like every other error."""
+        return error_response(404, "NotFound", f"no such endpoint: /api/{path} (see /openapi.json)")
 
     return router
 

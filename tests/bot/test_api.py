@@ -363,3 +363,13 @@ def test_openapi_document_and_docs_are_served(served) -> None:  # noqa: ANN001
     workflows = api.call("GET", "/api/workflows").json()["workflows"]
     doc_wf = next(w for w in workflows if w["name"] == "doc")
     assert doc_wf["input_schema"]["properties"]["topic"]["minLength"] == 3
+
+
+def test_malformed_bodies_and_unknown_paths_get_the_error_body(served) -> None:  # noqa: ANN001
+    _, api = served
+    bad_json = api.call("POST", "/api/runs", content=b'{"workflow": "doc",', headers={"Content-Type": "application/json"})
+    assert error_of(bad_json, 422)["message"].startswith("the body is not valid JSON")
+    no_type = api.call("POST", "/api/runs", content=b'{"workflow": "doc", "input": {"topic": "x"}}')
+    assert "send a JSON object with Content-Type: application/json" in error_of(no_type, 422)["message"]
+    missing = api.call("GET", "/api/nothing/here")
+    assert error_of(missing, 404)["message"] == "no such endpoint: /api/nothing/here (see /openapi.json)"
