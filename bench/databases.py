@@ -19,7 +19,7 @@ from typing import Iterator
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from store import Store
+from store import Store, db
 
 PG_ADMIN_URL = os.environ.get("HAZEL_BENCH_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 """Admin connection used to create and drop the bench database (``HAZEL_BENCH_POSTGRES_URL``)."""
@@ -110,14 +110,7 @@ class PostgresBackend:
 
 def pg_unreachable_reason(admin_url: str = PG_ADMIN_URL) -> str | None:
     """None when PostgreSQL answers at ``admin_url``, else why not (one line)."""
-    try:
-        engine = create_engine(admin_url, connect_args={"connect_timeout": 3})
-        with engine.connect() as conn:
-            conn.execute(text("SELECT 1"))
-        engine.dispose()
-        return None
-    except Exception as exc:  # any failure to connect means "unreachable"
-        return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    return db.unreachable_reason(admin_url)
 
 
 @contextmanager

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import secrets
-import threading
 import time
 from datetime import datetime
 from typing import Any, Callable
@@ -305,4 +304,4 @@ class Hazel:
         return loaded.tree if loaded is not None else None
 
 
-from bot.worker import WorkerPool  # noqa: E402  (re-exported: bot.service.WorkerPool)
+from bot.worker import WorkerPool  # noqa: E402, F401  (re-exported: bot.service.WorkerPool)

@@ -108,5 +108,20 @@ def transaction(engine: Engine, *, write: bool = True) -> Iterator[Connection]:
             yield conn
 
 
+def unreachable_reason(url: str, *, timeout_sec: int = 3) -> str | None:
+    """None when the database at ``url`` answers ``SELECT 1``, else why not (one line, no password)."""
+    engine = create_engine(url, connect_args={"connect_timeout": timeout_sec}
+                           if make_url(url).get_backend_name() == "postgresql" else {})
+    try:
+        with engine.connect() as conn:
+            conn.exec_driver_sql("SELECT 1")
+        return None
+    except Exception as exc:  # any failure to connect means "unreachable"
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        return f"{type(exc).__name__}: {first}"
+    finally:
+        engine.dispose()
+
+
 def is_sqlite(engine: Engine) -> bool:
     return engine.dialect.name == "sqlite"

@@ -18,6 +18,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from store import Store
+from store.db import unreachable_reason
 from store.schema import ALL_TABLES
 
 PG_ADMIN_URL = os.environ.get("HAZEL_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
@@ -27,14 +28,7 @@ BACKENDS = [b.strip() for b in os.environ.get("HAZEL_TEST_BACKENDS", "sqlite,pos
 
 def _pg_reachable() -> str | None:
     """None when PostgreSQL answers, else the reason."""
-    try:
-        engine = create_engine(PG_ADMIN_URL, connect_args={"connect_timeout": 3})
-        with engine.connect() as conn:
-            conn.execute(text("SELECT 1"))
-        engine.dispose()
-        return None
-    except Exception as exc:  # any failure to connect is "unreachable"
-        return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    return unreachable_reason(PG_ADMIN_URL)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -6,39 +6,6 @@ import json
 import sys
 from pathlib import Path
 
-import pytest
-from typer.testing import CliRunner
-
-from bot.cli import app
-
-ROOT = Path(__file__).resolve().parents[2]
-SAMPLE = ROOT / "tests" / "workflows" / "sample.py"
-
-
-@pytest.fixture
-def cli(db_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):  # noqa: ANN201
-    monkeypatch.setenv("HAZEL_DATABASE_URL", db_url)
-    monkeypatch.setenv("HAZEL_WORKFLOWS", str(SAMPLE))
-    monkeypatch.setenv("HAZEL_OPERATOR", "olga")
-    monkeypatch.setenv("HAZEL_OUTPUT_DIR", str(tmp_path / "out"))
-    monkeypatch.chdir(tmp_path)
-    from bot.cli import common
-
-    monkeypatch.setattr(common.out, "width", 200)  # no wrapping of tables in assertions
-    monkeypatch.setattr(common.err, "width", 200)
-    runner = CliRunner()
-
-    def invoke(*args: str, ok: bool = True):  # noqa: ANN202
-        result = runner.invoke(app, list(args))
-        if ok:
-            assert result.exit_code == 0, (args, result.output, result.exception)
-        return result
-
-    def as_json(*args: str):  # noqa: ANN202
-        return json.loads(invoke(*args, "--json").stdout)
-
-    invoke.json = as_json  # type: ignore[attr-defined]
-    return invoke
 
 
 def test_run_steer_and_inspect(cli) -> None:  # noqa: ANN001
@@ -82,12 +49,12 @@ def test_run_steer_and_inspect(cli) -> None:  # noqa: ANN001
 
 def test_edit_file_reject_and_validation(cli, tmp_path: Path) -> None:  # noqa: ANN001
     run_id = cli.json("run", "budget", "--input", '{"purpose": "laptops"}')["run"]["id"]
-    bad = cli("edit", run_id, "--set", "amount=-5", ok=False)
+    bad = cli("edit", run_id, "--set", "amount=-5", code=1)
     assert bad.exit_code == 1
     assert "invalid edit: amount: Input should be greater than or equal to 0" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1
     assert cli.json("show", run_id)["run"]["status"] == "waiting"
-    wrong_field = cli("edit", run_id, "--set", "purpose=phones", ok=False)
+    wrong_field = cli("edit", run_id, "--set", "purpose=phones", code=1)
     assert wrong_field.exit_code == 1 and "edit 'amount' only" in wrong_field.stderr
     (tmp_path / "amount.txt").write_text("75\n")
     sys.modules["hazel_workflows_sample"].FAIL["spend"] = 0
@@ -96,11 +63,11 @@ def test_edit_file_reject_and_validation(cli, tmp_path: Path) -> None:  # noqa: 
     assert cli.json("show", run_id)["state"]["amount"] == 75
 
     second = cli.json("run", "budget", "--input", '{"purpose": "desks"}')["run"]["id"]
-    no_reason = cli("reject", second, "--reason", " ", ok=False)
+    no_reason = cli("reject", second, "--reason", " ", code=1)
     assert no_reason.exit_code == 1 and "needs a reason" in no_reason.stderr
     rejected = cli.json("reject", second, "--reason", "too much")
     assert rejected["run"]["status"] == "rejected"
-    again = cli("approve", second, ok=False)
+    again = cli("approve", second, code=1)
     assert again.exit_code == 1 and "not waiting on a steering request" in again.stderr
 
 
@@ -109,7 +76,7 @@ def test_failed_run_retry_and_cancel(cli) -> None:  # noqa: ANN001
     module = sys.modules["hazel_workflows_sample"]
     module.FAIL["spend"] = 1
     run_id = cli.json("run", "budget", "--input", '{"purpose": "chairs"}')["run"]["id"]
-    result = cli("approve", run_id, "--json", ok=False)
+    result = cli("approve", run_id, "--json", code=1)
     assert result.exit_code == 1, "a run that the command drove into failure exits non-zero"
     failed = json.loads(result.stdout)
     assert failed["run"]["status"] == "failed" and "payment provider down" in failed["run"]["error"]
@@ -120,22 +87,22 @@ def test_failed_run_retry_and_cancel(cli) -> None:  # noqa: ANN001
     other = cli.json("run", "budget", "--input", '{"purpose": "lamps"}')["run"]["id"]
     cancelled = cli.json("cancel", other, "--reason", "duplicate")
     assert cancelled["run"]["status"] == "cancelled"
-    assert cli("cancel", other, ok=False).exit_code == 1
+    assert cli("cancel", other, code=1).exit_code == 1
 
 
 def test_errors_are_one_line_and_json_errors_are_objects(cli) -> None:  # noqa: ANN001
-    missing = cli("show", "nosuchrun", ok=False)
+    missing = cli("show", "nosuchrun", code=1)
     assert missing.exit_code == 1 and missing.stderr.strip() == "error: no run 'nosuchrun' (see `hazel runs`)"
-    as_json = cli("approve", "nosuchrun", "--json", ok=False)
+    as_json = cli("approve", "nosuchrun", "--json", code=1)
     assert as_json.exit_code == 1
     assert json.loads(as_json.stdout)["error"]["type"] == "RunNotFoundError"
-    unknown = cli("run", "nope", ok=False)
+    unknown = cli("run", "nope", code=1)
     assert unknown.exit_code == 1 and "unknown workflow 'nope'" in unknown.stderr
-    bad_input = cli("run", "doc-review", "--input", "{not json", ok=False)
+    bad_input = cli("run", "doc-review", "--input", "{not json", code=1)
     assert bad_input.exit_code == 1 and "--input is not valid JSON" in bad_input.stderr
-    invalid = cli("run", "doc-review", "--input", '{"topic": ""}', ok=False)
+    invalid = cli("run", "doc-review", "--input", '{"topic": ""}', code=1)
     assert invalid.exit_code == 1 and "invalid input for doc-review v1: topic" in invalid.stderr
-    bad_status = cli("runs", "--status", "sleeping", ok=False)
+    bad_status = cli("runs", "--status", "sleeping", code=1)
     assert bad_status.exit_code == 1 and "unknown status" in bad_status.stderr
     assert cli.json("runs") == []
 

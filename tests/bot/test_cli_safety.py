@@ -5,36 +5,8 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
-from bot.cli import app
-
-ROOT = Path(__file__).resolve().parents[2]
-SAMPLE = ROOT / "tests" / "workflows" / "sample.py"
-
-
-@pytest.fixture
-def cli(db_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):  # noqa: ANN201
-    monkeypatch.setenv("HAZEL_DATABASE_URL", db_url)
-    monkeypatch.setenv("HAZEL_WORKFLOWS", str(SAMPLE))
-    monkeypatch.setenv("HAZEL_OPERATOR", "olga")
-    monkeypatch.chdir(tmp_path)
-    from bot.cli import common
-
-    monkeypatch.setattr(common.out, "width", 200)
-    monkeypatch.setattr(common.err, "width", 200)
-    runner = CliRunner()
-
-    def invoke(*args: str, code: int = 0):  # noqa: ANN202
-        result = runner.invoke(app, list(args))
-        assert result.exit_code == code, (args, result.output, result.exception)
-        return result
-
-    return invoke
-
 
 TRICKY = "DROP TABLE [users] and - [x] confirm [/bold] [/]"
 

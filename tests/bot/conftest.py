@@ -1,0 +1,39 @@
+"""Fixtures shared by the engine and CLI tests."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+from typer.testing import CliRunner
+
+from bot.cli import app
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "tests" / "workflows" / "sample.py"
+
+
+@pytest.fixture
+def cli(db_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[..., Any]:
+    """``cli(*args, code=0)`` runs ``hazel ARGS`` in-process on ``db_url`` with the sample workflows and checks
+    its exit code; ``cli.json(*args)`` adds ``--json`` and parses the output. Tables are not wrapped."""
+    monkeypatch.setenv("HAZEL_DATABASE_URL", db_url)
+    monkeypatch.setenv("HAZEL_WORKFLOWS", str(SAMPLE))
+    monkeypatch.setenv("HAZEL_OPERATOR", "olga")
+    monkeypatch.setenv("HAZEL_OUTPUT_DIR", str(tmp_path / "out"))
+    monkeypatch.chdir(tmp_path)
+    from bot.cli import common
+
+    monkeypatch.setattr(common.out, "width", 200)
+    monkeypatch.setattr(common.err, "width", 200)
+    runner = CliRunner()
+
+    def invoke(*args: str, code: int = 0):  # noqa: ANN202
+        result = runner.invoke(app, list(args))
+        assert result.exit_code == code, (args, result.output, result.exception)
+        return result
+
+    invoke.json = lambda *args: json.loads(invoke(*args, "--json").stdout)  # type: ignore[attr-defined]
+    return invoke
