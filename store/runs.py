@@ -12,9 +12,6 @@ from store.errors import LeaseLostError
 from store.models import Run, RunStatus
 from store.schema import runs
 
-ACTIVE = (RunStatus.READY.value, RunStatus.RUNNING.value, RunStatus.WAITING.value)
-
-
 def fence_condition():  # noqa: ANN201
     """The run is still leased by the token in parameter ``fence_token`` (and not cancelled meanwhile)."""
     return ((runs.c.id == bindparam("fence_run_id")) & (runs.c.lease_token == bindparam("fence_token"))
@@ -185,6 +182,3 @@ class RunRepo:
             (runs.c.id == run_id) & runs.c.status.in_([getattr(s, "value", s) for s in from_statuses])
         ).values(updated_at=now, **values))
         return res.rowcount == 1
-
-    def delete(self, run_id: str) -> None:
-        self.conn.execute(runs.delete().where(runs.c.id == run_id))

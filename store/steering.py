@@ -124,9 +124,6 @@ class RequestRepo:
         self.conn.execute(update(steering_requests).where(steering_requests.c.id == request_id)
                           .values(checkpoint_seq=checkpoint_seq))
 
-    def set_due_at(self, request_id: int, due_at: datetime | None) -> None:
-        self.conn.execute(update(steering_requests).where(steering_requests.c.id == request_id)
-                          .values(due_at=due_at))
 
 
 class DecisionRepo:

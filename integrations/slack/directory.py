@@ -71,14 +71,6 @@ class SlackDirectory:
         """
         return frozenset(g for g in sorted(set(usergroups)) if user_id in self.members(g))
 
-    def forget(self, usergroup: str | None = None) -> None:
-        """Drop the cache (of one group, or all)."""
-        with self._lock:
-            if usergroup is None:
-                self._cache.clear()
-            else:
-                self._cache.pop(usergroup, None)
-
 
 def _reason(exc: Exception) -> str:
     if isinstance(exc, SlackApiError):

@@ -213,7 +213,3 @@ def read_selected(values: dict[str, Any], block_id: str) -> str | None:
     return (element.get("selected_option") or {}).get("value")
 
 
-def notice_modal(title: str, message: str) -> dict[str, Any]:
-    """A modal that only says something (no submit)."""
-    return {"type": "modal", "title": plain_text(title, MAX_TITLE_CHARS), "close": plain_text("Close", 24),
-            "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": T.truncate(message, 3000)}}]}
