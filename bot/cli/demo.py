@@ -54,10 +54,12 @@ def demo_cmd(
         return
     cmd = command_prefix()
     out.print(render.drive_summary(result))
-    out.print(f"\nThe run has stopped: nothing is running while it waits. Answer it whenever you like, e.g.\n"
-              f"  {cmd} approve {run.id}\n"
-              f"then follow it with `{cmd} show {run.id}`, `{cmd} history {run.id}`, `{cmd} runs`. "
-              f"`{cmd} demo --walkthrough` drives a whole run for you.")
+    point = pending.point if pending else "review_plan"
+    out.print("\nThe run has stopped: nothing is running while it waits. Answer it whenever you like, e.g.")
+    for line in (f"{cmd} approve {run.id} --at {point}", "then follow it with:", f"{cmd} show {run.id}",
+                 f"{cmd} history {run.id}", f"{cmd} runs", "or let a whole run be driven for you:",
+                 f"{cmd} demo --walkthrough"):
+        out.print(escape(line if line.endswith(":") else "  " + line), soft_wrap=True)  # whole, to copy
 
 
 def _walkthrough(hazel: Hazel, request: str, json_out: bool) -> None:
