@@ -32,12 +32,11 @@ from bot.logs import bind_log_context
 from bot.registry import Registry
 from bot.transitions import progress
 from bot.versions import migrate_tree, point_in, resolve_workflow, write_migration
-from bot.workflow import SteeringPoint, Workflow
+from bot.workflow import REWIND_NODE, SteeringPoint, Workflow
 from store import DuplicateDecisionError, NewCheckpoint, Store, Tx
 from store.models import Action, Actor, Decision, RequestStatus, Run, RunStatus, SteeringRequest
 
 log = logging.getLogger("hazel.steering")
-REWIND_NODE = "__rewind__"
 PAST_TENSE = {"approve": "approved", "edit": "edited", "reject": "rejected", "feedback": "answered with feedback",
               "rewind": "rewound", "cancel": "cancelled"}
 REWINDABLE = (RunStatus.WAITING, RunStatus.READY, RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.REJECTED,

@@ -18,11 +18,10 @@ from pydantic import ValidationError
 
 from bot.errors import VersionUnavailableError
 from bot.registry import Registry
-from bot.workflow import SteeringPoint, Workflow
+from bot.workflow import MIGRATE_NODE, SteeringPoint, Workflow
 from store import NewCheckpoint, Tx
 from store.models import Actor, Run
 
-MIGRATE_NODE = "__migrate__"
 SYSTEM = Actor(id="hazel", channel="system", name="Hazel")
 
 

@@ -10,8 +10,7 @@ from rich.tree import Tree
 
 from bot.cli.common import when
 from bot.runner import DriveResult
-from bot.steering import REWIND_NODE
-from bot.workflow import START
+from bot.workflow import REWIND_NODE, node_label
 from store.models import AuditEvent, CheckpointInfo, Decision, Run, SteeringRequest
 
 STATUS_STYLE = {"completed": "green", "failed": "red", "rejected": "red", "cancelled": "yellow",
@@ -34,10 +33,6 @@ def runs_table(runs: list[Run], pending: dict[str, SteeringRequest]) -> Table:
         table.add_row(run.id, escape(f"{run.workflow} v{run.workflow_version}"), status(run.status.value),
                       escape(at), escape(run.started_by), when(run.updated_at))
     return table
-
-
-def node_label(step: str) -> str:
-    return {START: "start", REWIND_NODE: "↩ rewind"}.get(step, step)
 
 
 def history_tree(run: Run, checkpoints: list[CheckpointInfo], decisions: list[Decision]) -> Tree:

@@ -24,8 +24,7 @@ from slack_bolt import App
 
 from bot.errors import HazelError, NotAllowedError, RunNotFoundError
 from bot.slack.bridge import SlackBridge
-from bot.steering import REWIND_NODE
-from bot.workflow import START
+from bot.workflow import REWIND_NODE, node_label
 from integrations.slack import blocks as B
 from integrations.slack import text as T
 from integrations.slack.directory import DirectoryError
@@ -204,11 +203,6 @@ def _run_line(run: Run) -> str:
     emoji = B.STATUS_EMOJI.get(run.status.value, "")
     return (f"{emoji} `{run.id}` {T.escape(run.workflow)} v{run.workflow_version} · *{run.status.value}* · "
             f"updated {B.date(run.updated_at)}")
-
-
-def node_label(step: str) -> str:
-    """A checkpoint's node for people: ``start`` and ``↩ rewind`` for Hazel's own nodes."""
-    return {START: "start", REWIND_NODE: "↩ rewind"}.get(step, step)
 
 
 def history_text(run: Run, checkpoints: list[CheckpointInfo], decisions: list[Decision]) -> str:
