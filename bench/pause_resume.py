@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.service import WorkerPool
+from bot.engine.hazel import WorkerPool
 from store.models import RunStatus
 
 from bench.stats import percentile

@@ -1,8 +1,8 @@
 """Item 7, Slack click to acknowledgement: signed ``block_actions`` requests (an Approve button on a waiting
 run's request) sent over HTTP to Hazel's real app on loopback; the time to each 200 response.
 
-The app is what ``hazel serve`` runs (``bot.server.build`` + ``bot.web.create_app`` with
-``bot.wiring.http_routers``, workers and outbox delivery started) served by uvicorn in a thread, with Slack
+The app is what ``hazel serve`` runs (``bot.server.build`` + ``bot.inbound.health.create_app`` with
+``bot.server.wiring.http_routers``, workers and outbox delivery started) served by uvicorn in a thread, with Slack
 configured against a minimal fake Slack Web API on loopback (every method answers ``ok``), so the work Bolt
 does after acknowledging (recording the decision, updating the message) really happens. Bodies are signed with
 slack_sdk's ``SignatureVerifier.generate_signature``. When ``http_routers`` mounts no ``/slack/events`` route
@@ -106,8 +106,8 @@ def slack_ack(backend, n_clicks: int) -> AckLatency | str:  # noqa: ANN001
     from slack_sdk.signature import SignatureVerifier
 
     from bot.server import build
-    from bot.web import create_app
-    from bot.wiring import http_routers
+    from bot.inbound.health import create_app
+    from bot.server.wiring import http_routers
 
     signing_secret = secrets.token_hex(16)
     with fake_slack_api() as api_url:

@@ -14,10 +14,10 @@ from functools import lru_cache
 from pydantic import BaseModel
 from rich.console import Console
 
-from bot.registry import Registry
-from bot.service import Hazel
+from bot.engine.registry import Registry
+from bot.engine.hazel import Hazel
 from bot.settings import Settings
-from bot.workflow import StepContext, Workflow
+from bot.engine.workflow import StepContext, Workflow
 from integrations.console import ConsoleChannel
 from store import Store
 from store.models import Actor

@@ -6,7 +6,7 @@ Workflow authors import from here::
     from bot import Approvers, StepContext, Workflow
 """
 
-from bot.errors import (
+from bot.engine.errors import (
     AlreadyDecidedError,
     CheckpointNotFoundError,
     HazelError,
@@ -20,7 +20,7 @@ from bot.errors import (
     VersionUnavailableError,
     WorkflowDefinitionError,
 )
-from bot.workflow import Approvers, Step, StepContext, SteeringPoint, Workflow
+from bot.engine.workflow import Approvers, Step, StepContext, SteeringPoint, Workflow
 
 __all__ = [
     "AlreadyDecidedError", "Approvers", "CheckpointNotFoundError", "HazelError", "InvalidDecisionError",

@@ -88,7 +88,7 @@ class Settings(BaseSettings):
     """Several REST API callers: ``name=token`` pairs, comma-separated; each token acts as its name."""
 
     hook_urls: str = Field("", validation_alias="HAZEL_HOOK_URLS")
-    """Comma-separated URLs that receive run events (``bot.hooks``); each event is POSTed to each URL."""
+    """Comma-separated URLs that receive run events (``bot.ops.hooks``); each event is POSTed to each URL."""
     hook_secret: SecretStr | None = Field(None, validation_alias="HAZEL_HOOK_SECRET")
     """Signs every hook delivery: ``X-Hazel-Signature: sha256=<hex HMAC-SHA256 of the body>``. Required with
     ``HAZEL_HOOK_URLS``."""

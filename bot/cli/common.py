@@ -16,7 +16,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 from rich.markup import escape
 
-from bot.errors import HazelError
+from bot.engine.errors import HazelError
 from bot.settings import Settings
 from store.errors import StoreError
 from store.models import Actor
@@ -59,8 +59,8 @@ def command_prefix() -> str:
 
 def engine(json_mode: bool = False, *, prepare: bool = True):  # noqa: ANN201
     """Build ``Hazel`` from the environment. In JSON mode console notifications go to stderr."""
-    from bot.service import Hazel
-    from bot.wiring import channels_from_settings
+    from bot.engine.hazel import Hazel
+    from bot.server.wiring import channels_from_settings
     from integrations.console import ConsoleChannel
 
     settings = Settings()

@@ -14,8 +14,8 @@ from rich.rule import Rule
 
 from bot.cli import render
 from bot.cli.common import JsonOpt, actor, command_prefix, emit_json, engine, handle_errors, out, safe_url
-from bot.errors import UnknownWorkflowError
-from bot.service import Hazel
+from bot.engine.errors import UnknownWorkflowError
+from bot.engine.hazel import Hazel
 
 app = typer.Typer()
 WORKFLOW = "migration-plan"

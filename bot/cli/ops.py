@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from bot.cli.common import CliError, JsonOpt, command_prefix, emit_json, engine, err, handle_errors, out, when
-from bot.logs import configure_logging
+from bot.ops.logs import configure_logging
 from bot.settings import Settings
 from store import Store
 from store.models import OutboxStatus
@@ -145,7 +145,7 @@ def outbox_retry(
     json_out: JsonOpt = False,
 ) -> None:
     """Queue dead messages for delivery again, and deliver what is due now."""
-    from bot.clock import utcnow
+    from bot.engine.clock import utcnow
 
     hazel = engine(json_out)
     with hazel.store.transaction() as tx:

@@ -1,4 +1,4 @@
-"""``hazel prune``: drop the checkpoint history of runs that ended long ago (see ``bot.retention``)."""
+"""``hazel prune``: drop the checkpoint history of runs that ended long ago (see ``bot.ops.retention``)."""
 
 from __future__ import annotations
 
@@ -33,8 +33,8 @@ def prune_cmd(
     """Remove the checkpoints of runs that ended (completed, failed, rejected, cancelled) more than DAYS days
     ago, keeping each run's final state, its decisions and its audit log. Waiting, ready and running runs are
     never pruned. A pruned run cannot be rewound to the dropped checkpoints."""
-    from bot.clock import utcnow
-    from bot.retention import prune
+    from bot.engine.clock import utcnow
+    from bot.ops.retention import prune
 
     if older_than < 0:
         raise CliError("--older-than must be 0 or more days")

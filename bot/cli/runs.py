@@ -26,9 +26,9 @@ from bot.cli.common import (
     read_arg,
     when,
 )
-from bot.clock import utcnow
-from bot.runner import DriveResult
-from bot.service import Hazel
+from bot.engine.clock import utcnow
+from bot.engine.runner import DriveResult
+from bot.engine.hazel import Hazel
 from integrations.console import render_value
 from store.models import Run, RunStatus, SteeringRequest
 

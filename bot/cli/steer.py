@@ -11,8 +11,8 @@ from rich.markup import escape
 
 from bot.cli.common import AsOpt, CliError, DetachOpt, JsonOpt, actor, apply_sets, coerce, engine, handle_errors, out, read_arg
 from bot.cli.runs import finish, retry_notice
-from bot.service import Hazel
-from bot.steering import DecisionOutcome
+from bot.engine.hazel import Hazel
+from bot.engine.steering.decide import DecisionOutcome
 
 app = typer.Typer()
 RunArg = Annotated[str, typer.Argument(metavar="RUN", help="Run id (or a unique prefix).")]

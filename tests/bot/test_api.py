@@ -10,12 +10,12 @@ from typing import Any, Callable, Iterator
 import httpx
 import pytest
 
-from bot.api import api_router
-from bot.errors import ConfigurationError
-from bot.service import WorkerPool
+from bot.inbound.api import api_router
+from bot.engine.errors import ConfigurationError
+from bot.engine.hazel import WorkerPool
 from bot.settings import Settings
-from bot.web import create_app
-from bot.wiring import http_routers
+from bot.inbound.health import create_app
+from bot.server.wiring import http_routers
 from store.models import RunStatus
 from tests.support.engine import make_hazel
 from tests.support.live import LiveServer

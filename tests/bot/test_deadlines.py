@@ -1,11 +1,11 @@
-"""``bot.deadlines``: the schedule of a request, computed from what its row stores."""
+"""``bot.engine.deadlines``: the schedule of a request, computed from what its row stores."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from bot import deadlines
-from bot.workflow import SteeringPoint
+from bot.engine import deadlines
+from bot.engine.workflow import SteeringPoint
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=timezone.utc)
 H = timedelta(hours=1)

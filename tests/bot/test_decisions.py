@@ -6,7 +6,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from bot import Approvers, StepContext, Workflow
-from bot.errors import (
+from bot.engine.errors import (
     AlreadyDecidedError,
     CheckpointNotFoundError,
     InvalidDecisionError,
@@ -15,7 +15,7 @@ from bot.errors import (
     NotAllowedError,
     RunNotFoundError,
 )
-from bot.steering import REWIND_NODE
+from bot.engine.steering.decide import REWIND_NODE
 from store.models import RequestStatus, RunStatus
 from tests.support.engine import make_hazel, person
 
@@ -246,7 +246,7 @@ def test_cancel_and_retry_states(db_url: str) -> None:
     assert hazel.requests(run_id)[0].status is RequestStatus.CANCELLED
     with pytest.raises(AlreadyDecidedError, match="cancelled"):
         hazel.decide(run_id, "approve", person("sme"), request_id=hazel.requests(run_id)[0].id)
-    from bot.errors import RunStateError
+    from bot.engine.errors import RunStateError
 
     with pytest.raises(RunStateError):
         hazel.cancel(run_id, person("sme"))

@@ -9,8 +9,8 @@ import pytest
 from pydantic import BaseModel, Field
 
 from bot import StepContext, Workflow
-from bot.errors import AlreadyDecidedError
-from bot.service import WorkerPool
+from bot.engine.errors import AlreadyDecidedError
+from bot.engine.hazel import WorkerPool
 from store.models import RunStatus
 from tests.support.engine import make_hazel, person
 

@@ -15,9 +15,9 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from bot.errors import ConfigurationError, NotAllowedError
-from bot.registry import Registry
-from bot.service import Hazel
+from bot.engine.errors import ConfigurationError, NotAllowedError
+from bot.engine.registry import Registry
+from bot.engine.hazel import Hazel
 from bot.settings import Settings
 from integrations.console import ConsoleChannel
 from store.models import Actor, OutboxStatus, RunStatus

@@ -16,12 +16,12 @@ from prometheus_client.parser import text_string_to_metric_families
 from rich.console import Console
 from typer.testing import CliRunner
 
-from bot.api import api_router
-from bot.logs import configure_logging
-from bot.registry import Registry
-from bot.service import Hazel
+from bot.inbound.api import api_router
+from bot.ops.logs import configure_logging
+from bot.engine.registry import Registry
+from bot.engine.hazel import Hazel
 from bot.settings import Settings
-from bot.web import create_app
+from bot.inbound.health import create_app
 from integrations.console import ConsoleChannel
 from store.models import Actor
 from tests.support.hook_receiver import HookReceiver
@@ -210,7 +210,7 @@ def test_text_logs_and_the_worker_command(db_url: str, monkeypatch: pytest.Monke
 
     stream = io.StringIO()
     configure_logging(Settings(HAZEL_LOG_FORMAT="text", HAZEL_LOG_LEVEL="info"), stream=stream)
-    from bot.logs import log_context
+    from bot.ops.logs import log_context
 
     with log_context(run_id="ab12cd34ef56", request_id=7):
         logging.getLogger("hazel.test").warning("waiting on the SME")

@@ -12,9 +12,9 @@ from sqlalchemy import select
 from typer.testing import CliRunner
 
 from bot import StepContext, Workflow
-from bot.errors import CheckpointNotFoundError
-from bot.retention import prune
-from bot.scheduler import Scheduler
+from bot.engine.errors import CheckpointNotFoundError
+from bot.ops.retention import prune
+from bot.ops.scheduler import Scheduler
 from store.models import RunStatus
 from store.schema import checkpoints
 from tests.bot.test_timers import close_hazels, make_hazel  # noqa: F401 - close_hazels: autouse fixture

@@ -14,7 +14,7 @@ from datetime import timedelta
 import pytest
 
 from bot import StepContext, Workflow
-from bot.scheduler import Scheduler
+from bot.ops.scheduler import Scheduler
 from bot.settings import Settings
 from store.models import RequestStatus, RunStatus
 from tests.bot.test_timers import (  # noqa: F401 - close_hazels is an autouse fixture
@@ -46,21 +46,21 @@ def test_a_new_scheduler_after_a_restart_neither_loses_nor_repeats(db_url: str) 
 def test_a_timeout_cut_by_a_crash_fires_after_its_lease(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The process dies after the timeout's lease commits and before it decides: nothing was decided, and a
     later scheduler decides it once the lease (``TIMEOUT_RETRY_SEC``) runs out."""
-    import bot.timers
+    import bot.ops.timers
 
     clock = FakeClock()
     hazel, scheduler, run_id = waiting(db_url, clock, timeout_sec=HOUR, on_timeout="reject")
     clock.advance(HOUR)
     with monkeypatch.context() as patched:
-        patched.setattr(bot.timers, "act_on_timeout", lambda *args, **kwargs: False)  # "killed" here
+        patched.setattr(bot.ops.timers, "act_on_timeout", lambda *args, **kwargs: False)  # "killed" here
         scheduler.tick()
     assert hazel.decisions(run_id) == [] and hazel.get(run_id).status is RunStatus.WAITING
-    assert request_of(hazel, run_id).next_action_at == clock.now + timedelta(seconds=bot.timers.TIMEOUT_RETRY_SEC)
+    assert request_of(hazel, run_id).next_action_at == clock.now + timedelta(seconds=bot.ops.timers.TIMEOUT_RETRY_SEC)
 
     later = Scheduler(make_hazel(db_url, timed(timeout_sec=HOUR, on_timeout="reject"), clock=clock))
-    clock.advance(bot.timers.TIMEOUT_RETRY_SEC / 2)
+    clock.advance(bot.ops.timers.TIMEOUT_RETRY_SEC / 2)
     assert later.tick().timeouts == []
-    clock.advance(bot.timers.TIMEOUT_RETRY_SEC / 2)
+    clock.advance(bot.ops.timers.TIMEOUT_RETRY_SEC / 2)
     assert len(later.tick().timeouts) == 1
     assert [d.action.value for d in hazel.decisions(run_id)] == ["reject"]
     assert hazel.get(run_id).status is RunStatus.REJECTED
@@ -69,10 +69,10 @@ def test_a_timeout_cut_by_a_crash_fires_after_its_lease(db_url: str, monkeypatch
 def test_a_request_whose_version_is_gone_waits_for_it(db_url: str) -> None:
     """A scheduler without the run's workflow version does not lose the timeout: it looks again later, and a
     scheduler that has the version fires it."""
-    from bot.registry import Registry
-    from bot.service import Hazel
-    from bot.timers import UNRESOLVED_RETRY_SEC
-    from bot.workflow import Workflow
+    from bot.engine.registry import Registry
+    from bot.engine.hazel import Hazel
+    from bot.ops.timers import UNRESOLVED_RETRY_SEC
+    from bot.engine.workflow import Workflow
 
     clock = FakeClock()
     hazel, _, run_id = waiting(db_url, clock, timeout_sec=60, on_timeout="approve")

@@ -12,8 +12,8 @@ import pytest
 from pydantic import BaseModel
 
 from bot import Approvers, StepContext, Workflow
-from bot.errors import NotAllowedError, WorkflowDefinitionError
-from bot.scheduler import Scheduler
+from bot.engine.errors import NotAllowedError, WorkflowDefinitionError
+from bot.ops.scheduler import Scheduler
 from store.models import RequestStatus, RunStatus
 from tests.support import engine
 from tests.support.clock import FakeClock
@@ -265,7 +265,7 @@ def test_timeout_escalate_keeps_the_request_pending(db_url: str, clock: FakeCloc
 
 
 def test_a_person_who_decides_first_wins_over_the_timeout(db_url: str, clock: FakeClock) -> None:
-    from bot.timers import act_on_timeout
+    from bot.ops.timers import act_on_timeout
 
     hazel, scheduler, run_id = waiting(db_url, clock, timeout_sec=HOUR, on_timeout="cancel")
     request = request_of(hazel, run_id)

@@ -6,8 +6,8 @@ import pytest
 from pydantic import BaseModel
 
 from bot import StepContext, Workflow
-from bot.errors import VersionUnavailableError
-from bot.versions import MIGRATE_NODE, runnable_versions
+from bot.engine.errors import VersionUnavailableError
+from bot.engine.versions import MIGRATE_NODE, runnable_versions
 from store.models import RunStatus
 from tests.support.engine import make_hazel, person
 

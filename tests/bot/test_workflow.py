@@ -8,8 +8,8 @@ import pytest
 from pydantic import BaseModel
 
 from bot import Approvers, StepContext, Workflow
-from bot.errors import UnknownWorkflowError, WorkflowDefinitionError
-from bot.registry import Registry
+from bot.engine.errors import UnknownWorkflowError, WorkflowDefinitionError
+from bot.engine.registry import Registry
 
 
 class S(BaseModel):

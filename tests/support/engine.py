@@ -6,10 +6,10 @@ import io
 
 from rich.console import Console
 
-from bot.registry import Registry
-from bot.service import Hazel
+from bot.engine.registry import Registry
+from bot.engine.hazel import Hazel
 from bot.settings import Settings
-from bot.workflow import Workflow
+from bot.engine.workflow import Workflow
 from integrations.console import ConsoleChannel
 from store.models import Actor
 

@@ -17,9 +17,9 @@ from typing import Callable
 
 from sqlalchemy.exc import OperationalError
 
-from bot.errors import AlreadyDecidedError
-from bot.registry import Registry
-from bot.service import Hazel
+from bot.engine.errors import AlreadyDecidedError
+from bot.engine.registry import Registry
+from bot.engine.hazel import Hazel
 from bot.settings import Settings
 from store.models import Actor, RunStatus
 

@@ -13,11 +13,11 @@ import httpx
 import responses
 from rich.console import Console
 
-from bot.registry import Registry
-from bot.service import Hazel
+from bot.engine.registry import Registry
+from bot.engine.hazel import Hazel
 from bot.settings import Settings
-from bot.web import create_app
-from bot.wiring import channels_from_settings, http_routers
+from bot.inbound.health import create_app
+from bot.server.wiring import channels_from_settings, http_routers
 from examples.migration_plan import build
 from integrations.console import ConsoleChannel
 from store.models import Actor, Approvers, Run, SteeringRequest

@@ -10,13 +10,13 @@ from typing import Any, Callable, Iterator
 import pytest
 from rich.console import Console
 
-from bot.registry import Registry
-from bot.service import Hazel
+from bot.engine.registry import Registry
+from bot.engine.hazel import Hazel
 from bot.settings import Settings
-from bot.slack import slack_routers
-from bot.web import create_app
-from bot.worker import WorkerPool
-from bot.workflow import Workflow
+from bot.inbound.slack import slack_routers
+from bot.inbound.health import create_app
+from bot.ops.worker import WorkerPool
+from bot.engine.workflow import Workflow
 from examples import migration_plan
 from integrations.console import ConsoleChannel
 from integrations.slack import SlackChannel

@@ -1,7 +1,7 @@
 """``manifest.yml`` against the code: every slash command, event and Web API method Hazel uses is covered by the
 manifest, and the manifest asks for no bot scope the code does not need.
 
-What the code uses is read from the code itself: the ``WebClient`` methods called anywhere in ``bot/slack`` and
+What the code uses is read from the code itself: the ``WebClient`` methods called anywhere in ``bot/inbound/slack`` and
 ``integrations/slack`` (resolved to Web API methods through slack_sdk's own source, so ``files_upload_v2``
 counts as the methods it calls), and the arguments of Bolt's ``app.command`` / ``app.event`` decorators. The
 methods the fake Slack Web API answered in this session must be among them too.
@@ -19,11 +19,11 @@ from pathlib import Path
 import yaml
 from slack_sdk import WebClient
 
-from bot.slack.http import EVENTS_PATH
+from bot.inbound.slack.http import EVENTS_PATH
 from tests.support.fake_slack import FakeSlack
 
 ROOT = Path(__file__).resolve().parents[3]
-PACKAGES = [ROOT / "bot" / "slack", ROOT / "integrations" / "slack"]
+PACKAGES = [ROOT / "bot" / "inbound" / "slack", ROOT / "integrations" / "slack"]
 
 SCOPES = {
     # Slack's documented bot scope per Web API method (https://docs.slack.dev/reference/methods/<method>).

@@ -7,7 +7,7 @@ import threading
 
 from pydantic import BaseModel
 
-from bot.workflow import Workflow
+from bot.engine.workflow import Workflow
 from store.models import Approvers
 from tests.bot.slack.conftest import DEPLOYS, OUTSIDER, PRIYA, SAM, STARTER, SlackEnv, example
 

@@ -14,12 +14,12 @@ from urllib.parse import parse_qsl
 import httpx
 from rich.console import Console
 
-from bot.registry import Registry
-from bot.service import Hazel
+from bot.engine.registry import Registry
+from bot.engine.hazel import Hazel
 from bot.settings import Settings
-from bot.slack import slack_routers, start_socket_mode
-from bot.web import create_app
-from bot.wiring import channels_from_settings, http_routers
+from bot.inbound.slack import slack_routers, start_socket_mode
+from bot.inbound.health import create_app
+from bot.server.wiring import channels_from_settings, http_routers
 from integrations.console import ConsoleChannel
 from integrations.slack import SlackChannel
 from store.models import Actor

@@ -1,0 +1,101 @@
+"""Registered workflows, by name and version, loaded from the modules ``HAZEL_WORKFLOWS`` names."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+from bot.engine.errors import UnknownWorkflowError, WorkflowDefinitionError
+from bot.engine.workflow import Workflow
+
+
+class Registry:
+    """Workflows by ``(name, version)``. Several versions of one name may be registered at once (runs that
+    started on an older version resume on it)."""
+
+    def __init__(self) -> None:
+        self._by_key: dict[tuple[str, int], Workflow] = {}
+
+    def add(self, wf: Workflow) -> Workflow:
+        """Validate and register ``wf``.
+
+        Raises:
+            WorkflowDefinitionError: ``wf`` is invalid, or another definition has the same name and version.
+        """
+        wf.validate()
+        key = (wf.name, wf.version)
+        existing = self._by_key.get(key)
+        if existing is not None and existing is not wf:
+            raise WorkflowDefinitionError(f"workflow {wf.label} is defined twice")
+        self._by_key[key] = wf
+        return wf
+
+    def get(self, name: str, version: int | None = None) -> Workflow:
+        """The workflow ``name`` at ``version`` (None: the highest registered).
+
+        Raises:
+            UnknownWorkflowError: not registered; the message lists what is.
+        """
+        if version is None:
+            versions = [v for (n, v) in self._by_key if n == name]
+            if versions:
+                return self._by_key[(name, max(versions))]
+        elif (name, version) in self._by_key:
+            return self._by_key[(name, version)]
+        known = ", ".join(sorted({n for n, _ in self._by_key})) or "none (set HAZEL_WORKFLOWS)"
+        what = f"{name!r}" if version is None else f"{name!r} version {version}"
+        raise UnknownWorkflowError(f"unknown workflow {what}; registered: {known}")
+
+    def find(self, name: str, version: int) -> Workflow | None:
+        return self._by_key.get((name, version))
+
+    def versions(self, name: str) -> list[int]:
+        return sorted(v for (n, v) in self._by_key if n == name)
+
+    def all(self) -> list[Workflow]:
+        return [self._by_key[k] for k in sorted(self._by_key)]
+
+    def load(self, targets: list[str], *, base_dir: str | os.PathLike | None = None) -> list[Workflow]:
+        """Import each target (a module name such as ``examples.migration_plan`` or a ``.py`` path) and register
+        every ``Workflow`` defined at its top level. ``base_dir`` (default: the current directory) is put on
+        ``sys.path`` first, so that modules of the project Hazel runs in can be named.
+
+        Raises:
+            WorkflowDefinitionError: a module cannot be imported, defines no workflow, or one is invalid.
+        """
+        base = str(Path(base_dir or os.getcwd()).resolve())
+        if base not in sys.path:
+            sys.path.insert(0, base)
+        loaded: list[Workflow] = []
+        for target in targets:
+            module = _import(target, base)
+            found = [v for v in vars(module).values() if isinstance(v, Workflow)]
+            if not found:
+                raise WorkflowDefinitionError(f"module {target!r} defines no Workflow at its top level")
+            for wf in found:
+                loaded.append(self.add(wf))
+        return loaded
+
+
+def _import(target: str, base: str):  # noqa: ANN202
+    try:
+        if target.endswith(".py") or os.sep in target:
+            path = Path(target if os.path.isabs(target) else os.path.join(base, target))
+            name = "hazel_workflows_" + path.stem
+            if name in sys.modules:
+                return sys.modules[name]
+            spec = importlib.util.spec_from_file_location(name, path)
+            if spec is None or spec.loader is None or not path.exists():
+                raise FileNotFoundError(path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+            return module
+        return importlib.import_module(target)
+    except WorkflowDefinitionError:
+        raise
+    except Exception as exc:  # an import error of the author's module, shown with its cause
+        raise WorkflowDefinitionError(f"cannot load workflows from {target!r}: {type(exc).__name__}: {exc}") from exc

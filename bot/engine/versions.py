@@ -1,0 +1,144 @@
+"""Which workflow definition a run continues on, across deployments.
+
+A run pins the version it started on and resumes on it while that version is registered. When it is not (new
+code deployed while the run waited), the latest registered version may declare a state migration from the
+run's version (``@wf.migration(from_version=1)``, a function from the old state tree to the new one): the run
+is then migrated in one transaction (a ``__migrate__`` checkpoint holding the migrated state, the run now on
+the new version) and continues. Otherwise the run is left exactly as it is and whatever was asked of it is
+refused with a message naming the missing version.
+"""
+
+from __future__ import annotations
+
+import copy
+from datetime import datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from bot.engine.errors import VersionUnavailableError
+from bot.engine.registry import Registry
+from bot.engine.workflow import MIGRATE_NODE, SteeringPoint, Workflow
+from store import NewCheckpoint, Tx
+from store.models import Actor, Run
+
+SYSTEM = Actor(id="hazel", channel="system", name="Hazel")
+
+
+def target_workflow(registry: Registry, run: Run) -> Workflow | None:
+    """The definition ``run`` continues on: its pinned version, else the latest version of its workflow that
+    declares a migration from it, else None."""
+    pinned = registry.find(run.workflow, run.workflow_version)
+    if pinned is not None:
+        return pinned
+    versions = registry.versions(run.workflow)
+    if versions:
+        latest = registry.find(run.workflow, versions[-1])
+        if latest is not None and run.workflow_version in latest.migrations:
+            return latest
+    return None
+
+
+def resolve_workflow(registry: Registry, run: Run) -> Workflow:
+    """Like ``target_workflow`` but raising when there is none.
+
+    Raises:
+        VersionUnavailableError: naming the run's version and what is deployed.
+    """
+    wf = target_workflow(registry, run)
+    if wf is not None:
+        return wf
+    have = registry.versions(run.workflow)
+    raise VersionUnavailableError(
+        f"run {run.id} is on workflow {run.workflow!r} version {run.workflow_version}, which is not deployed "
+        f"(deployed: {', '.join(f'v{v}' for v in have) or 'none'}) and no deployed version declares a migration "
+        f"from v{run.workflow_version}; the run stays as it is until one is deployed"
+    )
+
+
+def runnable_versions(registry: Registry) -> dict[str, list[int]]:
+    """Per workflow name, the run versions this process can execute: the registered ones plus those the latest
+    version migrates from. Workers claim only these, so an old process in a rolling deploy never takes (and
+    fails) a run of a version it does not have."""
+    out: dict[str, list[int]] = {}
+    for wf in registry.all():
+        out.setdefault(wf.name, []).append(wf.version)
+    for name, versions in out.items():
+        latest = registry.find(name, max(versions))
+        if latest is not None:
+            versions.extend(v for v in latest.migrations if v not in versions)
+    return out
+
+
+def migrate_tree(target: Workflow, from_version: int, tree: Any, *, run_id: str) -> Any:
+    """Apply ``target``'s migration from ``from_version`` to a state tree and validate the result.
+
+    Raises:
+        VersionUnavailableError: the migration raised or produced a state the new model refuses.
+    """
+    try:
+        migrated = target.migrations[from_version](copy.deepcopy(tree))
+        return target.codec.encode(target.codec.decode(migrated))
+    except (ValidationError, Exception) as exc:  # the author's function: report, never half-apply
+        raise VersionUnavailableError(
+            f"run {run_id}: migrating its state from v{from_version} to {target.label} failed: "
+            f"{type(exc).__name__}: {exc}") from exc
+
+
+def write_migration(tx: Tx, *, run: Run, target: Workflow, parent_seq: int, now: datetime) -> int:
+    """Write the ``__migrate__`` checkpoint after ``parent_seq`` (its state migrated to ``target``) and point
+    the run at it on the new version. The caller has locked the run (lease or conditional update) and moves
+    ``head_seq``/``last_seq`` itself. Returns the new checkpoint's sequence number.
+
+    Raises:
+        VersionUnavailableError: the migration fails, or the node the run continues at is not in ``target``.
+    """
+    loaded = tx.checkpoints.load(run.id, parent_seq)
+    assert loaded is not None
+    next_step = loaded.info.next_step
+    if next_step is not None and next_step not in target.nodes:
+        raise VersionUnavailableError(
+            f"run {run.id} continues at {next_step!r}, which {target.label} does not have; it stays on "
+            f"v{run.workflow_version}")
+    tree = migrate_tree(target, run.workflow_version, loaded.tree, run_id=run.id)
+    seq = run.last_seq + 1
+    tx.checkpoints.write(NewCheckpoint(
+        run_id=run.id, seq=seq, parent_seq=parent_seq, branch=run.branch, step=MIGRATE_NODE, next_step=next_step,
+        workflow_version=target.version, created_at=now, handoff=loaded.info.handoff), tree,
+        tx.checkpoints.position(loaded))
+    tx.events.add(action="run.migrated", actor=SYSTEM, now=now, run_id=run.id, from_version=run.workflow_version,
+                  to_version=target.version, checkpoint=seq)
+    return seq
+
+
+def decode_state(registry: Registry, run: Run, version: int, tree: Any) -> Any:
+    """A checkpoint's state tree (written by ``version``) as a model: with that version's definition when it is
+    registered, else migrated to the run's target version.
+
+    Raises:
+        VersionUnavailableError: neither is possible.
+    """
+    own = registry.find(run.workflow, version)
+    if own is not None:
+        return own.codec.decode(tree)
+    target = resolve_workflow(registry, run)
+    if version == target.version:
+        return target.codec.decode(tree)
+    if version not in target.migrations:
+        raise VersionUnavailableError(f"state of run {run.id} at v{version} cannot be read: v{version} is not "
+                                      f"deployed and {target.label} declares no migration from it")
+    return target.codec.decode(migrate_tree(target, version, tree, run_id=run.id))
+
+
+def point_in(target: Workflow, name: str, run: Run) -> SteeringPoint:
+    """The steering point ``name`` in ``target``.
+
+    Raises:
+        VersionUnavailableError: ``target`` has no such steering point.
+    """
+    node = target.nodes.get(name)
+    if not isinstance(node, SteeringPoint):
+        raise VersionUnavailableError(
+            f"run {run.id} waits at {name!r}, which {target.label} does not have as a steering point; it stays "
+            f"on v{run.workflow_version}")
+    return node

@@ -1,0 +1,341 @@
+"""How a workflow author describes a workflow: steps, steering points and routing.
+
+```python
+wf = Workflow("migration-plan", version=1, state=PlanState)
+
+@wf.step
+def draft_plan(state: PlanState, ctx: StepContext) -> PlanState: ...
+
+wf.steer("review_plan", title="Approve the migration plan", show="plan",
+         approvers=Approvers(slack_users=["U0000000001"]), channel="slack:#migrations",
+         on_feedback="draft_plan")
+```
+
+Nodes run in the order they are declared; ``next=`` on a step or a steering point, or ``ctx.goto(name)`` inside
+a step, routes elsewhere (loops such as re-draft until approved). A steering point is its own node: the run
+stops there with a checkpoint and a pending steering request, and a decision routes it on.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from bot.engine.errors import WorkflowDefinitionError
+from store.codec import StateCodec
+from store.models import ALL_ACTIONS, Action, Approvers
+
+__all__ = ["Approvers", "START", "Step", "StepContext", "SteeringPoint", "Workflow"]
+
+S = TypeVar("S", bound=BaseModel)
+StepFn = Callable[[Any, "StepContext"], Any]
+
+START = "__start__"
+"""Name of the node that produced a run's first checkpoint (the validated input)."""
+REWIND_NODE = "__rewind__"
+"""Name of the node of the checkpoint a rewind writes (its parent is the checkpoint rewound to)."""
+MIGRATE_NODE = "__migrate__"
+"""Name of the node of the checkpoint that carries a run's state over to a newer workflow version."""
+
+
+def node_label(step: str) -> str:
+    """A checkpoint's node for people: Hazel's own nodes as ``start``, ``↩ rewind``, ``⇪ migrate``."""
+    return {START: "start", REWIND_NODE: "↩ rewind", MIGRATE_NODE: "⇪ migrate"}.get(step, step)
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,99}$")
+_CHANNEL = re.compile(r"^(console|slack:[#A-Za-z0-9_.-]{1,80}|jira:[A-Z][A-Z0-9_]{0,19})$")
+TimeoutAction = Literal["approve", "reject", "escalate", "fail", "cancel"]
+Role = Literal["approvers", "anyone"]
+
+
+@dataclass(frozen=True)
+class Step:
+    """A step: ``fn(state, ctx) -> state`` (or None to keep the state).
+
+    ``max_attempts`` tries in all; between tries the delay is ``backoff_sec * 2**(try-1)`` capped at
+    ``max_backoff_sec``, times a random factor in [0.5, 1] (jitter)."""
+
+    name: str
+    fn: StepFn
+    next: str | None = None
+    max_attempts: int = 3
+    backoff_sec: float = 1.0
+    max_backoff_sec: float = 60.0
+
+    def backoff_for(self, failed_attempts: int, rng: random.Random | None = None) -> float:
+        """Seconds to wait before try ``failed_attempts + 1``."""
+        base = min(self.max_backoff_sec, self.backoff_sec * (2 ** max(failed_attempts - 1, 0)))
+        return base * (rng or random).uniform(0.5, 1.0)
+
+
+class SteeringPoint(BaseModel):
+    """Where a run stops for an SME. See ``Workflow.steer`` for the meaning of each field."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    title: str
+    show: str | None = None
+    actions: tuple[str, ...] = ALL_ACTIONS
+    approvers: Approvers = Field(default_factory=Approvers)
+    channel: str = "console"
+    on_feedback: str | None = None
+    on_reject: str | None = None
+    next: str | None = None
+    approvals_required: int = 1
+    allow_self_approval: bool = True
+    permissions: dict[str, Role] = Field(default_factory=dict)
+    notify_approvers: bool = False
+    remind_after_sec: float | None = None
+    remind_every_sec: float | None = None
+    escalate_after_sec: float | None = None
+    escalate_to: Approvers | None = None
+    escalate_channel: str | None = None
+    timeout_sec: float | None = None
+    on_timeout: TimeoutAction | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    def role_for(self, action: str) -> Role:
+        return self.permissions.get(action, "approvers")
+
+
+@dataclass
+class StepContext:
+    """What a step receives besides the state.
+
+    ``idempotency_key`` is ``"{run_id}:{seq}:{step}"``: the same for every attempt of this step from this
+    checkpoint, different after a rewind or on another run; pass it to external APIs so a step that runs again
+    after a crash does not repeat its side effects. ``feedback`` / ``rejection`` carry the SME's words when a
+    decision routed the run here (``feedback_by`` names who). ``attempt`` starts at 1.
+    """
+
+    run_id: str
+    step: str
+    seq: int
+    attempt: int
+    idempotency_key: str
+    started_by: str
+    workflow: str
+    workflow_version: int
+    feedback: str | None = None
+    rejection: str | None = None
+    feedback_by: str | None = None
+    log: logging.Logger = field(default_factory=lambda: logging.getLogger("hazel.step"))
+    _goto: str | None = None
+
+    def goto(self, node: str) -> None:
+        """Continue at ``node`` (a step or steering point) after this step instead of the declared next."""
+        self._goto = node
+
+
+class Workflow(Generic[S]):
+    """A named, versioned definition of steps and steering points over a pydantic state model.
+
+    Args:
+        name: unique name (letters, digits, ``_ . -``), used by ``hazel run NAME``.
+        version: integer; a run pins the version it started on.
+        state: the pydantic model of the run's state; the run's input is validated against it.
+        starters: who may start runs from Slack or the REST API (default: anyone).
+    """
+
+    def __init__(self, name: str, *, version: int = 1, state: type[S], description: str = "",
+                 starters: Approvers | None = None) -> None:
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise WorkflowDefinitionError(f"workflow name {name!r} must match {_NAME.pattern}")
+        if not (isinstance(state, type) and issubclass(state, BaseModel)):
+            raise WorkflowDefinitionError(f"workflow {name!r}: state must be a pydantic BaseModel class")
+        self.name = name
+        self.version = int(version)
+        self.state = state
+        self.description = description
+        self.starters = starters or Approvers()
+        self.codec: StateCodec[S] = StateCodec(state)
+        self.nodes: dict[str, Step | SteeringPoint] = {}
+        self._order: list[str] = []
+        self._problems: list[str] = []
+        self.migrations: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} v{self.version}"
+
+    # -- declaring --------------------------------------------------------------------------------------
+
+    def step(self, fn: StepFn | None = None, *, name: str | None = None, next: str | None = None,
+             max_attempts: int = 3, backoff_sec: float = 1.0, max_backoff_sec: float = 60.0) -> Any:
+        """Declare a step (usable as ``@wf.step`` or ``@wf.step(max_attempts=5, next="x")``)."""
+
+        def register(f: StepFn) -> StepFn:
+            step_name = name or f.__name__
+            if max_attempts < 1:
+                self._problems.append(f"step {step_name!r}: max_attempts must be at least 1")
+            self._add(Step(step_name, f, next, max_attempts, backoff_sec, max_backoff_sec))
+            return f
+
+        return register(fn) if fn is not None else register
+
+    def steer(self, name: str, *, title: str | None = None, show: str | None = None,
+              actions: list[str] | tuple[str, ...] = ALL_ACTIONS, approvers: Approvers | None = None,
+              channel: str = "console", on_feedback: str | None = None, on_reject: str | None = None,
+              next: str | None = None, approvals_required: int = 1, allow_self_approval: bool = True,
+              permissions: dict[str, Role] | None = None, notify_approvers: bool = False,
+              remind_after_sec: float | None = None, remind_every_sec: float | None = None,
+              escalate_after_sec: float | None = None, escalate_to: Approvers | None = None,
+              escalate_channel: str | None = None, timeout_sec: float | None = None,
+              on_timeout: TimeoutAction | None = None, **options: Any) -> SteeringPoint:
+        """Declare a steering point.
+
+        Args:
+            title: what the SME is asked (default: the name, humanised).
+            show: the state field the SME sees and may edit (None: the whole state, read-only for edits
+                of single fields).
+            actions: allowed decisions, a subset of approve, edit, reject, feedback, rewind.
+            approvers: who may decide; empty means anyone.
+            channel: ``console``, ``slack:#channel`` / ``slack:C…`` or ``jira:PROJECTKEY``.
+            on_feedback: node that receives the feedback text (default: the step declared just before).
+            on_reject: node that receives the rejection reason; None ends the run as ``rejected``.
+            next: node after approval (default: the next declared node; none means the run completes).
+            approvals_required: distinct approvers needed to approve (quorum).
+            allow_self_approval: False forbids the person who started the run from approving it.
+            permissions: per action, ``"approvers"`` (default) or ``"anyone"``.
+            notify_approvers: also notify each approver directly (Slack DM).
+            remind_after_sec, remind_every_sec: first reminder after, then every (seconds).
+            escalate_after_sec, escalate_to, escalate_channel: escalation to backup approvers / a channel.
+            timeout_sec, on_timeout: what happens when nobody decided in time.
+            options: channel-specific settings (for example ``jira_issue_type``, ``jira_approve_status``).
+        """
+        try:
+            point = SteeringPoint(
+                name=name, title=title or name.replace("_", " ").capitalize(), show=show, actions=tuple(actions),
+                approvers=approvers or Approvers(), channel=channel, on_feedback=on_feedback, on_reject=on_reject,
+                next=next, approvals_required=approvals_required, allow_self_approval=allow_self_approval,
+                permissions=dict(permissions or {}), notify_approvers=notify_approvers,
+                remind_after_sec=remind_after_sec, remind_every_sec=remind_every_sec,
+                escalate_after_sec=escalate_after_sec, escalate_to=escalate_to, escalate_channel=escalate_channel,
+                timeout_sec=timeout_sec, on_timeout=on_timeout, options=options,
+            )
+        except ValidationError as exc:
+            details = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
+            raise WorkflowDefinitionError(
+                f"workflow {self.label} is invalid: steering point {name!r}: {details}") from None
+        self._add(point)
+        return point
+
+
+    def migration(self, from_version: int) -> Callable[[Callable[[dict], dict]], Callable[[dict], dict]]:
+        """Declare how a state tree of ``from_version`` becomes one of this version (a function on dicts)."""
+
+        def register(fn: Callable[[dict], dict]) -> Callable[[dict], dict]:
+            self.migrations[int(from_version)] = fn
+            return fn
+
+        return register
+
+    def _add(self, node: Step | SteeringPoint) -> None:
+        if not isinstance(node.name, str) or not _NAME.match(node.name) or node.name == START:
+            self._problems.append(f"node name {node.name!r} is not a valid name")
+        if node.name in self.nodes:
+            self._problems.append(f"duplicate name {node.name!r}")
+            return
+        self.nodes[node.name] = node
+        self._order.append(node.name)
+
+    # -- reading ------------------------------------------------------------------------------------------
+
+    @property
+    def first(self) -> str | None:
+        return self._order[0] if self._order else None
+
+    def node(self, name: str) -> Step | SteeringPoint:
+        return self.nodes[name]
+
+    def point(self, name: str) -> SteeringPoint:
+        node = self.nodes.get(name)
+        if not isinstance(node, SteeringPoint):
+            raise KeyError(name)
+        return node
+
+    def steering_points(self) -> list[SteeringPoint]:
+        return [n for n in self.nodes.values() if isinstance(n, SteeringPoint)]
+
+    def declared_after(self, name: str) -> str | None:
+        i = self._order.index(name)
+        return self._order[i + 1] if i + 1 < len(self._order) else None
+
+    def next_of(self, name: str) -> str | None:
+        """Where the run goes after ``name`` completes normally (None: the run completes)."""
+        node = self.nodes[name]
+        return node.next if node.next else self.declared_after(name)
+
+    def feedback_target(self, point: SteeringPoint) -> str | None:
+        if point.on_feedback:
+            return point.on_feedback
+        i = self._order.index(point.name)
+        for prev in reversed(self._order[:i]):
+            if isinstance(self.nodes[prev], Step):
+                return prev
+        return None
+
+    # -- validation ----------------------------------------------------------------------------------------
+
+    def validate(self) -> None:
+        """Check the definition as a whole.
+
+        Raises:
+            WorkflowDefinitionError: naming every problem (unknown route targets, duplicate names, a shown
+                field the state lacks, unknown actions or channels, impossible quorum, …).
+        """
+        problems = list(self._problems)
+        if not self._order:
+            problems.append("it has no steps")
+        fields = set(self.state.model_fields)
+        for name in self._order:
+            node = self.nodes[name]
+            if node.next and node.next not in self.nodes:
+                problems.append(f"{name!r} routes next to unknown node {node.next!r}")
+            if isinstance(node, SteeringPoint):
+                problems.extend(self._point_problems(node, fields))
+        if problems:
+            raise WorkflowDefinitionError(f"workflow {self.label} is invalid: " + "; ".join(problems))
+
+    def _point_problems(self, p: SteeringPoint, fields: set[str]) -> list[str]:
+        out = []
+        if p.show is not None and p.show not in fields:
+            out.append(f"steering point {p.name!r} shows field {p.show!r} but {self.state.__name__} has no such "
+                       f"field (fields: {', '.join(sorted(fields)) or 'none'})")
+        unknown = [a for a in p.actions if a not in ALL_ACTIONS]
+        if unknown:
+            out.append(f"steering point {p.name!r} has unknown actions {unknown} (allowed: {list(ALL_ACTIONS)})")
+        if not p.actions:
+            out.append(f"steering point {p.name!r} allows no action")
+        for target_name, target in (("on_feedback", p.on_feedback), ("on_reject", p.on_reject)):
+            if target and target not in self.nodes:
+                out.append(f"steering point {p.name!r} {target_name} names unknown node {target!r}")
+        if Action.FEEDBACK.value in p.actions and self.feedback_target(p) is None:
+            out.append(f"steering point {p.name!r} allows feedback but no step precedes it; set on_feedback")
+        if p.approvals_required < 1:
+            out.append(f"steering point {p.name!r} needs approvals_required >= 1")
+        for channel in (p.channel, p.escalate_channel):
+            if channel is not None and not _CHANNEL.match(channel):
+                out.append(f"steering point {p.name!r} has invalid channel {channel!r} "
+                           "(console, slack:#channel, slack:C…, jira:PROJECTKEY)")
+        if p.on_timeout and not p.timeout_sec:
+            out.append(f"steering point {p.name!r} sets on_timeout without timeout_sec")
+        if p.on_timeout in ALL_ACTIONS and p.on_timeout not in p.actions:
+            out.append(f"steering point {p.name!r} times out with {p.on_timeout!r}, which its actions do not allow "
+                       f"({', '.join(p.actions)})")
+        if p.on_timeout == "escalate" and not (p.escalate_to or p.escalate_channel):
+            out.append(f"steering point {p.name!r} escalates on timeout but names no escalate_to/escalate_channel")
+        for action, role in p.permissions.items():
+            if action not in ALL_ACTIONS or role not in ("approvers", "anyone"):
+                out.append(f"steering point {p.name!r} has invalid permission {action!r}: {role!r}")
+        for sec_name in ("remind_after_sec", "remind_every_sec", "escalate_after_sec", "timeout_sec"):
+            value = getattr(p, sec_name)
+            if value is not None and value <= 0:
+                out.append(f"steering point {p.name!r} {sec_name} must be positive")
+        return out

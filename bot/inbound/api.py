@@ -1,0 +1,330 @@
+"""The REST API (``/api``, JSON): start, list and read runs, read checkpoints and states, and steer runs with
+the same rules and permissions as the CLI, Slack and Jira.
+
+Auth: ``Authorization: Bearer <token>``. ``HAZEL_API_TOKEN`` is one token whose caller is ``api``;
+``HAZEL_API_TOKENS`` holds ``name=token`` pairs (comma-separated), each caller named by its pair. A caller acts
+as ``Actor(id=<name>, channel="api")``: list that name in a steering point's ``Approvers(users=[...])`` to let it
+decide there. With no token configured every call answers 503; a missing or unknown token answers 401. Tokens
+are compared in constant time and never logged.
+
+Errors answer ``{"error": {"type": "<error class>", "message": "…"}}``: 401 bad token, 403 not allowed,
+404 unknown run / checkpoint, 409 already decided (with ``decided_by``, ``decided_at``, ``action``,
+``channel``), nothing pending or the run's state forbids it, 422 invalid input / edit / body, 503 API off.
+
+A decision (``POST /api/runs/{id}/decisions``) honours an ``Idempotency-Key`` header: the same caller sending
+the same key again gets the first decision back (``duplicate: true``, status 200) instead of a new one. After a
+start, retry or settling decision the run continues at once: the worker pool of ``hazel serve`` is woken, or,
+in a process without one, the run is executed in a background thread; the answer never waits for its steps.
+"""
+
+
+import hashlib
+import hmac
+import logging
+import threading
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Coroutine
+
+from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import SecretStr
+
+from bot.inbound.api_models import (
+    CancelRun,
+    CheckpointList,
+    DecisionIn,
+    DecisionOut,
+    ErrorBody,
+    RunDetail,
+    RunList,
+    RunOut,
+    StartRun,
+    StateOut,
+    WorkflowList,
+    WorkflowOut,
+)
+from bot.engine.errors import (
+    AlreadyDecidedError,
+    CheckpointNotFoundError,
+    ConfigurationError,
+    HazelError,
+    InvalidDecisionError,
+    InvalidInputError,
+    NoPendingRequestError,
+    NotAllowedError,
+    RunNotFoundError,
+    RunStateError,
+    UnknownWorkflowError,
+    VersionUnavailableError,
+)
+from bot.ops.logs import log_context
+from bot.settings import Settings
+from store.models import Actor, RunStatus
+
+if TYPE_CHECKING:
+    from bot.engine.hazel import Hazel
+
+log = logging.getLogger("hazel.api")
+
+IDENTITY_OF_API_TOKEN = "api"
+MAX_IDEMPOTENCY_KEY_LEN = 150
+
+STATUS_OF: tuple[tuple[type[HazelError], int], ...] = (
+    (RunNotFoundError, 404),
+    (CheckpointNotFoundError, 404),
+    (NotAllowedError, 403),
+    (AlreadyDecidedError, 409),
+    (NoPendingRequestError, 409),
+    (RunStateError, 409),
+    (VersionUnavailableError, 409),
+    (InvalidDecisionError, 422),
+    (InvalidInputError, 422),
+    (UnknownWorkflowError, 422),
+)
+"""HTTP status of each error (first match); any other ``HazelError`` answers 400."""
+
+
+class ApiError(Exception):
+    """An error answer of the API itself (auth, a reused idempotency key)."""
+
+    def __init__(self, status: int, type_: str, message: str, *, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status, self.type, self.headers = status, type_, headers
+
+
+def error_response(status: int, type_: str, message: str, *, headers: dict[str, str] | None = None,
+                   **extra: Any) -> JSONResponse:
+    body = {"error": {"type": type_, "message": message, **{k: v for k, v in extra.items() if v is not None}}}
+    return JSONResponse(ErrorBody.model_validate(body).model_dump(mode="json", exclude_none=True),
+                        status_code=status, headers=headers)
+
+
+def hazel_error_response(exc: HazelError) -> JSONResponse:
+    status = next((code for cls, code in STATUS_OF if isinstance(exc, cls)), 400)
+    extra: dict[str, Any] = {}
+    if isinstance(exc, AlreadyDecidedError):
+        extra = {"decided_by": exc.decided_by, "decided_at": exc.decided_at, "action": exc.action,
+                 "channel": exc.channel}
+    return error_response(status, type(exc).__name__, str(exc), **extra)
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        if err.get("type") == "json_invalid":
+            return f"the body is not valid JSON ({(err.get('ctx') or {}).get('error', 'decode error')})"
+        loc = ".".join(str(x) for x in err.get("loc", ()) if x not in ("body",)) or "body"
+        msg = err.get("msg")
+        if loc == "body" and err.get("type") in ("model_attributes_type", "dict_type"):
+            msg = f"{msg}: send a JSON object with Content-Type: application/json"
+        parts.append(f"{loc}: {msg}")
+    return "; ".join(parts) or "invalid request"
+
+
+class ApiRoute(APIRoute):
+    """Answers Hazel's errors, auth failures and malformed requests with the API's error body, and binds the
+    path's run id to the log context."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def route(request: Request) -> Response:
+            with log_context(run_id=request.path_params.get("run_id")):
+                try:
+                    return await handler(request)
+                except ApiError as exc:
+                    return error_response(exc.status, exc.type, str(exc), headers=exc.headers)
+                except HazelError as exc:
+                    return hazel_error_response(exc)
+                except RequestValidationError as exc:
+                    return error_response(422, "InvalidRequestError", _validation_message(exc))
+
+        return route
+
+
+def api_tokens(settings: Settings) -> list[tuple[str, SecretStr]]:
+    """``(identity, token)`` for each configured token.
+
+    Raises:
+        ConfigurationError: a ``HAZEL_API_TOKENS`` entry is not ``name=token``, or a name or token repeats
+            (the message says which entry, never a token).
+    """
+    pairs: list[tuple[str, SecretStr]] = []
+    if settings.api_token is not None and settings.api_token.get_secret_value().strip():
+        pairs.append((IDENTITY_OF_API_TOKEN, SecretStr(settings.api_token.get_secret_value().strip())))
+    if settings.api_tokens is not None:
+        for i, entry in enumerate(settings.api_tokens.get_secret_value().split(","), start=1):
+            if not entry.strip():
+                continue
+            name, sep, token = (part.strip() for part in entry.partition("="))
+            if not sep or not name or not token:
+                raise ConfigurationError(f"HAZEL_API_TOKENS entry {i} is not name=token")
+            pairs.append((name, SecretStr(token)))
+    names = [n for n, _ in pairs]
+    tokens = [t.get_secret_value() for _, t in pairs]
+    if len(set(names)) != len(names) or len(set(tokens)) != len(tokens):
+        raise ConfigurationError("HAZEL_API_TOKEN / HAZEL_API_TOKENS: each name and each token must appear once")
+    return pairs
+
+
+class TokenAuth:
+    """The bearer-token check: a FastAPI dependency returning the caller as an ``api`` actor."""
+
+    scheme = HTTPBearer(auto_error=False, description="HAZEL_API_TOKEN, or a token of HAZEL_API_TOKENS")
+
+    def __init__(self, tokens: list[tuple[str, SecretStr]]) -> None:
+        self._digests = [(name, hashlib.sha256(token.get_secret_value().encode()).digest())
+                         for name, token in tokens]
+
+    def identify(self, presented: str) -> str | None:
+        """The identity whose token is ``presented``; every configured token is compared (in constant time)."""
+        digest = hashlib.sha256(presented.encode()).digest()
+        found = None
+        for name, expected in self._digests:
+            if hmac.compare_digest(digest, expected) and found is None:
+                found = name
+        return found
+
+    def __call__(self, request: Request,
+                 credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(scheme)]) -> Actor:
+        if not self._digests:
+            raise ApiError(503, "ApiDisabledError", "the REST API is off: set HAZEL_API_TOKEN or HAZEL_API_TOKENS")
+        challenge = {"WWW-Authenticate": "Bearer"}
+        if credentials is None or not credentials.credentials:
+            raise ApiError(401, "AuthenticationError", "send Authorization: Bearer <token>", headers=challenge)
+        identity = self.identify(credentials.credentials)
+        if identity is None:
+            client = request.client.host if request.client else "?"
+            log.warning("api: refused a request with an unknown token from %s", client)
+            raise ApiError(401, "AuthenticationError", "unknown API token", headers=challenge)
+        return Actor(id=identity, channel="api", name=identity)
+
+
+RunId = Annotated[str, Path(min_length=1, max_length=32, description="The run's id (12 hex characters).")]
+ERRORS = {status: {"model": ErrorBody} for status in (401, 403, 404, 409, 422, 503)}
+
+
+def api_router(hazel: "Hazel", settings: Settings) -> APIRouter:
+    """The ``/api`` router for ``hazel`` (see the module docstring).
+
+    Raises:
+        ConfigurationError: malformed ``HAZEL_API_TOKENS``.
+    """
+    auth = TokenAuth(api_tokens(settings))
+    Caller = Annotated[Actor, Depends(auth)]
+    router = APIRouter(prefix="/api", tags=["runs"], route_class=ApiRoute, responses=ERRORS)
+
+    def resume(run_id: str) -> None:
+        """Let the run continue: the worker pool was woken by ``Hazel.on_ready``; without one, drive it here in
+        the background."""
+        if hazel.has_ready_listeners:
+            return
+
+        def drive() -> None:
+            try:
+                with log_context(run_id=run_id):
+                    hazel.drive(run_id)
+            except Exception:  # the run stays as committed; a worker or `hazel retry` picks it up
+                log.exception("api: executing run %s in the background failed", run_id)
+
+        threading.Thread(target=drive, name=f"hazel-api-run-{run_id}", daemon=True).start()
+
+    @router.get("/workflows", response_model=WorkflowList, summary="Registered workflows")
+    def workflows(caller: Caller) -> WorkflowList:
+        """Every registered workflow version, with the JSON schema of its state (a run's ``input``)."""
+        return WorkflowList(workflows=[
+            WorkflowOut(name=wf.name, version=wf.version, description=wf.description,
+                        input_schema=wf.state.model_json_schema())
+            for wf in hazel.registry.all()])
+
+    @router.post("/runs", status_code=201, response_model=RunOut, summary="Start a run")
+    def start_run(body: StartRun, caller: Caller) -> RunOut:
+        """Create a run and start executing it; answers at once with the run (status ``ready``)."""
+        run = hazel.start(body.workflow, body.input, caller, version=body.version)
+        log.info("api: %s started run %s of %s", caller.id, run.id, run.workflow)
+        resume(run.id)
+        return RunOut.of(run)
+
+    @router.get("/runs", response_model=RunList, summary="List runs")
+    def list_runs(caller: Caller,
+                  status: Annotated[list[RunStatus] | None, Query(description="Repeat to allow several.")] = None,
+                  workflow: str | None = None,
+                  limit: Annotated[int, Query(ge=1, le=500)] = 50,
+                  offset: Annotated[int, Query(ge=0)] = 0) -> RunList:
+        """Runs, newest first, filtered by status and workflow."""
+        found = hazel.runs(statuses=[s.value for s in status] if status else None, workflow=workflow,
+                           limit=limit, offset=offset)
+        return RunList(runs=[RunOut.of(r) for r in found], limit=limit, offset=offset,
+                       next_offset=offset + limit if len(found) == limit else None)
+
+    @router.get("/runs/{run_id}", response_model=RunDetail, summary="A run and its pending request")
+    def get_run(run_id: RunId, caller: Caller) -> RunDetail:
+        run = hazel.get(run_id)
+        return RunDetail(**RunOut.of(run).model_dump(), pending_request=hazel.pending_request(run_id)
+                         if run.status is RunStatus.WAITING else None)
+
+    @router.get("/runs/{run_id}/checkpoints", response_model=CheckpointList, summary="A run's checkpoints")
+    def checkpoints(run_id: RunId, caller: Caller) -> CheckpointList:
+        """Every checkpoint of the run, on every branch, by sequence number (``parent_seq`` draws the tree)."""
+        found = hazel.checkpoints(run_id)
+        return CheckpointList(run_id=run_id, head_seq=hazel.get(run_id).head_seq, checkpoints=found)
+
+    @router.get("/runs/{run_id}/checkpoints/{seq}/state", response_model=StateOut,
+                summary="The state at a checkpoint")
+    def state(run_id: RunId, seq: Annotated[int, Path(ge=0)], caller: Caller) -> StateOut:
+        """The run's state as stored at checkpoint ``seq`` (JSON, as the workflow's state model dumps it)."""
+        tree = hazel.state_tree_at(run_id, seq)
+        if tree is None:
+            raise CheckpointNotFoundError(f"run {run_id} has no checkpoint #{seq}")
+        return StateOut(run_id=run_id, seq=seq, state=tree)
+
+    @router.post("/runs/{run_id}/decisions", status_code=201, response_model=DecisionOut,
+                 summary="Decide the pending steering request", responses={200: {"model": DecisionOut,
+                 "description": "A repeated Idempotency-Key: the earlier decision, nothing new done."}})
+    def decide(run_id: RunId, body: DecisionIn, caller: Caller, response: Response,
+               idempotency_key: Annotated[str | None, Header(
+                   alias="Idempotency-Key", max_length=MAX_IDEMPOTENCY_KEY_LEN,
+                   description="Send the same key to retry safely: the decision is recorded once.")] = None,
+               ) -> DecisionOut:
+        """Approve, edit, reject, give feedback or rewind, with the same payloads and rules as the other
+        channels. 201: recorded; the run continues at once when it settled the request."""
+        payload = body.payload.model_dump() if hasattr(body, "payload") else {}
+        delivery_id = f"{caller.id}:{idempotency_key}" if idempotency_key else None
+        outcome = hazel.decide(run_id, body.action, caller, payload=payload, request_id=body.request_id,
+                               delivery_id=delivery_id)
+        if outcome.duplicate:
+            earlier = outcome.decision
+            if earlier.run_id != run_id or earlier.action.value != body.action:
+                raise ApiError(422, "IdempotencyKeyReusedError",
+                               f"Idempotency-Key {idempotency_key!r} was used for another decision "
+                               f"({earlier.action.value} on run {earlier.run_id})")
+            response.status_code = 200
+        else:
+            log.info("api: %s decided %s on run %s", caller.id, body.action, run_id)
+            if outcome.run_status is RunStatus.READY:
+                resume(run_id)
+        return DecisionOut(decision=outcome.decision, request=outcome.request, settled=outcome.settled,
+                           run_status=outcome.run_status, next_node=outcome.next_node, duplicate=outcome.duplicate)
+
+    @router.post("/runs/{run_id}/retry", response_model=RunOut, summary="Retry a failed run")
+    def retry(run_id: RunId, caller: Caller) -> RunOut:
+        """Resume a failed run from its last good checkpoint (who started it, or an approver, may)."""
+        run = hazel.retry(run_id, caller)
+        resume(run_id)
+        return RunOut.of(run)
+
+    @router.post("/runs/{run_id}/cancel", response_model=RunOut, summary="Cancel a run")
+    def cancel(run_id: RunId, caller: Caller, body: CancelRun | None = None) -> RunOut:
+        """Cancel a run that has not ended; its pending request is closed (who started it, or an approver,
+        may)."""
+        return RunOut.of(hazel.cancel(run_id, caller, reason=body.reason if body else None))
+
+    @router.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"], include_in_schema=False)
+    def not_found(path: str) -> JSONResponse:
+        """Unknown API paths answer with the API's error body, like every other error."""
+        return error_response(404, "NotFound", f"no such endpoint: /api/{path} (see /openapi.json)")
+
+    return router
+

@@ -1,0 +1,89 @@
+"""Slack, inbound: a Bolt ``App`` (sync) for buttons, modals, the ``/hazel`` command and App Home, served at
+``POST /slack/events`` or over Socket Mode. Outbound messages are ``integrations.slack.SlackChannel``'s.
+
+```python
+channels = {"slack": slack_channel(settings)}   # bot.server.wiring.channels_from_settings, when SLACK_BOT_TOKEN is set
+routers = slack_routers(hazel, settings)        # bot.server.wiring.http_routers: POST /slack/events
+handler = start_socket_mode(hazel, settings)    # hazel serve --socket-mode (SLACK_APP_TOKEN)
+```
+"""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import APIRouter
+from slack_bolt import App
+from slack_bolt.adapter.socket_mode import SocketModeHandler
+
+from bot.engine.hazel import Hazel
+from bot.settings import Settings
+from bot.inbound.slack import commands, home, interactions
+from bot.inbound.slack.bridge import SlackBridge
+from bot.inbound.slack.http import slack_router, socket_mode_handler
+from integrations.slack import SlackChannel, SlackDirectory, make_client
+
+__all__ = ["build_app", "slack_channel", "slack_router", "slack_routers", "socket_mode_handler",
+           "start_socket_mode"]
+log = logging.getLogger("hazel.slack")
+
+
+def build_app(hazel: Hazel, settings: Settings, *, socket_mode: bool = False) -> App:
+    """The Bolt app for ``hazel``. It shares the Slack channel's client and user group cache when Slack is
+    configured as a channel, and makes that channel refresh App Home tabs when requests change.
+
+    Raises:
+        ValueError: ``SLACK_BOT_TOKEN`` is not set, or ``SLACK_SIGNING_SECRET`` is not set for HTTP.
+    """
+    if settings.slack_bot_token is None:
+        raise ValueError("Slack needs SLACK_BOT_TOKEN")
+    if settings.slack_signing_secret is None and not socket_mode:
+        raise ValueError("Slack over HTTP needs SLACK_SIGNING_SECRET (Bolt verifies each request with it)")
+    channel = hazel.router.channels.get("slack")
+    if isinstance(channel, SlackChannel):
+        client, directory = channel.client, channel.directory
+    else:
+        client = make_client(settings.slack_bot_token.get_secret_value(), base_url=settings.slack_api_url)
+        directory = SlackDirectory(client)
+    bridge = SlackBridge(hazel, client, directory)
+    if isinstance(channel, SlackChannel) and channel.on_change is None:
+        channel.on_change = bridge.refresh_homes
+    secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else None
+    app = App(client=client, signing_secret=secret, token_verification_enabled=False,
+              request_verification_enabled=not socket_mode, name="hazel")
+    interactions.register(app, bridge)
+    commands.register(app, bridge)
+    home.register(app, bridge)
+    return app
+
+
+def slack_channel(settings: Settings) -> SlackChannel:
+    """The Slack channel on ``HAZEL_SLACK_API_URL`` with ``SLACK_BOT_TOKEN``."""
+    assert settings.slack_bot_token is not None
+    return SlackChannel(make_client(settings.slack_bot_token.get_secret_value(), base_url=settings.slack_api_url))
+
+
+def slack_routers(hazel: Hazel, settings: Settings) -> list[APIRouter]:
+    """``POST /slack/events`` when ``SLACK_BOT_TOKEN`` and ``SLACK_SIGNING_SECRET`` are set; none (with a
+    warning) without the signing secret, since Bolt could not verify requests."""
+    if settings.slack_bot_token is None:
+        return []
+    if settings.slack_signing_secret is None:
+        log.warning("SLACK_SIGNING_SECRET is not set: POST /slack/events is off (Socket Mode still works)")
+        return []
+    return [slack_router(build_app(hazel, settings))]
+
+
+def start_socket_mode(hazel: Hazel, settings: Settings) -> SocketModeHandler:
+    """Connect to Slack over Socket Mode (``SLACK_APP_TOKEN``) in the background; ``.close()`` stops it.
+
+    Raises:
+        ValueError: ``SLACK_BOT_TOKEN`` or ``SLACK_APP_TOKEN`` is not set.
+    """
+    if settings.slack_app_token is None:
+        raise ValueError("Socket Mode needs SLACK_APP_TOKEN (an app-level token, xapp-…)")
+    handler = socket_mode_handler(build_app(hazel, settings, socket_mode=True),
+                                  settings.slack_app_token.get_secret_value())
+    handler.connect()
+    log.info("connected to Slack over Socket Mode")
+    return handler

@@ -1,0 +1,244 @@
+"""``/hazel``: the slash command. Each subcommand answers with a message only the caller sees.
+
+    /hazel runs                              waiting on you, then runs in flight
+    /hazel status RUN                        a run, its pending request, its error
+    /hazel history RUN                       the checkpoint tree, with branches and decisions
+    /hazel rewind RUN STEP|SEQ [feedback]    fork the run from an earlier checkpoint
+    /hazel retry RUN                         resume a failed run from its last good checkpoint
+    /hazel cancel RUN [reason]               cancel a run
+    /hazel start WORKFLOW [input JSON]       start a run
+    /hazel help
+
+Permissions are the engine's: rewind, retry and cancel need an approver of the run (or who started it), start
+needs the workflow's starters; refusals are audited. Reading (runs, status, history) is open to the workspace.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any, Callable
+
+from slack_bolt import App
+
+from bot.engine.errors import HazelError, NotAllowedError, RunNotFoundError
+from bot.inbound.slack.bridge import SlackBridge
+from bot.engine.workflow import REWIND_NODE, node_label
+from integrations.slack import blocks as B
+from integrations.slack import text as T
+from integrations.slack.directory import DirectoryError
+from store.models import Actor, CheckpointInfo, Decision, Run
+
+COMMAND = "/hazel"
+MAX_REPLY_CHARS = 3900
+HELP = (f"*{COMMAND}* steers Hazel runs:\n"
+        f"• `{COMMAND} runs`: what waits on you, then runs in flight\n"
+        f"• `{COMMAND} status RUN`: a run and what it waits for\n"
+        f"• `{COMMAND} history RUN`: its checkpoints, branches and decisions\n"
+        f"• `{COMMAND} rewind RUN STEP [feedback]`: continue from an earlier step (STEP: a step name or a "
+        f"checkpoint number from `history`)\n"
+        f"• `{COMMAND} retry RUN`: resume a failed run\n"
+        f"• `{COMMAND} cancel RUN [reason]`\n"
+        f"• `{COMMAND} start WORKFLOW [input JSON]`, e.g. `{COMMAND} start migration-plan "
+        '{"request": "add an index on orders.created_at"}`\n'
+        "A RUN may be shortened to its first 4+ characters.")
+
+
+def register(app: App, bridge: SlackBridge) -> None:
+    """Add the ``/hazel`` listener to ``app``."""
+    commands = Commands(bridge)
+
+    @app.command(COMMAND)
+    def on_command(ack: Callable[..., Any], command: dict[str, Any]) -> None:
+        ack(text=commands.answer(command), response_type="ephemeral")
+
+
+class Commands:
+    """Runs one ``/hazel`` command and returns the reply (mrkdwn)."""
+
+    def __init__(self, bridge: SlackBridge, *, memo_sec: float = 600.0) -> None:
+        self.bridge = bridge
+        self.hazel = bridge.hazel
+        self.memo_sec = memo_sec
+        self._started: dict[str, tuple[float, str]] = {}
+        self._lock = threading.Lock()
+
+    def answer(self, command: dict[str, Any]) -> str:
+        """The reply to one ``/hazel`` payload (form fields as a dict): the subcommand's answer, or a helpful
+        message for an unknown subcommand, a bad run id, a refusal or an error. Never raises a ``HazelError``."""
+        words = (command.get("text") or "").strip().split(None, 1)
+        sub = words[0].lower() if words else "help"
+        rest = words[1].strip() if len(words) > 1 else ""
+        handler = getattr(self, "do_" + sub, None) if sub.isidentifier() else None
+        if handler is None:
+            return f"I don't know `{T.escape(sub)}`.\n\n{HELP}"
+        try:
+            actor = self.bridge.actor(command["user_id"], command.get("user_name"))
+            reply = handler(actor, rest, command)
+        except RunNotFoundError as exc:
+            reply = T.escape(str(exc).replace("`hazel runs`", f"`{COMMAND} runs`"))
+            if f"{COMMAND} runs" not in reply:
+                reply += f". `{COMMAND} runs` lists the runs."
+        except NotAllowedError as exc:
+            reply = f"🚫 {T.escape(str(exc))}"
+        except (HazelError, DirectoryError) as exc:
+            reply = T.escape(str(exc))
+        return T.truncate(reply, MAX_REPLY_CHARS)
+
+    def _run(self, rest: str, usage: str) -> tuple[str, str]:
+        parts = rest.split(None, 1)
+        if not parts:
+            raise HazelError(f"Usage: `{COMMAND} {usage}`")
+        return self.hazel.resolve(parts[0]), (parts[1].strip() if len(parts) > 1 else "")
+
+    # -- subcommands ---------------------------------------------------------------------------------------
+
+    def do_help(self, actor: Actor, rest: str, command: dict) -> str:
+        return HELP
+
+    def do_runs(self, actor: Actor, rest: str, command: dict) -> str:
+        lines = ["*Waiting on you*"]
+        waiting = self.bridge.waiting_on(actor, limit=20)
+        for view in waiting:
+            lines.append(f"• `{view.run.id}` *{T.escape(view.title)}* ({T.escape(view.workflow)}) in "
+                         f"{B.channel_ref(view.request.channel)} since {B.date(view.request.created_at)}")
+        if not waiting:
+            lines.append("Nothing. :tada:")
+        lines.append("*In flight*")
+        active = self.hazel.runs(statuses=["waiting", "ready", "running"], limit=20)
+        for run in active:
+            lines.append(f"• {_run_line(run)}")
+        if not active:
+            lines.append("No run is in flight.")
+        return "\n".join(lines)
+
+    def do_status(self, actor: Actor, rest: str, command: dict) -> str:
+        run_id, _ = self._run(rest, "status RUN")
+        run = self.hazel.get(run_id)
+        lines = [_run_line(run), f"started by {B.started_by(run)} {B.date(run.created_at)} · "
+                                 f"checkpoint #{run.head_seq} · branch {run.branch}"]
+        pending = self.hazel.pending_request(run_id)
+        if pending is not None:
+            lines.append(f"waits at *{T.escape(pending.title)}* in {B.channel_ref(pending.channel)} since "
+                         f"{B.date(pending.created_at)}"
+                         + (f" ({pending.approvals} of {pending.approvals_required} approvals)"
+                            if pending.approvals_required > 1 else ""))
+        if run.error:
+            lines.append(f"error: {T.escape(run.error)}")
+        return "\n".join(lines)
+
+    def do_history(self, actor: Actor, rest: str, command: dict) -> str:
+        run_id, _ = self._run(rest, "history RUN")
+        run = self.hazel.get(run_id)
+        return history_text(run, self.hazel.checkpoints(run_id), self.hazel.decisions(run_id))
+
+    def do_rewind(self, actor: Actor, rest: str, command: dict) -> str:
+        run_id, more = self._run(rest, "rewind RUN STEP [feedback]")
+        parts = more.split(None, 1)
+        if not parts:
+            raise HazelError(f"Usage: `{COMMAND} rewind RUN STEP [feedback]` (see `{COMMAND} history {run_id}`)")
+        to, feedback = parts[0], (parts[1] if len(parts) > 1 else None)
+        delivery = f"command:{command['trigger_id']}" if command.get("trigger_id") else None
+        outcome = self.hazel.rewind(run_id, actor, to=to, feedback=feedback, delivery_id=delivery)
+        seq = outcome.decision.payload.get("to")
+        return (f"↩️ Run `{run_id}` rewound to checkpoint #{seq}; it continues at "
+                f"`{T.escape(outcome.next_node or '?')}` on a new branch.")
+
+    def do_retry(self, actor: Actor, rest: str, command: dict) -> str:
+        run_id, _ = self._run(rest, "retry RUN")
+        run = self.hazel.retry(run_id, actor)
+        return f"🔁 Run `{run.id}` is queued again from checkpoint #{run.head_seq}."
+
+    def do_cancel(self, actor: Actor, rest: str, command: dict) -> str:
+        run_id, reason = self._run(rest, "cancel RUN [reason]")
+        self.hazel.cancel(run_id, actor, reason=reason or None)
+        return f"🚫 Run `{run_id}` is cancelled."
+
+    def do_start(self, actor: Actor, rest: str, command: dict) -> str:
+        parts = rest.split(None, 1)
+        if not parts:
+            names = ", ".join(f"`{wf.name}`" for wf in self.hazel.registry.all()) or "none"
+            raise HazelError(f"Usage: `{COMMAND} start WORKFLOW [input JSON]`; workflows: {names}")
+        workflow, raw = parts[0], (parts[1] if len(parts) > 1 else "")
+        try:
+            data = json.loads(raw) if raw else {}
+        except ValueError as exc:
+            raise HazelError(f"The input is not valid JSON ({exc}). Example: "
+                             '`{"request": "add an index"}`') from None
+        if not isinstance(data, dict):
+            raise HazelError("The input must be a JSON object of the workflow's state fields.")
+        trigger = command.get("trigger_id")
+        earlier = self._earlier(trigger)
+        if earlier is not None:
+            return f"Run `{earlier}` was started by this command already."
+        try:
+            run = self.hazel.start(workflow, data, actor)
+        except NotAllowedError as exc:
+            self.hazel.steering.refuse(run_id=None, request_id=None, actor=actor, action="start", reason=str(exc))
+            raise
+        self._remember(trigger, run.id)
+        return (f"▶️ Started run `{run.id}` of {T.escape(run.workflow)} v{run.workflow_version}. Its steering "
+                f"requests will be posted where the workflow asks; `{COMMAND} status {run.id}` follows it.")
+
+    # -- a resent start command starts nothing new ----------------------------------------------------------
+
+    def _earlier(self, trigger: str | None) -> str | None:
+        if not trigger:
+            return None
+        with self._lock:
+            now = time.monotonic()
+            for key in [k for k, (at, _) in self._started.items() if now - at > self.memo_sec]:
+                del self._started[key]
+            found = self._started.get(trigger)
+        return found[1] if found else None
+
+    def _remember(self, trigger: str | None, run_id: str) -> None:
+        if trigger:
+            with self._lock:
+                self._started[trigger] = (time.monotonic(), run_id)
+
+
+def _run_line(run: Run) -> str:
+    emoji = B.STATUS_EMOJI.get(run.status.value, "")
+    return (f"{emoji} `{run.id}` {T.escape(run.workflow)} v{run.workflow_version} · *{run.status.value}* · "
+            f"updated {B.date(run.updated_at)}")
+
+
+def history_text(run: Run, checkpoints: list[CheckpointInfo], decisions: list[Decision]) -> str:
+    """The checkpoint tree as indented lines: a fork starts a deeper level for each branch."""
+    by_decision = {d.id: d for d in decisions}
+    children: dict[int | None, list[CheckpointInfo]] = {}
+    for cp in checkpoints:
+        children.setdefault(cp.parent_seq, []).append(cp)
+    lines = [f"*Run `{run.id}`* · {T.escape(run.workflow)} v{run.workflow_version} · {run.status.value}"]
+
+    def label(cp: CheckpointInfo) -> str:
+        text = f"#{cp.seq} {T.escape(node_label(cp.step))}"
+        d = by_decision.get(cp.decision_id) if cp.decision_id else None
+        if d is not None:
+            who = B.who_decided(d)
+            text += (f" to #{d.payload.get('to')} by {who}" if cp.step == REWIND_NODE
+                     else f" _{d.action.value}_ by {who}")
+            words = d.payload.get("text") or d.payload.get("reason") or d.payload.get("feedback")
+            if words:
+                text += f": “{T.truncate(T.escape(str(words)).replace(chr(10), ' '), 60)}”"
+        text += f" → {T.escape(cp.next_step) if cp.next_step else '*end*'} · {B.date(cp.created_at, '{time}')}"
+        return text + ("  ◀ *head*" if cp.seq == run.head_seq else "")
+
+    def chain(cp: CheckpointInfo, depth: int) -> None:
+        current = cp
+        while True:
+            lines.append("\u2003" * depth + label(current))
+            kids = children.get(current.seq, [])
+            if len(kids) == 1:
+                current = kids[0]
+                continue
+            for kid in kids:
+                lines.append("\u2003" * (depth + 1) + f"_fork from #{current.seq} → branch {kid.branch}_")
+                chain(kid, depth + 2)
+            return
+
+    for root in children.get(None, []):
+        chain(root, 0)
+    return "\n".join(lines)

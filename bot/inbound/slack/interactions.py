@@ -1,0 +1,215 @@
+"""Buttons and modals: the Slack listeners for ``block_actions`` and ``view_submission`` payloads.
+
+Buttons are acknowledged at once; the decision (Approve) or the modal (Edit, Reject, Feedback, Rewind, opened
+with the click's ``trigger_id`` well inside Slack's 3-second window) follows in Bolt's listener thread, and the
+run resumes in a worker. A modal's submission is checked and decided before it is acknowledged, so that an
+invalid edit comes back inline (``response_action: errors``) with nothing changed.
+
+Delivery ids make Slack's retries (``X-Slack-Retry-Num``) harmless: a click is ``click:<trigger_id>``, a
+submission ``view:<view id>``; the same delivery decides once. Two different clicks race in the database and
+the loser is told who won.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from typing import Any, Callable
+
+from slack_bolt import App
+from slack_sdk.errors import SlackApiError
+
+from bot.engine.errors import AlreadyDecidedError, HazelError, InvalidDecisionError, NotAllowedError
+from bot.inbound.slack.bridge import SlackBridge, already_from_error, already_from_view
+from integrations.slack import modals as M
+from integrations.slack.blocks import ACTION_PREFIX
+from integrations.slack.directory import DirectoryError
+from store.models import Actor, RequestView
+
+log = logging.getLogger("hazel.slack")
+
+BUTTON = re.compile(r"^hazel_(approve|edit|reject|feedback|rewind)$")
+SUBMISSION = re.compile(r"^hazel_(edit|reject|feedback|rewind)$")
+MAX_ERROR_CHARS = 1000
+
+
+def register(app: App, bridge: SlackBridge) -> None:
+    """Add the button and modal listeners to ``app``."""
+
+    @app.action(BUTTON)
+    def on_button(ack: Callable[..., Any], body: dict[str, Any], client: Any, request: Any) -> None:
+        ack()
+        Clicks(bridge, body, client, retried=bool(request.headers.get("x-slack-retry-num"))).handle()
+
+    @app.view(SUBMISSION)
+    def on_submission(ack: Callable[..., Any], body: dict[str, Any], client: Any) -> None:
+        Submission(bridge, body).handle(ack)
+
+
+class Clicks:
+    """One button click."""
+
+    def __init__(self, bridge: SlackBridge, body: dict[str, Any], client: Any, *, retried: bool) -> None:
+        self.bridge = bridge
+        self.hazel = bridge.hazel
+        self.body = body
+        self.client = client
+        self.retried = retried
+        self.action = body["actions"][0]
+        self.kind = self.action["action_id"][len(ACTION_PREFIX):]
+        self.user = body["user"]["id"]
+        container = body.get("container") or {}
+        self.channel = container.get("channel_id") or (body.get("channel") or {}).get("id")
+        self.from_home = container.get("type") == "view"
+
+    def tell(self, text: str) -> None:
+        self.bridge.tell(self.client, user=self.user, channel=self.channel, text=text)
+
+    def handle(self) -> None:
+        try:
+            request_id = int(self.action.get("value") or "")
+        except ValueError:
+            self.tell("This button does not belong to a Hazel steering request.")
+            return
+        try:
+            actor = self.bridge.actor(self.body["user"])
+        except DirectoryError as exc:
+            self.tell(f"I could not check your Slack user groups, so nothing was done: {exc}. Please try again.")
+            return
+        view = self.bridge.view(request_id)
+        if view is None:
+            self.tell(f"Steering request {request_id} does not exist (any more). `/hazel runs` shows what waits.")
+            return
+        if self.kind == "approve":
+            if self.approve(view, actor) and self.from_home:
+                self.bridge.publish_home(self.user, client=self.client)  # without the request just decided
+        elif not self.retried:  # the first delivery of this click opened the modal already
+            self.open_modal(view, actor)
+
+    def approve(self, view: RequestView, actor: Actor) -> bool:
+        """Approve through the engine; True when it was recorded and nothing was said to the clicker."""
+        delivery = f"click:{self.body.get('trigger_id') or self.action.get('action_ts')}"
+        try:
+            outcome = self.hazel.decide(view.run.id, "approve", actor, request_id=view.request.id,
+                                        delivery_id=delivery)
+        except AlreadyDecidedError as exc:
+            self.tell(already_from_error(exc, actor))
+            return False
+        except NotAllowedError as exc:  # recorded in the audit log by the engine
+            self.tell(f"🚫 {exc}")
+            return False
+        except HazelError as exc:
+            self.tell(str(exc))
+            return False
+        if not outcome.duplicate and not outcome.settled and outcome.request is not None:
+            r = outcome.request
+            self.tell(f"Your approval is counted: {r.approvals} of {r.approvals_required}.")
+            return False
+        return True
+
+    def open_modal(self, view: RequestView, actor: Actor) -> None:
+        if view.request.status.value != "pending":
+            self.tell(already_from_view(view))
+            return
+        try:
+            self.bridge.check(view, self.kind, actor)
+        except NotAllowedError as exc:
+            self.tell(f"🚫 {exc}")
+            return
+        except HazelError as exc:
+            self.tell(str(exc))
+            return
+        meta = {"request_id": view.request.id, "run_id": view.run.id, "channel": self.channel}
+        try:
+            if self.kind == "edit":
+                modal = M.edit_modal(view, meta)
+            elif self.kind == "rewind":
+                modal = M.rewind_modal(view, list(view.checkpoints), meta)
+            else:
+                modal = M.reason_modal(self.kind, view, meta)  # type: ignore[arg-type]
+        except M.TooLargeToEditError as exc:
+            self.tell(f"{exc}. Edit it from the command line: `hazel edit {view.run.id} --file FILE`.")
+            return
+        try:
+            self.client.views_open(trigger_id=self.body["trigger_id"], view=modal)
+        except SlackApiError as exc:
+            error = exc.response.get("error")
+            log.warning("views.open for request %s failed: %s", view.request.id, error)
+            if error in ("expired_trigger_id", "exchanged_trigger_id"):
+                self.tell("Slack did not let me open the form in time. Please click the button again.")
+            else:
+                self.tell(f"Slack refused to open the form ({error}). Nothing was changed.")
+
+
+class Submission:
+    """One modal submission: read, decide, and answer in the modal."""
+
+    def __init__(self, bridge: SlackBridge, body: dict[str, Any]) -> None:
+        self.bridge = bridge
+        self.hazel = bridge.hazel
+        self.body = body
+        self.view = body["view"]
+        self.kind = self.view["callback_id"][len(ACTION_PREFIX):]
+        self.values = (self.view.get("state") or {}).get("values") or {}
+
+    def handle(self, ack: Callable[..., Any]) -> None:
+        first = {"edit": "edit_0_0", "reject": "reason", "feedback": "text", "rewind": "target"}[self.kind]
+        try:
+            meta = json.loads(self.view.get("private_metadata") or "{}")
+            request_id = int(meta["request_id"])
+        except (ValueError, KeyError, TypeError):
+            ack(response_action="errors", errors={first: "This form is not from Hazel (its context is missing)."})
+            return
+        view = self.bridge.view(request_id)
+        if view is None:
+            ack(response_action="errors", errors={first: f"Steering request {request_id} does not exist."})
+            return
+        try:
+            actor = self.bridge.actor(self.body["user"])
+            self.decide(view, actor)
+        except M.EditInputError as exc:
+            ack(response_action="errors", errors={exc.block_id: _short(str(exc))})
+            return
+        except InvalidDecisionError as exc:
+            block = M.block_for_error(view.shown_value, view.show, str(exc)) if self.kind == "edit" else first
+            ack(response_action="errors", errors={block: _short(str(exc))})
+            return
+        except AlreadyDecidedError as exc:
+            ack(response_action="errors", errors={first: _short(already_from_error(exc, actor))})
+            return
+        except (HazelError, DirectoryError) as exc:
+            ack(response_action="errors", errors={first: _short(str(exc))})
+            return
+        ack()
+        try:
+            self.bridge.publish_home(actor.id)
+        except Exception:  # the decision is made; a stale Home tab is no reason to fail
+            log.warning("refreshing the Home tab of %s failed", actor.id, exc_info=True)
+
+    def decide(self, view: RequestView, actor: Actor) -> None:
+        """Take the decision the modal asks for through the engine.
+
+        Raises:
+            EditInputError, InvalidDecisionError, AlreadyDecidedError, NotAllowedError, HazelError.
+        """
+        run_id, rid, delivery = view.run.id, view.request.id, f"view:{self.view['id']}"
+        if self.kind == "edit":
+            value = M.read_edit(view.shown_value, view.show, self.values)
+            self.hazel.decide(run_id, "edit", actor, payload={"value": value}, request_id=rid, delivery_id=delivery)
+        elif self.kind == "reject":
+            self.hazel.decide(run_id, "reject", actor, payload={"reason": M.read_text(self.values, "reason")},
+                              request_id=rid, delivery_id=delivery)
+        elif self.kind == "feedback":
+            self.hazel.decide(run_id, "feedback", actor, payload={"text": M.read_text(self.values, "text")},
+                              request_id=rid, delivery_id=delivery)
+        else:
+            target = M.read_selected(self.values, "target")
+            if not target:
+                raise InvalidDecisionError("choose the checkpoint to continue from")
+            self.hazel.rewind(run_id, actor, to=int(target), feedback=M.read_text(self.values, "feedback") or None,
+                              request_id=rid, delivery_id=delivery)
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 1] + "…"

@@ -1,0 +1,1 @@
+"""Operations: outbox delivery, notification hooks, scheduler and timers, metrics, logs, retention, workers."""

@@ -1,0 +1,188 @@
+"""Notification hooks: signed JSON events POSTed to the URLs of ``HAZEL_HOOK_URLS``, through the outbox.
+
+Events (``type``): ``run.waiting`` (a steering request opened), ``run.decided`` (a decision or quorum vote was
+recorded, rewinds included), ``run.completed``, ``run.failed``, ``run.rejected``, ``run.cancelled``.
+
+``emit(tx, ...)`` writes one outbox row per URL (channel ``hook``, kind ``hook.event``, payload
+``{"url", "delivery_id", "event"}``) in the caller's transaction, so an event exists exactly when what caused
+it was committed. The deliverer sends each row with ``HookSender``; a failure is retried with the outbox's
+backoff, and a row that runs out of attempts is ``dead`` (``hazel outbox``, ``hazel outbox retry``).
+
+A delivery is ``POST <url>`` with the event as its JSON body and the headers
+``X-Hazel-Event: <type>``, ``X-Hazel-Delivery: <delivery id>`` (the same on every retry of that row: dedupe on
+it) and ``X-Hazel-Signature: sha256=<hex HMAC-SHA256(HAZEL_HOOK_SECRET, raw body)>``. Any 2xx answer is
+success; 408, 409, 425, 429 and 5xx (and network errors) are retried (``Retry-After`` honoured); any other
+status is permanent (the row is dead at once). The body::
+
+    {"id": "evt_…", "type": "run.decided", "occurred_at": "2025-01-01T12:00:00+00:00",
+     "run": {"id": "ab12cd34ef56", "workflow": "migration-plan", "workflow_version": 1, "status": "ready"},
+     "request": {"id": 7, "point": "review_plan", "title": "…", "channel": "slack:#x", "status": "decided",
+                 "approvals": 1, "approvals_required": 1, "checkpoint_seq": 1} | null,
+     "data": {…}}
+
+``data``: waiting ``{"steps": [...]}``; decided ``{"decision_id", "action", "actor": {"id", "name",
+"channel"}, "settled", "payload"}``; completed ``{"steps"}``; failed ``{"error", "step"}``; rejected and
+cancelled ``{"by", "reason"}``.
+
+Which URLs an engine posts to is registered per store (``install``), so that the shared transition helpers
+(``bot.engine.transitions``, ``bot.engine.steering.decide``) can emit inside their transactions without new parameters.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import secrets
+import weakref
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
+
+import httpx
+
+from bot.engine.errors import ConfigurationError
+from bot.settings import Settings
+from integrations.base import DeliveryError, PermanentDeliveryError
+from store import Store, Tx
+from store.models import Actor, OutboxMessage, SteeringRequest
+
+if TYPE_CHECKING:
+    from bot.ops.outbox import Deliverer
+
+log = logging.getLogger("hazel.hooks")
+
+CHANNEL = "hook"
+KIND = "hook.event"
+SIGNATURE_HEADER = "X-Hazel-Signature"
+EVENT_HEADER = "X-Hazel-Event"
+DELIVERY_HEADER = "X-Hazel-Delivery"
+RETRIED_STATUSES = frozenset({408, 409, 425, 429})
+
+_TARGETS: "weakref.WeakKeyDictionary[Any, tuple[str, ...]]" = weakref.WeakKeyDictionary()
+"""Hook URLs by database engine (one ``Hazel`` per engine in practice)."""
+
+
+def sign(secret: str, body: bytes) -> str:
+    """The ``X-Hazel-Signature`` value for ``body``: ``sha256=<hex HMAC-SHA256(secret, body)>``."""
+    return "sha256=" + hmac.new(secret.encode("utf-8"), body, hashlib.sha256).hexdigest()
+
+
+def verify(secret: str, body: bytes, signature: str | None) -> bool:
+    """True when ``signature`` is ``sign(secret, body)`` (constant-time comparison), for receivers."""
+    return signature is not None and hmac.compare_digest(sign(secret, body), signature)
+
+
+def install(store: Store, deliverer: "Deliverer", settings: Settings) -> None:
+    """Post events of runs in ``store`` to ``HAZEL_HOOK_URLS`` and deliver ``hook.event`` rows with
+    ``deliverer``.
+
+    Raises:
+        ConfigurationError: URLs without ``HAZEL_HOOK_SECRET``, or a URL that is not http(s).
+    """
+    urls = tuple(settings.hook_url_list)
+    for url in urls:
+        parsed = urlparse(url)
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            raise ConfigurationError(f"HAZEL_HOOK_URLS: {_where(url)!r} is not an http(s) URL")
+    if urls and settings.hook_secret is None:
+        raise ConfigurationError("HAZEL_HOOK_URLS is set but HAZEL_HOOK_SECRET is not: hook events are always signed")
+    if urls:
+        _TARGETS[store.engine] = urls
+    else:
+        _TARGETS.pop(store.engine, None)
+    deliverer.senders[KIND] = HookSender(settings).send
+
+
+def actor_facts(actor: Actor) -> dict[str, str | None]:
+    """How an event names who acted: ``{"id", "name", "channel"}``."""
+    return {"id": actor.id, "name": actor.name, "channel": actor.channel}
+
+
+def emit(tx: Tx, event: str, *, run_id: str, now: datetime, request: SteeringRequest | int | None = None,
+         **data: Any) -> int:
+    """Queue ``event`` about ``run_id`` for every configured URL, in ``tx``. ``request``: the steering request
+    it concerns (a row or an id). Returns how many rows were written (0 when no hook is configured)."""
+    urls = _TARGETS.get(tx.conn.engine, ())
+    if not urls:
+        return 0
+    run = tx.runs.get(run_id)
+    if isinstance(request, int):
+        request = tx.requests.get(request)
+    event_id = "evt_" + secrets.token_hex(8)
+    body = {
+        "id": event_id, "type": event, "occurred_at": now.isoformat(),
+        "run": None if run is None else {"id": run.id, "workflow": run.workflow,
+                                         "workflow_version": run.workflow_version, "status": run.status.value},
+        "request": None if request is None else {
+            "id": request.id, "point": request.point, "title": request.title, "channel": request.channel,
+            "status": request.status.value, "approvals": request.approvals,
+            "approvals_required": request.approvals_required, "checkpoint_seq": request.checkpoint_seq},
+        "data": {k: v for k, v in data.items() if v is not None},
+    }
+    for i, url in enumerate(urls):
+        tx.outbox.add(channel=CHANNEL, kind=KIND, now=now, run_id=run_id,
+                      request_id=request.id if request is not None else None,
+                      payload={"url": url, "delivery_id": f"{event_id}.{i}", "event": body})
+    return len(urls)
+
+
+@dataclass
+class HookSender:
+    """Delivers one ``hook.event`` outbox row (see the module docstring for the request)."""
+
+    settings: Settings
+
+    def send(self, message: OutboxMessage) -> None:
+        """POST the row's event to its URL.
+
+        Raises:
+            DeliveryError: network error, timeout, 408/409/425/429/5xx (``retry_after_sec`` from
+                ``Retry-After``), or no ``HAZEL_HOOK_SECRET`` in this process.
+            PermanentDeliveryError: any other non-2xx answer, or a malformed row.
+        """
+        url, event = message.payload.get("url"), message.payload.get("event")
+        if not isinstance(url, str) or not isinstance(event, dict):
+            raise PermanentDeliveryError("malformed hook.event row: no url or event")
+        if self.settings.hook_secret is None:
+            raise DeliveryError("HAZEL_HOOK_SECRET is not set in this process: cannot sign hook events")
+        body = json.dumps(event, separators=(",", ":"), ensure_ascii=False, default=str).encode("utf-8")
+        headers = {
+            "Content-Type": "application/json",
+            "User-Agent": "Hazel-Hooks/1",
+            EVENT_HEADER: str(event.get("type", "")),
+            DELIVERY_HEADER: str(message.payload.get("delivery_id") or message.id),
+            SIGNATURE_HEADER: sign(self.settings.hook_secret.get_secret_value(), body),
+        }
+        where = _where(url)
+        try:
+            response = httpx.post(url, content=body, headers=headers, timeout=self.settings.hook_timeout_sec,
+                                  follow_redirects=False)
+        except httpx.HTTPError as exc:
+            raise DeliveryError(f"hook {where}: {type(exc).__name__}") from None
+        if response.is_success:
+            return
+        status = response.status_code
+        if status in RETRIED_STATUSES or status >= 500:
+            raise DeliveryError(f"hook {where} answered {status}", retry_after_sec=_retry_after(response))
+        raise PermanentDeliveryError(f"hook {where} answered {status}")
+
+
+def _where(url: str) -> str:
+    """The scheme, host and path of ``url``: never its query or credentials, which may carry secrets."""
+    parsed = urlparse(url)
+    try:
+        port = f":{parsed.port}" if parsed.port else ""
+    except ValueError:  # a malformed port: show none
+        port = ""
+    return f"{parsed.scheme}://{parsed.hostname or '?'}{port}{parsed.path}"
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("Retry-After")
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:  # an HTTP date: use our own backoff
+        return None

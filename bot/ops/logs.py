@@ -1,0 +1,203 @@
+"""Logs of ``hazel serve`` and ``hazel worker``: text or JSON lines carrying the run and steering request being
+worked on, with every configured secret redacted.
+
+- ``HAZEL_LOG_FORMAT``: ``text`` (``2025-01-01 12:00:00,123 INFO hazel.runner [run=ab12cd request=7] …``) or
+  ``json`` (one object per line: ``time``, ``level``, ``logger``, ``message``, ``run_id``, ``request_id``, and
+  ``exc_info`` for exceptions; python-json-logger's ``JsonFormatter``).
+- ``HAZEL_LOG_LEVEL``: ``DEBUG``, ``INFO`` (default), ``WARNING``, ``ERROR``.
+
+The runner, steering and the outbox deliverer bind ``run_id`` / ``request_id`` with ``@bind_log_context``
+(context variables, so each thread and each HTTP request keeps its own); ``ContextFilter`` copies them onto
+every record. ``RedactingFormatter`` replaces the value of every ``SecretStr`` setting (and the database URL's
+password) in the formatted line, exceptions included, with ``**********``: a defence in depth, since Hazel
+never logs a secret on purpose.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import logging
+import sys
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Callable, Iterator, TextIO, TypeVar
+
+from pydantic import SecretStr
+from pythonjsonlogger.core import RESERVED_ATTRS
+from pythonjsonlogger.json import JsonFormatter
+from sqlalchemy.engine import make_url
+
+from bot.settings import Settings
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+REDACTED = "**********"
+MIN_SECRET_LEN = 4
+"""Shorter values are not redacted (replacing every ``a`` in a log line would hide more than it protects)."""
+
+run_id_var: ContextVar[str | None] = ContextVar("hazel_log_run_id", default=None)
+request_id_var: ContextVar[int | None] = ContextVar("hazel_log_request_id", default=None)
+_VARS: dict[str, ContextVar[Any]] = {"run_id": run_id_var, "request_id": request_id_var}
+_UNSET = object()
+
+
+@contextmanager
+def log_context(*, run_id: Any = _UNSET, request_id: Any = _UNSET) -> Iterator[None]:
+    """Attach ``run_id`` / ``request_id`` to the records logged inside the block (a value given as None
+    clears it there); the previous values come back afterwards."""
+    tokens = [(_VARS[name], _VARS[name].set(value)) for name, value in
+              (("run_id", run_id), ("request_id", request_id)) if value is not _UNSET]
+    try:
+        yield
+    finally:
+        for var, token in reversed(tokens):
+            var.reset(token)
+
+
+def bind_log_context(**paths: str) -> Callable[[F], F]:
+    """Decorator: bind log context fields from the call's arguments, e.g.
+    ``@bind_log_context(run_id="message.run_id", request_id="message.request_id")``: each value is an argument
+    name, optionally followed by attribute names. A missing argument or attribute binds None."""
+    unknown = set(paths) - set(_VARS)
+    if unknown:
+        raise ValueError(f"unknown log context fields: {sorted(unknown)}")
+
+    def decorate(fn: F) -> F:
+        signature = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            arguments = signature.bind_partial(*args, **kwargs).arguments
+            values = {}
+            for name, path in paths.items():
+                first, *rest = path.split(".")
+                value = arguments.get(first)
+                for attr in rest:
+                    value = getattr(value, attr, None)
+                values[name] = value
+            with log_context(**values):
+                return fn(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
+class ContextFilter(logging.Filter):
+    """Puts ``run_id`` and ``request_id`` (when bound) on each record that passes the handler."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        for name, var in _VARS.items():
+            value = var.get()
+            if value is not None and getattr(record, name, None) is None:
+                setattr(record, name, value)
+        return True
+
+
+class TextFormatter(logging.Formatter):
+    """``time LEVEL logger [run=… request=…] message``."""
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s%(hazel_context)s %(message)s")
+
+    def format(self, record: logging.LogRecord) -> str:
+        parts = [f"run={record.run_id}" if getattr(record, "run_id", None) is not None else "",
+                 f"request={record.request_id}" if getattr(record, "request_id", None) is not None else ""]
+        context = " ".join(p for p in parts if p)
+        record.hazel_context = f" [{context}]" if context else ""
+        return super().format(record)
+
+
+def json_formatter() -> logging.Formatter:
+    """One JSON object per line (python-json-logger), with ISO 8601 UTC times."""
+    return JsonFormatter("%(levelname)s %(name)s %(message)s", timestamp="time",
+                         rename_fields={"levelname": "level", "name": "logger"}, json_ensure_ascii=False,
+                         reserved_attrs=[*RESERVED_ATTRS, "color_message", "hazel_context"])
+
+
+class RedactingFormatter(logging.Formatter):
+    """Formats with ``inner``, then replaces each of ``secrets`` (and its JSON-escaped form) by ``**********``."""
+
+    def __init__(self, inner: logging.Formatter, secrets: list[str]) -> None:
+        super().__init__()
+        self.inner = inner
+        forms = set()
+        for secret in secrets:
+            if len(secret) >= MIN_SECRET_LEN:
+                forms.update({secret, json.dumps(secret)[1:-1]})
+        self.secrets = sorted(forms, key=len, reverse=True)
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = self.inner.format(record)
+        for secret in self.secrets:
+            text = text.replace(secret, REDACTED)
+        return text
+
+
+def secret_values(settings: Settings) -> list[str]:
+    """The plain values of every ``SecretStr`` setting, each token of ``HAZEL_API_TOKENS`` and the database
+    URL's password."""
+    values = []
+    for name in type(settings).model_fields:
+        value = getattr(settings, name)
+        if isinstance(value, SecretStr):
+            values.append(value.get_secret_value())
+    if settings.api_tokens is not None:
+        for pair in settings.api_tokens.get_secret_value().split(","):
+            values.append(pair.partition("=")[2].strip())
+    try:
+        password = make_url(settings.database_url).password
+    except Exception:  # an unparsable URL fails elsewhere, with its own message
+        password = None
+    if password:
+        values.append(str(password))
+    return [v for v in values if v]
+
+
+_HANDLER_MARK = "_hazel_handler"
+QUIET_LOGGERS = ("httpx", "apscheduler", "alembic")
+"""Libraries logged at WARNING and above unless ``HAZEL_LOG_LEVEL=DEBUG``."""
+
+
+class StderrHandler(logging.StreamHandler):
+    """Writes to whatever ``sys.stderr`` is when each record is emitted (so a swapped or closed stream, as
+    test runners leave behind, is never written to)."""
+
+    def __init__(self) -> None:
+        logging.Handler.__init__(self)
+
+    @property
+    def stream(self) -> TextIO:  # type: ignore[override]
+        return sys.stderr
+
+
+def configure_logging(settings: Settings, *, stream: TextIO | None = None) -> logging.Handler:
+    """Send every log record (Hazel's, uvicorn's, the libraries') to ``stream`` (default stderr) in
+    ``HAZEL_LOG_FORMAT`` at ``HAZEL_LOG_LEVEL``, replacing a handler installed by an earlier call. Returns the
+    handler.
+
+    Raises:
+        ConfigurationError: an unknown ``HAZEL_LOG_LEVEL``.
+    """
+    from bot.engine.errors import ConfigurationError
+
+    level = logging.getLevelName(settings.log_level.strip().upper())
+    if not isinstance(level, int):
+        raise ConfigurationError(f"HAZEL_LOG_LEVEL must be DEBUG, INFO, WARNING or ERROR, not {settings.log_level!r}")
+    inner = json_formatter() if settings.log_format == "json" else TextFormatter()
+    handler = logging.StreamHandler(stream) if stream is not None else StderrHandler()
+    handler.setFormatter(RedactingFormatter(inner, secret_values(settings)))
+    handler.addFilter(ContextFilter())
+    setattr(handler, _HANDLER_MARK, True)
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if getattr(h, _HANDLER_MARK, False)]:
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level)
+    # Below DEBUG, quiet the chatter of libraries: httpx logs every request URL (hook URLs are the operator's
+    # business, not the log's), APScheduler every tick, Alembic its plugins at every start.
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.NOTSET if level <= logging.DEBUG else max(level, logging.WARNING))
+    return handler

@@ -1,0 +1,166 @@
+"""The clock of ``hazel serve`` / ``hazel worker``: APScheduler 3 wakes Hazel; the database says what is due.
+
+Nothing is scheduled per waiting request or per run. One periodic job (every ``tick_sec``) runs ``tick()``;
+after each tick a one-off date job is re-armed for the earliest future moment anything is due (a request's
+``next_action_at``, a retrying run's ``wake_at``), so that short deadlines fire on time between ticks. A tick:
+
+1. fires the reminders, escalations and timeouts that are due (``bot.ops.timers.fire_due``: once across
+   processes and restarts, settled by the database);
+2. wakes the workers (``Hazel`` ready listeners) for ready runs whose retry backoff has ended;
+3. when ``retention_days`` is set, a daily job prunes the checkpoints of runs that ended longer ago
+   (``bot.ops.retention``).
+
+Nothing lives only in memory: a scheduler that stops (or a process that dies) loses nothing, and the next
+one, here or in another process, picks up what is due from the database. Tests call ``tick()`` directly
+with an injected clock (``Hazel(clock=...)``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING
+
+from apscheduler.schedulers.background import BackgroundScheduler
+
+from bot.ops import retention
+from bot.ops import timers
+from bot.ops.timers import TickReport
+
+if TYPE_CHECKING:
+    from bot.engine.hazel import Hazel
+
+log = logging.getLogger("hazel.scheduler")
+
+TICK_JOB = "hazel-tick"
+WAKE_JOB = "hazel-wake"
+PRUNE_JOB = "hazel-prune"
+
+
+class Scheduler:
+    """Fires reminders, escalations and timeouts, wakes retries, and (optionally) prunes, for ``hazel``.
+
+    Args:
+        tick_sec: seconds between periodic ticks (the safety net; due items fire within one tick).
+        batch: requests (and retrying runs) handled per database round trip.
+        retention_days: prune runs that ended more than this many days ago (None: never prune).
+        prune_every_sec: seconds between scheduled prunes (default: daily); the first one runs
+            ``min(60, prune_every_sec)`` seconds after ``start()``.
+    """
+
+    def __init__(self, hazel: "Hazel", *, tick_sec: float = 5.0, batch: int = 100,
+                 retention_days: float | None = None, prune_every_sec: float = retention.SECONDS_PER_DAY) -> None:
+        if tick_sec <= 0 or prune_every_sec <= 0:
+            raise ValueError("tick_sec and prune_every_sec must be positive")
+        self.hazel = hazel
+        self.tick_sec = tick_sec
+        self.batch = batch
+        self.retention_days = retention_days
+        self.prune_every_sec = prune_every_sec
+        self._lock = threading.Lock()
+        self._aps: BackgroundScheduler | None = None
+
+    @classmethod
+    def from_settings(cls, hazel: "Hazel") -> "Scheduler":
+        """``HAZEL_SCHEDULER_TICK_SEC`` and ``HAZEL_RETENTION_DAYS`` from ``hazel.settings``."""
+        return cls(hazel, tick_sec=hazel.settings.scheduler_tick_sec, retention_days=hazel.settings.retention_days)
+
+    # -- lifecycle --------------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start APScheduler's background thread: a tick at once, then every ``tick_sec``."""
+        if self._aps is not None:
+            return
+        self._aps = BackgroundScheduler(timezone=timezone.utc, job_defaults={
+            "coalesce": True, "max_instances": 1, "misfire_grace_time": None})
+        now = datetime.now(timezone.utc)
+        self._aps.add_job(self._run_tick, "interval", seconds=self.tick_sec, id=TICK_JOB, next_run_time=now)
+        if self.retention_days is not None:
+            self._aps.add_job(self._run_prune, "interval", seconds=self.prune_every_sec, id=PRUNE_JOB,
+                              next_run_time=now + timedelta(seconds=min(60.0, self.prune_every_sec)))
+        self._aps.start()
+        log.info("scheduler started: tick every %.3g s%s", self.tick_sec,
+                 f", pruning runs ended over {self.retention_days:g} days ago" if self.retention_days is not None
+                 else "")
+
+    def stop(self, *, wait: bool = True) -> None:
+        """Stop the background thread (``wait``: let a running tick finish). Safe to call twice."""
+        aps, self._aps = self._aps, None
+        if aps is not None:
+            aps.shutdown(wait=wait)
+
+    @property
+    def running(self) -> bool:
+        return self._aps is not None
+
+    # -- one pass ---------------------------------------------------------------------------------------------
+
+    def tick(self) -> TickReport:
+        """Fire what is due now, wake retries whose backoff ended, and re-arm the date job. One tick at a time
+        per scheduler; other schedulers (processes) may tick at once: the database settles who fires what."""
+        with self._lock:
+            now = self.hazel.clock()
+            report = timers.fire_due(self.hazel, now=now, batch=self.batch)
+            report.retries_woken = self.wake_retries(now)
+            self._rearm()
+            return report
+
+    def wake_retries(self, now: datetime) -> list[str]:
+        """Call the ready listeners (workers) for each ready run whose ``wake_at`` has come. Returns their ids."""
+        with self.hazel.store.read() as tx:
+            due = tx.timers.due_retries(now=now, limit=self.batch)
+        for run_id in due:
+            self.hazel._ready(run_id)
+        return due
+
+    def prune(self) -> retention.PruneReport | None:
+        """Apply the retention policy now (None when ``retention_days`` is not set)."""
+        if self.retention_days is None:
+            return None
+        report = retention.prune(self.hazel.store, older_than_days=self.retention_days, now=self.hazel.clock())
+        if report.runs:
+            log.info("pruned %d run(s): %d checkpoint(s), %d bytes", len(report.runs), report.checkpoints_deleted,
+                     report.bytes_freed)
+        return report
+
+    def next_due_at(self) -> datetime | None:
+        """The earliest ``next_action_at`` of a pending request or ``wake_at`` of a ready run (None: none)."""
+        with self.hazel.store.read() as tx:
+            times = [tx.timers.earliest_request_action(), tx.timers.earliest_retry()]
+        present = [t for t in times if t is not None]
+        return min(present) if present else None
+
+    # -- APScheduler glue -------------------------------------------------------------------------------------
+
+    def _rearm(self) -> None:
+        """Arm the one-off date job for the earliest future due time (already due items are the periodic
+        tick's: arming for them would spin when another process holds them)."""
+        aps = self._aps
+        if aps is None:
+            return
+        due_at = self.next_due_at()
+        now = self.hazel.clock()
+        if due_at is None or due_at <= now:
+            return
+        run_date = datetime.now(timezone.utc) + (due_at - now) + timedelta(milliseconds=5)
+        try:
+            aps.add_job(self._run_tick, "date", run_date=run_date, id=WAKE_JOB, replace_existing=True)
+        except Exception:  # shutting down
+            log.debug("could not arm the wake job", exc_info=True)
+
+    def _run_tick(self) -> None:
+        try:
+            report = self.tick()
+        except Exception:  # the database is unreachable, …: the next tick tries again
+            log.exception("scheduler tick failed")
+            return
+        if report.fired or report.errors:
+            log.info("scheduler: %d reminder(s), %d escalation(s), %d timeout(s), %d error(s)",
+                     len(report.reminders), len(report.escalations), len(report.timeouts), len(report.errors))
+
+    def _run_prune(self) -> None:
+        try:
+            self.prune()
+        except Exception:
+            log.exception("scheduled prune failed")
