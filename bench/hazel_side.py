@@ -53,19 +53,19 @@ def checkpoint_cost(backend, n_steps: int, *, measure_storage: bool = False) -> 
     url = backend.fresh_url("linear")
     warm_up = linear_workflow(WARM_UP_STEPS, name="bench-warm-up")
     hazel = make_hazel(url, linear_workflow(n_steps), warm_up)
-    warm = hazel.start(warm_up.name, {}, ACTOR)  # statement caches warm, as in a process that has run steps
+    warm = hazel.start(workflow=warm_up.name, input={}, actor=ACTOR)  # statement caches warm, as in a process that has run steps
     hazel.runner.drive(hazel.runner.claim(warm.id))
     if measure_storage and backend.name == "sqlite":
         hazel.store.dispose()  # every connection closed, so that the WAL folds into the file
     before = backend.size_bytes(url, HAZEL_TABLES) if measure_storage else 0
     starts: list[float] = []
     hazel.runner.on_step = lambda _run_id, _step: starts.append(time.perf_counter())
-    run = hazel.start(f"bench-linear-{n_steps}", {}, ACTOR)
+    run = hazel.start(workflow=f"bench-linear-{n_steps}", input={}, actor=ACTOR)
     gc.collect()
     claimed = hazel.runner.claim(run.id)
     result = hazel.runner.drive(claimed)
     assert result.run is not None and result.run.status.value == "completed", result
-    checkpoints = len(hazel.checkpoints(run.id))
+    checkpoints = len(hazel.checkpoints(run_id=run.id))
     hazel.close()
     per_checkpoint = None
     if measure_storage:
@@ -88,21 +88,21 @@ def history_and_rewind(backend, n_steps: int = 200, rewind_to: int = 100) -> His
     url = backend.fresh_url("history")
     warm_up = linear_workflow(WARM_UP_STEPS, name="bench-warm-up")
     hazel = make_hazel(url, linear_workflow(n_steps), warm_up)
-    warm = hazel.start(warm_up.name, {}, ACTOR)  # the same calls once, so that statement caches are warm
+    warm = hazel.start(workflow=warm_up.name, input={}, actor=ACTOR)  # the same calls once, so that statement caches are warm
     hazel.runner.drive(hazel.runner.claim(warm.id))
-    hazel.checkpoints(warm.id)
-    hazel.rewind(warm.id, ACTOR, to=WARM_UP_STEPS // 2)
+    hazel.checkpoints(run_id=warm.id)
+    hazel.rewind(run_id=warm.id, actor=ACTOR, to=WARM_UP_STEPS // 2)
     hazel.runner.drive(hazel.runner.claim(warm.id))
-    run = hazel.start(f"bench-linear-{n_steps}", {}, ACTOR)
+    run = hazel.start(workflow=f"bench-linear-{n_steps}", input={}, actor=ACTOR)
     hazel.runner.drive(hazel.runner.claim(run.id))
     started = time.perf_counter()
-    history = hazel.checkpoints(run.id)
+    history = hazel.checkpoints(run_id=run.id)
     history_ms = (time.perf_counter() - started) * 1e3
     assert len(history) == n_steps + 1
     starts: list[float] = []
     hazel.runner.on_step = lambda _run_id, _step: starts.append(time.perf_counter())
     started = time.perf_counter()
-    hazel.rewind(run.id, ACTOR, to=rewind_to)
+    hazel.rewind(run_id=run.id, actor=ACTOR, to=rewind_to)
     hazel.runner.drive(hazel.runner.claim(run.id))
     rewind_step_ms = (starts[1] - started) * 1e3
     hazel.close()

@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.engine.hazel import WorkerPool
+from bot.ops.worker import WorkerPool
 from store.models import RunStatus
 
 from bench.stats import percentile
@@ -81,7 +81,7 @@ def in_process(backend, n_runs: int, *, mode: str = "inline", threads: int = 4) 
         recording.set()
         started = time.monotonic()
         for run_id in run_ids:
-            hazel.decide(run_id, "approve", ACTOR)
+            hazel.decide(run_id=run_id, action="approve", actor=ACTOR)
             if pool is None:
                 hazel.runner.drive(hazel.runner.claim(run_id))
         _wait_for(hazel, run_ids, RunStatus.COMPLETED)
@@ -94,7 +94,7 @@ def in_process(backend, n_runs: int, *, mode: str = "inline", threads: int = 4) 
 
 
 def _start_and_pause(hazel, *, inline: bool) -> str:  # noqa: ANN001
-    run = hazel.start(PAUSE_WORKFLOW, {}, ACTOR)
+    run = hazel.start(workflow=PAUSE_WORKFLOW, input={}, actor=ACTOR)
     if inline:
         hazel.runner.drive(hazel.runner.claim(run.id))
     return run.id
@@ -132,13 +132,13 @@ def worker_processes(backend, n_runs: int, *, processes: int, threads: int = 4) 
             for proc in procs:
                 _wait_ready(proc)
             started = time.monotonic()
-            run_ids = [hazel.start(PAUSE_WORKFLOW, {}, ACTOR).id for _ in range(n_runs)]
+            run_ids = [hazel.start(workflow=PAUSE_WORKFLOW, input={}, actor=ACTOR).id for _ in range(n_runs)]
             _wait_for(hazel, run_ids, RunStatus.WAITING)
             pause_sec = time.monotonic() - started
             recording.set()
             started = time.monotonic()
             for run_id in run_ids:
-                hazel.decide(run_id, "approve", ACTOR)
+                hazel.decide(run_id=run_id, action="approve", actor=ACTOR)
             _wait_for(hazel, run_ids, RunStatus.COMPLETED)
             resume_sec = time.monotonic() - started
         finally:

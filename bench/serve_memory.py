@@ -43,8 +43,8 @@ class ServeFootprint:
 def add_waiting_runs(url: str, n_runs: int) -> None:
     """Leave ``n_runs`` runs waiting at ``bench-pause``'s steering point in the database at ``url``."""
     hazel = make_hazel(url, bench_pause)
-    run = hazel.start(PAUSE_WORKFLOW, {}, ACTOR)
-    hazel.drive(run.id)  # executes to the steering point and delivers its notification
+    run = hazel.start(workflow=PAUSE_WORKFLOW, input={}, actor=ACTOR)
+    hazel.drive(run_id=run.id)  # executes to the steering point and delivers its notification
     with hazel.store.transaction() as tx:
         conn = tx.conn
         run_row = dict(conn.execute(select(runs).where(runs.c.id == run.id)).one()._mapping)

@@ -105,8 +105,8 @@ def slack_ack(backend, n_clicks: int) -> AckLatency | str:  # noqa: ANN001
     """
     from slack_sdk.signature import SignatureVerifier
 
-    from bot.server import build
-    from bot.inbound.health import create_app
+    from bot.server.processes import build
+    from bot.server.http import create_app
     from bot.server.wiring import http_routers
 
     signing_secret = secrets.token_hex(16)
@@ -122,9 +122,9 @@ def slack_ack(backend, n_clicks: int) -> AckLatency | str:  # noqa: ANN001
             app = create_app(hazel, routers=routers)
             waiting = []
             for _ in range(n_clicks + WARM_UP_CLICKS):
-                run = hazel.start(PAUSE_WORKFLOW, {}, ACTOR)
-                hazel.drive(run.id)
-                waiting.append((hazel.pending_request(run.id).id, run.id))
+                run = hazel.start(workflow=PAUSE_WORKFLOW, input={}, actor=ACTOR)
+                hazel.drive(run_id=run.id)
+                waiting.append((hazel.pending_request(run_id=run.id).id, run.id))
             pool.start()
             hazel.deliverer.start()
             verifier = SignatureVerifier(signing_secret)
@@ -156,7 +156,7 @@ def _wait_decided(hazel, run_ids: list[str], timeout_sec: float = 60.0) -> None:
     """
     deadline = time.monotonic() + timeout_sec
     while True:
-        still = [r for r in run_ids if hazel.get(r).status.value == "waiting"]
+        still = [r for r in run_ids if hazel.get(run_id=r).status.value == "waiting"]
         if not still:
             return
         if time.monotonic() > deadline:

@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 
-from bot.server import build
+from bot.server.processes import build
 
 from bench.workload import settings_for, silent_console
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from rich.console import Console
 
 from bot.engine.registry import Registry
-from bot.engine.hazel import Hazel
+from bot.server.app import HazelApp as Hazel
 from bot.settings import Settings
 from bot.engine.workflow import StepContext, Workflow
 from integrations.console import ConsoleChannel

@@ -30,7 +30,10 @@ class Settings(BaseSettings):
     """Comma-separated modules (or ``.py`` paths) whose top-level ``Workflow`` objects are registered."""
     sqlite_synchronous: str = Field("FULL", validation_alias="HAZEL_SQLITE_SYNCHRONOUS")
     operator: str = Field(default_factory=_default_operator, validation_alias="HAZEL_OPERATOR")
-    """Who the CLI acts as (``--as NAME`` overrides per command)."""
+    """Who the CLI acts as: the console operator (``--as NAME`` acts for NAME, recorded as "operator X for
+    NAME")."""
+    people_file: str | None = Field(None, validation_alias="HAZEL_PEOPLE_FILE")
+    """A TOML file of people and their identities per channel (``bot.engine.people``)."""
     lease_sec: float = Field(60.0, validation_alias="HAZEL_LEASE_SEC")
     workers: int = Field(4, validation_alias="HAZEL_WORKERS")
     """Worker threads executing runs in ``hazel serve`` / ``hazel worker``."""
@@ -109,6 +112,26 @@ class Settings(BaseSettings):
     @property
     def hook_url_list(self) -> list[str]:
         return [u.strip() for u in self.hook_urls.split(",") if u.strip()]
+
+    def check_hooks(self) -> None:
+        """Refuse hook settings that cannot work.
+
+        Raises:
+            ConfigurationError: ``HAZEL_HOOK_URLS`` without ``HAZEL_HOOK_SECRET`` (events are always signed),
+                or a URL that is not http(s) (named without its query or credentials).
+        """
+        from urllib.parse import urlparse
+
+        from bot.engine.errors import ConfigurationError
+
+        for url in self.hook_url_list:
+            parsed = urlparse(url)
+            if parsed.scheme not in ("http", "https") or not parsed.hostname:
+                where = f"{parsed.scheme}://{parsed.hostname or '?'}{parsed.path}"
+                raise ConfigurationError(f"HAZEL_HOOK_URLS: {where!r} is not an http(s) URL")
+        if self.hook_url_list and self.hook_secret is None:
+            raise ConfigurationError("HAZEL_HOOK_URLS is set but HAZEL_HOOK_SECRET is not: hook events are always "
+                                     "signed")
 
     @property
     def slack_configured(self) -> bool:

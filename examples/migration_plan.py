@@ -3,7 +3,7 @@ have them reviewed, get a sign-off, then deploy (write the artefacts to an outpu
 
     draft_plan → [review_plan] → write_scripts → write_test_strategy → [review_artefacts] → [sign_off] → deploy
 
-LLM calls go through ``bot.llm.complete``: a real OpenAI-compatible model when ``HAZEL_LLM_*`` is set, else the
+LLM calls go through ``hazel.llm.complete``: a real OpenAI-compatible model when ``HAZEL_LLM_*`` is set, else the
 deterministic offline drafter below (it says so in what it writes). Where each steering point is asked comes
 from ``HAZEL_EXAMPLE_PLAN_CHANNEL``, ``HAZEL_EXAMPLE_REVIEW_CHANNEL`` and ``HAZEL_EXAMPLE_SIGNOFF_CHANNEL``
 (``console`` by default; e.g. ``slack:#migrations`` or ``jira:MIG``); ``build()`` takes them as arguments.
@@ -18,8 +18,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from bot import Approvers, StepContext, Workflow
-from bot.llm import OFFLINE_NOTICE, complete
+from hazel import Approvers, StepContext, Workflow
+from hazel.llm import OFFLINE_NOTICE, complete
 
 
 class MigrationState(BaseModel):

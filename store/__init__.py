@@ -1,21 +1,27 @@
 """Hazel's persistence: runs, checkpoints, steering requests, decisions, the audit log and the outbox.
 
 ``Store`` owns the engine; ``Store.transaction()`` yields a ``Tx`` whose repositories (``tx.runs``,
-``tx.checkpoints``, ``tx.requests``, ``tx.decisions``, ``tx.events``, ``tx.outbox``) all write in that one
-transaction. The store never reads the environment and never imports ``bot`` or ``integrations``.
+``tx.checkpoints``, ``tx.requests``, ``tx.decisions``, ``tx.events``, ``tx.outbox``, ``tx.hooks``, …) all
+write in that one transaction. Every SQL statement of the project lives in this package; what differs between
+SQLite and PostgreSQL is in ``store.dialect``. The store never reads the environment and never imports
+``bot``, ``integrations`` or ``hazel``.
 """
 
 from __future__ import annotations
 
 from contextlib import contextmanager
+from functools import cached_property
 from typing import Iterator
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, text
 
 from store import db
 from store.audit import EventRepo
 from store.checkpoints import ChainPosition, CheckpointRepo, Fence, NewCheckpoint, SnapshotPolicy
+from store.dialect import Dialect, dialect_named
 from store.errors import DuplicateDecisionError, LeaseLostError, SchemaNotReadyError, StoreError
+from store.hooks import HookRepo
+from store.metrics import MetricsRepo
 from store.notify import notify_ready
 from store.outbox import OutboxRepo
 from store.retention import RetentionRepo
@@ -24,28 +30,65 @@ from store.steering import DecisionRepo, RequestRepo
 from store.timers import TimerRepo
 
 __all__ = [
-    "ChainPosition", "DuplicateDecisionError", "Fence", "LeaseLostError", "NewCheckpoint", "SchemaNotReadyError",
-    "SnapshotPolicy", "Store", "StoreError", "Tx",
+    "ChainPosition", "Dialect", "DuplicateDecisionError", "Fence", "LeaseLostError", "NewCheckpoint",
+    "SchemaNotReadyError", "SnapshotPolicy", "Store", "StoreError", "Tx",
 ]
 
 
 class Tx:
-    """The repositories of one open transaction."""
+    """The repositories of one open transaction (each built on first use)."""
 
-    def __init__(self, conn: Connection, policy: SnapshotPolicy) -> None:
+    def __init__(self, conn: Connection, policy: SnapshotPolicy, dialect: Dialect,
+                 hook_urls: tuple[str, ...] = ()) -> None:
         self.conn = conn
-        self.runs = RunRepo(conn)
-        self.checkpoints = CheckpointRepo(conn, policy)
-        self.requests = RequestRepo(conn)
-        self.decisions = DecisionRepo(conn)
-        self.events = EventRepo(conn)
-        self.outbox = OutboxRepo(conn)
-        self.timers = TimerRepo(conn)
-        self.retention = RetentionRepo(conn, self.checkpoints)
+        self.policy = policy
+        self.dialect = dialect
+        self.hook_urls = hook_urls
+
+    @cached_property
+    def runs(self) -> RunRepo:
+        return RunRepo(self.conn, self.dialect)
+
+    @cached_property
+    def checkpoints(self) -> CheckpointRepo:
+        return CheckpointRepo(self.conn, self.policy, self.dialect)
+
+    @cached_property
+    def requests(self) -> RequestRepo:
+        return RequestRepo(self.conn, self.dialect)
+
+    @cached_property
+    def decisions(self) -> DecisionRepo:
+        return DecisionRepo(self.conn)
+
+    @cached_property
+    def events(self) -> EventRepo:
+        return EventRepo(self.conn)
+
+    @cached_property
+    def outbox(self) -> OutboxRepo:
+        return OutboxRepo(self.conn, self.dialect)
+
+    @cached_property
+    def hooks(self) -> HookRepo:
+        return HookRepo(self, self.hook_urls)
+
+    @cached_property
+    def metrics(self) -> MetricsRepo:
+        return MetricsRepo(self.conn, self.dialect)
+
+    @cached_property
+    def timers(self) -> TimerRepo:
+        return TimerRepo(self.conn, self.dialect)
+
+    @cached_property
+    def retention(self) -> RetentionRepo:
+        return RetentionRepo(self.conn, self.checkpoints)
 
     def notify_ready(self, run_id: str) -> None:
         """Wake workers in other processes once this transaction commits (PostgreSQL ``NOTIFY``)."""
-        notify_ready(self.conn, run_id)
+        if self.dialect.notifies:
+            notify_ready(self.conn, run_id)
 
 
 class Store:
@@ -55,27 +98,43 @@ class Store:
         url: SQLAlchemy URL, ``sqlite:///hazel.db`` or ``postgresql+psycopg://user@host:5432/db``.
         sqlite_synchronous: SQLite ``PRAGMA synchronous`` (``FULL`` or ``NORMAL``); ignored on PostgreSQL.
         snapshot_policy: when checkpoints store a full snapshot instead of a patch.
+        hook_urls: where run events are posted (``store.hooks``); empty: no hook rows are written.
+        pool_size: connections kept open by the pool.
     """
 
     def __init__(self, url: str, *, sqlite_synchronous: str = "FULL",
-                 snapshot_policy: SnapshotPolicy | None = None, pool_size: int = 10) -> None:
+                 snapshot_policy: SnapshotPolicy | None = None, hook_urls: tuple[str, ...] = (),
+                 pool_size: int = 10) -> None:
         self.url = url
         self.engine: Engine = db.make_engine(url, sqlite_synchronous=sqlite_synchronous, pool_size=pool_size)
         self.policy = snapshot_policy or SnapshotPolicy()
+        self.hook_urls = tuple(hook_urls)
+        self.dialect_hooks = dialect_named(self.engine.dialect.name)
 
     @property
     def dialect(self) -> str:
+        """``sqlite`` or ``postgresql``."""
         return self.engine.dialect.name
 
     @contextmanager
     def transaction(self, *, write: bool = True) -> Iterator[Tx]:
         """One transaction; commits when the block ends, rolls back if it raises."""
         with db.transaction(self.engine, write=write) as conn:
-            yield Tx(conn, self.policy)
+            yield Tx(conn, self.policy, self.dialect_hooks, self.hook_urls)
 
     def read(self) -> "contextmanager[Tx]":
         """A read-only transaction (no write lock on SQLite)."""
         return self.transaction(write=False)
+
+    def ping(self) -> str | None:
+        """None when the database answers ``SELECT 1``, else the error's class name (no connection details:
+        health checks show it)."""
+        try:
+            with self.read() as tx:
+                tx.conn.execute(text("SELECT 1"))
+        except Exception as exc:  # report, never raise: load balancers read the answer
+            return type(exc).__name__
+        return None
 
     def upgrade(self) -> None:
         """Bring the schema to the latest Alembic revision (idempotent)."""

@@ -21,9 +21,13 @@ class EventRepo:
 
     def add(self, *, action: str, actor: Actor, now: datetime, run_id: str | None = None,
             request_id: int | None = None, **detail: Any) -> None:
+        """Record that ``actor`` (its identity and its person) did ``action``; ``detail``: JSON facts.
+        A console proxy (``--as``) is recorded with ``acting_for`` in the detail."""
+        if actor.acting_for is not None:
+            detail = {"acting_for": actor.acting_for, **detail}
         self.conn.execute(_INSERT, dict(
             run_id=run_id, request_id=request_id, actor_id=actor.id, actor_name=actor.name,
-            channel=actor.channel, action=action, detail=detail, created_at=now,
+            channel=actor.channel, action=action, detail=detail, created_at=now, person=actor.who,
         ))
 
     def for_run(self, run_id: str, *, limit: int = 1000) -> list[AuditEvent]:

@@ -18,6 +18,7 @@ from functools import lru_cache
 from sqlalchemy import Connection, bindparam, func, select, text, update
 
 from store import codec, delta
+from store.dialect import Dialect
 from store.errors import LeaseLostError
 from store.models import CheckpointInfo, LoadedCheckpoint
 from store.runs import RunRepo, advance_values, fence_condition
@@ -139,9 +140,10 @@ def _info(row: Any) -> CheckpointInfo:
 
 
 class CheckpointRepo:
-    def __init__(self, conn: Connection, policy: SnapshotPolicy) -> None:
+    def __init__(self, conn: Connection, policy: SnapshotPolicy, dialect: Dialect) -> None:
         self.conn = conn
         self.policy = policy
+        self.dialect = dialect
         self._base_bytes: dict[tuple[str, int], int] = {}  # snapshot sizes seen by ``load`` in this transaction
 
     def write(self, cp: NewCheckpoint, tree: Any, parent: ChainPosition | None, *,
@@ -176,7 +178,7 @@ class CheckpointRepo:
         )
         if fence is None:
             self.conn.execute(_INSERT, row)
-        elif self.conn.dialect.name == "postgresql":
+        elif self.dialect.one_statement_step:
             values = advance_values(fence.values, fence.now)
             res = self.conn.execute(_fenced_insert(tuple(sorted(values))), {
                 **{f"cp_{k}": v for k, v in row.items()}, **{f"run_{k}": v for k, v in values.items()},
@@ -184,13 +186,13 @@ class CheckpointRepo:
             if res.rowcount != 1:
                 raise LeaseLostError(f"run {fence.run_id} is no longer leased by this worker")
         else:  # SQLite: two statements in process, no round trip to save
-            RunRepo(self.conn).advance(fence.run_id, token=fence.token, now=fence.now, **fence.values)
+            RunRepo(self.conn, self.dialect).advance(fence.run_id, token=fence.token, now=fence.now, **fence.values)
             self.conn.execute(_INSERT, row)
         return position
 
     def load(self, run_id: str, seq: int) -> LoadedCheckpoint | None:
         """The full state at checkpoint ``seq``: its snapshot plus the patches after it, in one query."""
-        chain_sql = _CHAIN_PG if self.conn.dialect.name == "postgresql" else _CHAIN
+        chain_sql = _CHAIN_PG if self.dialect.postgresql else _CHAIN
         rows = self.conn.execute(chain_sql, {"run_id": run_id, "seq": seq}).all()
         if not rows:
             return None

@@ -57,27 +57,89 @@ class Action(str, enum.Enum):
 
 ALL_ACTIONS: tuple[str, ...] = tuple(a.value for a in Action)
 
+PAST_TENSE: dict[str, str] = {
+    "approve": "approved", "edit": "edited", "reject": "rejected", "feedback": "answered with feedback",
+    "rewind": "rewound", "cancel": "cancelled", "fail": "failed",
+}
+"""The one table of words for what a decision (or a cancel, or a timeout's ``fail``) did: "already approved by
+…", "✅ Approved", "rejected by …". Every channel renders outcomes with it."""
+
+
+def past_tense(action: str | None) -> str:
+    """``approve`` -> ``approved``; an unknown or missing action -> ``decided``."""
+    return PAST_TENSE.get(action or "", "decided")
+
+
+START = "__start__"
+"""Name of the node that produced a run's first checkpoint (the validated input)."""
+REWIND_NODE = "__rewind__"
+"""Name of the node of the checkpoint a rewind writes (its parent is the checkpoint rewound to)."""
+MIGRATE_NODE = "__migrate__"
+"""Name of the node of the checkpoint that carries a run's state over to a newer workflow version."""
+
+
+def node_label(step: str) -> str:
+    """A checkpoint's node for people: Hazel's own nodes as ``start``, ``↩ rewind``, ``⇪ migrate``."""
+    return {START: "start", REWIND_NODE: "↩ rewind", MIGRATE_NODE: "⇪ migrate"}.get(step, step)
+
+
+class OutboxKind(str, enum.Enum):
+    """What an outbox message asks its channel (or sender) to do. See ``OutboxMessage``."""
+
+    REQUEST_OPENED = "request.opened"
+    REQUEST_VOTE = "request.vote"
+    REQUEST_CLOSED = "request.closed"
+    RUN_PROGRESS = "run.progress"
+    REMINDER = "reminder"
+    ESCALATION = "escalation"
+    HOOK_EVENT = "hook.event"
+
 
 class _Record(BaseModel):
     model_config = ConfigDict(frozen=True)
 
 
 class Actor(_Record):
-    """A person (or Hazel itself) acting through a channel.
+    """A person (or Hazel itself) acting through one of their channel identities.
 
-    ``id`` is channel-specific: a console/API name, a Slack user id (``U…``), a Jira account id (Cloud) or user
-    name (Server). ``groups`` are the groups the integration resolved for this actor (Slack user group ids,
-    Jira group names); the permission check matches them against a steering point's approvers.
+    ``id`` is the channel identity: a console name (the operator), a REST token's name, a Slack user id
+    (``U…``), a Jira account id (Cloud) or user name (Server). ``groups`` are the groups the channel resolved
+    for it (Slack user group ids, Jira group names). ``person`` is who that is across channels (the name of a
+    person of the people file, else the identity itself; see ``bot.engine.people``): quorum counts people and
+    the self-approval ban compares them. ``acting_for`` is set when the console operator ``id`` acts for the
+    person ``person`` (``hazel approve --as NAME``): the decision is NAME's, recorded as "operator X for NAME".
+    Actors are made by the engine (``Hazel.identify``, ``Hazel.operator``), never assembled by adapters.
     """
 
     id: str
     channel: ChannelName
     name: str | None = None
     groups: frozenset[str] = frozenset()
+    person: str | None = None
+    acting_for: str | None = None
 
     @property
     def label(self) -> str:
-        return self.name or self.id
+        """How messages name the actor: the person's name, or "operator X for NAME" for a console proxy."""
+        if self.acting_for is not None:
+            return f"operator {self.id} for {self.acting_for}"
+        return self.name or self.person or self.id
+
+    @property
+    def who(self) -> str:
+        """The person (for people-level comparisons), falling back to the identity."""
+        return self.person or self.id
+
+    @property
+    def via(self) -> str:
+        """The channel identity used, e.g. ``slack U0000000001`` or ``console olga``."""
+        return f"{self.channel} {self.id}"
+
+
+SYSTEM = Actor(id="hazel", channel="system", name="Hazel", person="hazel")
+"""Hazel itself (recoveries, migrations, failed steps, retention, outbox failures)."""
+TIMEOUT = Actor(id="timeout", channel="timeout", name="timeout", person="timeout")
+"""What a timeout's decision (and reminders and escalations) is recorded as: never a person."""
 
 
 class Run(_Record):
@@ -94,9 +156,12 @@ class Run(_Record):
     last_branch: int = 0
     """Highest branch number used by this run."""
     started_by: str
+    """The channel identity that started the run (a console name, a Slack user id, …)."""
     started_via: ChannelName
     created_at: datetime
     updated_at: datetime
+    started_by_person: str | None = None
+    """The person who started it (compared by the self-approval ban); None for runs from before people."""
     attempt: int = 0
     """Failed attempts of the step at the head so far (0 when the last step succeeded)."""
     wake_at: datetime | None = None
@@ -179,9 +244,20 @@ class Decision(_Record):
     channel: ChannelName
     payload: dict[str, Any] = Field(default_factory=dict)
     """``edit``: {"value": …}; ``reject``: {"reason": str}; ``feedback``: {"text": str};
-    ``rewind``: {"to_seq": int, "feedback": str | None, "edits": {field: value} | None}."""
+    ``rewind``: {"to": int, "feedback": str | None, "edits": {field: value} | None}."""
     created_at: datetime
     delivery_id: str | None = None
+    person: str | None = None
+    """Whose vote it is (one per person per request); ``actor_id``/``channel`` is the identity used."""
+    acting_for: str | None = None
+    """Set when the console operator ``actor_id`` decided for ``person`` (``--as``)."""
+
+    @property
+    def label(self) -> str:
+        """Who decided, for people: the person, or "operator X for NAME"."""
+        if self.acting_for:
+            return f"operator {self.actor_id} for {self.acting_for}"
+        return self.actor_name or self.person or self.actor_id
 
 
 class AuditEvent(_Record):
@@ -195,6 +271,8 @@ class AuditEvent(_Record):
     """Dotted verb: ``run.started``, ``decision.approve``, ``decision.refused``, ``step.failed``, ``run.cancelled``…"""
     detail: dict[str, Any] = Field(default_factory=dict)
     created_at: datetime
+    person: str | None = None
+    """Who acted, as a person (the actor fields hold the channel identity used)."""
 
 
 class OutboxStatus(str, enum.Enum):
@@ -206,10 +284,10 @@ class OutboxStatus(str, enum.Enum):
 class OutboxMessage(_Record):
     """A notification committed with the transaction that caused it and delivered afterwards.
 
-    ``kind`` is one of ``request.opened`` (post a steering request), ``request.vote`` (a quorum vote counted:
-    update it in place), ``request.closed`` (decided or cancelled: update it in place), ``run.progress`` (steps
-    done, completion or failure, in the thread of the previous request), ``reminder``, ``escalation``, and
-    ``hook.event`` (a signed JSON event POSTed to a configured hook URL, channel ``hook``).
+    ``kind`` is an ``OutboxKind``: ``request.opened`` (post a steering request), ``request.vote`` (a quorum
+    vote counted: update it in place), ``request.closed`` (decided or cancelled: update it in place),
+    ``run.progress`` (steps done, completion or failure, in the thread of the previous request), ``reminder``,
+    ``escalation``, and ``hook.event`` (a signed JSON event POSTed to a configured hook URL, channel ``hook``).
     ``payload`` carries ids and small facts; the deliverer reads the rest from the store at delivery time.
     """
 
@@ -228,13 +306,17 @@ class OutboxMessage(_Record):
 
 
 class Approvers(_Record):
-    """Who may decide at a steering point, per channel.
+    """Who may decide at a steering point.
 
+    ``people``: names of people of the people file (``HAZEL_PEOPLE_FILE``), whatever channel they use.
     ``users``: console and REST API names. ``slack_users``: Slack user ids (``U…``). ``slack_usergroups``: Slack
     user group ids (``S…``, members resolved with ``usergroups.users.list``). ``jira_users``: Jira Cloud account
-    ids or Jira Server user names. ``jira_groups``: Jira group names. No one listed at all means anyone may.
+    ids or Jira Server user names. ``jira_groups``: Jira group names. A listed identity stands for its person:
+    Priya listed by her Slack id may also decide from Jira or the REST API once the people file says those
+    identities are hers. No one listed at all means anyone may.
     """
 
+    people: tuple[str, ...] = ()
     users: tuple[str, ...] = ()
     slack_users: tuple[str, ...] = ()
     slack_usergroups: tuple[str, ...] = ()
@@ -243,13 +325,14 @@ class Approvers(_Record):
 
     @property
     def empty(self) -> bool:
-        return not (self.users or self.slack_users or self.slack_usergroups or self.jira_users or self.jira_groups)
+        return not (self.people or self.users or self.slack_users or self.slack_usergroups or self.jira_users
+                    or self.jira_groups)
 
     def describe(self) -> str:
-        parts = [*self.users, *(f"<@{u}>" for u in self.slack_users),
+        parts = [*self.people, *self.users, *(f"<@{u}>" for u in self.slack_users),
                  *(f"<!subteam^{g}>" for g in self.slack_usergroups), *self.jira_users,
                  *(f"group {g}" for g in self.jira_groups)]
-        return ", ".join(parts) if parts else "anyone"
+        return ", ".join(dict.fromkeys(parts)) if parts else "anyone"
 
 
 class RequestView(_Record):

@@ -11,7 +11,8 @@ from typing import Any
 
 from sqlalchemy import Connection, func, select, update
 
-from store.models import OutboxMessage, OutboxStatus
+from store.dialect import Dialect
+from store.models import OutboxKind, OutboxMessage, OutboxStatus
 from store.schema import outbox
 
 
@@ -24,14 +25,15 @@ _INSERT = outbox.insert().returning(outbox.c.id)
 
 
 class OutboxRepo:
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, dialect: Dialect) -> None:
         self.conn = conn
+        self.dialect = dialect
 
-    def add(self, *, channel: str, kind: str, now: datetime, run_id: str | None = None,
+    def add(self, *, channel: str, kind: OutboxKind, now: datetime, run_id: str | None = None,
             request_id: int | None = None, payload: dict[str, Any] | None = None,
             deliver_at: datetime | None = None) -> int:
         res = self.conn.execute(_INSERT, dict(
-            run_id=run_id, request_id=request_id, channel=channel, kind=kind, payload=payload or {},
+            run_id=run_id, request_id=request_id, channel=channel, kind=OutboxKind(kind).value, payload=payload or {},
             status=OutboxStatus.PENDING.value, attempts=0, next_attempt_at=deliver_at or now, created_at=now,
         ))
         return int(res.scalar_one())
@@ -41,8 +43,7 @@ class OutboxRepo:
         pick = (select(outbox.c.id).where((outbox.c.status == OutboxStatus.PENDING.value)
                                           & (outbox.c.next_attempt_at <= now))
                 .order_by(outbox.c.id).limit(limit))
-        if self.conn.dialect.name == "postgresql":
-            pick = pick.with_for_update(skip_locked=True)
+        pick = self.dialect.lock(pick, skip_locked=True)
         ids = [r.id for r in self.conn.execute(pick)]
         if not ids:
             return []

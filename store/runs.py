@@ -8,6 +8,7 @@ from typing import Any, Iterable
 
 from sqlalchemy import Connection, and_, bindparam, func, or_, select, update
 
+from store.dialect import Dialect
 from store.errors import LeaseLostError
 from store.models import Run, RunStatus
 from store.schema import runs
@@ -38,7 +39,7 @@ parameters) are the columns to set, SQLAlchemy reuses its compiled form for each
 
 
 @lru_cache(maxsize=256)
-def _claim_statement(dialect: str, targeted: bool, runnable: tuple[tuple[str, tuple[int, ...]], ...] | None):
+def _claim_statement(dialect: Dialect, targeted: bool, runnable: tuple[tuple[str, tuple[int, ...]], ...] | None):
     """The claiming UPDATE for one shape (a given run or the oldest due one; the runnable workflow versions),
     built once per shape and executed with ``claim_*`` parameters (see ``RunRepo.claim``)."""
     now = bindparam("claim_now", type_=runs.c.wake_at.type)
@@ -49,9 +50,7 @@ def _claim_statement(dialect: str, targeted: bool, runnable: tuple[tuple[str, tu
     if targeted:
         target = runs.c.id == bindparam("claim_run_id")
     else:
-        pick = select(runs.c.id).where(due).order_by(runs.c.updated_at).limit(1)
-        if dialect == "postgresql":
-            pick = pick.with_for_update(skip_locked=True)
+        pick = dialect.lock(select(runs.c.id).where(due).order_by(runs.c.updated_at).limit(1), skip_locked=True)
         target = runs.c.id == pick.scalar_subquery()
     return update(runs).where(target & due).values(
         status=RunStatus.RUNNING.value, lease_owner=bindparam("claim_owner"), lease_token=bindparam("claim_token"),
@@ -65,23 +64,25 @@ def _run(row: Any) -> Run:
 
 
 class RunRepo:
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, dialect: Dialect) -> None:
         self.conn = conn
+        self.dialect = dialect
 
     def insert(self, *, run_id: str, workflow: str, workflow_version: int, started_by: str,
-               started_via: str, now: datetime, status: RunStatus = RunStatus.READY) -> None:
+               started_via: str, now: datetime, started_by_person: str | None = None,
+               status: RunStatus = RunStatus.READY) -> None:
         self.conn.execute(runs.insert().values(
             id=run_id, workflow=workflow, workflow_version=workflow_version, status=status.value,
             head_seq=0, last_seq=0, branch=0, last_branch=0, started_by=started_by, started_via=started_via,
-            created_at=now, updated_at=now, attempt=0,
+            started_by_person=started_by_person, created_at=now, updated_at=now, attempt=0,
         ))
 
     def get(self, run_id: str, *, for_update: bool = False) -> Run | None:
         stmt = select(runs).where(runs.c.id == run_id)
-        if for_update and self.conn.dialect.name == "postgresql":
-            # FOR NO KEY UPDATE: does not wait for the KEY SHARE locks that inserting child rows
+        if for_update:
+            # FOR NO KEY UPDATE on PostgreSQL: does not wait for the KEY SHARE locks that inserting child rows
             # (checkpoints, decisions) takes on the run, so concurrent deciders cannot deadlock on it.
-            stmt = stmt.with_for_update(key_share=True)
+            stmt = self.dialect.lock(stmt, key_share=True)
         row = self.conn.execute(stmt).first()
         return _run(row) if row else None
 
@@ -126,7 +127,7 @@ class RunRepo:
         if runnable is not None and not runnable:
             return None
         key = None if runnable is None else tuple(sorted((n, tuple(sorted(v))) for n, v in runnable.items()))
-        stmt = _claim_statement(self.conn.dialect.name, run_id is not None, key)
+        stmt = _claim_statement(self.dialect, run_id is not None, key)
         params = {"claim_now": now, "claim_owner": owner, "claim_token": token, "claim_until": lease_until}
         if run_id is not None:
             params["claim_run_id"] = run_id

@@ -86,6 +86,8 @@ runs = Table(
     Column("lease_expires_at", UTCDateTime, nullable=True),
     Column("error", Text, nullable=True),
     Column("error_traceback", Text, nullable=True),
+    # Who started it, as a person (bot.engine.people); the self-approval ban compares it with the decider's.
+    Column("started_by_person", String(200), nullable=True),
     Index("ix_hazel_runs_status_wake_at", "status", "wake_at"),
 )
 
@@ -157,9 +159,13 @@ decisions = Table(
     Column("payload", JSONDoc, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
     Column("delivery_id", String(200), nullable=True),
+    # Whose vote it is: the person behind the identity actor_id/channel (the person acted for, for --as).
+    Column("person", String(200), nullable=False),
+    Column("acting_for", String(200), nullable=True),
     ForeignKeyConstraint(["run_id"], ["hazel_runs.id"], ondelete="CASCADE"),
-    # One decision per person per request (quorum votes included); the request row settles who won.
-    UniqueConstraint("request_id", "channel", "actor_id"),
+    # One decision per PERSON per request (quorum votes included), whichever channels they use; the request
+    # row settles who won.
+    UniqueConstraint("request_id", "person"),
     # A channel's delivery id (Slack retry, Jira webhook identifier, comment id) decides once.
     UniqueConstraint("channel", "delivery_id"),
     Index("ix_hazel_decisions_run_id", "run_id"),
@@ -177,6 +183,7 @@ events = Table(
     Column("action", String(64), nullable=False),
     Column("detail", JSONDoc, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
+    Column("person", String(200), nullable=True),
     Index("ix_hazel_events_run_id", "run_id"),
 )
 

@@ -13,9 +13,10 @@ from typing import Any, Iterable
 from sqlalchemy import Connection, case, select, update
 from sqlalchemy.exc import IntegrityError
 
+from store.dialect import Dialect
 from store.errors import DuplicateDecisionError
-from store.models import Action, Decision, RequestStatus, SteeringRequest
-from store.schema import decisions, steering_requests
+from store.models import Action, Actor, Decision, RequestStatus, Run, SteeringRequest
+from store.schema import decisions, runs, steering_requests
 
 
 _INSERT_DECISION = decisions.insert().returning(decisions.c.id)
@@ -31,8 +32,9 @@ def _decision(row: Any) -> Decision:
 
 
 class RequestRepo:
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, dialect: Dialect) -> None:
         self.conn = conn
+        self.dialect = dialect
 
     def insert(self, *, run_id: str, checkpoint_seq: int, point: str, title: str, channel: str,
                approvals_required: int, now: datetime, due_at: datetime | None) -> int:
@@ -80,6 +82,21 @@ class RequestRepo:
             stmt = stmt.where(steering_requests.c.run_id.in_(list(run_ids)))
         rows = self.conn.execute(stmt.order_by(steering_requests.c.created_at, steering_requests.c.id).limit(limit))
         return [_request(r) for r in rows]
+
+    def pending_with_runs(self, *, limit: int = 500) -> list[tuple[SteeringRequest, Run]]:
+        """Pending requests with their runs, oldest first, in one query."""
+        from store.runs import _run
+
+        req_cols = [c.label(f"r_{c.name}") for c in steering_requests.c]
+        stmt = (select(*req_cols, *runs.c).join(runs, runs.c.id == steering_requests.c.run_id)
+                .where(steering_requests.c.status == RequestStatus.PENDING.value)
+                .order_by(steering_requests.c.created_at, steering_requests.c.id).limit(limit))
+        out = []
+        for row in self.conn.execute(stmt):
+            m = row._mapping
+            request = SteeringRequest.model_validate({c.name: m[f"r_{c.name}"] for c in steering_requests.c})
+            out.append((request, _run(row)))
+        return out
 
     def vote(self, request_id: int, *, now: datetime, actor: str) -> SteeringRequest | None:
         """Count one approval; settle the request as approved when it reaches its quorum.
@@ -130,10 +147,9 @@ class DecisionRepo:
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
 
-    def insert(self, *, run_id: str, request_id: int | None, action: Action, actor_id: str,
-               actor_name: str | None, channel: str, payload: dict[str, Any], now: datetime,
-               delivery_id: str | None = None) -> int:
-        """Record a decision.
+    def insert(self, *, run_id: str, request_id: int | None, action: Action, actor: Actor,
+               payload: dict[str, Any], now: datetime, delivery_id: str | None = None) -> int:
+        """Record a decision by ``actor`` (its identity, and its person: one decision per person per request).
 
         Raises:
             DuplicateDecisionError: this person already decided this request, or ``delivery_id`` was seen
@@ -142,8 +158,9 @@ class DecisionRepo:
         """
         try:
             res = self.conn.execute(_INSERT_DECISION, dict(
-                run_id=run_id, request_id=request_id, action=action.value, actor_id=actor_id, actor_name=actor_name,
-                channel=channel, payload=payload, created_at=now, delivery_id=delivery_id))
+                run_id=run_id, request_id=request_id, action=action.value, actor_id=actor.id,
+                actor_name=actor.name, channel=actor.channel, payload=payload, created_at=now,
+                delivery_id=delivery_id, person=actor.who, acting_for=actor.acting_for))
             return int(res.scalar_one())
         except IntegrityError as exc:
             # SQLite names the columns ("…hazel_decisions.delivery_id"), PostgreSQL the constraint
@@ -164,10 +181,10 @@ class DecisionRepo:
                                  .order_by(decisions.c.id))
         return [_decision(r) for r in rows]
 
-    def by_actor(self, request_id: int, channel: str, actor_id: str) -> Decision | None:
+    def by_person(self, request_id: int, person: str) -> Decision | None:
+        """This person's decision on the request (whatever identity they used), if any."""
         row = self.conn.execute(select(decisions).where(
-            (decisions.c.request_id == request_id) & (decisions.c.channel == channel)
-            & (decisions.c.actor_id == actor_id))).first()
+            (decisions.c.request_id == request_id) & (decisions.c.person == person))).first()
         return _decision(row) if row else None
 
     def for_run(self, run_id: str) -> list[Decision]:

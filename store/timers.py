@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlalchemy import Connection, func, select, update
 
+from store.dialect import Dialect
 from store.models import RequestStatus, RunStatus, SteeringRequest
 from store.schema import runs, steering_requests
 
@@ -24,12 +25,9 @@ def _request(row: Any) -> SteeringRequest:
 
 
 class TimerRepo:
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, dialect: Dialect) -> None:
         self.conn = conn
-
-    @property
-    def _postgresql(self) -> bool:
-        return self.conn.dialect.name == "postgresql"
+        self.dialect = dialect
 
     # -- steering requests ----------------------------------------------------------------------------
 
@@ -40,8 +38,7 @@ class TimerRepo:
         t = steering_requests.c
         stmt = (select(t.id).where((t.status == _PENDING) & (t.next_action_at <= now))
                 .order_by(t.next_action_at, t.id).limit(limit))
-        if self._postgresql:
-            stmt = stmt.with_for_update(skip_locked=True)
+        stmt = self.dialect.lock(stmt, skip_locked=True)
         return [r.id for r in self.conn.execute(stmt)]
 
     def lock_due(self, request_id: int, *, now: datetime) -> SteeringRequest | None:
@@ -52,8 +49,7 @@ class TimerRepo:
         t = steering_requests.c
         stmt = select(steering_requests).where((t.id == request_id) & (t.status == _PENDING)
                                                & (t.next_action_at <= now))
-        if self._postgresql:
-            stmt = stmt.with_for_update()
+        stmt = self.dialect.lock(stmt)
         row = self.conn.execute(stmt).first()
         return _request(row) if row else None
 

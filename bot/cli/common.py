@@ -24,8 +24,10 @@ from store.models import Actor
 F = TypeVar("F", bound=Callable[..., Any])
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
-AsOpt = Annotated[str | None, typer.Option("--as", help="Record this name as the actor (default: $HAZEL_OPERATOR "
-                                                        "or your user name).")]
+AsOpt = Annotated[str | None, typer.Option("--as", help="Act for this person: recorded as \"operator YOU for NAME\", "
+                                                        "NAME's one vote (refused where a quorum or a self-approval "
+                                                        "ban applies unless the point lists NAME). You are "
+                                                        "$HAZEL_OPERATOR, else your login name.")]
 DetachOpt = Annotated[bool, typer.Option("--detach", help="Only record it; let a worker (`hazel serve`) "
                                                           "continue the run.")]
 
@@ -58,30 +60,30 @@ def command_prefix() -> str:
 
 
 def engine(json_mode: bool = False, *, prepare: bool = True):  # noqa: ANN201
-    """Build ``Hazel`` from the environment. In JSON mode console notifications go to stderr."""
-    from bot.engine.hazel import Hazel
+    """Build ``HazelApp`` (the engine with its channels) from the environment. In JSON mode console
+    notifications go to stderr."""
+    from bot.server.app import HazelApp
     from bot.server.wiring import channels_from_settings
     from integrations.console import ConsoleChannel
 
     settings = Settings()
     console = ConsoleChannel(console=err if json_mode else out, command=command_prefix())
-    hazel = Hazel(settings, channels=channels_from_settings(settings), console=console)
+    hazel = HazelApp(settings, channels=channels_from_settings(settings), console=console)
     _opened.append(hazel)
     if prepare:
         hazel.prepare()
     return hazel
 
 
-def actor(name: str | None, settings: Settings | None = None) -> Actor:
-    """The console actor: ``--as NAME``, else ``HAZEL_OPERATOR`` / the user name.
+def actor(hazel: Any, name: str | None) -> Actor:
+    """The console actor: the operator (``HAZEL_OPERATOR`` / the user name), acting for ``--as NAME``.
 
     Raises:
         CliError: ``--as`` was given an empty name.
     """
     if name is not None and not name.strip():
         raise CliError("--as needs a name")
-    who = (name or (settings or Settings()).operator).strip()
-    return Actor(id=who, channel="console", name=who)
+    return hazel.operator(acting_for=name)
 
 
 def safe_url(url: str) -> str:
@@ -156,35 +158,67 @@ def read_arg(text: str) -> str:
         raise CliError(f"cannot read {text[1:]}: {exc.strerror}") from None
 
 
-def coerce(raw: str, current: Any) -> Any:
-    """A value typed on the command line, shaped like ``current``: text stays text for a text field,
-    anything else is parsed as JSON when it can be (``42``, ``true``, ``{"a": 1}``)."""
-    if isinstance(current, str):
-        return raw
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return raw
-
-
 def apply_sets(pairs: list[str], current: dict[str, Any]) -> dict[str, Any]:
     """``--set FIELD=VALUE`` / ``--set FIELD.KEY=VALUE`` (VALUE may be ``@file``) applied over ``current``
-    (a state tree). Returns the changed fields with their new whole values."""
+    (a state tree), each VALUE parsed as the engine parses typed edits (text for a text field, else JSON:
+    ``bot.engine.value_from_text``). Returns the changed fields with their new whole values (a rewind's
+    ``edits``).
+
+    Raises:
+        CliError: malformed ``--set``, an unknown field, a key of something that is not a mapping.
+        InvalidDecisionError: a value that must be JSON is not.
+    """
+    from bot.engine import value_from_text
+
     changed: dict[str, Any] = {}
+    for field, sub, raw in _parse_sets(pairs):
+        if field not in current:
+            raise CliError(f"the state has no field {field!r} (fields: {', '.join(current)})")
+        if sub is not None:
+            base = changed.get(field, current.get(field))
+            if not isinstance(base, dict):
+                raise CliError(f"--set {field}.{sub}: {field} is not a mapping")
+            changed[field] = {**base, sub: value_from_text(base.get(sub), raw, what=f"{field}.{sub}")}
+        else:
+            changed[field] = value_from_text(current.get(field), raw, what=field)
+    return changed
+
+
+def edit_sets(pairs: list[str], show: str | None) -> dict[str, Any]:
+    """``hazel edit --set`` as the engine's edit payload: ``--set FIELD=VALUE`` of the shown field is its new
+    text (``{"text": …}``), ``--set FIELD.KEY=VALUE`` new texts of entries (``{"entries": {KEY: …}}``); with
+    the whole state shown, ``--set FIELD=VALUE`` sets that entry of the state. The engine parses and
+    validates them.
+
+    Raises:
+        CliError: malformed ``--set``, or a field the steering point does not show.
+    """
+    entries: dict[str, str] = {}
+    whole: str | None = None
+    for field, sub, raw in _parse_sets(pairs):
+        if show is None:
+            if sub is not None:
+                raise CliError(f"--set {field}.{sub}: this steering point shows the whole state; set {field}=JSON")
+            entries[field] = raw
+        elif field != show:
+            raise CliError(f"this steering point lets you edit {show!r} only, not {field}")
+        elif sub is None:
+            whole = raw
+        else:
+            entries[sub] = raw
+    if whole is not None and entries:
+        raise CliError(f"--set {show}=… replaces the whole {show}: do not combine it with --set {show}.KEY=…")
+    return {"text": whole} if whole is not None else {"entries": entries}
+
+
+def _parse_sets(pairs: list[str]) -> list[tuple[str, str | None, str]]:
+    """``(field, key or None, value)`` of each ``--set FIELD[.KEY]=VALUE`` (``@file`` values read)."""
+    out = []
     for pair in pairs:
         key, sep, raw = pair.partition("=")
         key = key.strip()
         if not sep or not key:
             raise CliError(f"--set needs FIELD=VALUE, got {pair!r}")
-        raw = read_arg(raw)
         field, dot, sub = key.partition(".")
-        if field not in current:
-            raise CliError(f"the state has no field {field!r} (fields: {', '.join(current)})")
-        if dot:
-            base = changed.get(field, current.get(field))
-            if not isinstance(base, dict):
-                raise CliError(f"--set {key}: {field} is not a mapping")
-            changed[field] = {**base, sub: coerce(raw, base.get(sub))}
-        else:
-            changed[field] = coerce(raw, current.get(field))
-    return changed
+        out.append((field, sub if dot else None, read_arg(raw)))
+    return out

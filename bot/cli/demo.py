@@ -14,8 +14,8 @@ from rich.rule import Rule
 
 from bot.cli import render
 from bot.cli.common import JsonOpt, actor, command_prefix, emit_json, engine, handle_errors, out, safe_url
-from bot.engine.errors import UnknownWorkflowError
-from bot.engine.hazel import Hazel
+from bot.engine import UnknownWorkflowError
+from bot.engine import Hazel
 
 app = typer.Typer()
 WORKFLOW = "migration-plan"
@@ -33,24 +33,24 @@ def demo_cmd(
     """Start a run of the example migration-plan workflow on the configured database (SQLite by default)."""
     hazel = engine(json_out)
     try:
-        hazel.registry.get(WORKFLOW)
+        hazel.workflow(name=WORKFLOW)
     except UnknownWorkflowError:
         raise UnknownWorkflowError("the demo needs the example workflow: run it from Hazel's repository, or set "
                                    "HAZEL_WORKFLOWS=examples.migration_plan") from None
     if walkthrough:
         _walkthrough(hazel, request, json_out)
         return
-    me = actor(None, hazel.settings)
+    me = actor(hazel, None)
     if not json_out:
         out.print(Rule("Hazel demo"))
         out.print(f"database: {escape(safe_url(hazel.settings.database_url))} · channel: console · "
                   f"you are [bold]{escape(me.id)}[/bold]\n"
                   f"starting a run of {WORKFLOW}: “{request}”\n")
-    run = hazel.start(WORKFLOW, {"request": request}, me)
-    result = hazel.drive(run.id)
-    pending = hazel.pending_request(run.id)
+    run = hazel.start(workflow=WORKFLOW, input={"request": request}, actor=me)
+    result = hazel.drive(run_id=run.id)
+    pending = hazel.pending_request(run_id=run.id)
     if json_out:
-        emit_json({"run": hazel.get(run.id), "steps": result.steps, "pending_request": pending})
+        emit_json({"run": hazel.get(run_id=run.id), "steps": result.steps, "pending_request": pending})
         return
     cmd = command_prefix()
     out.print(render.drive_summary(result))
@@ -64,18 +64,18 @@ def demo_cmd(
 
 def _walkthrough(hazel: Hazel, request: str, json_out: bool) -> None:
     cmd = command_prefix()
-    author, sme, lead = actor(None, hazel.settings), actor("priya"), actor("sam")
+    author, sme, lead = actor(hazel, None), actor(hazel, "priya"), actor(hazel, "sam")
     transcript: list[dict[str, Any]] = []
 
     def say(text: str) -> None:
         if not json_out:
             out.print(Rule(text, style="dim"))
 
-    def act(label: str, fn, *args, **kwargs):  # noqa: ANN001, ANN202
+    def act(label: str, fn, **kwargs):  # noqa: ANN001, ANN202
         if not json_out:
             out.print(f"[bold]$ {escape(cmd)} {escape(label)}[/bold]")
-        outcome = fn(*args, **kwargs)
-        result = hazel.drive(outcome.run_id if hasattr(outcome, "run_id") else outcome.id)
+        outcome = fn(run_id=rid, claim=True, **kwargs)  # the decision leases the run: it continues here
+        result = hazel.drive(run_id=rid)
         transcript.append({"command": f"{cmd} {label}", "steps": result.steps,
                            "status": result.run.status.value if result.run else None})
         if not json_out:
@@ -86,34 +86,34 @@ def _walkthrough(hazel: Hazel, request: str, json_out: bool) -> None:
     if not json_out:
         out.print(f"[bold]$ {escape(cmd)} run {WORKFLOW} --input {escape(shlex.quote(json.dumps({'request': request})))}"
                   "[/bold]")
-    run = hazel.start(WORKFLOW, {"request": request}, author)
-    hazel.drive(run.id)
+    run = hazel.start(workflow=WORKFLOW, input={"request": request}, actor=author, claim=True)
+    hazel.drive(run_id=run.id)
     rid = run.id
     say("2. priya approves the plan; scripts and a test strategy are written")
-    act(f"approve {rid} --as priya", hazel.decide, rid, "approve", sme)
+    act(f"approve {rid} --as priya", hazel.decide, action="approve", actor=sme)
     say("3. priya asks for a change to the scripts: they are re-drafted with her feedback")
-    act(f"feedback {rid} 'add a rollback check for the backfill' --as priya", hazel.decide, rid, "feedback", sme,
-        payload={"text": "add a rollback check for the backfill"})
+    act(f"feedback {rid} 'add a rollback check for the backfill' --as priya", hazel.decide, action="feedback",
+        actor=sme, payload={"text": "add a rollback check for the backfill"})
     say("4. priya edits one script herself and approves her version")
-    scripts = dict(hazel.state_at(rid).scripts)  # type: ignore[attr-defined]
+    scripts = dict(hazel.state_at(run_id=rid).scripts)  # type: ignore[attr-defined]
     first = sorted(scripts)[0]
     scripts[first] = scripts[first].replace("BEGIN;", "BEGIN;\nSET lock_timeout = '5s';", 1)
-    act(f"edit {rid} --set 'scripts.{first}=@edited.sql' --as priya", hazel.decide, rid, "edit", sme,
-        payload={"value": scripts})
+    act(f"edit {rid} --set 'scripts.{first}=@edited.sql' --as priya", hazel.decide, action="edit", actor=sme,
+        payload={"entries": {first: scripts[first]}})
     say("5. at sign-off, sam wants smaller batches: rewind to the plan with feedback (a new branch)")
-    act(f"rewind {rid} --to draft_plan --feedback 'backfill in batches of 5,000' --as sam", hazel.rewind, rid, lead,
+    act(f"rewind {rid} --to draft_plan --feedback 'backfill in batches of 5,000' --as sam", hazel.rewind, actor=lead,
         to="draft_plan", feedback="backfill in batches of 5,000")
     say("6. the new plan is approved, the artefacts accepted, and sam signs off: deploy")
-    act(f"approve {rid} --as priya", hazel.decide, rid, "approve", sme)
-    act(f"approve {rid} --as priya", hazel.decide, rid, "approve", sme)
-    act(f"approve {rid} --as sam", hazel.decide, rid, "approve", lead)
-    final = hazel.get(rid)
-    state = hazel.state_at(rid)
+    act(f"approve {rid} --as priya", hazel.decide, action="approve", actor=sme)
+    act(f"approve {rid} --as priya", hazel.decide, action="approve", actor=sme)
+    act(f"approve {rid} --as sam", hazel.decide, action="approve", actor=lead)
+    final = hazel.get(run_id=rid)
+    state = hazel.state_at(run_id=rid)
     if json_out:
         emit_json({"run": final, "transcript": transcript, "state": state,
-                   "checkpoints": hazel.checkpoints(rid), "decisions": hazel.decisions(rid)})
+                   "checkpoints": hazel.checkpoints(run_id=rid), "decisions": hazel.decisions(run_id=rid)})
         return
     say("history: every checkpoint, the decisions, and the abandoned branch")
-    out.print(render.history_tree(final, hazel.checkpoints(rid), hazel.decisions(rid)))
+    out.print(render.history_tree(final, hazel.checkpoints(run_id=rid), hazel.decisions(run_id=rid)))
     out.print(f"\nrun {rid} is {render.status(final.status.value)}; artefacts in "
               f"{getattr(state, 'deployed_to', None)}")

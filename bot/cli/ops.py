@@ -68,7 +68,7 @@ def serve_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Run the HTTP app (Slack, Jira, REST API, health), the workers and the scheduler."""
-    from bot.server import serve
+    from bot.server.processes import serve
 
     settings = Settings()
     configure_logging(settings)
@@ -86,7 +86,7 @@ def worker_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Execute ready runs (new, decided, recovered, retries due) without serving HTTP."""
-    from bot.server import work
+    from bot.server.processes import work
     from integrations.console import ConsoleChannel
 
     settings = Settings()
@@ -115,14 +115,12 @@ def outbox_list(
     if status is not None and status not in {s.value for s in OutboxStatus}:
         raise CliError(f"unknown status {status!r} (one of: {', '.join(s.value for s in OutboxStatus)})")
     hazel = engine(json_out)
-    rows = hazel.store
-    with rows.read() as tx:
-        if status:
-            messages = tx.outbox.list(status=status, run_id=run, limit=limit)
-        else:
-            messages = tx.outbox.list(status="dead", run_id=run, limit=limit) + tx.outbox.list(
-                status="pending", run_id=run, limit=limit)
-        backlog = tx.outbox.backlog()
+    if status:
+        messages = hazel.outbox_messages(status=status, run_id=run, limit=limit)
+    else:
+        messages = (hazel.outbox_messages(status="dead", run_id=run, limit=limit)
+                    + hazel.outbox_messages(status="pending", run_id=run, limit=limit))
+    backlog = hazel.outbox_backlog()
     if json_out:
         emit_json({"backlog": backlog, "messages": messages})
         return
@@ -145,17 +143,9 @@ def outbox_retry(
     json_out: JsonOpt = False,
 ) -> None:
     """Queue dead messages for delivery again, and deliver what is due now."""
-    from bot.engine.clock import utcnow
-
     hazel = engine(json_out)
-    with hazel.store.transaction() as tx:
-        if message_id is not None:
-            message = tx.outbox.get(message_id)
-            if message is None or message.status is not OutboxStatus.DEAD:
-                raise CliError(f"no dead outbox message {message_id}" + (
-                    f" (it is {message.status.value})" if message is not None else ""))
-        n = tx.outbox.retry_dead(now=utcnow(), message_id=message_id)
-    sent = hazel.deliverer.deliver_due()
+    n = hazel.retry_dead_outbox(message_id=message_id)
+    sent = hazel.deliver_due()
     if json_out:
         emit_json({"requeued": n, "sent": sent})
     else:

@@ -41,7 +41,7 @@ def prune_cmd(
     hazel = engine(json_out)
     try:
         report = prune(hazel.store, older_than_days=older_than, now=utcnow(), dry_run=dry_run,
-                       actor=actor(as_, hazel.settings))
+                       actor=actor(hazel, as_))
     finally:
         hazel.close()
     if json_out:

@@ -48,7 +48,7 @@ def history_tree(run: Run, checkpoints: list[CheckpointInfo], decisions: list[De
         text = f"#{cp.seq} {escape(node_label(cp.step))}"
         decision = by_decision.get(cp.decision_id) if cp.decision_id else None
         if decision is not None:
-            who = escape(decision.actor_name or decision.actor_id)
+            who = escape(decision.label)
             if cp.step == REWIND_NODE:
                 text += f" to #{decision.payload.get('to')} by {who}"
             else:
@@ -87,13 +87,18 @@ def _short(text: Any, n: int = 60) -> str:
 
 
 def audit_table(events: list[AuditEvent]) -> Table:
+    """Who (the person; "operator X for NAME" for a console proxy) did what, when, and through which channel
+    identity (``via``)."""
     table = Table(show_edge=False, header_style="bold")
-    for col in ("when (UTC)", "who", "channel", "action"):
-        table.add_column(col, no_wrap=col != "who")
+    for col in ("when (UTC)", "who", "via", "action"):
+        table.add_column(col, no_wrap=col not in ("who", "via"))
     table.add_column("detail", overflow="fold")
     for e in events:
-        detail = ", ".join(f"{k}={_short(v, 80)}" for k, v in e.detail.items() if v not in (None, "", []))
-        table.add_row(when(e.created_at), escape(e.actor_name or e.actor_id), e.channel, e.action, escape(detail))
+        facts = {k: v for k, v in e.detail.items() if k != "acting_for"}
+        detail = ", ".join(f"{k}={_short(v, 80)}" for k, v in facts.items() if v not in (None, "", []))
+        acting_for = e.detail.get("acting_for")
+        who = f"operator {e.actor_id} for {acting_for}" if acting_for else (e.person or e.actor_name or e.actor_id)
+        table.add_row(when(e.created_at), escape(who), escape(f"{e.channel} {e.actor_id}"), e.action, escape(detail))
     return table
 
 

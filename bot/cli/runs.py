@@ -27,8 +27,8 @@ from bot.cli.common import (
     when,
 )
 from bot.engine.clock import utcnow
-from bot.engine.runner import DriveResult
-from bot.engine.hazel import Hazel
+from bot.engine import DriveResult
+from bot.engine import Hazel
 from integrations.console import render_value
 from store.models import Run, RunStatus, SteeringRequest
 
@@ -60,10 +60,11 @@ def run_cmd(
 ) -> None:
     """Start a run and execute it until it waits for an SME, ends or fails."""
     hazel = engine(json_out)
-    run = hazel.start(workflow, parse_input(input), actor(as_, hazel.settings), version=version)
+    run = hazel.start(workflow=workflow, input=parse_input(input), actor=actor(hazel, as_), version=version,
+                      claim=not detach)
     if not json_out:
         out.print(f"started run [bold]{run.id}[/bold] of {escape(run.workflow)} v{run.workflow_version}")
-    result = hazel.drive(run.id, on_retry=retry_notice) if not detach else None
+    result = hazel.drive(run_id=run.id, on_retry=retry_notice) if not detach else None
     finish(hazel, run.id, result, json_out)
 
 
@@ -78,8 +79,8 @@ def finish(hazel: Hazel, run_id: str, result: DriveResult | None, json_out: bool
            extra: dict | None = None) -> None:
     """Report a run after the CLI drove it (or only recorded something, ``result`` None). Exits with status 1
     when the run this command drove ended ``failed``, so that scripts notice."""
-    run = hazel.get(run_id)
-    pending = hazel.pending_request(run_id)
+    run = hazel.get(run_id=run_id)
+    pending = hazel.pending_request(run_id=run_id)
     failed = result is not None and run.status is RunStatus.FAILED
     if json_out:
         emit_json({**(extra or {}), "run": run, "steps": result.steps if result else [],
@@ -122,8 +123,7 @@ def runs_cmd(
         _versions(hazel, json_out)
         return
     runs = hazel.runs(statuses=status or None, limit=limit, workflow=workflow)
-    with hazel.store.read() as tx:
-        pending = {r.run_id: r for r in tx.requests.pending(run_ids=[r.id for r in runs])}
+    pending = hazel.pending_requests(run_ids=[r.id for r in runs])
     if json_out:
         emit_json([{**r.model_dump(mode="json"), "pending_request": pending.get(r.id)} for r in runs])
         return
@@ -136,10 +136,9 @@ def runs_cmd(
 
 
 def _versions(hazel: Hazel, json_out: bool) -> None:
-    with hazel.store.read() as tx:
-        rows = tx.runs.count_by_version([s.value for s in RunStatus])
-    data = [{"workflow": w, "version": v, "status": s, "runs": n,
-             "deployed": hazel.registry.find(w, v) is not None} for w, v, s, n in rows]
+    deployed = {(wf.name, wf.version) for wf in hazel.workflows()}
+    data = [{"workflow": w, "version": v, "status": s, "runs": n, "deployed": (w, v) in deployed}
+            for w, v, s, n in hazel.count_by_version()]
     if json_out:
         emit_json(data)
         return
@@ -168,9 +167,9 @@ def show_cmd(
     """Show a run: status, the pending steering request, and the field it shows (the whole state with
     --seq)."""
     hazel = engine(json_out)
-    run = hazel.get(hazel.resolve(run_ref))
-    pending = hazel.pending_request(run.id)
-    tree = hazel.state_tree_at(run.id, seq)
+    run = hazel.get(run_id=hazel.resolve(ref=run_ref))
+    pending = hazel.pending_request(run_id=run.id)
+    tree = hazel.state_tree_at(run_id=run.id, seq=seq)
     if seq is not None and tree is None:
         raise CliError(f"run {run.id} has no checkpoint #{seq}")
     if json_out:
@@ -206,9 +205,7 @@ def show_cmd(
 
 def _shown_field(hazel: Hazel, run: Run, pending: SteeringRequest | None) -> str | None:
     """The field the pending request shows (None: show the whole state)."""
-    wf = hazel.registry.find(run.workflow, run.workflow_version)
-    point = wf.nodes.get(pending.point) if pending is not None and wf is not None else None
-    return getattr(point, "show", None)
+    return hazel.shown(request_id=pending.id).field if pending is not None else None
 
 
 def _shown_value(hazel: Hazel, run: Run, pending: SteeringRequest | None, tree: object, seq: int | None) -> object:
@@ -224,9 +221,9 @@ def history_cmd(
 ) -> None:
     """The run's checkpoint tree: every step and decision, with the branches rewinds created."""
     hazel = engine(json_out)
-    run = hazel.get(hazel.resolve(run_ref))
-    checkpoints = hazel.checkpoints(run.id)
-    decisions = hazel.decisions(run.id)
+    run = hazel.get(run_id=hazel.resolve(ref=run_ref))
+    checkpoints = hazel.checkpoints(run_id=run.id)
+    decisions = hazel.decisions(run_id=run.id)
     if json_out:
         emit_json({"run_id": run.id, "head_seq": run.head_seq, "checkpoints": checkpoints, "decisions": decisions})
         return
@@ -241,8 +238,8 @@ def audit_cmd(
 ) -> None:
     """Who did what to a run, when, and through which channel (refused attempts included)."""
     hazel = engine(json_out)
-    run_id = hazel.resolve(run_ref)
-    events = hazel.audit(run_id)
+    run_id = hazel.resolve(ref=run_ref)
+    events = hazel.audit(run_id=run_id)
     if json_out:
         emit_json(events)
         return
@@ -256,7 +253,7 @@ def workflows_cmd(json_out: JsonOpt = False) -> None:
     hazel = engine(json_out, prepare=False)
     data = [{"name": wf.name, "version": wf.version, "state": wf.state.__name__, "description": wf.description,
              "nodes": [{"name": n, "kind": "steer" if hasattr(node, "title") else "step"}
-                       for n, node in wf.nodes.items()]} for wf in hazel.registry.all()]
+                       for n, node in wf.nodes.items()]} for wf in hazel.workflows()]
     if json_out:
         emit_json(data)
         return

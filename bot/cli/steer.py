@@ -9,10 +9,21 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from bot.cli.common import AsOpt, CliError, DetachOpt, JsonOpt, actor, apply_sets, coerce, engine, handle_errors, out, read_arg
+from bot.cli.common import (
+    AsOpt,
+    CliError,
+    DetachOpt,
+    JsonOpt,
+    actor,
+    apply_sets,
+    edit_sets,
+    engine,
+    handle_errors,
+    out,
+    read_arg,
+)
 from bot.cli.runs import finish, retry_notice
-from bot.engine.hazel import Hazel
-from bot.engine.steering.decide import DecisionOutcome
+from bot.engine import DecisionOutcome, Hazel
 
 app = typer.Typer()
 RunArg = Annotated[str, typer.Argument(metavar="RUN", help="Run id (or a unique prefix).")]
@@ -34,8 +45,8 @@ def _after(hazel: Hazel, outcome: DecisionOutcome, detach: bool, json_out: bool)
             out.print(f"[green]✓[/green] approval recorded: {r.approvals} of {r.approvals_required}; "
                       "waiting for more approvers")
     result = None
-    if outcome.settled and outcome.run_status.value == "ready" and not detach:
-        result = hazel.drive(outcome.run_id, on_retry=retry_notice)
+    if outcome.resumes and not detach:
+        result = hazel.drive(run_id=outcome.run_id, on_retry=retry_notice)
     finish(hazel, outcome.run_id, result, json_out, extra={
         "decision": outcome.decision, "request": outcome.request, "settled": outcome.settled,
         "duplicate": outcome.duplicate})
@@ -47,7 +58,8 @@ def approve_cmd(run_ref: RunArg, at: AtOpt = None, detach: DetachOpt = False, as
                 json_out: JsonOpt = False) -> None:
     """Approve the run's pending steering request."""
     hazel = engine(json_out)
-    outcome = hazel.decide(hazel.resolve(run_ref), "approve", actor(as_, hazel.settings), point=at)
+    outcome = hazel.decide(run_id=hazel.resolve(ref=run_ref), action="approve", actor=actor(hazel, as_), point=at,
+                           claim=not detach)
     _after(hazel, outcome, detach, json_out)
 
 
@@ -65,30 +77,15 @@ def edit_cmd(
     if bool(file) == bool(set_):
         raise CliError("give either --file F or --set FIELD=VALUE")
     hazel = engine(json_out)
-    run_id = hazel.resolve(run_ref)
-    show, tree = _shown(hazel, run_id, at)
+    run_id = hazel.resolve(ref=run_ref)
     if file:
-        value: Any = coerce(read_arg("@" + file), tree.get(show) if show else tree)
+        payload: dict[str, Any] = {"text": read_arg("@" + file)}  # the engine parses it (text, or JSON)
     else:
-        changed = apply_sets(set_ or [], tree if isinstance(tree, dict) else {})
-        if show is None:
-            value = {**tree, **changed}
-        else:
-            extra = sorted(set(changed) - {show})
-            if extra:
-                raise CliError(f"this steering point lets you edit {show!r} only, not {', '.join(extra)}")
-            value = changed[show]
-    outcome = hazel.decide(run_id, "edit", actor(as_, hazel.settings), payload={"value": value}, point=at)
+        shown = hazel.shown(request_id=hazel.request_for(run_id=run_id, point=at).id)
+        payload = edit_sets(set_ or [], shown.field)
+    outcome = hazel.decide(run_id=run_id, action="edit", actor=actor(hazel, as_), payload=payload, point=at,
+                           claim=not detach)
     _after(hazel, outcome, detach, json_out)
-
-
-def _shown(hazel: Hazel, run_id: str, at: str | None) -> tuple[str | None, Any]:
-    """The field the request being edited shows, and the state it was asked on."""
-    request = hazel.steering.request_for(run_id, point=at)
-    run = hazel.get(run_id)
-    wf = hazel.registry.find(run.workflow, run.workflow_version)
-    point = wf.nodes.get(request.point) if wf else None
-    return getattr(point, "show", None), hazel.state_tree_at(run_id, request.checkpoint_seq)
 
 
 @app.command("reject")
@@ -100,8 +97,8 @@ def reject_cmd(
 ) -> None:
     """Reject: the run goes to the steering point's on_reject step, or ends as rejected."""
     hazel = engine(json_out)
-    outcome = hazel.decide(hazel.resolve(run_ref), "reject", actor(as_, hazel.settings),
-                           payload={"reason": read_arg(reason)}, point=at)
+    outcome = hazel.decide(run_id=hazel.resolve(ref=run_ref), action="reject", actor=actor(hazel, as_),
+                           payload={"reason": read_arg(reason)}, point=at, claim=not detach)
     _after(hazel, outcome, detach, json_out)
 
 
@@ -114,8 +111,8 @@ def feedback_cmd(
 ) -> None:
     """Send feedback: the run goes back to the step that drafts the artefact, with your words."""
     hazel = engine(json_out)
-    outcome = hazel.decide(hazel.resolve(run_ref), "feedback", actor(as_, hazel.settings),
-                           payload={"text": read_arg(text)}, point=at)
+    outcome = hazel.decide(run_id=hazel.resolve(ref=run_ref), action="feedback", actor=actor(hazel, as_),
+                           payload={"text": read_arg(text)}, point=at, claim=not detach)
     _after(hazel, outcome, detach, json_out)
 
 
@@ -132,15 +129,15 @@ def rewind_cmd(
 ) -> None:
     """Fork the run from an earlier checkpoint; the abandoned branch stays in the history."""
     hazel = engine(json_out)
-    run_id = hazel.resolve(run_ref)
+    run_id = hazel.resolve(ref=run_ref)
     edits = None
     if set_:
         target = to.lstrip("#")
         seq = int(target) if target.isdigit() else None
-        tree = hazel.state_tree_at(run_id, seq)
+        tree = hazel.state_tree_at(run_id=run_id, seq=seq)
         edits = apply_sets(set_, tree if isinstance(tree, dict) else {})
-    outcome = hazel.rewind(run_id, actor(as_, hazel.settings), to=to,
-                           feedback=read_arg(feedback) if feedback else None, edits=edits)
+    outcome = hazel.rewind(run_id=run_id, actor=actor(hazel, as_), to=to,
+                           feedback=read_arg(feedback) if feedback else None, edits=edits, claim=not detach)
     _after(hazel, outcome, detach, json_out)
 
 
@@ -149,10 +146,10 @@ def rewind_cmd(
 def retry_cmd(run_ref: RunArg, detach: DetachOpt = False, as_: AsOpt = None, json_out: JsonOpt = False) -> None:
     """Resume a failed run (or a queued one) from its last good checkpoint."""
     hazel = engine(json_out)
-    run = hazel.retry(hazel.resolve(run_ref), actor(as_, hazel.settings))
+    run = hazel.retry(run_id=hazel.resolve(ref=run_ref), actor=actor(hazel, as_))
     if not json_out:
         out.print(f"run {run.id} resumes from checkpoint #{run.head_seq}")
-    result = hazel.drive(run.id, on_retry=retry_notice) if not detach else None
+    result = hazel.drive(run_id=run.id, on_retry=retry_notice) if not detach else None
     finish(hazel, run.id, result, json_out)
 
 
@@ -165,8 +162,8 @@ def cancel_cmd(
 ) -> None:
     """Cancel a run that has not ended; its pending steering request is closed."""
     hazel = engine(json_out)
-    run = hazel.cancel(hazel.resolve(run_ref), actor(as_, hazel.settings), reason=reason)
-    hazel.deliverer.deliver_due()
+    run = hazel.cancel(run_id=hazel.resolve(ref=run_ref), actor=actor(hazel, as_), reason=reason)
+    hazel.deliver_due()
     if not json_out:
         out.print(f"run {run.id} cancelled")
     finish(hazel, run.id, None, json_out)

@@ -1,1 +1,38 @@
-"""The engine: workflows, runs, steering, people and permissions. ``Hazel`` (``bot.engine.hazel``) is its boundary."""
+"""The engine: workflows, runs, steering, people and permissions.
+
+``Hazel`` is its boundary: adapters (Slack, Jira, REST, CLI, scheduler, workers) import from this package
+only, never from its modules. The types they see come with it.
+"""
+
+from bot.engine.errors import (
+    AlreadyDecidedError,
+    CheckpointNotFoundError,
+    ConfigurationError,
+    HazelError,
+    InvalidDecisionError,
+    InvalidInputError,
+    NoPendingRequestError,
+    NotAllowedError,
+    RunNotFoundError,
+    RunStateError,
+    StepContractError,
+    UnknownWorkflowError,
+    VersionUnavailableError,
+    WorkflowDefinitionError,
+)
+from bot.engine.hazel import Hazel
+from bot.engine.reads import Shown
+from bot.engine.runner import Claim, DriveResult
+from bot.engine.steering import DecisionOutcome
+from bot.engine.steering.edits import value_from_text
+from bot.engine.timeouts import Fired
+from bot.engine.views import DECIDING, Access
+from bot.engine.workflow import Approvers, Step, StepContext, SteeringPoint, Workflow
+
+__all__ = [
+    "Access", "AlreadyDecidedError", "Approvers", "CheckpointNotFoundError", "Claim", "ConfigurationError",
+    "DECIDING", "DecisionOutcome", "DriveResult", "Fired", "Hazel", "HazelError", "InvalidDecisionError",
+    "InvalidInputError", "NoPendingRequestError", "NotAllowedError", "RunNotFoundError", "RunStateError", "Shown",
+    "Step", "StepContext", "SteeringPoint", "StepContractError", "UnknownWorkflowError", "VersionUnavailableError",
+    "Workflow", "WorkflowDefinitionError", "value_from_text",
+]

@@ -1,33 +1,55 @@
-"""Who may take which action at a steering point.
+"""Who may take which action at a steering point: the one place permissions are decided.
 
-A steering point lists approvers per channel (``Approvers``) and, per action, whether approvers or anyone may
-take it (``permissions``; approvers by default). An empty approver list means anyone. The console operator
-(the person at the terminal, who has the database anyway) counts as an approver unless the point lists console
-``users`` by name. Hazel itself (timeouts) may always act. The self-approval ban applies on every channel.
+A steering point lists approvers (``Approvers``: people, and identities per channel) and, per action, whether
+approvers or anyone may take it (``permissions``; approvers by default). An empty approver list means anyone.
+Every rule compares PEOPLE (``bot.engine.people``), not channel identities:
+
+- an approver list names people directly (``people``) or through one of their identities: Priya listed by
+  her Slack id may decide from Jira or the REST API once the people file says those identities are hers;
+  group membership (Slack user groups, Jira groups) counts on the channel the group belongs to;
+- the console operator (who has the database anyway) counts as an approver of a point that names no console
+  or REST API names and no people;
+- the self-approval ban (``allow_self_approval=False``) refuses approve and edit by the person who started the
+  run, whatever channel either of them used;
+- the console acting for someone (``--as NAME``) acts as NAME: NAME's vote, NAME's self-approval ban; on a
+  point with a quorum or a self-approval ban that is refused unless the point's ``users`` (console names) name
+  NAME, so that one operator cannot cast other people's votes where votes matter;
+- Hazel itself (timeouts, the system) may always act.
+
+``check`` raises ``NotAllowedError`` with a message naming the rule; ``reasons`` gives, for each action, why
+it is refused (None: allowed), for rendering buttons and "waiting on you" lists.
 """
 
 from __future__ import annotations
 
 from bot.engine.errors import NotAllowedError
+from bot.engine.people import People
 from bot.engine.workflow import Approvers, SteeringPoint
-from store.models import Action, Actor, Run
+from store.models import ALL_ACTIONS, Action, Actor, Run
 
 APPROVING = (Action.APPROVE.value, Action.EDIT.value)
+HAZEL_ITSELF = ("timeout", "system")
 
 
-def is_approver(approvers: Approvers, actor: Actor) -> bool:
-    """True when ``actor`` is one of ``approvers`` on the actor's channel (or the list is empty)."""
-    if approvers.empty or actor.channel in ("timeout", "system"):
+def is_approver(approvers: Approvers, actor: Actor, people: People) -> bool:
+    """True when ``actor``'s person is one of ``approvers`` (or the list is empty; see the module docstring)."""
+    if approvers.empty or actor.channel in HAZEL_ITSELF:
         return True
-    if actor.channel == "console":
-        return not approvers.users or actor.id in approvers.users
-    if actor.channel == "api":
-        return actor.id in approvers.users
-    if actor.channel == "slack":
-        return actor.id in approvers.slack_users or bool(actor.groups & set(approvers.slack_usergroups))
-    if actor.channel == "jira":
-        return actor.id in approvers.jira_users or bool(actor.groups & set(approvers.jira_groups))
-    return False
+    person = actor.who
+    if person in approvers.people:
+        return True
+    mine = people.identities_of(person)
+    if actor.acting_for is None:  # the identity used counts too (it may not be in the file)
+        mine = {**mine, actor.channel: mine.get(actor.channel, frozenset()) | {actor.id}}
+    names = mine.get("console", frozenset()) | mine.get("api", frozenset())
+    if names & set(approvers.users) or mine.get("slack", frozenset()) & set(approvers.slack_users) \
+            or mine.get("jira", frozenset()) & set(approvers.jira_users):
+        return True
+    if actor.channel == "slack" and actor.groups & set(approvers.slack_usergroups):
+        return True
+    if actor.channel == "jira" and actor.groups & set(approvers.jira_groups):
+        return True
+    return actor.channel == "console" and not approvers.users and not approvers.people
 
 
 def approvers_of(point: SteeringPoint, *, escalated: bool = False) -> list[Approvers]:
@@ -38,22 +60,57 @@ def approvers_of(point: SteeringPoint, *, escalated: bool = False) -> list[Appro
     return lists
 
 
-def check(point: SteeringPoint, action: str, actor: Actor, run: Run, *, escalated: bool = False) -> None:
+def started_it(run: Run, actor: Actor) -> bool:
+    """True when ``actor``'s person started ``run``."""
+    if run.started_by_person is not None:
+        return run.started_by_person == actor.who
+    return run.started_by == actor.id and run.started_via == actor.channel
+
+
+def refusal(point: SteeringPoint, action: str, actor: Actor, run: Run, people: People, *,
+            escalated: bool = False) -> str | None:
+    """Why ``actor`` may not take ``action`` at ``point`` for ``run`` (None: they may)."""
+    if action not in point.actions:
+        return f"{action!r} is not allowed at {point.title!r} (allowed: {', '.join(point.actions)})"
+    lists = approvers_of(point, escalated=escalated)
+    if point.role_for(action) == "approvers" and not any(is_approver(a, actor, people) for a in lists):
+        who = "; ".join(a.describe() for a in lists)
+        return f"{actor.label} may not {action} at {point.title!r}: only {who} may"
+    if action in APPROVING and not point.allow_self_approval and started_it(run, actor):
+        return (f"{actor.label} started this run and may not {action} it at {point.title!r} "
+                "(self-approval is off: someone else must)")
+    if actor.acting_for is not None and action in APPROVING and (
+            point.approvals_required > 1 or not point.allow_self_approval):
+        console_names = people.identities_of(actor.who).get("console", frozenset())
+        if not any(console_names & set(a.users) for a in lists):
+            rule = "a quorum" if point.approvals_required > 1 else "a self-approval ban"
+            return (f"the console may not {action} for {actor.acting_for} at {point.title!r}: the point has "
+                    f"{rule}, so {actor.acting_for} decides through their own identity (or the point lists "
+                    f"{actor.acting_for!r} in its console users)")
+    return None
+
+
+def check(point: SteeringPoint, action: str, actor: Actor, run: Run, people: People, *,
+          escalated: bool = False) -> None:
     """Raise if ``actor`` may not take ``action`` at ``point`` for ``run``.
 
     Raises:
-        NotAllowedError: with a message that says who may.
+        NotAllowedError: with a message that names the rule (who may, self-approval, the console proxy).
     """
-    if point.role_for(action) == "approvers":
-        lists = approvers_of(point, escalated=escalated)
-        if not any(is_approver(a, actor) for a in lists):
-            who = "; ".join(a.describe() for a in lists)
-            raise NotAllowedError(f"{actor.label} may not {action} at {point.title!r}: only {who} may")
-    if action in APPROVING and not point.allow_self_approval and _same_person(run, actor):
-        raise NotAllowedError(
-            f"{actor.label} started this run and may not {action} it at {point.title!r} (self-approval is off)"
-        )
+    reason = refusal(point, action, actor, run, people, escalated=escalated)
+    if reason is not None:
+        raise NotAllowedError(reason)
 
 
-def _same_person(run: Run, actor: Actor) -> bool:
-    return run.started_by == actor.id and run.started_via == actor.channel
+def reasons(point: SteeringPoint, actor: Actor, run: Run, people: People, *,
+            escalated: bool = False) -> dict[str, str | None]:
+    """Every action of ``ALL_ACTIONS`` with why ``actor`` may not take it (None: allowed)."""
+    return {a: refusal(point, a, actor, run, people, escalated=escalated) for a in ALL_ACTIONS}
+
+
+def may_run_action(points: list[SteeringPoint], actor: Actor, run: Run, people: People) -> bool:
+    """Whether ``actor`` may retry or cancel ``run``: who started it, the console operator, Hazel itself, or an
+    approver of one of ``points`` (the pending request's point, else every point of the workflow)."""
+    if actor.channel in ("console", *HAZEL_ITSELF) or started_it(run, actor):
+        return True
+    return any(is_approver(p.approvers, actor, people) for p in points)

@@ -1,72 +1,84 @@
-"""Executing runs: claim a ready run with a lease, run its steps, checkpoint after each one, stop at a
-steering point.
+"""Executing runs: a leased run's steps, a checkpoint after each one, stopping at a steering point.
 
-Every step ends in ONE transaction: the new checkpoint, the run's head and status (fenced by the lease token,
-so a worker that lost its lease can never write), and, when the next node is a steering point, the pending
-steering request and its outbox notification. Then the executing thread returns: nothing stays behind for a
-waiting run. A step that raises is retried with exponential backoff and jitter by handing the run back to
-the queue with a ``wake_at``; after its last attempt the run is ``failed`` with the error and traceback.
+Every step ends in ONE transaction: the new checkpoint and the run's head and status (fenced by the lease
+token, so a worker that lost its lease can never write), and, when the next node is a steering point, the
+pending steering request and its outbox notification. Then the executing thread returns: nothing stays
+behind for a waiting run. A step that raises is retried with exponential backoff and jitter by handing the
+run back to the queue with a ``wake_at``; after its last attempt the run is ``failed`` with the error and
+traceback.
+
+A run arrives as a ``Claim``: leased by a claim (``Runner.claim``), or by the transaction that made it runnable
+(a start or a decision that executes in this process). A claim made by such a transaction carries the run's
+head (``Head``: the state tree and where it sits in its snapshot chain), so the first step starts without
+reading anything; the state then stays in memory from step to step.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import random
 import secrets
-import socket
 import threading
 import time
 import traceback
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Callable
+from typing import Any, Callable
 
 from pydantic import BaseModel, ValidationError
 
-from bot.engine import transitions
-from bot.engine import versions
+from bot.engine import transitions, versions
 from bot.engine.clock import utcnow
 from bot.engine.errors import StepContractError, VersionUnavailableError
-from bot.ops.logs import bind_log_context
+from bot.engine.leases import Leases, make_owner
+from bot.engine.logcontext import log_context
 from bot.engine.registry import Registry
 from bot.engine.workflow import Step, StepContext, SteeringPoint, Workflow
-from store import Fence, LeaseLostError, NewCheckpoint, Store
-from store.models import Actor, Run, RunStatus
+from store import ChainPosition, Fence, LeaseLostError, NewCheckpoint, Store
+from store.models import SYSTEM, Run, RunStatus
 
 log = logging.getLogger("hazel.runner")
-SYSTEM = Actor(id="hazel", channel="system", name="Hazel")
 
 
-def make_owner() -> str:
-    """Lease owner id: ``host:pid:nonce`` (the pid lets a restart on the same host spot dead owners)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+@dataclass(frozen=True)
+class Head:
+    """A run's head checkpoint as the runner continues from it: its state tree and chain position
+    (``position.seq``, ``position.tree``), the node that runs next, what a decision handed to it, its branch."""
+
+    position: ChainPosition
+    next_step: str | None
+    handoff: dict[str, Any] | None
+    branch: int
 
 
-def owner_is_dead(owner: str | None) -> bool:
-    """True when ``owner`` names a process on this host that no longer exists."""
-    if not owner:
-        return True
-    host, _, rest = owner.partition(":")
-    pid_text = rest.split(":", 1)[0]
-    if host != socket.gethostname() or not pid_text.isdigit():
-        return False
-    try:
-        os.kill(int(pid_text), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
+@dataclass(frozen=True)
+class Claim:
+    """A run leased by this process (``run.lease_token``), with its head when the claiming transaction had it
+    in hand (None: the runner loads it)."""
+
+    run: Run
+    head: Head | None = None
 
 
 @dataclass
 class DriveResult:
-    """What one drive of a run did: ``steps`` executed (names, in order) and the run as it was left."""
+    """What one drive of a run did: ``steps`` executed (names, in order), ``status`` the run was left in
+    (None when the drive stopped before deciding one: a lost lease, a hand-back), and ``run``: the run as it
+    is now (read on first access)."""
 
-    run: Run | None
+    run_id: str
+    store: Store | None = None
     steps: list[str] = field(default_factory=list)
     lease_lost: bool = False
+    status: RunStatus | None = None
+    _run: Run | None = None
+
+    @property
+    def run(self) -> Run | None:
+        if self._run is None and self.store is not None:
+            with self.store.read() as tx:
+                self._run = tx.runs.get(self.run_id)
+        return self._run
 
 
 class Runner:
@@ -75,121 +87,93 @@ class Runner:
     Args:
         owner: this process's lease owner id (``make_owner()``).
         lease_sec: how long a claim lasts without renewal; a heartbeat renews it every ``lease_sec / 3``.
-        on_outbox: called after a commit that wrote outbox rows (to wake the deliverer).
-        on_step: called with ``(run_id, step_name)`` just before a step executes (metrics, benchmarks).
     """
 
     def __init__(self, store: Store, registry: Registry, *, owner: str | None = None, lease_sec: float = 60.0,
-                 on_outbox: Callable[[], None] | None = None,
-                 on_step: Callable[[str, str], None] | None = None,
                  clock: Callable[[], datetime] = utcnow, rng: random.Random | None = None) -> None:
         self.store = store
         self.registry = registry
-        self.owner = owner or make_owner()
         self.lease_sec = lease_sec
-        self.on_outbox = on_outbox or (lambda: None)
-        self.on_step = on_step
-        self.on_step_end: Callable[[str, str, float, bool], None] | None = None
-        """Called with ``(workflow, step, duration_sec, ok)`` after each step function returns or raises
-        (``bot.ops.metrics`` observes step durations with it)."""
         self.clock = clock
         self.rng = rng or random.Random()
-        self._tokens: set[str] = set()
-        self._tokens_lock = threading.Lock()
-        self._heartbeat: threading.Thread | None = None
-        self._stop = threading.Event()
+        self.leases = Leases(store, owner=owner or make_owner(), lease_sec=lease_sec, clock=clock)
+        self.on_outbox: Callable[[], None] = lambda: None
+        """Called after a commit that wrote outbox rows (wakes the deliverer)."""
+        self.on_step: Callable[[str, str], None] | None = None
+        """Called with ``(run_id, step_name)`` just before a step executes (benchmarks, tests)."""
+        self.on_step_end: Callable[[str, str, float, bool], None] | None = None
+        """Called with ``(workflow, step, duration_sec, ok)`` after each step function returns or raises."""
+
+    @property
+    def owner(self) -> str:
+        """This process's lease owner id (``host:pid:nonce``)."""
+        return self.leases.owner
+
+    @owner.setter
+    def owner(self, value: str) -> None:
+        self.leases.owner = value
 
     # -- claiming -----------------------------------------------------------------------------------------
 
-    def claim(self, run_id: str | None = None) -> Run | None:
+    def claim(self, run_id: str | None = None) -> Claim | None:
         """Lease one ready, due run (or ``run_id``). None when there is none or another worker won."""
         now = self.clock()
         token = secrets.token_hex(8)
         with self.store.transaction() as tx:
-            run = tx.runs.claim(owner=self.owner, token=token, now=now,
-                                lease_until=now + timedelta(seconds=self.lease_sec), run_id=run_id,
-                                runnable=versions.runnable_versions(self.registry))
-        if run is not None:
-            self._hold(token)
-        return run
+            run = tx.runs.claim(owner=self.owner, token=token, now=now, lease_until=self.leases.until(now),
+                                run_id=run_id, runnable=versions.runnable_versions(self.registry))
+        if run is None:
+            return None
+        self.leases.hold(token)
+        return Claim(run)
+
+    def release(self, claim: Claim) -> bool:
+        """Hand a claimed run that will not be executed here back to the queue (``ready``)."""
+        with self.store.transaction() as tx:
+            released = tx.runs.release_to_ready(claim.run.id, now=self.clock(), only_token=claim.run.lease_token)
+            if released:
+                tx.notify_ready(claim.run.id)
+        self.leases.drop(claim.run.lease_token)
+        return released
 
     def recover(self) -> list[str]:
-        """Hand back to the queue every ``running`` run whose worker is dead (same host, pid gone) or whose
-        lease has expired. Returns their ids."""
-        now = self.clock()
-        recovered = []
-        with self.store.read() as tx:
-            candidates = tx.runs.running()
-        for run in candidates:
-            dead = owner_is_dead(run.lease_owner) and run.lease_owner != self.owner
-            expired = run.lease_expires_at is not None and run.lease_expires_at < now
-            if not (dead or expired):
-                continue
-            with self.store.transaction() as tx:
-                if tx.runs.release_to_ready(run.id, now=now, only_token=None,
-                                            expired_before=None if dead else now):
-                    tx.events.add(action="run.recovered", actor=SYSTEM, now=now, run_id=run.id,
-                                  previous_owner=run.lease_owner, reason="owner died" if dead else "lease expired")
-                    tx.notify_ready(run.id)
-                    recovered.append(run.id)
-        if recovered:
-            log.warning("recovered %d run(s) left running by a dead process: %s", len(recovered), recovered)
-        return recovered
-
-    # -- leases -------------------------------------------------------------------------------------------
-
-    def _hold(self, token: str) -> None:
-        with self._tokens_lock:
-            self._tokens.add(token)
-            if self._heartbeat is None or not self._heartbeat.is_alive():
-                self._heartbeat = threading.Thread(target=self._renew_loop, name="hazel-lease-heartbeat",
-                                                   daemon=True)
-                self._heartbeat.start()
-
-    def _drop(self, token: str | None) -> None:
-        with self._tokens_lock:
-            self._tokens.discard(token or "")
-
-    def _renew_loop(self) -> None:
-        while not self._stop.wait(self.lease_sec / 3):
-            with self._tokens_lock:
-                tokens = list(self._tokens)
-            if not tokens:
-                continue
-            try:
-                with self.store.transaction() as tx:
-                    tx.runs.renew_leases(tokens=tokens, lease_until=self.clock() + timedelta(seconds=self.lease_sec))
-            except Exception:  # the next beat tries again; a lost lease is caught by the fenced write
-                log.exception("lease renewal failed")
+        """Hand back the runs of dead processes and expired leases (``Leases.recover``)."""
+        return self.leases.recover()
 
     def close(self) -> None:
-        self._stop.set()
+        self.leases.close()
 
     # -- executing ----------------------------------------------------------------------------------------
 
-    @bind_log_context(run_id="run.id")
-    def drive(self, run: Run, *, hand_back: threading.Event | None = None) -> DriveResult:
-        """Execute the leased ``run`` until it waits at a steering point, ends, fails, is scheduled for a
-        retry, or loses its lease; or, once ``hand_back`` is set (the process is stopping), until the step in
-        flight is checkpointed, handing the run back as ``ready``. Returns what happened; never raises for a
-        step's own error."""
+    def drive(self, claim: Claim, *, hand_back: threading.Event | None = None) -> DriveResult:
+        """Execute the leased run until it waits at a steering point, ends, fails, is scheduled for a retry,
+        or loses its lease; or, once ``hand_back`` is set (the process is stopping), until the step in flight
+        is checkpointed, handing the run back as ``ready``. Never raises for a step's own error."""
+        run = claim.run
         token = run.lease_token
         assert token is not None, "drive() needs a run claimed by this runner"
-        result = DriveResult(run=None)
-        try:
-            resolved = self._workflow(run)
-            if resolved is None:
-                return result
-            wf, run = resolved
-            self._execute(run, wf, token, result, hand_back)
-        except LeaseLostError:
-            log.warning("run %s: lease lost (cancelled or taken over); stopping here", run.id)
-            result.lease_lost = True
-        finally:
-            self._drop(token)
-            with self.store.read() as tx:
-                result.run = tx.runs.get(run.id)
+        result = DriveResult(run_id=run.id, store=self.store)
+        self.leases.hold(token)
+        with log_context(run_id=run.id):
+            try:
+                resolved = self._workflow(run)
+                if resolved is not None:
+                    wf, migrated = resolved
+                    head = claim.head if migrated is run else None
+                    self._execute(migrated, wf, token, head or self._load_head(migrated), result, hand_back)
+            except LeaseLostError:
+                log.warning("run %s: lease lost (cancelled or taken over); stopping here", run.id)
+                result.lease_lost = True
+            finally:
+                self.leases.drop(token)
         return result
+
+    def _load_head(self, run: Run) -> Head:
+        with self.store.read() as tx:
+            loaded = tx.checkpoints.load(run.id, run.head_seq)
+            assert loaded is not None, f"run {run.id} has no checkpoint #{run.head_seq}"
+            position = tx.checkpoints.position(loaded)
+        return Head(position, loaded.info.next_step, loaded.info.handoff, run.branch)
 
     def _workflow(self, run: Run) -> tuple[Workflow, Run] | None:
         """The definition to execute ``run`` on, migrating its state first when its version is gone and the
@@ -208,6 +192,7 @@ class Runner:
                 seq = versions.write_migration(tx, run=run, target=target, parent_seq=run.head_seq, now=now)
                 tx.runs.advance(run.id, token=token, now=now, head_seq=seq, last_seq=seq,
                                 workflow_version=target.version, status=RunStatus.RUNNING)
+                migrated = tx.runs.get(run.id)
         except VersionUnavailableError as exc:  # the migration itself failed: a deployment bug, shown loudly
             with self.store.transaction() as tx:
                 tx.runs.advance(run.id, token=token, now=now, status=RunStatus.FAILED, error=str(exc))
@@ -215,29 +200,23 @@ class Runner:
                 transitions.progress(tx, run_id=run.id, now=now, event="failed", error=str(exc))
             self.on_outbox()
             return None
-        with self.store.read() as tx:
-            migrated = tx.runs.get(run.id)
         assert migrated is not None
         return target, migrated
 
-    def _execute(self, run: Run, wf: Workflow, token: str, result: DriveResult,
+    def _execute(self, run: Run, wf: Workflow, token: str, head: Head, result: DriveResult,
                  hand_back: threading.Event | None = None) -> None:
-        with self.store.read() as tx:
-            head = tx.checkpoints.load(run.id, run.head_seq)
-            assert head is not None, f"run {run.id} has no checkpoint #{run.head_seq}"
-            position = tx.checkpoints.position(head)
-        tree = head.tree
-        state = wf.codec.decode(tree)
-        node_name = head.info.next_step
-        handoff = head.info.handoff or {}
-        seq, last_seq, branch, attempt = head.info.seq, run.last_seq, run.branch, run.attempt
-
+        position, node_name, handoff = head.position, head.next_step, head.handoff or {}
+        state = wf.codec.decode(position.tree)
+        seq, last_seq, branch, attempt = position.seq, run.last_seq, head.branch, run.attempt
+        lease_sec = timedelta(seconds=self.lease_sec)
         while True:
             now = self.clock()
             if node_name is None:  # only after a rewind to a final checkpoint: the run is complete again
                 with self.store.transaction() as tx:
                     tx.runs.advance(run.id, token=token, now=now, status=RunStatus.COMPLETED)
-                    transitions.progress(tx, run_id=run.id, now=now, event="completed", steps=result.steps)
+                    transitions.end_run(tx, run_id=run.id, status=RunStatus.COMPLETED, now=now, by=SYSTEM,
+                                        steps=result.steps)
+                result.status = RunStatus.COMPLETED
                 self.on_outbox()
                 return
             node = wf.nodes[node_name]
@@ -246,6 +225,7 @@ class Runner:
                     tx.runs.advance(run.id, token=token, now=now, status=RunStatus.WAITING)
                     transitions.open_request(tx, run_id=run.id, wf=wf, point=node, checkpoint_seq=seq, now=now,
                                              steps=result.steps)
+                result.status = RunStatus.WAITING
                 self.on_outbox()
                 return
 
@@ -264,7 +244,7 @@ class Runner:
                     raise StepContractError(f"step {node.name!r} routed to unknown node {next_name!r}")
                 new_tree = wf.codec.encode(new_state)
             except Exception as exc:  # the step's own error: retry or fail, never crash the worker
-                self._failed(run, wf, node, token, attempt + 1, exc)
+                result.status = self._failed(run, wf, node, token, attempt + 1, exc)
                 return
             done = [*result.steps, node.name]
             last_seq += 1
@@ -277,24 +257,27 @@ class Runner:
                     next_step=next_name, workflow_version=wf.version, created_at=now,
                 ), new_tree, position, fence=Fence(run.id, token, now, dict(
                     head_seq=last_seq, last_seq=last_seq, status=status, attempt=0, error=None,
-                    error_traceback=None, lease_expires_at=now + timedelta(seconds=self.lease_sec)
-                    if status is RunStatus.RUNNING else None)))
+                    error_traceback=None, lease_expires_at=now + lease_sec if status is RunStatus.RUNNING
+                    else None)))
                 if isinstance(next_node, SteeringPoint):
                     transitions.open_request(tx, run_id=run.id, wf=wf, point=next_node, checkpoint_seq=last_seq,
                                              now=now, steps=done)
                 elif next_node is None:
-                    transitions.progress(tx, run_id=run.id, now=now, event="completed", steps=done)
+                    transitions.end_run(tx, run_id=run.id, status=RunStatus.COMPLETED, now=now, by=SYSTEM,
+                                        steps=done)
             result.steps.append(node.name)  # only once its checkpoint is committed
             if status is not RunStatus.RUNNING:
+                result.status = status
                 self.on_outbox()
                 return
             if hand_back is not None and hand_back.is_set():  # the process is stopping: hand the run back
                 with self.store.transaction() as tx:
                     tx.runs.advance(run.id, token=token, now=self.clock(), status=RunStatus.READY)
                     tx.notify_ready(run.id)
+                result.status = RunStatus.READY
                 log.info("run %s handed back at checkpoint #%d: this process is stopping", run.id, last_seq)
                 return
-            state, tree, seq, node_name, handoff, attempt = new_state, new_tree, last_seq, next_name, {}, 0
+            state, seq, node_name, handoff, attempt = new_state, last_seq, next_name, {}, 0
 
     def _timed_call(self, step: Step, wf: Workflow, state: BaseModel, ctx: StepContext) -> BaseModel:
         """``_call``, reported to ``on_step_end`` with its duration and whether it returned."""
@@ -324,7 +307,7 @@ class Runner:
         raise StepContractError(f"step {step.name!r} must return {wf.state.__name__}, a dict of changed fields, "
                                 f"or None; got {type(out).__name__}")
 
-    def _failed(self, run: Run, wf: Workflow, step: Step, token: str, attempts: int, exc: Exception) -> None:
+    def _failed(self, run: Run, wf: Workflow, step: Step, token: str, attempts: int, exc: Exception) -> RunStatus:
         now = self.clock()
         message = f"{type(exc).__name__}: {exc}"
         trace = "".join(traceback.format_exception(exc))
@@ -340,12 +323,11 @@ class Runner:
                 tx.events.add(action="step.retry_scheduled", actor=SYSTEM, now=now, run_id=run.id, step=step.name,
                               attempt=attempts, max_attempts=step.max_attempts, delay_sec=round(delay, 3),
                               error=message)
-            else:
-                tx.runs.advance(run.id, token=token, now=now, status=RunStatus.FAILED, attempt=attempts,
-                                error=message, error_traceback=trace)
-                tx.events.add(action="step.failed", actor=SYSTEM, now=now, run_id=run.id, step=step.name,
-                              attempts=attempts, error=message)
-                transitions.progress(tx, run_id=run.id, now=now, event="failed", step=step.name, error=message)
-        if attempts >= step.max_attempts:
-            self.on_outbox()
-
+                return RunStatus.READY
+            tx.runs.advance(run.id, token=token, now=now, status=RunStatus.FAILED, attempt=attempts,
+                            error=message, error_traceback=trace)
+            tx.events.add(action="step.failed", actor=SYSTEM, now=now, run_id=run.id, step=step.name,
+                          attempts=attempts, error=message)
+            transitions.progress(tx, run_id=run.id, now=now, event="failed", step=step.name, error=message)
+        self.on_outbox()
+        return RunStatus.FAILED

@@ -1,18 +1,19 @@
 """Writes that several paths share, always inside the caller's transaction: opening a steering request with
-its notification, and recording a run's progress for the channels to report."""
+its notification, closing one, ending a run, and recording a run's progress for the channels to report.
+
+Each exists once: a decision, a rewind, a cancel and a timeout close a request with ``close_request``; a
+rejection, a cancel and a timeout end a run with ``end_run``.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Iterable
 
 from bot.engine import deadlines
-from bot.ops import hooks
 from bot.engine.workflow import SteeringPoint, Workflow
 from store import Tx
-from store.models import Actor
-
-SYSTEM = Actor(id="hazel", channel="system", name="Hazel")
+from store.models import SYSTEM, Actor, OutboxKind, RequestStatus, RunStatus, SteeringRequest
 
 
 def open_request(tx: Tx, *, run_id: str, wf: Workflow, point: SteeringPoint, checkpoint_seq: int, now: datetime,
@@ -29,24 +30,67 @@ def open_request(tx: Tx, *, run_id: str, wf: Workflow, point: SteeringPoint, che
         tx.timers.reschedule(request_id, first_action_at)
     progress(tx, run_id=run_id, now=now, event="waiting", steps=steps or [], next_request_id=request_id,
              exclude_request_id=request_id)
-    tx.outbox.add(channel=point.channel, kind="request.opened", now=now, run_id=run_id, request_id=request_id)
-    hooks.emit(tx, "run.waiting", run_id=run_id, now=now, request=request_id, steps=steps or [])
+    tx.outbox.add(channel=point.channel, kind=OutboxKind.REQUEST_OPENED, now=now, run_id=run_id,
+                  request_id=request_id)
+    tx.hooks.emit("run.waiting", run_id=run_id, now=now, request=request_id, steps=steps or [])
     tx.events.add(action="request.opened", actor=SYSTEM, now=now, run_id=run_id, request_id=request_id,
                   point=point.name, channel=point.channel)
     return request_id
 
 
+def close_request(tx: Tx, request: SteeringRequest, *, now: datetime, by: Actor, action: str,
+                  status: RequestStatus = RequestStatus.DECIDED, **facts: Any) -> SteeringRequest | None:
+    """Settle ``request`` (only while it is still pending: a conditional UPDATE, the database settles races)
+    and queue the ``request.closed`` update of its message. Returns the request as settled, or None when it
+    was settled meanwhile (someone else won; nothing was written)."""
+    after = tx.requests.settle(request.id, now=now, actor=by.label, action=action, status=status)
+    if after is not None:
+        tx.outbox.add(channel=request.channel, kind=OutboxKind.REQUEST_CLOSED, now=now, run_id=request.run_id,
+                      request_id=request.id, payload={k: v for k, v in facts.items() if v is not None})
+    return after
+
+
+def vote_request(tx: Tx, request: SteeringRequest, *, now: datetime, by: Actor) -> SteeringRequest | None:
+    """Count one approval on the pending ``request``; it settles as approved when it reaches its quorum.
+    Queues the update of its message: ``request.closed`` once settled, else ``request.vote``. Returns the
+    request after the vote, or None when it was no longer pending (nothing was written)."""
+    after = tx.requests.vote(request.id, now=now, actor=by.label)
+    if after is not None:
+        kind = OutboxKind.REQUEST_CLOSED if after.status is RequestStatus.DECIDED else OutboxKind.REQUEST_VOTE
+        tx.outbox.add(channel=request.channel, kind=kind, now=now, run_id=request.run_id, request_id=request.id)
+    return after
+
+
 def progress(tx: Tx, *, run_id: str, now: datetime, event: str, exclude_request_id: int | None = None,
              **facts: Any) -> None:
     """Queue a ``run.progress`` message (``event``: waiting, completed, failed, rejected, cancelled) for the
-    channel of the run's latest earlier steering request, posted in that request's thread. A run that never
-    asked anyone reports on the console."""
+    channel of the run's latest earlier steering request, posted in that request's thread (a run that never
+    asked anyone reports on the console), and the ``run.<event>`` hook event."""
     if event != "waiting":  # run.waiting is emitted by open_request, with its request
-        hooks.emit(tx, f"run.{event}", run_id=run_id, now=now, **facts)
+        tx.hooks.emit(f"run.{event}", run_id=run_id, now=now, **facts)
     previous = tx.requests.latest_for_run(run_id, exclude_id=exclude_request_id)
     if previous is None and event == "waiting":
         return  # the first request announces itself
     channel = previous.channel if previous is not None else "console"
-    tx.outbox.add(channel=channel, kind="run.progress", now=now, run_id=run_id,
+    tx.outbox.add(channel=channel, kind=OutboxKind.RUN_PROGRESS, now=now, run_id=run_id,
                   request_id=previous.id if previous is not None else None,
                   payload={"event": event, **{k: v for k, v in facts.items() if v is not None}})
+
+
+def end_run(tx: Tx, *, run_id: str, status: RunStatus, now: datetime, by: Actor,
+            from_statuses: Iterable[RunStatus] | None = None, request_id: int | None = None,
+            reason: str | None = None, error: str | None = None, steps: list[str] | None = None) -> bool:
+    """End the run as ``status`` (rejected, cancelled, failed, completed): move it from ``from_statuses``
+    (None: the caller already moved it, with its own conditional or fenced write), record ``run.<status>``
+    in the audit log (by ``by``; a completion is not an audit event) and report it to the channels and hooks.
+    Returns False, writing nothing, when the run was not in ``from_statuses`` (someone else moved it first)."""
+    if from_statuses is not None and not tx.runs.transition(
+            run_id, from_statuses=list(from_statuses), now=now, status=status, wake_at=None, lease_owner=None,
+            lease_token=None, lease_expires_at=None, **({"error": error} if error is not None else {})):
+        return False
+    if status is not RunStatus.COMPLETED:
+        tx.events.add(action=f"run.{status.value}", actor=by, now=now, run_id=run_id, request_id=request_id,
+                      reason=reason, **({"error": error} if error is not None else {}))
+    progress(tx, run_id=run_id, now=now, event=status.value, by=by.label if status is not RunStatus.COMPLETED
+             else None, reason=reason, error=error, steps=steps)
+    return True

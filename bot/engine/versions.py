@@ -20,9 +20,7 @@ from bot.engine.errors import VersionUnavailableError
 from bot.engine.registry import Registry
 from bot.engine.workflow import MIGRATE_NODE, SteeringPoint, Workflow
 from store import NewCheckpoint, Tx
-from store.models import Actor, Run
-
-SYSTEM = Actor(id="hazel", channel="system", name="Hazel")
+from store.models import SYSTEM, Run
 
 
 def target_workflow(registry: Registry, run: Run) -> Workflow | None:

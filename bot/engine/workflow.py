@@ -28,24 +28,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bot.engine.errors import WorkflowDefinitionError
 from store.codec import StateCodec
-from store.models import ALL_ACTIONS, Action, Approvers
+from store.models import ALL_ACTIONS, MIGRATE_NODE, REWIND_NODE, START, Action, Approvers, node_label
 
-__all__ = ["Approvers", "START", "Step", "StepContext", "SteeringPoint", "Workflow"]
+__all__ = ["Approvers", "MIGRATE_NODE", "REWIND_NODE", "START", "Step", "StepContext", "SteeringPoint", "Workflow",
+           "node_label"]
 
 S = TypeVar("S", bound=BaseModel)
 StepFn = Callable[[Any, "StepContext"], Any]
-
-START = "__start__"
-"""Name of the node that produced a run's first checkpoint (the validated input)."""
-REWIND_NODE = "__rewind__"
-"""Name of the node of the checkpoint a rewind writes (its parent is the checkpoint rewound to)."""
-MIGRATE_NODE = "__migrate__"
-"""Name of the node of the checkpoint that carries a run's state over to a newer workflow version."""
-
-
-def node_label(step: str) -> str:
-    """A checkpoint's node for people: Hazel's own nodes as ``start``, ``↩ rewind``, ``⇪ migrate``."""
-    return {START: "start", REWIND_NODE: "↩ rewind", MIGRATE_NODE: "⇪ migrate"}.get(step, step)
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,99}$")
 _CHANNEL = re.compile(r"^(console|slack:[#A-Za-z0-9_.-]{1,80}|jira:[A-Z][A-Z0-9_]{0,19})$")

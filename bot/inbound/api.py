@@ -2,10 +2,12 @@
 the same rules and permissions as the CLI, Slack and Jira.
 
 Auth: ``Authorization: Bearer <token>``. ``HAZEL_API_TOKEN`` is one token whose caller is ``api``;
-``HAZEL_API_TOKENS`` holds ``name=token`` pairs (comma-separated), each caller named by its pair. A caller acts
-as ``Actor(id=<name>, channel="api")``: list that name in a steering point's ``Approvers(users=[...])`` to let it
-decide there. With no token configured every call answers 503; a missing or unknown token answers 401. Tokens
-are compared in constant time and never logged.
+``HAZEL_API_TOKENS`` holds ``name=token`` pairs (comma-separated), each caller named by its pair. A caller is
+the identity ``<name>`` on channel ``api``, and through it a person (``Hazel.identify``: the people file's, else
+the person of that name, the same as the console name): list the name or the person in a steering point's
+``Approvers(users=[...])`` / ``Approvers(people=[...])`` to let it decide there. With no token configured
+every call answers 503; a missing or unknown token answers 401. Tokens are compared in constant time and
+never logged.
 
 Errors answer ``{"error": {"type": "<error class>", "message": "…"}}``: 401 bad token, 403 not allowed,
 404 unknown run / checkpoint, 409 already decided (with ``decided_by``, ``decided_at``, ``action``,
@@ -45,7 +47,7 @@ from bot.inbound.api_models import (
     WorkflowList,
     WorkflowOut,
 )
-from bot.engine.errors import (
+from bot.engine import (
     AlreadyDecidedError,
     CheckpointNotFoundError,
     ConfigurationError,
@@ -59,12 +61,12 @@ from bot.engine.errors import (
     UnknownWorkflowError,
     VersionUnavailableError,
 )
-from bot.ops.logs import log_context
+from bot.engine.logcontext import log_context
 from bot.settings import Settings
 from store.models import Actor, RunStatus
 
 if TYPE_CHECKING:
-    from bot.engine.hazel import Hazel
+    from bot.engine import Hazel
 
 log = logging.getLogger("hazel.api")
 
@@ -174,7 +176,8 @@ class TokenAuth:
 
     scheme = HTTPBearer(auto_error=False, description="HAZEL_API_TOKEN, or a token of HAZEL_API_TOKENS")
 
-    def __init__(self, tokens: list[tuple[str, SecretStr]]) -> None:
+    def __init__(self, tokens: list[tuple[str, SecretStr]], identify: Callable[[str], Actor]) -> None:
+        self.identify_caller = identify
         self._digests = [(name, hashlib.sha256(token.get_secret_value().encode()).digest())
                          for name, token in tokens]
 
@@ -199,7 +202,7 @@ class TokenAuth:
             client = request.client.host if request.client else "?"
             log.warning("api: refused a request with an unknown token from %s", client)
             raise ApiError(401, "AuthenticationError", "unknown API token", headers=challenge)
-        return Actor(id=identity, channel="api", name=identity)
+        return self.identify_caller(identity)
 
 
 RunId = Annotated[str, Path(min_length=1, max_length=32, description="The run's id (12 hex characters).")]
@@ -212,7 +215,7 @@ def api_router(hazel: "Hazel", settings: Settings) -> APIRouter:
     Raises:
         ConfigurationError: malformed ``HAZEL_API_TOKENS``.
     """
-    auth = TokenAuth(api_tokens(settings))
+    auth = TokenAuth(api_tokens(settings), lambda name: hazel.identify(channel="api", id=name, name=name))
     Caller = Annotated[Actor, Depends(auth)]
     router = APIRouter(prefix="/api", tags=["runs"], route_class=ApiRoute, responses=ERRORS)
 
@@ -225,7 +228,7 @@ def api_router(hazel: "Hazel", settings: Settings) -> APIRouter:
         def drive() -> None:
             try:
                 with log_context(run_id=run_id):
-                    hazel.drive(run_id)
+                    hazel.drive(run_id=run_id)
             except Exception:  # the run stays as committed; a worker or `hazel retry` picks it up
                 log.exception("api: executing run %s in the background failed", run_id)
 
@@ -237,12 +240,12 @@ def api_router(hazel: "Hazel", settings: Settings) -> APIRouter:
         return WorkflowList(workflows=[
             WorkflowOut(name=wf.name, version=wf.version, description=wf.description,
                         input_schema=wf.state.model_json_schema())
-            for wf in hazel.registry.all()])
+            for wf in hazel.workflows()])
 
     @router.post("/runs", status_code=201, response_model=RunOut, summary="Start a run")
     def start_run(body: StartRun, caller: Caller) -> RunOut:
         """Create a run and start executing it; answers at once with the run (status ``ready``)."""
-        run = hazel.start(body.workflow, body.input, caller, version=body.version)
+        run = hazel.start(workflow=body.workflow, input=body.input, actor=caller, version=body.version)
         log.info("api: %s started run %s of %s", caller.id, run.id, run.workflow)
         resume(run.id)
         return RunOut.of(run)
@@ -261,21 +264,21 @@ def api_router(hazel: "Hazel", settings: Settings) -> APIRouter:
 
     @router.get("/runs/{run_id}", response_model=RunDetail, summary="A run and its pending request")
     def get_run(run_id: RunId, caller: Caller) -> RunDetail:
-        run = hazel.get(run_id)
-        return RunDetail(**RunOut.of(run).model_dump(), pending_request=hazel.pending_request(run_id)
+        run = hazel.get(run_id=run_id)
+        return RunDetail(**RunOut.of(run).model_dump(), pending_request=hazel.pending_request(run_id=run_id)
                          if run.status is RunStatus.WAITING else None)
 
     @router.get("/runs/{run_id}/checkpoints", response_model=CheckpointList, summary="A run's checkpoints")
     def checkpoints(run_id: RunId, caller: Caller) -> CheckpointList:
         """Every checkpoint of the run, on every branch, by sequence number (``parent_seq`` draws the tree)."""
-        found = hazel.checkpoints(run_id)
-        return CheckpointList(run_id=run_id, head_seq=hazel.get(run_id).head_seq, checkpoints=found)
+        found = hazel.checkpoints(run_id=run_id)
+        return CheckpointList(run_id=run_id, head_seq=hazel.get(run_id=run_id).head_seq, checkpoints=found)
 
     @router.get("/runs/{run_id}/checkpoints/{seq}/state", response_model=StateOut,
                 summary="The state at a checkpoint")
     def state(run_id: RunId, seq: Annotated[int, Path(ge=0)], caller: Caller) -> StateOut:
         """The run's state as stored at checkpoint ``seq`` (JSON, as the workflow's state model dumps it)."""
-        tree = hazel.state_tree_at(run_id, seq)
+        tree = hazel.state_tree_at(run_id=run_id, seq=seq)
         if tree is None:
             raise CheckpointNotFoundError(f"run {run_id} has no checkpoint #{seq}")
         return StateOut(run_id=run_id, seq=seq, state=tree)
@@ -292,8 +295,8 @@ def api_router(hazel: "Hazel", settings: Settings) -> APIRouter:
         channels. 201: recorded; the run continues at once when it settled the request."""
         payload = body.payload.model_dump() if hasattr(body, "payload") else {}
         delivery_id = f"{caller.id}:{idempotency_key}" if idempotency_key else None
-        outcome = hazel.decide(run_id, body.action, caller, payload=payload, request_id=body.request_id,
-                               delivery_id=delivery_id)
+        outcome = hazel.decide(run_id=run_id, action=body.action, actor=caller, payload=payload,
+                               request_id=body.request_id, delivery_id=delivery_id)
         if outcome.duplicate:
             earlier = outcome.decision
             if earlier.run_id != run_id or earlier.action.value != body.action:
@@ -303,7 +306,7 @@ def api_router(hazel: "Hazel", settings: Settings) -> APIRouter:
             response.status_code = 200
         else:
             log.info("api: %s decided %s on run %s", caller.id, body.action, run_id)
-            if outcome.run_status is RunStatus.READY:
+            if outcome.run_status is RunStatus.READY:  # (RUNNING: this process's workers have it already)
                 resume(run_id)
         return DecisionOut(decision=outcome.decision, request=outcome.request, settled=outcome.settled,
                            run_status=outcome.run_status, next_node=outcome.next_node, duplicate=outcome.duplicate)
@@ -311,7 +314,7 @@ def api_router(hazel: "Hazel", settings: Settings) -> APIRouter:
     @router.post("/runs/{run_id}/retry", response_model=RunOut, summary="Retry a failed run")
     def retry(run_id: RunId, caller: Caller) -> RunOut:
         """Resume a failed run from its last good checkpoint (who started it, or an approver, may)."""
-        run = hazel.retry(run_id, caller)
+        run = hazel.retry(run_id=run_id, actor=caller)
         resume(run_id)
         return RunOut.of(run)
 
@@ -319,7 +322,7 @@ def api_router(hazel: "Hazel", settings: Settings) -> APIRouter:
     def cancel(run_id: RunId, caller: Caller, body: CancelRun | None = None) -> RunOut:
         """Cancel a run that has not ended; its pending request is closed (who started it, or an approver,
         may)."""
-        return RunOut.of(hazel.cancel(run_id, caller, reason=body.reason if body else None))
+        return RunOut.of(hazel.cancel(run_id=run_id, actor=caller, reason=body.reason if body else None))
 
     @router.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"], include_in_schema=False)
     def not_found(path: str) -> JSONResponse:

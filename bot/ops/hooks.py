@@ -3,10 +3,11 @@
 Events (``type``): ``run.waiting`` (a steering request opened), ``run.decided`` (a decision or quorum vote was
 recorded, rewinds included), ``run.completed``, ``run.failed``, ``run.rejected``, ``run.cancelled``.
 
-``emit(tx, ...)`` writes one outbox row per URL (channel ``hook``, kind ``hook.event``, payload
-``{"url", "delivery_id", "event"}``) in the caller's transaction, so an event exists exactly when what caused
-it was committed. The deliverer sends each row with ``HookSender``; a failure is retried with the outbox's
-backoff, and a row that runs out of attempts is ``dead`` (``hazel outbox``, ``hazel outbox retry``).
+The engine writes one outbox row per URL (channel ``hook``, kind ``hook.event``, payload ``{"url",
+"delivery_id", "event"}``) in the transaction that causes the event (``store.hooks``), so an event exists
+exactly when what caused it was committed. The deliverer sends each row with ``HookSender``; a failure is
+retried with the outbox's backoff, and a row that runs out of attempts is ``dead`` (``hazel outbox``,
+``hazel outbox retry``).
 
 A delivery is ``POST <url>`` with the event as its JSON body and the headers
 ``X-Hazel-Event: <type>``, ``X-Hazel-Delivery: <delivery id>`` (the same on every retry of that row: dedupe on
@@ -21,11 +22,8 @@ status is permanent (the row is dead at once). The body::
      "data": {…}}
 
 ``data``: waiting ``{"steps": [...]}``; decided ``{"decision_id", "action", "actor": {"id", "name",
-"channel"}, "settled", "payload"}``; completed ``{"steps"}``; failed ``{"error", "step"}``; rejected and
+"channel", "person"}, "settled", "payload"}``; completed ``{"steps"}``; failed ``{"error", "step"}``; rejected and
 cancelled ``{"by", "reason"}``.
-
-Which URLs an engine posts to is registered per store (``install``), so that the shared transition helpers
-(``bot.engine.transitions``, ``bot.engine.steering.decide``) can emit inside their transactions without new parameters.
 """
 
 from __future__ import annotations
@@ -34,35 +32,22 @@ import hashlib
 import hmac
 import json
 import logging
-import secrets
-import weakref
 from dataclasses import dataclass
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 import httpx
 
-from bot.engine.errors import ConfigurationError
 from bot.settings import Settings
 from integrations.base import DeliveryError, PermanentDeliveryError
-from store import Store, Tx
-from store.models import Actor, OutboxMessage, SteeringRequest
-
-if TYPE_CHECKING:
-    from bot.ops.outbox import Deliverer
+from store.models import OutboxKind, OutboxMessage
 
 log = logging.getLogger("hazel.hooks")
 
-CHANNEL = "hook"
-KIND = "hook.event"
+KIND = OutboxKind.HOOK_EVENT.value
 SIGNATURE_HEADER = "X-Hazel-Signature"
 EVENT_HEADER = "X-Hazel-Event"
 DELIVERY_HEADER = "X-Hazel-Delivery"
 RETRIED_STATUSES = frozenset({408, 409, 425, 429})
-
-_TARGETS: "weakref.WeakKeyDictionary[Any, tuple[str, ...]]" = weakref.WeakKeyDictionary()
-"""Hook URLs by database engine (one ``Hazel`` per engine in practice)."""
 
 
 def sign(secret: str, body: bytes) -> str:
@@ -73,60 +58,6 @@ def sign(secret: str, body: bytes) -> str:
 def verify(secret: str, body: bytes, signature: str | None) -> bool:
     """True when ``signature`` is ``sign(secret, body)`` (constant-time comparison), for receivers."""
     return signature is not None and hmac.compare_digest(sign(secret, body), signature)
-
-
-def install(store: Store, deliverer: "Deliverer", settings: Settings) -> None:
-    """Post events of runs in ``store`` to ``HAZEL_HOOK_URLS`` and deliver ``hook.event`` rows with
-    ``deliverer``.
-
-    Raises:
-        ConfigurationError: URLs without ``HAZEL_HOOK_SECRET``, or a URL that is not http(s).
-    """
-    urls = tuple(settings.hook_url_list)
-    for url in urls:
-        parsed = urlparse(url)
-        if parsed.scheme not in ("http", "https") or not parsed.hostname:
-            raise ConfigurationError(f"HAZEL_HOOK_URLS: {_where(url)!r} is not an http(s) URL")
-    if urls and settings.hook_secret is None:
-        raise ConfigurationError("HAZEL_HOOK_URLS is set but HAZEL_HOOK_SECRET is not: hook events are always signed")
-    if urls:
-        _TARGETS[store.engine] = urls
-    else:
-        _TARGETS.pop(store.engine, None)
-    deliverer.senders[KIND] = HookSender(settings).send
-
-
-def actor_facts(actor: Actor) -> dict[str, str | None]:
-    """How an event names who acted: ``{"id", "name", "channel"}``."""
-    return {"id": actor.id, "name": actor.name, "channel": actor.channel}
-
-
-def emit(tx: Tx, event: str, *, run_id: str, now: datetime, request: SteeringRequest | int | None = None,
-         **data: Any) -> int:
-    """Queue ``event`` about ``run_id`` for every configured URL, in ``tx``. ``request``: the steering request
-    it concerns (a row or an id). Returns how many rows were written (0 when no hook is configured)."""
-    urls = _TARGETS.get(tx.conn.engine, ())
-    if not urls:
-        return 0
-    run = tx.runs.get(run_id)
-    if isinstance(request, int):
-        request = tx.requests.get(request)
-    event_id = "evt_" + secrets.token_hex(8)
-    body = {
-        "id": event_id, "type": event, "occurred_at": now.isoformat(),
-        "run": None if run is None else {"id": run.id, "workflow": run.workflow,
-                                         "workflow_version": run.workflow_version, "status": run.status.value},
-        "request": None if request is None else {
-            "id": request.id, "point": request.point, "title": request.title, "channel": request.channel,
-            "status": request.status.value, "approvals": request.approvals,
-            "approvals_required": request.approvals_required, "checkpoint_seq": request.checkpoint_seq},
-        "data": {k: v for k, v in data.items() if v is not None},
-    }
-    for i, url in enumerate(urls):
-        tx.outbox.add(channel=CHANNEL, kind=KIND, now=now, run_id=run_id,
-                      request_id=request.id if request is not None else None,
-                      payload={"url": url, "delivery_id": f"{event_id}.{i}", "event": body})
-    return len(urls)
 
 
 @dataclass

@@ -10,79 +10,27 @@ The runner, steering and the outbox deliverer bind ``run_id`` / ``request_id`` w
 (context variables, so each thread and each HTTP request keeps its own); ``ContextFilter`` copies them onto
 every record. ``RedactingFormatter`` replaces the value of every ``SecretStr`` setting (and the database URL's
 password) in the formatted line, exceptions included, with ``**********``: a defence in depth, since Hazel
-never logs a secret on purpose.
+never logs a secret on purpose. The context itself lives in ``bot.engine.logcontext``.
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
 import json
 import logging
 import sys
-from contextlib import contextmanager
-from contextvars import ContextVar
-from typing import Any, Callable, Iterator, TextIO, TypeVar
+from typing import TextIO
 
 from pydantic import SecretStr
 from pythonjsonlogger.core import RESERVED_ATTRS
 from pythonjsonlogger.json import JsonFormatter
 from sqlalchemy.engine import make_url
 
+from bot.engine.logcontext import VARS as _VARS
 from bot.settings import Settings
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 REDACTED = "**********"
 MIN_SECRET_LEN = 4
 """Shorter values are not redacted (replacing every ``a`` in a log line would hide more than it protects)."""
-
-run_id_var: ContextVar[str | None] = ContextVar("hazel_log_run_id", default=None)
-request_id_var: ContextVar[int | None] = ContextVar("hazel_log_request_id", default=None)
-_VARS: dict[str, ContextVar[Any]] = {"run_id": run_id_var, "request_id": request_id_var}
-_UNSET = object()
-
-
-@contextmanager
-def log_context(*, run_id: Any = _UNSET, request_id: Any = _UNSET) -> Iterator[None]:
-    """Attach ``run_id`` / ``request_id`` to the records logged inside the block (a value given as None
-    clears it there); the previous values come back afterwards."""
-    tokens = [(_VARS[name], _VARS[name].set(value)) for name, value in
-              (("run_id", run_id), ("request_id", request_id)) if value is not _UNSET]
-    try:
-        yield
-    finally:
-        for var, token in reversed(tokens):
-            var.reset(token)
-
-
-def bind_log_context(**paths: str) -> Callable[[F], F]:
-    """Decorator: bind log context fields from the call's arguments, e.g.
-    ``@bind_log_context(run_id="message.run_id", request_id="message.request_id")``: each value is an argument
-    name, optionally followed by attribute names. A missing argument or attribute binds None."""
-    unknown = set(paths) - set(_VARS)
-    if unknown:
-        raise ValueError(f"unknown log context fields: {sorted(unknown)}")
-
-    def decorate(fn: F) -> F:
-        signature = inspect.signature(fn)
-
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            arguments = signature.bind_partial(*args, **kwargs).arguments
-            values = {}
-            for name, path in paths.items():
-                first, *rest = path.split(".")
-                value = arguments.get(first)
-                for attr in rest:
-                    value = getattr(value, attr, None)
-                values[name] = value
-            with log_context(**values):
-                return fn(*args, **kwargs)
-
-        return wrapper  # type: ignore[return-value]
-
-    return decorate
 
 
 class ContextFilter(logging.Filter):

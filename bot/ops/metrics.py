@@ -21,7 +21,7 @@ Plus prometheus_client's process and Python collectors. Each ``HazelMetrics`` ha
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Iterator
 
 from fastapi import APIRouter
@@ -31,13 +31,10 @@ from prometheus_client.gc_collector import GCCollector
 from prometheus_client.metrics_core import GaugeHistogramMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
-from sqlalchemy import func, literal_column, select
-
-from store.models import OutboxStatus, RequestStatus, RunStatus
-from store.schema import outbox, runs, steering_requests
+from store.models import OutboxStatus, RunStatus
 
 if TYPE_CHECKING:
-    from bot.engine.hazel import Hazel
+    from bot.engine import Hazel
 
 log = logging.getLogger("hazel.metrics")
 
@@ -67,59 +64,37 @@ class DatabaseCollector:
         yield from families
 
     def _families(self, now: datetime) -> Iterator[Metric]:
-        with self.hazel.store.read() as tx:
-            run_rows = tx.conn.execute(select(runs.c.workflow, runs.c.status, func.count())
-                                       .group_by(runs.c.workflow, runs.c.status)).all()
-            waiting = tx.conn.execute(self._waiting_query(now)).one()
-            outbox_rows = tx.conn.execute(
-                select(outbox.c.status, outbox.c.kind, func.count(), func.min(outbox.c.created_at))
-                .where(outbox.c.status.in_([OutboxStatus.PENDING.value, OutboxStatus.DEAD.value]))
-                .group_by(outbox.c.status, outbox.c.kind)).all()
+        snap = self.hazel.metrics_snapshot(now=now, age_bounds_sec=WAITING_AGE_BUCKETS_SEC)
 
         by_run = GaugeMetricFamily("hazel_runs", "Runs by workflow and status.", labels=["workflow", "status"])
         counts: dict[str, dict[str, int]] = {}
-        for workflow, status, n in run_rows:
+        for workflow, status, n in snap.runs:
             counts.setdefault(workflow, {})[status] = n
         for workflow, per_status in sorted(counts.items()):
             for status in RunStatus:  # every status, so that a series drops to 0 instead of vanishing
                 by_run.add_metric([workflow, status.value], per_status.get(status.value, 0))
         yield by_run
 
-        total, epoch_sum, oldest, *cumulative = waiting
-        total = int(total or 0)
+        total = snap.waiting_total
         age = GaugeHistogramMetricFamily(
             "hazel_waiting_requests_age_seconds", "Pending steering requests by how long they have waited.")
-        buckets = [(_le(b), float(n or 0)) for b, n in zip(WAITING_AGE_BUCKETS_SEC, cumulative, strict=True)]
-        age_sum = total * now.timestamp() - float(epoch_sum or 0.0)
+        buckets = [(_le(b), float(n)) for b, n in zip(WAITING_AGE_BUCKETS_SEC, snap.waiting_within, strict=True)]
+        age_sum = total * now.timestamp() - snap.waiting_epoch_sum
         age.add_metric([], buckets + [("+Inf", float(total))], gsum_value=max(0.0, age_sum))
         yield age
         yield _gauge("hazel_waiting_request_oldest_age_seconds",
-                     "Age of the oldest pending steering request (0 when none).", _age(now, oldest))
+                     "Age of the oldest pending steering request (0 when none).", _age(now, snap.waiting_oldest))
 
         backlog = GaugeMetricFamily("hazel_outbox_messages", "Notifications not delivered yet (pending) or given "
                                     "up (dead), by kind.", labels=["status", "kind"])
         oldest_pending = None
-        for status, kind, n, first in outbox_rows:
+        for status, kind, n, first in snap.outbox:
             backlog.add_metric([status, kind], n)
             if status == OutboxStatus.PENDING.value and first is not None:
                 oldest_pending = first if oldest_pending is None else min(oldest_pending, first)
         yield backlog
         yield _gauge("hazel_outbox_oldest_pending_age_seconds",
                      "Age of the oldest pending notification (0 when none).", _age(now, oldest_pending))
-
-    def _waiting_query(self, now: datetime):  # noqa: ANN202
-        """One row: count, the sum of ``created_at`` as Unix seconds, the oldest ``created_at``, then the count
-        at or under each age bound (``created_at >= now - bound``)."""
-        created = steering_requests.c.created_at
-        if self.hazel.store.dialect == "postgresql":
-            epoch = func.extract("epoch", created)
-        else:  # SQLite keeps "YYYY-MM-DD HH:MM:SS.ffffff" (UTC): julianday() reads it
-            epoch = (func.julianday(created) - literal_column("2440587.5")) * literal_column("86400.0")
-        columns = [func.count(), func.sum(epoch), func.min(created)]
-        for bound in WAITING_AGE_BUCKETS_SEC:
-            since = now - timedelta(seconds=bound)
-            columns.append(func.count().filter(created >= since))
-        return select(*columns).where(steering_requests.c.status == RequestStatus.PENDING.value)
 
 
 def _le(bound: float) -> str:
@@ -149,7 +124,7 @@ class HazelMetrics:
         self.step_duration = Histogram("hazel_step_duration_seconds", "How long step functions ran.",
                                        ["workflow", "step", "outcome"], buckets=STEP_BUCKETS_SEC,
                                        registry=self.registry)
-        hazel.runner.on_step_end = self.observe_step
+        hazel.on_step_end(self.observe_step)
 
     def observe_step(self, workflow: str, step: str, duration_sec: float, ok: bool) -> None:
         self.step_duration.labels(workflow, step, "ok" if ok else "error").observe(duration_sec)

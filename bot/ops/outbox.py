@@ -13,15 +13,13 @@ from __future__ import annotations
 import logging
 import random
 import threading
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Callable
 
-from bot.ops.logs import bind_log_context
-from bot.engine.transitions import SYSTEM
-from bot.engine.workflow import Workflow
+from bot.engine import Hazel
+from bot.engine.logcontext import bind_log_context
 from integrations.base import Channel, DeliveryError, PermanentDeliveryError
-from store import Store, Tx
-from store.models import Approvers, OutboxMessage, ProgressView, RequestView
+from store.models import SYSTEM, OutboxKind, OutboxMessage, ProgressView
 
 log = logging.getLogger("hazel.outbox")
 
@@ -48,21 +46,21 @@ class ChannelRouter:
 
 
 class Deliverer:
-    """Sends due outbox messages through ``router``.
+    """Sends the due outbox messages of ``hazel``'s store through ``router``, rendering each from
+    ``Hazel.outbox_view`` as the store is at delivery time. It wakes whenever the engine commits outbox rows.
 
     Args:
-        lookup: ``(workflow name, version) -> Workflow | None``, to render steering points.
         max_attempts: attempts before a message is marked dead.
         backoff_sec, max_backoff_sec: delay after the first failure, doubled each time, capped.
+        lease_sec: how long a claimed message is left alone before another deliverer may send it again.
     """
 
-    def __init__(self, store: Store, router: ChannelRouter, lookup: Callable[[str, int], Workflow | None], *,
-                 clock: Callable[[], datetime], max_attempts: int = 25, backoff_sec: float = 2.0,
+    def __init__(self, hazel: Hazel, router: ChannelRouter, *, max_attempts: int = 25, backoff_sec: float = 2.0,
                  max_backoff_sec: float = 600.0, lease_sec: float = 60.0) -> None:
-        self.store = store
+        self.hazel = hazel
+        self.store = hazel.store
         self.router = router
-        self.lookup = lookup
-        self.clock = clock
+        self.clock = hazel.clock
         self.max_attempts = max_attempts
         self.backoff_sec = backoff_sec
         self.max_backoff_sec = max_backoff_sec
@@ -107,32 +105,28 @@ class Deliverer:
             self._failed(message, DeliveryError(f"{type(exc).__name__}: {exc}"), permanent=False)
             return 0
         with self.store.transaction() as tx:
-            if ref is not None and message.request_id is not None and message.kind == "request.opened":
+            if ref is not None and message.request_id is not None and message.kind == OutboxKind.REQUEST_OPENED:
                 tx.requests.set_message_ref(message.request_id, ref)
             tx.outbox.mark_sent(message.id, now=self.clock())
         return 1
 
     def _send(self, channel: Channel, message: OutboxMessage) -> dict | None:
-        with self.store.read() as tx:
-            if message.kind == "run.progress":
-                view = self.progress_view(tx, message)
-                if view is None:
-                    return None
-                channel.progress(view)
-                return None
-            view = self.request_view(tx, message.request_id, reminder=message.kind == "reminder",
-                                     escalation=message.kind == "escalation")
+        view = self.hazel.outbox_view(message=message)
         if view is None:
             return None
-        if message.kind == "request.opened":
+        kind = message.kind
+        if isinstance(view, ProgressView):
+            channel.progress(view)
+            return None
+        if kind == OutboxKind.REQUEST_OPENED.value:
             return channel.open_request(view) or {}
-        if message.kind in ("request.closed", "request.vote"):
+        if kind in (OutboxKind.REQUEST_CLOSED.value, OutboxKind.REQUEST_VOTE.value):
             channel.update_request(view)
             return None
-        if message.kind in ("reminder", "escalation"):
+        if kind in (OutboxKind.REMINDER.value, OutboxKind.ESCALATION.value):
             channel.remind(view)
             return None
-        raise PermanentDeliveryError(f"unknown outbox kind {message.kind!r}")
+        raise PermanentDeliveryError(f"unknown outbox kind {kind!r}")
 
     def _failed(self, message: OutboxMessage, exc: DeliveryError, *, permanent: bool) -> None:
         attempts = message.attempts
@@ -148,49 +142,6 @@ class Deliverer:
                 tx.events.add(action="outbox.dead" if dead else "outbox.failed", actor=SYSTEM, now=self.clock(),
                               run_id=message.run_id, request_id=message.request_id, message_id=message.id,
                               kind=message.kind, channel=message.channel, error=str(exc)[:500])
-
-    # -- views -------------------------------------------------------------------------------------------
-
-    def request_view(self, tx: Tx, request_id: int | None, *, reminder: bool = False,
-                     escalation: bool = False) -> RequestView | None:
-        """Render data for a request as it is now (None if it no longer exists)."""
-        request = tx.requests.get(request_id) if request_id is not None else None
-        run = tx.runs.get(request.run_id) if request is not None else None
-        if request is None or run is None:
-            return None
-        wf = self.lookup(run.workflow, run.workflow_version)
-        point = wf.nodes.get(request.point) if wf is not None else None
-        loaded = tx.checkpoints.load(run.id, request.checkpoint_seq)
-        tree = loaded.tree if loaded is not None else {}
-        show = getattr(point, "show", None)
-        shown = tree.get(show) if show and isinstance(tree, dict) else tree
-        history = tx.checkpoints.list(run.id, newest=100)
-        return RequestView(
-            request=request, run=run, workflow=run.workflow, workflow_version=run.workflow_version,
-            point=request.point, title=request.title, show=show, shown_value=shown,
-            actions=tuple(getattr(point, "actions", ("approve", "reject"))),
-            approvers=getattr(point, "approvers", None) or Approvers(),
-            escalate_to=getattr(point, "escalate_to", None),
-            escalate_channel=getattr(point, "escalate_channel", None),
-            notify_approvers=bool(getattr(point, "notify_approvers", False)),
-            options=dict(getattr(point, "options", {}) or {}),
-            decisions=tuple(tx.decisions.for_request(request.id)), checkpoints=tuple(history),
-            reminder=reminder, escalation=escalation,
-        )
-
-    def progress_view(self, tx: Tx, message: OutboxMessage) -> ProgressView | None:
-        run = tx.runs.get(message.run_id) if message.run_id else None
-        if run is None:
-            return None
-        payload = dict(message.payload)
-        event = payload.pop("event", "waiting")
-        steps = tuple(payload.pop("steps", ()) or ())
-        next_id = payload.pop("next_request_id", None)
-        return ProgressView(
-            run=run, workflow=run.workflow, event=event, steps=steps, facts=payload,
-            request=tx.requests.get(message.request_id) if message.request_id else None,
-            next_request=tx.requests.get(next_id) if next_id else None,
-        )
 
     # -- background loop (hazel serve) ------------------------------------------------------------------
 

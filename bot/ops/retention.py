@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from bot.engine.transitions import SYSTEM
-from store.models import Actor
+from store.models import SYSTEM, Actor
 
 if TYPE_CHECKING:
     from store import Store

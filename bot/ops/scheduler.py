@@ -107,12 +107,8 @@ class Scheduler:
             return report
 
     def wake_retries(self, now: datetime) -> list[str]:
-        """Call the ready listeners (workers) for each ready run whose ``wake_at`` has come. Returns their ids."""
-        with self.hazel.store.read() as tx:
-            due = tx.timers.due_retries(now=now, limit=self.batch)
-        for run_id in due:
-            self.hazel._ready(run_id)
-        return due
+        """Wake the workers for each ready run whose ``wake_at`` has come. Returns their ids."""
+        return self.hazel.wake_due_retries(now=now, limit=self.batch)
 
     def prune(self) -> retention.PruneReport | None:
         """Apply the retention policy now (None when ``retention_days`` is not set)."""
@@ -126,10 +122,7 @@ class Scheduler:
 
     def next_due_at(self) -> datetime | None:
         """The earliest ``next_action_at`` of a pending request or ``wake_at`` of a ready run (None: none)."""
-        with self.hazel.store.read() as tx:
-            times = [tx.timers.earliest_request_action(), tx.timers.earliest_retry()]
-        present = [t for t in times if t is not None]
-        return min(present) if present else None
+        return self.hazel.next_due_at()
 
     # -- APScheduler glue -------------------------------------------------------------------------------------
 

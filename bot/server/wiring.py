@@ -1,10 +1,10 @@
-"""Building concrete channels from settings: the only place that knows which integrations exist."""
+"""Building concrete channels and HTTP routers from settings: the only place that knows which integrations
+exist."""
 
 from __future__ import annotations
 
 import logging
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bot.settings import Settings
 from integrations.base import Channel
@@ -12,9 +12,35 @@ from integrations.base import Channel
 if TYPE_CHECKING:
     from fastapi import APIRouter
 
-    from bot.engine.hazel import Hazel
+    from bot.server.app import HazelApp
+    from integrations.jira import JiraChannel
+    from integrations.slack import SlackChannel
 
 log = logging.getLogger("hazel")
+
+
+def slack_channel(settings: Settings) -> "SlackChannel":
+    """The Slack channel on ``HAZEL_SLACK_API_URL`` with ``SLACK_BOT_TOKEN``."""
+    from integrations.slack import SlackChannel, make_client
+
+    assert settings.slack_bot_token is not None
+    return SlackChannel(make_client(settings.slack_bot_token.get_secret_value(), base_url=settings.slack_api_url))
+
+
+def jira_channel(settings: Settings) -> "JiraChannel":
+    """The Jira channel from the ``JIRA_*`` settings (only when ``settings.jira_configured``)."""
+    from integrations.jira import JiraChannel, JiraOptions, build_client
+
+    secret = settings.jira_api_token.get_secret_value() if settings.jira_api_token else None
+    pat = settings.jira_pat.get_secret_value() if settings.jira_pat else None
+    client = build_client(url=settings.jira_url or "", cloud=settings.jira_cloud, user=settings.jira_user,
+                          api_token=secret, pat=pat, timeout_sec=settings.jira_timeout_sec)
+    defaults = JiraOptions(issue_type=settings.jira_issue_type or "Task",
+                           approve_status=settings.jira_approve_status or None,
+                           reject_status=settings.jira_reject_status or None,
+                           done_status=settings.jira_done_status or None,
+                           rejected_status=settings.jira_rejected_status or None)
+    return JiraChannel(client=client, cloud=settings.jira_cloud, defaults=defaults)
 
 
 def channels_from_settings(settings: Settings) -> dict[str, Channel]:
@@ -22,35 +48,36 @@ def channels_from_settings(settings: Settings) -> dict[str, Channel]:
     fall back to the console (see ``bot.ops.outbox.ChannelRouter``)."""
     channels: dict[str, Channel] = {}
     if settings.slack_configured:
-        from bot.inbound.slack import slack_channel
-
         channels["slack"] = slack_channel(settings)
     if settings.jira_configured:
-        from bot.inbound.jira import build_channel
-
-        channels["jira"] = build_channel(settings)
+        channels["jira"] = jira_channel(settings)
     return channels
 
 
-def http_routers(hazel: "Hazel", settings: Settings) -> list["APIRouter"]:
-    """The HTTP routers of the configured channels and the REST API, mounted by ``hazel serve``."""
+def _channel(hazel: "HazelApp", kind: str) -> Any:
+    return getattr(hazel, "channels", {}).get(kind)
+
+
+def http_routers(hazel: "HazelApp", settings: Settings) -> list["APIRouter"]:
+    """The HTTP routers of the configured channels and the REST API, mounted by ``hazel serve``; the Slack and
+    Jira adapters share the channel objects ``hazel`` delivers through."""
     routers: list[APIRouter] = []
     if settings.slack_configured:
         from bot.inbound.slack import slack_routers
 
-        routers.extend(slack_routers(hazel, settings))
+        routers.extend(slack_routers(hazel, settings, channel=_channel(hazel, "slack")))
     from bot.inbound.api import api_router
 
     routers.append(api_router(hazel, settings))  # always mounted; without a token it answers 503
     if settings.jira_configured:
         from bot.inbound.jira import jira_router
 
-        routers.append(jira_router(hazel, settings))
+        routers.append(jira_router(hazel, settings, channel=_channel(hazel, "jira") or jira_channel(settings)))
     return routers
 
 
-def start_socket_mode(hazel: "Hazel", settings: Settings):  # noqa: ANN201
+def start_socket_mode(hazel: "HazelApp", settings: Settings):  # noqa: ANN201
     """Connect the Slack app over Socket Mode (``hazel serve --socket-mode``); returns the handler to close."""
     from bot.inbound.slack import start_socket_mode as start
 
-    return start(hazel, settings)
+    return start(hazel, settings, channel=_channel(hazel, "slack"))

@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from integrations.jira.options import JiraOptions
-from store.models import Approvers, Decision, ProgressView, RequestStatus, RequestView
+from store.models import Approvers, Decision, ProgressView, RequestStatus, RequestView, past_tense
 
 MAX_TEXT_CHARS = 30_000
 """Characters of artefact Hazel puts in one description (Jira's limit per field is 32,767)."""
@@ -136,7 +136,7 @@ def outcome_comment(view: RequestView, *, note: str | None = None) -> str:
     r = view.request
     if r.status is RequestStatus.PENDING:
         last = view.decisions[-1] if view.decisions else None
-        by = f" from {last.actor_name or last.actor_id}" if last else ""
+        by = f" from {last.label}" if last else ""
         text = f"Approval {r.approvals} of {r.approvals_required}{by}; waiting for " \
                f"{r.approvals_required - r.approvals} more."
     elif r.status is RequestStatus.CANCELLED:
@@ -145,15 +145,16 @@ def outcome_comment(view: RequestView, *, note: str | None = None) -> str:
         d = _settling(view)
         by = r.decided_by or (d.actor_name if d else None) or "someone"
         payload = d.payload if d else {}
+        action = r.decided_action or ""
+        head = f"{past_tense(action).capitalize()} by {by}"  # the one table of verbs (store.models)
         text = {
-            "approve": f"(/) Approved by {by}.",
-            "edit": f"(/) Edited by {by}: their version of the {view.show or 'state'} replaces the draft.",
-            "reject": f"(x) Rejected by {by}: {payload.get('reason', '')}",
-            "feedback": f"Feedback from {by} taken: the agent is revising, and the new version comes back for "
-                        "review.",
-            "rewind": f"Rewound by {by} to checkpoint #{payload.get('to', '?')}"
+            "approve": f"(/) {head}.",
+            "edit": f"(/) {head}: their version of the {view.show or 'state'} replaces the draft.",
+            "reject": f"(x) {head}: {payload.get('reason', '')}",
+            "feedback": f"{head}: the agent is revising, and the new version comes back for review.",
+            "rewind": f"{head} to checkpoint #{payload.get('to', '?')}"
                       + (f" with feedback: {payload['feedback']}" if payload.get("feedback") else "."),
-        }.get(r.decided_action or "", f"Decided ({r.decided_action}) by {by}.")
+        }.get(action, f"{head}.")
     return text + (f"\n\n{note}" if note else "")
 
 

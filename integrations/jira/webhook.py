@@ -56,10 +56,13 @@ def sign(secret: str, body: bytes) -> str:
 
 @dataclass(frozen=True)
 class JiraUser:
-    """Who acted: ``id`` is the account id (Cloud) or user name (Server), as approver lists name people."""
+    """Who acted: ``id`` is the account id (Cloud) or user name (Server), as approver lists name people;
+    ``email`` is the ``emailAddress`` the payload shows (Server does; Cloud hides it unless the user's profile
+    visibility allows), matched against the people file."""
 
     id: str
     display_name: str | None = None
+    email: str | None = None
 
 
 @dataclass(frozen=True)
@@ -95,7 +98,9 @@ def _user(raw: Any, what: str) -> JiraUser:
     found = user_id(raw)
     if not found:
         raise MalformedWebhookError(f"{what} has no accountId or name")
-    return JiraUser(id=found, display_name=raw.get("displayName") or None)
+    email = raw.get("emailAddress")
+    return JiraUser(id=found, display_name=raw.get("displayName") or None,
+                    email=email if isinstance(email, str) and "@" in email else None)
 
 
 def _comment(raw: Any) -> tuple[str, str, str | None]:

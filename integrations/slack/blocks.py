@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from integrations.slack import text as T
-from store.models import Approvers, Decision, ProgressView, RequestView, Run, SteeringRequest
+from store.models import Approvers, Decision, ProgressView, RequestView, Run, SteeringRequest, past_tense
 
 MAX_MESSAGE_BLOCKS = 50
 MAX_VIEW_BLOCKS = 100
@@ -32,8 +32,12 @@ ACTION_PREFIX = "hazel_"
 """Button ``action_id`` = ``hazel_<action>`` (approve, edit, reject, feedback, rewind); value = request id."""
 BUTTON_LABELS = {"approve": "Approve", "edit": "Edit", "reject": "Reject", "feedback": "Feedback",
                  "rewind": "Rewind"}
-OUTCOME = {"approve": "✅ Approved", "edit": "✏️ Edited", "reject": "⛔ Rejected",
-           "feedback": "💬 Sent back with feedback", "rewind": "↩️ Rewound", "cancel": "🚫 Cancelled"}
+OUTCOME_EMOJI = {"approve": "✅", "edit": "✏️", "reject": "⛔", "feedback": "💬", "rewind": "↩️", "cancel": "🚫"}
+
+
+def outcome(action: str) -> str:
+    """"✅ Approved": the emoji and the word of ``store.models.PAST_TENSE`` (the one table of verbs)."""
+    return f"{OUTCOME_EMOJI.get(action, '•')} {past_tense(action).capitalize()}"
 
 
 # -- small pieces ---------------------------------------------------------------------------------------------
@@ -74,8 +78,9 @@ def person(actor_id: str | None, channel: str | None, name: str | None = None) -
 
 
 def who_decided(d: Decision) -> str:
-    """Who took decision ``d``, as a mention when they decided in Slack."""
-    return person(d.actor_id, d.channel, d.actor_name)
+    """Who took decision ``d``, as a mention when they decided in Slack ("operator X for NAME" for a console
+    proxy)."""
+    return person(d.actor_id, d.channel, d.label)
 
 
 def approvers_text(approvers: Approvers) -> str:
@@ -165,7 +170,7 @@ def decision_summary(view: RequestView) -> str | None:
     action = r.decided_action or r.status.value
     settling = next((d for d in reversed(view.decisions) if d.action.value == action), None)
     who = who_decided(settling) if settling else T.escape(r.decided_by or "Hazel")
-    line = f"{OUTCOME.get(action, action)} by {who} · {date(r.decided_at)}"
+    line = f"{outcome(action)} by {who} · {date(r.decided_at)}"
     if r.approvals_required > 1 and action == "approve":
         line += " · " + ", ".join(who_decided(d) for d in votes)
     detail = (settling.payload.get("reason") or settling.payload.get("text") or settling.payload.get("feedback")

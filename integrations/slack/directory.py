@@ -1,7 +1,10 @@
-"""Slack user group membership, for permissions: which of the user groups Hazel cares about a person is in.
+"""Who a Slack user is, for permissions: which of the user groups Hazel cares about they are in, and the
+email of their profile (to match them with a person of the people file).
 
 Members come from ``usergroups.users.list`` (scope ``usergroups:read``,
-https://docs.slack.dev/reference/methods/usergroups.users.list) and are cached per group for ``ttl_sec``.
+https://docs.slack.dev/reference/methods/usergroups.users.list), emails from ``users.info`` (scopes
+``users:read`` and ``users:read.email``, https://docs.slack.dev/reference/methods/users.info: ``user.profile.email``
+is present only with ``users:read.email``). Both are cached for ``ttl_sec``.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ class SlackDirectory:
         self.ttl_sec = ttl_sec
         self.clock = clock
         self._cache: dict[str, tuple[float, frozenset[str]]] = {}
+        self._emails: dict[str, tuple[float, str | None]] = {}
         self._lock = threading.Lock()
 
     def members(self, usergroup: str) -> frozenset[str]:
@@ -70,6 +74,26 @@ class SlackDirectory:
             DirectoryError: as ``members``.
         """
         return frozenset(g for g in sorted(set(usergroups)) if user_id in self.members(g))
+
+
+    def email_of(self, user_id: str) -> str | None:
+        """The email of ``user_id``'s profile (``users.info``), or None when Slack shows none or cannot answer
+        now (a person matched by email is then known by their Slack id alone; a failure is logged)."""
+        now = self.clock()
+        with self._lock:
+            cached = self._emails.get(user_id)
+        if cached is not None and now - cached[0] < self.ttl_sec:
+            return cached[1]
+        try:
+            response = self.client.users_info(user=user_id)
+        except (SlackApiError, SlackClientError, OSError) as exc:
+            log.warning("users.info %s failed (%s); matching them by their Slack id only", user_id, _reason(exc))
+            return cached[1] if cached is not None else None
+        profile = (response.get("user") or {}).get("profile") or {}
+        email = profile.get("email") or None
+        with self._lock:
+            self._emails[user_id] = (now, email)
+        return email
 
 
 def _reason(exc: Exception) -> str:

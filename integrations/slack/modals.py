@@ -37,14 +37,6 @@ class TooLargeToEditError(ValueError):
     """The value needs more inputs than a modal can hold (100 blocks)."""
 
 
-class EditInputError(ValueError):
-    """An input could not be read (JSON that does not parse). ``block_id`` names the input to flag."""
-
-    def __init__(self, block_id: str, message: str) -> None:
-        super().__init__(message)
-        self.block_id = block_id
-
-
 @dataclass(frozen=True)
 class EditField:
     """One edited field: ``key`` of a mapping (None: the whole shown value), read as ``text`` or ``json``,
@@ -135,35 +127,26 @@ def _value(values: dict[str, Any], block_id: str) -> str | None:
     return element.get("value")
 
 
-def read_edit(original: Any, show: str | None, values: dict[str, Any]) -> Any:
-    """The new value from an edit modal's ``state.values``, laid out as ``edit_layout(original)``: text as
-    typed (parts joined; all parts empty is ``None``), JSON parsed.
-
-    Raises:
-        EditInputError: an input holds JSON that does not parse.
-    """
-    out: dict[str, Any] = {}
+def edit_payload(original: Any, show: str | None, values: dict[str, Any]) -> dict[str, Any]:
+    """The edit an edit modal's ``state.values`` ask for, laid out as ``edit_layout(original)``, as the
+    engine takes it (``Hazel.decide(action="edit", payload=...)``, which parses and validates it): the text
+    typed (parts joined) of the whole value as ``{"text": …}``, or of each entry of a mapping as
+    ``{"entries": {key: …}}``; an input left empty (all its parts) means ``null``."""
+    entries: dict[str, Any] = {}
     for f in edit_layout(original, show):
         parts = [_value(values, f.block_id(p)) for p in range(f.parts)]
         typed = None if all(p is None for p in parts) else "".join(p or "" for p in parts)
-        if f.kind == "json" and typed is not None:
-            try:
-                parsed: Any = json.loads(typed)
-            except ValueError as exc:
-                raise EditInputError(f.block_id(0), f"not valid JSON: {exc}") from None
-        else:
-            parsed = typed
         if f.key is None:
-            return parsed
-        out[f.key] = parsed
-    return out
+            return {"value": None} if typed is None else {"text": typed}
+        entries[f.key] = typed
+    return {"entries": entries}
 
 
 def block_for_error(original: Any, show: str | None, message: str) -> str:
     """The input to flag for a validation message: the one whose key the message names, else the first."""
     fields = edit_layout(original, show)
     for f in fields:
-        if f.key is not None and f"{show}.{f.key}" in message:
+        if f.key is not None and (f"{show}.{f.key}" in message or f"{show}.{f.key}" in message.replace(" ", "")):
             return f.block_id(0)
     return fields[0].block_id(0)
 

@@ -12,9 +12,9 @@ import pytest
 
 from bot.inbound.api import api_router
 from bot.engine.errors import ConfigurationError
-from bot.engine.hazel import WorkerPool
+from bot.ops.worker import WorkerPool
 from bot.settings import Settings
-from bot.inbound.health import create_app
+from bot.server.http import create_app
 from bot.server.wiring import http_routers
 from store.models import RunStatus
 from tests.support.engine import make_hazel
@@ -116,7 +116,7 @@ def test_each_token_acts_as_its_identity(served) -> None:  # noqa: ANN001
         assert (run["started_by"], run["started_via"]) == (who, "api")
     run_id = api.wait_status(run["id"], "waiting")["id"]
     assert api.decide(run_id, {"action": "approve"}, token=API).status_code == 201
-    [decision] = hazel.decisions(run_id)
+    [decision] = hazel.decisions(run_id=run_id)
     assert (decision.actor_id, decision.channel) == ("api", "api")
 
 
@@ -143,7 +143,7 @@ def test_start_read_and_approve_to_completion(served) -> None:  # noqa: ANN001
     assert [(c["seq"], c["step"], c["next_step"]) for c in listing["checkpoints"]] == [
         (0, "__start__", "draft"), (1, "draft", "review")]
     state = api.call("GET", f"/api/runs/{run['id']}/checkpoints/1/state").json()
-    assert state == {"run_id": run["id"], "seq": 1, "state": hazel.state_tree_at(run["id"], 1)}
+    assert state == {"run_id": run["id"], "seq": 1, "state": hazel.state_tree_at(run_id=run["id"], seq=1)}
     assert state["state"]["plan"] == {"steps": ["write backups"], "minutes": 30}
     assert api.call("GET", f"/api/runs/{run['id']}/checkpoints/0/state").json()["state"]["plan"] is None
 
@@ -155,7 +155,7 @@ def test_start_read_and_approve_to_completion(served) -> None:  # noqa: ANN001
     assert outcome["duplicate"] is False and outcome["request"]["status"] == "decided"
 
     done = api.wait_status(run["id"], "completed")  # resumed in the background: the answer did not wait
-    assert done["pending_request"] is None and hazel.state_at(run["id"]).published is True
+    assert done["pending_request"] is None and hazel.state_at(run_id=run["id"]).published is True
 
 
 def test_list_filters_and_pages(served) -> None:  # noqa: ANN001
@@ -200,7 +200,7 @@ def test_feedback_edit_and_rewind_take_the_same_payloads(served) -> None:  # noq
     response = api.decide(run_id, {"action": "edit", "payload": {"value": edited}})
     assert response.status_code == 201, response.text
     api.wait_status(run_id, "completed")
-    assert hazel.state_at(run_id).plan == Plan(**edited)
+    assert hazel.state_at(run_id=run_id).plan == Plan(**edited)
 
     response = api.decide(run_id, {"action": "rewind", "payload": {"to": "review", "feedback": None}})
     assert response.status_code == 201, response.text
@@ -220,15 +220,15 @@ def test_refusals_map_to_http_errors_and_leave_the_run_intact(served) -> None:  
     run_id = api.wait_status(api.start()["id"], "waiting")["id"]
 
     def snapshot() -> tuple:
-        run, request = hazel.get(run_id), hazel.pending_request(run_id)
-        return ((run.status, run.head_seq, run.last_seq, run.updated_at), hazel.checkpoints(run_id),
-                (request.id, request.status, request.approvals), hazel.decisions(run_id))
+        run, request = hazel.get(run_id=run_id), hazel.pending_request(run_id=run_id)
+        return ((run.status, run.head_seq, run.last_seq, run.updated_at), hazel.checkpoints(run_id=run_id),
+                (request.id, request.status, request.approvals), hazel.decisions(run_id=run_id))
 
     before = snapshot()
 
     error = error_of(api.decide(run_id, {"action": "approve"}, token=BOB), 403)
     assert error["type"] == "NotAllowedError" and "only alice, api may" in error["message"]
-    refused = [e for e in hazel.audit(run_id) if e.action == "decision.refused"]
+    refused = [e for e in hazel.audit(run_id=run_id) if e.action == "decision.refused"]
     assert refused and refused[-1].actor_id == "bob" and refused[-1].channel == "api"
 
     bad_edit = {"action": "edit", "payload": {"value": {"steps": ["x"], "minutes": 0}}}
@@ -260,7 +260,7 @@ def test_refusals_map_to_http_errors_and_leave_the_run_intact(served) -> None:  
     assert error["action"] == "reject" and error["channel"] == "api" and error["decided_at"]
     error = error_of(api.decide(run_id, {"action": "approve"}), 409)
     assert error["type"] == "NoPendingRequestError"
-    assert hazel.get(run_id).status is RunStatus.REJECTED and len(hazel.decisions(run_id)) == 1
+    assert hazel.get(run_id=run_id).status is RunStatus.REJECTED and len(hazel.decisions(run_id=run_id)) == 1
 
 
 def test_concurrent_decisions_settle_once(served) -> None:  # noqa: ANN001
@@ -279,7 +279,7 @@ def test_concurrent_decisions_settle_once(served) -> None:  # noqa: ANN001
     for t in threads:
         t.join()
     assert sorted(statuses) == [201, 409]
-    assert len(hazel.decisions(run_id)) == 1
+    assert len(hazel.decisions(run_id=run_id)) == 1
     api.wait_status(run_id, "completed")
 
 
@@ -291,7 +291,7 @@ def test_idempotency_key_records_a_decision_once(served) -> None:  # noqa: ANN00
     again = api.decide(run_id, {"action": "reject", "payload": {"reason": "too risky"}}, headers=key)
     assert (first.status_code, again.status_code) == (201, 200)
     assert again.json()["duplicate"] is True and again.json()["decision"] == first.json()["decision"]
-    assert len(hazel.decisions(run_id)) == 1
+    assert len(hazel.decisions(run_id=run_id)) == 1
 
     error = error_of(api.decide(run_id, {"action": "approve"}, headers=key), 422)
     assert error["type"] == "IdempotencyKeyReusedError"
@@ -320,7 +320,7 @@ def test_retry_a_failed_run_and_cancel_a_waiting_one(served) -> None:  # noqa: A
     waiting = api.wait_status(api.start(token=BOB)["id"], "waiting")["id"]
     response = api.call("POST", f"/api/runs/{waiting}/cancel", token=BOB, json={"reason": "duplicate ticket"})
     assert response.status_code == 200 and response.json()["status"] == "cancelled"
-    assert hazel.requests(waiting)[-1].status.value == "cancelled"
+    assert hazel.requests(run_id=waiting)[-1].status.value == "cancelled"
     assert error_of(api.call("POST", f"/api/runs/{waiting}/cancel"), 409)["type"] == "RunStateError"
     assert error_of(api.decide(waiting, {"action": "approve"}), 409)["type"] == "NoPendingRequestError"
 

@@ -31,7 +31,7 @@ def test_run_steer_and_inspect(cli) -> None:  # noqa: ANN001
     assert cli.json("show", run_id)["state"]["draft"] == "Hand-written draft"
 
     history = cli("history", run_id).stdout
-    assert "#2 review feedback by sue" in history and "#5 publish → end" in history and "◀ head" in history
+    assert "#2 review feedback by operator olga for sue" in history and "#5 publish → end" in history and "◀ head" in history
     hist = cli.json("history", run_id)
     assert [c["seq"] for c in hist["checkpoints"]] == [0, 1, 2, 3, 4, 5]
 
@@ -43,7 +43,8 @@ def test_run_steer_and_inspect(cli) -> None:  # noqa: ANN001
     audit = cli.json("audit", run_id)
     assert [e["action"] for e in audit if e["action"].startswith("decision")] == [
         "decision.feedback", "decision.edit", "decision.rewind"]
-    assert {e["actor_id"] for e in audit if e["action"] in ("decision.feedback", "decision.edit")} == {"sue"}
+    proxied = [e for e in audit if e["action"] in ("decision.feedback", "decision.edit")]
+    assert {(e["actor_id"], e["person"], e["detail"]["acting_for"]) for e in proxied} == {("olga", "sue", "sue")}
     assert "decision.rewind" in cli("audit", run_id).stdout
 
 

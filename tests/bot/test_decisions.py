@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel, Field
 
-from bot import Approvers, StepContext, Workflow
+from hazel import Approvers, StepContext, Workflow
 from bot.engine.errors import (
     AlreadyDecidedError,
     CheckpointNotFoundError,
@@ -15,7 +15,7 @@ from bot.engine.errors import (
     NotAllowedError,
     RunNotFoundError,
 )
-from bot.engine.steering.decide import REWIND_NODE
+from store.models import REWIND_NODE
 from store.models import RequestStatus, RunStatus
 from tests.support.engine import make_hazel, person
 
@@ -51,8 +51,8 @@ def planner(*, quorum: int = 1, self_ok: bool = True, on_reject: str | None = No
 
 
 def start_waiting(hazel, who: str = "author"):  # noqa: ANN001, ANN201
-    run = hazel.start("planner", {"request": "move"}, person(who))
-    result = hazel.drive(run.id)
+    run = hazel.start(workflow="planner", input={"request": "move"}, actor=person(who))
+    result = hazel.drive(run_id=run.id)
     assert result.run.status is RunStatus.WAITING and result.steps == ["draft"]
     return run.id
 
@@ -60,38 +60,38 @@ def start_waiting(hazel, who: str = "author"):  # noqa: ANN001, ANN201
 def test_approve_continues_to_completion(db_url: str) -> None:
     hazel = make_hazel(db_url, planner())
     run_id = start_waiting(hazel)
-    outcome = hazel.decide(run_id, "approve", person("sme"))
+    outcome = hazel.decide(run_id=run_id, action="approve", actor=person("sme"))
     assert outcome.settled and outcome.run_status is RunStatus.READY and outcome.next_node == "finish"
-    result = hazel.drive(run_id)
+    result = hazel.drive(run_id=run_id)
     assert result.steps == ["finish"] and result.run.status is RunStatus.COMPLETED
-    assert hazel.state_at(run_id).done is True
-    steps = [(c.step, c.next_step) for c in hazel.checkpoints(run_id)]
+    assert hazel.state_at(run_id=run_id).done is True
+    steps = [(c.step, c.next_step) for c in hazel.checkpoints(run_id=run_id)]
     assert steps == [("__start__", "draft"), ("draft", "review"), ("review", "finish"), ("finish", None)]
-    assert hazel.pending_request(run_id) is None
+    assert hazel.pending_request(run_id=run_id) is None
 
 
 def test_quorum_waits_for_distinct_approvers(db_url: str) -> None:
     hazel = make_hazel(db_url, planner(quorum=2))
     run_id = start_waiting(hazel)
-    first = hazel.decide(run_id, "approve", person("ann"))
+    first = hazel.decide(run_id=run_id, action="approve", actor=person("ann"))
     assert not first.settled and first.request.approvals == 1 and first.run_status is RunStatus.WAITING
-    with pytest.raises(AlreadyDecidedError, match="you already approved this request at "):
-        hazel.decide(run_id, "approve", person("ann"))
-    assert hazel.get(run_id).status is RunStatus.WAITING
-    second = hazel.decide(run_id, "approve", person("bob"))
+    with pytest.raises(AlreadyDecidedError, match="ann already approved this request through console .ann. at .*one person has one vote"):
+        hazel.decide(run_id=run_id, action="approve", actor=person("ann"))
+    assert hazel.get(run_id=run_id).status is RunStatus.WAITING
+    second = hazel.decide(run_id=run_id, action="approve", actor=person("bob"))
     assert second.settled and second.request.approvals == 2
-    assert hazel.drive(run_id).run.status is RunStatus.COMPLETED
+    assert hazel.drive(run_id=run_id).run.status is RunStatus.COMPLETED
     with pytest.raises(NoPendingRequestError):
-        hazel.decide(run_id, "approve", person("cid"))
+        hazel.decide(run_id=run_id, action="approve", actor=person("cid"))
 
 
 def test_second_decision_is_refused_with_who_and_when(db_url: str) -> None:
     hazel = make_hazel(db_url, planner())
     run_id = start_waiting(hazel)
-    request = hazel.pending_request(run_id)
-    hazel.decide(run_id, "reject", person("ann"), payload={"reason": "no"}, request_id=request.id)
+    request = hazel.pending_request(run_id=run_id)
+    hazel.decide(run_id=run_id, action="reject", actor=person("ann"), payload={"reason": "no"}, request_id=request.id)
     with pytest.raises(AlreadyDecidedError) as info:
-        hazel.decide(run_id, "approve", person("bob"), request_id=request.id)
+        hazel.decide(run_id=run_id, action="approve", actor=person("bob"), request_id=request.id)
     assert info.value.decided_by == "ann" and info.value.action == "reject" and info.value.decided_at is not None
     assert "already rejected by ann" in str(info.value)
 
@@ -99,106 +99,106 @@ def test_second_decision_is_refused_with_who_and_when(db_url: str) -> None:
 def test_edit_validates_and_keeps_request_pending_when_invalid(db_url: str) -> None:
     hazel = make_hazel(db_url, planner())
     run_id = start_waiting(hazel)
-    before = hazel.checkpoints(run_id)
+    before = hazel.checkpoints(run_id=run_id)
     with pytest.raises(InvalidDecisionError, match="plan: Input should be a valid string"):
-        hazel.decide(run_id, "edit", person("sme"), payload={"value": {"not": "text"}})
-    assert hazel.pending_request(run_id).status is RequestStatus.PENDING
-    assert hazel.checkpoints(run_id) == before
-    assert hazel.get(run_id).status is RunStatus.WAITING
-    outcome = hazel.decide(run_id, "edit", person("sme"), payload={"value": "my better plan"})
+        hazel.decide(run_id=run_id, action="edit", actor=person("sme"), payload={"value": {"not": "text"}})
+    assert hazel.pending_request(run_id=run_id).status is RequestStatus.PENDING
+    assert hazel.checkpoints(run_id=run_id) == before
+    assert hazel.get(run_id=run_id).status is RunStatus.WAITING
+    outcome = hazel.decide(run_id=run_id, action="edit", actor=person("sme"), payload={"value": "my better plan"})
     assert outcome.settled
-    hazel.drive(run_id)
-    assert hazel.state_at(run_id).plan == "my better plan"
-    assert hazel.get(run_id).status is RunStatus.COMPLETED
+    hazel.drive(run_id=run_id)
+    assert hazel.state_at(run_id=run_id).plan == "my better plan"
+    assert hazel.get(run_id=run_id).status is RunStatus.COMPLETED
 
 
 def test_edit_under_quorum_asks_again_on_the_edited_version(db_url: str) -> None:
     hazel = make_hazel(db_url, planner(quorum=2))
     run_id = start_waiting(hazel)
-    hazel.decide(run_id, "edit", person("ann"), payload={"value": "edited"})
-    result = hazel.drive(run_id)
+    hazel.decide(run_id=run_id, action="edit", actor=person("ann"), payload={"value": "edited"})
+    result = hazel.drive(run_id=run_id)
     assert result.steps == [] and result.run.status is RunStatus.WAITING
-    request = hazel.pending_request(run_id)
-    assert request.approvals == 0 and hazel.state_at(run_id, request.checkpoint_seq).plan == "edited"
+    request = hazel.pending_request(run_id=run_id)
+    assert request.approvals == 0 and hazel.state_at(run_id=run_id, seq=request.checkpoint_seq).plan == "edited"
 
 
 def test_reject_ends_the_run_or_routes_to_on_reject(db_url: str) -> None:
     hazel = make_hazel(db_url, planner())
     run_id = start_waiting(hazel)
     with pytest.raises(InvalidDecisionError, match="needs a reason"):
-        hazel.decide(run_id, "reject", person("sme"), payload={"reason": "  "})
-    outcome = hazel.decide(run_id, "reject", person("sme"), payload={"reason": "wrong table"})
-    assert outcome.run_status is RunStatus.REJECTED and hazel.get(run_id).status is RunStatus.REJECTED
+        hazel.decide(run_id=run_id, action="reject", actor=person("sme"), payload={"reason": "  "})
+    outcome = hazel.decide(run_id=run_id, action="reject", actor=person("sme"), payload={"reason": "wrong table"})
+    assert outcome.run_status is RunStatus.REJECTED and hazel.get(run_id=run_id).status is RunStatus.REJECTED
 
     other = make_hazel(db_url, planner(on_reject="draft"))
     run2 = start_waiting(other)
-    other.decide(run2, "reject", person("sme"), payload={"reason": "wrong table"})
-    result = other.drive(run2)
+    other.decide(run_id=run2, action="reject", actor=person("sme"), payload={"reason": "wrong table"})
+    result = other.drive(run_id=run2)
     assert result.steps == ["draft"] and result.run.status is RunStatus.WAITING
-    assert other.state_at(run2).seen_rejections == ["wrong table"]
+    assert other.state_at(run_id=run2).seen_rejections == ["wrong table"]
 
 
 def test_feedback_goes_to_the_drafting_step_with_the_text(db_url: str) -> None:
     hazel = make_hazel(db_url, planner())
     run_id = start_waiting(hazel)
-    hazel.decide(run_id, "feedback", person("sme"), payload={"text": "use batches"})
-    result = hazel.drive(run_id)
+    hazel.decide(run_id=run_id, action="feedback", actor=person("sme"), payload={"text": "use batches"})
+    result = hazel.drive(run_id=run_id)
     assert result.steps == ["draft"] and result.run.status is RunStatus.WAITING
-    assert hazel.state_at(run_id).seen_feedback == ["sme:use batches"]
-    cps = hazel.checkpoints(run_id)
+    assert hazel.state_at(run_id=run_id).seen_feedback == ["sme:use batches"]
+    cps = hazel.checkpoints(run_id=run_id)
     assert cps[2].step == "review" and cps[2].handoff == {"feedback": "use batches", "by": "sme"}
 
 
 def test_rewind_forks_and_keeps_the_old_branch(db_url: str) -> None:
     hazel = make_hazel(db_url, planner())
     run_id = start_waiting(hazel)
-    hazel.decide(run_id, "approve", person("sme"))
-    hazel.drive(run_id)
-    old = hazel.checkpoints(run_id)
-    assert hazel.get(run_id).status is RunStatus.COMPLETED
+    hazel.decide(run_id=run_id, action="approve", actor=person("sme"))
+    hazel.drive(run_id=run_id)
+    old = hazel.checkpoints(run_id=run_id)
+    assert hazel.get(run_id=run_id).status is RunStatus.COMPLETED
 
-    outcome = hazel.rewind(run_id, person("sme"), to="draft", feedback="start over", edits={"request": "copy"})
+    outcome = hazel.rewind(run_id=run_id, actor=person("sme"), to="draft", feedback="start over", edits={"request": "copy"})
     assert outcome.run_status is RunStatus.READY
-    result = hazel.drive(run_id)
+    result = hazel.drive(run_id=run_id)
     assert result.steps == ["draft"] and result.run.status is RunStatus.WAITING
-    cps = hazel.checkpoints(run_id)
+    cps = hazel.checkpoints(run_id=run_id)
     assert cps[: len(old)] == old  # the abandoned branch stays, unchanged
     rewind_cp = cps[len(old)]
     assert rewind_cp.step == REWIND_NODE and rewind_cp.parent_seq == 0 and rewind_cp.branch == 1
     assert cps[-1].parent_seq == rewind_cp.seq and cps[-1].branch == 1
-    state = hazel.state_at(run_id)
+    state = hazel.state_at(run_id=run_id)
     assert state.request == "copy" and state.seen_feedback == ["sme:start over"] and not state.done
 
     # rewinding to a waiting point by number re-asks; with feedback it goes to the drafting step
     target = cps[-1].seq
-    hazel.rewind(run_id, person("sme"), to=target)
-    assert hazel.drive(run_id).run.status is RunStatus.WAITING
+    hazel.rewind(run_id=run_id, actor=person("sme"), to=target)
+    assert hazel.drive(run_id=run_id).run.status is RunStatus.WAITING
     with pytest.raises(CheckpointNotFoundError):
-        hazel.rewind(run_id, person("sme"), to=999)
+        hazel.rewind(run_id=run_id, actor=person("sme"), to=999)
     with pytest.raises(CheckpointNotFoundError, match="never reached"):
-        hazel.rewind(run_id, person("sme"), to="nope")
+        hazel.rewind(run_id=run_id, actor=person("sme"), to="nope")
     with pytest.raises(InvalidDecisionError):
-        hazel.rewind(run_id, person("sme"), to="draft", edits={"limits": "not a dict"})
+        hazel.rewind(run_id=run_id, actor=person("sme"), to="draft", edits={"limits": "not a dict"})
 
 
 def test_rewind_settles_the_pending_request(db_url: str) -> None:
     hazel = make_hazel(db_url, planner())
     run_id = start_waiting(hazel)
-    request = hazel.pending_request(run_id)
-    hazel.rewind(run_id, person("sme"), to=0)
+    request = hazel.pending_request(run_id=run_id)
+    hazel.rewind(run_id=run_id, actor=person("sme"), to=0)
     with pytest.raises(AlreadyDecidedError, match="rewound by sme"):
-        hazel.decide(run_id, "approve", person("bob"), request_id=request.id)
+        hazel.decide(run_id=run_id, action="approve", actor=person("bob"), request_id=request.id)
 
 
 def test_self_approval_ban(db_url: str) -> None:
     hazel = make_hazel(db_url, planner(self_ok=False))
     run_id = start_waiting(hazel, who="author")
     with pytest.raises(NotAllowedError, match="self-approval"):
-        hazel.decide(run_id, "approve", person("author"))
+        hazel.decide(run_id=run_id, action="approve", actor=person("author"))
     with pytest.raises(NotAllowedError):
-        hazel.decide(run_id, "edit", person("author"), payload={"value": "x"})
-    hazel.decide(run_id, "feedback", person("author"), payload={"text": "I may still comment"})
-    audit = [e.action for e in hazel.audit(run_id)]
+        hazel.decide(run_id=run_id, action="edit", actor=person("author"), payload={"value": "x"})
+    hazel.decide(run_id=run_id, action="feedback", actor=person("author"), payload={"text": "I may still comment"})
+    audit = [e.action for e in hazel.audit(run_id=run_id)]
     assert audit.count("decision.refused") == 2
 
 
@@ -206,49 +206,49 @@ def test_permissions_limit_who_decides(db_url: str) -> None:
     hazel = make_hazel(db_url, planner(approvers=Approvers(users=("ann",))))
     run_id = start_waiting(hazel)
     with pytest.raises(NotAllowedError, match="only ann may"):
-        hazel.decide(run_id, "approve", person("mallory"))
-    assert hazel.get(run_id).status is RunStatus.WAITING
-    refused = [e for e in hazel.audit(run_id) if e.action == "decision.refused"]
+        hazel.decide(run_id=run_id, action="approve", actor=person("mallory"))
+    assert hazel.get(run_id=run_id).status is RunStatus.WAITING
+    refused = [e for e in hazel.audit(run_id=run_id) if e.action == "decision.refused"]
     assert refused and refused[0].actor_id == "mallory"
-    hazel.decide(run_id, "approve", person("ann"))
+    hazel.decide(run_id=run_id, action="approve", actor=person("ann"))
 
 
 def test_disallowed_action_and_bad_input(db_url: str) -> None:
     hazel = make_hazel(db_url, planner(actions=("approve", "reject")))
     run_id = start_waiting(hazel)
     with pytest.raises(InvalidDecisionError, match="not allowed"):
-        hazel.decide(run_id, "feedback", person("sme"), payload={"text": "x"})
+        hazel.decide(run_id=run_id, action="feedback", actor=person("sme"), payload={"text": "x"})
     with pytest.raises(RunNotFoundError):
-        hazel.decide("nope", "approve", person("sme"))
+        hazel.decide(run_id="nope", action="approve", actor=person("sme"))
     with pytest.raises(InvalidInputError, match="request"):
-        hazel.start("planner", {"request": 5}, person("sme"))
+        hazel.start(workflow="planner", input={"request": 5}, actor=person("sme"))
     with pytest.raises(InvalidInputError, match="unknown field 'reqest'"):
-        hazel.start("planner", {"request": "x", "reqest": "typo"}, person("sme"))
+        hazel.start(workflow="planner", input={"request": "x", "reqest": "typo"}, actor=person("sme"))
     with pytest.raises(ValueError):
-        hazel.decide(run_id, "dance", person("sme"))
-    assert hazel.get(run_id).status is RunStatus.WAITING
+        hazel.decide(run_id=run_id, action="dance", actor=person("sme"))
+    assert hazel.get(run_id=run_id).status is RunStatus.WAITING
 
 
 def test_duplicate_delivery_decides_once(db_url: str) -> None:
     hazel = make_hazel(db_url, planner())
     run_id = start_waiting(hazel)
-    first = hazel.decide(run_id, "feedback", person("sme"), payload={"text": "again"}, delivery_id="d-1")
-    again = hazel.decide(run_id, "feedback", person("sme"), payload={"text": "again"}, delivery_id="d-1")
+    first = hazel.decide(run_id=run_id, action="feedback", actor=person("sme"), payload={"text": "again"}, delivery_id="d-1")
+    again = hazel.decide(run_id=run_id, action="feedback", actor=person("sme"), payload={"text": "again"}, delivery_id="d-1")
     assert not first.duplicate and again.duplicate and again.decision.id == first.decision.id
-    assert len(hazel.decisions(run_id)) == 1
+    assert len(hazel.decisions(run_id=run_id)) == 1
 
 
 def test_cancel_and_retry_states(db_url: str) -> None:
     hazel = make_hazel(db_url, planner())
     run_id = start_waiting(hazel)
-    hazel.cancel(run_id, person("sme"), reason="not needed")
-    assert hazel.get(run_id).status is RunStatus.CANCELLED
-    assert hazel.requests(run_id)[0].status is RequestStatus.CANCELLED
+    hazel.cancel(run_id=run_id, actor=person("sme"), reason="not needed")
+    assert hazel.get(run_id=run_id).status is RunStatus.CANCELLED
+    assert hazel.requests(run_id=run_id)[0].status is RequestStatus.CANCELLED
     with pytest.raises(AlreadyDecidedError, match="cancelled"):
-        hazel.decide(run_id, "approve", person("sme"), request_id=hazel.requests(run_id)[0].id)
+        hazel.decide(run_id=run_id, action="approve", actor=person("sme"), request_id=hazel.requests(run_id=run_id)[0].id)
     from bot.engine.errors import RunStateError
 
     with pytest.raises(RunStateError):
-        hazel.cancel(run_id, person("sme"))
+        hazel.cancel(run_id=run_id, actor=person("sme"))
     with pytest.raises(RunStateError, match="only failed"):
-        hazel.retry(run_id, person("sme"))
+        hazel.retry(run_id=run_id, actor=person("sme"))

@@ -8,9 +8,9 @@ from collections import Counter
 import pytest
 from pydantic import BaseModel, Field
 
-from bot import StepContext, Workflow
+from hazel import StepContext, Workflow
 from bot.engine.errors import AlreadyDecidedError
-from bot.engine.hazel import WorkerPool
+from bot.ops.worker import WorkerPool
 from store.models import RunStatus
 from tests.support.engine import make_hazel, person
 
@@ -53,26 +53,26 @@ def loop_workflow(calls: Counter, lock: threading.Lock) -> Workflow:
 def test_routing_loops_and_checkpoints_every_step(db_url: str) -> None:
     calls, lock = Counter(), threading.Lock()
     hazel = make_hazel(db_url, loop_workflow(calls, lock))
-    run = hazel.start("looper", {}, person("me"))
-    result = hazel.drive(run.id)
+    run = hazel.start(workflow="looper", input={}, actor=person("me"))
+    result = hazel.drive(run_id=run.id)
     assert result.steps == ["a", "b", "a", "b", "a", "b"] and result.run.status is RunStatus.WAITING
-    cps = hazel.checkpoints(run.id)
+    cps = hazel.checkpoints(run_id=run.id)
     assert [c.seq for c in cps] == list(range(7))
     assert all(c.parent_seq == c.seq - 1 for c in cps[1:])
     assert [c.next_step for c in cps][-1] == "review"
-    hazel.decide(run.id, "approve", person("sme"))
-    hazel.drive(run.id)
-    assert hazel.state_at(run.id).log == ["a", "b"] * 3 + ["c"]
+    hazel.decide(run_id=run.id, action="approve", actor=person("sme"))
+    hazel.drive(run_id=run.id)
+    assert hazel.state_at(run_id=run.id).log == ["a", "b"] * 3 + ["c"]
     # every earlier checkpoint still loads as it was
-    assert hazel.state_at(run.id, 2).log == ["a", "b"]
+    assert hazel.state_at(run_id=run.id, seq=2).log == ["a", "b"]
 
 
 def test_concurrent_decisions_settle_once(db_url: str) -> None:
     calls, lock = Counter(), threading.Lock()
     hazel = make_hazel(db_url, loop_workflow(calls, lock))
-    run = hazel.start("looper", {}, person("me"))
-    hazel.drive(run.id)
-    request = hazel.pending_request(run.id)
+    run = hazel.start(workflow="looper", input={}, actor=person("me"))
+    hazel.drive(run_id=run.id)
+    request = hazel.pending_request(run_id=run.id)
     barrier = threading.Barrier(8)
     results: list[object] = []
 
@@ -80,7 +80,7 @@ def test_concurrent_decisions_settle_once(db_url: str) -> None:
         barrier.wait()
         try:
             action = "approve" if i % 2 else "feedback"
-            results.append(hazel.decide(run.id, action, person(f"sme{i}"), request_id=request.id,
+            results.append(hazel.decide(run_id=run.id, action=action, actor=person(f"sme{i}"), request_id=request.id,
                                         payload={"text": "redo"} if action == "feedback" else None))
         except AlreadyDecidedError as exc:
             results.append(exc)
@@ -94,19 +94,19 @@ def test_concurrent_decisions_settle_once(db_url: str) -> None:
     losers = [r for r in results if isinstance(r, AlreadyDecidedError)]
     assert len(winners) == 1 and len(losers) == 7
     assert {loser.decided_by for loser in losers} == {winners[0].decision.actor_id}
-    assert len(hazel.decisions(run.id)) == 1
-    assert len([c for c in hazel.checkpoints(run.id) if c.step == "review"]) == 1
+    assert len(hazel.decisions(run_id=run.id)) == 1
+    assert len([c for c in hazel.checkpoints(run_id=run.id) if c.step == "review"]) == 1
 
 
 def test_racing_resumes_never_both_execute(db_url: str) -> None:
     calls, lock = Counter(), threading.Lock()
     hazel = make_hazel(db_url, loop_workflow(calls, lock))
-    run = hazel.start("looper", {}, person("me"))
+    run = hazel.start(workflow="looper", input={}, actor=person("me"))
     barrier = threading.Barrier(6)
 
     def resume() -> None:
         barrier.wait()
-        hazel.drive(run.id)
+        hazel.drive(run_id=run.id)
 
     threads = [threading.Thread(target=resume) for _ in range(6)]
     for t in threads:
@@ -114,7 +114,7 @@ def test_racing_resumes_never_both_execute(db_url: str) -> None:
     for t in threads:
         t.join()
     assert calls == Counter({"a": 3, "b": 3})
-    hazel.decide(run.id, "approve", person("sme"))
+    hazel.decide(run_id=run.id, action="approve", actor=person("sme"))
     pools = [WorkerPool(hazel, threads=3) for _ in range(2)]
     for pool in pools:
         pool.start()
@@ -123,14 +123,14 @@ def test_racing_resumes_never_both_execute(db_url: str) -> None:
         import time
 
         deadline = time.monotonic() + 20
-        while hazel.get(run.id).status is not RunStatus.COMPLETED and time.monotonic() < deadline:
+        while hazel.get(run_id=run.id).status is not RunStatus.COMPLETED and time.monotonic() < deadline:
             time.sleep(0.02)
     finally:
         for pool in pools:
             pool.stop()
-    assert hazel.get(run.id).status is RunStatus.COMPLETED
+    assert hazel.get(run_id=run.id).status is RunStatus.COMPLETED
     assert calls == Counter({"a": 3, "b": 3, "c": 1})
-    assert [c.seq for c in hazel.checkpoints(run.id)] == list(range(9))
+    assert [c.seq for c in hazel.checkpoints(run_id=run.id)] == list(range(9))
 
 
 class Flaky(BaseModel):
@@ -163,15 +163,15 @@ def flaky_workflow(fail_times: int, attempts: int, side_effects: list[str]) -> W
 def test_retries_with_backoff_then_success(db_url: str) -> None:
     effects: list[str] = []
     hazel = make_hazel(db_url, flaky_workflow(fail_times=2, attempts=3, side_effects=effects))
-    run = hazel.start("flaky", {}, person("me"))
-    result = hazel.drive(run.id)
+    run = hazel.start(workflow="flaky", input={}, actor=person("me"))
+    result = hazel.drive(run_id=run.id)
     assert result.run.status is RunStatus.COMPLETED
-    state = hazel.state_at(run.id)
+    state = hazel.state_at(run_id=run.id)
     assert state.ok and state.attempts_seen == [3]
     keys = {e.split(":", 1)[1].rsplit(":", 1)[0] for e in effects if e.startswith("call_api")}
     assert keys == {f"{run.id}:1:call_api"}  # one idempotency key for every attempt
     assert effects.count("prepare") == 1
-    retries = [e for e in hazel.audit(run.id) if e.action == "step.retry_scheduled"]
+    retries = [e for e in hazel.audit(run_id=run.id) if e.action == "step.retry_scheduled"]
     assert [e.detail["attempt"] for e in retries] == [1, 2]
     assert all(0 < e.detail["delay_sec"] <= 0.02 for e in retries)
 
@@ -179,15 +179,15 @@ def test_retries_with_backoff_then_success(db_url: str) -> None:
 def test_failed_after_last_attempt_then_retry_resumes_from_last_good_checkpoint(db_url: str) -> None:
     effects: list[str] = []
     hazel = make_hazel(db_url, flaky_workflow(fail_times=3, attempts=2, side_effects=effects))
-    run = hazel.start("flaky", {}, person("me"))
-    result = hazel.drive(run.id)
+    run = hazel.start(workflow="flaky", input={}, actor=person("me"))
+    result = hazel.drive(run_id=run.id)
     failed = result.run
     assert failed.status is RunStatus.FAILED
     assert failed.error == "ConnectionError: upstream timed out"
     assert "Traceback" in failed.error_traceback and "call_api" in failed.error_traceback
     assert failed.head_seq == 1  # after prepare
-    hazel.retry(run.id, person("me"))
-    result = hazel.drive(run.id)  # one more failure left, then success
+    hazel.retry(run_id=run.id, actor=person("me"))
+    result = hazel.drive(run_id=run.id)  # one more failure left, then success
     assert result.run.status is RunStatus.COMPLETED
     assert effects.count("prepare") == 1
 
@@ -195,12 +195,12 @@ def test_failed_after_last_attempt_then_retry_resumes_from_last_good_checkpoint(
 def test_waiting_runs_hold_no_threads(db_url: str) -> None:
     calls, lock = Counter(), threading.Lock()
     hazel = make_hazel(db_url, loop_workflow(calls, lock))
-    run = hazel.start("looper", {}, person("me"))
-    hazel.drive(run.id)
+    run = hazel.start(workflow="looper", input={}, actor=person("me"))
+    hazel.drive(run_id=run.id)
     baseline = threading.active_count()
     for _ in range(30):
-        r = hazel.start("looper", {}, person("me"))
-        hazel.drive(r.id)
+        r = hazel.start(workflow="looper", input={}, actor=person("me"))
+        hazel.drive(run_id=r.id)
     assert len(hazel.runs(statuses=["waiting"], limit=100)) == 31
     assert threading.active_count() == baseline
 
@@ -217,24 +217,24 @@ def test_cancel_while_running_discards_the_step(db_url: str) -> None:
         return state.model_copy(update={"n": 99})
 
     hazel = make_hazel(db_url, wf)
-    run = hazel.start("slow", {}, person("me"))
-    t = threading.Thread(target=hazel.drive, args=(run.id,))
+    run = hazel.start(workflow="slow", input={}, actor=person("me"))
+    t = threading.Thread(target=hazel.drive, kwargs={"run_id": run.id})
     t.start()
     assert started.wait(10)
-    hazel.cancel(run.id, person("me"))
+    hazel.cancel(run_id=run.id, actor=person("me"))
     release.set()
     t.join()
-    assert hazel.get(run.id).status is RunStatus.CANCELLED
-    assert [c.seq for c in hazel.checkpoints(run.id)] == [0]
+    assert hazel.get(run_id=run.id).status is RunStatus.CANCELLED
+    assert [c.seq for c in hazel.checkpoints(run_id=run.id)] == [0]
 
 
 def test_recovery_of_runs_left_running_by_a_dead_process(db_url: str) -> None:
     calls, lock = Counter(), threading.Lock()
     hazel = make_hazel(db_url, loop_workflow(calls, lock))
-    run = hazel.start("looper", {}, person("me"))
+    run = hazel.start(workflow="looper", input={}, actor=person("me"))
     hazel.runner.owner = "this-host-does-not-matter:1:x"
     claimed = hazel.runner.claim(run.id)
-    assert claimed is not None and hazel.get(run.id).status is RunStatus.RUNNING
+    assert claimed is not None and hazel.get(run_id=run.id).status is RunStatus.RUNNING
     import socket
 
     from store.schema import runs
@@ -243,9 +243,9 @@ def test_recovery_of_runs_left_running_by_a_dead_process(db_url: str) -> None:
     with hazel.store.transaction() as tx:  # a process on this host that no longer exists held it
         tx.conn.execute(update(runs).where(runs.c.id == run.id).values(lease_owner=f"{socket.gethostname()}:999999:x"))
     again = make_hazel(db_url, loop_workflow(calls, lock))
-    assert again.get(run.id).status is RunStatus.READY
-    assert any(e.action == "run.recovered" for e in again.audit(run.id))
-    assert again.drive(run.id).run.status is RunStatus.WAITING
+    assert again.get(run_id=run.id).status is RunStatus.READY
+    assert any(e.action == "run.recovered" for e in again.audit(run_id=run.id))
+    assert again.drive(run_id=run.id).run.status is RunStatus.WAITING
 
 
 def test_unknown_goto_fails_the_run_with_a_clear_error(db_url: str) -> None:
@@ -257,10 +257,10 @@ def test_unknown_goto_fails_the_run_with_a_clear_error(db_url: str) -> None:
         return state
 
     hazel = make_hazel(db_url, wf)
-    run = hazel.start("bad-goto", {}, person("me"))
-    result = hazel.drive(run.id, wait_for_retries=False)
+    run = hazel.start(workflow="bad-goto", input={}, actor=person("me"))
+    result = hazel.drive(run_id=run.id, wait_for_retries=False)
     assert result.run.status is RunStatus.FAILED and "unknown node 'nowhere'" in result.run.error
-    assert not [e for e in hazel.audit(run.id) if e.action == "step.retry_scheduled"], "no retry can help"
+    assert not [e for e in hazel.audit(run_id=run.id) if e.action == "step.retry_scheduled"], "no retry can help"
 
 
 @pytest.mark.parametrize("returned", [42, "text"])
@@ -272,5 +272,5 @@ def test_a_step_returning_the_wrong_type_fails(db_url: str, returned: object) ->
         return returned
 
     hazel = make_hazel(db_url, wf)
-    run = hazel.start("wrong", {}, person("me"))
-    assert "must return Counted" in hazel.drive(run.id).run.error
+    run = hazel.start(workflow="wrong", input={}, actor=person("me"))
+    assert "must return Counted" in hazel.drive(run_id=run.id).run.error

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from bot.engine.errors import ConfigurationError, NotAllowedError
 from bot.engine.registry import Registry
-from bot.engine.hazel import Hazel
+from bot.server.app import HazelApp as Hazel
 from bot.settings import Settings
 from integrations.console import ConsoleChannel
 from store.models import Actor, OutboxStatus, RunStatus
@@ -25,7 +25,7 @@ from tests.support.hook_receiver import HookReceiver, Received
 from tests.workflows.doc import doc_workflow, flaky_workflow
 
 SECRET = "hook-secret-4242"
-ALICE = Actor(id="alice", channel="console", name="alice")
+ALICE = Actor(id="alice", channel="console", name="alice", person="alice")
 
 
 class Clock:
@@ -75,11 +75,11 @@ def hook_rows(hazel: Hazel, status: str | None = None) -> list:
 
 def test_run_events_reach_every_url_signed(db_url: str, receiver: HookReceiver) -> None:
     hazel = make(db_url, [receiver.url("/a"), receiver.url("/b?team=db")])
-    run = hazel.start("doc", {"topic": "backups"}, ALICE)
-    hazel.drive(run.id)  # waits at review; delivers what is due
-    request = hazel.pending_request(run.id)
-    hazel.decide(run.id, "approve", ALICE)
-    hazel.drive(run.id)
+    run = hazel.start(workflow="doc", input={"topic": "backups"}, actor=ALICE)
+    hazel.drive(run_id=run.id)  # waits at review; delivers what is due
+    request = hazel.pending_request(run_id=run.id)
+    hazel.decide(run_id=run.id, action="approve", actor=ALICE)
+    hazel.drive(run_id=run.id)
 
     by_path: dict[str, list[dict]] = {}
     for r in receiver.ok():
@@ -92,7 +92,7 @@ def test_run_events_reach_every_url_signed(db_url: str, receiver: HookReceiver) 
         assert waiting["request"]["id"] == request.id and waiting["request"]["point"] == "review"
         assert waiting["data"] == {"steps": ["draft"]}
         assert decided["data"]["action"] == "approve" and decided["data"]["settled"] is True
-        assert decided["data"]["actor"] == {"id": "alice", "name": "alice", "channel": "console"}
+        assert decided["data"]["actor"] == {"id": "alice", "name": "alice", "channel": "console", "person": "alice"}
         assert decided["request"]["status"] == "decided" and decided["run"]["status"] == "waiting"
         assert completed["run"]["status"] == "completed" and completed["data"] == {"steps": ["publish"]}
     # One event, one id for every URL; one delivery id per URL, the same on every retry of it.
@@ -105,15 +105,15 @@ def test_run_events_reach_every_url_signed(db_url: str, receiver: HookReceiver) 
 
 def test_rejected_cancelled_failed_and_rewind_events(db_url: str, receiver: HookReceiver) -> None:
     hazel = make(db_url, [receiver.url("/hook")])
-    rejected = hazel.start("doc", {"topic": "backups"}, ALICE)
-    hazel.drive(rejected.id)
-    hazel.decide(rejected.id, "reject", ALICE, payload={"reason": "not now"})
-    hazel.rewind(rejected.id, ALICE, to="review")
-    cancelled = hazel.start("doc", {"topic": "indexes"}, ALICE)
-    hazel.drive(cancelled.id)
-    hazel.cancel(cancelled.id, ALICE, reason="duplicate")
-    failed = hazel.start("flaky", {"topic": "vacuum"}, ALICE)
-    hazel.drive(failed.id)
+    rejected = hazel.start(workflow="doc", input={"topic": "backups"}, actor=ALICE)
+    hazel.drive(run_id=rejected.id)
+    hazel.decide(run_id=rejected.id, action="reject", actor=ALICE, payload={"reason": "not now"})
+    hazel.rewind(run_id=rejected.id, actor=ALICE, to="review")
+    cancelled = hazel.start(workflow="doc", input={"topic": "indexes"}, actor=ALICE)
+    hazel.drive(run_id=cancelled.id)
+    hazel.cancel(run_id=cancelled.id, actor=ALICE, reason="duplicate")
+    failed = hazel.start(workflow="flaky", input={"topic": "vacuum"}, actor=ALICE)
+    hazel.drive(run_id=failed.id)
     hazel.deliverer.deliver_due()
 
     events: dict[str, list[dict]] = {}
@@ -135,18 +135,18 @@ def test_rejected_cancelled_failed_and_rewind_events(db_url: str, receiver: Hook
 
 def test_events_exist_only_with_what_caused_them(db_url: str, receiver: HookReceiver) -> None:
     hazel = make(db_url, [receiver.url("/hook")])
-    run = hazel.start("doc", {"topic": "backups"}, ALICE)
+    run = hazel.start(workflow="doc", input={"topic": "backups"}, actor=ALICE)
     hazel.runner.drive(hazel.runner.claim(run.id))
     assert [m.payload["event"]["type"] for m in hook_rows(hazel)] == ["run.waiting"]
     with pytest.raises(NotAllowedError):  # refused: nothing recorded, no event
-        hazel.decide(run.id, "approve", Actor(id="mallory", channel="api", name="mallory"))
+        hazel.decide(run_id=run.id, action="approve", actor=Actor(id="mallory", channel="api", name="mallory"))
     assert len(hook_rows(hazel)) == 1
     hazel.close()
     quiet = make(db_url, [])  # no hook configured: no rows at all
-    other = quiet.start("doc", {"topic": "other"}, ALICE)
-    quiet.drive(other.id)
-    quiet.decide(other.id, "approve", ALICE)
-    quiet.drive(other.id)
+    other = quiet.start(workflow="doc", input={"topic": "other"}, actor=ALICE)
+    quiet.drive(run_id=other.id)
+    quiet.decide(run_id=other.id, action="approve", actor=ALICE)
+    quiet.drive(run_id=other.id)
     assert len(hook_rows(quiet)) == 1  # the first engine's waiting event only
     quiet.close()
 
@@ -156,8 +156,8 @@ def test_failures_are_retried_with_backoff(db_url: str, receiver: HookReceiver) 
     hazel = make(db_url, [receiver.url("/hook")], clock=clock)
     receiver.answer(503, headers={"Retry-After": "30"})
     receiver.answer(429, headers={"Retry-After": "5"})
-    run = hazel.start("doc", {"topic": "backups"}, ALICE)
-    hazel.drive(run.id)
+    run = hazel.start(workflow="doc", input={"topic": "backups"}, actor=ALICE)
+    hazel.drive(run_id=run.id)
     [row] = hook_rows(hazel)
     assert row.status is OutboxStatus.PENDING and row.attempts == 1 and "answered 503" in row.last_error
     assert row.next_attempt_at >= clock.now + timedelta(seconds=30)  # the receiver's Retry-After
@@ -174,7 +174,7 @@ def test_failures_are_retried_with_backoff(db_url: str, receiver: HookReceiver) 
     assert statuses == [503, 429, 200]
     assert len({r.headers["X-Hazel-Delivery"] for r in receiver.received}) == 1  # the same delivery, retried
     assert len({r.body for r in receiver.received}) == 1
-    audit = [e.action for e in hazel.audit(run.id)]
+    audit = [e.action for e in hazel.audit(run_id=run.id)]
     assert "outbox.failed" in audit
     hazel.close()
 
@@ -186,8 +186,8 @@ def test_dead_after_the_last_attempt_visible_in_hazel_outbox(db_url: str, receiv
     hazel.deliverer.max_attempts = 3
     receiver.answer(500, times=3, path="/down")  # /down fails three times...
     receiver.answer(410, path="/gone")  # ...and /gone refuses for good on its first attempt
-    run = hazel.start("doc", {"topic": "backups"}, ALICE)
-    hazel.drive(run.id)
+    run = hazel.start(workflow="doc", input={"topic": "backups"}, actor=ALICE)
+    hazel.drive(run_id=run.id)
     for _ in range(3):
         clock.advance(3600)
         hazel.deliverer.deliver_due()
@@ -195,8 +195,8 @@ def test_dead_after_the_last_attempt_visible_in_hazel_outbox(db_url: str, receiv
     assert rows["down"].status is OutboxStatus.DEAD and rows["down"].attempts == 3
     assert rows["gone"].status is OutboxStatus.DEAD and rows["gone"].attempts == 1
     assert "answered 410" in rows["gone"].last_error
-    assert hazel.pending_request(run.id) is not None  # a dead notification never loses the request
-    assert [e.action for e in hazel.audit(run.id)].count("outbox.dead") == 2
+    assert hazel.pending_request(run_id=run.id) is not None  # a dead notification never loses the request
+    assert [e.action for e in hazel.audit(run_id=run.id)].count("outbox.dead") == 2
 
     from bot.cli import app
 
@@ -224,11 +224,11 @@ def test_network_errors_are_retried(db_url: str) -> None:
     with HookReceiver() as closed:
         url = closed.url("/hook")  # stopped on leaving the block: nothing listens there any more
     hazel = make(db_url, [url], clock=clock)
-    run = hazel.start("doc", {"topic": "backups"}, ALICE)
-    hazel.drive(run.id)
+    run = hazel.start(workflow="doc", input={"topic": "backups"}, actor=ALICE)
+    hazel.drive(run_id=run.id)
     [row] = hook_rows(hazel)
     assert row.status is OutboxStatus.PENDING and row.attempts == 1 and "ConnectError" in row.last_error
-    assert hazel.get(run.id).status is RunStatus.WAITING
+    assert hazel.get(run_id=run.id).status is RunStatus.WAITING
     hazel.close()
 
 

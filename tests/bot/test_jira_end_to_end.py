@@ -30,14 +30,14 @@ def test_feedback_redraft_approve_by_transition_sign_off_complete(db_url: str, c
         answer = env.send(env.comment(issue, "Add an index on the new column, please."))
         assert answer.status_code == 200 and answer.json()["decided"] == "feedback"
         assert env.drive(run_id).status is RunStatus.WAITING
-        state = env.hazel.state_at(run_id)
+        state = env.hazel.state_at(run_id=run_id)
         assert state.script_revisions == 1
         assert "revision 1: Add an index on the new column, please." in next(iter(state.scripts.values()))
         again = env.issue(run_id)
         assert again["id"] == issue["id"], "the same point asks again in the same issue"
         assert "revision 1: Add an index" in again["fields"]["description"]
         bodies = env.fake.bodies(issue["id"])
-        assert bodies[0].startswith("Feedback from ") and "new version is ready for review" in bodies[-1]
+        assert bodies[0].startswith("Answered with feedback by ") and "new version is ready for review" in bodies[-1]
 
         # 2. the SME moves the issue to Approved: the run goes on to the sign-off, a new issue
         answer = env.send(env.transition(again, "Approved"))
@@ -52,11 +52,11 @@ def test_feedback_redraft_approve_by_transition_sign_off_complete(db_url: str, c
         assert answer.json()["decided"] == "approve"
         run = env.drive(run_id)
         assert run.status is RunStatus.COMPLETED
-        assert env.hazel.state_at(run_id).deployed_to
+        assert env.hazel.state_at(run_id=run_id).deployed_to
         assert env.fake.status(signoff["id"]) == "Done"
         assert env.fake.bodies(signoff["id"])[-2:] == ["(/) Approved by " + env.who["sme"] + ".",
                                                        f"(/) Run {run_id} completed after deploy."]
-        decisions = [(d.action.value, d.channel, d.actor_id) for d in env.hazel.decisions(run_id)]
+        decisions = [(d.action.value, d.channel, d.actor_id) for d in env.hazel.decisions(run_id=run_id)]
         assert decisions == [("approve", "console", "priya"), ("feedback", "jira", env.who["sme"]),
                              ("approve", "jira", env.who["sme"]), ("approve", "jira", env.who["sme"])]
         assert len(env.fake.issues) == 2
@@ -95,5 +95,5 @@ def test_jira_failures_are_retried_from_the_outbox(db_url: str) -> None:
         # the request was pending all along and is answered from the issue created late
         assert env.send(env.comment(issue, "/approve")).json()["decided"] == "approve"
         assert env.drive(run_id).status is RunStatus.WAITING and env.pending(run_id).point == "sign_off"
-        events = [e.action for e in env.hazel.audit(run_id)]
+        events = [e.action for e in env.hazel.audit(run_id=run_id)]
         assert "outbox.failed" in events

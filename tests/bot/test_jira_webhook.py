@@ -40,8 +40,8 @@ def unchanged(env: JiraEnv, run_id: str, comments_before: int = 0) -> None:
     """The run still waits on the same pending request, with no Jira decision and no new comment."""
     request = env.pending(run_id)
     assert request is not None and request.status is RequestStatus.PENDING and request.point == "review_artefacts"
-    assert env.hazel.get(run_id).status is RunStatus.WAITING
-    assert [d.channel for d in env.hazel.decisions(run_id)] == ["console"]
+    assert env.hazel.get(run_id=run_id).status is RunStatus.WAITING
+    assert [d.channel for d in env.hazel.decisions(run_id=run_id)] == ["console"]
     assert len(env.fake.bodies(request.message_ref["issue_id"])) == comments_before
 
 
@@ -114,7 +114,7 @@ def test_a_retried_delivery_decides_once(env: JiraEnv) -> None:
     env.drive(run_id)
     edited = dict(payload, webhookEvent="comment_updated")
     assert env.send(edited).json()["duplicate"] is True, "an edit of a comment that decided changes nothing"
-    assert [d.action.value for d in env.hazel.decisions(run_id)] == ["approve", "feedback"]
+    assert [d.action.value for d in env.hazel.decisions(run_id=run_id)] == ["approve", "feedback"]
 
 
 def test_server_comment_and_its_issue_commented_companion_decide_once(db_url: str) -> None:
@@ -127,7 +127,7 @@ def test_server_comment_and_its_issue_commented_companion_decide_once(db_url: st
         answers = [env.send(created, webhook_id="a").json(), env.send(companion, webhook_id="b").json()]
         assert answers[0]["decided"] == "approve" and answers[0]["duplicate"] is False
         assert answers[1]["duplicate"] is True
-        assert [d.delivery_id for d in env.hazel.decisions(run_id)] == [None, "comment:777"]
+        assert [d.delivery_id for d in env.hazel.decisions(run_id=run_id)] == [None, "comment:777"]
         # in the other order, for the next request: the companion first
         env.drive(run_id)
         signoff = env.issue(run_id)
@@ -150,14 +150,14 @@ def test_someone_not_allowed_gets_an_answer_and_nothing_changes(env: JiraEnv) ->
     mention = f"[~accountid:{env.who['stranger']}]" if env.cloud else f"[~{env.who['stranger']}]"
     assert reply.startswith(mention) and "Nothing changed" in reply and "members of dba" in reply
     assert (f"[~accountid:{env.who['sme']}]" if env.cloud else f"[~{env.who['sme']}]") in reply
-    refused = [e for e in env.hazel.audit(run_id) if e.action == "decision.refused"]
+    refused = [e for e in env.hazel.audit(run_id=run_id) if e.action == "decision.refused"]
     assert len(refused) == 1 and refused[0].actor_id == env.who["stranger"] and refused[0].channel == "jira"
     # Jira sending the same comment again (a retry, or Server's companion event) is not answered twice
     retry = env.comment(issue, "/approve", person="stranger", comment_id="4242")
     assert env.send(retry, webhook_id="x-2").json()["refused"]
     assert env.send(retry, webhook_id="x-2").json() == {"duplicate": True}
     assert len(env.fake.bodies(issue["id"])) == 2
-    assert len([e for e in env.hazel.audit(run_id) if e.action == "decision.refused"]) == 2
+    assert len([e for e in env.hazel.audit(run_id=run_id) if e.action == "decision.refused"]) == 2
 
 
 def test_feedback_is_open_to_anyone_where_the_point_says_so(env: JiraEnv) -> None:
@@ -193,7 +193,7 @@ def test_an_invalid_edit_is_answered_with_the_validation_message(env: JiraEnv) -
                         event="comment_updated")
     assert env.send(fixed).json()["decided"] == "edit"
     env.drive(run_id)
-    assert env.hazel.state_at(run_id).scripts == {"001_fix.up.sql": "SELECT 1;"}
+    assert env.hazel.state_at(run_id=run_id).scripts == {"001_fix.up.sql": "SELECT 1;"}
 
 
 def test_reject_needs_a_reason_and_ends_the_run(env: JiraEnv) -> None:
@@ -218,8 +218,8 @@ def test_rewind_from_a_comment(env: JiraEnv) -> None:
     answer = env.send(env.comment(issue, "/rewind write_scripts use batches of 1000"))
     assert answer.json()["decided"] == "rewind"
     env.drive(run_id)
-    assert env.hazel.get(run_id).branch == 1
-    assert "revision 1: use batches of 1000" in next(iter(env.hazel.state_at(run_id).scripts.values()))
+    assert env.hazel.get(run_id=run_id).branch == 1
+    assert "revision 1: use batches of 1000" in next(iter(env.hazel.state_at(run_id=run_id).scripts.values()))
     assert env.issue(run_id)["id"] == issue["id"]
 
 
@@ -237,7 +237,7 @@ def test_transition_to_reject_status_uses_its_comment_as_the_reason(env: JiraEnv
     run_id = env.start()
     answer = env.send(env.transition(env.issue(run_id), "Rejected", comment="no rollback plan"))
     assert answer.json()["decided"] == "reject"
-    (decision,) = [d for d in env.hazel.decisions(run_id) if d.channel == "jira"]
+    (decision,) = [d for d in env.hazel.decisions(run_id=run_id) if d.channel == "jira"]
     assert decision.payload == {"reason": "no rollback plan"}
 
 

@@ -1,4 +1,4 @@
-"""bot.llm.complete (offline drafter vs an OpenAI-compatible endpoint) and the example's walkthrough."""
+"""hazel.llm.complete (offline drafter vs an OpenAI-compatible endpoint) and the example's walkthrough."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from bot.cli import app
-from bot.llm import OFFLINE_NOTICE, complete
+from hazel.llm import OFFLINE_NOTICE, complete
 from bot.settings import Settings
 from examples.migration_plan import build, offline_plan
 

@@ -19,9 +19,9 @@ from typer.testing import CliRunner
 from bot.inbound.api import api_router
 from bot.ops.logs import configure_logging
 from bot.engine.registry import Registry
-from bot.engine.hazel import Hazel
+from bot.server.app import HazelApp as Hazel
 from bot.settings import Settings
-from bot.inbound.health import create_app
+from bot.server.http import create_app
 from integrations.console import ConsoleChannel
 from store.models import Actor
 from tests.support.hook_receiver import HookReceiver
@@ -113,12 +113,12 @@ def test_metrics_parse_and_follow_activity(db_url: str) -> None:
                      le="+Inf") == 0
         assert "hazel_step_duration_seconds" in before and "process_cpu_seconds" in before
 
-        waiting = [hazel.start("doc", {"topic": f"topic {i}"}, ALICE) for i in range(2)]
+        waiting = [hazel.start(workflow="doc", input={"topic": f"topic {i}"}, actor=ALICE) for i in range(2)]
         for run in waiting:
-            hazel.drive(run.id)
+            hazel.drive(run_id=run.id)
         clock.now += timedelta(hours=2)
-        failed = hazel.start("flaky", {"topic": "vacuum"}, ALICE)
-        hazel.drive(failed.id)
+        failed = hazel.start(workflow="flaky", input={"topic": "vacuum"}, actor=ALICE)
+        hazel.drive(run_id=failed.id)
         after = scrape(server.url)
 
     runs = after["hazel_runs"]
@@ -167,11 +167,11 @@ def test_json_logs_carry_run_and_request_ids_and_no_secret(db_url: str, root_log
         http = httpx.Client(base_url=server.url)
         assert http.get("/api/runs", headers={"Authorization": f"Bearer {API_TOKEN}-wrong"}).status_code == 401
         assert http.get("/api/runs", headers={"Authorization": f"Bearer {API_TOKEN}"}).status_code == 200
-    run_id = hazel.start("flaky", {"topic": "vacuum"}, ALICE).id
-    waiting = hazel.start("doc", {"topic": "backups"}, ALICE).id
+    run_id = hazel.start(workflow="flaky", input={"topic": "vacuum"}, actor=ALICE).id
+    waiting = hazel.start(workflow="doc", input={"topic": "backups"}, actor=ALICE).id
     for rid in (run_id, waiting):
-        hazel.drive(rid)  # each delivers its hook events: both fail (nothing listens)
-    request_id = hazel.pending_request(waiting).id
+        hazel.drive(run_id=rid)  # each delivers its hook events: both fail (nothing listens)
+    request_id = hazel.pending_request(run_id=waiting).id
     logging.getLogger("hazel.test").error("a careless message with %s and %s", API_TOKEN, HOOK_SECRET)
     hazel.close()
 
@@ -210,7 +210,7 @@ def test_text_logs_and_the_worker_command(db_url: str, monkeypatch: pytest.Monke
 
     stream = io.StringIO()
     configure_logging(Settings(HAZEL_LOG_FORMAT="text", HAZEL_LOG_LEVEL="info"), stream=stream)
-    from bot.ops.logs import log_context
+    from bot.engine.logcontext import log_context
 
     with log_context(run_id="ab12cd34ef56", request_id=7):
         logging.getLogger("hazel.test").warning("waiting on the SME")

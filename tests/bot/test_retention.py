@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from sqlalchemy import select
 from typer.testing import CliRunner
 
-from bot import StepContext, Workflow
+from hazel import StepContext, Workflow
 from bot.engine.errors import CheckpointNotFoundError
 from bot.ops.retention import prune
 from bot.ops.scheduler import Scheduler
@@ -54,114 +54,114 @@ def clock() -> FakeClock:
 
 
 def completed_run(hazel) -> str:  # noqa: ANN001
-    run = hazel.start("chatty", {}, person("author"))
-    hazel.drive(run.id)
-    hazel.decide(run.id, "feedback", person("sme"), payload={"text": "again"})
-    hazel.drive(run.id)
-    hazel.decide(run.id, "approve", person("sme"))
-    assert hazel.drive(run.id).run.status is RunStatus.COMPLETED
+    run = hazel.start(workflow="chatty", input={}, actor=person("author"))
+    hazel.drive(run_id=run.id)
+    hazel.decide(run_id=run.id, action="feedback", actor=person("sme"), payload={"text": "again"})
+    hazel.drive(run_id=run.id)
+    hazel.decide(run_id=run.id, action="approve", actor=person("sme"))
+    assert hazel.drive(run_id=run.id).run.status is RunStatus.COMPLETED
     return run.id
 
 
 def test_prune_keeps_final_state_decisions_and_audit(db_url: str, clock: FakeClock) -> None:
     hazel = make_hazel(db_url, chatty(), clock=clock)
     run_id = completed_run(hazel)
-    final = hazel.state_at(run_id)
-    decisions = hazel.decisions(run_id)
-    audit = hazel.audit(run_id)
-    head = hazel.get(run_id).head_seq
-    before = len(hazel.checkpoints(run_id))
+    final = hazel.state_at(run_id=run_id)
+    decisions = hazel.decisions(run_id=run_id)
+    audit = hazel.audit(run_id=run_id)
+    head = hazel.get(run_id=run_id).head_seq
+    before = len(hazel.checkpoints(run_id=run_id))
     assert before == 11  # start, six steps, feedback, s5 again, approve, finish
 
     clock.advance(31 * DAY)
     report = prune(hazel.store, older_than_days=30, now=clock())
     assert report.runs == [run_id]
-    [kept] = hazel.checkpoints(run_id)
+    [kept] = hazel.checkpoints(run_id=run_id)
     assert (kept.seq, kept.parent_seq, kept.is_snapshot) == (head, None, True)
     assert report.checkpoints_deleted == before - 1 and report.bytes_freed > 0
 
     reopened = make_hazel(db_url, chatty(), clock=clock)  # loads from the database alone
-    assert reopened.state_at(run_id) == final and final.lines[-1] == "done"
-    assert reopened.decisions(run_id) == decisions
-    after = reopened.audit(run_id)
+    assert reopened.state_at(run_id=run_id) == final and final.lines[-1] == "done"
+    assert reopened.decisions(run_id=run_id) == decisions
+    after = reopened.audit(run_id=run_id)
     assert after[: len(audit)] == audit and [e.action for e in after[len(audit):]] == ["run.pruned"]
     assert after[-1].detail["checkpoints_deleted"] == report.checkpoints_deleted
-    assert reopened.get(run_id).status is RunStatus.COMPLETED
+    assert reopened.get(run_id=run_id).status is RunStatus.COMPLETED
 
     assert prune(hazel.store, older_than_days=30, now=clock()).runs == []  # nothing left to do
 
 
 def test_prune_never_touches_waiting_ready_or_recent_runs(db_url: str, clock: FakeClock) -> None:
     hazel = make_hazel(db_url, chatty(), clock=clock)
-    waiting = hazel.start("chatty", {}, person("author"))
-    hazel.drive(waiting.id)
-    ready = hazel.start("chatty", {}, person("author"))
-    hazel.drive(ready.id)
-    hazel.decide(ready.id, "approve", person("sme"))  # ready, not yet driven
+    waiting = hazel.start(workflow="chatty", input={}, actor=person("author"))
+    hazel.drive(run_id=waiting.id)
+    ready = hazel.start(workflow="chatty", input={}, actor=person("author"))
+    hazel.drive(run_id=ready.id)
+    hazel.decide(run_id=ready.id, action="approve", actor=person("sme"))  # ready, not yet driven
     old = completed_run(hazel)
     clock.advance(40 * DAY)
     recent = completed_run(hazel)
-    counts = {r: len(hazel.checkpoints(r)) for r in (waiting.id, ready.id, recent)}
+    counts = {r: len(hazel.checkpoints(run_id=r)) for r in (waiting.id, ready.id, recent)}
 
     report = prune(hazel.store, older_than_days=30, now=clock())
     assert report.runs == [old]
-    assert {r: len(hazel.checkpoints(r)) for r in counts} == counts
-    assert hazel.get(waiting.id).status is RunStatus.WAITING and hazel.get(ready.id).status is RunStatus.READY
-    assert hazel.drive(ready.id).run.status is RunStatus.COMPLETED  # its history was all there
+    assert {r: len(hazel.checkpoints(run_id=r)) for r in counts} == counts
+    assert hazel.get(run_id=waiting.id).status is RunStatus.WAITING and hazel.get(run_id=ready.id).status is RunStatus.READY
+    assert hazel.drive(run_id=ready.id).run.status is RunStatus.COMPLETED  # its history was all there
 
 
 def test_dry_run_changes_nothing(db_url: str, clock: FakeClock) -> None:
     hazel = make_hazel(db_url, chatty(), clock=clock)
     run_id = completed_run(hazel)
-    before = len(hazel.checkpoints(run_id))
+    before = len(hazel.checkpoints(run_id=run_id))
     clock.advance(2 * DAY)
     report = prune(hazel.store, older_than_days=1, now=clock(), dry_run=True)
     assert report.dry_run and report.runs == [run_id] and report.checkpoints_deleted == before - 1
-    assert len(hazel.checkpoints(run_id)) == before
-    assert [e.action for e in hazel.audit(run_id)].count("run.pruned") == 0
+    assert len(hazel.checkpoints(run_id=run_id)) == before
+    assert [e.action for e in hazel.audit(run_id=run_id)].count("run.pruned") == 0
 
 
 def test_a_pruned_failed_run_can_still_be_retried(db_url: str, clock: FakeClock) -> None:
     wf = chatty(fail_at=4)
     hazel = make_hazel(db_url, wf, clock=clock)
-    run = hazel.start("chatty", {}, person("author"))
-    assert hazel.drive(run.id).run.status is RunStatus.FAILED
+    run = hazel.start(workflow="chatty", input={}, actor=person("author"))
+    assert hazel.drive(run_id=run.id).run.status is RunStatus.FAILED
     clock.advance(8 * DAY)
     assert prune(hazel.store, older_than_days=7, now=clock()).runs == [run.id]
-    assert len(hazel.checkpoints(run.id)) == 1
+    assert len(hazel.checkpoints(run_id=run.id)) == 1
 
     fixed = make_hazel(db_url, chatty(), clock=clock)  # the bug is fixed and deployed
-    fixed.retry(run.id, person("olga"))
-    assert fixed.drive(run.id).run.status is RunStatus.WAITING
-    assert fixed.state_at(run.id).lines == [f"line {i}" for i in range(6)]
+    fixed.retry(run_id=run.id, actor=person("olga"))
+    assert fixed.drive(run_id=run.id).run.status is RunStatus.WAITING
+    assert fixed.state_at(run_id=run.id).lines == [f"line {i}" for i in range(6)]
 
 
 def test_rewinding_a_pruned_run(db_url: str, clock: FakeClock) -> None:
     hazel = make_hazel(db_url, chatty(), clock=clock)
     run_id = completed_run(hazel)
-    head = hazel.get(run_id).head_seq
+    head = hazel.get(run_id=run_id).head_seq
     clock.advance(2 * DAY)
     prune(hazel.store, older_than_days=1, now=clock())
     with pytest.raises(CheckpointNotFoundError, match=r"checkpoint #3 of run \w+ was pruned \(kept: #\d+\)"):
-        hazel.rewind(run_id, person("olga"), to=3)
-    outcome = hazel.rewind(run_id, person("olga"), to=head, feedback="one more line")
+        hazel.rewind(run_id=run_id, actor=person("olga"), to=3)
+    outcome = hazel.rewind(run_id=run_id, actor=person("olga"), to=head, feedback="one more line")
     assert outcome.run_status is RunStatus.READY
-    assert hazel.drive(run_id).run.status is RunStatus.COMPLETED
-    assert hazel.state_at(run_id).lines[-1] == "done"
+    assert hazel.drive(run_id=run_id).run.status is RunStatus.COMPLETED
+    assert hazel.state_at(run_id=run_id).lines[-1] == "done"
 
 
 def test_compact_refuses_a_run_that_left_the_ended_state(db_url: str, clock: FakeClock) -> None:
     """Between listing candidates and compacting, the run was retried: it is left alone."""
     hazel = make_hazel(db_url, chatty(fail_at=2), clock=clock)
-    run = hazel.start("chatty", {}, person("author"))
-    hazel.drive(run.id)
+    run = hazel.start(workflow="chatty", input={}, actor=person("author"))
+    hazel.drive(run_id=run.id)
     clock.advance(2 * DAY)
     with hazel.store.read() as tx:
         [candidate] = tx.retention.candidates(ended_before=clock())
-    hazel.retry(run.id, person("olga"))
+    hazel.retry(run_id=run.id, actor=person("olga"))
     with hazel.store.transaction() as tx:
         assert tx.retention.compact(candidate.run_id, ended_before=clock()) is None
-    assert len(hazel.checkpoints(run.id)) == candidate.checkpoints
+    assert len(hazel.checkpoints(run_id=run.id)) == candidate.checkpoints
 
 
 def test_the_head_snapshot_is_a_real_snapshot(db_url: str, clock: FakeClock) -> None:
@@ -209,13 +209,13 @@ def test_prune_command(db_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: P
     assert dry.exit_code == 0, dry.output
     planned = json.loads(dry.stdout)
     assert planned["dry_run"] is True and planned["runs"] == [run_id] and planned["checkpoints_deleted"] == 10
-    assert len(hazel.checkpoints(run_id)) == planned["checkpoints_deleted"] + 1
+    assert len(hazel.checkpoints(run_id=run_id)) == planned["checkpoints_deleted"] + 1
 
     done = runner.invoke(app, ["prune", "--older-than", "30", "--as", "olga"])
     assert done.exit_code == 0, done.output
     assert "pruned 1 run(s)" in done.stdout and run_id in done.stdout
-    assert len(hazel.checkpoints(run_id)) == 1
-    assert hazel.audit(run_id)[-1].actor_id == "olga"
+    assert len(hazel.checkpoints(run_id=run_id)) == 1
+    assert hazel.audit(run_id=run_id)[-1].person == "olga"  # the operator, acting for olga
     shown = runner.invoke(app, ["show", run_id, "--json"])
     assert shown.exit_code == 0, shown.output
     assert json.loads(shown.stdout)["state"]["lines"][-1] == "done"

@@ -23,10 +23,10 @@ def test_listen_notify_wakes_another_process(pg_url: str, tmp_path: Path) -> Non
     hazel = fleet.hazel
     try:
         time.sleep(1.5)  # let it start and LISTEN
-        run = hazel.start("fleet", {}, SME)
-        wait_until(lambda: hazel.get(run.id).status is RunStatus.WAITING, 15, "the worker to take the new run")
-        hazel.decide(run.id, "approve", SME)
-        wait_until(lambda: hazel.get(run.id).status is RunStatus.COMPLETED, 15, "the worker to resume the run")
+        run = hazel.start(workflow="fleet", input={}, actor=SME)
+        wait_until(lambda: hazel.get(run_id=run.id).status is RunStatus.WAITING, 15, "the worker to take the new run")
+        hazel.decide(run_id=run.id, action="approve", actor=SME)
+        wait_until(lambda: hazel.get(run_id=run.id).status is RunStatus.COMPLETED, 15, "the worker to resume the run")
     finally:
         fleet.close()
 

@@ -13,7 +13,7 @@ from datetime import timedelta
 
 import pytest
 
-from bot import StepContext, Workflow
+from hazel import StepContext, Workflow
 from bot.ops.scheduler import Scheduler
 from bot.settings import Settings
 from store.models import RequestStatus, RunStatus
@@ -40,38 +40,39 @@ def test_a_new_scheduler_after_a_restart_neither_loses_nor_repeats(db_url: str) 
     clock.advance(1.5 * HOUR)
     assert second.tick().timeouts and second.tick().fired == 0
     assert len(outbox(restarted, "reminder")) == 2
-    assert [d.actor_id for d in restarted.decisions(run_id)] == ["timeout"]
+    assert [d.actor_id for d in restarted.decisions(run_id=run_id)] == ["timeout"]
 
 
 def test_a_timeout_cut_by_a_crash_fires_after_its_lease(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The process dies after the timeout's lease commits and before it decides: nothing was decided, and a
     later scheduler decides it once the lease (``TIMEOUT_RETRY_SEC``) runs out."""
-    import bot.ops.timers
+    import bot.engine.timeouts
+    from bot.engine.timeouts import Fired
 
     clock = FakeClock()
     hazel, scheduler, run_id = waiting(db_url, clock, timeout_sec=HOUR, on_timeout="reject")
     clock.advance(HOUR)
     with monkeypatch.context() as patched:
-        patched.setattr(bot.ops.timers, "act_on_timeout", lambda *args, **kwargs: False)  # "killed" here
+        patched.setattr(bot.engine.timeouts.Timeouts, "_act", lambda *args, **kwargs: Fired())  # "killed" here
         scheduler.tick()
-    assert hazel.decisions(run_id) == [] and hazel.get(run_id).status is RunStatus.WAITING
-    assert request_of(hazel, run_id).next_action_at == clock.now + timedelta(seconds=bot.ops.timers.TIMEOUT_RETRY_SEC)
+    assert hazel.decisions(run_id=run_id) == [] and hazel.get(run_id=run_id).status is RunStatus.WAITING
+    assert request_of(hazel, run_id).next_action_at == clock.now + timedelta(seconds=bot.engine.timeouts.TIMEOUT_RETRY_SEC)
 
     later = Scheduler(make_hazel(db_url, timed(timeout_sec=HOUR, on_timeout="reject"), clock=clock))
-    clock.advance(bot.ops.timers.TIMEOUT_RETRY_SEC / 2)
+    clock.advance(bot.engine.timeouts.TIMEOUT_RETRY_SEC / 2)
     assert later.tick().timeouts == []
-    clock.advance(bot.ops.timers.TIMEOUT_RETRY_SEC / 2)
+    clock.advance(bot.engine.timeouts.TIMEOUT_RETRY_SEC / 2)
     assert len(later.tick().timeouts) == 1
-    assert [d.action.value for d in hazel.decisions(run_id)] == ["reject"]
-    assert hazel.get(run_id).status is RunStatus.REJECTED
+    assert [d.action.value for d in hazel.decisions(run_id=run_id)] == ["reject"]
+    assert hazel.get(run_id=run_id).status is RunStatus.REJECTED
 
 
 def test_a_request_whose_version_is_gone_waits_for_it(db_url: str) -> None:
     """A scheduler without the run's workflow version does not lose the timeout: it looks again later, and a
     scheduler that has the version fires it."""
     from bot.engine.registry import Registry
-    from bot.engine.hazel import Hazel
-    from bot.ops.timers import UNRESOLVED_RETRY_SEC
+    from bot.server.app import HazelApp as Hazel
+    from bot.engine.timeouts import UNRESOLVED_RETRY_SEC
     from bot.engine.workflow import Workflow
 
     clock = FakeClock()
@@ -83,7 +84,7 @@ def test_a_request_whose_version_is_gone_waits_for_it(db_url: str) -> None:
     stranger = Hazel(Settings(HAZEL_DATABASE_URL=db_url), registry=registry, load_workflows=False, clock=clock)
     clock.advance(60)
     assert Scheduler(stranger).tick().fired == 0
-    assert hazel.get(run_id).status is RunStatus.WAITING and hazel.decisions(run_id) == []
+    assert hazel.get(run_id=run_id).status is RunStatus.WAITING and hazel.decisions(run_id=run_id) == []
     assert request_of(hazel, run_id).next_action_at == clock.now + timedelta(seconds=UNRESOLVED_RETRY_SEC)
     clock.advance(UNRESOLVED_RETRY_SEC)
     assert len(Scheduler(hazel).tick().timeouts) == 1
@@ -98,8 +99,8 @@ def test_two_schedulers_at_once_fire_everything_exactly_once(db_url: str) -> Non
     second = make_hazel(db_url, timed(**options), clock=clock)
     run_ids = []
     for _ in range(12):
-        run = first.start("timed", {}, person("author"))
-        first.drive(run.id)
+        run = first.start(workflow="timed", input={}, actor=person("author"))
+        first.drive(run_id=run.id)
         run_ids.append(run.id)
     schedulers = [Scheduler(first, batch=5), Scheduler(second, batch=5)]
 
@@ -125,9 +126,9 @@ def test_two_schedulers_at_once_fire_everything_exactly_once(db_url: str) -> Non
     assert sorted(per_request_reminders.values()) == [2] * 12  # at 1 h and at 2 h
     assert sorted(Counter(m.request_id for m in outbox(first, "escalation")).values()) == [1] * 12
     for run_id in run_ids:
-        assert [(d.actor_id, d.action.value) for d in first.decisions(run_id)] == [("timeout", "approve")]
+        assert [(d.actor_id, d.action.value) for d in first.decisions(run_id=run_id)] == [("timeout", "approve")]
         assert len(events(first, run_id, "request.escalated")) == 1
-        assert first.get(run_id).status is RunStatus.READY
+        assert first.get(run_id=run_id).status is RunStatus.READY
         assert request_of(first, run_id).status is RequestStatus.DECIDED
 
 
@@ -148,8 +149,8 @@ def test_retry_backoffs_wake_the_workers_when_due(db_url: str) -> None:
     woken: list[str] = []
     hazel.on_ready(woken.append)
     scheduler = Scheduler(hazel)
-    run = hazel.start("flaky", {}, person("author"))
-    result = hazel.drive(run.id, wait_for_retries=False)
+    run = hazel.start(workflow="flaky", input={}, actor=person("author"))
+    result = hazel.drive(run_id=run.id, wait_for_retries=False)
     assert result.run.status is RunStatus.READY and result.run.wake_at is not None
     wake_at = result.run.wake_at
     assert scheduler.next_due_at() == wake_at
@@ -160,7 +161,7 @@ def test_retry_backoffs_wake_the_workers_when_due(db_url: str) -> None:
     clock.now = wake_at
     assert scheduler.tick().retries_woken == [run.id] and woken == [run.id]
     claimed = hazel.runner.claim()
-    assert claimed is not None and claimed.id == run.id
+    assert claimed is not None and claimed.run.id == run.id
     assert hazel.runner.drive(claimed).run.status is RunStatus.WAITING
     assert scheduler.tick().retries_woken == []
 
@@ -180,8 +181,8 @@ def test_real_apscheduler_fires_on_time_between_ticks(db_url: str) -> None:
     (due 0.2 s after the request) and then the timeout (due after 1.5 s); a prune job runs when retention is
     set."""
     hazel = make_hazel(db_url, timed(remind_after_sec=0.2, timeout_sec=1.5, on_timeout="approve"))
-    run = hazel.start("timed", {}, person("author"))
-    hazel.drive(run.id)
+    run = hazel.start(workflow="timed", input={}, actor=person("author"))
+    hazel.drive(run_id=run.id)
     scheduler = Scheduler(hazel, tick_sec=30, retention_days=0, prune_every_sec=0.2)
     scheduler.start()  # its first tick runs at once and arms the date job
 
@@ -193,13 +194,13 @@ def test_real_apscheduler_fires_on_time_between_ticks(db_url: str) -> None:
     try:
         wait_for(lambda: outbox(hazel, "reminder"))
         assert len(outbox(hazel, "reminder")) == 1
-        wait_for(lambda: hazel.get(run.id).status is not RunStatus.WAITING)
-        assert hazel.get(run.id).status is RunStatus.READY
-        assert [d.actor_id for d in hazel.decisions(run.id)] == ["timeout"]
-        hazel.drive(run.id)
-        wait_for(lambda: len(hazel.checkpoints(run.id)) == 1)
-        assert len(hazel.checkpoints(run.id)) == 1  # the scheduled prune compacted the completed run
-        assert hazel.state_at(run.id).published is True
+        wait_for(lambda: hazel.get(run_id=run.id).status is not RunStatus.WAITING)
+        assert hazel.get(run_id=run.id).status is RunStatus.READY
+        assert [d.actor_id for d in hazel.decisions(run_id=run.id)] == ["timeout"]
+        hazel.drive(run_id=run.id)
+        wait_for(lambda: len(hazel.checkpoints(run_id=run.id)) == 1)
+        assert len(hazel.checkpoints(run_id=run.id)) == 1  # the scheduled prune compacted the completed run
+        assert hazel.state_at(run_id=run.id).published is True
     finally:
         scheduler.stop()
     assert not scheduler.running
@@ -208,7 +209,7 @@ def test_real_apscheduler_fires_on_time_between_ticks(db_url: str) -> None:
 
 WORKFLOW_FILE = '''
 from pydantic import BaseModel
-from bot import Workflow
+from hazel import Workflow
 
 class S(BaseModel):
     done: bool = False
@@ -237,13 +238,13 @@ def test_worker_until_idle_fires_due_timeouts_then_drains(db_url: str, monkeypat
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     hazel = make_hazel(db_url, module.wf, clock=FakeClock(start=datetime(2025, 1, 1, tzinfo=timezone.utc)))
-    run = hazel.start("auto-ok", {}, person("author"))
-    assert hazel.drive(run.id).run.status is RunStatus.WAITING  # due an hour later in 2025: long past now
+    run = hazel.start(workflow="auto-ok", input={}, actor=person("author"))
+    assert hazel.drive(run_id=run.id).run.status is RunStatus.WAITING  # due an hour later in 2025: long past now
 
     monkeypatch.setenv("HAZEL_DATABASE_URL", db_url)
     monkeypatch.setenv("HAZEL_WORKFLOWS", str(path))
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(app, ["worker", "--until-idle", "--json"])
     assert result.exit_code == 0, result.output
-    assert hazel.get(run.id).status is RunStatus.COMPLETED
-    assert [(d.actor_id, d.action.value) for d in hazel.decisions(run.id)] == [("timeout", "approve")]
+    assert hazel.get(run_id=run.id).status is RunStatus.COMPLETED
+    assert [(d.actor_id, d.action.value) for d in hazel.decisions(run_id=run.id)] == [("timeout", "approve")]

@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 from pydantic import BaseModel
 
-from bot import Approvers, StepContext, Workflow
+from hazel import Approvers, StepContext, Workflow
 from bot.engine.errors import NotAllowedError, WorkflowDefinitionError
 from bot.ops.scheduler import Scheduler
 from store.models import RequestStatus, RunStatus
@@ -70,8 +70,8 @@ def clock() -> FakeClock:
 def waiting(db_url: str, clock: FakeClock, **steer: object):  # noqa: ANN201
     """A Hazel on ``db_url`` with the ``timed`` workflow, a scheduler, and one run waiting at review."""
     hazel = make_hazel(db_url, timed(**steer), clock=clock)
-    run = hazel.start("timed", {}, person("author"))
-    assert hazel.drive(run.id).run.status is RunStatus.WAITING
+    run = hazel.start(workflow="timed", input={}, actor=person("author"))
+    assert hazel.drive(run_id=run.id).run.status is RunStatus.WAITING
     return hazel, Scheduler(hazel), run.id
 
 
@@ -81,11 +81,11 @@ def outbox(hazel, kind: str) -> list:  # noqa: ANN001
 
 
 def events(hazel, run_id: str, action: str) -> list:  # noqa: ANN001
-    return [e for e in hazel.audit(run_id) if e.action == action]
+    return [e for e in hazel.audit(run_id=run_id) if e.action == action]
 
 
 def request_of(hazel, run_id: str):  # noqa: ANN001, ANN201
-    return hazel.requests(run_id)[-1]
+    return hazel.requests(run_id=run_id)[-1]
 
 
 # -- scheduling at open ---------------------------------------------------------------------------------------
@@ -139,7 +139,7 @@ def test_reminders_fire_once_per_slot_and_repeat(db_url: str, clock: FakeClock) 
 
 def test_a_decided_request_gets_no_more_reminders(db_url: str, clock: FakeClock) -> None:
     hazel, scheduler, run_id = waiting(db_url, clock, remind_after_sec=HOUR)
-    hazel.decide(run_id, "approve", person("sme"))
+    hazel.decide(run_id=run_id, action="approve", actor=person("sme"))
     clock.advance(2 * HOUR)
     assert scheduler.tick().fired == 0 and outbox(hazel, "reminder") == []
 
@@ -152,7 +152,7 @@ def test_escalation_notifies_and_lets_backup_approvers_decide(db_url: str, clock
                                        escalate_after_sec=2 * HOUR, escalate_to=Approvers(users=["lead"]),
                                        escalate_channel="slack:#leads")
     with pytest.raises(NotAllowedError, match="only priya"):
-        hazel.decide(run_id, "approve", person("lead"))
+        hazel.decide(run_id=run_id, action="approve", actor=person("lead"))
 
     clock.advance(2 * HOUR)
     assert len(scheduler.tick().escalations) == 1 and scheduler.tick().escalations == []
@@ -163,9 +163,9 @@ def test_escalation_notifies_and_lets_backup_approvers_decide(db_url: str, clock
     [event] = events(hazel, run_id, "request.escalated")
     assert event.channel == "timeout" and event.detail["to"] == "lead" and event.detail["reason"] == "waited 7200 s"
 
-    outcome = hazel.decide(run_id, "approve", person("lead"))
+    outcome = hazel.decide(run_id=run_id, action="approve", actor=person("lead"))
     assert outcome.settled and outcome.decision.actor_id == "lead"
-    assert hazel.drive(run_id).run.status is RunStatus.COMPLETED
+    assert hazel.drive(run_id=run_id).run.status is RunStatus.COMPLETED
 
     # Slack is not configured here: the escalation falls back to the console, rendered as an escalation.
     hazel.deliverer.deliver_due()
@@ -184,7 +184,7 @@ def test_timeout_approve_is_recorded_as_the_timeout(db_url: str, clock: FakeCloc
     report = scheduler.tick()
     assert report.timeouts == [(request_of(hazel, run_id).id, "approve")]
 
-    [decision] = hazel.decisions(run_id)
+    [decision] = hazel.decisions(run_id=run_id)
     assert (decision.action.value, decision.actor_id, decision.channel, decision.actor_name) == (
         "approve", "timeout", "timeout", "timeout")
     assert decision.delivery_id == f"timeout:{decision.request_id}"
@@ -192,45 +192,45 @@ def test_timeout_approve_is_recorded_as_the_timeout(db_url: str, clock: FakeCloc
     assert request.status is RequestStatus.DECIDED and request.decided_by == "timeout"
     [event] = events(hazel, run_id, "decision.approve")
     assert event.channel == "timeout"
-    assert hazel.drive(run_id).run.status is RunStatus.COMPLETED
+    assert hazel.drive(run_id=run_id).run.status is RunStatus.COMPLETED
     assert scheduler.tick().fired == 0
 
 
 def test_timeout_approve_settles_a_quorum(db_url: str, clock: FakeClock) -> None:
     hazel, scheduler, run_id = waiting(db_url, clock, approvals_required=3, timeout_sec=HOUR,
                                        on_timeout="approve")
-    hazel.decide(run_id, "approve", person("ann"))
+    hazel.decide(run_id=run_id, action="approve", actor=person("ann"))
     clock.advance(HOUR)
     scheduler.tick()
     request = request_of(hazel, run_id)
     assert request.status is RequestStatus.DECIDED and request.approvals == 1
-    assert hazel.get(run_id).status is RunStatus.READY
+    assert hazel.get(run_id=run_id).status is RunStatus.READY
 
 
 def test_timeout_reject_gives_the_reason(db_url: str, clock: FakeClock) -> None:
     hazel, scheduler, run_id = waiting(db_url, clock, timeout_sec=72 * HOUR, on_timeout="reject")
     clock.advance(72 * HOUR)
     scheduler.tick()
-    [decision] = hazel.decisions(run_id)
+    [decision] = hazel.decisions(run_id=run_id)
     assert decision.action.value == "reject" and decision.channel == "timeout"
     assert decision.payload == {"reason": "timed out after 259200 s"}
-    assert hazel.get(run_id).status is RunStatus.REJECTED
+    assert hazel.get(run_id=run_id).status is RunStatus.REJECTED
 
 
 def test_timeout_fail_leaves_a_retryable_failed_run(db_url: str, clock: FakeClock) -> None:
     hazel, scheduler, run_id = waiting(db_url, clock, timeout_sec=60, on_timeout="fail")
     clock.advance(61)
     scheduler.tick()
-    run = hazel.get(run_id)
+    run = hazel.get(run_id=run_id)
     assert run.status is RunStatus.FAILED and run.error == "'Review' timed out after 60 s (on_timeout=fail)"
     first = request_of(hazel, run_id)
     assert first.status is RequestStatus.CANCELLED and first.decided_by == "timeout"
     [event] = events(hazel, run_id, "run.failed")
     assert event.channel == "timeout"
-    assert hazel.decisions(run_id) == []  # nobody decided: the run failed
+    assert hazel.decisions(run_id=run_id) == []  # nobody decided: the run failed
 
-    hazel.retry(run_id, person("olga"))  # asks again, with a fresh timeout
-    assert hazel.drive(run_id).run.status is RunStatus.WAITING
+    hazel.retry(run_id=run_id, actor=person("olga"))  # asks again, with a fresh timeout
+    assert hazel.drive(run_id=run_id).run.status is RunStatus.WAITING
     second = request_of(hazel, run_id)
     assert second.id != first.id and second.next_action_at == clock.now + timedelta(seconds=60)
 
@@ -239,7 +239,7 @@ def test_timeout_cancel(db_url: str, clock: FakeClock) -> None:
     hazel, scheduler, run_id = waiting(db_url, clock, timeout_sec=60, on_timeout="cancel")
     clock.advance(60)
     scheduler.tick()
-    assert hazel.get(run_id).status is RunStatus.CANCELLED
+    assert hazel.get(run_id=run_id).status is RunStatus.CANCELLED
     assert request_of(hazel, run_id).status is RequestStatus.CANCELLED
     [event] = events(hazel, run_id, "run.cancelled")
     assert event.actor_id == "timeout" and "timed out after 60 s" in event.detail["reason"]
@@ -261,21 +261,19 @@ def test_timeout_escalate_keeps_the_request_pending(db_url: str, clock: FakeCloc
     assert scheduler.tick().escalations == []
     [notice] = outbox(hazel, "escalation")
     assert notice.channel == "console" and notice.payload == {"timed_out": True}  # the request's own channel
-    assert hazel.decide(run_id, "approve", person("lead")).settled
+    assert hazel.decide(run_id=run_id, action="approve", actor=person("lead")).settled
 
 
 def test_a_person_who_decides_first_wins_over_the_timeout(db_url: str, clock: FakeClock) -> None:
-    from bot.ops.timers import act_on_timeout
-
     hazel, scheduler, run_id = waiting(db_url, clock, timeout_sec=HOUR, on_timeout="cancel")
     request = request_of(hazel, run_id)
     point = hazel.registry.get("timed").point("review")
     clock.advance(HOUR)
-    hazel.decide(run_id, "approve", person("sme"))  # just before the timeout acts
-    assert act_on_timeout(hazel, request, point, "cancel") is False
-    assert act_on_timeout(hazel, request, point, "approve") is False
-    assert hazel.get(run_id).status is RunStatus.READY
-    assert [d.actor_id for d in hazel.decisions(run_id)] == ["sme"]
+    hazel.decide(run_id=run_id, action="approve", actor=person("sme"))  # just before the timeout acts
+    assert hazel.timeouts._act(request, point, "cancel").timeout is None
+    assert hazel.timeouts._act(request, point, "approve").timeout is None
+    assert hazel.get(run_id=run_id).status is RunStatus.READY
+    assert [d.actor_id for d in hazel.decisions(run_id=run_id)] == ["sme"]
     assert scheduler.tick().fired == 0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel
 
-from bot import StepContext, Workflow
+from hazel import StepContext, Workflow
 from bot.engine.errors import VersionUnavailableError
 from bot.engine.versions import MIGRATE_NODE, runnable_versions
 from store.models import RunStatus
@@ -65,8 +65,8 @@ def v2(*, with_migration: bool = True, has_review: bool = True) -> Workflow:
 
 def waiting_v1_run(db_url: str) -> str:
     old = make_hazel(db_url, v1())
-    run = old.start("article", {"title": "caching"}, person("me"))
-    assert old.drive(run.id).run.status is RunStatus.WAITING
+    run = old.start(workflow="article", input={"title": "caching"}, actor=person("me"))
+    assert old.drive(run_id=run.id).run.status is RunStatus.WAITING
     old.close()
     return run.id
 
@@ -74,58 +74,58 @@ def waiting_v1_run(db_url: str) -> str:
 def test_a_run_resumes_on_its_own_version_while_registered(db_url: str) -> None:
     run_id = waiting_v1_run(db_url)
     both = make_hazel(db_url, v1(), v2())
-    both.decide(run_id, "approve", person("sme"))
-    assert both.drive(run_id).run.status is RunStatus.COMPLETED
-    assert both.get(run_id).workflow_version == 1
-    new = both.start("article", {"headline": "x"}, person("me"))
+    both.decide(run_id=run_id, action="approve", actor=person("sme"))
+    assert both.drive(run_id=run_id).run.status is RunStatus.COMPLETED
+    assert both.get(run_id=run_id).workflow_version == 1
+    new = both.start(workflow="article", input={"headline": "x"}, actor=person("me"))
     assert new.workflow_version == 2
 
 
 def test_a_declared_migration_moves_the_run_to_the_new_version(db_url: str) -> None:
     run_id = waiting_v1_run(db_url)
     new = make_hazel(db_url, v2())
-    outcome = new.decide(run_id, "edit", person("sme"), payload={"value": "edited on v2 now"})
+    outcome = new.decide(run_id=run_id, action="edit", actor=person("sme"), payload={"value": "edited on v2 now"})
     assert outcome.settled
-    result = new.drive(run_id)
+    result = new.drive(run_id=run_id)
     assert result.run.status is RunStatus.COMPLETED and result.run.workflow_version == 2
-    state = new.state_at(run_id)
+    state = new.state_at(run_id=run_id)
     assert state == V2(headline="caching", body="edited on v2 now", words=4)
-    cps = new.checkpoints(run_id)
+    cps = new.checkpoints(run_id=run_id)
     migrated = [c for c in cps if c.step == MIGRATE_NODE]
     assert len(migrated) == 1 and migrated[0].workflow_version == 2 and migrated[0].next_step == "review"
-    assert new.state_at(run_id, 1) == V2(headline="caching", body="v1 body about caching")  # old state, migrated
-    assert any(e.action == "run.migrated" for e in new.audit(run_id))
+    assert new.state_at(run_id=run_id, seq=1) == V2(headline="caching", body="v1 body about caching")  # old state, migrated
+    assert any(e.action == "run.migrated" for e in new.audit(run_id=run_id))
 
 
 def test_without_a_migration_the_decision_is_refused_and_the_run_stays(db_url: str) -> None:
     run_id = waiting_v1_run(db_url)
     new = make_hazel(db_url, v2(with_migration=False))
-    before = (new.get(run_id), new.checkpoints(run_id), new.requests(run_id))
+    before = (new.get(run_id=run_id), new.checkpoints(run_id=run_id), new.requests(run_id=run_id))
     with pytest.raises(VersionUnavailableError, match="version 1, which is not deployed .*deployed: v2"):
-        new.decide(run_id, "approve", person("sme"))
-    assert (new.get(run_id), new.checkpoints(run_id), new.requests(run_id)) == before
+        new.decide(run_id=run_id, action="approve", actor=person("sme"))
+    assert (new.get(run_id=run_id), new.checkpoints(run_id=run_id), new.requests(run_id=run_id)) == before
     with pytest.raises(VersionUnavailableError):
-        new.rewind(run_id, person("sme"), to=0)
-    assert new.get(run_id) == before[0]
+        new.rewind(run_id=run_id, actor=person("sme"), to=0)
+    assert new.get(run_id=run_id) == before[0]
 
 
 def test_a_migration_to_a_version_without_the_waiting_point_is_refused(db_url: str) -> None:
     run_id = waiting_v1_run(db_url)
     new = make_hazel(db_url, v2(has_review=False))
     with pytest.raises(VersionUnavailableError, match="waits at 'review'"):
-        new.decide(run_id, "approve", person("sme"))
-    assert new.get(run_id).status is RunStatus.WAITING and new.get(run_id).workflow_version == 1
+        new.decide(run_id=run_id, action="approve", actor=person("sme"))
+    assert new.get(run_id=run_id).status is RunStatus.WAITING and new.get(run_id=run_id).workflow_version == 1
 
 
 def test_workers_claim_only_versions_they_can_run(db_url: str) -> None:
     run_id = waiting_v1_run(db_url)
     both = make_hazel(db_url, v1())
-    both.decide(run_id, "approve", person("sme"))  # ready, on v1
+    both.decide(run_id=run_id, action="approve", actor=person("sme"))  # ready, on v1
     other = make_hazel(db_url, v2(with_migration=False))
     assert runnable_versions(other.registry) == {"article": [2]}
     assert other.runner.claim() is None and other.runner.claim(run_id) is None
-    assert other.get(run_id).status is RunStatus.READY
+    assert other.get(run_id=run_id).status is RunStatus.READY
     migrating = make_hazel(db_url, v2())
     assert runnable_versions(migrating.registry) == {"article": [2, 1]}
-    result = migrating.drive(run_id)
+    result = migrating.drive(run_id=run_id)
     assert result.run.status is RunStatus.COMPLETED and result.run.workflow_version == 2

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from bot import Approvers, StepContext, Workflow
+from hazel import Approvers, StepContext, Workflow
 from bot.engine.errors import UnknownWorkflowError, WorkflowDefinitionError
 from bot.engine.registry import Registry
 
@@ -86,7 +86,7 @@ def test_loading_modules_and_files(tmp_path: Path) -> None:
     loaded = reg.load(["examples.migration_plan"])
     assert [w.name for w in loaded] == ["migration-plan"]
     (tmp_path / "flows.py").write_text(
-        "from pydantic import BaseModel\nfrom bot import Workflow\nclass S(BaseModel):\n    x: int = 0\n"
+        "from pydantic import BaseModel\nfrom hazel import Workflow\nclass S(BaseModel):\n    x: int = 0\n"
         "wf = Workflow('from-file', state=S)\n@wf.step\ndef only(s, ctx):\n    return s\n")
     reg.load([str(tmp_path / "flows.py")])
     assert reg.get("from-file").first == "only"
@@ -99,7 +99,7 @@ def test_loading_modules_and_files(tmp_path: Path) -> None:
     with pytest.raises(WorkflowDefinitionError, match="cannot load workflows from 'no.such.module'"):
         reg.load(["no.such.module"])
     (tmp_path / "invalid.py").write_text(
-        "from pydantic import BaseModel\nfrom bot import Workflow\nclass S(BaseModel):\n    x: int = 0\n"
+        "from pydantic import BaseModel\nfrom hazel import Workflow\nclass S(BaseModel):\n    x: int = 0\n"
         "wf = Workflow('invalid', state=S)\n@wf.step\ndef only(s, ctx):\n    return s\n"
         "wf.steer('look', show='y')\n")
     with pytest.raises(WorkflowDefinitionError, match="shows field 'y'"):

@@ -38,33 +38,33 @@ def test_slack_answering_500_and_429_for_a_while(db_url: str) -> None:
         # Slack is down: every post fails with 500, every update is rate limited
         fake.fail("chat.postMessage", status=500, times=None)
         fake.fail("chat.update", status=429, retry_after_sec=1, times=None)
-        run_ids = [hazel.start("migration-plan", {"request": f"change {i}"}, sme).id for i in range(N_RUNS)]
-        wait_until(lambda: all(hazel.pending_request(r) for r in run_ids), 30, "every run to wait at the plan")
+        run_ids = [hazel.start(workflow="migration-plan", input={"request": f"change {i}"}, actor=sme).id for i in range(N_RUNS)]
+        wait_until(lambda: all(hazel.pending_request(run_id=r) for r in run_ids), 30, "every run to wait at the plan")
         time.sleep(1.0)  # a while: several delivery attempts fail
-        assert not any(hazel.pending_request(r).message_ref for r in run_ids), "nothing could be posted"
+        assert not any(hazel.pending_request(run_id=r).message_ref for r in run_ids), "nothing could be posted"
         failed_posts = len(fake.calls_to("chat.postMessage", ok=False))
         fake.clear_failures()
 
         # steer every run to the end; midway Slack rate-limits everything again for a while
         for round_no in range(3):
-            wait_until(lambda: all(hazel.pending_request(r) is not None and hazel.pending_request(r).message_ref
+            wait_until(lambda: all(hazel.pending_request(run_id=r) is not None and hazel.pending_request(run_id=r).message_ref
                                    for r in run_ids), 60, f"every request of round {round_no} to be posted")
             if round_no == 1:
                 fake.fail("chat.postMessage", status=429, retry_after_sec=1, times=None)
                 fake.fail("chat.update", status=500, times=None)
             for rid in run_ids:
-                hazel.decide(rid, "approve", sme)
+                hazel.decide(run_id=rid, action="approve", actor=sme)
             if round_no == 1:
                 time.sleep(1.0)
                 fake.clear_failures()
-        wait_until(lambda: all(hazel.get(r).status is RunStatus.COMPLETED for r in run_ids), 60,
+        wait_until(lambda: all(hazel.get(run_id=r).status is RunStatus.COMPLETED for r in run_ids), 60,
                    "every run to complete")
         def outbox_pending() -> list:
             with hazel.store.read() as tx:
                 return tx.outbox.list(status="pending")
 
         wait_until(lambda: not outbox_pending(), 30, "the outbox to drain")
-        requests_all = [req for rid in run_ids for req in hazel.requests(rid)]
+        requests_all = [req for rid in run_ids for req in hazel.requests(run_id=rid)]
         top_level = Counter()
         for call in fake.calls_to("chat.postMessage", ok=True):
             if not call.params.get("thread_ts"):
@@ -73,11 +73,11 @@ def test_slack_answering_500_and_429_for_a_while(db_url: str) -> None:
             dead = tx.outbox.list(status="dead")
         report = {
             "runs": N_RUNS,
-            "runs completed": sum(1 for r in run_ids if hazel.get(r).status is RunStatus.COMPLETED),
+            "runs completed": sum(1 for r in run_ids if hazel.get(run_id=r).status is RunStatus.COMPLETED),
             "steering requests": len(requests_all),
             "requests never posted": sum(1 for r in requests_all if not r.message_ref),
             "request messages posted": sum(top_level.values()),
-            "decisions recorded": sum(len(hazel.decisions(r)) for r in run_ids),
+            "decisions recorded": sum(len(hazel.decisions(run_id=r)) for r in run_ids),
             "posts refused while Slack was failing": failed_posts,
             "notifications dead": len(dead),
         }
@@ -101,7 +101,7 @@ def test_jira_unreachable_for_a_while(db_url: str) -> None:
         run_ids = [env.start(f"change number {i}") for i in range(N_RUNS)]  # each now waits at the Jira review
         assert not env.fake.issues, "Jira is unreachable: no issue yet"
         attempts = 0
-        while any(not hazel.pending_request(r).message_ref for r in run_ids):
+        while any(not hazel.pending_request(run_id=r).message_ref for r in run_ids):
             attempts += 1
             assert attempts < 200, "the outbox never got the issues created"
             env.clock.advance(700)  # past the longest backoff
@@ -117,7 +117,7 @@ def test_jira_unreachable_for_a_while(db_url: str) -> None:
             dead = tx.outbox.list(status="dead")
         report = {
             "runs": N_RUNS,
-            "runs completed": sum(1 for r in run_ids if hazel.get(r).status is RunStatus.COMPLETED),
+            "runs completed": sum(1 for r in run_ids if hazel.get(run_id=r).status is RunStatus.COMPLETED),
             "issues created": len(env.fake.issues),
             "issues expected": 2 * N_RUNS,
             "deliveries that failed at first": len(failed),

@@ -49,13 +49,13 @@ def test_postgresql_going_away_during_a_batch(pg_url: str, tmp_path: Path) -> No
     _truncate(pg_url)
     name = make_url(pg_url).database
     admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    fleet = Fleet(pg_url, tmp_path, workers=2, step_sec=0.03)
+    fleet = Fleet(pg_url, tmp_path, workers=2, step_sec=0.08)  # long enough a batch for two outages
     outages: list[float] = []
     lock = threading.Lock()
 
     def restart(elapsed: float) -> None:
         with lock:
-            if len(outages) >= 2 or (outages and elapsed - outages[-1] < 3) or elapsed < 1.5:
+            if len(outages) >= 2 or (outages and elapsed - outages[-1] < 2) or elapsed < 0.5:
                 return
             outages.append(elapsed)
         with admin.connect() as conn:

@@ -7,9 +7,9 @@ import io
 from rich.console import Console
 
 from bot.engine.registry import Registry
-from bot.engine.hazel import Hazel
-from bot.settings import Settings
 from bot.engine.workflow import Workflow
+from bot.server.app import HazelApp as Hazel
+from bot.settings import Settings
 from integrations.console import ConsoleChannel
 from store.models import Actor
 
@@ -39,4 +39,5 @@ def make_hazel(db_url: str, *workflows: Workflow, lease_sec: float = 60.0, **kwa
 
 
 def person(name: str) -> Actor:
-    return Actor(id=name, channel="console", name=name)
+    """A console actor named ``name`` (as the operator ``name`` at the terminal): their own person."""
+    return Actor(id=name, channel="console", name=name, person=name)

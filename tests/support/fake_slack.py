@@ -77,9 +77,11 @@ class FakeSlack:
 
     def __init__(self, *, channels: dict[str, str] | None = None, usergroups: dict[str, list[str]] | None = None,
                  bot_token: str = "xoxb-test-bot-token", app_token: str = "xapp-test-app-token",
-                 trigger_ttl_sec: float = 3.0) -> None:
+                 trigger_ttl_sec: float = 3.0, emails: dict[str, str] | None = None) -> None:
         self.channels = dict(channels or {"migrations": "C0000000001", "deploys": "C0000000002"})
         self.usergroups = {k: list(v) for k, v in (usergroups or {}).items()}
+        self.emails = dict(emails or {})
+        """Profile emails by user id, for ``users.info`` (users without one have no ``profile.email``)."""
         self.bot_token = bot_token
         self.app_token = app_token
         self.trigger_ttl_sec = trigger_ttl_sec
@@ -321,6 +323,16 @@ class FakeSlack:
             return {"ok": False, "error": "invalid_arguments", "response_metadata": {"messages": problems}}
         self.homes[p["user_id"]] = view
         return {"ok": True, "view": {**view, "id": f"V{next(self._seq):010d}"}}
+
+    def _users_info(self, p: dict) -> dict:
+        """``users.info`` as Slack answers it with ``users:read.email``: ``profile.email`` when the user has one."""
+        user = p.get("user")
+        if not user or not str(user).startswith(("U", "W")):
+            return {"ok": False, "error": "user_not_found"}
+        profile = {"real_name": str(user), "display_name": str(user)}
+        if user in self.emails:
+            profile["email"] = self.emails[user]
+        return {"ok": True, "user": {"id": user, "name": str(user).lower(), "profile": profile}}
 
     def _usergroups_users_list(self, p: dict) -> dict:
         group = p.get("usergroup")

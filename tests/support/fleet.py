@@ -19,7 +19,7 @@ from sqlalchemy.exc import OperationalError
 
 from bot.engine.errors import AlreadyDecidedError
 from bot.engine.registry import Registry
-from bot.engine.hazel import Hazel
+from bot.server.app import HazelApp as Hazel
 from bot.settings import Settings
 from store.models import Actor, RunStatus
 
@@ -70,13 +70,13 @@ class Fleet:
         reminder was sent), call ``fault(elapsed_sec)`` between rounds, until every run completed or the time
         is up. Returns the report."""
         hazel = self.hazel
-        run_ids = [hazel.start("fleet", {}, SME).id for _ in range(n_runs)]
+        run_ids = [hazel.start(workflow="fleet", input={}, actor=SME).id for _ in range(n_runs)]
         decided: Counter = Counter()
 
         def decide(run_id: str) -> None:
             for _ in range(20):  # a client retries while the database is away
                 try:
-                    hazel.decide(run_id, "approve", SME)
+                    hazel.decide(run_id=run_id, action="approve", actor=SME)
                     decided[run_id] += 1
                     return
                 except AlreadyDecidedError:

@@ -14,9 +14,9 @@ import responses
 from rich.console import Console
 
 from bot.engine.registry import Registry
-from bot.engine.hazel import Hazel
+from bot.server.app import HazelApp as Hazel
 from bot.settings import Settings
-from bot.inbound.health import create_app
+from bot.server.http import create_app
 from bot.server.wiring import channels_from_settings, http_routers
 from examples.migration_plan import build
 from integrations.console import ConsoleChannel
@@ -63,20 +63,20 @@ class JiraEnv:
 
     def start(self, request: str = "rename users.email to users.email_address") -> str:
         """Start the example and approve its plan on the console: it then waits at the scripts review (Jira)."""
-        run = self.hazel.start("migration-plan", {"request": request}, OPERATOR)
-        self.hazel.drive(run.id)
-        self.hazel.decide(run.id, "approve", OPERATOR)
+        run = self.hazel.start(workflow="migration-plan", input={"request": request}, actor=OPERATOR)
+        self.hazel.drive(run_id=run.id)
+        self.hazel.decide(run_id=run.id, action="approve", actor=OPERATOR)
         self.drive(run.id)
         return run.id
 
     def drive(self, run_id: str) -> Run:
-        result = self.hazel.drive(run_id)
+        result = self.hazel.drive(run_id=run_id)
         self.hazel.deliverer.deliver_due()
         assert result.run is not None
         return result.run
 
     def pending(self, run_id: str) -> SteeringRequest | None:
-        return self.hazel.pending_request(run_id)
+        return self.hazel.pending_request(run_id=run_id)
 
     def issue(self, run_id: str) -> dict[str, Any]:
         """The fake issue of the run's pending request."""

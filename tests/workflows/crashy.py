@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from bot import StepContext, Workflow
+from hazel import StepContext, Workflow
 
 DIR = Path(os.environ.get("CRASHY_DIR", "."))
 

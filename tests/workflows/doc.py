@@ -11,7 +11,7 @@ from collections import Counter
 
 from pydantic import BaseModel, Field
 
-from bot import Approvers, StepContext, Workflow
+from hazel import Approvers, StepContext, Workflow
 
 
 class Plan(BaseModel):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from bot import StepContext, Workflow
+from hazel import StepContext, Workflow
 
 DIR = Path(os.environ.get("FLEET_DIR", "."))
 STEP_SEC = float(os.environ.get("FLEET_STEP_SEC", "0.01"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from bot import StepContext, Workflow
+from hazel import StepContext, Workflow
 
 
 class DocState(BaseModel):

@@ -2,9 +2,8 @@
 ``POST /slack/events`` or over Socket Mode. Outbound messages are ``integrations.slack.SlackChannel``'s.
 
 ```python
-channels = {"slack": slack_channel(settings)}   # bot.server.wiring.channels_from_settings, when SLACK_BOT_TOKEN is set
-routers = slack_routers(hazel, settings)        # bot.server.wiring.http_routers: POST /slack/events
-handler = start_socket_mode(hazel, settings)    # hazel serve --socket-mode (SLACK_APP_TOKEN)
+routers = slack_routers(hazel, settings, channel=slack)   # bot.server.wiring.http_routers: POST /slack/events
+handler = start_socket_mode(hazel, settings, channel=slack)   # hazel serve --socket-mode (SLACK_APP_TOKEN)
 ```
 """
 
@@ -16,21 +15,22 @@ from fastapi import APIRouter
 from slack_bolt import App
 from slack_bolt.adapter.socket_mode import SocketModeHandler
 
-from bot.engine.hazel import Hazel
-from bot.settings import Settings
+from bot.engine import Hazel
 from bot.inbound.slack import commands, home, interactions
 from bot.inbound.slack.bridge import SlackBridge
 from bot.inbound.slack.http import slack_router, socket_mode_handler
+from bot.settings import Settings
 from integrations.slack import SlackChannel, SlackDirectory, make_client
 
-__all__ = ["build_app", "slack_channel", "slack_router", "slack_routers", "socket_mode_handler",
-           "start_socket_mode"]
+__all__ = ["build_app", "slack_router", "slack_routers", "socket_mode_handler", "start_socket_mode"]
 log = logging.getLogger("hazel.slack")
 
 
-def build_app(hazel: Hazel, settings: Settings, *, socket_mode: bool = False) -> App:
-    """The Bolt app for ``hazel``. It shares the Slack channel's client and user group cache when Slack is
-    configured as a channel, and makes that channel refresh App Home tabs when requests change.
+def build_app(hazel: Hazel, settings: Settings, *, channel: SlackChannel | None = None,
+              socket_mode: bool = False) -> App:
+    """The Bolt app for ``hazel``. It shares ``channel``'s client and user group cache (the Slack channel
+    Hazel delivers through, when Slack is configured as one) and makes that channel refresh App Home tabs
+    when requests change.
 
     Raises:
         ValueError: ``SLACK_BOT_TOKEN`` is not set, or ``SLACK_SIGNING_SECRET`` is not set for HTTP.
@@ -39,14 +39,13 @@ def build_app(hazel: Hazel, settings: Settings, *, socket_mode: bool = False) ->
         raise ValueError("Slack needs SLACK_BOT_TOKEN")
     if settings.slack_signing_secret is None and not socket_mode:
         raise ValueError("Slack over HTTP needs SLACK_SIGNING_SECRET (Bolt verifies each request with it)")
-    channel = hazel.router.channels.get("slack")
-    if isinstance(channel, SlackChannel):
+    if channel is not None:
         client, directory = channel.client, channel.directory
     else:
         client = make_client(settings.slack_bot_token.get_secret_value(), base_url=settings.slack_api_url)
         directory = SlackDirectory(client)
     bridge = SlackBridge(hazel, client, directory)
-    if isinstance(channel, SlackChannel) and channel.on_change is None:
+    if channel is not None and channel.on_change is None:
         channel.on_change = bridge.refresh_homes
     secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else None
     app = App(client=client, signing_secret=secret, token_verification_enabled=False,
@@ -57,13 +56,7 @@ def build_app(hazel: Hazel, settings: Settings, *, socket_mode: bool = False) ->
     return app
 
 
-def slack_channel(settings: Settings) -> SlackChannel:
-    """The Slack channel on ``HAZEL_SLACK_API_URL`` with ``SLACK_BOT_TOKEN``."""
-    assert settings.slack_bot_token is not None
-    return SlackChannel(make_client(settings.slack_bot_token.get_secret_value(), base_url=settings.slack_api_url))
-
-
-def slack_routers(hazel: Hazel, settings: Settings) -> list[APIRouter]:
+def slack_routers(hazel: Hazel, settings: Settings, *, channel: SlackChannel | None = None) -> list[APIRouter]:
     """``POST /slack/events`` when ``SLACK_BOT_TOKEN`` and ``SLACK_SIGNING_SECRET`` are set; none (with a
     warning) without the signing secret, since Bolt could not verify requests."""
     if settings.slack_bot_token is None:
@@ -71,10 +64,10 @@ def slack_routers(hazel: Hazel, settings: Settings) -> list[APIRouter]:
     if settings.slack_signing_secret is None:
         log.warning("SLACK_SIGNING_SECRET is not set: POST /slack/events is off (Socket Mode still works)")
         return []
-    return [slack_router(build_app(hazel, settings))]
+    return [slack_router(build_app(hazel, settings, channel=channel))]
 
 
-def start_socket_mode(hazel: Hazel, settings: Settings) -> SocketModeHandler:
+def start_socket_mode(hazel: Hazel, settings: Settings, *, channel: SlackChannel | None = None) -> SocketModeHandler:
     """Connect to Slack over Socket Mode (``SLACK_APP_TOKEN``) in the background; ``.close()`` stops it.
 
     Raises:
@@ -82,7 +75,7 @@ def start_socket_mode(hazel: Hazel, settings: Settings) -> SocketModeHandler:
     """
     if settings.slack_app_token is None:
         raise ValueError("Socket Mode needs SLACK_APP_TOKEN (an app-level token, xapp-…)")
-    handler = socket_mode_handler(build_app(hazel, settings, socket_mode=True),
+    handler = socket_mode_handler(build_app(hazel, settings, channel=channel, socket_mode=True),
                                   settings.slack_app_token.get_secret_value())
     handler.connect()
     log.info("connected to Slack over Socket Mode")

@@ -22,13 +22,13 @@ from typing import Any, Callable
 
 from slack_bolt import App
 
-from bot.engine.errors import HazelError, NotAllowedError, RunNotFoundError
+from bot.engine import HazelError, NotAllowedError, RunNotFoundError
 from bot.inbound.slack.bridge import SlackBridge
-from bot.engine.workflow import REWIND_NODE, node_label
 from integrations.slack import blocks as B
 from integrations.slack import text as T
 from integrations.slack.directory import DirectoryError
-from store.models import Actor, CheckpointInfo, Decision, Run
+from integrations.slack.replies import history_text, run_line
+from store.models import Actor
 
 COMMAND = "/hazel"
 MAX_REPLY_CHARS = 3900
@@ -90,7 +90,7 @@ class Commands:
         parts = rest.split(None, 1)
         if not parts:
             raise HazelError(f"Usage: `{COMMAND} {usage}`")
-        return self.hazel.resolve(parts[0]), (parts[1].strip() if len(parts) > 1 else "")
+        return self.hazel.resolve(ref=parts[0]), (parts[1].strip() if len(parts) > 1 else "")
 
     # -- subcommands ---------------------------------------------------------------------------------------
 
@@ -99,7 +99,7 @@ class Commands:
 
     def do_runs(self, actor: Actor, rest: str, command: dict) -> str:
         lines = ["*Waiting on you*"]
-        waiting = self.bridge.waiting_on(actor, limit=20)
+        waiting = self.hazel.waiting_on(actor=actor, limit=20)
         for view in waiting:
             lines.append(f"• `{view.run.id}` *{T.escape(view.title)}* ({T.escape(view.workflow)}) in "
                          f"{B.channel_ref(view.request.channel)} since {B.date(view.request.created_at)}")
@@ -108,17 +108,17 @@ class Commands:
         lines.append("*In flight*")
         active = self.hazel.runs(statuses=["waiting", "ready", "running"], limit=20)
         for run in active:
-            lines.append(f"• {_run_line(run)}")
+            lines.append(f"• {run_line(run)}")
         if not active:
             lines.append("No run is in flight.")
         return "\n".join(lines)
 
     def do_status(self, actor: Actor, rest: str, command: dict) -> str:
         run_id, _ = self._run(rest, "status RUN")
-        run = self.hazel.get(run_id)
-        lines = [_run_line(run), f"started by {B.started_by(run)} {B.date(run.created_at)} · "
+        run = self.hazel.get(run_id=run_id)
+        lines = [run_line(run), f"started by {B.started_by(run)} {B.date(run.created_at)} · "
                                  f"checkpoint #{run.head_seq} · branch {run.branch}"]
-        pending = self.hazel.pending_request(run_id)
+        pending = self.hazel.pending_request(run_id=run_id)
         if pending is not None:
             lines.append(f"waits at *{T.escape(pending.title)}* in {B.channel_ref(pending.channel)} since "
                          f"{B.date(pending.created_at)}"
@@ -130,8 +130,8 @@ class Commands:
 
     def do_history(self, actor: Actor, rest: str, command: dict) -> str:
         run_id, _ = self._run(rest, "history RUN")
-        run = self.hazel.get(run_id)
-        return history_text(run, self.hazel.checkpoints(run_id), self.hazel.decisions(run_id))
+        run = self.hazel.get(run_id=run_id)
+        return history_text(run, self.hazel.checkpoints(run_id=run_id), self.hazel.decisions(run_id=run_id))
 
     def do_rewind(self, actor: Actor, rest: str, command: dict) -> str:
         run_id, more = self._run(rest, "rewind RUN STEP [feedback]")
@@ -140,25 +140,25 @@ class Commands:
             raise HazelError(f"Usage: `{COMMAND} rewind RUN STEP [feedback]` (see `{COMMAND} history {run_id}`)")
         to, feedback = parts[0], (parts[1] if len(parts) > 1 else None)
         delivery = f"command:{command['trigger_id']}" if command.get("trigger_id") else None
-        outcome = self.hazel.rewind(run_id, actor, to=to, feedback=feedback, delivery_id=delivery)
+        outcome = self.hazel.rewind(run_id=run_id, actor=actor, to=to, feedback=feedback, delivery_id=delivery)
         seq = outcome.decision.payload.get("to")
         return (f"↩️ Run `{run_id}` rewound to checkpoint #{seq}; it continues at "
                 f"`{T.escape(outcome.next_node or '?')}` on a new branch.")
 
     def do_retry(self, actor: Actor, rest: str, command: dict) -> str:
         run_id, _ = self._run(rest, "retry RUN")
-        run = self.hazel.retry(run_id, actor)
+        run = self.hazel.retry(run_id=run_id, actor=actor)
         return f"🔁 Run `{run.id}` is queued again from checkpoint #{run.head_seq}."
 
     def do_cancel(self, actor: Actor, rest: str, command: dict) -> str:
         run_id, reason = self._run(rest, "cancel RUN [reason]")
-        self.hazel.cancel(run_id, actor, reason=reason or None)
+        self.hazel.cancel(run_id=run_id, actor=actor, reason=reason or None)
         return f"🚫 Run `{run_id}` is cancelled."
 
     def do_start(self, actor: Actor, rest: str, command: dict) -> str:
         parts = rest.split(None, 1)
         if not parts:
-            names = ", ".join(f"`{wf.name}`" for wf in self.hazel.registry.all()) or "none"
+            names = ", ".join(f"`{wf.name}`" for wf in self.hazel.workflows()) or "none"
             raise HazelError(f"Usage: `{COMMAND} start WORKFLOW [input JSON]`; workflows: {names}")
         workflow, raw = parts[0], (parts[1] if len(parts) > 1 else "")
         try:
@@ -172,11 +172,7 @@ class Commands:
         earlier = self._earlier(trigger)
         if earlier is not None:
             return f"Run `{earlier}` was started by this command already."
-        try:
-            run = self.hazel.start(workflow, data, actor)
-        except NotAllowedError as exc:
-            self.hazel.steering.refuse(run_id=None, request_id=None, actor=actor, action="start", reason=str(exc))
-            raise
+        run = self.hazel.start(workflow=workflow, input=data, actor=actor)  # a refusal is audited by the engine
         self._remember(trigger, run.id)
         return (f"▶️ Started run `{run.id}` of {T.escape(run.workflow)} v{run.workflow_version}. Its steering "
                 f"requests will be posted where the workflow asks; `{COMMAND} status {run.id}` follows it.")
@@ -197,48 +193,3 @@ class Commands:
         if trigger:
             with self._lock:
                 self._started[trigger] = (time.monotonic(), run_id)
-
-
-def _run_line(run: Run) -> str:
-    emoji = B.STATUS_EMOJI.get(run.status.value, "")
-    return (f"{emoji} `{run.id}` {T.escape(run.workflow)} v{run.workflow_version} · *{run.status.value}* · "
-            f"updated {B.date(run.updated_at)}")
-
-
-def history_text(run: Run, checkpoints: list[CheckpointInfo], decisions: list[Decision]) -> str:
-    """The checkpoint tree as indented lines: a fork starts a deeper level for each branch."""
-    by_decision = {d.id: d for d in decisions}
-    children: dict[int | None, list[CheckpointInfo]] = {}
-    for cp in checkpoints:
-        children.setdefault(cp.parent_seq, []).append(cp)
-    lines = [f"*Run `{run.id}`* · {T.escape(run.workflow)} v{run.workflow_version} · {run.status.value}"]
-
-    def label(cp: CheckpointInfo) -> str:
-        text = f"#{cp.seq} {T.escape(node_label(cp.step))}"
-        d = by_decision.get(cp.decision_id) if cp.decision_id else None
-        if d is not None:
-            who = B.who_decided(d)
-            text += (f" to #{d.payload.get('to')} by {who}" if cp.step == REWIND_NODE
-                     else f" _{d.action.value}_ by {who}")
-            words = d.payload.get("text") or d.payload.get("reason") or d.payload.get("feedback")
-            if words:
-                text += f": “{T.truncate(T.escape(str(words)).replace(chr(10), ' '), 60)}”"
-        text += f" → {T.escape(cp.next_step) if cp.next_step else '*end*'} · {B.date(cp.created_at, '{time}')}"
-        return text + ("  ◀ *head*" if cp.seq == run.head_seq else "")
-
-    def chain(cp: CheckpointInfo, depth: int) -> None:
-        current = cp
-        while True:
-            lines.append("\u2003" * depth + label(current))
-            kids = children.get(current.seq, [])
-            if len(kids) == 1:
-                current = kids[0]
-                continue
-            for kid in kids:
-                lines.append("\u2003" * (depth + 1) + f"_fork from #{current.seq} → branch {kid.branch}_")
-                chain(kid, depth + 2)
-            return
-
-    for root in children.get(None, []):
-        chain(root, 0)
-    return "\n".join(lines)

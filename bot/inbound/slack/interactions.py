@@ -20,11 +20,12 @@ from typing import Any, Callable
 from slack_bolt import App
 from slack_sdk.errors import SlackApiError
 
-from bot.engine.errors import AlreadyDecidedError, HazelError, InvalidDecisionError, NotAllowedError
-from bot.inbound.slack.bridge import SlackBridge, already_from_error, already_from_view
+from bot.engine import AlreadyDecidedError, HazelError, InvalidDecisionError, NotAllowedError
+from bot.inbound.slack.bridge import SlackBridge, already_from_error
 from integrations.slack import modals as M
 from integrations.slack.blocks import ACTION_PREFIX
 from integrations.slack.directory import DirectoryError
+from integrations.slack.replies import already_from_view
 from store.models import Actor, RequestView
 
 log = logging.getLogger("hazel.slack")
@@ -77,7 +78,7 @@ class Clicks:
         except DirectoryError as exc:
             self.tell(f"I could not check your Slack user groups, so nothing was done: {exc}. Please try again.")
             return
-        view = self.bridge.view(request_id)
+        view = self.hazel.request_view(request_id=request_id)
         if view is None:
             self.tell(f"Steering request {request_id} does not exist (any more). `/hazel runs` shows what waits.")
             return
@@ -91,10 +92,10 @@ class Clicks:
         """Approve through the engine; True when it was recorded and nothing was said to the clicker."""
         delivery = f"click:{self.body.get('trigger_id') or self.action.get('action_ts')}"
         try:
-            outcome = self.hazel.decide(view.run.id, "approve", actor, request_id=view.request.id,
-                                        delivery_id=delivery)
+            outcome = self.hazel.decide(run_id=view.run.id, action="approve", actor=actor,
+                                        request_id=view.request.id, delivery_id=delivery)
         except AlreadyDecidedError as exc:
-            self.tell(already_from_error(exc, actor))
+            self.tell(already_from_error(exc))
             return False
         except NotAllowedError as exc:  # recorded in the audit log by the engine
             self.tell(f"🚫 {exc}")
@@ -113,8 +114,11 @@ class Clicks:
             self.tell(already_from_view(view))
             return
         try:
-            self.bridge.check(view, self.kind, actor)
-        except NotAllowedError as exc:
+            view = self.hazel.check(request_id=view.request.id, action=self.kind, actor=actor)
+        except AlreadyDecidedError as exc:
+            self.tell(already_from_error(exc))
+            return
+        except NotAllowedError as exc:  # recorded in the audit log by the engine
             self.tell(f"🚫 {exc}")
             return
         except HazelError as exc:
@@ -161,22 +165,19 @@ class Submission:
         except (ValueError, KeyError, TypeError):
             ack(response_action="errors", errors={first: "This form is not from Hazel (its context is missing)."})
             return
-        view = self.bridge.view(request_id)
+        view = self.hazel.request_view(request_id=request_id)
         if view is None:
             ack(response_action="errors", errors={first: f"Steering request {request_id} does not exist."})
             return
         try:
             actor = self.bridge.actor(self.body["user"])
             self.decide(view, actor)
-        except M.EditInputError as exc:
-            ack(response_action="errors", errors={exc.block_id: _short(str(exc))})
-            return
         except InvalidDecisionError as exc:
             block = M.block_for_error(view.shown_value, view.show, str(exc)) if self.kind == "edit" else first
             ack(response_action="errors", errors={block: _short(str(exc))})
             return
         except AlreadyDecidedError as exc:
-            ack(response_action="errors", errors={first: _short(already_from_error(exc, actor))})
+            ack(response_action="errors", errors={first: _short(already_from_error(exc))})
             return
         except (HazelError, DirectoryError) as exc:
             ack(response_action="errors", errors={first: _short(str(exc))})
@@ -191,24 +192,24 @@ class Submission:
         """Take the decision the modal asks for through the engine.
 
         Raises:
-            EditInputError, InvalidDecisionError, AlreadyDecidedError, NotAllowedError, HazelError.
+            InvalidDecisionError, AlreadyDecidedError, NotAllowedError, HazelError.
         """
         run_id, rid, delivery = view.run.id, view.request.id, f"view:{self.view['id']}"
         if self.kind == "edit":
-            value = M.read_edit(view.shown_value, view.show, self.values)
-            self.hazel.decide(run_id, "edit", actor, payload={"value": value}, request_id=rid, delivery_id=delivery)
+            payload = M.edit_payload(view.shown_value, view.show, self.values)
         elif self.kind == "reject":
-            self.hazel.decide(run_id, "reject", actor, payload={"reason": M.read_text(self.values, "reason")},
-                              request_id=rid, delivery_id=delivery)
+            payload = {"reason": M.read_text(self.values, "reason")}
         elif self.kind == "feedback":
-            self.hazel.decide(run_id, "feedback", actor, payload={"text": M.read_text(self.values, "text")},
-                              request_id=rid, delivery_id=delivery)
+            payload = {"text": M.read_text(self.values, "text")}
         else:
             target = M.read_selected(self.values, "target")
             if not target:
                 raise InvalidDecisionError("choose the checkpoint to continue from")
-            self.hazel.rewind(run_id, actor, to=int(target), feedback=M.read_text(self.values, "feedback") or None,
-                              request_id=rid, delivery_id=delivery)
+            self.hazel.rewind(run_id=run_id, actor=actor, to=int(target), request_id=rid, delivery_id=delivery,
+                              feedback=M.read_text(self.values, "feedback") or None)
+            return
+        self.hazel.decide(run_id=run_id, action=self.kind, actor=actor, payload=payload, request_id=rid,
+                          delivery_id=delivery)
 
 
 def _short(text: str) -> str:

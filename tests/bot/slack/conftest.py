@@ -11,10 +11,10 @@ import pytest
 from rich.console import Console
 
 from bot.engine.registry import Registry
-from bot.engine.hazel import Hazel
+from bot.server.app import HazelApp as Hazel
 from bot.settings import Settings
 from bot.inbound.slack import slack_routers
-from bot.inbound.health import create_app
+from bot.server.http import create_app
 from bot.ops.worker import WorkerPool
 from bot.engine.workflow import Workflow
 from examples import migration_plan
@@ -97,7 +97,7 @@ class SlackEnv:
         return text.split("`")[1]
 
     def pending(self, run_id: str) -> SteeringRequest | None:
-        return self.hazel.pending_request(run_id)
+        return self.hazel.pending_request(run_id=run_id)
 
     def wait(self, predicate: Callable[[], Any], what: str, timeout_sec: float = 15.0) -> Any:
         return self.fake.wait_for(predicate, what=what, timeout_sec=timeout_sec)

@@ -33,6 +33,9 @@ SCOPES = {
     "files.getUploadURLExternal": {"files:write"},
     "files.completeUploadExternal": {"files:write"},
     "usergroups.users.list": {"usergroups:read"},
+    # users.info needs users:read; its profile.email needs users:read.email as well
+    # (https://docs.slack.dev/reference/methods/users.info, "email" in the user object's profile).
+    "users.info": {"users:read", "users:read.email"},
     "views.open": set(),
     "views.publish": set(),
     "views.update": set(),

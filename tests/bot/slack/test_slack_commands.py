@@ -46,17 +46,17 @@ def test_rewind_retry_cancel_with_permissions(make_env) -> None:  # noqa: ANN001
     run_id = env.start()
     env.settle()
     refused = reply(env, OUTSIDER, f"rewind {run_id} draft_plan shorter please")
-    assert refused.startswith("🚫") and env.hazel.decisions(run_id) == []
+    assert refused.startswith("🚫") and env.hazel.decisions(run_id=run_id) == []
     answer = reply(env, PRIYA, f"rewind {run_id} draft_plan shorter please")
     assert answer.startswith(f"↩️ Run `{run_id}` rewound to checkpoint #0") and "`draft_plan`" in answer
     env.settle()
-    assert "shorter please" in env.hazel.state_at(run_id).plan
+    assert "shorter please" in env.hazel.state_at(run_id=run_id).plan
     assert "only failed runs can be retried" in reply(env, PRIYA, f"retry {run_id}")
     assert reply(env, OUTSIDER, f"cancel {run_id} no").startswith("🚫")
     assert reply(env, STARTER, f"cancel {run_id} changed my mind") == f"🚫 Run `{run_id}` is cancelled."
-    assert env.hazel.get(run_id).status.value == "cancelled"
+    assert env.hazel.get(run_id=run_id).status.value == "cancelled"
     assert "nothing to cancel" in reply(env, STARTER, f"cancel {run_id}")
-    refused_actions = [(e.actor_id, e.detail.get("attempted")) for e in env.hazel.audit(run_id)
+    refused_actions = [(e.actor_id, e.detail.get("attempted")) for e in env.hazel.audit(run_id=run_id)
                        if e.action == "decision.refused"]
     assert (OUTSIDER, "rewind") in refused_actions and (OUTSIDER, "cancel") in refused_actions
 
@@ -75,4 +75,4 @@ def test_start_validates_its_input_and_a_resent_command_starts_one_run(make_env)
     run_id = first.split("`")[1]
     assert first.startswith("▶️ Started run") and again == f"Run `{run_id}` was started by this command already."
     assert [r.id for r in env.hazel.runs()] == [run_id]
-    assert env.hazel.get(run_id).started_by == STARTER and env.hazel.get(run_id).started_via == "slack"
+    assert env.hazel.get(run_id=run_id).started_by == STARTER and env.hazel.get(run_id=run_id).started_via == "slack"

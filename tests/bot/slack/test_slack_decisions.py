@@ -30,7 +30,7 @@ def quorum_workflow() -> Workflow:
 
 
 def refusals(env: SlackEnv, run_id: str) -> list[tuple[str, str]]:
-    return [(e.actor_id, e.detail["attempted"]) for e in env.hazel.audit(run_id) if e.action == "decision.refused"]
+    return [(e.actor_id, e.detail["attempted"]) for e in env.hazel.audit(run_id=run_id) if e.action == "decision.refused"]
 
 
 def test_someone_not_allowed_is_told_why_nothing_changes_and_it_is_audited(make_env) -> None:  # noqa: ANN001
@@ -45,7 +45,7 @@ def test_someone_not_allowed_is_told_why_nothing_changes_and_it_is_audited(make_
     texts = [e["text"] for e in env.wait(lambda: len(env.fake.ephemerals_for(OUTSIDER)) == 4
                                          and env.fake.ephemerals_for(OUTSIDER), "four explanations")]
     assert all(t.startswith("🚫") and "only <@U0000000001>, <!subteam^S0000000001> may" in t for t in texts)
-    assert env.fake.views == [] and env.hazel.decisions(run_id) == []
+    assert env.fake.views == [] and env.hazel.decisions(run_id=run_id) == []
     assert env.pending(run_id) == request and len(env.fake.message(message.channel, message.ts).versions) == 0
 
 
@@ -63,7 +63,7 @@ def test_a_user_group_member_may_reject_with_a_reason_given_in_a_modal(make_env)
     assert env.pending(run_id) is not None
     assert env.sender.submit(SAM, modal, {"reason": "no rollback plan"}, name="sam").status_code == 200
     env.settle()
-    assert env.hazel.get(run_id).status.value == "rejected"
+    assert env.hazel.get(run_id=run_id).status.value == "rejected"
     updated = env.fake.message(message.channel, message.ts)
     assert "⛔ Rejected by <@U0000000003>" in str(updated.blocks) and "no rollback plan" in str(updated.blocks)
     assert "rejected by sam: no rollback plan" in env.fake.channel_messages(message.channel,
@@ -89,10 +89,10 @@ def test_quorum_and_the_self_approval_ban_apply_in_slack(make_env) -> None:  # n
     env.sender.click(SAM, "approve", message)
     env.wait(lambda: env.pending(run_id) is None, "the quorum")
     env.settle()
-    assert env.hazel.get(run_id).status.value == "completed"
+    assert env.hazel.get(run_id=run_id).status.value == "completed"
     final = env.fake.message(DEPLOYS, message.ts)
     assert "✅ Approved by <@U0000000003>" in str(final.blocks) and final.blocks[-1]["type"] != "actions"
-    assert [(d.actor_id, d.action.value) for d in env.hazel.decisions(run_id)] == [(PRIYA, "approve"),
+    assert [(d.actor_id, d.action.value) for d in env.hazel.decisions(run_id=run_id)] == [(PRIYA, "approve"),
                                                                                    (SAM, "approve")]
     assert (STARTER, "approve") in refusals(env, run_id)
 
@@ -119,7 +119,7 @@ def test_concurrent_clicks_make_one_decision_and_the_others_are_told_who_won(mak
     assert statuses == [200] * len(people)
     losers = env.wait(lambda: len(env.fake.ephemerals) == len(people) - 1 and env.fake.ephemerals,
                       "an answer to every loser")
-    [decision] = env.hazel.decisions(run_id)
+    [decision] = env.hazel.decisions(run_id=run_id)
     assert decision.actor_id in people and decision.actor_id not in {e["user"] for e in losers}
     assert all(e["text"].startswith(f"Already approved by <@{decision.actor_id}> at <!date^") for e in losers)
 
@@ -135,8 +135,8 @@ def test_double_clicks_and_slack_retries_decide_once(make_env) -> None:  # noqa:
     assert env.sender.send_payload(payload, retry_num=2).status_code == 200
     env.sender.click(PRIYA, "approve", message)  # a second, distinct click
     env.ephemeral(PRIYA, "Already approved by <@U0000000001>")
-    assert len(env.hazel.decisions(run_id)) == 1
-    assert [e.action for e in env.hazel.audit(run_id)].count("decision.approve") == 1
+    assert len(env.hazel.decisions(run_id=run_id)) == 1
+    assert [e.action for e in env.hazel.audit(run_id=run_id)].count("decision.approve") == 1
 
 
 def test_a_stale_trigger_and_a_stale_modal_change_nothing(make_env) -> None:  # noqa: ANN001
@@ -157,7 +157,7 @@ def test_a_stale_trigger_and_a_stale_modal_change_nothing(make_env) -> None:  # 
     response = env.sender.submit(PRIYA, modal, {"text": "more detail please"})
     errors = response.json()["errors"]
     assert errors["text"].startswith("Already approved by <@U0000000003> at")
-    assert [d.action.value for d in env.hazel.decisions(run_id)] == ["approve"]
+    assert [d.action.value for d in env.hazel.decisions(run_id=run_id)] == ["approve"]
 
     env.sender.click(PRIYA, "reject", message)  # a button on a message of a decided request
     env.ephemeral(PRIYA, "Already approved by <@U0000000003>")
@@ -184,7 +184,7 @@ def test_malformed_buttons_and_forms_get_an_answer_and_change_nothing(make_env) 
     assert response.json()["response_action"] == "errors"
     assert env.sender.post("payload=%7Bnot-json").status_code == 400
     assert env.sender.post("payload=%5B%5D").status_code == 400
-    assert env.hazel.decisions(run_id) == [] and env.pending(run_id) is not None
+    assert env.hazel.decisions(run_id=run_id) == [] and env.pending(run_id) is not None
 
 
 def test_home_tab_lists_what_waits_and_its_buttons_decide(make_env) -> None:  # noqa: ANN001
@@ -209,4 +209,4 @@ def test_home_tab_lists_what_waits_and_its_buttons_decide(make_env) -> None:  # 
     env.wait(lambda: env.pending(run_id) is None, "the approval from the Home tab")
     env.wait(lambda: len(env.fake.calls_to("views.publish")) > publishes
              and "Waiting on you (0)" in str(env.fake.homes[PRIYA]), "the Home tab refreshed")
-    assert [d.actor_id for d in env.hazel.decisions(run_id)] == [PRIYA]
+    assert [d.actor_id for d in env.hazel.decisions(run_id=run_id)] == [PRIYA]

@@ -48,7 +48,7 @@ def test_a_run_goes_from_start_to_completion_through_slack(make_env) -> None:  #
     assert response.status_code == 200 and response.text in ("", "null")
     scripts_msg = env.wait(lambda: (m := env.request_message(run_id, "review_artefacts")).ts != scripts_msg.ts
                            and m, "the re-drafted scripts")
-    state = hazel.state_at(run_id)
+    state = hazel.state_at(run_id=run_id)
     assert state.script_revisions == 1 and "rollback check" in next(iter(state.scripts.values()))
 
     # 3. Sam (an approver through his user group) edits one script: an emptied file is refused inline first
@@ -59,20 +59,20 @@ def test_a_run_goes_from_start_to_completion_through_slack(make_env) -> None:  #
     assert [label_of(modal, b) for b in fields] == list(state.scripts)
     first, second = list(fields)
     request = env.pending(run_id)
-    decisions_before, checkpoints_before = len(hazel.decisions(run_id)), len(hazel.checkpoints(run_id))
+    decisions_before, checkpoints_before = len(hazel.decisions(run_id=run_id)), len(hazel.checkpoints(run_id=run_id))
     response = env.sender.submit(SAM, modal, {first: fields[first], second: None}, name="sam")
     assert response.status_code == 200
     body = response.json()
     assert body["response_action"] == "errors"
     assert list(body["errors"]) == [second] and "valid string" in body["errors"][second]
     assert env.pending(run_id) == request  # nothing changed
-    assert len(hazel.decisions(run_id)) == decisions_before and len(hazel.checkpoints(run_id)) == checkpoints_before
+    assert len(hazel.decisions(run_id=run_id)) == decisions_before and len(hazel.checkpoints(run_id=run_id)) == checkpoints_before
     edited = fields[first].replace("BEGIN;", "BEGIN;\nSET lock_timeout = '5s';", 1)
     response = env.sender.submit(SAM, modal, {first: edited, second: fields[second]}, name="sam")
     assert response.status_code == 200 and response.text in ("", "null")
     signoff_msg = env.request_message(run_id, "sign_off")
     assert signoff_msg.channel == DEPLOYS
-    assert "SET lock_timeout = '5s'" in hazel.state_at(run_id).scripts[label_of(modal, first)]
+    assert "SET lock_timeout = '5s'" in hazel.state_at(run_id=run_id).scripts[label_of(modal, first)]
     assert "✏️ Edited by <@U0000000003>" in str(fake.message(MIGRATIONS, scripts_msg.ts).blocks)
 
     # 4. at sign-off Priya rewinds to the plan with feedback: the run forks and the plan is re-drafted
@@ -86,7 +86,7 @@ def test_a_run_goes_from_start_to_completion_through_slack(make_env) -> None:  #
     env.sender.submit(PRIYA, modal, {"target": {"selected": to_plan["value"]},
                                      "feedback": "backfill in batches of 5,000"})
     plan2 = env.request_message(run_id, "review_plan")
-    assert plan2.ts != plan_msg.ts and "batches of 5,000" in hazel.state_at(run_id).plan
+    assert plan2.ts != plan_msg.ts and "batches of 5,000" in hazel.state_at(run_id=run_id).plan
     assert "↩️ Rewound by <@U0000000001>" in str(fake.message(DEPLOYS, signoff_msg.ts).blocks)
 
     # 5. the new branch is approved through, and Sam signs off: the run deploys and completes
@@ -94,19 +94,19 @@ def test_a_run_goes_from_start_to_completion_through_slack(make_env) -> None:  #
     env.sender.click(PRIYA, "approve", env.request_message(run_id, "review_artefacts"))
     signoff2 = env.request_message(run_id, "sign_off")
     env.sender.click(SAM, "approve", signoff2, name="sam")
-    env.wait(lambda: hazel.get(run_id).status.value == "completed", "the run to complete")
-    final = hazel.state_at(run_id)
+    env.wait(lambda: hazel.get(run_id=run_id).status.value == "completed", "the run to complete")
+    final = hazel.state_at(run_id=run_id)
     assert final.deployed_to and final.plan_revisions == 1
     done = env.wait(lambda: [m for m in fake.channel_messages(DEPLOYS, thread_ts=signoff2.ts)
                              if "completed" in (m.text or "")], "the completion in the sign-off thread")
     assert done
 
-    decisions = hazel.decisions(run_id)
+    decisions = hazel.decisions(run_id=run_id)
     assert [(d.action.value, d.actor_id) for d in decisions] == [
         ("approve", PRIYA), ("feedback", OUTSIDER), ("edit", SAM), ("rewind", PRIYA), ("approve", PRIYA),
         ("approve", PRIYA), ("approve", SAM)]
     assert {d.channel for d in decisions} == {"slack"}
-    assert len({cp.branch for cp in hazel.checkpoints(run_id)}) == 2  # the abandoned branch stays
+    assert len({cp.branch for cp in hazel.checkpoints(run_id=run_id)}) == 2  # the abandoned branch stays
 
     # 6. App Home: nothing waits on Sam any more; the run is among the recent runs
     published = len([c for c in fake.calls_to("views.publish") if c.params["user_id"] == SAM])

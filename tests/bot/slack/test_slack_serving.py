@@ -15,10 +15,10 @@ import httpx
 from rich.console import Console
 
 from bot.engine.registry import Registry
-from bot.engine.hazel import Hazel
+from bot.server.app import HazelApp as Hazel
 from bot.settings import Settings
 from bot.inbound.slack import slack_routers, start_socket_mode
-from bot.inbound.health import create_app
+from bot.server.http import create_app
 from bot.server.wiring import channels_from_settings, http_routers
 from integrations.console import ConsoleChannel
 from integrations.slack import SlackChannel
@@ -57,9 +57,9 @@ def test_unsigned_forged_and_stale_requests_get_401_and_change_nothing(make_env)
     response = httpx.post(env.sender.url, content=fixture("slack_slash_command__signature_test_vector.form.txt"),
                           headers=vector["headers"])
     assert response.status_code == 401
-    assert len(env.fake.calls) == calls and env.hazel.decisions(run_id) == [] and env.pending(run_id)
+    assert len(env.fake.calls) == calls and env.hazel.decisions(run_id=run_id) == [] and env.pending(run_id)
     assert env.sender.post(body).status_code == 200  # the same click, signed now: it counts
-    env.wait(lambda: env.hazel.decisions(run_id), "the decision")
+    env.wait(lambda: env.hazel.decisions(run_id=run_id), "the decision")
 
 
 def test_url_verification_challenge_is_answered(make_env) -> None:  # noqa: ANN001
@@ -100,17 +100,17 @@ def test_without_slack_settings_requests_fall_back_to_the_console_and_nothing_is
                   console=ConsoleChannel(console=Console(file=out, width=200)))
     hazel.prepare()
     with caplog.at_level(logging.WARNING, logger="hazel.outbox"):
-        run = hazel.start("migration-plan", {"request": "split full_name"}, Actor(id="ops", channel="console"))
-        hazel.drive(run.id)
+        run = hazel.start(workflow="migration-plan", input={"request": "split full_name"}, actor=Actor(id="ops", channel="console"))
+        hazel.drive(run_id=run.id)
     assert "not configured" in caplog.text and "slack:#migrations" in caplog.text
     printed = out.getvalue()
     assert "Approve the migration plan" in printed and "meant for slack:#migrations" in printed
     with hazel.store.read() as tx:
         assert tx.outbox.list(status="pending", run_id=run.id) == [] and tx.outbox.list(status="dead") == []
-    assert hazel.pending_request(run.id) is not None  # still pending, answerable from the CLI
+    assert hazel.pending_request(run_id=run.id) is not None  # still pending, answerable from the CLI
     with LiveServer(create_app(hazel, routers=http_routers(hazel, settings))) as server:
         assert httpx.post(server.url + "/slack/events", content=b"x").status_code in (404, 405)
-    hazel.decide(run.id, "approve", Actor(id="ops", channel="console"))
+    hazel.decide(run_id=run.id, action="approve", actor=Actor(id="ops", channel="console"))
     hazel.close()
 
 
@@ -128,7 +128,7 @@ def test_a_request_slack_keeps_refusing_stays_pending_and_is_posted_later(make_e
     with env.hazel.store.read() as tx:
         [opened] = [m for m in tx.outbox.list(run_id=run_id) if m.kind == "request.opened"]
     assert opened.status.value == "pending" and opened.attempts == 4 and "503" in opened.last_error
-    assert any(e.action == "outbox.failed" for e in env.hazel.audit(run_id))
+    assert any(e.action == "outbox.failed" for e in env.hazel.audit(run_id=run_id))
 
     env.fake.clear_failures()
     env.fake.fail("chat.postMessage", status=429, retry_after_sec=7, times=None)
@@ -171,7 +171,7 @@ def test_socket_mode_connects_with_the_app_token_and_dispatches_to_the_same_hand
             ack = socket.ack("e-1")
             assert ack["payload"]["text"].startswith("▶️ Started run")
             run_id = ack["payload"]["text"].split("`")[1]
-            assert hazel.get(run_id).started_by == PRIYA
+            assert hazel.get(run_id=run_id).started_by == PRIYA
         finally:
             handler.close()
             hazel.close()

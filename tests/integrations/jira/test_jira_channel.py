@@ -163,7 +163,7 @@ def test_a_request_settled_before_delivery_gets_no_issue(fake: FakeJira) -> None
     ("approve", {}, "Done", "(/) Approved by Sam SME."),
     ("edit", {"value": {}}, "Done", "(/) Edited by Sam SME: their version of the scripts replaces the draft."),
     ("reject", {"reason": "no rollback"}, "Rejected", "(x) Rejected by Sam SME: no rollback"),
-    ("feedback", {"text": "add an index"}, "To Do", "Feedback from Sam SME taken"),
+    ("feedback", {"text": "add an index"}, "To Do", "Answered with feedback by Sam SME"),
     ("rewind", {"to": 1, "feedback": "start over"}, "To Do",
      "Rewound by Sam SME to checkpoint #1 with feedback: start over"),
 ])

@@ -116,20 +116,27 @@ def test_edit_modal_one_input_per_field_and_long_text_in_parts() -> None:
     assert len(inputs) == 3 and "".join(b["element"]["initial_value"] for b in inputs) == plan
     values = {b["block_id"]: {"value": {"type": "plain_text_input", "value": b["element"]["initial_value"]}}
               for b in inputs}
-    assert M.read_edit(plan, "plan", values) == plan
+    assert M.edit_payload(plan, "plan", values) == {"text": plan}
 
     with pytest.raises(M.TooLargeToEditError):
         M.edit_modal(make_view(shown="q" * 400_000), meta)
 
 
-def test_read_edit_parses_json_fields_and_maps_empty_to_null() -> None:
+def test_edit_payload_hands_typed_entries_to_the_engine_which_parses_them() -> None:
+    """The modal only collects what was typed; the engine parses it (text for text, JSON otherwise) and names
+    the entry whose JSON does not parse, which the modal flags."""
+    from bot.engine.errors import InvalidDecisionError
+    from bot.engine.steering.edits import edited_value
+
     original = {"count": 3, "note": "x"}
     values = {"edit_0_0": {"value": {"value": "[1, 2"}}, "edit_1_0": {"value": {"value": None}}}
-    with pytest.raises(M.EditInputError) as err:
-        M.read_edit(original, "cfg", values)
-    assert err.value.block_id == "edit_0_0" and "not valid JSON" in str(err.value)
+    payload = M.edit_payload(original, "cfg", values)
+    assert payload == {"entries": {"count": "[1, 2", "note": None}}
+    with pytest.raises(InvalidDecisionError, match="cfg.count must be given as JSON") as err:
+        edited_value(original, "cfg", payload)
+    assert M.block_for_error(original, "cfg", str(err.value)) == "edit_0_0"
     values["edit_0_0"]["value"]["value"] = "5"
-    assert M.read_edit(original, "cfg", values) == {"count": 5, "note": None}
+    assert edited_value(original, "cfg", M.edit_payload(original, "cfg", values)) == {"count": 5, "note": None}
     assert M.block_for_error(original, "cfg", "invalid edit: cfg.note: Input should be a valid string") == "edit_1_0"
 
 

@@ -1,0 +1,118 @@
+"""Leases: which process executes a run, for how long, and finding the runs of processes that died.
+
+A run being executed is ``running`` with ``lease_owner`` (``host:pid:nonce``), a fencing ``lease_token`` that
+every write of the executing worker must present, and ``lease_expires_at``. One heartbeat thread per process
+renews the leases it holds every ``lease_sec / 3``. A run whose owner is a dead process on this host, or whose
+lease expired, is handed back as ``ready`` by ``recover``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import socket
+import threading
+from datetime import datetime, timedelta
+from typing import Callable
+
+from store import Store
+from store.models import SYSTEM
+
+log = logging.getLogger("hazel.runner")
+
+
+def make_owner() -> str:
+    """Lease owner id: ``host:pid:nonce`` (the pid lets a restart on the same host spot dead owners)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+
+
+def owner_is_dead(owner: str | None) -> bool:
+    """True when ``owner`` names a process on this host that no longer exists."""
+    if not owner:
+        return True
+    host, _, rest = owner.partition(":")
+    pid_text = rest.split(":", 1)[0]
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+class Leases:
+    """The leases this process holds, renewed by one heartbeat thread (started on first use).
+
+    Args:
+        owner: this process's owner id (``make_owner()``).
+        lease_sec: how long a claim lasts without renewal.
+    """
+
+    def __init__(self, store: Store, *, owner: str, lease_sec: float, clock: Callable[[], datetime]) -> None:
+        self.store = store
+        self.owner = owner
+        self.lease_sec = lease_sec
+        self.clock = clock
+        self._tokens: set[str] = set()
+        self._lock = threading.Lock()
+        self._heartbeat: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    def until(self, now: datetime) -> datetime:
+        """When a lease taken or renewed at ``now`` expires."""
+        return now + timedelta(seconds=self.lease_sec)
+
+    def hold(self, token: str) -> None:
+        """Renew the lease ``token`` until ``drop`` (starts the heartbeat if needed)."""
+        with self._lock:
+            self._tokens.add(token)
+            if self._heartbeat is None or not self._heartbeat.is_alive():
+                self._heartbeat = threading.Thread(target=self._renew_loop, name="hazel-lease-heartbeat",
+                                                   daemon=True)
+                self._heartbeat.start()
+
+    def drop(self, token: str | None) -> None:
+        with self._lock:
+            self._tokens.discard(token or "")
+
+    def _renew_loop(self) -> None:
+        while not self._stop.wait(self.lease_sec / 3):
+            with self._lock:
+                tokens = list(self._tokens)
+            if not tokens:
+                continue
+            try:
+                with self.store.transaction() as tx:
+                    tx.runs.renew_leases(tokens=tokens, lease_until=self.until(self.clock()))
+            except Exception:  # the next beat tries again; a lost lease is caught by the fenced write
+                log.exception("lease renewal failed")
+
+    def recover(self) -> list[str]:
+        """Hand back to the queue every ``running`` run whose worker is dead (same host, pid gone) or whose
+        lease has expired. Returns their ids."""
+        now = self.clock()
+        recovered = []
+        with self.store.read() as tx:
+            candidates = tx.runs.running()
+        for run in candidates:
+            dead = owner_is_dead(run.lease_owner) and run.lease_owner != self.owner
+            expired = run.lease_expires_at is not None and run.lease_expires_at < now
+            if not (dead or expired):
+                continue
+            with self.store.transaction() as tx:
+                if tx.runs.release_to_ready(run.id, now=now, only_token=None,
+                                            expired_before=None if dead else now):
+                    tx.events.add(action="run.recovered", actor=SYSTEM, now=now, run_id=run.id,
+                                  previous_owner=run.lease_owner, reason="owner died" if dead else "lease expired")
+                    tx.notify_ready(run.id)
+                    recovered.append(run.id)
+        if recovered:
+            log.warning("recovered %d run(s) left running by a dead process: %s", len(recovered), recovered)
+        return recovered
+
+    def close(self) -> None:
+        self._stop.set()

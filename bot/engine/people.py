@@ -1,0 +1,187 @@
+"""People: one human, whatever channel identities they use.
+
+A person has one name and identities on each channel: Slack user ids, Jira account ids (Cloud) or user names
+(Server / Data Center), REST API token names, console names, and optionally an email. They come from the
+people file (``HAZEL_PEOPLE_FILE``, TOML)::
+
+    [people.priya]
+    email = "priya@example.com"
+    slack = ["U0000000001"]
+    jira = ["5b10ac8d82e05b22cc7d4ef5", "priya.k"]
+    api = ["priya-ci"]
+    console = ["pk"]
+
+Who an identity is (``People.person_of``):
+
+1. the person whose file entry lists it (a person's own name is also their console and REST API name);
+2. else, when the channel tells the identity's email (Slack ``users.info``, a Jira user whose email is
+   visible), the person with that email;
+3. else the identity is its own person: a console or REST API name is the person of that name (so a console
+   name and a REST token name that are the same string are the same person), a Slack or Jira identity is
+   ``slack:<id>`` / ``jira:<id>``.
+
+A file that names one identity (or one email) for two people is refused when it is loaded, with a message
+naming both. Quorum counts distinct people and the self-approval ban compares people (``bot.engine.permissions``).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+from bot.engine.errors import ConfigurationError
+
+CHANNELS = ("console", "api", "slack", "jira")
+"""The channels a person file entry lists identities for."""
+NAMED_CHANNELS = ("console", "api")
+"""Channels whose identities are names: an unclaimed one is the person of that name."""
+
+EmailSource = str | Callable[[], str | None] | None
+"""An identity's email as the channel reported it, or a function that asks the channel (called only when the
+identity is claimed by nobody and some person has an email)."""
+
+
+@dataclass(frozen=True)
+class Person:
+    """One human: ``name`` (the person's key), their identities per channel and their email (lower case)."""
+
+    name: str
+    identities: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    email: str | None = None
+
+    def on(self, channel: str) -> frozenset[str]:
+        """Their identities on ``channel`` (their own name counts as a console and REST API name)."""
+        own = self.identities.get(channel, frozenset())
+        return own | {self.name} if channel in NAMED_CHANNELS else own
+
+
+class People:
+    """The people of a people file (empty without one), answering "who is this identity?".
+
+    Raises (constructor):
+        ConfigurationError: an identity or an email named for two people (the message names both), an
+            unknown channel, a malformed entry.
+    """
+
+    def __init__(self, people: Iterable[Person] = ()) -> None:
+        self._people: dict[str, Person] = {}
+        self._claims: dict[tuple[str, str], str] = {}
+        self._emails: dict[str, str] = {}
+        for person in people:
+            if person.name in self._people:
+                raise ConfigurationError(f"people file: {person.name!r} is defined twice")
+            self._people[person.name] = person
+        for person in self._people.values():
+            for channel in CHANNELS:
+                for identity in person.on(channel):
+                    other = self._claims.setdefault((channel, identity), person.name)
+                    if other != person.name:
+                        raise ConfigurationError(
+                            f"people file: {channel} identity {identity!r} is named for both {other!r} and "
+                            f"{person.name!r}; one identity can belong to one person only")
+            if person.email:
+                other = self._emails.setdefault(person.email, person.name)
+                if other != person.name:
+                    raise ConfigurationError(f"people file: email {person.email!r} is named for both {other!r} "
+                                             f"and {person.name!r}")
+
+    @classmethod
+    def load(cls, path: str | Path | None) -> "People":
+        """The people of the TOML file at ``path`` (None: nobody).
+
+        Raises:
+            ConfigurationError: the file cannot be read or parsed, or is inconsistent (see the class).
+        """
+        if path is None or str(path).strip() == "":
+            return cls()
+        try:
+            data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigurationError(f"HAZEL_PEOPLE_FILE {str(path)!r} cannot be read: {exc.strerror}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigurationError(f"HAZEL_PEOPLE_FILE {str(path)!r} is not valid TOML: {exc}") from None
+        return cls.from_dict(data)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "People":
+        """People from the parsed file: ``{"people": {name: {"email"?, "slack"?, "jira"?, "api"?,
+        "console"?}}}`` (each identity list may also be a single string)."""
+        entries = data.get("people", {})
+        unknown_top = sorted(set(data) - {"people"})
+        if unknown_top or not isinstance(entries, Mapping):
+            raise ConfigurationError("people file: expected [people.NAME] tables only"
+                                     + (f" (found {', '.join(unknown_top)})" if unknown_top else ""))
+        people = []
+        for name, entry in entries.items():
+            if not isinstance(entry, Mapping):
+                raise ConfigurationError(f"people file: [people.{name}] must be a table")
+            unknown = sorted(set(entry) - {"email", *CHANNELS})
+            if unknown:
+                raise ConfigurationError(f"people file: [people.{name}] has unknown keys {', '.join(unknown)} "
+                                         f"(known: email, {', '.join(CHANNELS)})")
+            identities = {}
+            for channel in CHANNELS:
+                raw = entry.get(channel, [])
+                values = [raw] if isinstance(raw, str) else raw
+                if not isinstance(values, list) or not all(isinstance(v, str) and v.strip() for v in values):
+                    raise ConfigurationError(f"people file: [people.{name}] {channel} must be a list of names")
+                identities[channel] = frozenset(v.strip() for v in values)
+            email = entry.get("email")
+            if email is not None and (not isinstance(email, str) or "@" not in email):
+                raise ConfigurationError(f"people file: [people.{name}] email must be an address")
+            people.append(Person(name=str(name), identities=identities,
+                                 email=email.strip().lower() if email else None))
+        return cls(people)
+
+    # -- who is who -------------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._people)
+
+    def get(self, name: str) -> Person | None:
+        return self._people.get(name)
+
+    @property
+    def has_emails(self) -> bool:
+        """True when matching an identity by its email could find someone."""
+        return bool(self._emails)
+
+    def claimed(self, channel: str, identity: str) -> str | None:
+        """The person whose entry lists ``identity`` on ``channel``, if any."""
+        return self._claims.get((channel, identity))
+
+    def person_of(self, channel: str, identity: str, *, email: EmailSource = None) -> str:
+        """Who ``identity`` on ``channel`` is (see the module docstring). ``email`` is looked up only when
+        nobody claims the identity and some person has an email."""
+        claimed = self._claims.get((channel, identity))
+        if claimed is not None:
+            return claimed
+        if self._emails and email is not None:
+            address = email() if callable(email) else email
+            if address:
+                found = self._emails.get(address.strip().lower())
+                if found is not None:
+                    return found
+        if channel in NAMED_CHANNELS:
+            return identity
+        return f"{channel}:{identity}"
+
+    def identities_of(self, person: str) -> dict[str, frozenset[str]]:
+        """Every identity of ``person`` known from the file, per channel (a person not in the file: the
+        identity their key names)."""
+        found = self._people.get(person)
+        if found is not None:
+            return {channel: found.on(channel) for channel in CHANNELS}
+        channel, sep, identity = person.partition(":")
+        if sep and channel in ("slack", "jira"):
+            return {channel: frozenset({identity})}
+        return {"console": frozenset({person}), "api": frozenset({person})}
+
+    def person_named(self, name: str) -> str:
+        """The person a console operator means by ``--as NAME``: a person of the file of that name, else the
+        person whose console identity it is, else the person ``NAME``."""
+        if name in self._people:
+            return name
+        return self._claims.get(("console", name), name)

@@ -1,0 +1,230 @@
+"""The reading half of the engine's boundary (``Hazel`` inherits it): runs, their requests, checkpoints,
+decisions, audit log and states; the outbox; health and metrics. Every method is keyword-only and opens one
+read transaction; none changes anything but ``retry_dead_outbox``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Iterable
+
+from pydantic import BaseModel
+
+from bot.engine.errors import CheckpointNotFoundError, RunNotFoundError
+from bot.engine.versions import decode_state
+from store.metrics import MetricsSnapshot
+from store.models import AuditEvent, CheckpointInfo, Decision, OutboxMessage, Run, SteeringRequest
+
+if TYPE_CHECKING:
+    from bot.engine.registry import Registry
+    from bot.engine.workflow import Workflow
+    from store import Store
+
+MIN_PREFIX = 4
+"""Characters a shortened run id needs."""
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What a steering request shows: ``field`` (None: the whole state) and its ``value`` as a JSON tree, at
+    the checkpoint the request was asked on."""
+
+    field: str | None
+    value: Any
+
+
+class Reads:
+    """Reading methods of ``Hazel`` (needs ``self.store``, ``self.registry``, ``self.clock``)."""
+
+    store: "Store"
+    registry: "Registry"
+
+    def resolve(self, *, ref: str) -> str:
+        """A run id from an id or a unique prefix of at least 4 characters.
+
+        Raises:
+            RunNotFoundError: no run, or the prefix is ambiguous.
+        """
+        ref = (ref or "").strip()
+        with self.store.read() as tx:
+            if ref and tx.runs.get(ref) is not None:
+                return ref
+            matches = tx.runs.find_by_prefix(ref, limit=6) if len(ref) >= MIN_PREFIX else []
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            listed = ", ".join(matches[:5]) + (", …" if len(matches) > 5 else "")
+            raise RunNotFoundError(f"run id {ref!r} is ambiguous: it starts {listed}")
+        if 0 < len(ref) < MIN_PREFIX:
+            raise RunNotFoundError(f"no run {ref!r}: a shortened run id needs at least {MIN_PREFIX} characters")
+        raise RunNotFoundError(f"no run {ref!r} (see `hazel runs`)")
+
+    def get(self, *, run_id: str) -> Run:
+        """The run.
+
+        Raises:
+            RunNotFoundError.
+        """
+        with self.store.read() as tx:
+            run = tx.runs.get(run_id)
+        if run is None:
+            raise RunNotFoundError(f"no run {run_id!r} (see `hazel runs`)")
+        return run
+
+    def runs(self, *, statuses: Iterable[str] | None = None, limit: int = 100, offset: int = 0,
+             workflow: str | None = None) -> list[Run]:
+        """Runs, newest first, filtered by status and workflow."""
+        with self.store.read() as tx:
+            return tx.runs.list(statuses=list(statuses) if statuses else None, limit=limit, offset=offset,
+                                workflow=workflow)
+
+    def workflow(self, *, name: str, version: int | None = None) -> "Workflow":
+        """The registered workflow ``name`` (its latest version unless ``version``).
+
+        Raises:
+            UnknownWorkflowError: not registered (the message lists what is).
+        """
+        return self.registry.get(name, version)
+
+    def workflows(self) -> list["Workflow"]:
+        """Every registered workflow version, by name and version."""
+        return self.registry.all()
+
+    @property
+    def database(self) -> str:
+        """``sqlite`` or ``postgresql``."""
+        return self.store.dialect
+
+    def count_by_version(self) -> list[tuple[str, int, str, int]]:
+        """``(workflow, version, status, count)`` of every run."""
+        from store.models import RunStatus
+
+        with self.store.read() as tx:
+            return tx.runs.count_by_version([s.value for s in RunStatus])
+
+    def pending_request(self, *, run_id: str) -> SteeringRequest | None:
+        """The run's pending steering request, if it waits on one."""
+        with self.store.read() as tx:
+            return tx.requests.pending_for_run(run_id)
+
+    def pending_requests(self, *, run_ids: Iterable[str]) -> dict[str, SteeringRequest]:
+        """The pending request of each of ``run_ids`` that has one, by run id."""
+        with self.store.read() as tx:
+            return {r.run_id: r for r in tx.requests.pending(run_ids=list(run_ids))}
+
+    def requests(self, *, run_id: str) -> list[SteeringRequest]:
+        """Every steering request of the run, oldest first."""
+        with self.store.read() as tx:
+            return tx.requests.for_run(run_id)
+
+    def checkpoints(self, *, run_id: str) -> list[CheckpointInfo]:
+        """Every checkpoint of the run, all branches, by sequence number (metadata; states: ``state_at``).
+
+        Raises:
+            RunNotFoundError.
+        """
+        with self.store.read() as tx:
+            if tx.runs.get(run_id) is None:
+                raise RunNotFoundError(f"no run {run_id!r} (see `hazel runs`)")
+            return tx.checkpoints.list(run_id)
+
+    def decisions(self, *, run_id: str) -> list[Decision]:
+        """Every decision on the run (votes and rewinds included), oldest first."""
+        with self.store.read() as tx:
+            return tx.decisions.for_run(run_id)
+
+    def audit(self, *, run_id: str) -> list[AuditEvent]:
+        """The run's audit log: who (person and channel identity) did what, when.
+
+        Raises:
+            RunNotFoundError.
+        """
+        with self.store.read() as tx:
+            if tx.runs.get(run_id) is None:
+                raise RunNotFoundError(f"no run {run_id!r} (see `hazel runs`)")
+            return tx.events.for_run(run_id)
+
+    def state_at(self, *, run_id: str, seq: int | None = None) -> BaseModel:
+        """The run's state at checkpoint ``seq`` (default: its head), as its workflow's model.
+
+        Raises:
+            RunNotFoundError, CheckpointNotFoundError, VersionUnavailableError.
+        """
+        run, loaded = self._load(run_id, seq)
+        if loaded is None:
+            raise CheckpointNotFoundError(f"run {run_id} has no checkpoint #{seq}")
+        return decode_state(self.registry, run, loaded.info.workflow_version, loaded.tree)
+
+    def state_tree_at(self, *, run_id: str, seq: int | None = None) -> Any:
+        """The run's state at checkpoint ``seq`` (default: its head) as a JSON tree (None: no such checkpoint).
+
+        Raises:
+            RunNotFoundError.
+        """
+        return getattr(self._load(run_id, seq)[1], "tree", None)
+
+    def _load(self, run_id: str, seq: int | None):  # noqa: ANN202
+        with self.store.read() as tx:
+            run = tx.runs.get(run_id)
+            if run is None:
+                raise RunNotFoundError(f"no run {run_id!r} (see `hazel runs`)")
+            return run, tx.checkpoints.load(run_id, run.head_seq if seq is None else seq)
+
+    def shown(self, *, request_id: int) -> Shown:
+        """The field a request shows and its value when it was asked.
+
+        Raises:
+            NoPendingRequestError: no such request.
+        """
+        from bot.engine.errors import NoPendingRequestError
+
+        with self.store.read() as tx:
+            request = tx.requests.get(request_id)
+            run = tx.runs.get(request.run_id) if request is not None else None
+            if request is None or run is None:
+                raise NoPendingRequestError(f"no steering request {request_id}")
+            loaded = tx.checkpoints.load(run.id, request.checkpoint_seq)
+        wf = self.registry.find(run.workflow, run.workflow_version)
+        point = wf.nodes.get(request.point) if wf is not None else None
+        field = getattr(point, "show", None)
+        tree = loaded.tree if loaded is not None else None
+        return Shown(field, tree.get(field) if field and isinstance(tree, dict) else tree)
+
+    # -- operations -----------------------------------------------------------------------------------------
+
+    def outbox_messages(self, *, status: str | None = None, run_id: str | None = None,
+                        limit: int = 100) -> list[OutboxMessage]:
+        """Outbox messages, newest first (``status``: pending, sent, dead)."""
+        with self.store.read() as tx:
+            return tx.outbox.list(status=status, run_id=run_id, limit=limit)
+
+    def outbox_backlog(self) -> dict[str, int]:
+        """Outbox messages per status (pending, sent, dead)."""
+        with self.store.read() as tx:
+            return tx.outbox.backlog()
+
+    def retry_dead_outbox(self, *, message_id: int | None = None) -> int:
+        """Queue dead outbox messages (or the dead message ``message_id``) for delivery again. Returns how many.
+
+        Raises:
+            InvalidInputError: ``message_id`` is not a dead message (the message says what it is).
+        """
+        from bot.engine.errors import InvalidInputError
+        from store.models import OutboxStatus
+
+        with self.store.transaction() as tx:
+            if message_id is not None:
+                message = tx.outbox.get(message_id)
+                if message is None or message.status is not OutboxStatus.DEAD:
+                    raise InvalidInputError(f"no dead outbox message {message_id}" + (
+                        f" (it is {message.status.value})" if message is not None else ""))
+            return tx.outbox.retry_dead(now=self.clock(), message_id=message_id)  # type: ignore[attr-defined]
+
+    def health(self) -> str | None:
+        """None when the database answers, else the error's class name."""
+        return self.store.ping()
+
+    def metrics_snapshot(self, *, now: datetime, age_bounds_sec: tuple[float, ...]) -> MetricsSnapshot:
+        """What ``/metrics`` shows of the database (``store.metrics``)."""
+        with self.store.read() as tx:
+            return tx.metrics.snapshot(now=now, age_bounds_sec=age_bounds_sec)

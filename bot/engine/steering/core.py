@@ -1,0 +1,248 @@
+"""What deciding, rewinding and the run-level actions share: finding the run and its request, the permission
+check with its audited refusal, "already decided by …" answers, and the outcome of a decision.
+
+Every refusal (not allowed, a second vote by the same person) is recorded in the audit log as
+``decision.refused`` with the rule that refused it, in its own transaction, so that nothing else changes.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Callable
+
+from bot.engine import permissions
+from bot.engine.errors import (
+    AlreadyDecidedError,
+    NoPendingRequestError,
+    NotAllowedError,
+    RunNotFoundError,
+    RunStateError,
+)
+from bot.engine.people import People
+from bot.engine.registry import Registry
+from bot.engine.workflow import SteeringPoint
+from store import ChainPosition, NewCheckpoint, Store, Tx
+from store.models import (
+    Actor,
+    Decision,
+    RequestStatus,
+    Run,
+    RunStatus,
+    SteeringRequest,
+    past_tense,
+)
+
+if TYPE_CHECKING:
+    from bot.engine.runner import Claim, Runner
+
+REWINDABLE = (RunStatus.WAITING, RunStatus.READY, RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.REJECTED,
+              RunStatus.CANCELLED)
+"""A run can be rewound in any status but ``running`` (a step is executing)."""
+
+
+def when(ts: datetime | None) -> str:
+    """``2026-03-01 09:00 UTC`` (or "earlier")."""
+    return ts.strftime("%Y-%m-%d %H:%M UTC") if ts else "earlier"
+
+
+@dataclass(frozen=True)
+class DecisionOutcome:
+    """What a decision did.
+
+    ``settled``: the request was decided (False: a quorum vote was counted and more are needed).
+    ``duplicate``: the same channel delivery was recorded before; nothing new happened.
+    ``run_status``: the run's status right after (``ready`` or ``running``: it resumes next).
+    ``claim``: when the decision also leased the run for this process (``claim=True``), what the runner needs
+    to continue it at once, without reading anything (``Hazel.drive(..., claim=...)``).
+    """
+
+    decision: Decision
+    request: SteeringRequest | None
+    settled: bool
+    run_status: RunStatus
+    next_node: str | None = None
+    duplicate: bool = False
+    claim: "Claim | None" = None
+
+    @property
+    def run_id(self) -> str:
+        return self.decision.run_id
+
+    @property
+    def resumes(self) -> bool:
+        """True when the run continues executing after this decision."""
+        return self.run_status in (RunStatus.READY, RunStatus.RUNNING) and not self.duplicate
+
+
+class SteeringCore:
+    """The shared state of the steering mixins (``bot.engine.steering.Steering``).
+
+    Args:
+        runner: leases runs for this process (a decision that claims the run) and renews their leases.
+        on_ready: called with a run id after a commit that made the run ``ready`` (wake a worker).
+        on_outbox: called after a commit that wrote outbox rows (wake the deliverer).
+        on_claimed: called with a ``Claim`` the decision made for this process when the caller did not ask to
+            drive it itself (the worker pool executes it); None: decisions leave the run ``ready`` instead.
+    """
+
+    def __init__(self, store: Store, registry: Registry, people: People, runner: "Runner", *,
+                 clock: Callable[[], datetime], on_ready: Callable[[str], None],
+                 on_outbox: Callable[[], None]) -> None:
+        self.store = store
+        self.registry = registry
+        self.people = people
+        self.runner = runner
+        self.clock = clock
+        self.on_ready = on_ready
+        self.on_outbox = on_outbox
+        self.on_claimed: Callable[["Claim"], None] | None = None
+
+    # -- reading --------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _run(tx: Tx, run_id: str, *, for_update: bool = False) -> Run:
+        run = tx.runs.get(run_id, for_update=for_update)
+        if run is None:
+            raise RunNotFoundError(f"no run {run_id!r} (see `hazel runs`)")
+        return run
+
+    def _request(self, tx: Tx, run: Run, request_id: int | None, point: str | None = None) -> SteeringRequest:
+        """The pending request a decision applies to: ``request_id``, else the latest at ``point``, else the
+        run's pending one.
+
+        Raises:
+            NoPendingRequestError, AlreadyDecidedError (the request named was settled: by whom, when).
+        """
+        if request_id is None and point is not None:
+            at_point = tx.requests.latest_at_point(run.id, point)
+            if at_point is None:
+                raise NoPendingRequestError(f"run {run.id} has never asked anything at {point!r}")
+            request_id = at_point.id
+        if request_id is None:
+            request = tx.requests.pending_for_run(run.id)
+            if request is None:
+                last = tx.requests.latest_for_run(run.id)
+                tail = ""
+                if last is not None and last.decided_at is not None:
+                    tail = (f" (its last request, {last.title!r}, was {past_tense(last.decided_action)}"
+                            f" by {last.decided_by or 'Hazel'} at {when(last.decided_at)})")
+                raise NoPendingRequestError(
+                    f"run {run.id} is {run.status.value}, not waiting on a steering request{tail}")
+            return request
+        request = tx.requests.get(request_id)
+        if request is None or request.run_id != run.id:
+            raise NoPendingRequestError(f"run {run.id} has no steering request {request_id}")
+        if request.status is not RequestStatus.PENDING:
+            raise self._already(tx, request)
+        return request
+
+    @staticmethod
+    def _already(tx: Tx, request: SteeringRequest) -> AlreadyDecidedError:
+        """The answer to a decision on a request that is no longer pending: who settled it, when, how."""
+        if request.status is RequestStatus.CANCELLED:
+            return AlreadyDecidedError(f"this request was cancelled ({when(request.decided_at)}, "
+                                       f"by {request.decided_by or 'Hazel'})", decided_by=request.decided_by,
+                                       decided_at=request.decided_at, action="cancel")
+        winner = next((d for d in reversed(tx.decisions.for_request(request.id))
+                       if d.action.value == request.decided_action), None)
+        by = request.decided_by or "someone"
+        return AlreadyDecidedError(f"already {past_tense(request.decided_action)} by {by} at "
+                                   f"{when(request.decided_at)}", decided_by=request.decided_by,
+                                   decided_at=request.decided_at, action=request.decided_action,
+                                   decided_by_id=winner.actor_id if winner else None,
+                                   channel=winner.channel if winner else None)
+
+    # -- permissions -----------------------------------------------------------------------------------------
+
+    def refuse(self, *, run_id: str | None, request_id: int | None, actor: Actor, action: str, reason: str,
+               **detail: object) -> None:
+        """Record a refused attempt in the audit log (its own transaction; nothing else changes)."""
+        with self.store.transaction() as tx:
+            tx.events.add(action="decision.refused", actor=actor, now=self.clock(), run_id=run_id,
+                          request_id=request_id, attempted=action, reason=reason, **detail)
+
+    def _check(self, point: SteeringPoint, action: str, actor: Actor, run: Run, request: SteeringRequest) -> None:
+        """Raise (after recording the refusal) unless ``actor`` may take ``action`` on ``request``.
+
+        Raises:
+            NotAllowedError: not allowed (the message names the rule); audited.
+        """
+        reason = permissions.refusal(point, action, actor, run, self.people,
+                                     escalated=request.escalated_at is not None)
+        if reason is not None:
+            self.refuse(run_id=run.id, request_id=request.id, actor=actor, action=action, reason=reason)
+            raise NotAllowedError(reason)
+
+    def _second_vote(self, tx: Tx, request: SteeringRequest, actor: Actor, action: str) -> AlreadyDecidedError:
+        """The refusal of a second decision by the same person on one request (audited by the caller)."""
+        earlier = tx.decisions.by_person(request.id, actor.who)
+        current = tx.requests.get(request.id)
+        if earlier is None:
+            return AlreadyDecidedError(f"{actor.label} already decided this request", decided_by=actor.label,
+                                       decided_at=None, action=None, decided_by_id=actor.id, channel=actor.channel)
+        through = f"{earlier.channel} ({earlier.actor_id})"
+        if earlier.acting_for:
+            through = f"the console (operator {earlier.actor_id} for {earlier.acting_for})"
+        counted = (f"; {current.approvals} of {current.approvals_required} approvals so far"
+                   if current is not None and current.approvals_required > 1 else "")
+        return AlreadyDecidedError(
+            f"{earlier.person} already {past_tense(earlier.action.value)} this request through {through} at "
+            f"{when(earlier.created_at)}: one person has one vote, whichever channel they use{counted}",
+            decided_by=earlier.label, decided_at=earlier.created_at, action=earlier.action.value,
+            decided_by_id=earlier.actor_id, channel=earlier.channel, own=True)
+
+    def _earlier_delivery(self, channel: str, delivery_id: str) -> DecisionOutcome | None:
+        """The outcome of a decision this channel delivery already made (Slack's and Jira's retries)."""
+        with self.store.read() as tx:
+            earlier = tx.decisions.by_delivery(channel, delivery_id)
+            if earlier is None:
+                return None
+            run = tx.runs.get(earlier.run_id)
+            request = tx.requests.get(earlier.request_id) if earlier.request_id else None
+        return DecisionOutcome(decision=earlier, request=request, settled=request is None or
+                               request.status is not RequestStatus.PENDING,
+                               run_status=run.status if run else RunStatus.CANCELLED, duplicate=True)
+
+    # -- resuming ---------------------------------------------------------------------------------------------
+
+    def _resume(self, tx: Tx, run: Run, *, checkpoint: NewCheckpoint, tree: Any, parent: ChainPosition | None,
+                claim: bool, now: datetime, **values: Any) -> "Claim | None":
+        """Write the checkpoint a decision or rewind resumes from and move the run onto it, in the caller's
+        transaction: leased for this process (``claim``, or when a worker pool here takes claims), else
+        ``ready`` for any worker (with ``NOTIFY``). ``values``: more run columns to set. Returns the claim.
+
+        Raises:
+            RunStateError: the run moved meanwhile (its status is no longer ``run.status``).
+        """
+        from bot.engine.runner import Claim, Head
+
+        position = tx.checkpoints.write(checkpoint, tree, parent)
+        leased = claim or self.on_claimed is not None
+        lease = {}
+        if leased:
+            lease = dict(status=RunStatus.RUNNING, lease_owner=self.runner.owner, lease_token=secrets.token_hex(8),
+                         lease_expires_at=now + timedelta(seconds=self.runner.lease_sec))
+        moved = {"head_seq": checkpoint.seq, "last_seq": checkpoint.seq, "attempt": 0, "wake_at": None,
+                 "error": None, "error_traceback": None, "status": RunStatus.READY, **values, **lease}
+        if not tx.runs.transition(run.id, from_statuses=[run.status], now=now, **moved):
+            raise RunStateError(f"run {run.id} changed meanwhile; look at `hazel show {run.id}` and try again")
+        if not leased:
+            tx.notify_ready(run.id)
+            return None
+        leased_run = run.model_copy(update={**moved, "updated_at": now})
+        return Claim(leased_run, Head(position, checkpoint.next_step, checkpoint.handoff, checkpoint.branch))
+
+    def _resumed(self, run_id: str, claim: "Claim | None", *, wanted: bool) -> "Claim | None":
+        """After the commit: hand a claim the caller did not ask for to this process's workers, or wake
+        workers for a ready run. Returns the claim the caller asked for."""
+        self.on_outbox()
+        if claim is None:
+            self.on_ready(run_id)
+            return None
+        if wanted:
+            return claim
+        assert self.on_claimed is not None
+        self.on_claimed(claim)
+        return None

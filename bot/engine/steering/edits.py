@@ -1,0 +1,107 @@
+"""Edits: the one place a person's new version of a shown field is parsed and validated.
+
+An edit arrives in one of three shapes (``Hazel.decide(action="edit", payload=...)``):
+
+- ``{"value": v}``: the new value as JSON (the REST API, a Slack modal's whole-field input);
+- ``{"text": "..."}``: the new value as typed (a Jira ``/edit`` comment, ``hazel edit --file``): text as it is
+  for a text field, JSON for anything else (a ``{code}`` / ``{noformat}`` block around it is fine);
+- ``{"entries": {key: "..." | None}}``: new texts for some entries of a mapping field (a Slack modal with one
+  input per entry, ``hazel edit --set field.key=...``): each entry parsed as ``text`` is, against its current
+  value (None: the entry emptied, ``null``).
+
+Whatever the shape, the result is validated against the workflow's state model; a value that fails is refused
+with pydantic's message and nothing changes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from bot.engine.errors import InvalidDecisionError
+from bot.engine.workflow import Workflow
+
+_JIRA_BLOCK = re.compile(r"^\s*\{(code|noformat)(?::[^}]*)?\}\s*\n?(.*?)\n?\s*\{\1\}\s*$", re.DOTALL)
+
+
+def format_validation_error(exc: ValidationError) -> str:
+    """pydantic's errors on one line: ``field: message; other: message``."""
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(x) for x in err.get("loc", ())) or "value"
+        parts.append(f"{loc}: {err.get('msg')}")
+    return "; ".join(parts)
+
+
+def value_from_text(current: Any, text: str, *, what: str = "the value") -> Any:
+    """A typed value, shaped like ``current``: text as it is for a text field; JSON otherwise (a Jira
+    ``{code}`` or ``{noformat}`` block around the JSON is taken off).
+
+    Raises:
+        InvalidDecisionError: ``current`` is not text and ``text`` is not JSON.
+    """
+    if isinstance(current, str):
+        return text
+    inner = _JIRA_BLOCK.match(text)
+    raw = inner.group(2) if inner else text
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise InvalidDecisionError(f"invalid edit: {what} must be given as JSON here ({exc})") from None
+
+
+def edited_value(shown: Any, field: str | None, payload: dict[str, Any]) -> Any:
+    """The new value of the shown field from an edit payload (see the module docstring).
+
+    Raises:
+        InvalidDecisionError: no value given, text that should be JSON, entries of something not a mapping.
+    """
+    what = f"the new {field or 'state'}"
+    if "value" in payload:
+        return payload["value"]
+    if "text" in payload:
+        text = str(payload["text"])
+        if not text.strip():
+            raise InvalidDecisionError(f"an edit needs {what}")
+        return value_from_text(shown, text, what=what)
+    if "entries" in payload:
+        entries = payload["entries"]
+        if not isinstance(shown, dict) or not isinstance(entries, dict):
+            raise InvalidDecisionError(f"invalid edit: {field or 'the state'} is not a mapping of entries")
+        out = dict(shown)
+        for key, raw in entries.items():  # None: the entry was emptied, which means null
+            out[key] = None if raw is None else value_from_text(shown.get(key), str(raw),
+                                                                what=f"{field}.{key}" if field else str(key))
+        return out
+    raise InvalidDecisionError(f"an edit needs {what} (payload 'value', 'text' or 'entries')")
+
+
+def apply_edit(wf: Workflow, state: BaseModel, field: str | None, value: Any) -> BaseModel:
+    """The state with ``field`` (None: the whole state) replaced by ``value``, validated.
+
+    Raises:
+        InvalidDecisionError: the new value fails the state model's validation (message from pydantic).
+    """
+    data = value if field is None else {**state.model_dump(), field: value}
+    try:
+        return wf.codec.validate(data)
+    except ValidationError as exc:
+        raise InvalidDecisionError(f"invalid edit: {format_validation_error(exc)}") from None
+
+
+def apply_edits(wf: Workflow, state: BaseModel, edits: dict[str, Any]) -> BaseModel:
+    """The state with several fields replaced (a rewind's ``edits``), validated.
+
+    Raises:
+        InvalidDecisionError: an unknown field, or a value the state model refuses.
+    """
+    unknown = [k for k in edits if k not in wf.state.model_fields]
+    if unknown:
+        raise InvalidDecisionError(f"invalid edit: {wf.state.__name__} has no field {', '.join(unknown)}")
+    try:
+        return wf.codec.validate({**state.model_dump(), **edits})
+    except ValidationError as exc:
+        raise InvalidDecisionError(f"invalid edit: {format_validation_error(exc)}") from None

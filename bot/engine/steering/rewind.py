@@ -1,0 +1,183 @@
+"""Rewinding: fork a run from an earlier checkpoint (time travel). One transaction.
+
+The rewind settles the pending request (if any) as rewound, records the decision, writes the fork's first
+checkpoint (node ``__rewind__``, its parent the chosen checkpoint, stored as the change against it: nothing,
+unless the rewind edits the state) on a new branch, and moves the run there: leased to this process when it
+executes here, so the first step of the new branch starts from the state already in hand. The abandoned
+branch stays in the history.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from bot.engine import permissions
+from bot.engine.errors import CheckpointNotFoundError, InvalidDecisionError, NotAllowedError, RunStateError
+from bot.engine.errors import VersionUnavailableError
+from bot.engine.logcontext import bind_log_context
+from bot.engine.steering.core import REWINDABLE, DecisionOutcome, SteeringCore
+from bot.engine.steering.edits import apply_edits
+from bot.engine.transitions import close_request
+from bot.engine.versions import migrate_tree, point_in, resolve_workflow
+from bot.engine.workflow import REWIND_NODE, SteeringPoint, Workflow
+from store import DuplicateDecisionError, NewCheckpoint, Tx
+from store.hooks import actor_facts
+from store.models import Action, Actor, CheckpointInfo, Decision, RequestStatus, Run, RunStatus, SteeringRequest
+
+
+class _Refused(Exception):
+    def __init__(self, reason: str, run_id: str, request_id: int | None) -> None:
+        super().__init__(reason)
+        self.reason, self.run_id, self.request_id = reason, run_id, request_id
+
+
+class Rewinding(SteeringCore):
+    """``rewind``: see the module docstring."""
+
+    @bind_log_context(run_id="run_id", request_id="request_id")
+    def rewind(self, run_id: str, actor: Actor, *, to: int | str | None, feedback: str | None = None,
+               edits: dict[str, Any] | None = None, request_id: int | None = None,
+               delivery_id: str | None = None, claim: bool = False) -> DecisionOutcome:
+        """Fork the run from an earlier checkpoint: ``to`` is a sequence number, or a node name (the latest
+        checkpoint on the current branch from which that node runs next). ``feedback`` goes to the node that
+        runs next (to the steering point's feedback step when the target waits at one); ``edits`` replace
+        state fields; ``claim``: lease the run for the caller (``DecisionOutcome.claim``).
+
+        Raises:
+            RunNotFoundError, CheckpointNotFoundError, NotAllowedError, InvalidDecisionError,
+            AlreadyDecidedError, RunStateError, VersionUnavailableError.
+        """
+        feedback = (feedback or "").strip() or None
+        if delivery_id is not None:
+            earlier = self._earlier_delivery(actor.channel, delivery_id)
+            if earlier is not None:
+                return earlier
+        try:
+            with self.store.transaction() as tx:
+                outcome = self._rewind(tx, run_id, actor, to, feedback, edits, request_id, delivery_id, claim)
+        except _Refused as refused:
+            self.refuse(run_id=refused.run_id, request_id=refused.request_id, actor=actor, action="rewind",
+                        reason=refused.reason)
+            raise NotAllowedError(refused.reason) from None
+        except DuplicateDecisionError:
+            earlier = self._earlier_delivery(actor.channel, delivery_id) if delivery_id else None
+            if earlier is not None:
+                return earlier
+            with self.store.read() as tx:
+                pending = tx.requests.latest_for_run(run_id)
+                raise self._already(tx, pending) from None  # type: ignore[arg-type]
+        return replace(outcome, claim=self._resumed(run_id, outcome.claim, wanted=claim))
+
+    def _rewind(self, tx: Tx, run_id: str, actor: Actor, to: int | str | None, feedback: str | None,
+                edits: dict[str, Any] | None, request_id: int | None, delivery_id: str | None,
+                claim: bool) -> DecisionOutcome:
+        run = self._run(tx, run_id, for_update=True)
+        if run.status not in REWINDABLE:
+            raise RunStateError(f"run {run.id} is {run.status.value} (executing a step): rewind when it stops")
+        wf = resolve_workflow(self.registry, run)
+        request = tx.requests.pending_for_run(run.id) if run.status is RunStatus.WAITING else None
+        if request_id is not None and (request is None or request.id != request_id):
+            stale = tx.requests.get(request_id)
+            if stale is not None and stale.status is not RequestStatus.PENDING:
+                raise self._already(tx, stale)
+        reason = self._rewind_refusal(wf, run, request, actor)
+        if reason is not None:
+            raise _Refused(reason, run.id, request.id if request else None)
+        target = self._target(tx, run, to)
+        loaded = tx.checkpoints.load(run.id, target.seq)
+        assert loaded is not None
+        tree = loaded.tree
+        if target.workflow_version != wf.version:
+            if target.workflow_version not in wf.migrations:
+                raise VersionUnavailableError(
+                    f"checkpoint #{target.seq} of run {run.id} holds v{target.workflow_version} state and "
+                    f"{wf.label} declares no migration from it")
+            tree = migrate_tree(wf, target.workflow_version, tree, run_id=run.id)
+        if edits:
+            tree = wf.codec.encode(apply_edits(wf, wf.codec.decode(tree), edits))
+        next_node, handoff = target.next_step, None
+        if feedback:
+            handoff = {"feedback": feedback, "by": actor.acting_for or actor.label}
+            node = wf.nodes.get(next_node) if next_node else None
+            if isinstance(node, SteeringPoint):
+                next_node = wf.feedback_target(node) or next_node
+        payload = {"to": target.seq, "feedback": feedback, "edits": edits or None}
+        now = self.clock()
+        after = None
+        if request is not None:  # lock the request first, as every decision does
+            after = close_request(tx, request, now=now, by=actor, action=Action.REWIND.value)
+            if after is None:
+                raise self._already(tx, tx.requests.get(request.id) or request)
+        decision_id = tx.decisions.insert(run_id=run.id, request_id=request.id if request else None,
+                                          action=Action.REWIND, actor=actor, payload=payload, now=now,
+                                          delivery_id=delivery_id)
+        seq, branch = run.last_seq + 1, run.last_branch + 1
+        checkpoint = NewCheckpoint(run_id=run.id, seq=seq, parent_seq=target.seq, branch=branch, step=REWIND_NODE,
+                                   next_step=next_node, workflow_version=wf.version, created_at=now,
+                                   decision_id=decision_id, handoff=handoff)
+        made = self._resume(tx, run, checkpoint=checkpoint, tree=tree, parent=tx.checkpoints.position(loaded),
+                            claim=claim, now=now, branch=branch, last_branch=branch, workflow_version=wf.version)
+        tx.events.add(action="decision.rewind", actor=actor, now=now, run_id=run.id,
+                      request_id=request.id if request else None, to_seq=target.seq, continues_at=next_node,
+                      feedback=feedback, edited_fields=sorted(edits) if edits else None)
+        tx.hooks.emit("run.decided", run_id=run.id, now=now, request=after, decision_id=decision_id,
+                      action=Action.REWIND.value, actor=actor_facts(actor), settled=True, payload=payload)
+        decision = Decision(id=decision_id, run_id=run.id, request_id=request.id if request else None,
+                            action=Action.REWIND, actor_id=actor.id, actor_name=actor.name, channel=actor.channel,
+                            payload=payload, created_at=now, delivery_id=delivery_id, person=actor.who,
+                            acting_for=actor.acting_for)
+        return DecisionOutcome(decision=decision, request=after, settled=True, next_node=next_node,
+                               run_status=RunStatus.RUNNING if made else RunStatus.READY, claim=made)
+
+    def _rewind_refusal(self, wf: Workflow, run: Run, request: SteeringRequest | None, actor: Actor) -> str | None:
+        """Why ``actor`` may not rewind ``run`` (None: they may): the pending request's point decides; with
+        nothing pending, any point of the workflow that allows rewinding and lets them."""
+        if request is not None:
+            point = point_in(wf, request.point, run)
+            if Action.REWIND.value not in point.actions:
+                raise InvalidDecisionError(f"'rewind' is not allowed at {point.title!r} "
+                                           f"(allowed: {', '.join(point.actions)})")
+            return permissions.refusal(point, Action.REWIND.value, actor, run, self.people,
+                                       escalated=request.escalated_at is not None)
+        points = [p for p in wf.steering_points() if Action.REWIND.value in p.actions]
+        if any(permissions.refusal(p, Action.REWIND.value, actor, run, self.people) is None for p in points):
+            return None
+        if actor.channel in ("console", "system") and not points:
+            return None
+        return f"{actor.label} may not rewind run {run.id}: no steering point of {wf.label} lets them"
+
+    @staticmethod
+    def _target(tx: Tx, run: Run, to: int | str | None) -> CheckpointInfo:
+        """The checkpoint ``to`` names: a sequence number (one row), or the latest checkpoint on the current
+        branch (else any branch) from which node ``to`` runs next.
+
+        Raises:
+            InvalidDecisionError: no target; CheckpointNotFoundError: none matches (or it was pruned).
+        """
+        if to is None or (isinstance(to, str) and not to.strip()):
+            raise InvalidDecisionError("rewind needs a target: a checkpoint number or a step name")
+        if isinstance(to, int) or (isinstance(to, str) and to.strip().lstrip("#").isdigit()):
+            seq = int(str(to).strip().lstrip("#"))
+            cp = tx.checkpoints.info(run.id, seq)  # one row: a numbered target never reads the whole history
+            if cp is not None:
+                return cp
+            if 0 <= seq <= run.last_seq:  # it existed: its history was pruned
+                kept = ", ".join(f"#{c.seq}" for c in tx.checkpoints.list(run.id, newest=5))
+                raise CheckpointNotFoundError(f"checkpoint #{seq} of run {run.id} was pruned (kept: {kept})")
+            raise CheckpointNotFoundError(f"run {run.id} has no checkpoint #{seq} (it has #0..#{run.last_seq})")
+        history = tx.checkpoints.list(run.id)
+        by_seq = {cp.seq: cp for cp in history}
+        lineage, cursor = [], by_seq.get(run.head_seq)
+        while cursor is not None:
+            lineage.append(cursor)
+            cursor = by_seq.get(cursor.parent_seq) if cursor.parent_seq is not None else None
+        for cp in lineage + list(reversed(history)):
+            if cp.next_step == to:
+                return cp
+        steps = sorted({cp.next_step for cp in history if cp.next_step})
+        if len(history) < run.last_seq + 1:
+            raise CheckpointNotFoundError(
+                f"no kept checkpoint of run {run.id} runs {to!r} next: its history was pruned (kept: "
+                + ", ".join(f"#{c.seq}" for c in history[-5:]) + "); rewind to a kept checkpoint by number")
+        raise CheckpointNotFoundError(f"run {run.id} never reached {to!r} (known: {', '.join(steps)})")

@@ -1,0 +1,114 @@
+"""Run-level actions: retry a failed run, cancel a run, and end a waiting run when its request times out.
+
+Each is one transaction. Whoever ends a run, the sequence is the same (``bot.engine.transitions``): the run's
+conditional move to its final status, the pending request closed (``close_request``), the audit event and
+the progress report (``end_run``). Locks are taken in one order everywhere, the run first and then its
+request, so that a cancel, a timeout and a decision racing on PostgreSQL queue instead of deadlocking.
+"""
+
+from __future__ import annotations
+
+from bot.engine import permissions
+from bot.engine.errors import NotAllowedError, RunStateError
+from bot.engine.logcontext import bind_log_context
+from bot.engine.steering.core import SteeringCore
+from bot.engine.transitions import close_request, end_run
+from store.models import TIMEOUT, Actor, RequestStatus, Run, RunStatus, SteeringRequest
+
+CANCELLABLE = (RunStatus.READY, RunStatus.RUNNING, RunStatus.WAITING, RunStatus.FAILED)
+
+
+class RunActions(SteeringCore):
+    """``retry``, ``cancel`` and ``end_waiting``: see the module docstring."""
+
+    @bind_log_context(run_id="run_id")
+    def retry(self, run_id: str, actor: Actor) -> Run:
+        """Queue a ``failed`` run again from its last good checkpoint (attempts start over). A run that is
+        already ``ready`` is returned as it is.
+
+        Raises:
+            RunNotFoundError, RunStateError (not failed), NotAllowedError.
+        """
+        run = self._check_run_action(run_id, actor, "retry")
+        if run.status is RunStatus.READY:
+            return run
+        now = self.clock()
+        with self.store.transaction() as tx:
+            if not tx.runs.transition(run.id, from_statuses=[RunStatus.FAILED], now=now, status=RunStatus.READY,
+                                      attempt=0, wake_at=None):
+                current = self._run(tx, run_id)
+                raise RunStateError(f"run {run.id} is {current.status.value}; only failed runs can be retried")
+            tx.events.add(action="run.retried", actor=actor, now=now, run_id=run.id, from_seq=run.head_seq)
+            tx.notify_ready(run.id)
+            after = self._run(tx, run_id)
+        self.on_ready(run_id)
+        return after
+
+    @bind_log_context(run_id="run_id")
+    def cancel(self, run_id: str, actor: Actor, *, reason: str | None = None) -> Run:
+        """Cancel a run that has not ended; its pending request is closed. A step executing now finishes,
+        but its result is discarded (the worker's fenced write fails).
+
+        Raises:
+            RunNotFoundError, RunStateError (already ended), NotAllowedError.
+        """
+        self._check_run_action(run_id, actor, "cancel")
+        now = self.clock()
+        with self.store.transaction() as tx:
+            current = self._run(tx, run_id, for_update=True)  # the run first, as every decision locks it
+            if current.status not in CANCELLABLE:
+                raise RunStateError(f"run {run_id} is {current.status.value}; nothing to cancel")
+            request = tx.requests.pending_for_run(run_id)
+            if request is not None:  # its update is queued before the run's "cancelled" progress
+                close_request(tx, request, now=now, by=actor, action="cancel", status=RequestStatus.CANCELLED,
+                              cancelled=True)
+            if not end_run(tx, run_id=run_id, status=RunStatus.CANCELLED, now=now, by=actor,
+                           from_statuses=CANCELLABLE, request_id=request.id if request else None, reason=reason):
+                raise RunStateError(f"run {run_id} changed meanwhile; look at `hazel show {run_id}`")
+            after = self._run(tx, run_id)
+        self.on_outbox()
+        return after
+
+    def end_waiting(self, request: SteeringRequest, status: RunStatus, message: str, *,
+                    by: Actor = TIMEOUT) -> bool:
+        """End the run waiting on ``request`` as ``failed`` (``message`` is its error; ``hazel retry`` asks
+        again) or ``cancelled``, closing the request, in one transaction; only while the request is still
+        pending, so that a person's decision that came first wins. Returns False when it no longer was.
+
+        Raises:
+            RunStateError: the run is not waiting on it (nothing is changed).
+        """
+        now = self.clock()
+        action = "fail" if status is RunStatus.FAILED else "cancel"
+        with self.store.transaction() as tx:
+            self._run(tx, request.run_id, for_update=True)  # the run first, as every decision locks it
+            if close_request(tx, request, now=now, by=by, action=action, status=RequestStatus.CANCELLED,
+                             cancelled=True, timed_out=by is TIMEOUT) is None:
+                return False
+            failed = status is RunStatus.FAILED
+            if not end_run(tx, run_id=request.run_id, status=status, now=now, by=by,
+                           from_statuses=[RunStatus.WAITING], request_id=request.id,
+                           reason=None if failed else message, error=message if failed else None):
+                raise RunStateError(f"run {request.run_id} is not waiting on request {request.id}")
+        self.on_outbox()
+        return True
+
+    def _check_run_action(self, run_id: str, actor: Actor, verb: str) -> Run:
+        """Retry and cancel may be done by the person who started the run, the console operator, or an
+        approver of the pending request's point (of any point when nothing is pending).
+
+        Raises:
+            RunNotFoundError, NotAllowedError (recorded in the audit log).
+        """
+        with self.store.read() as tx:
+            run = self._run(tx, run_id)
+            request = tx.requests.pending_for_run(run.id)
+        wf = self.registry.find(run.workflow, run.workflow_version)
+        points = [] if wf is None else ([wf.point(request.point)] if request is not None and
+                                        request.point in wf.nodes else wf.steering_points())
+        if permissions.may_run_action(points, actor, run, self.people):
+            return run
+        reason = f"{actor.label} may not {verb} run {run.id}: only who started it or its approvers may"
+        self.refuse(run_id=run.id, request_id=request.id if request else None, actor=actor, action=verb,
+                    reason=reason)
+        raise NotAllowedError(reason)

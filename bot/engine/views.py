@@ -1,0 +1,161 @@
+"""What channels render: a steering request as it is now (``RequestView``), a run's progress
+(``ProgressView``), what a person may do on a request (``Access``), and the requests waiting on a person.
+
+Views are read from the store in one read transaction each; permissions come from ``bot.engine.permissions``
+so that a button shown is a button that works, and a refusal shown is the one the engine would give.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from bot.engine import permissions
+from bot.engine.people import People
+from bot.engine.workflow import SteeringPoint, Workflow
+from store import Store, Tx
+from store.models import (
+    Actor,
+    Approvers,
+    OutboxKind,
+    OutboxMessage,
+    ProgressView,
+    RequestStatus,
+    RequestView,
+    Run,
+    SteeringRequest,
+    past_tense,
+)
+
+DECIDING = ("approve", "edit", "reject")
+"""Actions that make a request "waiting on you" (App Home, ``/hazel runs``)."""
+HISTORY_IN_VIEW = 100
+"""Checkpoints a request view carries for a rewind picker (newest first)."""
+
+
+@dataclass(frozen=True)
+class Access:
+    """What ``actor`` may do on one steering request now.
+
+    ``allowed``: the actions they may take (in the point's order); ``refused``: for every other action of
+    the point, why not (not an approver, self-approval, their vote is already in, the request is settled).
+    """
+
+    request: SteeringRequest
+    allowed: tuple[str, ...]
+    refused: dict[str, str]
+
+    def may(self, action: str) -> bool:
+        return action in self.allowed
+
+    @property
+    def may_decide(self) -> bool:
+        """True when they may approve, edit or reject (the request waits on them)."""
+        return any(a in self.allowed for a in DECIDING)
+
+
+class Views:
+    """Builds views from ``store`` with the workflows of ``lookup`` (``(name, version) -> Workflow | None``)."""
+
+    def __init__(self, store: Store, registry_find: Callable[[str, int], Workflow | None],
+                 target: Callable[[Run], Workflow | None], people: People) -> None:
+        self.store = store
+        self.find = registry_find
+        self.target = target
+        self.people = people
+
+    def point_of(self, run: Run, request: SteeringRequest) -> SteeringPoint | None:
+        """The steering point ``request`` waits at, in the version ``run`` continues on (None: not deployed)."""
+        wf = self.target(run)
+        node = wf.nodes.get(request.point) if wf is not None else None
+        return node if isinstance(node, SteeringPoint) else None
+
+    def request_view(self, tx: Tx, request_id: int | None, *, reminder: bool = False,
+                     escalation: bool = False) -> RequestView | None:
+        """The request as it is now (None if it no longer exists)."""
+        request = tx.requests.get(request_id) if request_id is not None else None
+        run = tx.runs.get(request.run_id) if request is not None else None
+        if request is None or run is None:
+            return None
+        wf = self.find(run.workflow, run.workflow_version)
+        point = wf.nodes.get(request.point) if wf is not None else None
+        loaded = tx.checkpoints.load(run.id, request.checkpoint_seq)
+        tree = loaded.tree if loaded is not None else {}
+        show = getattr(point, "show", None)
+        shown = tree.get(show) if show and isinstance(tree, dict) else tree
+        return RequestView(
+            request=request, run=run, workflow=run.workflow, workflow_version=run.workflow_version,
+            point=request.point, title=request.title, show=show, shown_value=shown,
+            actions=tuple(getattr(point, "actions", ("approve", "reject"))),
+            approvers=getattr(point, "approvers", None) or Approvers(),
+            escalate_to=getattr(point, "escalate_to", None),
+            escalate_channel=getattr(point, "escalate_channel", None),
+            notify_approvers=bool(getattr(point, "notify_approvers", False)),
+            options=dict(getattr(point, "options", {}) or {}),
+            decisions=tuple(tx.decisions.for_request(request.id)),
+            checkpoints=tuple(tx.checkpoints.list(run.id, newest=HISTORY_IN_VIEW)),
+            reminder=reminder, escalation=escalation,
+        )
+
+    def progress_view(self, tx: Tx, message: OutboxMessage) -> ProgressView | None:
+        """A ``run.progress`` outbox message as channels render it (None: the run is gone)."""
+        run = tx.runs.get(message.run_id) if message.run_id else None
+        if run is None:
+            return None
+        payload = dict(message.payload)
+        event = payload.pop("event", "waiting")
+        steps = tuple(payload.pop("steps", ()) or ())
+        next_id = payload.pop("next_request_id", None)
+        return ProgressView(
+            run=run, workflow=run.workflow, event=event, steps=steps, facts=payload,
+            request=tx.requests.get(message.request_id) if message.request_id else None,
+            next_request=tx.requests.get(next_id) if next_id else None,
+        )
+
+    def outbox_view(self, tx: Tx, message: OutboxMessage) -> RequestView | ProgressView | None:
+        """What a channel needs to deliver ``message`` (None: its run or request is gone)."""
+        if message.kind == OutboxKind.RUN_PROGRESS.value:
+            return self.progress_view(tx, message)
+        return self.request_view(tx, message.request_id, reminder=message.kind == OutboxKind.REMINDER.value,
+                                 escalation=message.kind == OutboxKind.ESCALATION.value)
+
+    def access(self, tx: Tx, request: SteeringRequest, run: Run, actor: Actor) -> Access:
+        """What ``actor`` may do on ``request`` (see ``Access``)."""
+        point = self.point_of(run, request)
+        if point is None:
+            return Access(request, (), {a: "the run's workflow version is not deployed here" for a in DECIDING})
+        if request.status is not RequestStatus.PENDING:
+            why = f"this request was already {past_tense(request.decided_action)} by {request.decided_by}"
+            return Access(request, (), {a: why for a in point.actions})
+        reasons = permissions.reasons(point, actor, run, self.people, escalated=request.escalated_at is not None)
+        mine = tx.decisions.by_person(request.id, actor.who)
+        allowed, refused = [], {}
+        for action in point.actions:
+            why = reasons.get(action)
+            if why is None and mine is not None and action != "rewind":
+                why = (f"{mine.person} already {past_tense(mine.action.value)} this request: one person has one "
+                       "vote")
+            if why is None:
+                allowed.append(action)
+            else:
+                refused[action] = why
+        return Access(request, tuple(allowed), refused)
+
+    def waiting_on(self, actor: Actor, *, limit: int = 50, scan: int = 500) -> list[RequestView]:
+        """Pending requests ``actor`` may decide, oldest first (of the oldest ``scan``): those on a Slack
+        channel, and those that name approvers (anyone may decide an approver-less console request, which is
+        nobody's in particular)."""
+        out: list[RequestView] = []
+        with self.store.read() as tx:
+            for request, run in tx.requests.pending_with_runs(limit=scan):
+                point = self.point_of(run, request)
+                if point is None or not (request.channel.startswith("slack") or not point.approvers.empty):
+                    continue
+                if self.access(tx, request, run, actor).may_decide:
+                    view = self.request_view(tx, request.id)
+                    if view is not None:
+                        out.append(view)
+                if len(out) >= limit:
+                    break
+        return out
+

@@ -1,0 +1,64 @@
+"""``HazelApp``: the engine with its channels and notification delivery, as ``hazel serve``, ``hazel worker``,
+the CLI and embedding code use it (``from hazel import Hazel`` is this class).
+
+The engine (``bot.engine.Hazel``) writes outbox rows and never delivers them; here the configured channels
+(console always, Slack and Jira when set up) and the hook sender are wired to a ``Deliverer`` that wakes on
+every commit that wrote rows. ``drive`` delivers what is due when the run stops, so that a CLI command prints
+the next steering request before it exits.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Callable
+
+from bot.engine import DriveResult
+from bot.engine import Hazel as Engine
+from bot.engine.clock import utcnow
+from bot.engine.people import People
+from bot.engine.registry import Registry
+from bot.ops.hooks import KIND as HOOK_KIND
+from bot.ops.hooks import HookSender
+from bot.ops.outbox import ChannelRouter, Deliverer
+from bot.settings import Settings
+from integrations.base import Channel
+from integrations.console import ConsoleChannel
+from store import Store
+
+
+class HazelApp(Engine):
+    """The engine plus delivery.
+
+    Args:
+        settings: configuration (default: from the environment).
+        channels: channel implementations by kind (``slack``, ``jira``; ``bot.server.wiring`` builds them from
+            settings); the console is always there and takes the requests of channels not configured.
+        console: the console channel (to print elsewhere, e.g. stderr for ``--json`` output).
+        store, registry, people, clock, load_workflows: as for ``bot.engine.Hazel``.
+    """
+
+    def __init__(self, settings: Settings | None = None, *, channels: dict[str, Channel] | None = None,
+                 console: ConsoleChannel | None = None, store: Store | None = None,
+                 registry: Registry | None = None, people: People | None = None,
+                 clock: Callable[[], datetime] = utcnow, load_workflows: bool = True) -> None:
+        super().__init__(settings, store=store, registry=registry, people=people, clock=clock,
+                         load_workflows=load_workflows)
+        self.console = console or ConsoleChannel()
+        self.channels: dict[str, Channel] = {"console": self.console, **(channels or {})}
+        self.router = ChannelRouter(self.channels, fallback=self.console)
+        self.deliverer = Deliverer(self, self.router)
+        self.deliverer.senders[HOOK_KIND] = HookSender(self.settings).send
+
+    def drive(self, **kwargs: Any) -> DriveResult:
+        """``bot.engine.Hazel.drive``, then deliver the notifications that are due."""
+        result = super().drive(**kwargs)
+        self.deliverer.deliver_due()
+        return result
+
+    def deliver_due(self) -> int:
+        """Deliver every due notification now, in this thread. Returns how many were sent."""
+        return self.deliverer.deliver_due()
+
+    def close(self) -> None:
+        self.deliverer.stop()
+        super().close()

@@ -1,0 +1,122 @@
+"""``hazel serve`` and ``hazel worker``: the long-running processes."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import threading
+import time
+
+from typing import Iterator
+
+import uvicorn
+from sqlalchemy.exc import OperationalError
+
+from bot.ops.metrics import HazelMetrics
+from bot.ops.scheduler import Scheduler
+from bot.ops.worker import WorkerPool
+from bot.server.app import HazelApp
+from bot.server.http import create_app
+from bot.server.wiring import channels_from_settings, http_routers, start_socket_mode
+from bot.settings import Settings
+from integrations.console import ConsoleChannel
+
+log = logging.getLogger("hazel.server")
+
+
+def build(settings: Settings, *, workers: int | None = None,
+          console: ConsoleChannel | None = None) -> tuple[HazelApp, WorkerPool]:
+    """The engine and its worker pool, with the configured channels; runs left by dead processes are
+    recovered."""
+    hazel = HazelApp(settings, channels=channels_from_settings(settings), console=console)
+    recovered = prepare_when_reachable(hazel)
+    if recovered:
+        log.warning("recovered %d run(s) on start", len(recovered))
+    pool = WorkerPool(hazel, threads=workers if workers is not None else settings.workers,
+                      sweep_sec=settings.sweep_sec)
+    return hazel, pool
+
+
+def prepare_when_reachable(hazel: HazelApp, *, max_backoff_sec: float = 10.0) -> list[str]:
+    """``hazel.prepare()``, waiting for the database while it is unreachable (a long-running process started
+    during a database restart waits instead of exiting). A schema that needs ``hazel db upgrade`` still fails
+    at once. Returns the recovered run ids."""
+    backoff = 0.5
+    while True:
+        try:
+            return hazel.prepare()
+        except OperationalError as exc:
+            log.warning("database unreachable (%s); retrying in %.1fs", str(exc.orig).splitlines()[0][:200]
+                        if exc.orig else type(exc).__name__, backoff)
+            time.sleep(backoff)
+            backoff = min(backoff * 2, max_backoff_sec)
+
+
+def serve(settings: Settings, *, host: str, port: int, workers: int | None = None,
+          socket_mode: bool = False) -> None:
+    """Serve HTTP with uvicorn; run workers and outbox delivery in this process (and Slack Socket Mode
+    when ``socket_mode``). SIGINT or SIGTERM stops it: steps in flight finish and checkpoint first."""
+    hazel, pool = build(settings, workers=workers)
+    app = create_app(hazel, routers=http_routers(hazel, settings))
+    pool.start()
+    pool.wake()
+    hazel.deliverer.start()
+    socket = start_socket_mode(hazel, settings) if socket_mode else None
+    scheduler = Scheduler.from_settings(hazel)
+    scheduler.start()
+    # log_config=None: uvicorn's records go through the handler of bot.ops.logs.configure_logging.
+    server = _Server(uvicorn.Config(app, host=host, port=port, log_level=settings.log_level.lower(),
+                                    log_config=None))
+    try:
+        server.run()
+    finally:
+        log.info("stopping: letting steps in flight finish and checkpoint")
+        if socket is not None:
+            socket.close()
+        scheduler.stop()
+        pool.stop()
+        hazel.close()
+        log.info("stopped")
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, except that SIGINT/SIGTERM only stop it: the signal is not raised again after its
+    shutdown (as uvicorn does), so that ``serve`` stops its workers cleanly and exits 0."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        previous = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+
+def work(settings: Settings, *, workers: int | None = None, until_idle: bool = False,
+         console: ConsoleChannel | None = None) -> int:
+    """Execute ready runs: until none is ready (``until_idle``), or until SIGINT/SIGTERM."""
+    hazel, pool = build(settings, workers=workers, console=console)
+    scheduler = Scheduler.from_settings(hazel)
+    try:
+        if until_idle:
+            scheduler.tick()  # fire what is due now (timeouts may make runs ready)
+            n = pool.drain()
+            hazel.deliverer.deliver_due()
+            return n
+        stop = threading.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stop.set())
+        if settings.metrics_port is not None:  # this process's Prometheus /metrics (bot.ops.metrics)
+            HazelMetrics(hazel).serve(host=settings.host, port=settings.metrics_port)
+        pool.start()
+        pool.wake()
+        hazel.deliverer.start()
+        scheduler.start()
+        stop.wait()
+        return 0
+    finally:
+        scheduler.stop()
+        pool.stop()
+        hazel.close()

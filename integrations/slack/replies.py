@@ -1,0 +1,81 @@
+"""mrkdwn texts of Hazel's answers in Slack: "already decided by …", a run's line, its checkpoint tree.
+
+Times are ``<!date^…>`` tokens, which Slack shows in each reader's own time zone; people who decided in Slack
+are mentioned (``<@U…>``); every stored text is escaped (``text.escape``), never rendered as markup.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from integrations.slack import blocks as B
+from integrations.slack import text as T
+from store.models import REWIND_NODE, CheckpointInfo, Decision, RequestView, Run, node_label, past_tense
+
+
+def already_text(*, action: str | None, by_id: str | None, by_channel: str | None, by_label: str | None,
+                 at: datetime | None, own: bool = False, pending: bool = False) -> str:
+    """"Already approved by @x at hh:mm" (the time in the reader's time zone); ``own``: the reader's own
+    earlier vote (``pending``: the request still needs more approvals)."""
+    when = B.date(at, "{time}")
+    if action == "cancel":
+        return f"This request was cancelled by {B.person(by_id, by_channel, by_label)} at {when}."
+    if own:
+        tail = "; it still needs more approvals." if pending else ". One person has one vote, whichever channel."
+        return f"You already {past_tense(action)} this request at {when}{tail}"
+    return f"Already {past_tense(action)} by {B.person(by_id, by_channel, by_label)} at {when}."
+
+
+def already_from_view(view: RequestView) -> str:
+    """``already_text`` for a request that is no longer pending (before a modal would open)."""
+    r = view.request
+    action = "cancel" if r.status.value == "cancelled" else r.decided_action
+    settling = next((d for d in reversed(view.decisions) if d.action.value == r.decided_action), None)
+    return already_text(action=action, by_id=settling.actor_id if settling else None,
+                        by_channel=settling.channel if settling else None, by_label=r.decided_by, at=r.decided_at)
+
+
+def run_line(run: Run) -> str:
+    """One line about a run: status emoji, id, workflow, status, last change."""
+    emoji = B.STATUS_EMOJI.get(run.status.value, "")
+    return (f"{emoji} `{run.id}` {T.escape(run.workflow)} v{run.workflow_version} · *{run.status.value}* · "
+            f"updated {B.date(run.updated_at)}")
+
+
+def history_text(run: Run, checkpoints: list[CheckpointInfo], decisions: list[Decision]) -> str:
+    """The checkpoint tree as indented lines: a fork starts a deeper level for each branch."""
+    by_decision = {d.id: d for d in decisions}
+    children: dict[int | None, list[CheckpointInfo]] = {}
+    for cp in checkpoints:
+        children.setdefault(cp.parent_seq, []).append(cp)
+    lines = [f"*Run `{run.id}`* · {T.escape(run.workflow)} v{run.workflow_version} · {run.status.value}"]
+
+    def label(cp: CheckpointInfo) -> str:
+        text = f"#{cp.seq} {T.escape(node_label(cp.step))}"
+        d = by_decision.get(cp.decision_id) if cp.decision_id else None
+        if d is not None:
+            who = B.who_decided(d)
+            text += (f" to #{d.payload.get('to')} by {who}" if cp.step == REWIND_NODE
+                     else f" _{d.action.value}_ by {who}")
+            words = d.payload.get("text") or d.payload.get("reason") or d.payload.get("feedback")
+            if words:
+                text += f": “{T.truncate(T.escape(str(words)).replace(chr(10), ' '), 60)}”"
+        text += f" → {T.escape(cp.next_step) if cp.next_step else '*end*'} · {B.date(cp.created_at, '{time}')}"
+        return text + ("  ◀ *head*" if cp.seq == run.head_seq else "")
+
+    def chain(cp: CheckpointInfo, depth: int) -> None:
+        current = cp
+        while True:
+            lines.append("\u2003" * depth + label(current))
+            kids = children.get(current.seq, [])
+            if len(kids) == 1:
+                current = kids[0]
+                continue
+            for kid in kids:
+                lines.append("\u2003" * (depth + 1) + f"_fork from #{current.seq} → branch {kid.branch}_")
+                chain(kid, depth + 2)
+            return
+
+    for root in children.get(None, []):
+        chain(root, 0)
+    return "\n".join(lines)
