@@ -29,8 +29,10 @@ demo: $(VENV)/.installed
 walkthrough: $(VENV)/.installed
 	$(BIN)/hazel demo --walkthrough
 
-## The whole test suite (SQLite, and PostgreSQL when it is reachable; see README).
+## The layering contracts (import-linter, see pyproject.toml), then the whole test suite (SQLite, and
+## PostgreSQL when it is reachable; see README).
 test: $(VENV)/.installed-test
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: $(VENV)/.installed-bench

@@ -113,26 +113,6 @@ class Settings(BaseSettings):
     def hook_url_list(self) -> list[str]:
         return [u.strip() for u in self.hook_urls.split(",") if u.strip()]
 
-    def check_hooks(self) -> None:
-        """Refuse hook settings that cannot work.
-
-        Raises:
-            ConfigurationError: ``HAZEL_HOOK_URLS`` without ``HAZEL_HOOK_SECRET`` (events are always signed),
-                or a URL that is not http(s) (named without its query or credentials).
-        """
-        from urllib.parse import urlparse
-
-        from bot.engine.errors import ConfigurationError
-
-        for url in self.hook_url_list:
-            parsed = urlparse(url)
-            if parsed.scheme not in ("http", "https") or not parsed.hostname:
-                where = f"{parsed.scheme}://{parsed.hostname or '?'}{parsed.path}"
-                raise ConfigurationError(f"HAZEL_HOOK_URLS: {where!r} is not an http(s) URL")
-        if self.hook_url_list and self.hook_secret is None:
-            raise ConfigurationError("HAZEL_HOOK_URLS is set but HAZEL_HOOK_SECRET is not: hook events are always "
-                                     "signed")
-
     @property
     def slack_configured(self) -> bool:
         return self.slack_bot_token is not None

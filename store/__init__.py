@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from functools import cached_property
-from typing import Iterator
+from typing import Callable, Iterator
 
 from sqlalchemy import Connection, Engine, text
 
@@ -22,7 +22,7 @@ from store.dialect import Dialect, dialect_named
 from store.errors import DuplicateDecisionError, LeaseLostError, SchemaNotReadyError, StoreError
 from store.hooks import HookRepo
 from store.metrics import MetricsRepo
-from store.notify import notify_ready
+from store.notify import ReadyListener, notify_ready
 from store.outbox import OutboxRepo
 from store.retention import RetentionRepo
 from store.runs import RunRepo
@@ -125,6 +125,11 @@ class Store:
     def read(self) -> "contextmanager[Tx]":
         """A read-only transaction (no write lock on SQLite)."""
         return self.transaction(write=False)
+
+    def ready_listener(self, on_ready: "Callable[[str], None]") -> "ReadyListener | None":
+        """A ``LISTEN hazel_ready`` connection calling ``on_ready(run_id)`` (not started), or None where the
+        database has no notifications (SQLite: workers share a process or sweep)."""
+        return ReadyListener(self.url, on_ready) if self.dialect_hooks.notifies else None
 
     def ping(self) -> str | None:
         """None when the database answers ``SELECT 1``, else the error's class name (no connection details:

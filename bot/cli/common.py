@@ -16,7 +16,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 from rich.markup import escape
 
-from bot.engine.errors import HazelError
+from bot.engine import HazelError
 from bot.settings import Settings
 from store.errors import StoreError
 from store.models import Actor

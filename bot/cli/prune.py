@@ -33,7 +33,7 @@ def prune_cmd(
     """Remove the checkpoints of runs that ended (completed, failed, rejected, cancelled) more than DAYS days
     ago, keeping each run's final state, its decisions and its audit log. Waiting, ready and running runs are
     never pruned. A pruned run cannot be rewound to the dropped checkpoints."""
-    from bot.engine.clock import utcnow
+    from bot.engine import utcnow
     from bot.ops.retention import prune
 
     if older_than < 0:

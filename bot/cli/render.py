@@ -9,8 +9,8 @@ from rich.table import Table
 from rich.tree import Tree
 
 from bot.cli.common import when
-from bot.engine.runner import DriveResult
-from bot.engine.workflow import REWIND_NODE, node_label
+from bot.engine import DriveResult
+from store.models import REWIND_NODE, node_label
 from store.models import AuditEvent, CheckpointInfo, Decision, Run, SteeringRequest
 
 STATUS_STYLE = {"completed": "green", "failed": "red", "rejected": "red", "cancelled": "yellow",

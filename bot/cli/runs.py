@@ -26,7 +26,7 @@ from bot.cli.common import (
     read_arg,
     when,
 )
-from bot.engine.clock import utcnow
+from bot.engine import utcnow
 from bot.engine import DriveResult
 from bot.engine import Hazel
 from integrations.console import render_value

@@ -20,19 +20,25 @@ from bot.engine.errors import (
     VersionUnavailableError,
     WorkflowDefinitionError,
 )
+from bot.engine.clock import utcnow
 from bot.engine.hazel import Hazel
+from bot.engine.logcontext import VARS as LOG_CONTEXT_VARS
+from bot.engine.logcontext import bind_log_context, log_context
+from bot.engine.people import People, Person
+from bot.engine.registry import Registry
 from bot.engine.reads import Shown
 from bot.engine.runner import Claim, DriveResult
 from bot.engine.steering import DecisionOutcome
 from bot.engine.steering.edits import value_from_text
-from bot.engine.timeouts import Fired
+from bot.engine.timeouts import TIMEOUT_RETRY_SEC, Fired
 from bot.engine.views import DECIDING, Access
 from bot.engine.workflow import Approvers, Step, StepContext, SteeringPoint, Workflow
 
 __all__ = [
     "Access", "AlreadyDecidedError", "Approvers", "CheckpointNotFoundError", "Claim", "ConfigurationError",
     "DECIDING", "DecisionOutcome", "DriveResult", "Fired", "Hazel", "HazelError", "InvalidDecisionError",
-    "InvalidInputError", "NoPendingRequestError", "NotAllowedError", "RunNotFoundError", "RunStateError", "Shown",
-    "Step", "StepContext", "SteeringPoint", "StepContractError", "UnknownWorkflowError", "VersionUnavailableError",
-    "Workflow", "WorkflowDefinitionError", "value_from_text",
+    "InvalidInputError", "LOG_CONTEXT_VARS", "NoPendingRequestError", "NotAllowedError", "People", "Person",
+    "Registry", "RunNotFoundError", "RunStateError", "Shown", "Step", "StepContext", "SteeringPoint",
+    "StepContractError", "TIMEOUT_RETRY_SEC", "UnknownWorkflowError", "VersionUnavailableError", "Workflow",
+    "WorkflowDefinitionError", "bind_log_context", "log_context", "utcnow", "value_from_text",
 ]

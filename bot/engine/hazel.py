@@ -28,20 +28,24 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, Callable
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from bot.engine import permissions
 from bot.engine.clock import utcnow
-from bot.engine.errors import AlreadyDecidedError, InvalidInputError, NoPendingRequestError, NotAllowedError
+from bot.engine.errors import (
+    InvalidInputError,
+    NotAllowedError,
+)
 from bot.engine.people import EmailSource, People
+from bot.engine.inputs import check_hooks, validate_input
 from bot.engine.reads import Reads
+from bot.engine.requests import Requests
 from bot.engine.registry import Registry
 from bot.engine.runner import Claim, DriveResult, Head, Runner
 from bot.engine.steering import DecisionOutcome, Steering
-from bot.engine.steering.edits import format_validation_error
-from bot.engine.timeouts import Fired, Timeouts
+from bot.engine.timeouts import Timeouts
 from bot.engine.versions import runnable_versions, target_workflow
-from bot.engine.views import Access, Views
+from bot.engine.views import Views
 from bot.engine.workflow import START, Workflow
 from bot.settings import Settings
 from store import NewCheckpoint, Store
@@ -49,12 +53,8 @@ from store.models import (
     Action,
     Actor,
     ChannelName,
-    OutboxMessage,
-    ProgressView,
-    RequestView,
     Run,
     RunStatus,
-    SteeringRequest,
 )
 
 log = logging.getLogger("hazel")
@@ -62,26 +62,12 @@ GroupSource = frozenset[str] | Callable[[frozenset[str]], frozenset[str]] | None
 """A channel identity's groups: known, or a function the engine asks with the groups it cares about."""
 
 
-def _unknown_fields(model: type[BaseModel], data: object) -> list[str]:
-    """Keys of an input dict that the state model would silently drop (a typo must not start a run with a
-    default in its place). Models that allow extra fields accept anything."""
-    if not isinstance(data, dict) or model.model_config.get("extra") == "allow":
-        return []
-    known = set(model.model_fields)
-    for name, field in model.model_fields.items():
-        if field.alias:
-            known.add(field.alias)
-        if isinstance(field.validation_alias, str):
-            known.add(field.validation_alias)
-    return sorted(str(k) for k in data if k not in known)
-
-
 def new_run_id() -> str:
     """12 hex characters (48 random bits)."""
     return secrets.token_hex(6)
 
 
-class Hazel(Reads):
+class Hazel(Reads, Requests):
     """The engine: store, registered workflows, people, runner and steering.
 
     Args:
@@ -100,7 +86,7 @@ class Hazel(Reads):
                  clock: Callable[[], datetime] = utcnow, load_workflows: bool = True) -> None:
         self.settings = settings or Settings()
         self.clock = clock
-        self.settings.check_hooks()
+        check_hooks(self.settings)
         self.store = store or Store(self.settings.database_url, sqlite_synchronous=self.settings.sqlite_synchronous,
                                     hook_urls=tuple(self.settings.hook_url_list))
         """The engine's database: for the operations that maintain it (outbox delivery, retention)."""
@@ -256,14 +242,7 @@ class Hazel(Reads):
             reason = f"{actor.label} may not start {wf.label}: only {wf.starters.describe()} may"
             self.steering.refuse(run_id=None, request_id=None, actor=actor, action="start", reason=reason)
             raise NotAllowedError(reason)
-        unknown = _unknown_fields(wf.state, input)
-        if unknown:
-            raise InvalidInputError(f"invalid input for {wf.label}: unknown field {', '.join(map(repr, unknown))} "
-                                    f"(fields: {', '.join(wf.state.model_fields)})")
-        try:
-            state = wf.codec.validate(input if input is not None else {})
-        except ValidationError as exc:
-            raise InvalidInputError(f"invalid input for {wf.label}: {format_validation_error(exc)}") from None
+        state = validate_input(wf, input)
         now = self.clock()
         run_id = new_run_id()
         tree = wf.codec.encode(state)
@@ -389,103 +368,3 @@ class Hazel(Reads):
             RunNotFoundError, RunStateError (already ended), NotAllowedError.
         """
         return self.steering.cancel(run_id, actor, reason=reason)
-
-    def access(self, *, request_id: int, actor: Actor) -> Access:
-        """What ``actor`` may do on the request now (to render buttons and refusals).
-
-        Raises:
-            NoPendingRequestError: no such request.
-        """
-        with self.store.read() as tx:
-            request = tx.requests.get(request_id)
-            run = tx.runs.get(request.run_id) if request is not None else None
-            if request is None or run is None:
-                raise NoPendingRequestError(f"steering request {request_id} does not exist")
-            return self.views.access(tx, request, run, actor)
-
-    def check(self, *, request_id: int, action: str, actor: Actor) -> RequestView:
-        """Before a form opens: the request's view if ``actor`` may take ``action`` on it now.
-
-        Raises:
-            NoPendingRequestError: no such request. AlreadyDecidedError: it was settled (by whom, when).
-            InvalidDecisionError: the point does not allow ``action``. NotAllowedError: this person may not
-            (recorded in the audit log, as the decision itself would).
-        """
-        from bot.engine.errors import InvalidDecisionError
-
-        view = self.request_view(request_id=request_id)
-        if view is None:
-            raise NoPendingRequestError(f"steering request {request_id} does not exist")
-        if view.request.status.value != "pending":
-            with self.store.read() as tx:
-                raise self.steering._already(tx, view.request)
-        access = self.access(request_id=request_id, actor=actor)
-        if access.may(action):
-            return view
-        if action not in view.actions:
-            raise InvalidDecisionError(f"{action!r} is not allowed at {view.title!r} "
-                                       f"(allowed: {', '.join(view.actions)})")
-        reason = access.refused.get(action, "not allowed")
-        self.steering.refuse(run_id=view.run.id, request_id=request_id, actor=actor, action=action, reason=reason)
-        if "one person has one vote" in reason:
-            raise AlreadyDecidedError(reason, decided_by=actor.label, decided_at=None, action=None,
-                                      decided_by_id=actor.id, channel=actor.channel, own=True)
-        raise NotAllowedError(reason)
-
-    def waiting_on(self, *, actor: Actor, limit: int = 50) -> list[RequestView]:
-        """Pending requests ``actor`` may decide, oldest first (App Home, ``/hazel runs``)."""
-        return self.views.waiting_on(actor, limit=limit)
-
-    def request_view(self, *, request_id: int, reminder: bool = False, escalation: bool = False) -> RequestView | None:
-        """The request as channels render it now (None: no such request)."""
-        with self.store.read() as tx:
-            return self.views.request_view(tx, request_id, reminder=reminder, escalation=escalation)
-
-    def outbox_view(self, *, message: OutboxMessage) -> RequestView | ProgressView | None:
-        """What a channel needs to deliver an outbox message (None: its run or request is gone)."""
-        with self.store.read() as tx:
-            return self.views.outbox_view(tx, message)
-
-    def request_by_message_key(self, *, key: str) -> SteeringRequest | None:
-        """The latest request a channel posted under ``key`` (a Jira issue id, ``C…:ts`` on Slack)."""
-        with self.store.read() as tx:
-            return tx.requests.by_message_key(key)
-
-    def request_for(self, *, run_id: str, request_id: int | None = None, point: str | None = None) -> SteeringRequest:
-        """The pending request a decision would apply to (``decide``'s ``request_id`` and ``point``).
-
-        Raises:
-            RunNotFoundError, NoPendingRequestError, AlreadyDecidedError (with who and when).
-        """
-        with self.store.read() as tx:
-            return self.steering._request(tx, self.steering._run(tx, run_id), request_id, point)
-
-    # -- the scheduler -----------------------------------------------------------------------------------
-
-    def due_request_ids(self, *, now: datetime, limit: int = 100) -> list[int]:
-        """Pending requests whose reminder, escalation or timeout is due at ``now``, most overdue first."""
-        with self.store.read() as tx:
-            return tx.timers.due_request_ids(now=now, limit=limit)
-
-    def fire_request(self, *, request_id: int, now: datetime) -> Fired:
-        """Send what is due on one request (``bot.engine.timeouts``)."""
-        return self.timeouts.fire(request_id, now=now)
-
-    def postpone_request(self, *, request_id: int, until: datetime) -> None:
-        """Look at a request again at ``until`` (after its firing failed)."""
-        self.timeouts.postpone(request_id, until)
-
-    def wake_due_retries(self, *, now: datetime, limit: int = 100) -> list[str]:
-        """Wake the workers for each ready run whose retry backoff has ended. Returns their ids."""
-        with self.store.read() as tx:
-            due = tx.timers.due_retries(now=now, limit=limit)
-        for run_id in due:
-            self._ready(run_id)
-        return due
-
-    def next_due_at(self) -> datetime | None:
-        """The earliest moment anything is due: a request's next action or a retry's wake-up (None: none)."""
-        with self.store.read() as tx:
-            times = [tx.timers.earliest_request_action(), tx.timers.earliest_retry()]
-        present = [t for t in times if t is not None]
-        return min(present) if present else None

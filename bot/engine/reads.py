@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from pydantic import BaseModel
 
@@ -219,6 +219,11 @@ class Reads:
                     raise InvalidInputError(f"no dead outbox message {message_id}" + (
                         f" (it is {message.status.value})" if message is not None else ""))
             return tx.outbox.retry_dead(now=self.clock(), message_id=message_id)  # type: ignore[attr-defined]
+
+    def ready_listener(self, *, on_ready: Callable[[str], None]) -> Any:
+        """A not yet started listener for runs made ready by other processes (PostgreSQL ``LISTEN``; call
+        ``start()``/``stop()``), or None on SQLite."""
+        return self.store.ready_listener(on_ready)
 
     def health(self) -> str | None:
         """None when the database answers, else the error's class name."""

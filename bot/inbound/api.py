@@ -61,7 +61,7 @@ from bot.engine import (
     UnknownWorkflowError,
     VersionUnavailableError,
 )
-from bot.engine.logcontext import log_context
+from bot.engine import log_context
 from bot.settings import Settings
 from store.models import Actor, RunStatus
 

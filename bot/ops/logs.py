@@ -25,7 +25,7 @@ from pythonjsonlogger.core import RESERVED_ATTRS
 from pythonjsonlogger.json import JsonFormatter
 from sqlalchemy.engine import make_url
 
-from bot.engine.logcontext import VARS as _VARS
+from bot.engine import LOG_CONTEXT_VARS as _VARS
 from bot.settings import Settings
 
 REDACTED = "**********"
@@ -129,7 +129,7 @@ def configure_logging(settings: Settings, *, stream: TextIO | None = None) -> lo
     Raises:
         ConfigurationError: an unknown ``HAZEL_LOG_LEVEL``.
     """
-    from bot.engine.errors import ConfigurationError
+    from bot.engine import ConfigurationError
 
     level = logging.getLevelName(settings.log_level.strip().upper())
     if not isinstance(level, int):

@@ -17,7 +17,7 @@ from datetime import timedelta
 from typing import Callable
 
 from bot.engine import Hazel
-from bot.engine.logcontext import bind_log_context
+from bot.engine import bind_log_context
 from integrations.base import Channel, DeliveryError, PermanentDeliveryError
 from store.models import SYSTEM, OutboxKind, OutboxMessage, ProgressView
 

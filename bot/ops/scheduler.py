@@ -29,7 +29,7 @@ from bot.ops import timers
 from bot.ops.timers import TickReport
 
 if TYPE_CHECKING:
-    from bot.engine.hazel import Hazel
+    from bot.engine import Hazel
 
 log = logging.getLogger("hazel.scheduler")
 

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from bot.engine.timeouts import TIMEOUT_RETRY_SEC
+from bot.engine import TIMEOUT_RETRY_SEC
 
 if TYPE_CHECKING:
-    from bot.engine.hazel import Hazel
+    from bot.engine import Hazel
 
 log = logging.getLogger("hazel.timers")
 

@@ -13,9 +13,8 @@ import collections
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from store.notify import ReadyListener
 
 if TYPE_CHECKING:
     from bot.engine import Claim, Hazel
@@ -40,7 +39,7 @@ class WorkerPool:
         self._claims: collections.deque["Claim"] = collections.deque()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._listener: ReadyListener | None = None
+        self._listener: Any = None
         self.take_claims = take_claims
         hazel.on_ready(lambda _run_id: self.wake())
 
@@ -58,9 +57,10 @@ class WorkerPool:
     def start(self) -> None:
         """Start the worker threads (and, on PostgreSQL, the LISTEN connection); from now on decisions taken
         in this process hand their runs to this pool."""
-        if self.hazel.store.dialect == "postgresql" and self._listener is None:
-            self._listener = ReadyListener(self.hazel.store.url, lambda _run_id: self.wake())
-            self._listener.start()
+        if self._listener is None:
+            self._listener = self.hazel.ready_listener(on_ready=lambda _run_id: self.wake())
+            if self._listener is not None:
+                self._listener.start()
         for i in range(self.threads):
             t = threading.Thread(target=self._loop, name=f"hazel-worker-{i}", daemon=True)
             t.start()

@@ -12,11 +12,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Callable
 
-from bot.engine import DriveResult
+from bot.engine import DriveResult, People, Registry, utcnow
 from bot.engine import Hazel as Engine
-from bot.engine.clock import utcnow
-from bot.engine.people import People
-from bot.engine.registry import Registry
 from bot.ops.hooks import KIND as HOOK_KIND
 from bot.ops.hooks import HookSender
 from bot.ops.outbox import ChannelRouter, Deliverer

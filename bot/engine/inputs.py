@@ -1,0 +1,63 @@
+"""Checking what comes in before anything is written: a run's input against its state model, and the hook
+settings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from bot.engine.errors import ConfigurationError, InvalidInputError
+from bot.engine.steering.edits import format_validation_error
+from bot.engine.workflow import Workflow
+from bot.settings import Settings
+
+
+def validate_input(wf: Workflow, data: dict[str, Any] | BaseModel | None) -> BaseModel:
+    """``data`` as ``wf``'s state (None: the model's defaults).
+
+    Raises:
+        InvalidInputError: a field the model does not have (a typo must not start a run with a default in its
+            place), or a value it refuses (pydantic's message).
+    """
+    unknown = _unknown_fields(wf.state, data)
+    if unknown:
+        raise InvalidInputError(f"invalid input for {wf.label}: unknown field {', '.join(map(repr, unknown))} "
+                                f"(fields: {', '.join(wf.state.model_fields)})")
+    try:
+        return wf.codec.validate(data if data is not None else {})
+    except ValidationError as exc:
+        raise InvalidInputError(f"invalid input for {wf.label}: {format_validation_error(exc)}") from None
+
+
+def _unknown_fields(model: type[BaseModel], data: object) -> list[str]:
+    """Keys of an input dict that the state model would silently drop (a typo must not start a run with a
+    default in its place). Models that allow extra fields accept anything."""
+    if not isinstance(data, dict) or model.model_config.get("extra") == "allow":
+        return []
+    known = set(model.model_fields)
+    for name, field in model.model_fields.items():
+        if field.alias:
+            known.add(field.alias)
+        if isinstance(field.validation_alias, str):
+            known.add(field.validation_alias)
+    return sorted(str(k) for k in data if k not in known)
+
+
+def check_hooks(settings: Settings) -> None:
+    """Refuse hook settings that cannot work.
+
+    Raises:
+        ConfigurationError: ``HAZEL_HOOK_URLS`` without ``HAZEL_HOOK_SECRET`` (events are always signed), or a
+            URL that is not http(s) (named without its query or credentials).
+    """
+    from urllib.parse import urlparse
+
+    for url in settings.hook_url_list:
+        parsed = urlparse(url)
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            where = f"{parsed.scheme}://{parsed.hostname or '?'}{parsed.path}"
+            raise ConfigurationError(f"HAZEL_HOOK_URLS: {where!r} is not an http(s) URL")
+    if settings.hook_url_list and settings.hook_secret is None:
+        raise ConfigurationError("HAZEL_HOOK_URLS is set but HAZEL_HOOK_SECRET is not: hook events are always "
+                                 "signed")

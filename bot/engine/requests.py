@@ -1,0 +1,127 @@
+"""The half of the engine's boundary about steering requests and time (``Hazel`` inherits it): what a person
+may do on a request, the form pre-check, what waits on a person, request views, the lookup by a channel's
+message key, and what the scheduler asks (due requests, firing one, retries' wake-ups)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Callable
+
+from bot.engine.errors import AlreadyDecidedError, InvalidDecisionError, NoPendingRequestError, NotAllowedError
+from bot.engine.timeouts import Fired
+from bot.engine.views import Access
+from store.models import Actor, OutboxMessage, ProgressView, RequestView, SteeringRequest
+
+if TYPE_CHECKING:
+    from bot.engine.steering import Steering
+    from bot.engine.timeouts import Timeouts
+    from bot.engine.views import Views
+    from store import Store
+
+
+class Requests:
+    """Request and scheduler methods of ``Hazel`` (needs ``store``, ``steering``, ``views``, ``timeouts``)."""
+
+    store: "Store"
+    steering: "Steering"
+    views: "Views"
+    timeouts: "Timeouts"
+    _ready: Callable[[str], None]
+
+    def access(self, *, request_id: int, actor: Actor) -> Access:
+        """What ``actor`` may do on the request now (to render buttons and refusals).
+
+        Raises:
+            NoPendingRequestError: no such request.
+        """
+        with self.store.read() as tx:
+            request = tx.requests.get(request_id)
+            run = tx.runs.get(request.run_id) if request is not None else None
+            if request is None or run is None:
+                raise NoPendingRequestError(f"steering request {request_id} does not exist")
+            return self.views.access(tx, request, run, actor)
+
+    def check(self, *, request_id: int, action: str, actor: Actor) -> RequestView:
+        """Before a form opens: the request's view if ``actor`` may take ``action`` on it now.
+
+        Raises:
+            NoPendingRequestError: no such request. AlreadyDecidedError: it was settled (by whom, when).
+            InvalidDecisionError: the point does not allow ``action``. NotAllowedError: this person may not
+            (recorded in the audit log, as the decision itself would).
+        """
+        view = self.request_view(request_id=request_id)
+        if view is None:
+            raise NoPendingRequestError(f"steering request {request_id} does not exist")
+        if view.request.status.value != "pending":
+            with self.store.read() as tx:
+                raise self.steering._already(tx, view.request)
+        access = self.access(request_id=request_id, actor=actor)
+        if access.may(action):
+            return view
+        if action not in view.actions:
+            raise InvalidDecisionError(f"{action!r} is not allowed at {view.title!r} "
+                                       f"(allowed: {', '.join(view.actions)})")
+        reason = access.refused.get(action, "not allowed")
+        self.steering.refuse(run_id=view.run.id, request_id=request_id, actor=actor, action=action, reason=reason)
+        if "one person has one vote" in reason:
+            raise AlreadyDecidedError(reason, decided_by=actor.label, decided_at=None, action=None,
+                                      decided_by_id=actor.id, channel=actor.channel, own=True)
+        raise NotAllowedError(reason)
+
+    def waiting_on(self, *, actor: Actor, limit: int = 50) -> list[RequestView]:
+        """Pending requests ``actor`` may decide, oldest first (App Home, ``/hazel runs``)."""
+        return self.views.waiting_on(actor, limit=limit)
+
+    def request_view(self, *, request_id: int, reminder: bool = False, escalation: bool = False) -> RequestView | None:
+        """The request as channels render it now (None: no such request)."""
+        with self.store.read() as tx:
+            return self.views.request_view(tx, request_id, reminder=reminder, escalation=escalation)
+
+    def outbox_view(self, *, message: OutboxMessage) -> RequestView | ProgressView | None:
+        """What a channel needs to deliver an outbox message (None: its run or request is gone)."""
+        with self.store.read() as tx:
+            return self.views.outbox_view(tx, message)
+
+    def request_by_message_key(self, *, key: str) -> SteeringRequest | None:
+        """The latest request a channel posted under ``key`` (a Jira issue id, ``C…:ts`` on Slack)."""
+        with self.store.read() as tx:
+            return tx.requests.by_message_key(key)
+
+    def request_for(self, *, run_id: str, request_id: int | None = None, point: str | None = None) -> SteeringRequest:
+        """The pending request a decision would apply to (``decide``'s ``request_id`` and ``point``).
+
+        Raises:
+            RunNotFoundError, NoPendingRequestError, AlreadyDecidedError (with who and when).
+        """
+        with self.store.read() as tx:
+            return self.steering._request(tx, self.steering._run(tx, run_id), request_id, point)
+
+    # -- the scheduler -----------------------------------------------------------------------------------
+
+    def due_request_ids(self, *, now: datetime, limit: int = 100) -> list[int]:
+        """Pending requests whose reminder, escalation or timeout is due at ``now``, most overdue first."""
+        with self.store.read() as tx:
+            return tx.timers.due_request_ids(now=now, limit=limit)
+
+    def fire_request(self, *, request_id: int, now: datetime) -> Fired:
+        """Send what is due on one request (``bot.engine.timeouts``)."""
+        return self.timeouts.fire(request_id, now=now)
+
+    def postpone_request(self, *, request_id: int, until: datetime) -> None:
+        """Look at a request again at ``until`` (after its firing failed)."""
+        self.timeouts.postpone(request_id, until)
+
+    def wake_due_retries(self, *, now: datetime, limit: int = 100) -> list[str]:
+        """Wake the workers for each ready run whose retry backoff has ended. Returns their ids."""
+        with self.store.read() as tx:
+            due = tx.timers.due_retries(now=now, limit=limit)
+        for run_id in due:
+            self._ready(run_id)
+        return due
+
+    def next_due_at(self) -> datetime | None:
+        """The earliest moment anything is due: a request's next action or a retry's wake-up (None: none)."""
+        with self.store.read() as tx:
+            times = [tx.timers.earliest_request_action(), tx.timers.earliest_retry()]
+        present = [t for t in times if t is not None]
+        return min(present) if present else None
