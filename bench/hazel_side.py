@@ -1,9 +1,10 @@
 """Items 2, 3 and 6 on Hazel: checkpoint cost per step, bytes on disk per checkpoint, history and rewind.
 
-Per-step cost is the time from one step's start to the next step's start (``Runner.on_step``): the step
+Per-step cost is the time from one step's start to the next step's start (``Hazel.on_step``): the step
 function, encoding the state, the diff, and the one transaction that commits the checkpoint and the run's
-head. Runs are executed the way a worker does (``Runner.claim`` + ``Runner.drive``), without delivering
-notifications in between.
+head. Runs are executed through the engine's boundary as ``hazel run`` does (``start(claim=True)`` leases the
+run in the transaction that creates it, ``drive`` executes it), on the engine alone: outbox rows are written
+in each transaction and not delivered in between.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 
 from bench.databases import HAZEL_TABLES
 from bench.stats import mean
-from bench.workload import ACTOR, linear_workflow, make_hazel
+from bench.workload import ACTOR, linear_workflow, make_engine
 
 
 WARM_UP_STEPS = 20
@@ -52,19 +53,19 @@ def checkpoint_cost(backend, n_steps: int, *, measure_storage: bool = False) -> 
     """Run ``bench-linear-N`` once on a fresh database of ``backend`` and time every step."""
     url = backend.fresh_url("linear")
     warm_up = linear_workflow(WARM_UP_STEPS, name="bench-warm-up")
-    hazel = make_hazel(url, linear_workflow(n_steps), warm_up)
-    warm = hazel.start(workflow=warm_up.name, input={}, actor=ACTOR)  # statement caches warm, as in a process that has run steps
-    hazel.runner.drive(hazel.runner.claim(warm.id))
+    hazel = make_engine(url, linear_workflow(n_steps), warm_up)
+    # statement caches warm, as in a process that has run steps
+    warm = hazel.start(workflow=warm_up.name, input={}, actor=ACTOR, claim=True)
+    hazel.drive(run_id=warm.id)
     if measure_storage and backend.name == "sqlite":
         hazel.store.dispose()  # every connection closed, so that the WAL folds into the file
     before = backend.size_bytes(url, HAZEL_TABLES) if measure_storage else 0
     starts: list[float] = []
-    hazel.runner.on_step = lambda _run_id, _step: starts.append(time.perf_counter())
-    run = hazel.start(workflow=f"bench-linear-{n_steps}", input={}, actor=ACTOR)
+    hazel.on_step(lambda _run_id, _step: starts.append(time.perf_counter()))
+    run = hazel.start(workflow=f"bench-linear-{n_steps}", input={}, actor=ACTOR, claim=True)
     gc.collect()
-    claimed = hazel.runner.claim(run.id)
-    result = hazel.runner.drive(claimed)
-    assert result.run is not None and result.run.status.value == "completed", result
+    result = hazel.drive(run_id=run.id)
+    assert result.status is not None and result.status.value == "completed", result
     checkpoints = len(hazel.checkpoints(run_id=run.id))
     hazel.close()
     per_checkpoint = None
@@ -84,26 +85,28 @@ class HistoryCost:
 
 def history_and_rewind(backend, n_steps: int = 200, rewind_to: int = 100) -> HistoryCost:  # noqa: ANN001
     """Item 6: a completed ``n_steps`` run; time ``Hazel.checkpoints`` (what ``hazel history`` shows), then
-    ``Hazel.rewind(to=rewind_to)`` + claim + load + one step."""
+    ``Hazel.rewind(to=rewind_to, claim=True)`` (one transaction: the fork and the lease) + ``drive`` to the
+    start of the second step on the new branch (the first one committed)."""
     url = backend.fresh_url("history")
     warm_up = linear_workflow(WARM_UP_STEPS, name="bench-warm-up")
-    hazel = make_hazel(url, linear_workflow(n_steps), warm_up)
-    warm = hazel.start(workflow=warm_up.name, input={}, actor=ACTOR)  # the same calls once, so that statement caches are warm
-    hazel.runner.drive(hazel.runner.claim(warm.id))
+    hazel = make_engine(url, linear_workflow(n_steps), warm_up)
+    # the same calls once, so that statement caches are warm
+    warm = hazel.start(workflow=warm_up.name, input={}, actor=ACTOR, claim=True)
+    hazel.drive(run_id=warm.id)
     hazel.checkpoints(run_id=warm.id)
-    hazel.rewind(run_id=warm.id, actor=ACTOR, to=WARM_UP_STEPS // 2)
-    hazel.runner.drive(hazel.runner.claim(warm.id))
-    run = hazel.start(workflow=f"bench-linear-{n_steps}", input={}, actor=ACTOR)
-    hazel.runner.drive(hazel.runner.claim(run.id))
+    hazel.rewind(run_id=warm.id, actor=ACTOR, to=WARM_UP_STEPS // 2, claim=True)
+    hazel.drive(run_id=warm.id)
+    run = hazel.start(workflow=f"bench-linear-{n_steps}", input={}, actor=ACTOR, claim=True)
+    hazel.drive(run_id=run.id)
     started = time.perf_counter()
     history = hazel.checkpoints(run_id=run.id)
     history_ms = (time.perf_counter() - started) * 1e3
     assert len(history) == n_steps + 1
     starts: list[float] = []
-    hazel.runner.on_step = lambda _run_id, _step: starts.append(time.perf_counter())
+    hazel.on_step(lambda _run_id, _step: starts.append(time.perf_counter()))
     started = time.perf_counter()
-    hazel.rewind(run_id=run.id, actor=ACTOR, to=rewind_to)
-    hazel.runner.drive(hazel.runner.claim(run.id))
+    hazel.rewind(run_id=run.id, actor=ACTOR, to=rewind_to, claim=True)
+    hazel.drive(run_id=run.id)
     rewind_step_ms = (starts[1] - started) * 1e3
     hazel.close()
     return HistoryCost(history_ms, rewind_step_ms)

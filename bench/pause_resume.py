@@ -1,14 +1,15 @@
 """Item 4 on Hazel: runs that execute 3 steps and stop at a steering point, then one decision each.
 
 ``pause_per_sec``: runs started and driven to their steering point per second. ``resume latency``: from the
-decision being recorded (``Hazel.on_ready`` fires right after the decision's transaction commits) to the
-start of the step after the steering point (``Runner.on_step``). ``resumes_per_sec``: decisions per second,
-each one recorded and its run executed to the end.
+call that records the decision (``Hazel.decide``: its one transaction included) to the start of the step after
+the steering point (``Hazel.on_step``), as LangGraph's is measured from ``invoke(Command(resume=…))``.
+``resumes_per_sec``: decisions per second, each one recorded and its run executed to the end.
 
-Modes: ``inline`` (the deciding thread continues the run, as ``hazel approve`` does), ``threads`` (a
-``WorkerPool`` of 4 threads in the same process, woken by ``on_ready``, as in ``hazel serve``) and worker
-processes (``bench.worker``; each a ``WorkerPool`` in its own process, finding work by its sweep since
-nothing wakes another process).
+Modes: ``inline`` (the deciding thread continues the run, as ``hazel approve`` does: ``start`` and ``decide``
+with ``claim=True`` lease the run in their own transaction and ``drive`` continues from the state in hand),
+``threads`` (a ``WorkerPool`` of 4 threads in the same process, as in ``hazel serve``: a decision hands its
+claim to the pool) and worker processes (``bench.worker``; each a ``WorkerPool`` in its own process, woken by
+PostgreSQL ``LISTEN``; decisions made in the bench process leave the run ``ready`` for them).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from bot.ops.worker import WorkerPool
 from store.models import RunStatus
 
 from bench.stats import percentile
-from bench.workload import ACTOR, PAUSE_WORKFLOW, RESUMED_STEP, bench_pause, make_hazel
+from bench.workload import ACTOR, PAUSE_WORKFLOW, RESUMED_STEP, bench_pause, make_engine
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -55,48 +56,43 @@ def _summary(n: int, pause_sec: float, resume_sec: float, latencies: list[float]
 
 def in_process(backend, n_runs: int, *, mode: str = "inline", threads: int = 4) -> PauseResume:  # noqa: ANN001
     """``mode``: ``inline`` or ``threads`` (see the module docstring)."""
-    hazel = make_hazel(backend.fresh_url("pause"), bench_pause)
-    ready_at: dict[str, float] = {}
+    hazel = make_engine(backend.fresh_url("pause"), bench_pause)
+    decided_at: dict[str, float] = {}
     step_at: dict[str, float] = {}
-    recording = threading.Event()
 
     def on_step(run_id: str, step: str) -> None:
         if step == RESUMED_STEP:
             step_at[run_id] = time.monotonic()
 
-    def on_ready(run_id: str) -> None:
-        if recording.is_set():
-            ready_at[run_id] = time.monotonic()
-
-    hazel.runner.on_step = on_step
-    hazel.on_ready(on_ready)
-    pool = WorkerPool(hazel, threads=threads) if mode == "threads" else None
+    hazel.on_step(on_step)
+    inline = mode == "inline"
+    pool = WorkerPool(hazel, threads=threads) if not inline else None
     try:
         if pool is not None:
             pool.start()
         started = time.monotonic()
-        run_ids = [_start_and_pause(hazel, inline=pool is None) for _ in range(n_runs)]
+        run_ids = [_start_and_pause(hazel, inline=inline) for _ in range(n_runs)]
         _wait_for(hazel, run_ids, RunStatus.WAITING)
         pause_sec = time.monotonic() - started
-        recording.set()
         started = time.monotonic()
         for run_id in run_ids:
-            hazel.decide(run_id=run_id, action="approve", actor=ACTOR)
-            if pool is None:
-                hazel.runner.drive(hazel.runner.claim(run_id))
+            decided_at[run_id] = time.monotonic()
+            hazel.decide(run_id=run_id, action="approve", actor=ACTOR, claim=inline)
+            if inline:
+                hazel.drive(run_id=run_id)
         _wait_for(hazel, run_ids, RunStatus.COMPLETED)
         resume_sec = time.monotonic() - started
     finally:
         if pool is not None:
             pool.stop()
         hazel.close()
-    return _summary(n_runs, pause_sec, resume_sec, _latencies_ms(ready_at, step_at))
+    return _summary(n_runs, pause_sec, resume_sec, _latencies_ms(decided_at, step_at))
 
 
 def _start_and_pause(hazel, *, inline: bool) -> str:  # noqa: ANN001
-    run = hazel.start(workflow=PAUSE_WORKFLOW, input={}, actor=ACTOR)
+    run = hazel.start(workflow=PAUSE_WORKFLOW, input={}, actor=ACTOR, claim=inline)
     if inline:
-        hazel.runner.drive(hazel.runner.claim(run.id))
+        hazel.drive(run_id=run.id)
     return run.id
 
 
@@ -121,7 +117,7 @@ def _wait_for(hazel, run_ids: list[str], status: RunStatus, timeout_sec: float =
 def worker_processes(backend, n_runs: int, *, processes: int, threads: int = 4) -> PauseResume:  # noqa: ANN001
     """Runs started here, executed by ``processes`` worker processes (``python -m bench.worker``)."""
     url = backend.fresh_url("workers")
-    hazel = make_hazel(url, bench_pause)
+    hazel = make_engine(url, bench_pause)
     ready_at: dict[str, float] = {}
     recording = threading.Event()
     hazel.on_ready(lambda run_id: ready_at.__setitem__(run_id, time.monotonic()) if recording.is_set() else None)

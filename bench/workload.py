@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from rich.console import Console
 
 from bot.engine.registry import Registry
+from bot.engine import Hazel as Engine
 from bot.server.app import HazelApp as Hazel
 from bot.settings import Settings
 from bot.engine.workflow import StepContext, Workflow
@@ -104,6 +105,16 @@ def silent_console() -> ConsoleChannel:
 def settings_for(url: str) -> Settings:
     """Settings for ``url`` that ignore the environment's and ``.env``'s Hazel settings."""
     return Settings(_env_file=None, database_url=url, workflows="bench.workload")
+
+
+def make_engine(url: str, *workflows: Workflow) -> Engine:
+    """The engine alone (``bot.engine.Hazel``) on ``url`` with only ``workflows``: runs execute as a worker
+    executes them, their outbox rows are written in the same transactions and never delivered (the peers
+    deliver nothing either)."""
+    registry = Registry()
+    for wf in workflows:
+        registry.add(wf)
+    return Engine(settings_for(url), store=Store(url), registry=registry, load_workflows=False)
 
 
 def make_hazel(url: str, *workflows: Workflow) -> Hazel:

@@ -27,6 +27,7 @@ from store.outbox import OutboxRepo
 from store.retention import RetentionRepo
 from store.runs import RunRepo
 from store.steering import DecisionRepo, RequestRepo
+from store.steps import StepWriter
 from store.timers import TimerRepo
 
 __all__ = [
@@ -125,6 +126,11 @@ class Store:
     def read(self) -> "contextmanager[Tx]":
         """A read-only transaction (no write lock on SQLite)."""
         return self.transaction(write=False)
+
+    def step_writer(self) -> "StepWriter":
+        """A writer for the steps of one drive that keep their run running (``store.steps``); close it when
+        the drive stops."""
+        return StepWriter(self.engine, self.policy)
 
     def ready_listener(self, on_ready: "Callable[[str], None]") -> "ReadyListener | None":
         """A ``LISTEN hazel_ready`` connection calling ``on_ready(run_id)`` (not started), or None where the

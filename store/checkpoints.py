@@ -25,37 +25,47 @@ from store.runs import RunRepo, advance_values, fence_condition
 from store.schema import checkpoints, runs
 
 _INFO_COLUMNS = [c for c in checkpoints.c if c.name not in ("payload", "compressed", "base_seq", "chain_len")]
+_ONE_INFO = select(*_INFO_COLUMNS, checkpoints.c.chain_len).where(
+    (checkpoints.c.run_id == bindparam("run_id")) & (checkpoints.c.seq == bindparam("seq")))
 _INSERT = checkpoints.insert()
 """Built once: executed with a parameter dict, SQLAlchemy reuses its compiled form (building ``.values(...)``
 per step cost more than the database's own commit)."""
 
 
-_CHAIN_HEAD = (
-    "WITH RECURSIVE chain(seq, parent_seq, chain_len, compressed, payload, depth) AS ("
-    " SELECT seq, parent_seq, chain_len, compressed, payload, 0 FROM hazel_checkpoints"
-    "  WHERE run_id = :run_id AND seq = :seq"
-    " UNION ALL"
-)
-_CHAIN_TAIL = ") SELECT seq, chain_len, compressed, payload FROM chain ORDER BY depth DESC"
-_CHAIN = text(
-    _CHAIN_HEAD
-    + " SELECT c.seq, c.parent_seq, c.chain_len, c.compressed, c.payload, chain.depth + 1"
-    "  FROM hazel_checkpoints c JOIN chain ON c.run_id = :run_id AND c.seq = chain.parent_seq"
-    "  WHERE chain.chain_len > 0"
-    + _CHAIN_TAIL
-)
-"""A checkpoint and its ancestors back to their snapshot, snapshot first."""
-_CHAIN_PG = text(
-    _CHAIN_HEAD
-    + " SELECT c.seq, c.parent_seq, c.chain_len, c.compressed, c.payload, chain.depth + 1"
-    "  FROM chain CROSS JOIN LATERAL (SELECT seq, parent_seq, chain_len, compressed, payload"
-    "   FROM hazel_checkpoints WHERE run_id = :run_id AND seq = chain.parent_seq LIMIT 1) c"
-    "  WHERE chain.chain_len > 0"
-    + _CHAIN_TAIL
-)
-"""The same on PostgreSQL, written so that every step of the recursion is a primary-key lookup whatever the
-table's statistics: with none yet (a new table) the planner joined by ``run_id`` alone and filtered, reading
-the run's whole history once per chain row (5 ms instead of 0.4 ms for 68 rows of a 200-step run)."""
+_INFO_NAMES = ("branch", "step", "next_step", "workflow_version", "created_at", "stored_bytes", "decision_id",
+               "handoff")
+"""Columns of the loaded checkpoint itself, carried by the chain query's first (depth 0) row only."""
+
+
+def _chain_sql(postgresql: bool) -> Any:
+    """A checkpoint and its ancestors back to their snapshot, snapshot first, in ONE query; the checkpoint's
+    own row (depth 0) also carries its metadata (``_INFO_NAMES``), so that a load is one statement.
+
+    On PostgreSQL every step of the recursion is a primary-key lookup whatever the table's statistics (a
+    LATERAL subquery with LIMIT 1): with none yet (a new table) the planner joined by ``run_id`` alone and
+    filtered, reading the run's whole history once per chain row (5 ms instead of 0.4 ms for 68 rows of a
+    200-step run). Its NULLs are cast to the anchor's types, as a recursive CTE requires there."""
+    info = ", ".join(_INFO_NAMES)
+    nulls = (", ".join(f"CAST(NULL AS {t})" for t in ("INTEGER", "VARCHAR(200)", "VARCHAR(200)", "INTEGER",
+                                                       "TIMESTAMP WITH TIME ZONE", "INTEGER", "INTEGER", "JSONB"))
+             if postgresql else ", ".join("NULL" for _ in _INFO_NAMES))
+    step = ("FROM chain CROSS JOIN LATERAL (SELECT seq, parent_seq, chain_len, compressed, payload"
+            " FROM hazel_checkpoints WHERE run_id = :run_id AND seq = chain.parent_seq LIMIT 1) c"
+            if postgresql else
+            "FROM hazel_checkpoints c JOIN chain ON c.run_id = :run_id AND c.seq = chain.parent_seq")
+    sql = (f"WITH RECURSIVE chain(seq, parent_seq, chain_len, compressed, payload, depth, {info}) AS ("
+           f" SELECT seq, parent_seq, chain_len, compressed, payload, 0, {info} FROM hazel_checkpoints"
+           "  WHERE run_id = :run_id AND seq = :seq"
+           " UNION ALL"
+           f" SELECT c.seq, c.parent_seq, c.chain_len, c.compressed, c.payload, chain.depth + 1, {nulls}"
+           f"  {step} WHERE chain.chain_len > 0"
+           f") SELECT seq, parent_seq, chain_len, compressed, payload, {info} FROM chain ORDER BY depth DESC")
+    typed = {name: checkpoints.c[name].type for name in ("compressed", "created_at", "handoff")}
+    return text(sql).columns(**typed)
+
+
+_CHAIN = _chain_sql(False)
+_CHAIN_PG = _chain_sql(True)
 
 
 @dataclass(frozen=True)
@@ -130,6 +140,34 @@ class NewCheckpoint:
     handoff: dict[str, Any] | None = None
 
 
+ROW_COLUMNS = ("run_id", "seq", "parent_seq", "branch", "step", "next_step", "workflow_version", "created_at",
+               "base_seq", "chain_len", "stored_bytes", "compressed", "payload", "decision_id", "handoff")
+"""The columns of a checkpoint row, in the order ``encode_checkpoint`` gives its values."""
+
+
+def encode_checkpoint(cp: NewCheckpoint, tree: Any, parent: ChainPosition | None,
+                      policy: SnapshotPolicy) -> tuple[tuple[Any, ...], ChainPosition]:
+    """The row of checkpoint ``cp`` holding ``tree`` (values in ``ROW_COLUMNS`` order): a patch against
+    ``parent`` when it is ``cp``'s parent and the policy allows, else a full snapshot. Returns it with the new
+    checkpoint's chain position (the next one's ``parent``)."""
+    payload = compressed = None
+    if parent is not None and parent.seq == cp.parent_seq:
+        ops = delta.diff(parent.tree, tree)
+        payload, compressed = codec.dump_payload(ops)
+        chain_len = parent.chain_len + 1
+        delta_bytes = parent.delta_bytes + len(payload)
+        if chain_len > policy.max_chain or delta_bytes >= policy.delta_ratio * max(parent.base_bytes, 1024):
+            payload = None
+    if payload is None:
+        payload, compressed = codec.dump_payload(tree)
+        position = ChainPosition(cp.seq, tree, cp.seq, len(payload), 0, 0)
+    else:
+        position = ChainPosition(cp.seq, tree, parent.base_seq, parent.base_bytes, chain_len, delta_bytes)
+    row = (cp.run_id, cp.seq, cp.parent_seq, cp.branch, cp.step, cp.next_step, cp.workflow_version, cp.created_at,
+           position.base_seq, position.chain_len, len(payload), compressed, payload, cp.decision_id, cp.handoff)
+    return row, position
+
+
 def _info(row: Any) -> CheckpointInfo:
     m = dict(row._mapping)
     return CheckpointInfo(
@@ -144,7 +182,6 @@ class CheckpointRepo:
         self.conn = conn
         self.policy = policy
         self.dialect = dialect
-        self._base_bytes: dict[tuple[str, int], int] = {}  # snapshot sizes seen by ``load`` in this transaction
 
     def write(self, cp: NewCheckpoint, tree: Any, parent: ChainPosition | None, *,
               fence: Fence | None = None) -> ChainPosition:
@@ -155,27 +192,8 @@ class CheckpointRepo:
         Raises:
             LeaseLostError: with ``fence``, the run is no longer leased by its token (nothing was written).
         """
-        payload = compressed = None
-        if parent is not None and parent.seq == cp.parent_seq:
-            ops = delta.diff(parent.tree, tree)
-            payload, compressed = codec.dump_payload(ops)
-            chain_len = parent.chain_len + 1
-            delta_bytes = parent.delta_bytes + len(payload)
-            if chain_len > self.policy.max_chain or delta_bytes >= self.policy.delta_ratio * max(
-                parent.base_bytes, 1024
-            ):
-                payload = None
-        if payload is None:
-            payload, compressed = codec.dump_payload(tree)
-            position = ChainPosition(cp.seq, tree, cp.seq, len(payload), 0, 0)
-        else:
-            position = ChainPosition(cp.seq, tree, parent.base_seq, parent.base_bytes, chain_len, delta_bytes)
-        row = dict(
-            run_id=cp.run_id, seq=cp.seq, parent_seq=cp.parent_seq, branch=cp.branch, step=cp.step,
-            next_step=cp.next_step, workflow_version=cp.workflow_version, created_at=cp.created_at,
-            base_seq=position.base_seq, chain_len=position.chain_len, stored_bytes=len(payload),
-            compressed=compressed, payload=payload, decision_id=cp.decision_id, handoff=cp.handoff,
-        )
+        values, position = encode_checkpoint(cp, tree, parent, self.policy)
+        row = dict(zip(ROW_COLUMNS, values))
         if fence is None:
             self.conn.execute(_INSERT, row)
         elif self.dialect.one_statement_step:
@@ -196,36 +214,30 @@ class CheckpointRepo:
         rows = self.conn.execute(chain_sql, {"run_id": run_id, "seq": seq}).all()
         if not rows:
             return None
-        base = rows[0]
+        base, own = rows[0], rows[-1]
         if base.chain_len != 0:
             raise RuntimeError(f"checkpoint chain of {run_id}#{seq} does not start at a snapshot")
         tree = codec.load_payload(base.payload, base.compressed)
-        self._base_bytes[(run_id, base.seq)] = len(base.payload)
         delta_bytes = 0
         for row in rows[1:]:
             tree = delta.apply(tree, codec.load_payload(row.payload, row.compressed), copy_values=False)
             delta_bytes += len(row.payload)
-        info = self.info(run_id, seq)
-        assert info is not None
+        info = CheckpointInfo(
+            run_id=run_id, seq=own.seq, parent_seq=own.parent_seq, branch=own.branch, step=own.step,
+            next_step=own.next_step, workflow_version=own.workflow_version, created_at=own.created_at,
+            is_snapshot=own.chain_len == 0, stored_bytes=own.stored_bytes, decision_id=own.decision_id,
+            handoff=own.handoff)
         return LoadedCheckpoint(info=info, tree=tree, base_seq=base.seq, chain_len=len(rows) - 1,
-                                delta_bytes=delta_bytes, rows_read=len(rows))
+                                delta_bytes=delta_bytes, rows_read=len(rows), base_bytes=len(base.payload))
 
     def position(self, loaded: LoadedCheckpoint) -> ChainPosition:
         """The chain position of a loaded checkpoint (to continue writing patches after it)."""
-        base_bytes = self._base_bytes.get((loaded.info.run_id, loaded.base_seq))
-        if base_bytes is None:  # loaded in another transaction: ``stored_bytes`` is the payload's length
-            base_bytes = self.conn.execute(
-                select(checkpoints.c.stored_bytes).where(
-                    (checkpoints.c.run_id == loaded.info.run_id) & (checkpoints.c.seq == loaded.base_seq))
-            ).scalar_one()
-        return ChainPosition(loaded.info.seq, loaded.tree, loaded.base_seq, base_bytes, loaded.chain_len,
+        return ChainPosition(loaded.info.seq, loaded.tree, loaded.base_seq, loaded.base_bytes, loaded.chain_len,
                              loaded.delta_bytes)
 
     def info(self, run_id: str, seq: int) -> CheckpointInfo | None:
-        row = self.conn.execute(
-            select(*_INFO_COLUMNS, checkpoints.c.chain_len).where(
-                (checkpoints.c.run_id == run_id) & (checkpoints.c.seq == seq))
-        ).first()
+        """One checkpoint's metadata (no state)."""
+        row = self.conn.execute(_ONE_INFO, {"run_id": run_id, "seq": seq}).first()
         return _info(row) if row else None
 
     def list(self, run_id: str, *, newest: int | None = None) -> list[CheckpointInfo]:

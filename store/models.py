@@ -206,6 +206,8 @@ class LoadedCheckpoint(_Record):
     delta_bytes: int
     """Bytes of those deltas."""
     rows_read: int
+    base_bytes: int = 0
+    """Bytes of the snapshot at ``base_seq`` (the snapshot policy weighs the deltas against it)."""
 
 
 class SteeringRequest(_Record):

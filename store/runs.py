@@ -33,6 +33,21 @@ def advance_values(values: dict[str, Any], now: datetime) -> dict[str, Any]:
     return values
 
 
+@lru_cache(maxsize=128)
+def _transition_statement(keys: tuple[str, ...], n_from: int):  # noqa: ANN202
+    """The conditional UPDATE of ``RunRepo.transition`` for one set of columns and of starting statuses, built
+    once (building it per call cost more than executing it)."""
+    values = {k: bindparam(f"v_{k}", type_=runs.c[k].type) for k in keys}
+    return update(runs).where(
+        (runs.c.id == bindparam("run_id"))
+        & runs.c.status.in_([bindparam(f"from_{i}") for i in range(n_from)])
+    ).values(values)
+
+
+_GET = select(runs).where(runs.c.id == bindparam("run_id"))
+_GET_LOCKED: dict[str, Any] = {}
+
+
 _ADVANCE = update(runs).where(fence_condition())
 """The fenced per-step UPDATE, built once: executed with a parameter dict whose keys (besides the two fence
 parameters) are the columns to set, SQLAlchemy reuses its compiled form for each set of keys."""
@@ -78,12 +93,14 @@ class RunRepo:
         ))
 
     def get(self, run_id: str, *, for_update: bool = False) -> Run | None:
-        stmt = select(runs).where(runs.c.id == run_id)
+        stmt = _GET
         if for_update:
             # FOR NO KEY UPDATE on PostgreSQL: does not wait for the KEY SHARE locks that inserting child rows
             # (checkpoints, decisions) takes on the run, so concurrent deciders cannot deadlock on it.
-            stmt = self.dialect.lock(stmt, key_share=True)
-        row = self.conn.execute(stmt).first()
+            stmt = _GET_LOCKED.get(self.dialect.name)
+            if stmt is None:
+                stmt = _GET_LOCKED.setdefault(self.dialect.name, self.dialect.lock(_GET, key_share=True))
+        row = self.conn.execute(stmt, {"run_id": run_id}).first()
         return _run(row) if row else None
 
     def find_by_prefix(self, prefix: str, *, limit: int = 2) -> list[str]:
@@ -177,9 +194,12 @@ class RunRepo:
 
     def transition(self, run_id: str, *, from_statuses: Iterable[str], now: datetime, **values: Any) -> bool:
         """Set ``values`` if the run is in one of ``from_statuses``; False when it was not (someone else won)."""
-        if "status" in values and isinstance(values["status"], RunStatus):
+        values = {**values, "updated_at": now}
+        if isinstance(values.get("status"), RunStatus):
             values["status"] = values["status"].value
-        res = self.conn.execute(update(runs).where(
-            (runs.c.id == run_id) & runs.c.status.in_([getattr(s, "value", s) for s in from_statuses])
-        ).values(updated_at=now, **values))
+        statuses = [getattr(s, "value", s) for s in from_statuses]
+        keys = tuple(sorted(values))
+        params = {f"v_{k}": values[k] for k in keys}
+        params.update({f"from_{i}": s for i, s in enumerate(statuses)}, run_id=run_id)
+        res = self.conn.execute(_transition_statement(keys, len(statuses)), params)
         return res.rowcount == 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Iterable
 
-from sqlalchemy import Connection, case, select, update
+from sqlalchemy import Connection, bindparam, case, select, update
 from sqlalchemy.exc import IntegrityError
 
 from store.dialect import Dialect
@@ -20,7 +20,24 @@ from store.schema import decisions, runs, steering_requests
 
 
 _INSERT_DECISION = decisions.insert().returning(decisions.c.id)
-"""Built once; executed with a parameter dict."""
+"""Built once; executed with a parameter dict (every statement on the decision path is: building a statement
+costs more than the database executing it)."""
+
+_t = steering_requests.c
+_PENDING_BY_ID = (_t.id == bindparam("request_id")) & (_t.status == RequestStatus.PENDING.value)
+_REACHED = _t.approvals + 1 >= _t.approvals_required
+_VOTE = update(steering_requests).where(_PENDING_BY_ID).values(
+    approvals=_t.approvals + 1,
+    status=case((_REACHED, RequestStatus.DECIDED.value), else_=_t.status),
+    decided_at=case((_REACHED, bindparam("now", type_=_t.decided_at.type)), else_=_t.decided_at),
+    decided_by=case((_REACHED, bindparam("actor", type_=_t.decided_by.type)), else_=_t.decided_by),
+    decided_action=case((_REACHED, Action.APPROVE.value), else_=_t.decided_action),
+).returning(*steering_requests.c)
+_SETTLE = update(steering_requests).where(_PENDING_BY_ID).values(
+    status=bindparam("status"), decided_at=bindparam("now", type_=_t.decided_at.type),
+    decided_by=bindparam("actor"), decided_action=bindparam("action"),
+).returning(*steering_requests.c)
+_GET = select(steering_requests).where(_t.id == bindparam("request_id"))
 
 
 def _request(row: Any) -> SteeringRequest:
@@ -46,7 +63,7 @@ class RequestRepo:
         return int(res.scalar_one())
 
     def get(self, request_id: int) -> SteeringRequest | None:
-        row = self.conn.execute(select(steering_requests).where(steering_requests.c.id == request_id)).first()
+        row = self.conn.execute(_GET, {"request_id": request_id}).first()
         return _request(row) if row else None
 
     def pending_for_run(self, run_id: str) -> SteeringRequest | None:
@@ -101,27 +118,14 @@ class RequestRepo:
     def vote(self, request_id: int, *, now: datetime, actor: str) -> SteeringRequest | None:
         """Count one approval; settle the request as approved when it reaches its quorum.
         Returns the request after the vote, or None if it was no longer pending."""
-        t = steering_requests.c
-        reached = t.approvals + 1 >= t.approvals_required
-        row = self.conn.execute(update(steering_requests).where(
-            (t.id == request_id) & (t.status == RequestStatus.PENDING.value)
-        ).values(
-            approvals=t.approvals + 1,
-            status=case((reached, RequestStatus.DECIDED.value), else_=t.status),
-            decided_at=case((reached, now), else_=t.decided_at),
-            decided_by=case((reached, actor), else_=t.decided_by),
-            decided_action=case((reached, Action.APPROVE.value), else_=t.decided_action),
-        ).returning(*steering_requests.c)).first()
+        row = self.conn.execute(_VOTE, {"request_id": request_id, "now": now, "actor": actor}).first()
         return _request(row) if row else None
 
     def settle(self, request_id: int, *, now: datetime, actor: str, action: str,
                status: RequestStatus = RequestStatus.DECIDED) -> SteeringRequest | None:
         """Settle a pending request with one decision; None if it was no longer pending (someone else won)."""
-        t = steering_requests.c
-        row = self.conn.execute(update(steering_requests).where(
-            (t.id == request_id) & (t.status == RequestStatus.PENDING.value)
-        ).values(status=status.value, decided_at=now, decided_by=actor, decided_action=action)
-            .returning(*steering_requests.c)).first()
+        row = self.conn.execute(_SETTLE, {"request_id": request_id, "now": now, "actor": actor, "action": action,
+                                          "status": status.value}).first()
         return _request(row) if row else None
 
     def set_message_ref(self, request_id: int, ref: dict[str, Any]) -> None:

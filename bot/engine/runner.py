@@ -35,6 +35,7 @@ from bot.engine.logcontext import log_context
 from bot.engine.registry import Registry
 from bot.engine.workflow import Step, StepContext, SteeringPoint, Workflow
 from store import ChainPosition, Fence, LeaseLostError, NewCheckpoint, Store
+from store.steps import StepWriter
 from store.models import SYSTEM, Run, RunStatus
 
 log = logging.getLogger("hazel.runner")
@@ -205,6 +206,14 @@ class Runner:
 
     def _execute(self, run: Run, wf: Workflow, token: str, head: Head, result: DriveResult,
                  hand_back: threading.Event | None = None) -> None:
+        writer = self.store.step_writer()  # the steps that keep the run running: one connection, raw driver
+        try:
+            self._steps(run, wf, token, head, result, hand_back, writer)
+        finally:
+            writer.close()
+
+    def _steps(self, run: Run, wf: Workflow, token: str, head: Head, result: DriveResult,
+               hand_back: threading.Event | None, writer: StepWriter) -> None:
         position, node_name, handoff = head.position, head.next_step, head.handoff or {}
         state = wf.codec.decode(position.tree)
         seq, last_seq, branch, attempt = position.seq, run.last_seq, head.branch, run.attempt
@@ -251,20 +260,22 @@ class Runner:
             next_node = wf.nodes.get(next_name) if next_name else None
             status = (RunStatus.COMPLETED if next_node is None else
                       RunStatus.WAITING if isinstance(next_node, SteeringPoint) else RunStatus.RUNNING)
-            with self.store.transaction() as tx:  # the checkpoint and the run's head, fenced by the lease
-                position = tx.checkpoints.write(NewCheckpoint(
-                    run_id=run.id, seq=last_seq, parent_seq=seq, branch=branch, step=node.name,
-                    next_step=next_name, workflow_version=wf.version, created_at=now,
-                ), new_tree, position, fence=Fence(run.id, token, now, dict(
-                    head_seq=last_seq, last_seq=last_seq, status=status, attempt=0, error=None,
-                    error_traceback=None, lease_expires_at=now + lease_sec if status is RunStatus.RUNNING
-                    else None)))
-                if isinstance(next_node, SteeringPoint):
-                    transitions.open_request(tx, run_id=run.id, wf=wf, point=next_node, checkpoint_seq=last_seq,
-                                             now=now, steps=done)
-                elif next_node is None:
-                    transitions.end_run(tx, run_id=run.id, status=RunStatus.COMPLETED, now=now, by=SYSTEM,
-                                        steps=done)
+            checkpoint = NewCheckpoint(run_id=run.id, seq=last_seq, parent_seq=seq, branch=branch, step=node.name,
+                                       next_step=next_name, workflow_version=wf.version, created_at=now)
+            if status is RunStatus.RUNNING:  # the checkpoint and the run's head, fenced by the lease
+                position = writer.write(checkpoint, new_tree, position, token=token, now=now,
+                                        lease_until=now + lease_sec)
+            else:
+                fence = Fence(run.id, token, now, dict(head_seq=last_seq, last_seq=last_seq, status=status, attempt=0,
+                                                       error=None, error_traceback=None, lease_expires_at=None))
+                with self.store.transaction() as tx:  # the same, plus the request it waits on, or its end
+                    position = tx.checkpoints.write(checkpoint, new_tree, position, fence=fence)
+                    if isinstance(next_node, SteeringPoint):
+                        transitions.open_request(tx, run_id=run.id, wf=wf, point=next_node,
+                                                 checkpoint_seq=last_seq, now=now, steps=done)
+                    else:
+                        transitions.end_run(tx, run_id=run.id, status=RunStatus.COMPLETED, now=now, by=SYSTEM,
+                                            steps=done)
             result.steps.append(node.name)  # only once its checkpoint is committed
             if status is not RunStatus.RUNNING:
                 result.status = status
