@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,13 +114,27 @@ def _wait_for(hazel, run_ids: list[str], status: RunStatus, timeout_sec: float =
         time.sleep(0.002)
 
 
-def worker_processes(backend, n_runs: int, *, processes: int, threads: int = 4) -> PauseResume:  # noqa: ANN001
-    """Runs started here, executed by ``processes`` worker processes (``python -m bench.worker``)."""
+LATENCY_PACE_SEC = 0.02
+"""With worker processes, decisions for the latency phase are made one every this many seconds (50/s, well
+under what one worker process resumes), so that latency measures the path, not a queue."""
+
+
+def worker_processes(backend, n_runs: int, *, processes: int, threads: int = 4,  # noqa: ANN001
+                     latency_runs: int | None = None) -> PauseResume:
+    """Runs started here and executed by ``processes`` worker processes (``python -m bench.worker``: a
+    ``WorkerPool`` of ``threads`` threads each, woken by PostgreSQL ``LISTEN``).
+
+    - pause: ``n_runs`` runs started here, executed by the workers to their steering point, per second;
+    - resumes/s: the fleet's capacity. The worker processes are paused (SIGSTOP) while every run is approved
+      here (each decision leaves its run ``ready`` and sends ``NOTIFY``), then let go (SIGCONT): ``n_runs``
+      divided by the time until every run completed. Decisions made here while they run would measure this
+      one process's decision rate instead, whatever the number of workers;
+    - latency: ``latency_runs`` more runs (default ``n_runs``, at most 200) approved one every
+      ``LATENCY_PACE_SEC`` while the workers run, from the ``decide`` call to the start of the resumed step in
+      a worker (CLOCK_MONOTONIC is one clock for every process on the machine)."""
     url = backend.fresh_url("workers")
     hazel = make_engine(url, bench_pause)
-    ready_at: dict[str, float] = {}
-    recording = threading.Event()
-    hazel.on_ready(lambda run_id: ready_at.__setitem__(run_id, time.monotonic()) if recording.is_set() else None)
+    latency_runs = min(latency_runs or n_runs, 200)
     with tempfile.TemporaryDirectory(prefix="hazel-bench-workers-") as tmp:
         outs = [os.path.join(tmp, f"worker-{i}.json") for i in range(processes)]
         procs = [_spawn_worker(url, out, threads) for out in outs]
@@ -128,17 +142,31 @@ def worker_processes(backend, n_runs: int, *, processes: int, threads: int = 4) 
             for proc in procs:
                 _wait_ready(proc)
             started = time.monotonic()
-            run_ids = [hazel.start(workflow=PAUSE_WORKFLOW, input={}, actor=ACTOR).id for _ in range(n_runs)]
+            run_ids = [hazel.start(workflow=PAUSE_WORKFLOW, input={}, actor=ACTOR).id
+                       for _ in range(n_runs + latency_runs)]
             _wait_for(hazel, run_ids, RunStatus.WAITING)
             pause_sec = time.monotonic() - started
-            recording.set()
-            started = time.monotonic()
-            for run_id in run_ids:
-                hazel.decide(run_id=run_id, action="approve", actor=ACTOR)
-            _wait_for(hazel, run_ids, RunStatus.COMPLETED)
+            bulk, paced = run_ids[:n_runs], run_ids[n_runs:]
+            for proc in procs:
+                proc.send_signal(signal.SIGSTOP)
+            try:
+                for run_id in bulk:
+                    hazel.decide(run_id=run_id, action="approve", actor=ACTOR)
+            finally:
+                started = time.monotonic()
+                for proc in procs:
+                    proc.send_signal(signal.SIGCONT)
+            _wait_for(hazel, bulk, RunStatus.COMPLETED)
             resume_sec = time.monotonic() - started
+            decided_at: dict[str, float] = {}
+            for run_id in paced:
+                decided_at[run_id] = time.monotonic()
+                hazel.decide(run_id=run_id, action="approve", actor=ACTOR)
+                time.sleep(max(0.0, decided_at[run_id] + LATENCY_PACE_SEC - time.monotonic()))
+            _wait_for(hazel, run_ids, RunStatus.COMPLETED)
         finally:
             for proc in procs:
+                proc.send_signal(signal.SIGCONT)
                 proc.terminate()
             for proc in procs:
                 proc.wait(timeout=30)
@@ -148,7 +176,9 @@ def worker_processes(backend, n_runs: int, *, processes: int, threads: int = 4) 
             for run_id, step, at in json.loads(Path(out).read_text()):
                 if step == RESUMED_STEP:
                     step_at[run_id] = at
-    return _summary(n_runs, pause_sec, resume_sec, _latencies_ms(ready_at, step_at))
+    latencies = _latencies_ms(decided_at, step_at)
+    return PauseResume(len(run_ids) / pause_sec, percentile(latencies, 50), percentile(latencies, 99),
+                       n_runs / resume_sec)
 
 
 def _spawn_worker(url: str, out: str, threads: int) -> subprocess.Popen:

@@ -17,7 +17,7 @@ from bench.stats import Summary
 BACKENDS = ("sqlite", "postgresql")
 PACKAGES = ("hazel", "SQLAlchemy", "psycopg", "pydantic", "alembic", "fastapi", "uvicorn", "slack_bolt",
             "langgraph", "langgraph-checkpoint", "langgraph-checkpoint-sqlite", "langgraph-checkpoint-postgres",
-            "psutil")
+            "dbos", "psutil")
 
 
 class Samples:

@@ -1,9 +1,8 @@
 """A worker process for the pause-and-resume bench: ``python -m bench.worker URL OUT_JSON THREADS``.
 
-It is ``hazel worker`` without the scheduler (``bot.server.build`` + ``WorkerPool``, woken by LISTEN/NOTIFY on
-PostgreSQL, + outbox delivery to a discarded console) with
-``Runner.on_step`` recording ``[run_id, step, time.monotonic()]``; on SIGTERM it stops and writes the records to
-``OUT_JSON``. CLOCK_MONOTONIC is one clock for every process on the machine, so the bench process can compare
+It is ``hazel worker`` without the scheduler (``bot.server.processes.build`` + ``WorkerPool``, woken by
+LISTEN/NOTIFY on PostgreSQL, + outbox delivery to a discarded console) with ``Hazel.on_step`` recording
+``[run_id, step, time.monotonic()]``; on SIGTERM it stops and writes the records to ``OUT_JSON``. CLOCK_MONOTONIC is one clock for every process on the machine, so the bench process can compare
 these times with its own.
 """
 
@@ -24,7 +23,7 @@ def main(argv: list[str]) -> int:
     url, out, threads = argv[0], argv[1], int(argv[2])
     hazel, pool = build(settings_for(url), workers=threads, console=silent_console())
     records: list[tuple[str, str, float]] = []
-    hazel.runner.on_step = lambda run_id, step: records.append((run_id, step, time.monotonic()))
+    hazel.on_step(lambda run_id, step: records.append((run_id, step, time.monotonic())))
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     pool.start()

@@ -10,8 +10,9 @@ from bench.report import Report
 from bench.stats import Summary, percentile
 from bench.workload import linear_workflow, step_text
 
-TINY = cli.Sizes(reps=1, floor_rows=10, steps=(5, 30), pause_runs=5, worker_runs=5, waiting_runs=20,
-                 history_steps=20, rewind_to=10, slack_clicks=3)
+TINY = cli.Sizes(reps=1, floor_rows=10, steps=(5, 30), pause_runs=5, worker_runs=5, worker_latency_runs=3,
+                 waiting_runs=20, history_steps=20, rewind_to=10, slack_clicks=3, dbos_pause_runs=3, db_small_runs=20,
+                 db_big_runs=40, cli_repeats=1)
 HAZEL_KEYS = ("floor_us", "floor_cps", "hz_step5_us", "hz_step30_us", "hz_growth30", "hz_bytes_cp", "hz_pause_ps",
               "hz_resume_p50_ms", "hz_resume_p99_ms", "hz_resumes_ps", "hz_history_ms", "hz_rewind_ms")
 
@@ -33,7 +34,8 @@ def test_workload_text_is_1_kb_and_differs_per_step() -> None:
 
 
 def test_every_measurement_lands_in_the_table(backends) -> None:  # noqa: ANN001
-    samples = cli.measure_all(backends, TINY, langgraph=True, workers=False, serve=False, slack=True)
+    samples = cli.measure_all(backends, TINY, langgraph=True, workers=False, serve=False, slack=True, dbos=False,
+                              db_size=False, cli_speed=False)  # (their own smoke tests: tests/bench/test_*)
     for b in backends:
         for key in HAZEL_KEYS:
             values = samples.get(key, b.name)
