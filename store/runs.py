@@ -45,6 +45,7 @@ def _transition_statement(keys: tuple[str, ...], n_from: int):  # noqa: ANN202
 
 
 _GET = select(runs).where(runs.c.id == bindparam("run_id"))
+_INSERT = runs.insert()
 _GET_LOCKED: dict[str, Any] = {}
 
 
@@ -86,7 +87,7 @@ class RunRepo:
     def insert(self, *, run_id: str, workflow: str, workflow_version: int, started_by: str,
                started_via: str, now: datetime, started_by_person: str | None = None,
                status: RunStatus = RunStatus.READY) -> None:
-        self.conn.execute(runs.insert().values(
+        self.conn.execute(_INSERT, dict(
             id=run_id, workflow=workflow, workflow_version=workflow_version, status=status.value,
             head_seq=0, last_seq=0, branch=0, last_branch=0, started_by=started_by, started_via=started_via,
             started_by_person=started_by_person, created_at=now, updated_at=now, attempt=0,

@@ -38,6 +38,7 @@ _SETTLE = update(steering_requests).where(_PENDING_BY_ID).values(
     decided_by=bindparam("actor"), decided_action=bindparam("action"),
 ).returning(*steering_requests.c)
 _GET = select(steering_requests).where(_t.id == bindparam("request_id"))
+_INSERT_REQUEST = steering_requests.insert().returning(steering_requests.c.id)
 
 
 def _request(row: Any) -> SteeringRequest:
@@ -55,11 +56,11 @@ class RequestRepo:
 
     def insert(self, *, run_id: str, checkpoint_seq: int, point: str, title: str, channel: str,
                approvals_required: int, now: datetime, due_at: datetime | None) -> int:
-        res = self.conn.execute(steering_requests.insert().values(
+        res = self.conn.execute(_INSERT_REQUEST, dict(
             run_id=run_id, checkpoint_seq=checkpoint_seq, point=point, title=title, channel=channel,
             status=RequestStatus.PENDING.value, approvals_required=approvals_required, approvals=0,
             created_at=now, due_at=due_at, reminders_sent=0,
-        ).returning(steering_requests.c.id))
+        ))
         return int(res.scalar_one())
 
     def get(self, request_id: int) -> SteeringRequest | None:
