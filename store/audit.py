@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy import Connection, select
 
+from store import fast
 from store.models import Actor, AuditEvent
 from store.schema import events
 
@@ -25,7 +26,7 @@ class EventRepo:
         A console proxy (``--as``) is recorded with ``acting_for`` in the detail."""
         if actor.acting_for is not None:
             detail = {"acting_for": actor.acting_for, **detail}
-        self.conn.execute(_INSERT, dict(
+        fast.execute(self.conn, _INSERT, dict(
             run_id=run_id, request_id=request_id, actor_id=actor.id, actor_name=actor.name,
             channel=actor.channel, action=action, detail=detail, created_at=now, person=actor.who,
         ))

@@ -17,7 +17,7 @@ from functools import lru_cache
 
 from sqlalchemy import Connection, bindparam, func, select, text, update
 
-from store import codec, delta
+from store import codec, delta, fast
 from store.dialect import Dialect
 from store.errors import LeaseLostError
 from store.models import CheckpointInfo, LoadedCheckpoint
@@ -169,7 +169,7 @@ def encode_checkpoint(cp: NewCheckpoint, tree: Any, parent: ChainPosition | None
 
 
 def _info(row: Any) -> CheckpointInfo:
-    m = dict(row._mapping)
+    m = row if isinstance(row, dict) else dict(row._mapping)
     return CheckpointInfo(
         run_id=m["run_id"], seq=m["seq"], parent_seq=m["parent_seq"], branch=m["branch"], step=m["step"],
         next_step=m["next_step"], workflow_version=m["workflow_version"], created_at=m["created_at"],
@@ -195,40 +195,40 @@ class CheckpointRepo:
         values, position = encode_checkpoint(cp, tree, parent, self.policy)
         row = dict(zip(ROW_COLUMNS, values))
         if fence is None:
-            self.conn.execute(_INSERT, row)
+            fast.execute(self.conn, _INSERT, row)
         elif self.dialect.one_statement_step:
             values = advance_values(fence.values, fence.now)
-            res = self.conn.execute(_fenced_insert(tuple(sorted(values))), {
+            res = fast.execute(self.conn, _fenced_insert(tuple(sorted(values))), {
                 **{f"cp_{k}": v for k, v in row.items()}, **{f"run_{k}": v for k, v in values.items()},
                 "fence_run_id": fence.run_id, "fence_token": fence.token})
             if res.rowcount != 1:
                 raise LeaseLostError(f"run {fence.run_id} is no longer leased by this worker")
         else:  # SQLite: two statements in process, no round trip to save
             RunRepo(self.conn, self.dialect).advance(fence.run_id, token=fence.token, now=fence.now, **fence.values)
-            self.conn.execute(_INSERT, row)
+            fast.execute(self.conn, _INSERT, row)
         return position
 
     def load(self, run_id: str, seq: int) -> LoadedCheckpoint | None:
         """The full state at checkpoint ``seq``: its snapshot plus the patches after it, in one query."""
         chain_sql = _CHAIN_PG if self.dialect.postgresql else _CHAIN
-        rows = self.conn.execute(chain_sql, {"run_id": run_id, "seq": seq}).all()
+        rows = fast.execute(self.conn, chain_sql, {"run_id": run_id, "seq": seq}).rows()
         if not rows:
             return None
         base, own = rows[0], rows[-1]
-        if base.chain_len != 0:
+        if base["chain_len"] != 0:
             raise RuntimeError(f"checkpoint chain of {run_id}#{seq} does not start at a snapshot")
-        tree = codec.load_payload(base.payload, base.compressed)
+        tree = codec.load_payload(base["payload"], base["compressed"])
         delta_bytes = 0
         for row in rows[1:]:
-            tree = delta.apply(tree, codec.load_payload(row.payload, row.compressed), copy_values=False)
-            delta_bytes += len(row.payload)
+            tree = delta.apply(tree, codec.load_payload(row["payload"], row["compressed"]), copy_values=False)
+            delta_bytes += len(row["payload"])
         info = CheckpointInfo(
-            run_id=run_id, seq=own.seq, parent_seq=own.parent_seq, branch=own.branch, step=own.step,
-            next_step=own.next_step, workflow_version=own.workflow_version, created_at=own.created_at,
-            is_snapshot=own.chain_len == 0, stored_bytes=own.stored_bytes, decision_id=own.decision_id,
-            handoff=own.handoff)
-        return LoadedCheckpoint(info=info, tree=tree, base_seq=base.seq, chain_len=len(rows) - 1,
-                                delta_bytes=delta_bytes, rows_read=len(rows), base_bytes=len(base.payload))
+            run_id=run_id, seq=own["seq"], parent_seq=own["parent_seq"], branch=own["branch"], step=own["step"],
+            next_step=own["next_step"], workflow_version=own["workflow_version"], created_at=own["created_at"],
+            is_snapshot=own["chain_len"] == 0, stored_bytes=own["stored_bytes"], decision_id=own["decision_id"],
+            handoff=own["handoff"])
+        return LoadedCheckpoint(info=info, tree=tree, base_seq=base["seq"], chain_len=len(rows) - 1,
+                                delta_bytes=delta_bytes, rows_read=len(rows), base_bytes=len(base["payload"]))
 
     def position(self, loaded: LoadedCheckpoint) -> ChainPosition:
         """The chain position of a loaded checkpoint (to continue writing patches after it)."""
@@ -237,7 +237,7 @@ class CheckpointRepo:
 
     def info(self, run_id: str, seq: int) -> CheckpointInfo | None:
         """One checkpoint's metadata (no state)."""
-        row = self.conn.execute(_ONE_INFO, {"run_id": run_id, "seq": seq}).first()
+        row = fast.execute(self.conn, _ONE_INFO, {"run_id": run_id, "seq": seq}).row()
         return _info(row) if row else None
 
     def list(self, run_id: str, *, newest: int | None = None) -> list[CheckpointInfo]:

@@ -11,6 +11,7 @@ from typing import Any
 
 from sqlalchemy import Connection, func, select, update
 
+from store import fast
 from store.dialect import Dialect
 from store.models import OutboxKind, OutboxMessage, OutboxStatus
 from store.schema import outbox
@@ -32,11 +33,11 @@ class OutboxRepo:
     def add(self, *, channel: str, kind: OutboxKind, now: datetime, run_id: str | None = None,
             request_id: int | None = None, payload: dict[str, Any] | None = None,
             deliver_at: datetime | None = None) -> int:
-        res = self.conn.execute(_INSERT, dict(
+        res = fast.execute(self.conn, _INSERT, dict(
             run_id=run_id, request_id=request_id, channel=channel, kind=OutboxKind(kind).value, payload=payload or {},
             status=OutboxStatus.PENDING.value, attempts=0, next_attempt_at=deliver_at or now, created_at=now,
         ))
-        return int(res.scalar_one())
+        return int(res.scalar())
 
     def claim_due(self, *, now: datetime, lease_sec: float, limit: int = 20) -> list[OutboxMessage]:
         """Take up to ``limit`` due pending messages, oldest first, leasing them for ``lease_sec``."""
