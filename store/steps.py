@@ -42,8 +42,11 @@ _PG_STEP = (
 
 
 def sqlite_time(value: datetime) -> str:
-    """A timezone-aware datetime as SQLAlchemy stores it in SQLite (``store.schema.UTCDateTime``)."""
-    return value.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
+    """A timezone-aware datetime as SQLAlchemy stores it in SQLite (``store.schema.UTCDateTime``):
+    ``YYYY-MM-DD HH:MM:SS.ffffff`` (``store.fast`` converts the same way)."""
+    from store.fast import sqlite_time_in
+
+    return sqlite_time_in(value)
 
 
 class StepWriter:
