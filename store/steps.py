@@ -18,7 +18,7 @@ a lost connection), and a connection that broke is invalidated, so callers handl
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Engine

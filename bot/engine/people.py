@@ -181,7 +181,12 @@ class People:
 
     def person_named(self, name: str) -> str:
         """The person a console operator means by ``--as NAME``: a person of the file of that name, else the
-        person whose console identity it is, else the person ``NAME``."""
+        person one of whose identities it is (console and REST API names first, then Slack and Jira ids), else
+        the person ``NAME``."""
         if name in self._people:
             return name
-        return self._claims.get(("console", name), name)
+        for channel in ("console", "api", "slack", "jira"):
+            claimed = self._claims.get((channel, name))
+            if claimed is not None:
+                return claimed
+        return name

@@ -13,7 +13,8 @@ Every rule compares PEOPLE (``bot.engine.people``), not channel identities:
   run, whatever channel either of them used;
 - the console acting for someone (``--as NAME``) acts as NAME: NAME's vote, NAME's self-approval ban; on a
   point with a quorum or a self-approval ban that is refused unless the point's ``users`` (console names) name
-  NAME, so that one operator cannot cast other people's votes where votes matter;
+  NAME (one of NAME's console or REST API names), so that one operator cannot cast other people's votes
+  where votes matter;
 - Hazel itself (timeouts, the system) may always act.
 
 ``check`` raises ``NotAllowedError`` with a message naming the rule; ``reasons`` gives, for each action, why
@@ -81,8 +82,9 @@ def refusal(point: SteeringPoint, action: str, actor: Actor, run: Run, people: P
                 "(self-approval is off: someone else must)")
     if actor.acting_for is not None and action in APPROVING and (
             point.approvals_required > 1 or not point.allow_self_approval):
-        console_names = people.identities_of(actor.who).get("console", frozenset())
-        if not any(console_names & set(a.users) for a in lists):
+        mine = people.identities_of(actor.who)
+        names = mine.get("console", frozenset()) | mine.get("api", frozenset())
+        if not any(names & set(a.users) for a in lists):
             rule = "a quorum" if point.approvals_required > 1 else "a self-approval ban"
             return (f"the console may not {action} for {actor.acting_for} at {point.title!r}: the point has "
                     f"{rule}, so {actor.acting_for} decides through their own identity (or the point lists "

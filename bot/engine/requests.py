@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Callable
 
-from bot.engine.errors import AlreadyDecidedError, InvalidDecisionError, NoPendingRequestError, NotAllowedError
+from bot.engine.errors import InvalidDecisionError, NoPendingRequestError, NotAllowedError
 from bot.engine.timeouts import Fired
 from bot.engine.views import Access
 from store.models import Actor, OutboxMessage, ProgressView, RequestView, SteeringRequest
@@ -61,11 +61,14 @@ class Requests:
         if action not in view.actions:
             raise InvalidDecisionError(f"{action!r} is not allowed at {view.title!r} "
                                        f"(allowed: {', '.join(view.actions)})")
+        if access.earlier is not None and action != "rewind":  # their vote is in: the one refusal of a second
+            with self.store.read() as tx:
+                error = self.steering._second_vote(tx, view.request, actor, action)
+            self.steering.refuse(run_id=view.run.id, request_id=request_id, actor=actor, action=action,
+                                 reason=str(error), rule="one vote per person", earlier_decision=access.earlier.id)
+            raise error
         reason = access.refused.get(action, "not allowed")
         self.steering.refuse(run_id=view.run.id, request_id=request_id, actor=actor, action=action, reason=reason)
-        if "one person has one vote" in reason:
-            raise AlreadyDecidedError(reason, decided_by=actor.label, decided_at=None, action=None,
-                                      decided_by_id=actor.id, channel=actor.channel, own=True)
         raise NotAllowedError(reason)
 
     def waiting_on(self, *, actor: Actor, limit: int = 50) -> list[RequestView]:

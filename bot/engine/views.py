@@ -17,6 +17,7 @@ from store import Store, Tx
 from store.models import (
     Actor,
     Approvers,
+    Decision,
     OutboxKind,
     OutboxMessage,
     ProgressView,
@@ -38,12 +39,14 @@ class Access:
     """What ``actor`` may do on one steering request now.
 
     ``allowed``: the actions they may take (in the point's order); ``refused``: for every other action of
-    the point, why not (not an approver, self-approval, their vote is already in, the request is settled).
+    the point, why not (not an approver, self-approval, their vote is already in, the request is settled);
+    ``earlier``: this person's decision on the request, when they took one (one person, one vote).
     """
 
     request: SteeringRequest
     allowed: tuple[str, ...]
     refused: dict[str, str]
+    earlier: Decision | None = None
 
     def may(self, action: str) -> bool:
         return action in self.allowed
@@ -139,7 +142,7 @@ class Views:
                 allowed.append(action)
             else:
                 refused[action] = why
-        return Access(request, tuple(allowed), refused)
+        return Access(request, tuple(allowed), refused, mine)
 
     def waiting_on(self, actor: Actor, *, limit: int = 50, scan: int = 500) -> list[RequestView]:
         """Pending requests ``actor`` may decide, oldest first (of the oldest ``scan``): those on a Slack

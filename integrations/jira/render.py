@@ -27,11 +27,12 @@ def mention(user: str, *, cloud: bool) -> str:
 
 
 def who_may(approvers: Approvers, *, cloud: bool) -> str:
-    """The Jira people and groups of ``approvers``, e.g. ``[~accountid:…], members of dba``; ``anyone``
-    when the list is empty; other channels' approvers are named as such."""
+    """The people and the Jira users and groups of ``approvers``, e.g. ``priya, [~accountid:…], members of
+    dba``; ``anyone`` when the list is empty; other channels' approvers are named as such."""
     if approvers.empty:
         return "anyone"
-    parts = [mention(u, cloud=cloud) for u in approvers.jira_users]
+    parts = [_escape(p) for p in approvers.people]
+    parts += [mention(u, cloud=cloud) for u in approvers.jira_users]
     parts += [f"members of {g}" for g in approvers.jira_groups]
     if approvers.users or approvers.slack_users or approvers.slack_usergroups:
         parts.append("approvers on the other channels (CLI, Slack)")

@@ -84,10 +84,12 @@ def who_decided(d: Decision) -> str:
 
 
 def approvers_text(approvers: Approvers) -> str:
-    """Slack users and user groups as mentions (``<@U…>``, ``<!subteam^S…>``), other names escaped."""
-    parts = [f"<@{u}>" for u in approvers.slack_users] + [f"<!subteam^{g}>" for g in approvers.slack_usergroups]
-    parts += [T.escape(u) for u in approvers.users]
-    return ", ".join(parts) if parts else "anyone"
+    """People by name, Slack users and user groups as mentions (``<@U…>``, ``<!subteam^S…>``), other names
+    escaped; ``anyone`` when nobody is listed."""
+    parts = [T.escape(p) for p in approvers.people]
+    parts += [f"<@{u}>" for u in approvers.slack_users] + [f"<!subteam^{g}>" for g in approvers.slack_usergroups]
+    parts += [T.escape(u) for u in approvers.users if u not in approvers.people]
+    return ", ".join(dict.fromkeys(parts)) if parts else "anyone"
 
 
 def channel_ref(channel: str) -> str:
