@@ -3,23 +3,22 @@
 from __future__ import annotations
 
 import functools
+import gc
 import json
 import os
 import shutil
 import sys
-from typing import Annotated, Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Callable, TypeVar
 
 import typer
-from pydantic import BaseModel, ValidationError
-from rich.console import Console
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import SQLAlchemyError
-from rich.markup import escape
 
-from bot.engine import HazelError
-from bot.settings import Settings
-from store.errors import StoreError
-from store.models import Actor
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from store.models import Actor
+
+# Only typer is imported here: the command modules import this one, and `hazel --help` must not pay for rich,
+# pydantic, SQLAlchemy or the engine. Each command imports what it uses when it runs.
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -31,8 +30,20 @@ AsOpt = Annotated[str | None, typer.Option("--as", help="Act for this person: re
 DetachOpt = Annotated[bool, typer.Option("--detach", help="Only record it; let a worker (`hazel serve`) "
                                                           "continue the run.")]
 
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+
+def __getattr__(name: str) -> Any:
+    """``out`` and ``err``: the rich Consoles of stdout and stderr, built on first use (``common.out``)."""
+    if name in ("out", "err"):
+        from rich.console import Console
+
+        made = globals()[name] = Console(stderr=name == "err", highlight=False)
+        return made
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def console(name: str) -> "Console":
+    """``out`` or ``err`` (see ``__getattr__``), for code of this module."""
+    return globals().get(name) or __getattr__(name)
 
 
 _opened: list[Any] = []
@@ -64,18 +75,29 @@ def engine(json_mode: bool = False, *, prepare: bool = True):  # noqa: ANN201
     notifications go to stderr."""
     from bot.server.app import HazelApp
     from bot.server.wiring import channels_from_settings
+    from bot.settings import Settings
     from integrations.console import ConsoleChannel
 
     settings = Settings()
-    console = ConsoleChannel(console=err if json_mode else out, command=command_prefix())
-    hazel = HazelApp(settings, channels=channels_from_settings(settings), console=console)
+    channel = ConsoleChannel(console=console("err" if json_mode else "out"), command=command_prefix())
+    hazel = HazelApp(settings, channels=channels_from_settings(settings), console=channel)
     _opened.append(hazel)
     if prepare:
         hazel.prepare()
+    started()
     return hazel
 
 
-def actor(hazel: Any, name: str | None) -> Actor:
+def started() -> None:
+    """Start-up is over: what it built lives until exit, so it is frozen out of the collector's sight, and the
+    cycle collector (off since ``bot.cli.main``) is turned back on for the command's own work: workflow steps,
+    ``serve`` and ``worker``. A no-op where the collector is on (``app`` called without ``main``, as tests do)."""
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
+
+
+def actor(hazel: Any, name: str | None) -> "Actor":
     """The console actor: the operator (``HAZEL_OPERATOR`` / the user name), acting for ``--as NAME``.
 
     Raises:
@@ -88,6 +110,8 @@ def actor(hazel: Any, name: str | None) -> Actor:
 
 def safe_url(url: str) -> str:
     """A database URL fit to print: the password masked."""
+    from sqlalchemy.engine import make_url
+
     try:
         return make_url(url).render_as_string(hide_password=True)
     except Exception:  # not a URL at all: say so without echoing it
@@ -95,6 +119,8 @@ def safe_url(url: str) -> str:
 
 
 def to_jsonable(value: Any) -> Any:
+    from pydantic import BaseModel
+
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
     if isinstance(value, (list, tuple)):
@@ -116,12 +142,16 @@ def handle_errors(fn: F) -> F:
         json_mode = bool(kwargs.get("json_out"))
         try:
             return fn(*args, **kwargs)
-        except (HazelError, StoreError, CliError, SQLAlchemyError, ValidationError) as exc:
+        except Exception as exc:
+            if not _reported(exc):
+                raise
             message = _one_line(exc)
             if json_mode:
                 emit_json({"error": {"type": type(exc).__name__, "message": message}})
             else:
-                err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
+                from rich.markup import escape
+
+                console("err").print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
             raise typer.Exit(1) from None
         finally:
             while _opened:  # release the engine's connections when the command is done
@@ -130,12 +160,32 @@ def handle_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+_REPORTED = {"HazelError": "bot.engine", "StoreError": "store.errors", "SQLAlchemyError": "sqlalchemy.exc",
+             "ValidationError": "pydantic_core"}
+"""The errors ``handle_errors`` reports in one line (with ``CliError``), and the modules that define them."""
+
+
+def _loaded(name: str) -> type[BaseException] | None:
+    """The error class ``name`` of ``_REPORTED`` if its module is loaded, else None: an exception of that class
+    cannot have been raised before its module was imported, so none is imported here (an error exits fast)."""
+    module = sys.modules.get(_REPORTED[name])
+    return getattr(module, name, None) if module is not None else None
+
+
+def _reported(exc: BaseException) -> bool:
+    """Whether ``exc`` is one of the errors reported in one line: ``HazelError``, ``StoreError``, ``CliError``,
+    ``SQLAlchemyError`` or pydantic's ``ValidationError``."""
+    return isinstance(exc, CliError) or any(
+        cls is not None and isinstance(exc, cls) for cls in map(_loaded, _REPORTED))
+
+
 def _one_line(exc: BaseException) -> str:
     """What went wrong, on one line; database errors name the database (password masked), not a traceback."""
-    if isinstance(exc, ValidationError):  # the environment's settings
+    ValidationError, SQLAlchemyError = _loaded("ValidationError"), _loaded("SQLAlchemyError")  # noqa: N806
+    if ValidationError is not None and isinstance(exc, ValidationError):  # the environment's settings
         problems = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
         return f"invalid settings: {problems}"
-    if isinstance(exc, SQLAlchemyError):
+    if SQLAlchemyError is not None and isinstance(exc, SQLAlchemyError):
         cause = getattr(exc, "orig", None) or exc
         text = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
         return f"database {safe_url(os.environ.get('HAZEL_DATABASE_URL', 'sqlite:///hazel.db'))}: {text}"

@@ -6,16 +6,17 @@ from __future__ import annotations
 
 import json
 import shlex
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.markup import escape
-from rich.rule import Rule
 
-from bot.cli import render
-from bot.cli.common import JsonOpt, actor, command_prefix, emit_json, engine, handle_errors, out, safe_url
-from bot.engine import UnknownWorkflowError
-from bot.engine import Hazel
+from bot.cli import common
+from bot.cli.common import JsonOpt, actor, command_prefix, emit_json, engine, handle_errors, safe_url
+
+if TYPE_CHECKING:
+    from bot.engine import Hazel
+
+# rich, the renderer and the engine are imported when the demo runs (see bot.cli.common).
 
 app = typer.Typer()
 WORKFLOW = "migration-plan"
@@ -31,6 +32,13 @@ def demo_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Start a run of the example migration-plan workflow on the configured database (SQLite by default)."""
+    from rich.markup import escape
+    from rich.rule import Rule
+
+    from bot.cli import render
+    from bot.engine import UnknownWorkflowError
+
+    out = common.out
     hazel = engine(json_out)
     try:
         hazel.workflow(name=WORKFLOW)
@@ -63,6 +71,12 @@ def demo_cmd(
 
 
 def _walkthrough(hazel: Hazel, request: str, json_out: bool) -> None:
+    from rich.markup import escape
+    from rich.rule import Rule
+
+    from bot.cli import render
+
+    out = common.out
     cmd = command_prefix()
     author, sme, lead = actor(hazel, None), actor(hazel, "priya"), actor(hazel, "sam")
     transcript: list[dict[str, Any]] = []

@@ -5,13 +5,11 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
-from bot.cli.common import CliError, JsonOpt, command_prefix, emit_json, engine, err, handle_errors, out, when
-from bot.ops.logs import configure_logging
-from bot.settings import Settings
-from store import Store
-from store.models import OutboxStatus
+from bot.cli import common
+from bot.cli.common import CliError, JsonOpt, command_prefix, emit_json, engine, handle_errors, when
+
+# Each command imports what it uses (see bot.cli.common): `hazel --help` loads none of it.
 
 app = typer.Typer()
 db_app = typer.Typer(help="The database schema (Alembic migrations).", no_args_is_help=True)
@@ -23,6 +21,8 @@ outbox_app = typer.Typer(help="Notifications waiting to be (or that could not be
 @handle_errors
 def db_upgrade(json_out: JsonOpt = False) -> None:
     """Create or migrate Hazel's tables to the latest revision (safe to run again)."""
+    from bot.settings import Settings
+    from store import Store
     from store.migrate import current_revision, head_revision
 
     settings = Settings()
@@ -36,14 +36,16 @@ def db_upgrade(json_out: JsonOpt = False) -> None:
     if json_out:
         emit_json({"from": before, "to": after, "head": head_revision()})
     else:
-        out.print(f"database at revision {after}" + (f" (was {before or 'empty'})" if before != after else
-                                                      " (already current)"))
+        common.out.print(f"database at revision {after}" + (f" (was {before or 'empty'})" if before != after else
+                                                             " (already current)"))
 
 
 @db_app.command("current")
 @handle_errors
 def db_current(json_out: JsonOpt = False) -> None:
     """Show the database's schema revision and the one this Hazel needs."""
+    from bot.settings import Settings
+    from store import Store
     from store.migrate import current_revision, head_revision
 
     store = Store(Settings().database_url)
@@ -54,7 +56,7 @@ def db_current(json_out: JsonOpt = False) -> None:
     if json_out:
         emit_json({"current": current, "head": head})
     else:
-        out.print(f"current {current or 'none'}; this Hazel needs {head}")
+        common.out.print(f"current {current or 'none'}; this Hazel needs {head}")
 
 
 @app.command("serve")
@@ -68,10 +70,13 @@ def serve_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Run the HTTP app (Slack, Jira, REST API, health), the workers and the scheduler."""
+    from bot.ops.logs import configure_logging
     from bot.server.processes import serve
+    from bot.settings import Settings
 
     settings = Settings()
     configure_logging(settings)
+    common.started()
     if socket_mode and settings.slack_app_token is None:
         raise CliError("--socket-mode needs SLACK_APP_TOKEN (an app-level token, xapp-…)")
     serve(settings, host=host or settings.host, port=port or settings.port, workers=workers,
@@ -86,18 +91,21 @@ def worker_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Execute ready runs (new, decided, recovered, retries due) without serving HTTP."""
+    from bot.ops.logs import configure_logging
     from bot.server.processes import work
+    from bot.settings import Settings
     from integrations.console import ConsoleChannel
 
     settings = Settings()
     configure_logging(settings)
-    console = ConsoleChannel(console=err if json_out else out, command=command_prefix())
+    common.started()
+    console = ConsoleChannel(console=common.err if json_out else common.out, command=command_prefix())
     n = work(settings, workers=workers, until_idle=until_idle, console=console)
     if until_idle:
         if json_out:
             emit_json({"drives": n})
         else:
-            out.print(f"worked on {n} run(s); none is ready now")
+            common.out.print(f"worked on {n} run(s); none is ready now")
 
 
 @outbox_app.callback()
@@ -112,6 +120,8 @@ def outbox_list(
     """List outbox messages with their attempts and last error."""
     if ctx.invoked_subcommand is not None:
         return
+    from store.models import OutboxStatus
+
     if status is not None and status not in {s.value for s in OutboxStatus}:
         raise CliError(f"unknown status {status!r} (one of: {', '.join(s.value for s in OutboxStatus)})")
     hazel = engine(json_out)
@@ -124,16 +134,18 @@ def outbox_list(
     if json_out:
         emit_json({"backlog": backlog, "messages": messages})
         return
-    out.print("backlog: " + (", ".join(f"{k} {v}" for k, v in sorted(backlog.items())) or "empty"))
+    common.out.print("backlog: " + (", ".join(f"{k} {v}" for k, v in sorted(backlog.items())) or "empty"))
     if not messages:
         return
+    from rich.table import Table
+
     table = Table(show_edge=False, header_style="bold")
     for col in ("id", "run", "channel", "kind", "status", "attempts", "next attempt (UTC)", "last error"):
         table.add_column(col)
     for m in messages:
         table.add_row(str(m.id), m.run_id or "", m.channel, m.kind, m.status.value, str(m.attempts),
                       when(m.next_attempt_at) if m.status.value == "pending" else "", (m.last_error or "")[:60])
-    out.print(table)
+    common.out.print(table)
 
 
 @outbox_app.command("retry")
@@ -149,4 +161,4 @@ def outbox_retry(
     if json_out:
         emit_json({"requeued": n, "sent": sent})
     else:
-        out.print(f"requeued {n}; delivered {sent}")
+        common.out.print(f"requeued {n}; delivered {sent}")

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from bot.cli import common
 from bot.cli.common import (
     CliError,
     JsonOpt,
@@ -13,7 +14,6 @@ from bot.cli.common import (
     emit_json,
     engine,
     handle_errors,
-    out,
     when,
 )
 
@@ -50,8 +50,8 @@ def prune_cmd(
                    "bytes_freed": report.bytes_freed})
         return
     verb = "would prune" if dry_run else "pruned"
-    out.print(f"{verb} {len(report.runs)} run(s) that ended before {when(report.ended_before)} UTC: "
-              f"{report.checkpoints_deleted} checkpoint(s), {'at most ' if dry_run else ''}"
-              f"{report.bytes_freed} bytes")
+    common.out.print(f"{verb} {len(report.runs)} run(s) that ended before {when(report.ended_before)} UTC: "
+                     f"{report.checkpoints_deleted} checkpoint(s), {'at most ' if dry_run else ''}"
+                     f"{report.bytes_freed} bytes")
     if report.runs and len(report.runs) <= 50:
-        out.print("  " + ", ".join(report.runs))
+        common.out.print("  " + ", ".join(report.runs))

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.markup import escape
-from rich.panel import Panel
-from rich.text import Text
 
-from bot.cli import render
+from bot.cli import common
 from bot.cli.common import (
     AsOpt,
     CliError,
@@ -20,17 +17,16 @@ from bot.cli.common import (
     actor,
     emit_json,
     engine,
-    err,
     handle_errors,
-    out,
     read_arg,
     when,
 )
-from bot.engine import utcnow
-from bot.engine import DriveResult
-from bot.engine import Hazel
-from integrations.console import render_value
-from store.models import Run, RunStatus, SteeringRequest
+
+if TYPE_CHECKING:
+    from bot.engine import DriveResult, Hazel
+    from store.models import Run, SteeringRequest
+
+# rich, the engine and the store are imported by the commands that use them (see bot.cli.common).
 
 app = typer.Typer()
 
@@ -59,26 +55,35 @@ def run_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Start a run and execute it until it waits for an SME, ends or fails."""
+    from rich.markup import escape
+
     hazel = engine(json_out)
     run = hazel.start(workflow=workflow, input=parse_input(input), actor=actor(hazel, as_), version=version,
                       claim=not detach)
     if not json_out:
-        out.print(f"started run [bold]{run.id}[/bold] of {escape(run.workflow)} v{run.workflow_version}")
+        common.out.print(f"started run [bold]{run.id}[/bold] of {escape(run.workflow)} v{run.workflow_version}")
     result = hazel.drive(run_id=run.id, on_retry=retry_notice) if not detach else None
     finish(hazel, run.id, result, json_out)
 
 
 def retry_notice(run: Run) -> None:
     """Printed while the CLI sleeps through a failed step's backoff."""
+    from rich.markup import escape
+
+    from bot.engine import utcnow
+
     wait = (run.wake_at - utcnow()).total_seconds() if run.wake_at else 0
-    err.print(f"[yellow]run {run.id}: attempt {run.attempt} failed ({escape(run.error or '')}); retrying in "
-              f"{max(wait, 0):.1f}s[/yellow]")
+    common.err.print(f"[yellow]run {run.id}: attempt {run.attempt} failed ({escape(run.error or '')}); retrying in "
+                     f"{max(wait, 0):.1f}s[/yellow]")
 
 
 def finish(hazel: Hazel, run_id: str, result: DriveResult | None, json_out: bool,
            extra: dict | None = None) -> None:
     """Report a run after the CLI drove it (or only recorded something, ``result`` None). Exits with status 1
     when the run this command drove ended ``failed``, so that scripts notice."""
+    from bot.cli import render
+    from store.models import RunStatus
+
     run = hazel.get(run_id=run_id)
     pending = hazel.pending_request(run_id=run_id)
     failed = result is not None and run.status is RunStatus.FAILED
@@ -91,12 +96,12 @@ def finish(hazel: Hazel, run_id: str, result: DriveResult | None, json_out: bool
     if result is not None:
         line = render.drive_summary(result)
         if line:
-            out.print(line)
+            common.out.print(line)
     elif run.status is RunStatus.READY:
-        out.print(f"run {run.id} is queued; `hazel serve` or `hazel worker` will continue it")
+        common.out.print(f"run {run.id} is queued; `hazel serve` or `hazel worker` will continue it")
     if run.status is RunStatus.FAILED:
-        out.print(f"see the traceback with: hazel show {run.id} --full; resume with: hazel retry {run.id}",
-                  soft_wrap=True)
+        common.out.print(f"see the traceback with: hazel show {run.id} --full; resume with: hazel retry {run.id}",
+                         soft_wrap=True)
     if failed:
         raise typer.Exit(1)
 
@@ -114,6 +119,9 @@ def runs_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """List runs, newest first."""
+    from bot.cli import render
+    from store.models import RunStatus
+
     valid = {s.value for s in RunStatus}
     for s in status or []:
         if s not in valid:
@@ -128,11 +136,11 @@ def runs_cmd(
         emit_json([{**r.model_dump(mode="json"), "pending_request": pending.get(r.id)} for r in runs])
         return
     if not runs:
-        out.print("no runs" + (f" with status {', '.join(status)}" if status else ""))
+        common.out.print("no runs" + (f" with status {', '.join(status)}" if status else ""))
         return
-    out.print(render.runs_table(runs, pending))
+    common.out.print(render.runs_table(runs, pending))
     if len(runs) == limit:
-        out.print(f"[dim](the {limit} newest; --limit N for more)[/dim]")
+        common.out.print(f"[dim](the {limit} newest; --limit N for more)[/dim]")
 
 
 def _versions(hazel: Hazel, json_out: bool) -> None:
@@ -144,13 +152,15 @@ def _versions(hazel: Hazel, json_out: bool) -> None:
         return
     from rich.table import Table
 
+    from bot.cli import render
+
     table = Table(show_edge=False, header_style="bold")
     for col in ("workflow", "version", "deployed", "status", "runs"):
         table.add_column(col)
     for d in data:
         table.add_row(d["workflow"], f"v{d['version']}", "yes" if d["deployed"] else "[red]no[/red]",
                       render.status(d["status"]), str(d["runs"]))
-    out.print(table)
+    common.out.print(table)
 
 
 @app.command("show")
@@ -166,6 +176,13 @@ def show_cmd(
 ) -> None:
     """Show a run: status, the pending steering request, and the field it shows (the whole state with
     --seq)."""
+    from rich.markup import escape
+    from rich.panel import Panel
+    from rich.text import Text
+
+    from bot.cli import render
+    from integrations.console import render_value
+
     hazel = engine(json_out)
     run = hazel.get(run_id=hazel.resolve(ref=run_ref))
     pending = hazel.pending_request(run_id=run.id)
@@ -192,15 +209,15 @@ def show_cmd(
                         if pending.approvals_required > 1 else ""))
     if run.error:
         lines.append(f"error      {e(run.error)}")
-    out.print(Panel("\n".join(lines), title=f"run {run.id}", title_align="left"))
+    common.out.print(Panel("\n".join(lines), title=f"run {run.id}", title_align="left"))
     if run.error_traceback and full:
-        out.print(Text(run.error_traceback))
+        common.out.print(Text(run.error_traceback))
     show = _shown_field(hazel, run, pending) if seq is None else None
     text = render_value(tree.get(show) if show and isinstance(tree, dict) else tree)
     if not full and len(text) > 3000:
         text = text[:3000] + f"\n… ({len(text) - 3000} more characters: --full)"
     title = (show or "state") + (f" at #{seq}" if seq is not None else "")
-    out.print(Panel(Text(text), title=title, title_align="left"))
+    common.out.print(Panel(Text(text), title=title, title_align="left"))
 
 
 def _shown_field(hazel: Hazel, run: Run, pending: SteeringRequest | None) -> str | None:
@@ -227,7 +244,9 @@ def history_cmd(
     if json_out:
         emit_json({"run_id": run.id, "head_seq": run.head_seq, "checkpoints": checkpoints, "decisions": decisions})
         return
-    out.print(render.history_tree(run, checkpoints, decisions))
+    from bot.cli import render
+
+    common.out.print(render.history_tree(run, checkpoints, decisions))
 
 
 @app.command("audit")
@@ -243,13 +262,17 @@ def audit_cmd(
     if json_out:
         emit_json(events)
         return
-    out.print(render.audit_table(events))
+    from bot.cli import render
+
+    common.out.print(render.audit_table(events))
 
 
 @app.command("workflows")
 @handle_errors
 def workflows_cmd(json_out: JsonOpt = False) -> None:
     """The registered workflows (from HAZEL_WORKFLOWS) and their nodes."""
+    from rich.markup import escape
+
     hazel = engine(json_out, prepare=False)
     data = [{"name": wf.name, "version": wf.version, "state": wf.state.__name__, "description": wf.description,
              "nodes": [{"name": n, "kind": "steer" if hasattr(node, "title") else "step"}
@@ -258,7 +281,7 @@ def workflows_cmd(json_out: JsonOpt = False) -> None:
         emit_json(data)
         return
     if not data:
-        out.print("no workflows registered: set HAZEL_WORKFLOWS to your modules")
+        common.out.print("no workflows registered: set HAZEL_WORKFLOWS to your modules")
     for d in data:
         nodes = " → ".join(f"[cyan]{n['name']}[/cyan]" if n["kind"] == "steer" else n["name"] for n in d["nodes"])
-        out.print(f"[bold]{escape(d['name'])}[/bold] v{d['version']} ({escape(d['state'])}): {nodes}")
+        common.out.print(f"[bold]{escape(d['name'])}[/bold] v{d['version']} ({escape(d['state'])}): {nodes}")

@@ -4,11 +4,11 @@ channel's decisions. Each goes through the same engine path as Slack's and Jira'
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.markup import escape
 
+from bot.cli import common
 from bot.cli.common import (
     AsOpt,
     CliError,
@@ -19,11 +19,12 @@ from bot.cli.common import (
     edit_sets,
     engine,
     handle_errors,
-    out,
     read_arg,
 )
 from bot.cli.runs import finish, retry_notice
-from bot.engine import DecisionOutcome, Hazel
+
+if TYPE_CHECKING:
+    from bot.engine import DecisionOutcome, Hazel
 
 app = typer.Typer()
 RunArg = Annotated[str, typer.Argument(metavar="RUN", help="Run id (or a unique prefix).")]
@@ -33,17 +34,20 @@ AtOpt = Annotated[str | None, typer.Option("--at", help="The steering point you 
 
 
 def _after(hazel: Hazel, outcome: DecisionOutcome, detach: bool, json_out: bool) -> None:
+    from rich.markup import escape
+
     verb = outcome.decision.action.value
     if not json_out:
         if outcome.duplicate:
-            out.print(f"already recorded: {verb} by {escape(outcome.decision.actor_name or outcome.decision.actor_id)}")
+            who = outcome.decision.actor_name or outcome.decision.actor_id
+            common.out.print(f"already recorded: {verb} by {escape(who)}")
         elif outcome.settled:
             title = outcome.request.title if outcome.request else f"checkpoint #{outcome.decision.payload.get('to')}"
-            out.print(f"[green]✓[/green] {verb} recorded for {escape(repr(title))}")
+            common.out.print(f"[green]✓[/green] {verb} recorded for {escape(repr(title))}")
         else:
             r = outcome.request
-            out.print(f"[green]✓[/green] approval recorded: {r.approvals} of {r.approvals_required}; "
-                      "waiting for more approvers")
+            common.out.print(f"[green]✓[/green] approval recorded: {r.approvals} of {r.approvals_required}; "
+                             "waiting for more approvers")
     result = None
     if outcome.resumes and not detach:
         result = hazel.drive(run_id=outcome.run_id, on_retry=retry_notice)
@@ -148,7 +152,7 @@ def retry_cmd(run_ref: RunArg, detach: DetachOpt = False, as_: AsOpt = None, jso
     hazel = engine(json_out)
     run = hazel.retry(run_id=hazel.resolve(ref=run_ref), actor=actor(hazel, as_))
     if not json_out:
-        out.print(f"run {run.id} resumes from checkpoint #{run.head_seq}")
+        common.out.print(f"run {run.id} resumes from checkpoint #{run.head_seq}")
     result = hazel.drive(run_id=run.id, on_retry=retry_notice) if not detach else None
     finish(hazel, run.id, result, json_out)
 
@@ -165,5 +169,5 @@ def cancel_cmd(
     run = hazel.cancel(run_id=hazel.resolve(ref=run_ref), actor=actor(hazel, as_), reason=reason)
     hazel.deliver_due()
     if not json_out:
-        out.print(f"run {run.id} cancelled")
+        common.out.print(f"run {run.id} cancelled")
     finish(hazel, run.id, None, json_out)

@@ -33,13 +33,15 @@ import hmac
 import json
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
-
-import httpx
 
 from bot.settings import Settings
 from integrations.base import DeliveryError, PermanentDeliveryError
 from store.models import OutboxKind, OutboxMessage
+
+if TYPE_CHECKING:
+    import httpx  # imported where a hook is sent: a command that sends none does not load it
 
 log = logging.getLogger("hazel.hooks")
 
@@ -74,6 +76,8 @@ class HookSender:
                 ``Retry-After``), or no ``HAZEL_HOOK_SECRET`` in this process.
             PermanentDeliveryError: any other non-2xx answer, or a malformed row.
         """
+        import httpx
+
         url, event = message.payload.get("url"), message.payload.get("event")
         if not isinstance(url, str) or not isinstance(event, dict):
             raise PermanentDeliveryError("malformed hook.event row: no url or event")

@@ -1,0 +1,91 @@
+"""How fast the ``hazel`` command line answers: the wall time of whole processes, from start to exit, of
+``hazel --help``, ``hazel runs`` and ``hazel show RUN`` on a database holding a few runs waiting at a steering
+point (the real console script, as a user runs it; most of the time is Python importing what the command needs).
+
+Each subprocess gets a clean environment (``PATH``, ``HOME``, the repository on ``PYTHONPATH`` and the
+``HAZEL_*`` settings of the bench database, nothing else: no ``.env``, no ``PYTHONDONTWRITEBYTECODE``), and
+runs in an empty temporary directory. One untimed run of each command comes first: it checks the command works
+on that database and leaves the bytecode caches warm, as they are for a user after the first command.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from bench.serve_memory import hazel_command
+from bench.workload import ACTOR, PAUSE_WORKFLOW, bench_pause, make_hazel
+
+REPO = Path(__file__).resolve().parent.parent
+RUNS = 5
+"""Runs left waiting at ``bench-pause``'s steering point for ``hazel runs`` to list."""
+TIMEOUT_SEC = 60.0
+
+
+def prepare(url: str, n_runs: int = RUNS) -> str:
+    """Leave ``n_runs`` runs of ``bench-pause`` waiting at its steering point on ``url``; returns the last one's
+    id (the one ``hazel show`` shows)."""
+    hazel = make_hazel(url, bench_pause)
+    try:
+        run_id = ""
+        for _ in range(n_runs):
+            run_id = hazel.start(workflow=PAUSE_WORKFLOW, input={}, actor=ACTOR, claim=True).id
+            hazel.drive(run_id=run_id)
+    finally:
+        hazel.close()
+    return run_id
+
+
+def cli_env(url: str) -> dict[str, str]:
+    """The whole environment of a ``hazel`` subprocess on ``url`` with the bench workflows."""
+    env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": os.environ.get("HOME", tempfile.gettempdir()),
+           "PYTHONPATH": str(REPO), "HAZEL_DATABASE_URL": url, "HAZEL_WORKFLOWS": "bench.workload",
+           "HAZEL_OPERATOR": "bench", "COLUMNS": "120"}
+    for name in ("LANG", "LC_ALL", "SYSTEMROOT", "TMPDIR"):  # locale; Windows needs SYSTEMROOT
+        if name in os.environ:
+            env[name] = os.environ[name]
+    return env
+
+
+def _run(args: list[str], env: dict[str, str], cwd: str) -> tuple[float, str]:
+    """Seconds from start to exit of ``hazel ARGS``, and its stdout.
+
+    Raises:
+        RuntimeError: the command exited non-zero.
+    """
+    started = time.perf_counter()
+    proc = subprocess.run([*hazel_command(), *args], env=env, cwd=cwd, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, timeout=TIMEOUT_SEC)
+    elapsed = time.perf_counter() - started
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise RuntimeError(f"hazel {' '.join(args)} exited {proc.returncode}: {last}")
+    return elapsed, proc.stdout
+
+
+def cli_times(backend, *, repeats: int = 5) -> dict[str, list[float]]:  # noqa: ANN001
+    """Wall-clock seconds of ``repeats`` runs each of ``hazel --help`` (``help``), ``hazel runs`` (``runs``)
+    and ``hazel show RUN`` (``show``), as subprocesses on a fresh database of ``backend``
+    (``bench.databases``) holding ``RUNS`` waiting runs. The commands alternate, so that a slow moment of the
+    machine spreads over all three.
+
+    Raises:
+        RuntimeError: a command failed, or ``hazel runs`` did not list the prepared runs.
+    """
+    url = backend.fresh_url("cli")
+    run_id = prepare(url)
+    commands = {"help": ["--help"], "runs": ["runs"], "show": ["show", run_id]}
+    times: dict[str, list[float]] = {key: [] for key in commands}
+    env = cli_env(url)
+    with tempfile.TemporaryDirectory(prefix="hazel-cli-") as cwd:
+        for key, args in commands.items():  # warm-up, and a check that each command sees the database
+            _, output = _run(args, env, cwd)
+            if key != "help" and run_id not in output:
+                raise RuntimeError(f"hazel {' '.join(args)} did not show run {run_id} ({backend.name})")
+        for _ in range(repeats):
+            for key, args in commands.items():
+                times[key].append(_run(args, env, cwd)[0])
+    return times
