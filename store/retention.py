@@ -6,19 +6,25 @@ steering requests, decisions and audit events stay. Only ended runs (completed, 
 are touched, under a conditional UPDATE that locks the run row and re-checks its status and end time, so a
 run that was retried or rewound meanwhile is never compacted, and a worker can never read a half-compacted
 history.
+
+Candidates come from ``hazel_prunable_runs`` (``store.schema.prunable_runs``): the ended runs not compacted
+yet, by the time they ended, kept by triggers (a run entering an ended status is added, one leaving it is
+removed) and by compaction (a compacted run, or one found with nothing to drop, is removed). Listing them is
+a range of its index up to the cutoff, and each candidate's history is counted on its own rows, so a prune
+costs what it removes, whatever the number of runs pruned before or not due yet.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import Connection, and_, func, select, update
+from sqlalchemy import Connection, and_, func, or_, select, update
 
 from store import codec
 from store.checkpoints import CheckpointRepo
 from store.models import RunStatus
-from store.schema import checkpoints, runs
+from store.schema import checkpoints, prunable_runs, runs
 
 ENDED = (RunStatus.COMPLETED.value, RunStatus.FAILED.value, RunStatus.REJECTED.value, RunStatus.CANCELLED.value)
 
@@ -37,6 +43,17 @@ class PruneCandidate:
 
 
 @dataclass(frozen=True)
+class CandidatePage:
+    """One page of ``RetentionRepo.page``: ``candidates`` (runs with history to drop, by end time), ``settled``
+    (``(run_id, ended_at)`` of listed runs whose history is one checkpoint already: nothing to drop, for
+    ``RetentionRepo.forget``) and ``after``: where the next page starts (None: this was the last)."""
+
+    candidates: list[PruneCandidate] = field(default_factory=list)
+    settled: list[tuple[str, datetime]] = field(default_factory=list)
+    after: tuple[datetime, str] | None = None
+
+
+@dataclass(frozen=True)
 class Compacted:
     """What compacting one run did: checkpoint rows deleted, payload bytes before and after."""
 
@@ -51,24 +68,56 @@ class RetentionRepo:
         self.conn = conn
         self.checkpoints = checkpoint_repo
 
-    def candidates(self, *, ended_before: datetime, after_id: str = "", limit: int = 100) -> list[PruneCandidate]:
-        """Ended runs whose end is before ``ended_before`` and that hold more than one checkpoint, by id,
-        starting after ``after_id`` (keyset pagination)."""
-        per_run = (select(checkpoints.c.run_id, func.count().label("n"),
-                          func.sum(checkpoints.c.stored_bytes).label("bytes"))
-                   .group_by(checkpoints.c.run_id).having(func.count() > 1).subquery())
-        stmt = (select(runs.c.id, runs.c.status, runs.c.updated_at, runs.c.head_seq, per_run.c.n, per_run.c.bytes)
-                .join(per_run, per_run.c.run_id == runs.c.id)
-                .where(runs.c.status.in_(ENDED) & (runs.c.updated_at < ended_before) & (runs.c.id > after_id))
-                .order_by(runs.c.id).limit(limit))
-        return [PruneCandidate(run_id=r.id, status=r.status, ended_at=r.updated_at, head_seq=r.head_seq,
-                               checkpoints=int(r.n), stored_bytes=int(r.bytes or 0))
-                for r in self.conn.execute(stmt)]
+    def page(self, *, ended_before: datetime, after: tuple[datetime, str] | None = None,
+             limit: int = 100) -> CandidatePage:
+        """The next ``limit`` not yet compacted ended runs that ended before ``ended_before``, by end time and
+        id, starting after ``after`` (keyset pagination; see ``CandidatePage``)."""
+        q = prunable_runs.c
+        cond = q.ended_at < ended_before
+        if after is not None:
+            cond &= or_(q.ended_at > after[0], and_(q.ended_at == after[0], q.run_id > after[1]))
+        listed = self.conn.execute(
+            select(q.run_id, q.ended_at, runs.c.status, runs.c.updated_at, runs.c.head_seq)
+            .select_from(prunable_runs.join(runs, runs.c.id == q.run_id))
+            .where(cond).order_by(q.ended_at, q.run_id).limit(limit)).all()
+        if not listed:
+            return CandidatePage()
+        due = [r for r in listed if r.status in ENDED and r.updated_at < ended_before]
+        stats = {}
+        if due:
+            stats = {r.run_id: (int(r.n), int(r.bytes or 0)) for r in self.conn.execute(
+                select(checkpoints.c.run_id, func.count().label("n"), func.sum(checkpoints.c.stored_bytes)
+                       .label("bytes")).where(checkpoints.c.run_id.in_([r.run_id for r in due]))
+                .group_by(checkpoints.c.run_id))}
+        candidates, settled = [], []
+        for r in due:
+            n, stored = stats.get(r.run_id, (0, 0))
+            if n > 1:
+                candidates.append(PruneCandidate(run_id=r.run_id, status=r.status, ended_at=r.updated_at,
+                                                 head_seq=r.head_seq, checkpoints=n, stored_bytes=stored))
+            else:
+                settled.append((r.run_id, r.ended_at))
+        last = listed[-1]
+        return CandidatePage(candidates, settled, (last.ended_at, last.run_id) if len(listed) == limit else None)
+
+    def candidates(self, *, ended_before: datetime, after: tuple[datetime, str] | None = None,
+                   limit: int = 100) -> list[PruneCandidate]:
+        """Ended runs whose end is before ``ended_before`` and that hold more than one checkpoint, among the
+        next ``limit`` not yet compacted ones (``page``)."""
+        return self.page(ended_before=ended_before, after=after, limit=limit).candidates
+
+    def forget(self, settled: list[tuple[str, datetime]]) -> int:
+        """Take runs with nothing to drop off the prunable list (``CandidatePage.settled``), each only while it
+        is still listed with the end time seen (a run that was rewound and ended again stays). Returns how
+        many were taken off."""
+        q = prunable_runs.c
+        return sum(self.conn.execute(prunable_runs.delete().where((q.run_id == run_id) & (q.ended_at == ended_at))
+                                     ).rowcount for run_id, ended_at in settled)
 
     def compact(self, run_id: str, *, ended_before: datetime) -> Compacted | None:
         """Keep only the head checkpoint of ``run_id`` (as a parentless full snapshot) if the run is still
         ended before ``ended_before``; None when it is not (retried, rewound, or unknown) or there is nothing
-        to drop. Locks the run row until the transaction ends."""
+        to drop. Locks the run row until the transaction ends; the run leaves the prunable list."""
         locked = self.conn.execute(update(runs).where(
             (runs.c.id == run_id) & runs.c.status.in_(ENDED) & (runs.c.updated_at < ended_before)
         ).values(status=runs.c.status).returning(runs.c.head_seq)).first()
@@ -77,6 +126,7 @@ class RetentionRepo:
         head_seq = locked.head_seq
         before = self.conn.execute(select(func.count(), func.coalesce(func.sum(checkpoints.c.stored_bytes), 0))
                                    .where(checkpoints.c.run_id == run_id)).one()
+        self.conn.execute(prunable_runs.delete().where(prunable_runs.c.run_id == run_id))
         if before[0] <= 1:
             return None
         head = self.checkpoints.load(run_id, head_seq)

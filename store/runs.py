@@ -8,6 +8,7 @@ from typing import Any, Iterable
 
 from sqlalchemy import Connection, and_, bindparam, func, or_, select, update
 
+from store import fast
 from store.dialect import Dialect
 from store.errors import LeaseLostError
 from store.models import Run, RunStatus
@@ -87,7 +88,7 @@ class RunRepo:
     def insert(self, *, run_id: str, workflow: str, workflow_version: int, started_by: str,
                started_via: str, now: datetime, started_by_person: str | None = None,
                status: RunStatus = RunStatus.READY) -> None:
-        self.conn.execute(_INSERT, dict(
+        fast.execute(self.conn, _INSERT, dict(
             id=run_id, workflow=workflow, workflow_version=workflow_version, status=status.value,
             head_seq=0, last_seq=0, branch=0, last_branch=0, started_by=started_by, started_via=started_via,
             started_by_person=started_by_person, created_at=now, updated_at=now, attempt=0,
@@ -101,39 +102,52 @@ class RunRepo:
             stmt = _GET_LOCKED.get(self.dialect.name)
             if stmt is None:
                 stmt = _GET_LOCKED.setdefault(self.dialect.name, self.dialect.lock(_GET, key_share=True))
-        row = self.conn.execute(stmt, {"run_id": run_id}).first()
-        return _run(row) if row else None
+        row = fast.execute(self.conn, stmt, {"run_id": run_id}).row()
+        return Run.model_validate(row) if row else None
 
     def find_by_prefix(self, prefix: str, *, limit: int = 2) -> list[str]:
-        rows = self.conn.execute(
-            select(runs.c.id).where(runs.c.id.startswith(prefix, autoescape=True)).limit(limit)
-        )
+        """Up to ``limit`` ids starting with ``prefix``, smallest first: a range of the primary key (see
+        ``store.listing``), so only the matching ids are read. On SQLite ASCII letters match either case, as
+        its LIKE did (run ids are lowercase hex)."""
+        from store.listing import prefix_statement
+
+        rows = self.conn.execute(prefix_statement(prefix, fold_ascii_case=not self.dialect.postgresql), {
+            "limit": limit})
         return [r.id for r in rows]
 
     def list(self, *, statuses: Iterable[str] | None = None, workflow: str | None = None,
              limit: int = 100, offset: int = 0, newest_first: bool = True) -> list[Run]:
-        stmt = select(runs)
-        if statuses:
-            stmt = stmt.where(runs.c.status.in_(list(statuses)))
-        if workflow:
-            stmt = stmt.where(runs.c.workflow == workflow)
-        order = runs.c.created_at.desc() if newest_first else runs.c.created_at.asc()
-        stmt = stmt.order_by(order, runs.c.id).limit(limit).offset(offset)
-        return [_run(r) for r in self.conn.execute(stmt)]
+        """Runs by ``created_at`` (newest first unless ``newest_first=False``), ties by id, in ``statuses``
+        and of ``workflow`` when given; each status read from its own index range (``store.listing``)."""
+        from store.listing import run_list_params, run_list_statement
+
+        wanted = list(statuses) if statuses else None
+        shaped = run_list_params(wanted, workflow, limit, offset) if wanted != [] else None
+        if shaped is None:  # statuses asked for, none a run can have (or an iterable that held none)
+            return []
+        shape, params = shaped
+        return [_run(r) for r in self.conn.execute(run_list_statement(*shape, newest_first), params)]
 
     def count_by_status(self) -> dict[str, int]:
-        rows = self.conn.execute(select(runs.c.status, func.count()).group_by(runs.c.status))
-        return {status: n for status, n in rows}
+        """Runs per status, from the counters the triggers keep (``store.schema.run_counts``)."""
+        from store.schema import run_counts
+
+        n = func.sum(run_counts.c.n)
+        rows = self.conn.execute(select(run_counts.c.status, n).group_by(run_counts.c.status).having(n != 0))
+        return {status: int(count) for status, count in rows}
 
     def count_by_version(self, statuses: Iterable[str]) -> list[tuple[str, int, str, int]]:
-        """``(workflow, version, status, count)`` for runs in ``statuses``."""
+        """``(workflow, version, status, count)`` for runs in ``statuses``, by workflow, version and status
+        (from the counters, ``store.schema.run_counts``)."""
+        from store.schema import run_counts
+
+        c = run_counts.c
+        n = func.sum(c.n)
         rows = self.conn.execute(
-            select(runs.c.workflow, runs.c.workflow_version, runs.c.status, func.count())
-            .where(runs.c.status.in_(list(statuses)))
-            .group_by(runs.c.workflow, runs.c.workflow_version, runs.c.status)
-            .order_by(runs.c.workflow, runs.c.workflow_version)
-        )
-        return [tuple(r) for r in rows]
+            select(c.workflow, c.workflow_version, c.status, n).where(c.status.in_(list(statuses)))
+            .group_by(c.workflow, c.workflow_version, c.status).having(n != 0)
+            .order_by(c.workflow, c.workflow_version, c.status))
+        return [(w, v, s, int(count)) for w, v, s, count in rows]
 
     # -- claiming -------------------------------------------------------------------------------------
 
@@ -186,8 +200,8 @@ class RunRepo:
         Raises:
             LeaseLostError: the lease moved to another worker, or the run was cancelled meanwhile.
         """
-        res = self.conn.execute(_ADVANCE, {**advance_values(values, now), "fence_run_id": run_id,
-                                           "fence_token": token})
+        res = fast.execute(self.conn, _ADVANCE, {**advance_values(values, now), "fence_run_id": run_id,
+                                                 "fence_token": token})
         if res.rowcount != 1:
             raise LeaseLostError(f"run {run_id} is no longer leased by this worker")
 
@@ -202,5 +216,5 @@ class RunRepo:
         keys = tuple(sorted(values))
         params = {f"v_{k}": values[k] for k in keys}
         params.update({f"from_{i}": s for i, s in enumerate(statuses)}, run_id=run_id)
-        res = self.conn.execute(_transition_statement(keys, len(statuses)), params)
+        res = fast.execute(self.conn, _transition_statement(keys, len(statuses)), params)
         return res.rowcount == 1

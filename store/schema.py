@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     Column,
     DateTime,
@@ -24,6 +25,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
 )
+from sqlalchemy import text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.types import TypeDecorator
 
@@ -90,6 +92,11 @@ runs = Table(
     Column("started_by_person", String(200), nullable=True),
     Index("ix_hazel_runs_status_wake_at", "status", "wake_at"),
 )
+# Listings, newest first (ties by id): all runs, by status, by workflow and status (``RunRepo.list``).
+Index("ix_hazel_runs_created_at_id", runs.c.created_at.desc(), runs.c.id)
+Index("ix_hazel_runs_status_created_at_id", runs.c.status, runs.c.created_at.desc(), runs.c.id)
+Index("ix_hazel_runs_workflow_status_created_at_id", runs.c.workflow, runs.c.status, runs.c.created_at.desc(),
+      runs.c.id)
 
 checkpoints = Table(
     "hazel_checkpoints",
@@ -140,8 +147,10 @@ steering_requests = Table(
     # When the scheduler must next look at this pending request (reminder, escalation or timeout); NULL: never.
     Column("next_action_at", UTCDateTime, nullable=True),
     ForeignKeyConstraint(["run_id"], ["hazel_runs.id"], ondelete="CASCADE"),
-    Index("ix_hazel_steering_requests_run_id", "run_id"),
-    Index("ix_hazel_steering_requests_status", "status"),
+    # a run's requests, its pending one first-hand (``RequestRepo.pending_for_run``)
+    Index("ix_hazel_steering_requests_run_id_status_id", "run_id", "status", "id"),
+    # pending requests oldest first (``RequestRepo.pending_with_runs``, the oldest for ``/metrics``)
+    Index("ix_hazel_steering_requests_status_created_at_id", "status", "created_at", "id"),
     Index("ix_hazel_steering_requests_message_key", "message_key"),
     Index("ix_hazel_steering_requests_status_next_action_at", "status", "next_action_at"),
 )
@@ -164,8 +173,12 @@ decisions = Table(
     Column("acting_for", String(200), nullable=True),
     ForeignKeyConstraint(["run_id"], ["hazel_runs.id"], ondelete="CASCADE"),
     # One decision per PERSON per request (quorum votes included), whichever channels they use; the request
-    # row settles who won.
-    UniqueConstraint("request_id", "person"),
+    # row settles who won. A rewind is no vote: whoever voted may still fork the run from the request.
+    Index("uq_hazel_decisions_request_id_person", "request_id", "person", unique=True,
+          sqlite_where=text("action <> 'rewind'"), postgresql_where=text("action <> 'rewind'")),
+    # A request's decisions, and one person's (``DecisionRepo.for_request``, ``by_person``): the partial unique
+    # index above serves only queries that say ``action <> 'rewind'``.
+    Index("ix_hazel_decisions_request_id_person", "request_id", "person"),
     # A channel's delivery id (Slack retry, Jira webhook identifier, comment id) decides once.
     UniqueConstraint("channel", "delivery_id"),
     Index("ix_hazel_decisions_run_id", "run_id"),
@@ -205,4 +218,48 @@ outbox = Table(
     Index("ix_hazel_outbox_status_next_attempt_at", "status", "next_attempt_at"),
 )
 
-ALL_TABLES = (runs, checkpoints, steering_requests, decisions, events, outbox)
+run_counts = Table(
+    "hazel_run_counts",
+    metadata,
+    # Runs per workflow, version and status, kept by triggers (migration 0003) in the transaction that changes
+    # a run; ``shard`` spreads concurrent writers over rows (PostgreSQL: 16 by a hash of the run id, SQLite:
+    # 0). The count is the sum over shards (a shard may hold 0).
+    Column("workflow", String(200), nullable=False),
+    Column("workflow_version", Integer, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("shard", Integer, nullable=False),
+    Column("n", BigInteger, nullable=False),
+    PrimaryKeyConstraint("workflow", "workflow_version", "status", "shard"),
+)
+
+pending_counts = Table(
+    "hazel_pending_counts",
+    metadata,
+    # Pending steering requests by creation time, kept by triggers (migration 0003): per ``grain`` seconds
+    # (60, 3600, 14400, 86400; 0: all of them, ``bucket`` 0) the requests created in
+    # [bucket, bucket + grain) (Unix seconds), with the sum of their creation times (whole seconds, and the
+    # microseconds within them). Summed over shards, as ``run_counts``.
+    Column("grain", Integer, nullable=False),
+    Column("bucket", BigInteger, nullable=False),
+    Column("shard", Integer, nullable=False),
+    Column("n", BigInteger, nullable=False),
+    Column("sec_sum", BigInteger, nullable=False),
+    Column("us_sum", BigInteger, nullable=False),
+    PrimaryKeyConstraint("grain", "bucket", "shard"),
+)
+
+prunable_runs = Table(
+    "hazel_prunable_runs",
+    metadata,
+    # Ended runs whose checkpoint history retention has not compacted yet, by when they ended (their
+    # ``updated_at`` then): a trigger adds a run entering an ended status and removes one leaving it
+    # (migration 0003); compacting removes it (``store.retention``).
+    Column("run_id", String(32), nullable=False),
+    Column("ended_at", UTCDateTime, nullable=False),
+    PrimaryKeyConstraint("run_id"),
+    ForeignKeyConstraint(["run_id"], ["hazel_runs.id"], ondelete="CASCADE"),
+    Index("ix_hazel_prunable_runs_ended_at_run_id", "ended_at", "run_id"),
+)
+
+ALL_TABLES = (runs, checkpoints, steering_requests, decisions, events, outbox, run_counts, pending_counts,
+              prunable_runs)

@@ -13,6 +13,7 @@ from typing import Any, Iterable
 from sqlalchemy import Connection, bindparam, case, select, update
 from sqlalchemy.exc import IntegrityError
 
+from store import fast
 from store.dialect import Dialect
 from store.errors import DuplicateDecisionError
 from store.models import Action, Actor, Decision, RequestStatus, Run, SteeringRequest
@@ -56,16 +57,16 @@ class RequestRepo:
 
     def insert(self, *, run_id: str, checkpoint_seq: int, point: str, title: str, channel: str,
                approvals_required: int, now: datetime, due_at: datetime | None) -> int:
-        res = self.conn.execute(_INSERT_REQUEST, dict(
+        res = fast.execute(self.conn, _INSERT_REQUEST, dict(
             run_id=run_id, checkpoint_seq=checkpoint_seq, point=point, title=title, channel=channel,
             status=RequestStatus.PENDING.value, approvals_required=approvals_required, approvals=0,
             created_at=now, due_at=due_at, reminders_sent=0,
         ))
-        return int(res.scalar_one())
+        return int(res.scalar())
 
     def get(self, request_id: int) -> SteeringRequest | None:
-        row = self.conn.execute(_GET, {"request_id": request_id}).first()
-        return _request(row) if row else None
+        row = fast.execute(self.conn, _GET, {"request_id": request_id}).row()
+        return SteeringRequest.model_validate(row) if row else None
 
     def pending_for_run(self, run_id: str) -> SteeringRequest | None:
         row = self.conn.execute(select(steering_requests).where(
@@ -94,21 +95,30 @@ class RequestRepo:
         return [_request(r) for r in rows]
 
     def pending(self, *, run_ids: Iterable[str] | None = None, limit: int = 500) -> list[SteeringRequest]:
-        """Pending requests, oldest first."""
-        stmt = select(steering_requests).where(steering_requests.c.status == RequestStatus.PENDING.value)
-        if run_ids is not None:
-            stmt = stmt.where(steering_requests.c.run_id.in_(list(run_ids)))
-        rows = self.conn.execute(stmt.order_by(steering_requests.c.created_at, steering_requests.c.id).limit(limit))
-        return [_request(r) for r in rows]
+        """Pending requests, oldest first (ties by id): the first ``limit`` of all of them (the index of
+        pending requests by creation time), or of those of ``run_ids`` (read by run, ordered here: asked to
+        order them, the planner would rather walk every pending request in order looking for these runs)."""
+        from store.listing import literal_limit
+
+        t = steering_requests.c
+        stmt = select(steering_requests).where(t.status == RequestStatus.PENDING.value)
+        if run_ids is None:
+            rows = self.conn.execute(stmt.order_by(t.created_at, t.id).limit(literal_limit(limit)))
+            return [_request(r) for r in rows]
+        found = [_request(r) for r in self.conn.execute(stmt.where(t.run_id.in_(list(run_ids))))]
+        found.sort(key=lambda r: (r.created_at, r.id))
+        return found[:limit]
 
     def pending_with_runs(self, *, limit: int = 500) -> list[tuple[SteeringRequest, Run]]:
-        """Pending requests with their runs, oldest first, in one query."""
+        """Pending requests with their runs, oldest first (ties by id), in one query: the index of pending
+        requests by creation time, read up to ``limit``, each run by its key."""
+        from store.listing import literal_limit
         from store.runs import _run
 
         req_cols = [c.label(f"r_{c.name}") for c in steering_requests.c]
         stmt = (select(*req_cols, *runs.c).join(runs, runs.c.id == steering_requests.c.run_id)
                 .where(steering_requests.c.status == RequestStatus.PENDING.value)
-                .order_by(steering_requests.c.created_at, steering_requests.c.id).limit(limit))
+                .order_by(steering_requests.c.created_at, steering_requests.c.id).limit(literal_limit(limit)))
         out = []
         for row in self.conn.execute(stmt):
             m = row._mapping
@@ -119,15 +129,15 @@ class RequestRepo:
     def vote(self, request_id: int, *, now: datetime, actor: str) -> SteeringRequest | None:
         """Count one approval; settle the request as approved when it reaches its quorum.
         Returns the request after the vote, or None if it was no longer pending."""
-        row = self.conn.execute(_VOTE, {"request_id": request_id, "now": now, "actor": actor}).first()
-        return _request(row) if row else None
+        row = fast.execute(self.conn, _VOTE, {"request_id": request_id, "now": now, "actor": actor}).row()
+        return SteeringRequest.model_validate(row) if row else None
 
     def settle(self, request_id: int, *, now: datetime, actor: str, action: str,
                status: RequestStatus = RequestStatus.DECIDED) -> SteeringRequest | None:
         """Settle a pending request with one decision; None if it was no longer pending (someone else won)."""
-        row = self.conn.execute(_SETTLE, {"request_id": request_id, "now": now, "actor": actor, "action": action,
-                                          "status": status.value}).first()
-        return _request(row) if row else None
+        row = fast.execute(self.conn, _SETTLE, {"request_id": request_id, "now": now, "actor": actor,
+                                                "action": action, "status": status.value}).row()
+        return SteeringRequest.model_validate(row) if row else None
 
     def set_message_ref(self, request_id: int, ref: dict[str, Any]) -> None:
         """Store where the channel posted the request; ``ref["key"]`` (if any) becomes its ``message_key``."""
@@ -162,11 +172,11 @@ class DecisionRepo:
                 database's error). The transaction is then unusable on PostgreSQL: let it roll back.
         """
         try:
-            res = self.conn.execute(_INSERT_DECISION, dict(
+            res = fast.execute(self.conn, _INSERT_DECISION, dict(
                 run_id=run_id, request_id=request_id, action=action.value, actor_id=actor.id,
                 actor_name=actor.name, channel=actor.channel, payload=payload, created_at=now,
                 delivery_id=delivery_id, person=actor.who, acting_for=actor.acting_for))
-            return int(res.scalar_one())
+            return int(res.scalar())
         except IntegrityError as exc:
             # SQLite names the columns ("…hazel_decisions.delivery_id"), PostgreSQL the constraint
             # ("uq_hazel_decisions_channel_delivery_id"): both mention delivery_id only for that key.

@@ -4,7 +4,9 @@ Runs that ended (completed, failed, rejected, cancelled) more than ``older_than_
 checkpoint history: the final state stays (the head checkpoint, rewritten as a full snapshot), and so do the
 run, its steering requests, decisions and audit log. The history of a waiting, ready or running run is never
 touched. After pruning, a run can no longer be rewound to a dropped checkpoint; a failed run can still be
-retried from its last good checkpoint (the head). Each run is compacted in its own short transaction.
+retried from its last good checkpoint (the head). Each run is compacted in its own short transaction; the
+runs due are listed from the prunable-run list (``store.retention``), by the time they ended, so a prune costs
+what it removes.
 """
 
 from __future__ import annotations
@@ -44,14 +46,14 @@ def prune(store: "Store", *, older_than_days: float, now: datetime, dry_run: boo
     if older_than_days < 0:
         raise ValueError("older_than_days must be 0 or more")
     report = PruneReport(ended_before=now - timedelta(seconds=older_than_days * SECONDS_PER_DAY), dry_run=dry_run)
-    after_id = ""
+    after = None
     while True:
         with store.read() as tx:
-            candidates = tx.retention.candidates(ended_before=report.ended_before, after_id=after_id, limit=batch)
-        if not candidates:
-            return report
-        after_id = candidates[-1].run_id
-        for cand in candidates:
+            page = tx.retention.page(ended_before=report.ended_before, after=after, limit=batch)
+        if page.settled and not dry_run:  # nothing to drop: not listed again
+            with store.transaction() as tx:
+                tx.retention.forget(page.settled)
+        for cand in page.candidates:
             if dry_run:
                 report.runs.append(cand.run_id)
                 report.checkpoints_deleted += cand.checkpoints - 1
@@ -67,3 +69,7 @@ def prune(store: "Store", *, older_than_days: float, now: datetime, dry_run: boo
             report.runs.append(cand.run_id)
             report.checkpoints_deleted += done.deleted
             report.bytes_freed += done.bytes_before - done.bytes_after
+        if page.after is None:
+            report.runs.sort()  # by id, whatever order they ended in
+            return report
+        after = page.after
