@@ -52,8 +52,9 @@ def _counting(counts: dict[str, int]):  # noqa: ANN202
     return undo
 
 
-def profile(backend, n_runs: int, *, top: int = 25) -> str:  # noqa: ANN001
-    """Profile ``n_runs`` resumes on ``backend``; the report as text."""
+def profile(backend, n_runs: int, *, top: int = 25, sort: str = "cumulative") -> str:  # noqa: ANN001
+    """Profile ``n_runs`` resumes on ``backend``; the report as text, functions ordered by ``sort`` (a
+    ``pstats`` key: ``cumulative``, ``tottime``)."""
     hazel = make_engine(backend.fresh_url("profile"), bench_pause)
     counts = {"transactions": 0}
     try:
@@ -89,7 +90,7 @@ def profile(backend, n_runs: int, *, top: int = 25) -> str:  # noqa: ANN001
               f"resume: {transactions / n_runs:.1f} transactions, {statements / n_runs:.1f} statements, "
               f"{commits / n_runs:.1f} commits\n")
     stats.stream = out  # type: ignore[attr-defined]
-    stats.sort_stats("cumulative").print_stats(top)
+    stats.sort_stats(sort).print_stats(top)
     return out.getvalue()
 
 
@@ -97,11 +98,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.profile_resume", description=__doc__)
     parser.add_argument("--postgres", action="store_true", help="on PostgreSQL instead of SQLite")
     parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--sort", default="cumulative", help="pstats order: cumulative (default) or tottime")
+    parser.add_argument("--top", type=int, default=25, help="how many functions to list")
     args = parser.parse_args(argv)
     logging.disable(logging.WARNING)
     backend = databases.postgres_backend() if args.postgres else databases.sqlite_backend()
     with backend as b:
-        print(profile(b, args.runs))
+        print(profile(b, args.runs, top=args.top, sort=args.sort))
     return 0
 
 

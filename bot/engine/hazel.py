@@ -42,6 +42,7 @@ from bot.engine.reads import Reads
 from bot.engine.requests import Requests
 from bot.engine.registry import Registry
 from bot.engine.runner import Claim, DriveResult, Head, Runner
+from bot.engine.transitions import NEVER_ASKED
 from bot.engine.steering import DecisionOutcome, Steering
 from bot.engine.timeouts import Timeouts
 from bot.engine.versions import runnable_versions, target_workflow
@@ -262,7 +263,7 @@ class Hazel(Reads, Requests):
             run = leased or tx.runs.get(run_id)
         assert run is not None
         if leased:
-            self._hold(Claim(run, Head(position, wf.first, None, 0)))
+            self._hold(Claim(run, Head(position, wf.first, None, 0, NEVER_ASKED)))
         else:
             self._ready(run_id)
         return run

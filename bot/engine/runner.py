@@ -44,12 +44,15 @@ log = logging.getLogger("hazel.runner")
 @dataclass(frozen=True)
 class Head:
     """A run's head checkpoint as the runner continues from it: its state tree and chain position
-    (``position.seq``, ``position.tree``), the node that runs next, what a decision handed to it, its branch."""
+    (``position.seq``, ``position.tree``), the node that runs next, what a decision handed to it, its branch,
+    and the run's latest steering request when the claiming transaction knew it (``transitions.Asked``; None:
+    read when the drive reports progress)."""
 
     position: ChainPosition
     next_step: str | None
     handoff: dict[str, Any] | None
     branch: int
+    asked: transitions.Asked | None = None
 
 
 @dataclass(frozen=True)
@@ -217,6 +220,7 @@ class Runner:
         position, node_name, handoff = head.position, head.next_step, head.handoff or {}
         state = wf.codec.decode(position.tree)
         seq, last_seq, branch, attempt = position.seq, run.last_seq, head.branch, run.attempt
+        asked = head.asked  # stays true for the whole drive: a drive that opens a request ends there
         lease_sec = timedelta(seconds=self.lease_sec)
         while True:
             now = self.clock()
@@ -224,7 +228,7 @@ class Runner:
                 with self.store.transaction() as tx:
                     tx.runs.advance(run.id, token=token, now=now, status=RunStatus.COMPLETED)
                     transitions.end_run(tx, run_id=run.id, status=RunStatus.COMPLETED, now=now, by=SYSTEM,
-                                        steps=result.steps)
+                                        steps=result.steps, asked=asked)
                 result.status = RunStatus.COMPLETED
                 self.on_outbox()
                 return
@@ -233,7 +237,7 @@ class Runner:
                 with self.store.transaction() as tx:
                     tx.runs.advance(run.id, token=token, now=now, status=RunStatus.WAITING)
                     transitions.open_request(tx, run_id=run.id, wf=wf, point=node, checkpoint_seq=seq, now=now,
-                                             steps=result.steps)
+                                             steps=result.steps, asked=asked)
                 result.status = RunStatus.WAITING
                 self.on_outbox()
                 return
@@ -272,10 +276,10 @@ class Runner:
                     position = tx.checkpoints.write(checkpoint, new_tree, position, fence=fence)
                     if isinstance(next_node, SteeringPoint):
                         transitions.open_request(tx, run_id=run.id, wf=wf, point=next_node,
-                                                 checkpoint_seq=last_seq, now=now, steps=done)
+                                                 checkpoint_seq=last_seq, now=now, steps=done, asked=asked)
                     else:
                         transitions.end_run(tx, run_id=run.id, status=RunStatus.COMPLETED, now=now, by=SYSTEM,
-                                            steps=done)
+                                            steps=done, asked=asked)
             result.steps.append(node.name)  # only once its checkpoint is committed
             if status is not RunStatus.RUNNING:
                 result.status = status

@@ -7,6 +7,7 @@ rejection, a cancel and a timeout end a run with ``end_run``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Iterable
 
@@ -16,11 +17,26 @@ from store import Tx
 from store.models import SYSTEM, Actor, OutboxKind, RequestStatus, RunStatus, SteeringRequest
 
 
+@dataclass(frozen=True)
+class Asked:
+    """A run's latest steering request as the caller already knows it (its id and channel): where the run's
+    progress is reported. ``request_id`` None: the run has never asked anyone (progress goes to the console).
+    A caller that holds this (a run it just started, a request it just decided) spares the transaction the
+    query for it."""
+
+    request_id: int | None
+    channel: str = "console"
+
+
+NEVER_ASKED = Asked(None)
+
+
 def open_request(tx: Tx, *, run_id: str, wf: Workflow, point: SteeringPoint, checkpoint_seq: int, now: datetime,
-                 steps: list[str] | None = None) -> int:
+                 steps: list[str] | None = None, asked: Asked | None = None) -> int:
     """Insert a pending steering request at ``checkpoint_seq`` and its ``request.opened`` outbox message
     (plus a ``run.progress`` message in the thread of the previous request, when steps ran since), with its
-    ``next_action_at`` set for the scheduler (see ``bot.engine.deadlines``). Returns the request id."""
+    ``next_action_at`` set for the scheduler (see ``bot.engine.deadlines``). Returns the request id.
+    ``asked``: the run's previous request, when the caller knows it (else it is read)."""
     due_at = now + timedelta(seconds=point.timeout_sec) if point.timeout_sec else None
     request_id = tx.requests.insert(run_id=run_id, checkpoint_seq=checkpoint_seq, point=point.name,
                                     title=point.title, channel=point.channel,
@@ -29,7 +45,7 @@ def open_request(tx: Tx, *, run_id: str, wf: Workflow, point: SteeringPoint, che
     if first_action_at is not None:  # the scheduler's first look: reminder, escalation or timeout
         tx.timers.reschedule(request_id, first_action_at)
     progress(tx, run_id=run_id, now=now, event="waiting", steps=steps or [], next_request_id=request_id,
-             exclude_request_id=request_id)
+             exclude_request_id=request_id, asked=asked)
     tx.outbox.add(channel=point.channel, kind=OutboxKind.REQUEST_OPENED, now=now, run_id=run_id,
                   request_id=request_id)
     tx.hooks.emit("run.waiting", run_id=run_id, now=now, request=request_id, steps=steps or [])
@@ -62,27 +78,31 @@ def vote_request(tx: Tx, request: SteeringRequest, *, now: datetime, by: Actor) 
 
 
 def progress(tx: Tx, *, run_id: str, now: datetime, event: str, exclude_request_id: int | None = None,
-             **facts: Any) -> None:
+             asked: Asked | None = None, **facts: Any) -> None:
     """Queue a ``run.progress`` message (``event``: waiting, completed, failed, rejected, cancelled) for the
-    channel of the run's latest earlier steering request, posted in that request's thread (a run that never
-    asked anyone reports on the console), and the ``run.<event>`` hook event."""
+    channel of the run's latest earlier steering request (``asked`` when the caller knows it, else read),
+    posted in that request's thread (a run that never asked anyone reports on the console), and the
+    ``run.<event>`` hook event."""
     if event != "waiting":  # run.waiting is emitted by open_request, with its request
         tx.hooks.emit(f"run.{event}", run_id=run_id, now=now, **facts)
-    previous = tx.requests.latest_for_run(run_id, exclude_id=exclude_request_id)
-    if previous is None and event == "waiting":
+    if asked is None:
+        previous = tx.requests.latest_for_run(run_id, exclude_id=exclude_request_id)
+        asked = Asked(previous.id, previous.channel) if previous is not None else NEVER_ASKED
+    if asked.request_id is None and event == "waiting":
         return  # the first request announces itself
-    channel = previous.channel if previous is not None else "console"
-    tx.outbox.add(channel=channel, kind=OutboxKind.RUN_PROGRESS, now=now, run_id=run_id,
-                  request_id=previous.id if previous is not None else None,
+    tx.outbox.add(channel=asked.channel, kind=OutboxKind.RUN_PROGRESS, now=now, run_id=run_id,
+                  request_id=asked.request_id,
                   payload={"event": event, **{k: v for k, v in facts.items() if v is not None}})
 
 
 def end_run(tx: Tx, *, run_id: str, status: RunStatus, now: datetime, by: Actor,
             from_statuses: Iterable[RunStatus] | None = None, request_id: int | None = None,
-            reason: str | None = None, error: str | None = None, steps: list[str] | None = None) -> bool:
+            reason: str | None = None, error: str | None = None, steps: list[str] | None = None,
+            asked: Asked | None = None) -> bool:
     """End the run as ``status`` (rejected, cancelled, failed, completed): move it from ``from_statuses``
     (None: the caller already moved it, with its own conditional or fenced write), record ``run.<status>``
-    in the audit log (by ``by``; a completion is not an audit event) and report it to the channels and hooks.
+    in the audit log (by ``by``; a completion is not an audit event) and report it to the channels and hooks
+    (``asked``: see ``progress``).
     Returns False, writing nothing, when the run was not in ``from_statuses`` (someone else moved it first)."""
     if from_statuses is not None and not tx.runs.transition(
             run_id, from_statuses=list(from_statuses), now=now, status=status, wake_at=None, lease_owner=None,
@@ -92,5 +112,5 @@ def end_run(tx: Tx, *, run_id: str, status: RunStatus, now: datetime, by: Actor,
         tx.events.add(action=f"run.{status.value}", actor=by, now=now, run_id=run_id, request_id=request_id,
                       reason=reason, **({"error": error} if error is not None else {}))
     progress(tx, run_id=run_id, now=now, event=status.value, by=by.label if status is not RunStatus.COMPLETED
-             else None, reason=reason, error=error, steps=steps)
+             else None, reason=reason, error=error, steps=steps, asked=asked)
     return True

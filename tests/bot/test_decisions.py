@@ -252,3 +252,28 @@ def test_cancel_and_retry_states(db_url: str) -> None:
         hazel.cancel(run_id=run_id, actor=person("sme"))
     with pytest.raises(RunStateError, match="only failed"):
         hazel.retry(run_id=run_id, actor=person("sme"))
+
+
+@pytest.mark.parametrize("claim", [False, True])
+def test_progress_is_reported_in_the_decided_requests_thread(db_url: str, claim: bool) -> None:
+    """A run started and decided with ``claim`` keeps what it knows of its latest request in memory (no query);
+    its progress messages must be the very ones a worker that reads them writes: none at the first request,
+    the completion in the thread of the request that was decided."""
+    hazel = make_hazel(db_url, planner())
+    try:
+        run = hazel.start(workflow="planner", input={"request": "move"}, actor=person("author"), claim=claim)
+        hazel.drive(run_id=run.id)
+        request = hazel.pending_request(run_id=run.id)
+        assert request is not None
+        hazel.decide(run_id=run.id, action="feedback", actor=person("sme"), payload={"text": "more"}, claim=claim)
+        hazel.drive(run_id=run.id)
+        second = hazel.pending_request(run_id=run.id)
+        assert second is not None and second.id != request.id
+        hazel.decide(run_id=run.id, action="approve", actor=person("sme"), claim=claim)
+        assert hazel.drive(run_id=run.id).run.status is RunStatus.COMPLETED
+        with hazel.store.read() as tx:
+            progress = [(m.payload["event"], m.request_id, m.channel)
+                        for m in sorted(tx.outbox.list(run_id=run.id), key=lambda m: m.id) if m.kind == "run.progress"]
+        assert progress == [("waiting", request.id, request.channel), ("completed", second.id, second.channel)]
+    finally:
+        hazel.close()

@@ -22,6 +22,7 @@ from bot.engine.errors import (
 )
 from bot.engine.people import People
 from bot.engine.registry import Registry
+from bot.engine.transitions import Asked
 from bot.engine.workflow import SteeringPoint
 from store import ChainPosition, NewCheckpoint, Store, Tx
 from store.models import (
@@ -208,10 +209,11 @@ class SteeringCore:
     # -- resuming ---------------------------------------------------------------------------------------------
 
     def _resume(self, tx: Tx, run: Run, *, checkpoint: NewCheckpoint, tree: Any, parent: ChainPosition | None,
-                claim: bool, now: datetime, **values: Any) -> "Claim | None":
+                claim: bool, now: datetime, asked: Asked | None = None, **values: Any) -> "Claim | None":
         """Write the checkpoint a decision or rewind resumes from and move the run onto it, in the caller's
         transaction: leased for this process (``claim``, or when a worker pool here takes claims), else
-        ``ready`` for any worker (with ``NOTIFY``). ``values``: more run columns to set. Returns the claim.
+        ``ready`` for any worker (with ``NOTIFY``). ``values``: more run columns to set; ``asked``: the run's
+        latest steering request, when the caller knows it (kept in the claim's head). Returns the claim.
 
         Raises:
             RunStateError: the run moved meanwhile (its status is no longer ``run.status``).
@@ -232,7 +234,8 @@ class SteeringCore:
             tx.notify_ready(run.id)
             return None
         leased_run = run.model_copy(update={**moved, "updated_at": now})
-        return Claim(leased_run, Head(position, checkpoint.next_step, checkpoint.handoff, checkpoint.branch))
+        return Claim(leased_run, Head(position, checkpoint.next_step, checkpoint.handoff, checkpoint.branch,
+                                     asked))
 
     def _resumed(self, run_id: str, claim: "Claim | None", *, wanted: bool) -> "Claim | None":
         """After the commit: hand a claim the caller did not ask for to this process's workers, or wake

@@ -21,7 +21,7 @@ from bot.engine.errors import AlreadyDecidedError, InvalidDecisionError, NotAllo
 from bot.engine.logcontext import bind_log_context
 from bot.engine.steering.core import DecisionOutcome, SteeringCore
 from bot.engine.steering.edits import apply_edit, edited_value
-from bot.engine.transitions import close_request, end_run, vote_request
+from bot.engine.transitions import Asked, close_request, end_run, vote_request
 from bot.engine.versions import point_in, resolve_workflow, write_migration
 from bot.engine.workflow import SteeringPoint, Workflow
 from store import DuplicateDecisionError, NewCheckpoint, Tx
@@ -132,7 +132,7 @@ class Deciding(SteeringCore):
         tree = new_tree if new_tree is not None else head.tree
         if status is RunStatus.READY:
             made = self._resume(tx, run, checkpoint=checkpoint, tree=tree, parent=tx.checkpoints.position(head),
-                                claim=claim, now=now)
+                                claim=claim, now=now, asked=Asked(request.id, request.channel))
             return DecisionOutcome(decision=decision, request=after, settled=True, next_node=next_node,
                                    run_status=RunStatus.RUNNING if made else RunStatus.READY, claim=made)
         tx.checkpoints.write(checkpoint, tree, tx.checkpoints.position(head))
