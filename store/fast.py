@@ -20,9 +20,10 @@ as ``.orig``), and a connection that broke is invalidated, as ``Connection.execu
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import Any, Callable, Generic, Iterator, TypeVar
 
 from sqlalchemy import Boolean, Connection, DateTime, LargeBinary
 from sqlalchemy.dialects import sqlite as sqlite_dialect
@@ -31,6 +32,7 @@ from sqlalchemy.sql import ClauseElement
 from sqlalchemy.types import JSON, TypeDecorator, TypeEngine
 
 Convert = Callable[[Any], Any]
+T = TypeVar("T")
 _SQLITE_NAMED = sqlite_dialect.dialect(paramstyle="named")
 
 
@@ -166,21 +168,25 @@ def _params(c: Compiled, params: dict[str, Any]) -> dict[str, Any]:
 class Result:
     """What a statement answered: ``rowcount``, and its rows as dicts of converted values."""
 
-    __slots__ = ("cursor", "compiled")
+    __slots__ = ("cursor", "compiled", "_names", "_converts")
 
     def __init__(self, cursor: Any, compiled_: Compiled) -> None:
         self.cursor = cursor
         self.compiled = compiled_
+        self._names: list[str] | None = None
+        self._converts: list[tuple[str, Convert]] = []
 
     @property
     def rowcount(self) -> int:
         return self.cursor.rowcount
 
     def _dict(self, values: tuple) -> dict[str, Any]:
-        out = dict(zip([d[0] for d in self.cursor.description], values))
-        for name, convert in self.compiled.columns_out.items():
-            if name in out:
-                out[name] = convert(out[name])
+        if self._names is None:  # once per result: psycopg builds the description anew on every access
+            self._names = [d[0] for d in self.cursor.description]
+            self._converts = [(n, c) for n, c in self.compiled.columns_out.items() if n in self._names]
+        out = dict(zip(self._names, values))
+        for name, convert in self._converts:
+            out[name] = convert(out[name])
         return out
 
     def row(self) -> dict[str, Any] | None:
@@ -192,10 +198,27 @@ class Result:
         """Every remaining row."""
         return [self._dict(values) for values in self.cursor.fetchall()]
 
+    def tuples(self) -> list[tuple]:
+        """Every remaining row as the driver gives it: values in the statement's column order, unconverted
+        (for a caller that reads a few known columns of many rows; ``convert`` converts one)."""
+        return self.cursor.fetchall()
+
+    def convert(self, name: str, value: Any) -> Any:
+        """``value`` of result column ``name`` converted as ``rows`` would."""
+        convert = self.compiled.columns_out.get(name)
+        return convert(value) if convert is not None else value
+
     def scalar(self) -> Any:
         """The first column of the next row (None when there is none)."""
         values = self.cursor.fetchone()
         return None if values is None else values[0]
+
+
+def prepared(conn: Connection, stmt: ClauseElement, params: dict[str, Any]) -> tuple[Compiled, dict[str, Any]]:
+    """What ``execute`` sends to the driver: ``stmt`` compiled for ``conn`` (``.sql``) and the converted
+    values (tests read the plans of the statements with it)."""
+    c = compiled(stmt, conn, tuple(sorted(params)) if _sets_from_params(stmt) else None)
+    return c, _params(c, params)
 
 
 def execute(conn: Connection, stmt: ClauseElement, params: dict[str, Any]) -> Result:
@@ -204,9 +227,8 @@ def execute(conn: Connection, stmt: ClauseElement, params: dict[str, Any]) -> Re
     Raises:
         sqlalchemy.exc.DBAPIError: the database refused or failed (``IntegrityError`` for a unique key).
     """
-    c = compiled(stmt, conn, tuple(sorted(params)) if _sets_from_params(stmt) else None)
+    c, values = prepared(conn, stmt, params)
     raw = conn.connection.driver_connection
-    values = _params(c, params)
     try:
         cursor = raw.cursor()
         cursor.execute(c.sql, values)
@@ -217,3 +239,46 @@ def execute(conn: Connection, stmt: ClauseElement, params: dict[str, Any]) -> Re
         raise DBAPIError.instance(c.sql, values, exc, conn.dialect.loaded_dbapi.Error,
                                   connection_invalidated=invalid, dialect=conn.dialect) from exc
     return Result(cursor, c)
+
+
+@contextmanager
+def pipeline(conn: Connection) -> Iterator[None]:
+    """On PostgreSQL, send the statements executed inside without waiting for each answer (psycopg's
+    pipeline mode: https://www.psycopg.org/psycopg3/docs/advanced/pipeline.html): the block costs one round
+    trip, plus one per answer read inside it (reading waits for that statement and those before it). Answers
+    not read inside stay readable after the block. On SQLite (in process, no round trip) it does nothing.
+
+    Raises:
+        sqlalchemy.exc.DBAPIError: a statement inside failed (its error arrives when the block ends, or when
+            an answer is read); the transaction is then unusable: let it roll back.
+    """
+    if conn.dialect.name != "postgresql":
+        yield
+        return
+    raw = conn.connection.driver_connection
+    try:
+        with raw.pipeline():
+            yield
+    except conn.dialect.loaded_dbapi.Error as exc:
+        invalid = conn.dialect.is_disconnect(exc, raw, None)
+        if invalid:
+            conn.invalidate(exc)
+        raise DBAPIError.instance("(pipeline)", None, exc, conn.dialect.loaded_dbapi.Error,
+                                  connection_invalidated=invalid, dialect=conn.dialect) from exc
+
+
+class Later(Generic[T]):
+    """The answer of a statement already sent, turned into a value when first asked for (``get``): inside a
+    ``pipeline`` the statement costs no round trip of its own until then."""
+
+    __slots__ = ("_read", "_value", "_done")
+
+    def __init__(self, read: Callable[[], T]) -> None:
+        self._read = read
+        self._done = False
+        self._value: Any = None
+
+    def get(self) -> T:
+        if not self._done:
+            self._value, self._done = self._read(), True
+        return self._value

@@ -21,7 +21,7 @@ def _message(row: Any) -> OutboxMessage:
     return OutboxMessage.model_validate(dict(row._mapping))
 
 
-_INSERT = outbox.insert().returning(outbox.c.id)
+_INSERT = outbox.insert()
 """Built once and executed with a parameter dict (SQLAlchemy reuses the compiled form; see ``store.checkpoints``)."""
 
 
@@ -32,12 +32,12 @@ class OutboxRepo:
 
     def add(self, *, channel: str, kind: OutboxKind, now: datetime, run_id: str | None = None,
             request_id: int | None = None, payload: dict[str, Any] | None = None,
-            deliver_at: datetime | None = None) -> int:
-        res = fast.execute(self.conn, _INSERT, dict(
+            deliver_at: datetime | None = None) -> None:
+        """Queue a message for ``channel`` (nothing read back: inside a pipeline it costs no round trip)."""
+        fast.execute(self.conn, _INSERT, dict(
             run_id=run_id, request_id=request_id, channel=channel, kind=OutboxKind(kind).value, payload=payload or {},
             status=OutboxStatus.PENDING.value, attempts=0, next_attempt_at=deliver_at or now, created_at=now,
         ))
-        return int(res.scalar())
 
     def claim_due(self, *, now: datetime, lease_sec: float, limit: int = 20) -> list[OutboxMessage]:
         """Take up to ``limit`` due pending messages, oldest first, leasing them for ``lease_sec``."""

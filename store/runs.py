@@ -76,6 +76,10 @@ def _claim_statement(dialect: Dialect, targeted: bool, runnable: tuple[tuple[str
     ).returning(*runs.c)
 
 
+def _validated(row: dict[str, Any] | None) -> Run | None:
+    return Run.model_validate(row) if row else None
+
+
 def _run(row: Any) -> Run:
     return Run.model_validate(dict(row._mapping))
 
@@ -95,6 +99,10 @@ class RunRepo:
         ))
 
     def get(self, run_id: str, *, for_update: bool = False) -> Run | None:
+        return self.get_later(run_id, for_update=for_update).get()
+
+    def get_later(self, run_id: str, *, for_update: bool = False) -> fast.Later[Run | None]:
+        """``get``, its answer read when asked (``store.fast.pipeline``)."""
         stmt = _GET
         if for_update:
             # FOR NO KEY UPDATE on PostgreSQL: does not wait for the KEY SHARE locks that inserting child rows
@@ -102,8 +110,8 @@ class RunRepo:
             stmt = _GET_LOCKED.get(self.dialect.name)
             if stmt is None:
                 stmt = _GET_LOCKED.setdefault(self.dialect.name, self.dialect.lock(_GET, key_share=True))
-        row = fast.execute(self.conn, stmt, {"run_id": run_id}).row()
-        return Run.model_validate(row) if row else None
+        res = fast.execute(self.conn, stmt, {"run_id": run_id})
+        return fast.Later(lambda: _validated(res.row()))
 
     def find_by_prefix(self, prefix: str, *, limit: int = 2) -> list[str]:
         """Up to ``limit`` ids starting with ``prefix``, smallest first: a range of the primary key (see

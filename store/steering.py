@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Iterable
 
-from sqlalchemy import Connection, bindparam, case, select, update
+from sqlalchemy import Connection, bindparam, case, func, select, update
 from sqlalchemy.exc import IntegrityError
 
 from store import fast
@@ -21,6 +21,8 @@ from store.schema import decisions, runs, steering_requests
 
 
 _INSERT_DECISION = decisions.insert().returning(decisions.c.id)
+_INSERT_DECISION_AS = decisions.insert()
+_NEXT_DECISION_ID = select(func.nextval(func.pg_get_serial_sequence("hazel_decisions", "id")))
 """Built once; executed with a parameter dict (every statement on the decision path is: building a statement
 costs more than the database executing it)."""
 
@@ -39,6 +41,14 @@ _SETTLE = update(steering_requests).where(_PENDING_BY_ID).values(
     decided_by=bindparam("actor"), decided_action=bindparam("action"),
 ).returning(*steering_requests.c)
 _GET = select(steering_requests).where(_t.id == bindparam("request_id"))
+_OF_RUN = _t.run_id == bindparam("run_id")
+_PENDING_FOR_RUN = (select(steering_requests).where(_OF_RUN & (_t.status == RequestStatus.PENDING.value))
+                    .order_by(_t.id.desc()).limit(1))
+_LATEST_FOR_RUN = select(steering_requests).where(_OF_RUN).order_by(_t.id.desc()).limit(1)
+_LATEST_BUT = (select(steering_requests).where(_OF_RUN & (_t.id != bindparam("exclude_id")))
+               .order_by(_t.id.desc()).limit(1))
+_LATEST_AT_POINT = (select(steering_requests).where(_OF_RUN & (_t.point == bindparam("point")))
+                    .order_by(_t.id.desc()).limit(1))
 _INSERT_REQUEST = steering_requests.insert().returning(steering_requests.c.id)
 
 
@@ -65,29 +75,41 @@ class RequestRepo:
         return int(res.scalar())
 
     def get(self, request_id: int) -> SteeringRequest | None:
-        row = fast.execute(self.conn, _GET, {"request_id": request_id}).row()
-        return SteeringRequest.model_validate(row) if row else None
+        return self._one(_GET, {"request_id": request_id})
 
     def pending_for_run(self, run_id: str) -> SteeringRequest | None:
-        row = self.conn.execute(select(steering_requests).where(
-            (steering_requests.c.run_id == run_id) & (steering_requests.c.status == RequestStatus.PENDING.value)
-        ).order_by(steering_requests.c.id.desc()).limit(1)).first()
-        return _request(row) if row else None
+        """The run's pending request (the newest, should there be more), or None."""
+        return self.pending_for_run_later(run_id).get()
+
+    def pending_for_run_later(self, run_id: str) -> fast.Later[SteeringRequest | None]:
+        """``pending_for_run``, its answer read when asked (``store.fast.pipeline``)."""
+        return self._later(_PENDING_FOR_RUN, {"run_id": run_id})
+
+    def get_later(self, request_id: int) -> fast.Later[SteeringRequest | None]:
+        """``get``, its answer read when asked (``store.fast.pipeline``)."""
+        return self._later(_GET, {"request_id": request_id})
 
     def latest_for_run(self, run_id: str, *, exclude_id: int | None = None) -> SteeringRequest | None:
-        cond = steering_requests.c.run_id == run_id
-        if exclude_id is not None:
-            cond &= steering_requests.c.id != exclude_id
-        row = self.conn.execute(select(steering_requests).where(cond)
-                                .order_by(steering_requests.c.id.desc()).limit(1)).first()
-        return _request(row) if row else None
+        """The run's newest request (pending or not), other than ``exclude_id``; None when it has none."""
+        if exclude_id is None:
+            return self._one(_LATEST_FOR_RUN, {"run_id": run_id})
+        return self._one(_LATEST_BUT, {"run_id": run_id, "exclude_id": exclude_id})
 
     def latest_at_point(self, run_id: str, point: str) -> SteeringRequest | None:
         """The run's most recent request at steering point ``point`` (pending or not)."""
-        row = self.conn.execute(select(steering_requests).where(
-            (steering_requests.c.run_id == run_id) & (steering_requests.c.point == point)
-        ).order_by(steering_requests.c.id.desc()).limit(1)).first()
-        return _request(row) if row else None
+        return self._one(_LATEST_AT_POINT, {"run_id": run_id, "point": point})
+
+    def _one(self, stmt: Any, params: dict[str, Any]) -> SteeringRequest | None:
+        return self._later(stmt, params).get()
+
+    def _later(self, stmt: Any, params: dict[str, Any]) -> fast.Later[SteeringRequest | None]:
+        res = fast.execute(self.conn, stmt, params)
+
+        def read() -> SteeringRequest | None:
+            row = res.row()
+            return SteeringRequest.model_validate(row) if row else None
+
+        return fast.Later(read)
 
     def for_run(self, run_id: str) -> list[SteeringRequest]:
         rows = self.conn.execute(select(steering_requests).where(steering_requests.c.run_id == run_id)
@@ -162,20 +184,33 @@ class DecisionRepo:
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
 
+    def next_id(self) -> fast.Later[int | None]:
+        """PostgreSQL: the id the next decision may take (``nextval`` of its sequence), so that ``insert`` need
+        not wait for its RETURNING inside a pipeline; None on SQLite (the insert answers at once, in process)."""
+        if self.conn.dialect.name != "postgresql":
+            return fast.Later(lambda: None)
+        res = fast.execute(self.conn, _NEXT_DECISION_ID, {})
+        return fast.Later(lambda: int(res.scalar()))
+
     def insert(self, *, run_id: str, request_id: int | None, action: Action, actor: Actor,
-               payload: dict[str, Any], now: datetime, delivery_id: str | None = None) -> int:
-        """Record a decision by ``actor`` (its identity, and its person: one decision per person per request).
+               payload: dict[str, Any], now: datetime, delivery_id: str | None = None,
+               decision_id: int | None = None) -> int:
+        """Record a decision by ``actor`` (its identity, and its person: one decision per person per request),
+        as ``decision_id`` when given (from ``next_id``: then nothing is read back), else the next id.
 
         Raises:
             DuplicateDecisionError: this person already decided this request, or ``delivery_id`` was seen
                 before on this channel (``by_delivery`` tells which, from the unique constraint named in the
                 database's error). The transaction is then unusable on PostgreSQL: let it roll back.
         """
+        values = dict(run_id=run_id, request_id=request_id, action=action.value, actor_id=actor.id,
+                      actor_name=actor.name, channel=actor.channel, payload=payload, created_at=now,
+                      delivery_id=delivery_id, person=actor.who, acting_for=actor.acting_for)
         try:
-            res = fast.execute(self.conn, _INSERT_DECISION, dict(
-                run_id=run_id, request_id=request_id, action=action.value, actor_id=actor.id,
-                actor_name=actor.name, channel=actor.channel, payload=payload, created_at=now,
-                delivery_id=delivery_id, person=actor.who, acting_for=actor.acting_for))
+            if decision_id is not None:  # in a pipeline its unique keys are checked when the pipeline ends
+                fast.execute(self.conn, _INSERT_DECISION_AS, {**values, "id": decision_id})
+                return decision_id
+            res = fast.execute(self.conn, _INSERT_DECISION, values)
             return int(res.scalar())
         except IntegrityError as exc:
             # SQLite names the columns ("…hazel_decisions.delivery_id"), PostgreSQL the constraint

@@ -124,9 +124,10 @@ class Reads:
             RunNotFoundError.
         """
         with self.store.read() as tx:
-            if tx.runs.get(run_id) is None:
+            found = tx.checkpoints.list(run_id)
+            if not found and tx.runs.get(run_id) is None:  # every run has its checkpoint #0
                 raise RunNotFoundError(f"no run {run_id!r} (see `hazel runs`)")
-            return tx.checkpoints.list(run_id)
+            return found
 
     def decisions(self, *, run_id: str) -> list[Decision]:
         """Every decision on the run (votes and rewinds included), oldest first."""

@@ -13,7 +13,7 @@ from typing import Callable, Iterator
 import pytest
 from sqlalchemy import event, func, insert, select, text, update
 
-from store import Store, codec
+from store import Store, codec, fast
 from store.models import RunStatus
 from store.schema import checkpoints, decisions, prunable_runs, runs, steering_requests
 
@@ -253,10 +253,18 @@ def statements(store: Store) -> Iterator[list[tuple[str, object]]]:
     def grab(conn, cursor, statement, parameters, context, executemany):  # noqa: ANN001, ARG001
         seen.append((statement, parameters))
 
+    def traced(conn, stmt, params):  # noqa: ANN001, ANN202 (store.fast sends to the driver directly)
+        c, values = fast.prepared(conn, stmt, params)
+        seen.append((c.sql, values))
+        return execute(conn, stmt, params)
+
+    execute = fast.execute
     event.listen(store.engine, "before_cursor_execute", grab)
+    fast.execute = traced
     try:
         yield seen
     finally:
+        fast.execute = execute
         event.remove(store.engine, "before_cursor_execute", grab)
 
 

@@ -23,7 +23,7 @@ from bot.engine.versions import migrate_tree, point_in, resolve_workflow
 from bot.engine.workflow import REWIND_NODE, SteeringPoint, Workflow
 from store import DuplicateDecisionError, NewCheckpoint, Tx
 from store.hooks import actor_facts
-from store.models import Action, Actor, CheckpointInfo, Decision, RequestStatus, Run, RunStatus, SteeringRequest
+from store.models import Action, Actor, CheckpointInfo, Decision, LoadedCheckpoint, RequestStatus, Run, RunStatus, SteeringRequest
 
 
 class _Refused(Exception):
@@ -84,9 +84,10 @@ class Rewinding(SteeringCore):
         reason = self._rewind_refusal(wf, run, request, actor)
         if reason is not None:
             raise _Refused(reason, run.id, request.id if request else None)
-        target = self._target(tx, run, to)
-        loaded = tx.checkpoints.load(run.id, target.seq)
-        assert loaded is not None
+        target, loaded = self._target(tx, run, to)
+        if loaded is None:
+            loaded = tx.checkpoints.load(run.id, target.seq)
+            assert loaded is not None
         tree = loaded.tree
         if target.workflow_version != wf.version:
             if target.workflow_version not in wf.migrations:
@@ -148,9 +149,10 @@ class Rewinding(SteeringCore):
         return f"{actor.label} may not rewind run {run.id}: no steering point of {wf.label} lets them"
 
     @staticmethod
-    def _target(tx: Tx, run: Run, to: int | str | None) -> CheckpointInfo:
-        """The checkpoint ``to`` names: a sequence number (one row), or the latest checkpoint on the current
-        branch (else any branch) from which node ``to`` runs next.
+    def _target(tx: Tx, run: Run, to: int | str | None) -> tuple[CheckpointInfo, LoadedCheckpoint | None]:
+        """The checkpoint ``to`` names: a sequence number (loaded at once: one query for its metadata and its
+        state), or the latest checkpoint on the current branch (else any branch) from which node ``to`` runs
+        next (metadata only: the caller loads it).
 
         Raises:
             InvalidDecisionError: no target; CheckpointNotFoundError: none matches (or it was pruned).
@@ -159,9 +161,9 @@ class Rewinding(SteeringCore):
             raise InvalidDecisionError("rewind needs a target: a checkpoint number or a step name")
         if isinstance(to, int) or (isinstance(to, str) and to.strip().lstrip("#").isdigit()):
             seq = int(str(to).strip().lstrip("#"))
-            cp = tx.checkpoints.info(run.id, seq)  # one row: a numbered target never reads the whole history
-            if cp is not None:
-                return cp
+            loaded = tx.checkpoints.load(run.id, seq)  # a numbered target never reads the whole history
+            if loaded is not None:
+                return loaded.info, loaded
             if 0 <= seq <= run.last_seq:  # it existed: its history was pruned
                 kept = ", ".join(f"#{c.seq}" for c in tx.checkpoints.list(run.id, newest=5))
                 raise CheckpointNotFoundError(f"checkpoint #{seq} of run {run.id} was pruned (kept: {kept})")
@@ -174,7 +176,7 @@ class Rewinding(SteeringCore):
             cursor = by_seq.get(cursor.parent_seq) if cursor.parent_seq is not None else None
         for cp in lineage + list(reversed(history)):
             if cp.next_step == to:
-                return cp
+                return cp, None
         steps = sorted({cp.next_step for cp in history if cp.next_step})
         if len(history) < run.last_seq + 1:
             raise CheckpointNotFoundError(
