@@ -14,8 +14,9 @@ from functools import cached_property
 from typing import Callable, Iterator
 
 from sqlalchemy import Connection, Engine, text
+from sqlalchemy.exc import IntegrityError
 
-from store import db
+from store import db, fast
 from store.audit import EventRepo
 from store.checkpoints import ChainPosition, CheckpointRepo, Fence, NewCheckpoint, SnapshotPolicy
 from store.dialect import Dialect, dialect_named
@@ -26,7 +27,7 @@ from store.notify import ReadyListener, notify_ready
 from store.outbox import OutboxRepo
 from store.retention import RetentionRepo
 from store.runs import RunRepo
-from store.steering import DecisionRepo, RequestRepo
+from store.steering import DecisionRepo, RequestRepo, duplicate_decision
 from store.steps import StepWriter
 from store.timers import TimerRepo
 
@@ -45,6 +46,7 @@ class Tx:
         self.policy = policy
         self.dialect = dialect
         self.hook_urls = hook_urls
+        self._piped = False
 
     @cached_property
     def runs(self) -> RunRepo:
@@ -85,6 +87,28 @@ class Tx:
     @cached_property
     def retention(self) -> RetentionRepo:
         return RetentionRepo(self.conn, self.checkpoints)
+
+    @contextmanager
+    def pipeline(self) -> Iterator[None]:
+        """Statements executed inside are sent without waiting for each answer (``store.fast.pipeline``):
+        on PostgreSQL the block costs one round trip, plus one per answer read inside it; on SQLite it changes
+        nothing. Not nested: a block inside another one is part of it.
+
+        Raises:
+            DuplicateDecisionError: a decision inserted inside broke a unique key (the transaction must then
+                roll back); other errors of the database as ``sqlalchemy.exc.DBAPIError``.
+        """
+        if self._piped:
+            yield
+            return
+        self._piped = True
+        try:
+            with fast.pipeline(self.conn):
+                yield
+        except IntegrityError as exc:
+            raise duplicate_decision(exc) or exc
+        finally:
+            self._piped = False
 
     def notify_ready(self, run_id: str) -> None:
         """Wake workers in other processes once this transaction commits (PostgreSQL ``NOTIFY``)."""

@@ -235,6 +235,12 @@ class CheckpointRepo:
         Raises:
             LeaseLostError: with ``fence``, the run is no longer leased by its token (nothing was written).
         """
+        return self.write_later(cp, tree, parent, fence=fence).get()
+
+    def write_later(self, cp: NewCheckpoint, tree: Any, parent: ChainPosition | None, *,
+                    fence: Fence | None = None) -> fast.Later[ChainPosition]:
+        """``write``, the fence checked when the answer is asked for (after a ``pipeline``: no round trip of
+        its own; ``get`` raises ``LeaseLostError``: roll the transaction back)."""
         values, position = encode_checkpoint(cp, tree, parent, self.policy)
         row = dict(zip(ROW_COLUMNS, values))
         if fence is None:
@@ -244,12 +250,16 @@ class CheckpointRepo:
             res = fast.execute(self.conn, _fenced_insert(tuple(sorted(values))), {
                 **{f"cp_{k}": v for k, v in row.items()}, **{f"run_{k}": v for k, v in values.items()},
                 "fence_run_id": fence.run_id, "fence_token": fence.token})
-            if res.rowcount != 1:
-                raise LeaseLostError(f"run {fence.run_id} is no longer leased by this worker")
+
+            def fenced() -> ChainPosition:
+                if res.rowcount != 1:
+                    raise LeaseLostError(f"run {fence.run_id} is no longer leased by this worker")
+                return position
+            return fast.Later(fenced)
         else:  # SQLite: two statements in process, no round trip to save
             RunRepo(self.conn, self.dialect).advance(fence.run_id, token=fence.token, now=fence.now, **fence.values)
             fast.execute(self.conn, _INSERT, row)
-        return position
+        return fast.Later(lambda: position)
 
     def load(self, run_id: str, seq: int) -> LoadedCheckpoint | None:
         """The full state at checkpoint ``seq``: its snapshot plus the patches after it, in one query."""

@@ -178,6 +178,10 @@ class Result:
 
     @property
     def rowcount(self) -> int:
+        """Rows the statement changed (inside a ``pipeline``, this waits for its answer: one round trip)."""
+        fetch = getattr(self.cursor, "_fetch_pipeline", None)  # psycopg: the answer may not have arrived yet
+        if fetch is not None:
+            fetch()
         return self.cursor.rowcount
 
     def _dict(self, values: tuple) -> dict[str, Any]:

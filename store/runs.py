@@ -217,6 +217,11 @@ class RunRepo:
 
     def transition(self, run_id: str, *, from_statuses: Iterable[str], now: datetime, **values: Any) -> bool:
         """Set ``values`` if the run is in one of ``from_statuses``; False when it was not (someone else won)."""
+        return self.transition_later(run_id, from_statuses=from_statuses, now=now, **values).get()
+
+    def transition_later(self, run_id: str, *, from_statuses: Iterable[str], now: datetime,
+                         **values: Any) -> fast.Later[bool]:
+        """``transition``, its answer read when asked (after a ``pipeline``: no round trip of its own)."""
         values = {**values, "updated_at": now}
         if isinstance(values.get("status"), RunStatus):
             values["status"] = values["status"].value
@@ -225,4 +230,4 @@ class RunRepo:
         params = {f"v_{k}": values[k] for k in keys}
         params.update({f"from_{i}": s for i, s in enumerate(statuses)}, run_id=run_id)
         res = fast.execute(self.conn, _transition_statement(keys, len(statuses)), params)
-        return res.rowcount == 1
+        return fast.Later(lambda: res.rowcount == 1)

@@ -180,6 +180,18 @@ class RequestRepo:
 
 
 
+def duplicate_decision(exc: IntegrityError) -> DuplicateDecisionError | None:
+    """``exc`` as a ``DuplicateDecisionError`` when it broke a unique key of ``hazel_decisions``, else None."""
+    text_ = str(exc.orig)
+    if "hazel_decisions" not in text_:
+        return None
+    # SQLite names the columns ("…hazel_decisions.delivery_id"), PostgreSQL the constraint
+    # ("uq_hazel_decisions_channel_delivery_id"): both mention delivery_id only for that key.
+    error = DuplicateDecisionError(text_, by_delivery="delivery_id" in text_)
+    error.__cause__ = exc
+    return error
+
+
 class DecisionRepo:
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
@@ -213,9 +225,7 @@ class DecisionRepo:
             res = fast.execute(self.conn, _INSERT_DECISION, values)
             return int(res.scalar())
         except IntegrityError as exc:
-            # SQLite names the columns ("…hazel_decisions.delivery_id"), PostgreSQL the constraint
-            # ("uq_hazel_decisions_channel_delivery_id"): both mention delivery_id only for that key.
-            raise DuplicateDecisionError(str(exc.orig), by_delivery="delivery_id" in str(exc.orig)) from exc
+            raise duplicate_decision(exc) or exc
 
     def get(self, decision_id: int) -> Decision | None:
         row = self.conn.execute(select(decisions).where(decisions.c.id == decision_id)).first()

@@ -273,13 +273,15 @@ class Runner:
                 fence = Fence(run.id, token, now, dict(head_seq=last_seq, last_seq=last_seq, status=status, attempt=0,
                                                        error=None, error_traceback=None, lease_expires_at=None))
                 with self.store.transaction() as tx:  # the same, plus the request it waits on, or its end
-                    position = tx.checkpoints.write(checkpoint, new_tree, position, fence=fence)
-                    if isinstance(next_node, SteeringPoint):
-                        transitions.open_request(tx, run_id=run.id, wf=wf, point=next_node,
-                                                 checkpoint_seq=last_seq, now=now, steps=done, asked=asked)
-                    else:
-                        transitions.end_run(tx, run_id=run.id, status=RunStatus.COMPLETED, now=now, by=SYSTEM,
-                                            steps=done, asked=asked)
+                    with tx.pipeline():  # PostgreSQL: the statements sent together, the fence checked after
+                        written = tx.checkpoints.write_later(checkpoint, new_tree, position, fence=fence)
+                        if isinstance(next_node, SteeringPoint):
+                            transitions.open_request(tx, run_id=run.id, wf=wf, point=next_node,
+                                                     checkpoint_seq=last_seq, now=now, steps=done, asked=asked)
+                        else:
+                            transitions.end_run(tx, run_id=run.id, status=RunStatus.COMPLETED, now=now,
+                                                by=SYSTEM, steps=done, asked=asked)
+                    position = written.get()
             result.steps.append(node.name)  # only once its checkpoint is committed
             if status is not RunStatus.RUNNING:
                 result.status = status

@@ -218,6 +218,14 @@ class SteeringCore:
         Raises:
             RunStateError: the run moved meanwhile (its status is no longer ``run.status``).
         """
+        return self._resume_later(tx, run, checkpoint=checkpoint, tree=tree, parent=parent, claim=claim, now=now,
+                                  asked=asked, **values)()
+
+    def _resume_later(self, tx: Tx, run: Run, *, checkpoint: NewCheckpoint, tree: Any,
+                      parent: ChainPosition | None, claim: bool, now: datetime, asked: Asked | None = None,
+                      **values: Any) -> "Callable[[], Claim | None]":
+        """``_resume`` with the run's move checked when the returned function is called (after a
+        ``tx.pipeline()``: no round trip of its own); that call raises ``RunStateError``."""
         from bot.engine.runner import Claim, Head
 
         position = tx.checkpoints.write(checkpoint, tree, parent)
@@ -228,14 +236,19 @@ class SteeringCore:
                          lease_expires_at=now + timedelta(seconds=self.runner.lease_sec))
         moved = {"head_seq": checkpoint.seq, "last_seq": checkpoint.seq, "attempt": 0, "wake_at": None,
                  "error": None, "error_traceback": None, "status": RunStatus.READY, **values, **lease}
-        if not tx.runs.transition(run.id, from_statuses=[run.status], now=now, **moved):
-            raise RunStateError(f"run {run.id} changed meanwhile; look at `hazel show {run.id}` and try again")
+        moved_later = tx.runs.transition_later(run.id, from_statuses=[run.status], now=now, **moved)
         if not leased:
-            tx.notify_ready(run.id)
-            return None
-        leased_run = run.model_copy(update={**moved, "updated_at": now})
-        return Claim(leased_run, Head(position, checkpoint.next_step, checkpoint.handoff, checkpoint.branch,
-                                     asked))
+            tx.notify_ready(run.id)  # (sent at commit; a rollback takes it back)
+
+        def made() -> "Claim | None":
+            if not moved_later.get():
+                raise RunStateError(f"run {run.id} changed meanwhile; look at `hazel show {run.id}` and try again")
+            if not leased:
+                return None
+            leased_run = run.model_copy(update={**moved, "updated_at": now})
+            return Claim(leased_run, Head(position, checkpoint.next_step, checkpoint.handoff, checkpoint.branch,
+                                         asked))
+        return made
 
     def _resumed(self, run_id: str, claim: "Claim | None", *, wanted: bool) -> "Claim | None":
         """After the commit: hand a claim the caller did not ask for to this process's workers, or wake

@@ -14,10 +14,15 @@ a request, and the loser is told who decided and when.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, Callable
 
 from bot.engine import permissions
-from bot.engine.errors import AlreadyDecidedError, InvalidDecisionError, NotAllowedError
+from bot.engine.errors import (
+    AlreadyDecidedError,
+    InvalidDecisionError,
+    NotAllowedError,
+    RunNotFoundError,
+)
 from bot.engine.logcontext import bind_log_context
 from bot.engine.steering.core import DecisionOutcome, SteeringCore
 from bot.engine.steering.edits import apply_edit, edited_value
@@ -26,7 +31,16 @@ from bot.engine.versions import point_in, resolve_workflow, write_migration
 from bot.engine.workflow import SteeringPoint, Workflow
 from store import DuplicateDecisionError, NewCheckpoint, Tx
 from store.hooks import actor_facts
-from store.models import Action, Actor, Decision, RequestStatus, Run, RunStatus, SteeringRequest
+from store.models import (
+    Action,
+    Actor,
+    Decision,
+    LoadedCheckpoint,
+    RequestStatus,
+    Run,
+    RunStatus,
+    SteeringRequest,
+)
 
 
 class _Refused(Exception):
@@ -88,8 +102,7 @@ class Deciding(SteeringCore):
     def _decide(self, tx: Tx, run_id: str, action: str, actor: Actor, payload: dict[str, Any],
                 request_id: int | None, point_name: str | None, delivery_id: str | None,
                 claim: bool) -> DecisionOutcome:
-        run = self._run(tx, run_id, for_update=True)
-        request = self._request(tx, run, request_id, point_name)
+        run, request, head, decision_id = self._read(tx, run_id, request_id, point_name)
         wf, run, request = self._current(tx, run, request)
         point = point_in(wf, request.point, run)
         if action not in point.actions:
@@ -99,9 +112,49 @@ class Deciding(SteeringCore):
                                      escalated=request.escalated_at is not None)
         if reason is not None:
             raise _Refused(reason, run.id, request.id)
-        head = tx.checkpoints.load(run.id, request.checkpoint_seq)
-        assert head is not None, f"run {run.id} has no checkpoint #{request.checkpoint_seq}"
+        if head is None or head.info.seq != request.checkpoint_seq:
+            head = tx.checkpoints.load(run.id, request.checkpoint_seq)
+            assert head is not None, f"run {run.id} has no checkpoint #{request.checkpoint_seq}"
         new_tree, payload = self._validate(wf, point, head.tree, action, payload)
+        with tx.pipeline():  # PostgreSQL: the writes in two round trips (the vote's answer, the rest)
+            finish = self._write(tx, wf, point, run, request, head, action, actor, payload, new_tree,
+                                 decision_id, delivery_id, claim)
+        return finish()
+
+    def _read(self, tx: Tx, run_id: str, request_id: int | None,
+              point_name: str | None) -> tuple[Run, SteeringRequest, LoadedCheckpoint | None, int | None]:
+        """The run (locked on PostgreSQL), its request, the head checkpoint when the request is the run's
+        pending one, and an id for the decision (PostgreSQL): on PostgreSQL one round trip for the four.
+
+        Raises:
+            RunNotFoundError, NoPendingRequestError, AlreadyDecidedError.
+        """
+        pending = head = None
+        with tx.pipeline():
+            run_later = tx.runs.get_later(run_id, for_update=True)
+            if request_id is None and point_name is None:  # the common case: the run's pending request
+                pending = tx.requests.pending_for_run_later(run_id)
+                head = tx.checkpoints.load_later(run_id, None)
+            next_id = tx.decisions.next_id()
+        run = run_later.get()
+        if run is None:
+            raise RunNotFoundError(f"no run {run_id!r} (see `hazel runs`)")
+        request = pending.get() if pending is not None else None
+        if request is None:
+            request = self._request(tx, run, request_id, point_name)
+        return run, request, head.get() if head is not None else None, next_id.get()
+
+    def _write(self, tx: Tx, wf: Workflow, point: SteeringPoint, run: Run, request: SteeringRequest,
+               head: LoadedCheckpoint, action: str, actor: Actor, payload: dict[str, Any], new_tree: Any,
+               decision_id: int | None, delivery_id: str | None,
+               claim: bool) -> Callable[[], DecisionOutcome]:
+        """Settle the request (or count the vote), record the decision and move the run on; returns what
+        gives the outcome once the statements have been answered (after the caller's pipeline).
+
+        Raises:
+            AlreadyDecidedError: the request was settled meanwhile (the returned function raises it when the
+                run moved); DuplicateDecisionError.
+        """
         now = self.clock()
         # The request row is locked first: every decision on it queues here, in one order. A timeout's
         # approval settles the request whatever its quorum (bot.engine.timeouts).
@@ -112,7 +165,8 @@ class Deciding(SteeringCore):
         if after is None:
             raise self._already(tx, tx.requests.get(request.id) or request)
         decision_id = tx.decisions.insert(run_id=run.id, request_id=request.id, action=Action(action), actor=actor,
-                                          payload=payload, now=now, delivery_id=delivery_id)
+                                          payload=payload, now=now, delivery_id=delivery_id,
+                                          decision_id=decision_id)
         settled = after.status is RequestStatus.DECIDED
         tx.events.add(action=f"decision.{action}", actor=actor, now=now, run_id=run.id, request_id=request.id,
                       point=point.name, **_audit_detail(action, payload, after))
@@ -122,7 +176,8 @@ class Deciding(SteeringCore):
                             actor_id=actor.id, actor_name=actor.name, channel=actor.channel, payload=payload,
                             created_at=now, delivery_id=delivery_id, person=actor.who, acting_for=actor.acting_for)
         if not settled:
-            return DecisionOutcome(decision=decision, request=after, settled=False, run_status=RunStatus.WAITING)
+            return lambda: DecisionOutcome(decision=decision, request=after, settled=False,
+                                           run_status=RunStatus.WAITING)
         next_node, status, handoff = _route(wf, point, action, actor, payload)
         seq = run.last_seq + 1
         checkpoint = NewCheckpoint(run_id=run.id, seq=seq, parent_seq=request.checkpoint_seq,
@@ -131,19 +186,28 @@ class Deciding(SteeringCore):
                                    handoff=handoff)
         tree = new_tree if new_tree is not None else head.tree
         if status is RunStatus.READY:
-            made = self._resume(tx, run, checkpoint=checkpoint, tree=tree, parent=tx.checkpoints.position(head),
-                                claim=claim, now=now, asked=Asked(request.id, request.channel))
-            return DecisionOutcome(decision=decision, request=after, settled=True, next_node=next_node,
-                                   run_status=RunStatus.RUNNING if made else RunStatus.READY, claim=made)
+            resumed = self._resume_later(tx, run, checkpoint=checkpoint, tree=tree,
+                                         parent=tx.checkpoints.position(head), claim=claim, now=now,
+                                         asked=Asked(request.id, request.channel))
+
+            def outcome() -> DecisionOutcome:
+                made = resumed()
+                return DecisionOutcome(decision=decision, request=after, settled=True, next_node=next_node,
+                                       run_status=RunStatus.RUNNING if made else RunStatus.READY, claim=made)
+            return outcome
         tx.checkpoints.write(checkpoint, tree, tx.checkpoints.position(head))
-        if not tx.runs.transition(run.id, from_statuses=[RunStatus.WAITING], now=now, head_seq=seq, last_seq=seq,
-                                  status=status, attempt=0, wake_at=None):
-            raise AlreadyDecidedError(f"run {run.id} is no longer waiting", decided_by=None, decided_at=None,
-                                      action=None)
+        moved = tx.runs.transition_later(run.id, from_statuses=[RunStatus.WAITING], now=now, head_seq=seq,
+                                         last_seq=seq, status=status, attempt=0, wake_at=None)
         end_run(tx, run_id=run.id, status=status, now=now, by=actor, request_id=request.id,
                 reason=payload.get("reason"))
-        return DecisionOutcome(decision=decision, request=after, settled=True, run_status=status,
-                               next_node=next_node)
+
+        def ended() -> DecisionOutcome:
+            if not moved.get():  # (the transaction rolls back what end_run queued)
+                raise AlreadyDecidedError(f"run {run.id} is no longer waiting", decided_by=None, decided_at=None,
+                                          action=None)
+            return DecisionOutcome(decision=decision, request=after, settled=True, run_status=status,
+                                   next_node=next_node)
+        return ended
 
     def _current(self, tx: Tx, run: Run, request: SteeringRequest) -> tuple[Workflow, Run, SteeringRequest]:
         """The definition a waiting run is decided on; when its version is gone and the latest declares a
