@@ -44,7 +44,7 @@ class Sizes:
 
 FULL = Sizes()
 QUICK = Sizes(reps=3, floor_rows=300, pause_runs=100, worker_runs=200, worker_latency_runs=60, slack_clicks=20,
-              serve_settle_sec=0.3, dbos_pause_runs=100, db_big_runs=10_000, cli_repeats=5)
+              serve_settle_sec=0.3, dbos_pause_runs=50, db_big_runs=10_000, cli_repeats=3)
 QUICK_BUDGET_SEC = 180
 """``--quick`` is meant to finish within this on the 2-core machine with nothing else running; it says so
 when it took longer."""
