@@ -271,9 +271,10 @@ class CheckpointRepo:
         state in one round trip)."""
         pg = self.dialect.postgresql
         if seq is None:
-            res = fast.execute(self.conn, _PENDING_CHAIN_PG if pg else _PENDING_CHAIN, {"run_id": run_id})
+            res = fast.execute(self.conn, _PENDING_CHAIN_PG if pg else _PENDING_CHAIN, {"run_id": run_id},
+                               binary=True)
         else:
-            res = fast.execute(self.conn, _CHAIN_PG if pg else _CHAIN, {"run_id": run_id, "seq": seq})
+            res = fast.execute(self.conn, _CHAIN_PG if pg else _CHAIN, {"run_id": run_id, "seq": seq}, binary=True)
         return fast.Later(lambda: _loaded(run_id, res))
 
     def position(self, loaded: LoadedCheckpoint) -> ChainPosition:
@@ -290,7 +291,7 @@ class CheckpointRepo:
         """Every checkpoint of the run, all branches, by sequence number; with ``newest=N`` only the N latest,
         newest first."""
         if newest is None:
-            rows = fast.execute(self.conn, _ALL_INFO, {"run_id": run_id}).rows()
+            rows = fast.execute(self.conn, _ALL_INFO, {"run_id": run_id}, binary=True).rows()
         else:
             rows = fast.execute(self.conn, _NEWEST_INFO, {"run_id": run_id, "newest": newest}).rows()
         for row in rows:

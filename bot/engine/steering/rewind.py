@@ -10,11 +10,12 @@ branch stays in the history.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from datetime import datetime
+from typing import Any, Callable
 
 from bot.engine import permissions
-from bot.engine.errors import CheckpointNotFoundError, InvalidDecisionError, NotAllowedError, RunStateError
-from bot.engine.errors import VersionUnavailableError
+from bot.engine.errors import CheckpointNotFoundError, InvalidDecisionError, NotAllowedError, RunNotFoundError
+from bot.engine.errors import RunStateError, VersionUnavailableError
 from bot.engine.logcontext import bind_log_context
 from bot.engine.steering.core import REWINDABLE, DecisionOutcome, SteeringCore
 from bot.engine.steering.edits import apply_edits
@@ -23,7 +24,8 @@ from bot.engine.versions import migrate_tree, point_in, resolve_workflow
 from bot.engine.workflow import REWIND_NODE, SteeringPoint, Workflow
 from store import DuplicateDecisionError, NewCheckpoint, Tx
 from store.hooks import actor_facts
-from store.models import Action, Actor, CheckpointInfo, Decision, LoadedCheckpoint, RequestStatus, Run, RunStatus, SteeringRequest
+from store.models import (Action, Actor, CheckpointInfo, Decision, LoadedCheckpoint, RequestStatus, Run,
+                          RunStatus, SteeringRequest)
 
 
 class _Refused(Exception):
@@ -72,11 +74,19 @@ class Rewinding(SteeringCore):
     def _rewind(self, tx: Tx, run_id: str, actor: Actor, to: int | str | None, feedback: str | None,
                 edits: dict[str, Any] | None, request_id: int | None, delivery_id: str | None,
                 claim: bool) -> DecisionOutcome:
-        run = self._run(tx, run_id, for_update=True)
+        seq_to = _seq(to)
+        with tx.pipeline():  # PostgreSQL: the run (locked), its pending request, the target and an id at once
+            run_later = tx.runs.get_later(run_id, for_update=True)
+            pending = tx.requests.pending_for_run_later(run_id)
+            target_later = tx.checkpoints.load_later(run_id, seq_to) if seq_to is not None else None
+            next_id = tx.decisions.next_id()
+        run = run_later.get()
+        if run is None:
+            raise RunNotFoundError(f"no run {run_id!r} (see `hazel runs`)")
         if run.status not in REWINDABLE:
             raise RunStateError(f"run {run.id} is {run.status.value} (executing a step): rewind when it stops")
         wf = resolve_workflow(self.registry, run)
-        request = tx.requests.pending_for_run(run.id) if run.status is RunStatus.WAITING else None
+        request = pending.get() if run.status is RunStatus.WAITING else None
         if request_id is not None and (request is None or request.id != request_id):
             stale = tx.requests.get(request_id)
             if stale is not None and stale.status is not RequestStatus.PENDING:
@@ -84,7 +94,7 @@ class Rewinding(SteeringCore):
         reason = self._rewind_refusal(wf, run, request, actor)
         if reason is not None:
             raise _Refused(reason, run.id, request.id if request else None)
-        target, loaded = self._target(tx, run, to)
+        target, loaded = self._target(tx, run, to, target_later.get() if target_later is not None else None)
         if loaded is None:
             loaded = tx.checkpoints.load(run.id, target.seq)
             assert loaded is not None
@@ -105,6 +115,22 @@ class Rewinding(SteeringCore):
                 next_node = wf.feedback_target(node) or next_node
         payload = {"to": target.seq, "feedback": feedback, "edits": edits or None}
         now = self.clock()
+        with tx.pipeline():  # PostgreSQL: the writes in one or two round trips (the request's answer, the rest)
+            finish = self._fork(tx, wf, run, request, target, loaded, tree, actor, next_node, handoff, payload,
+                                now, next_id.get(), delivery_id, claim, feedback, edits)
+        return finish()
+
+    def _fork(self, tx: Tx, wf: Workflow, run: Run, request: SteeringRequest | None, target: CheckpointInfo,
+              loaded: LoadedCheckpoint, tree: Any, actor: Actor, next_node: str | None,
+              handoff: dict[str, Any] | None, payload: dict[str, Any], now: datetime, decision_id: int | None,
+              delivery_id: str | None, claim: bool, feedback: str | None,
+              edits: dict[str, Any] | None) -> Callable[[], DecisionOutcome]:
+        """Settle the pending request (if any), record the rewind and write the fork; returns what gives the
+        outcome once the statements have been answered (after the caller's pipeline).
+
+        Raises:
+            AlreadyDecidedError: the request was settled meanwhile; DuplicateDecisionError.
+        """
         after = None
         if request is not None:  # lock the request first, as every decision does
             after = close_request(tx, request, now=now, by=actor, action=Action.REWIND.value)
@@ -112,13 +138,14 @@ class Rewinding(SteeringCore):
                 raise self._already(tx, tx.requests.get(request.id) or request)
         decision_id = tx.decisions.insert(run_id=run.id, request_id=request.id if request else None,
                                           action=Action.REWIND, actor=actor, payload=payload, now=now,
-                                          delivery_id=delivery_id)
+                                          delivery_id=delivery_id, decision_id=decision_id)
         seq, branch = run.last_seq + 1, run.last_branch + 1
         checkpoint = NewCheckpoint(run_id=run.id, seq=seq, parent_seq=target.seq, branch=branch, step=REWIND_NODE,
                                    next_step=next_node, workflow_version=wf.version, created_at=now,
                                    decision_id=decision_id, handoff=handoff)
-        made = self._resume(tx, run, checkpoint=checkpoint, tree=tree, parent=tx.checkpoints.position(loaded),
-                            claim=claim, now=now, branch=branch, last_branch=branch, workflow_version=wf.version)
+        resumed = self._resume_later(tx, run, checkpoint=checkpoint, tree=tree,
+                                     parent=tx.checkpoints.position(loaded), claim=claim, now=now, branch=branch,
+                                     last_branch=branch, workflow_version=wf.version)
         tx.events.add(action="decision.rewind", actor=actor, now=now, run_id=run.id,
                       request_id=request.id if request else None, to_seq=target.seq, continues_at=next_node,
                       feedback=feedback, edited_fields=sorted(edits) if edits else None)
@@ -128,8 +155,12 @@ class Rewinding(SteeringCore):
                             action=Action.REWIND, actor_id=actor.id, actor_name=actor.name, channel=actor.channel,
                             payload=payload, created_at=now, delivery_id=delivery_id, person=actor.who,
                             acting_for=actor.acting_for)
-        return DecisionOutcome(decision=decision, request=after, settled=True, next_node=next_node,
-                               run_status=RunStatus.RUNNING if made else RunStatus.READY, claim=made)
+
+        def outcome() -> DecisionOutcome:
+            made = resumed()
+            return DecisionOutcome(decision=decision, request=after, settled=True, next_node=next_node,
+                                   run_status=RunStatus.RUNNING if made else RunStatus.READY, claim=made)
+        return outcome
 
     def _rewind_refusal(self, wf: Workflow, run: Run, request: SteeringRequest | None, actor: Actor) -> str | None:
         """Why ``actor`` may not rewind ``run`` (None: they may): the pending request's point decides; with
@@ -149,19 +180,19 @@ class Rewinding(SteeringCore):
         return f"{actor.label} may not rewind run {run.id}: no steering point of {wf.label} lets them"
 
     @staticmethod
-    def _target(tx: Tx, run: Run, to: int | str | None) -> tuple[CheckpointInfo, LoadedCheckpoint | None]:
-        """The checkpoint ``to`` names: a sequence number (loaded at once: one query for its metadata and its
-        state), or the latest checkpoint on the current branch (else any branch) from which node ``to`` runs
-        next (metadata only: the caller loads it).
+    def _target(tx: Tx, run: Run, to: int | str | None,
+                loaded: LoadedCheckpoint | None) -> tuple[CheckpointInfo, LoadedCheckpoint | None]:
+        """The checkpoint ``to`` names: a sequence number (``loaded``: the caller loaded it already, in one
+        query for its metadata and its state), or the latest checkpoint on the current branch (else any branch)
+        from which node ``to`` runs next (metadata only: the caller loads it).
 
         Raises:
             InvalidDecisionError: no target; CheckpointNotFoundError: none matches (or it was pruned).
         """
         if to is None or (isinstance(to, str) and not to.strip()):
             raise InvalidDecisionError("rewind needs a target: a checkpoint number or a step name")
-        if isinstance(to, int) or (isinstance(to, str) and to.strip().lstrip("#").isdigit()):
-            seq = int(str(to).strip().lstrip("#"))
-            loaded = tx.checkpoints.load(run.id, seq)  # a numbered target never reads the whole history
+        seq = _seq(to)
+        if seq is not None:  # a numbered target never reads the whole history
             if loaded is not None:
                 return loaded.info, loaded
             if 0 <= seq <= run.last_seq:  # it existed: its history was pruned
@@ -183,3 +214,14 @@ class Rewinding(SteeringCore):
                 f"no kept checkpoint of run {run.id} runs {to!r} next: its history was pruned (kept: "
                 + ", ".join(f"#{c.seq}" for c in history[-5:]) + "); rewind to a kept checkpoint by number")
         raise CheckpointNotFoundError(f"run {run.id} never reached {to!r} (known: {', '.join(steps)})")
+
+
+def _seq(to: int | str | None) -> int | None:
+    """The checkpoint number ``to`` names (``7``, ``"7"``, ``"#7"``), or None when it names a node."""
+    if isinstance(to, bool):
+        return None
+    if isinstance(to, int):
+        return to
+    if isinstance(to, str) and to.strip().lstrip("#").isdigit():
+        return int(to.strip().lstrip("#"))
+    return None
