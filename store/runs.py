@@ -91,12 +91,21 @@ class RunRepo:
 
     def insert(self, *, run_id: str, workflow: str, workflow_version: int, started_by: str,
                started_via: str, now: datetime, started_by_person: str | None = None,
-               status: RunStatus = RunStatus.READY) -> None:
-        fast.execute(self.conn, _INSERT, dict(
+               status: RunStatus = RunStatus.READY, lease: tuple[str, str, datetime] | None = None) -> Run:
+        """Insert a new run at checkpoint #0 (``status``; with ``lease`` = ``(owner, token, expires_at)`` it is
+        inserted ``running``, already leased: nobody else can have claimed a run no one else has seen yet).
+        Returns the run as stored (nothing is read back)."""
+        values = dict(
             id=run_id, workflow=workflow, workflow_version=workflow_version, status=status.value,
             head_seq=0, last_seq=0, branch=0, last_branch=0, started_by=started_by, started_via=started_via,
             started_by_person=started_by_person, created_at=now, updated_at=now, attempt=0,
-        ))
+        )
+        if lease is not None:
+            owner, token, expires_at = lease
+            values.update(status=RunStatus.RUNNING.value, lease_owner=owner, lease_token=token,
+                          lease_expires_at=expires_at)
+        fast.execute(self.conn, _INSERT, values)
+        return Run.model_validate(values)
 
     def get(self, run_id: str, *, for_update: bool = False) -> Run | None:
         return self.get_later(run_id, for_update=for_update).get()

@@ -45,7 +45,7 @@ from bot.engine.runner import Claim, DriveResult, Head, Runner
 from bot.engine.transitions import NEVER_ASKED
 from bot.engine.steering import DecisionOutcome, Steering
 from bot.engine.timeouts import Timeouts
-from bot.engine.versions import runnable_versions, target_workflow
+from bot.engine.versions import target_workflow
 from bot.engine.views import Views
 from bot.engine.workflow import START, Workflow
 from bot.settings import Settings
@@ -247,22 +247,20 @@ class Hazel(Reads, Requests):
         now = self.clock()
         run_id = new_run_id()
         tree = wf.codec.encode(state)
-        with self.store.transaction() as tx:
-            tx.runs.insert(run_id=run_id, workflow=wf.name, workflow_version=wf.version, started_by=actor.id,
-                           started_via=actor.channel, started_by_person=actor.who, now=now)
+        # Leased at its insert when the caller continues it (the version is this registry's: runnable here).
+        lease = (self.runner.owner, secrets.token_hex(8), self.runner.leases.until(now)) if claim else None
+        with self.store.transaction() as tx, tx.pipeline():  # PostgreSQL: one round trip, then the commit
+            run = tx.runs.insert(run_id=run_id, workflow=wf.name, workflow_version=wf.version,
+                                 started_by=actor.id, started_via=actor.channel, started_by_person=actor.who,
+                                 now=now, lease=lease)
             position = tx.checkpoints.write(NewCheckpoint(
                 run_id=run_id, seq=0, parent_seq=None, branch=0, step=START, next_step=wf.first,
                 workflow_version=wf.version, created_at=now), tree, None)
             tx.events.add(action="run.started", actor=actor, now=now, run_id=run_id, workflow=wf.name,
                           version=wf.version)
-            leased = claim and tx.runs.claim(owner=self.runner.owner, token=secrets.token_hex(8), now=now,
-                                             lease_until=self.runner.leases.until(now), run_id=run_id,
-                                             runnable=runnable_versions(self.registry))
-            if not leased:
+            if lease is None:
                 tx.notify_ready(run_id)
-            run = leased or tx.runs.get(run_id)
-        assert run is not None
-        if leased:
+        if lease is not None:
             self._hold(Claim(run, Head(position, wf.first, None, 0, NEVER_ASKED)))
         else:
             self._ready(run_id)
