@@ -266,15 +266,32 @@ def pipeline(conn: Connection) -> Iterator[None]:
         yield
         return
     raw = conn.connection.driver_connection
+    dbapi_error = conn.dialect.loaded_dbapi.Error
+    failed: BaseException | None = None
     try:
         with raw.pipeline():
-            yield
-    except conn.dialect.loaded_dbapi.Error as exc:
-        invalid = conn.dialect.is_disconnect(exc, raw, None)
-        if invalid:
-            conn.invalidate(exc)
-        raise DBAPIError.instance("(pipeline)", None, exc, conn.dialect.loaded_dbapi.Error,
-                                  connection_invalidated=invalid, dialect=conn.dialect) from exc
+            try:
+                yield
+            except BaseException as exc:  # reported below, once the pipeline has ended quietly
+                failed = exc
+    except dbapi_error as exc:
+        if failed is None:
+            raise _translated(conn, raw, exc) from exc
+        # the block failed first (a read inside met the first error, or the caller raised): that is the one
+        # to report; the pipeline's own error at its end ("pipeline aborted") only follows from it
+    if failed is not None:
+        if isinstance(failed, dbapi_error):  # raised by a read inside the block, straight from the driver
+            raise _translated(conn, raw, failed) from failed
+        raise failed
+
+
+def _translated(conn: Connection, raw: Any, exc: Exception) -> DBAPIError:
+    """A driver error as SQLAlchemy's ``DBAPIError`` (invalidating the connection if it broke)."""
+    invalid = conn.dialect.is_disconnect(exc, raw, None)
+    if invalid:
+        conn.invalidate(exc)
+    return DBAPIError.instance("(pipeline)", None, exc, conn.dialect.loaded_dbapi.Error,
+                               connection_invalidated=invalid, dialect=conn.dialect)
 
 
 class Later(Generic[T]):

@@ -89,3 +89,31 @@ def test_a_lease_lost_is_found_after_the_block_and_rolls_back(store: Store) -> N
         assert [i.seq for i in tx.checkpoints.list("r1")] == [0]
         assert tx.events.for_run("r1") == []
         assert tx.runs.get("r1").status is RunStatus.RUNNING
+
+
+def test_a_read_after_a_failed_statement_inside_the_block_reports_that_failure_quietly(
+        store: Store, caplog: pytest.LogCaptureFixture) -> None:
+    """The first error is the one reported, as the store's own error, and the driver logs nothing (a CLI prints
+    its warnings on stderr)."""
+    _run(store)
+    with store.transaction() as tx:
+        request_id = tx.requests.insert(run_id="r1", checkpoint_seq=0, point="p", title="t", channel="console",
+                                        approvals_required=2, now=NOW, due_at=None)
+        _decide(tx, request_id)
+    with caplog.at_level("WARNING"):
+        with pytest.raises(DuplicateDecisionError):
+            with store.transaction() as tx:
+                with tx.pipeline():
+                    _decide(tx, request_id)
+                    tx.runs.get_later("r1").get()  # a read inside, after the failed insert
+        # a statement that fails unread, then the caller's own error: the caller's is reported on PostgreSQL
+        # (SQLite answers each statement at once: the insert fails first)
+        expected = DuplicateDecisionError if store.dialect == "sqlite" else ValueError
+        with pytest.raises(expected):
+            with store.transaction() as tx:
+                with tx.pipeline():
+                    _decide(tx, request_id, decision_id=tx.decisions.next_id().get())
+                    raise ValueError("the caller's own error")
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("psycopg")] == []
+    with store.read() as tx:
+        assert len(tx.decisions.for_request(request_id)) == 1
