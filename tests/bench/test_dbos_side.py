@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("dbos")
+pytest.importorskip("dbos", reason="the test extra installs dbos: pip install -e .[test]")
 
 from bench import databases, dbos_side  # noqa: E402
 
