@@ -89,3 +89,33 @@ def cli_times(backend, *, repeats: int = 5) -> dict[str, list[float]]:  # noqa: 
             for key, args in commands.items():
                 times[key].append(_run(args, env, cwd)[0])
     return times
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m bench.cli_speed [--repeats N] [--backend sqlite|postgresql|both]``: print min, median and
+    max seconds of each command."""
+    import argparse
+    import statistics
+    from contextlib import ExitStack
+
+    from bench import databases
+
+    parser = argparse.ArgumentParser(prog="python -m bench.cli_speed", description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=RUNS)
+    parser.add_argument("--backend", choices=["sqlite", "postgresql", "both"], default="sqlite")
+    args = parser.parse_args(argv)
+    with ExitStack() as stack:
+        backends = []
+        if args.backend in ("sqlite", "both"):
+            backends.append(stack.enter_context(databases.sqlite_backend()))
+        if args.backend in ("postgresql", "both") and databases.pg_unreachable_reason() is None:
+            backends.append(stack.enter_context(databases.postgres_backend()))
+        for b in backends:
+            print(f"## {b.label}: whole process, seconds (min / median / max of {args.repeats})")
+            for key, values in cli_times(b, repeats=args.repeats).items():
+                print(f"hazel {key:5s} {min(values):.3f} / {statistics.median(values):.3f} / {max(values):.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -8,7 +8,7 @@ from __future__ import annotations
 import getpass
 from typing import Literal
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -32,6 +32,21 @@ class Settings(BaseSettings):
     operator: str = Field(default_factory=_default_operator, validation_alias="HAZEL_OPERATOR")
     """Who the CLI acts as: the console operator (``--as NAME`` acts for NAME, recorded as "operator X for
     NAME")."""
+
+    @field_validator("operator", mode="before")
+    @classmethod
+    def _operator_name(cls, value: object) -> str:
+        """Blank: the login name. Hazel's own actors' names (``store.models.SYSTEM``, ``TIMEOUT``) are refused:
+        the audit log would show the operator as Hazel itself."""
+        from store.models import SYSTEM, TIMEOUT
+
+        name = str(value).strip() if value is not None else ""
+        if not name:
+            return _default_operator()
+        if name in (SYSTEM.who, TIMEOUT.who):
+            raise ValueError(f"{name!r} is the name of Hazel's own actor; choose another operator name")
+        return name
+
     people_file: str | None = Field(None, validation_alias="HAZEL_PEOPLE_FILE")
     """A TOML file of people and their identities per channel (``bot.engine.people``)."""
     lease_sec: float = Field(60.0, validation_alias="HAZEL_LEASE_SEC")

@@ -13,7 +13,8 @@ people file (``HAZEL_PEOPLE_FILE``, TOML)::
 
 Who an identity is (``People.person_of``):
 
-1. the person whose file entry lists it (a person's own name is also their console and REST API name);
+1. the person whose file entry lists it (a person's own name is also their console and REST API name, and
+   console and REST API names are one namespace: a name listed under either counts on both);
 2. else, when the channel tells the identity's email (Slack ``users.info``, a Jira user whose email is
    visible), the person with that email;
 3. else the identity is its own person: a console or REST API name is the person of that name (so a console
@@ -52,9 +53,12 @@ class Person:
     email: str | None = None
 
     def on(self, channel: str) -> frozenset[str]:
-        """Their identities on ``channel`` (their own name counts as a console and REST API name)."""
-        own = self.identities.get(channel, frozenset())
-        return own | {self.name} if channel in NAMED_CHANNELS else own
+        """Their identities on ``channel``. Console and REST API names are one namespace: their own name and
+        every console or API name listed count on both (a console name and a token name that are the same
+        string are the same person)."""
+        if channel in NAMED_CHANNELS:
+            return frozenset().union(*(self.identities.get(c, frozenset()) for c in NAMED_CHANNELS), {self.name})
+        return self.identities.get(channel, frozenset())
 
 
 class People:
@@ -78,8 +82,10 @@ class People:
                 for identity in person.on(channel):
                     other = self._claims.setdefault((channel, identity), person.name)
                     if other != person.name:
+                        what = ("console or REST API name" if channel in NAMED_CHANNELS
+                                else f"{channel} identity")
                         raise ConfigurationError(
-                            f"people file: {channel} identity {identity!r} is named for both {other!r} and "
+                            f"people file: {what} {identity!r} is named for both {other!r} and "
                             f"{person.name!r}; one identity can belong to one person only")
             if person.email:
                 other = self._emails.setdefault(person.email, person.name)

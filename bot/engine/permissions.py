@@ -78,7 +78,8 @@ def refusal(point: SteeringPoint, action: str, actor: Actor, run: Run, people: P
         who = "; ".join(a.describe() for a in lists)
         return f"{actor.label} may not {action} at {point.title!r}: only {who} may"
     if action in APPROVING and not point.allow_self_approval and started_it(run, actor):
-        return (f"{actor.label} started this run and may not {action} it at {point.title!r} "
+        starter = run.started_by_person or run.started_by
+        return (f"{actor.label} may not {action} at {point.title!r}: {starter} started this run "
                 "(self-approval is off: someone else must)")
     if actor.acting_for is not None and action in APPROVING and (
             point.approvals_required > 1 or not point.allow_self_approval):

@@ -383,7 +383,7 @@ def test_bug_report_self_approval_ban_holds_through_the_api_and_the_console(depl
 
     response = d.api_approve(run_id, token="priya")
     assert response.status_code == 403, response.text
-    ban = f"started this run and may not approve it at '{SIGN_OFF}' (self-approval is off: someone else must)"
+    ban = f"may not approve at '{SIGN_OFF}': priya started this run (self-approval is off: someone else must)"
     assert response.json()["error"] == {"type": "NotAllowedError", "message": f"priya {ban}"}
 
     for_her = d.cli("approve", run_id, "--at", "sign_off", "--as", "priya", code=1)
@@ -392,11 +392,14 @@ def test_bug_report_self_approval_ban_holds_through_the_api_and_the_console(depl
     assert herself.stderr == f"error: priya {ban}\n"
     ci = d.api_approve(run_id, token="priya-ci")  # another identity of hers
     assert ci.status_code == 403 and ci.json()["error"]["message"] == f"priya-ci {ban}"
+    # her token's name at the console is her too (console and REST API names are one namespace)
+    as_ci = d.cli("approve", run_id, "--at", "sign_off", operator="priya-ci", code=1)
+    assert as_ci.stderr == f"error: priya-ci {ban}\n"
 
     assert d.hazel.decisions(run_id=run_id) == []
     assert [(e.channel, e.actor_id, e.person) for e in d.refusals(run_id)] == [
         ("api", "priya", "priya"), ("console", "olga", "priya"), ("console", "priya", "priya"),
-        ("api", "priya-ci", "priya")]
+        ("api", "priya-ci", "priya"), ("console", "priya-ci", "priya")]
     assert not [e for e in d.hazel.audit(run_id=run_id)
                 if e.action.startswith("decision.") and e.action != "decision.refused"]
     assert d.hazel.pending_request(run_id=run_id).id == request.id
@@ -539,6 +542,22 @@ email = "priya@example.com"
 [people.alice]
 slack = ["{ALICE_SLACK}"]
 """
+
+
+def test_a_token_name_at_the_console_and_a_console_name_as_a_token_are_one_person(deploy) -> None:  # noqa: ANN001
+    """Console and REST API names are one namespace: priya's token name typed as the operator's name is priya,
+    so her API vote and a console vote under that name are one vote (as a fresh user found, they were two)."""
+    d: Deployment = deploy()
+    run_id = json.loads(d.cli("run", "console-ci", "--json").stdout)["run"]["id"]
+    request = d.waiting(run_id)
+    assert d.api_approve(run_id, token="priya-ci").status_code == 201
+    [first] = d.hazel.decisions(run_id=run_id)
+    assert (first.channel, first.actor_id, first.person) == ("api", "priya-ci", "priya")
+    text = second_vote("priya", "api (priya-ci)", first)
+    as_token_name = d.cli("approve", run_id, "--at", "sign_off", operator="priya-ci", code=1)
+    assert as_token_name.stderr == f"error: {text}\n"
+    audited_second_vote(d, run_id, text, by=("console", "priya-ci"), person="priya")
+    still_one_of_two(d, run_id, request)
 
 
 def test_a_slack_user_with_a_persons_email_is_that_person(deploy) -> None:  # noqa: ANN001

@@ -70,8 +70,10 @@ def test_a_people_file_lists_people_and_their_identities(people: People) -> None
     priya = people.get("priya")
     assert priya is not None and priya.email == "priya@example.com"  # stored in lower case
     assert people.identities_of("priya") == {
-        "console": frozenset({"pk", "priya"}),           # her own name is a console name too
-        "api": frozenset({"priya-ci", "priya"}),         # a single string is a list of one; and her own name
+        # her own name is a console and REST API name too, and the two are one namespace; a single string is a
+        # list of one
+        "console": frozenset({"pk", "priya-ci", "priya"}),
+        "api": frozenset({"pk", "priya-ci", "priya"}),
         "slack": frozenset({PRIYA_SLACK}),
         "jira": frozenset({PRIYA_CLOUD, PRIYA_SERVER}),  # a Cloud account id and a Server user name
     }
@@ -144,8 +146,9 @@ def test_an_unreadable_or_invalid_file_is_refused_naming_it(tmp_path: Path) -> N
 @pytest.mark.parametrize("priya, sam, named", [
     ({"slack": [PRIYA_SLACK]}, {"slack": ["U0000000003", PRIYA_SLACK]}, f"slack identity '{PRIYA_SLACK}'"),
     ({"jira": [PRIYA_CLOUD]}, {"jira": PRIYA_CLOUD}, f"jira identity '{PRIYA_CLOUD}'"),
-    ({"api": ["ci-bot"]}, {"api": ["ci-bot"]}, "api identity 'ci-bot'"),
-    ({}, {"console": ["priya"]}, "console identity 'priya'"),  # sam claims priya's own name
+    ({"api": ["ci-bot"]}, {"api": ["ci-bot"]}, "console or REST API name 'ci-bot'"),
+    ({"console": ["x"]}, {"api": ["x"]}, "console or REST API name 'x'"),  # one namespace
+    ({}, {"console": ["priya"]}, "console or REST API name 'priya'"),  # sam claims priya's own name
     ({"email": "priya@example.com"}, {"email": "PRIYA@example.com"}, "email 'priya@example.com'"),
 ])
 def test_one_identity_or_email_for_two_people_is_refused_naming_both(priya: dict, sam: dict, named: str) -> None:
@@ -190,6 +193,18 @@ def test_a_conflicting_people_file_stops_hazel_and_the_cli(text: str, named: str
 
 
 # -- who is who, and when the channel is asked -----------------------------------------------------------
+
+def test_console_and_api_names_are_one_namespace(people: People, tmp_path: Path) -> None:
+    assert people.person_of("console", "priya-ci") == "priya"  # her token's name, typed at the console
+    assert people.person_of("api", "pk") == "priya"  # her console name, as a token's name
+    assert people.person_of("api", "al") == "alice"
+    assert people.identities_of("priya")["console"] == people.identities_of("priya")["api"] == {
+        "priya", "priya-ci", "pk"}
+    clash = tmp_path / "clash.toml"
+    clash.write_text('[people.priya]\nconsole = ["x"]\n[people.sam]\napi = ["x"]\n', encoding="utf-8")
+    with pytest.raises(ConfigurationError, match="name 'x' is named for both 'priya' and 'sam'"):
+        People.load(clash)
+
 
 def test_email_matches_an_unclaimed_identity_whatever_its_case(people: People) -> None:
     assert people.person_of("slack", STRANGER_SLACK, email=" PRIYA@example.COM ") == "priya"
@@ -338,14 +353,14 @@ def test_the_self_approval_ban_compares_people_whatever_channels(people: People)
     for actor in (ident(people, "api", "priya-ci"), ident(people, "jira", PRIYA_CLOUD), operator(people, "pk")):
         for action in ("approve", "edit"):
             reason = permissions.refusal(point, action, actor, run, people)
-            assert reason is not None and "started this run and may not" in reason and \
+            assert reason is not None and ": priya started this run" in reason and \
                 "self-approval is off" in reason, (actor, action)
         assert permissions.refusal(point, "reject", actor, run, people) is None  # the ban is on approving only
     assert permissions.refusal(point, "approve", ident(people, "slack", ALICE_SLACK), run, people) is None
     # the console acting for her is her: the ban applies first, even where the point lists her console name
     listed = a_point(Approvers(users=("priya", "alice")), allow_self_approval=False)
     reason = permissions.refusal(listed, "approve", operator(people, acting_for="priya"), run, people)
-    assert reason == ("operator olga for priya started this run and may not approve it at 'Sign off' "
+    assert reason == ("operator olga for priya may not approve at 'Sign off': priya started this run "
                       "(self-approval is off: someone else must)")
 
 
@@ -386,3 +401,18 @@ def test_hazel_itself_may_always_decide(people: People) -> None:
     assert permissions.refusal(point, "approve", TIMEOUT, a_run(), people) is None
     assert permissions.refusal(point, "rewind", TIMEOUT, a_run(), people) == \
         "'rewind' is not allowed at 'Sign off' (allowed: approve, edit, reject, feedback)"
+
+
+def test_the_operator_name_blank_is_the_login_name_and_hazels_own_names_are_refused(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import getpass
+
+    from pydantic import ValidationError
+
+    monkeypatch.setattr(getpass, "getuser", lambda: "olga")
+    for blank in ("", "   "):
+        assert Settings(HAZEL_OPERATOR=blank).operator == "olga"
+    assert Settings(HAZEL_OPERATOR=" pk ").operator == "pk"
+    for reserved in ("hazel", "timeout"):
+        with pytest.raises(ValidationError, match="the name of Hazel's own actor"):
+            Settings(HAZEL_OPERATOR=reserved)
