@@ -96,6 +96,20 @@ def _start_and_pause(hazel, *, inline: bool) -> str:  # noqa: ANN001
     return run.id
 
 
+def _wait_idle(hazel, timeout_sec: float = 300.0) -> None:  # noqa: ANN001
+    """Poll until the outbox has no pending message (the workers' delivery threads are idle).
+
+    Raises:
+        TimeoutError: after ``timeout_sec``.
+    """
+    deadline = time.monotonic() + timeout_sec
+    while hazel.outbox_backlog().get("pending", 0):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the outbox did not drain: {hazel.outbox_backlog()}")
+        time.sleep(0.01)
+    time.sleep(0.05)  # a margin for a delivery thread finishing its bookkeeping
+
+
 def _wait_for(hazel, run_ids: list[str], status: RunStatus, timeout_sec: float = 300.0) -> None:  # noqa: ANN001
     """Poll until every run in ``run_ids`` has ``status``.
 
@@ -147,6 +161,10 @@ def worker_processes(backend, n_runs: int, *, processes: int, threads: int = 4, 
             _wait_for(hazel, run_ids, RunStatus.WAITING)
             pause_sec = time.monotonic() - started
             bulk, paced = run_ids[:n_runs], run_ids[n_runs:]
+            # Stop the workers only once they are idle: a worker stopped inside a transaction (delivering a
+            # request's message) keeps its row locks, and a decision here on that request would wait for them
+            # until SIGCONT (seen once: a quick run stalled for minutes).
+            _wait_idle(hazel)
             for proc in procs:
                 proc.send_signal(signal.SIGSTOP)
             try:
