@@ -102,15 +102,10 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m bench.cli_speed", description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=RUNS)
-    parser.add_argument("--backend", choices=["sqlite", "postgresql", "both"], default="sqlite")
+    parser.add_argument("--backend", choices=databases.BACKEND_CHOICES, default="sqlite")
     args = parser.parse_args(argv)
     with ExitStack() as stack:
-        backends = []
-        if args.backend in ("sqlite", "both"):
-            backends.append(stack.enter_context(databases.sqlite_backend()))
-        if args.backend in ("postgresql", "both") and databases.pg_unreachable_reason() is None:
-            backends.append(stack.enter_context(databases.postgres_backend()))
-        for b in backends:
+        for b in databases.chosen(stack, args.backend):
             print(f"## {b.label}: whole process, seconds (min / median / max of {args.repeats})")
             for key, values in cli_times(b, repeats=args.repeats).items():
                 print(f"hazel {key:5s} {min(values):.3f} / {statistics.median(values):.3f} / {max(values):.3f}")

@@ -13,7 +13,7 @@ import secrets
 import shutil
 import sqlite3
 import tempfile
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Iterator
 
 from sqlalchemy import create_engine, text
@@ -148,3 +148,18 @@ def postgres_backend(admin_url: str = PG_ADMIN_URL) -> Iterator[PostgresBackend]
 HAZEL_TABLES = ("hazel_runs", "hazel_checkpoints", "hazel_steering_requests", "hazel_decisions", "hazel_events",
                 "hazel_outbox")
 LANGGRAPH_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "writes")
+
+
+BACKEND_CHOICES = ("sqlite", "postgresql", "both")
+"""The ``--backend`` values of the bench's single-item commands (``bench.db_size``, ``bench.cli_speed``)."""
+
+
+def chosen(stack: ExitStack, choice: str) -> list[SqliteBackend | PostgresBackend]:
+    """The backends ``choice`` (one of ``BACKEND_CHOICES``) names, entered on ``stack`` (dropped when it
+    closes); PostgreSQL is left out when it is unreachable."""
+    backends: list[SqliteBackend | PostgresBackend] = []
+    if choice in ("sqlite", "both"):
+        backends.append(stack.enter_context(sqlite_backend()))
+    if choice in ("postgresql", "both") and pg_unreachable_reason() is None:
+        backends.append(stack.enter_context(postgres_backend()))
+    return backends

@@ -530,15 +530,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--small", type=int, default=1000)
     parser.add_argument("--big", type=int, default=100_000)
     parser.add_argument("--samples", type=int, default=15)
-    parser.add_argument("--backend", choices=["sqlite", "postgresql", "both"], default="both")
+    parser.add_argument("--backend", choices=databases.BACKEND_CHOICES, default="both")
     args = parser.parse_args(argv)
     with ExitStack() as stack:
-        backends = []
-        if args.backend in ("sqlite", "both"):
-            backends.append(stack.enter_context(databases.sqlite_backend()))
-        if args.backend in ("postgresql", "both") and databases.pg_unreachable_reason() is None:
-            backends.append(stack.enter_context(databases.postgres_backend()))
-        for b in backends:
+        for b in databases.chosen(stack, args.backend):
             result = db_size(b, small_runs=args.small, big_runs=args.big, samples=args.samples)
             print(f"## {b.label}: {args.small:,} vs {args.big:,} runs "
                   f"(built in {result['build_small_s']:.1f} s and {result['build_big_s']:.1f} s)")
