@@ -3,12 +3,9 @@ every operation is measured on both, on SQLite and PostgreSQL. No timing is asse
 
 from __future__ import annotations
 
-from typing import Iterator
 
-import pytest
 from sqlalchemy import func, select
 
-from bench import databases
 from bench.db_size import OPERATIONS, build, db_size, _database
 from store import Store
 from store.schema import checkpoints, runs, steering_requests
@@ -16,17 +13,6 @@ from store.schema import checkpoints, runs, steering_requests
 KEYS = [*OPERATIONS, "prune_per_run"]
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def backend(request: pytest.FixtureRequest) -> Iterator:  # noqa: ANN201
-    if request.param == "sqlite":
-        with databases.sqlite_backend() as sqlite:
-            yield sqlite
-        return
-    reason = databases.pg_unreachable_reason()
-    if reason is not None:
-        pytest.skip(f"PostgreSQL unreachable: {reason}")
-    with databases.postgres_backend() as pg:
-        yield pg
 
 
 def test_every_operation_is_measured_on_both_sizes(backend) -> None:  # noqa: ANN001

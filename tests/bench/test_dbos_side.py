@@ -7,23 +7,12 @@ import pytest
 
 pytest.importorskip("dbos", reason="the test extra installs dbos: pip install -e .[test]")
 
-from bench import databases, dbos_side  # noqa: E402
+from bench import dbos_side  # noqa: E402
 
 FAST = 0.01
 """Seconds between DBOS's listener and fork-queue polls in these tests."""
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def backend(request: pytest.FixtureRequest):  # noqa: ANN201
-    if request.param == "sqlite":
-        with databases.sqlite_backend() as sqlite:
-            yield sqlite
-        return
-    reason = databases.pg_unreachable_reason()
-    if reason is not None:
-        pytest.skip(f"PostgreSQL unreachable ({reason})")
-    with databases.postgres_backend() as pg:
-        yield pg
 
 
 def test_available() -> None:
