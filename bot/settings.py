@@ -29,6 +29,9 @@ class Settings(BaseSettings):
     workflows: str = Field("examples.migration_plan", validation_alias="HAZEL_WORKFLOWS")
     """Comma-separated modules (or ``.py`` paths) whose top-level ``Workflow`` objects are registered."""
     sqlite_synchronous: str = Field("FULL", validation_alias="HAZEL_SQLITE_SYNCHRONOUS")
+    db_pool_size: int = Field(10, ge=1, le=1000, validation_alias="HAZEL_DB_POOL_SIZE")
+    """Database connections each process keeps open (PostgreSQL also opens up to 20 more under load, and each
+    worker process one ``LISTEN`` connection)."""
     operator: str = Field(default_factory=_default_operator, validation_alias="HAZEL_OPERATOR")
     """Who the CLI acts as: the console operator (``--as NAME`` acts for NAME, recorded as "operator X for
     NAME")."""

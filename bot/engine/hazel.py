@@ -89,7 +89,7 @@ class Hazel(Reads, Requests):
         self.clock = clock
         check_hooks(self.settings)
         self.store = store or Store(self.settings.database_url, sqlite_synchronous=self.settings.sqlite_synchronous,
-                                    hook_urls=tuple(self.settings.hook_url_list))
+                                    pool_size=self.settings.db_pool_size, hook_urls=tuple(self.settings.hook_url_list))
         """The engine's database: for the operations that maintain it (outbox delivery, retention)."""
         self.registry = registry or Registry()
         self.people = people if people is not None else People.load(self.settings.people_file)
