@@ -123,6 +123,18 @@ class Settings(BaseSettings):
     metrics_port: int | None = Field(None, validation_alias="HAZEL_METRICS_PORT")
     """``hazel worker`` serves Prometheus ``/metrics`` on this port when set (``hazel serve`` always does)."""
 
+    max_body_bytes: int = Field(2 * 1024 * 1024, ge=1024, validation_alias="HAZEL_MAX_BODY_BYTES")
+    """Largest HTTP request body, in bytes, on every endpoint (REST API, ``/slack/events``, ``/jira/webhook``);
+    default 2 MiB. A larger body (by ``Content-Length``, or counted as a chunked body arrives) is answered 413
+    before any of it is parsed: nothing is written. Twice the state limit, so that every state the engine
+    accepts can be sent whole, JSON-escaped, in a REST body."""
+    max_state_bytes: int = Field(1024 * 1024, ge=1024, validation_alias="HAZEL_MAX_STATE_BYTES")
+    """Largest run state, in bytes of its compact UTF-8 JSON, that a person may send: a run's input, the state
+    an edit (or a rewind's edits) produces, and every input file the CLI reads (``--input @FILE``,
+    ``--file``, ``--set KEY=@FILE``); default 1 MiB. Over it the start or decision is refused, naming the
+    limit, on every channel, and nothing is written. (States written by a workflow's own steps are not
+    limited.)"""
+
     @property
     def workflow_modules(self) -> list[str]:
         return [m.strip() for m in self.workflows.split(",") if m.strip()]
