@@ -11,6 +11,9 @@ What a workflow author writes::
 
     wf.steer("review_plan", show="plan", approvers=Approvers(people=["priya"]), channel="slack:#migrations")
 
+``END`` is the end target (``next=END``, ``on_reject=END``, ``on_feedback=END``, ``ctx.goto(END)``); the routing
+rules are in ``bot.engine.workflow``'s docstring.
+
 and, to embed Hazel in a program of your own, ``Hazel`` (the engine with its channels and notification
 delivery; its methods are keyword-only)::
 
@@ -53,7 +56,7 @@ from bot.engine.errors import (
     VersionUnavailableError,
     WorkflowDefinitionError,
 )
-from bot.engine.workflow import Approvers, Step, StepContext, SteeringPoint, Workflow
+from bot.engine.workflow import END, Approvers, Step, StepContext, SteeringPoint, Workflow
 from bot.settings import Settings
 
 
@@ -67,7 +70,7 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module 'hazel' has no attribute {name!r}")
 
 __all__ = [
-    "AlreadyDecidedError", "Approvers", "CheckpointNotFoundError", "ConfigurationError", "Hazel", "HazelError",
+    "AlreadyDecidedError", "Approvers", "CheckpointNotFoundError", "ConfigurationError", "END", "Hazel", "HazelError",
     "InvalidDecisionError", "InvalidInputError", "NoPendingRequestError", "NotAllowedError", "RunNotFoundError",
     "RunStateError", "Settings", "Step", "StepContext", "SteeringPoint", "StepContractError", "UnknownWorkflowError",
     "VersionUnavailableError", "Workflow", "WorkflowDefinitionError",

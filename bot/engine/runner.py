@@ -33,7 +33,7 @@ from bot.engine.errors import StepContractError, VersionUnavailableError
 from bot.engine.leases import Leases, make_owner
 from bot.engine.logcontext import log_context
 from bot.engine.registry import Registry
-from bot.engine.workflow import Step, StepContext, SteeringPoint, Workflow
+from bot.engine.workflow import END, Step, StepContext, SteeringPoint, Workflow
 from store import ChainPosition, Fence, LeaseLostError, NewCheckpoint, Store
 from store.steps import StepWriter
 from store.models import SYSTEM, Run, RunStatus
@@ -224,7 +224,7 @@ class Runner:
         lease_sec = timedelta(seconds=self.lease_sec)
         while True:
             now = self.clock()
-            if node_name is None:  # only after a rewind to a final checkpoint: the run is complete again
+            if node_name is None or node_name == END:  # after a rewind to a final checkpoint: complete again
                 with self.store.transaction() as tx:
                     tx.runs.advance(run.id, token=token, now=now, status=RunStatus.COMPLETED)
                     transitions.end_run(tx, run_id=run.id, status=RunStatus.COMPLETED, now=now, by=SYSTEM,
@@ -252,7 +252,7 @@ class Runner:
                 self.on_step(run.id, node.name)
             try:
                 new_state = self._timed_call(node, wf, state, ctx)
-                next_name = ctx._goto or wf.next_of(node.name)
+                next_name = wf.target(ctx._goto) if ctx._goto else wf.next_of(node.name)  # END: None, the end
                 if next_name is not None and next_name not in wf.nodes:
                     raise StepContractError(f"step {node.name!r} routed to unknown node {next_name!r}")
                 new_tree = wf.codec.encode(new_state)

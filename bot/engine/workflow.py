@@ -14,6 +14,23 @@ wf.steer("review_plan", title="Approve the migration plan", show="plan",
 Nodes run in the order they are declared; ``next=`` on a step or a steering point, or ``ctx.goto(name)`` inside
 a step, routes elsewhere (loops such as re-draft until approved). A steering point is its own node: the run
 stops there with a checkpoint and a pending steering request, and a decision routes it on.
+
+Routing, precisely:
+
+- After a step: ``ctx.goto(name)`` if the step called it, else the step's ``next=``, else the node declared
+  after it; none (the last node) or ``END`` completes the run.
+- After a steering point: approve (and edit) go to its ``next=``, else the node declared after it, else the run
+  completes; reject goes to ``on_reject`` (None or ``END``: the run ends ``rejected``); feedback goes to
+  ``on_feedback`` (default: the nearest step declared before the point; ``END`` completes the run). A timeout
+  that approves or rejects routes as that decision does.
+- ``END`` (``"__end__"``) may be named wherever a node may: ``next=``, ``on_reject=``, ``on_feedback=``,
+  ``ctx.goto(END)``.
+- A *branch* is a node that a steering point names in ``on_reject`` or ``on_feedback`` and that is declared
+  after that steering point. A branch runs only when a decision routes there: the node declared just before
+  a branch must not fall through into it, so it must have an explicit ``next=`` (often ``next=END``).
+  ``validate`` refuses a workflow where one does, naming the branch, the steering point and the node that
+  falls through. (Targets declared before their steering point are loops back to steps of the main path,
+  such as ``on_feedback="draft_plan"``, and are not branches.) A branch itself continues by the same rules.
 """
 
 from __future__ import annotations
@@ -30,7 +47,7 @@ from bot.engine.errors import WorkflowDefinitionError
 from store.codec import StateCodec
 from store.models import ALL_ACTIONS, MIGRATE_NODE, REWIND_NODE, START, Action, Approvers, node_label
 
-__all__ = ["Approvers", "MIGRATE_NODE", "REWIND_NODE", "START", "Step", "StepContext", "SteeringPoint", "Workflow",
+__all__ = ["Approvers", "END", "MIGRATE_NODE", "REWIND_NODE", "START", "Step", "StepContext", "SteeringPoint", "Workflow",
            "node_label"]
 
 S = TypeVar("S", bound=BaseModel)
@@ -38,6 +55,10 @@ StepFn = Callable[[Any, "StepContext"], Any]
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,99}$")
 _CHANNEL = re.compile(r"^(console|slack:[#A-Za-z0-9_.-]{1,80}|jira:[A-Z][A-Z0-9_]{0,19})$")
+END = "__end__"
+"""The end target: ``next=END``, ``on_reject=END``, ``on_feedback=END`` or ``ctx.goto(END)`` ends the run there
+(completed; rejected when a rejection routes to it). Never a node's name, never stored as a checkpoint's next
+node (a checkpoint whose next node is None is final)."""
 TimeoutAction = Literal["approve", "reject", "escalate", "fail", "cancel"]
 Role = Literal["approvers", "anyone"]
 
@@ -118,7 +139,8 @@ class StepContext:
     _goto: str | None = None
 
     def goto(self, node: str) -> None:
-        """Continue at ``node`` (a step or steering point) after this step instead of the declared next."""
+        """Continue at ``node`` (a step or steering point) after this step instead of the declared next;
+        ``goto(END)`` completes the run after this step."""
         self._goto = node
 
 
@@ -157,7 +179,9 @@ class Workflow(Generic[S]):
 
     def step(self, fn: StepFn | None = None, *, name: str | None = None, next: str | None = None,
              max_attempts: int = 3, backoff_sec: float = 1.0, max_backoff_sec: float = 60.0) -> Any:
-        """Declare a step (usable as ``@wf.step`` or ``@wf.step(max_attempts=5, next="x")``)."""
+        """Declare a step (usable as ``@wf.step`` or ``@wf.step(max_attempts=5, next="x")``).
+
+        ``next``: the node after it (default: the node declared after it; ``END`` completes the run)."""
 
         def register(f: StepFn) -> StepFn:
             step_name = name or f.__name__
@@ -186,9 +210,12 @@ class Workflow(Generic[S]):
             actions: allowed decisions, a subset of approve, edit, reject, feedback, rewind.
             approvers: who may decide; empty means anyone.
             channel: ``console``, ``slack:#channel`` / ``slack:C…`` or ``jira:PROJECTKEY``.
-            on_feedback: node that receives the feedback text (default: the step declared just before).
-            on_reject: node that receives the rejection reason; None ends the run as ``rejected``.
-            next: node after approval (default: the next declared node; none means the run completes).
+            on_feedback: node that receives the feedback text (default: the step declared just before;
+                ``END`` completes the run).
+            on_reject: node that receives the rejection reason; None or ``END`` ends the run as ``rejected``.
+            next: node after approval (default: the next declared node; none, or ``END``, means the run
+                completes). A reject or feedback target declared after this point needs the node declared just
+                before it to have an explicit ``next`` (see the module docstring: branches).
             approvals_required: distinct approvers needed to approve (quorum).
             allow_self_approval: False forbids the person who started the run from approving it.
             permissions: per action, ``"approvers"`` (default) or ``"anyone"``.
@@ -198,6 +225,8 @@ class Workflow(Generic[S]):
             timeout_sec, on_timeout: what happens when nobody decided in time.
             options: channel-specific settings (for example ``jira_issue_type``, ``jira_approve_status``).
         """
+        if on_reject == END:  # the same as no on_reject: the run ends rejected
+            on_reject = None
         try:
             point = SteeringPoint(
                 name=name, title=title or name.replace("_", " ").capitalize(), show=show, actions=tuple(actions),
@@ -226,7 +255,7 @@ class Workflow(Generic[S]):
         return register
 
     def _add(self, node: Step | SteeringPoint) -> None:
-        if not isinstance(node.name, str) or not _NAME.match(node.name) or node.name == START:
+        if not isinstance(node.name, str) or not _NAME.match(node.name) or node.name in (START, END):
             self._problems.append(f"node name {node.name!r} is not a valid name")
         if node.name in self.nodes:
             self._problems.append(f"duplicate name {node.name!r}")
@@ -256,14 +285,22 @@ class Workflow(Generic[S]):
         i = self._order.index(name)
         return self._order[i + 1] if i + 1 < len(self._order) else None
 
+    @staticmethod
+    def target(name: str) -> str | None:
+        """A route target as the runner follows it: ``END`` is None (the run completes), any other name itself."""
+        return None if name == END else name
+
     def next_of(self, name: str) -> str | None:
-        """Where the run goes after ``name`` completes normally (None: the run completes)."""
+        """Where the run goes after ``name`` completes normally, or after its approval (None: the run
+        completes): its ``next=`` (``END``: None), else the node declared after it."""
         node = self.nodes[name]
-        return node.next if node.next else self.declared_after(name)
+        return self.target(node.next) if node.next else self.declared_after(name)
 
     def feedback_target(self, point: SteeringPoint) -> str | None:
+        """The node that receives ``point``'s feedback: ``on_feedback`` (``END``: None, the run completes), else
+        the nearest step declared before ``point`` (None when there is none)."""
         if point.on_feedback:
-            return point.on_feedback
+            return self.target(point.on_feedback)
         i = self._order.index(point.name)
         for prev in reversed(self._order[:i]):
             if isinstance(self.nodes[prev], Step):
@@ -285,12 +322,39 @@ class Workflow(Generic[S]):
         fields = set(self.state.model_fields)
         for name in self._order:
             node = self.nodes[name]
-            if node.next and node.next not in self.nodes:
+            if node.next and node.next != END and node.next not in self.nodes:
                 problems.append(f"{name!r} routes next to unknown node {node.next!r}")
             if isinstance(node, SteeringPoint):
                 problems.extend(self._point_problems(node, fields))
+        problems.extend(self._branch_problems())
         if problems:
             raise WorkflowDefinitionError(f"workflow {self.label} is invalid: " + "; ".join(problems))
+
+    def _branch_problems(self) -> list[str]:
+        """Branches (see the module docstring) that the node declared just before them falls through into."""
+        out, seen = [], set()
+        for point in self.steering_points():
+            at = self._order.index(point.name)
+            for kind, target in (("on_reject", point.on_reject), ("on_feedback", point.on_feedback)):
+                if not target or target not in self.nodes or self._order.index(target) <= at or target in seen:
+                    continue  # unknown (reported above), END, a loop back to an earlier step, or told already
+                seen.add(target)
+                before = self.nodes[self._order[self._order.index(target) - 1]]
+                if before.next:
+                    continue
+                if before is point:
+                    how = (f"would also run when {point.name!r} is approved, as it is declared right after it"
+                           f"; give {point.name!r} an explicit next= (next=END ends the run when approved)")
+                else:
+                    kind_of = "steering point" if isinstance(before, SteeringPoint) else "step"
+                    how = (f"would also run after {kind_of} {before.name!r}, declared right before it; give "
+                           f"{before.name!r} an explicit next= (next=END ends the run there)")
+                out.append(f"{self._kind(target)} {target!r} is the {kind} target of steering point "
+                           f"{point.name!r} and {how}")
+        return out
+
+    def _kind(self, name: str) -> str:
+        return "steering point" if isinstance(self.nodes[name], SteeringPoint) else "step"
 
     def _point_problems(self, p: SteeringPoint, fields: set[str]) -> list[str]:
         out = []
@@ -303,9 +367,9 @@ class Workflow(Generic[S]):
         if not p.actions:
             out.append(f"steering point {p.name!r} allows no action")
         for target_name, target in (("on_feedback", p.on_feedback), ("on_reject", p.on_reject)):
-            if target and target not in self.nodes:
+            if target and target != END and target not in self.nodes:
                 out.append(f"steering point {p.name!r} {target_name} names unknown node {target!r}")
-        if Action.FEEDBACK.value in p.actions and self.feedback_target(p) is None:
+        if Action.FEEDBACK.value in p.actions and p.on_feedback is None and self.feedback_target(p) is None:
             out.append(f"steering point {p.name!r} allows feedback but no step precedes it; set on_feedback")
         if p.approvals_required < 1:
             out.append(f"steering point {p.name!r} needs approvals_required >= 1")
