@@ -11,6 +11,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from integrations.base import Channel
+from integrations.terminal import SafeConsole, for_terminal
 from store.models import ProgressView, RequestView
 
 
@@ -48,13 +49,14 @@ def answer_commands(view: RequestView, command: str) -> list[str]:
 
 
 class ConsoleChannel(Channel):
-    """Prints to ``console`` (a rich Console). ``command`` is how the reader invokes the CLI (``hazel`` or a
-    path such as ``.venv/bin/hazel``), used in the printed answer commands."""
+    """Prints to ``console`` (a rich Console; by default a ``SafeConsole`` of stdout, which shows stored
+    control characters as escapes, see ``integrations.terminal``). ``command`` is how the reader invokes the CLI
+    (``hazel`` or a path such as ``.venv/bin/hazel``), used in the printed answer commands."""
 
     name = "console"
 
     def __init__(self, *, console: Console | None = None, command: str = "hazel", max_chars: int = 4000) -> None:
-        self.console = console or Console()
+        self.console = console or SafeConsole()
         self.command = command
         self.max_chars = max_chars
 
@@ -72,24 +74,25 @@ class ConsoleChannel(Channel):
             lines.append(f"due {view.request.due_at:%Y-%m-%d %H:%M UTC}")
         if view.request.channel != "console":
             lines.append(f"(meant for {view.request.channel}; shown here because that channel is not configured)")
-        text = Text("\n".join(lines) + "\n\n", style="dim")
+        text = Text(for_terminal("\n".join(lines)) + "\n\n", style="dim")
         text.append((view.show or "state") + ":\n", style="bold")
-        text.append(body)
-        self.console.print(Panel(text, title=Text(f"{kind}: {view.title}"), title_align="left",
-                                 border_style="yellow"))
+        text.append(for_terminal(body))
+        title = Text(for_terminal(f"{kind}: {view.title}", one_line=True))
+        self.console.print(Panel(text, title=title, title_align="left", border_style="yellow"))
         self.console.print(Text("Answer with:", style="bold"))
         for command in answer_commands(view, self.command):  # never wrapped, so they can be copied whole
-            self.console.print(Text("  " + command), soft_wrap=True)
+            self.console.print(Text("  " + for_terminal(command, one_line=True)), soft_wrap=True)
         return {"console": True}
 
     def update_request(self, view: RequestView) -> None:
         r = view.request
         if r.status.value == "pending":
-            self.console.print(Text(f"run {view.run.id}: {r.approvals}/{r.approvals_required} approvals at "
-                                    f"{view.title!r}", style="dim"))
+            self.console.print(Text(for_terminal(f"run {view.run.id}: {r.approvals}/{r.approvals_required} "
+                                                 f"approvals at {view.title!r}"), style="dim"))
             return
-        self.console.print(Text(f"run {view.run.id}: {view.title!r} {r.decided_action or r.status.value} by "
-                                f"{r.decided_by or 'Hazel'}", style="dim"))
+        self.console.print(Text(for_terminal(f"run {view.run.id}: {view.title!r} "
+                                             f"{r.decided_action or r.status.value} by {r.decided_by or 'Hazel'}"),
+                                style="dim"))
 
     def progress(self, view: ProgressView) -> None:
         if view.event == "waiting":
@@ -98,5 +101,5 @@ class ConsoleChannel(Channel):
         extra = view.facts.get("error") or view.facts.get("reason") or ""
         line = Text(f"run {view.run.id} {view.event}", style=style)
         if extra:
-            line.append(f": {extra}")
+            line.append(for_terminal(f": {extra}"))
         self.console.print(line)

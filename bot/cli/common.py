@@ -32,11 +32,12 @@ DetachOpt = Annotated[bool, typer.Option("--detach", help="Only record it; let a
 
 
 def __getattr__(name: str) -> Any:
-    """``out`` and ``err``: the rich Consoles of stdout and stderr, built on first use (``common.out``)."""
+    """``out`` and ``err``: the rich Consoles of stdout and stderr, built on first use (``common.out``). They
+    are ``SafeConsole``s: stored text never controls the terminal (``integrations.terminal``)."""
     if name in ("out", "err"):
-        from rich.console import Console
+        from integrations.terminal import SafeConsole
 
-        made = globals()[name] = Console(stderr=name == "err", highlight=False)
+        made = globals()[name] = SafeConsole(stderr=name == "err")
         return made
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

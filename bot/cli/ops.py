@@ -137,14 +137,16 @@ def outbox_list(
     common.out.print("backlog: " + (", ".join(f"{k} {v}" for k, v in sorted(backlog.items())) or "empty"))
     if not messages:
         return
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(show_edge=False, header_style="bold")
     for col in ("id", "run", "channel", "kind", "status", "attempts", "next attempt (UTC)", "last error"):
         table.add_column(col)
     for m in messages:
-        table.add_row(str(m.id), m.run_id or "", m.channel, m.kind, m.status.value, str(m.attempts),
-                      when(m.next_attempt_at) if m.status.value == "pending" else "", (m.last_error or "")[:60])
+        table.add_row(str(m.id), escape(m.run_id or ""), escape(m.channel), escape(m.kind), m.status.value,
+                      str(m.attempts), when(m.next_attempt_at) if m.status.value == "pending" else "",
+                      escape((m.last_error or "")[:60]))
     common.out.print(table)
 
 

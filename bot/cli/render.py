@@ -50,7 +50,7 @@ def history_tree(run: Run, checkpoints: list[CheckpointInfo], decisions: list[De
         if decision is not None:
             who = escape(decision.label)
             if cp.step == REWIND_NODE:
-                text += f" to #{decision.payload.get('to')} by {who}"
+                text += f" to #{escape(str(decision.payload.get('to')))} by {who}"
             else:
                 text += f" [magenta]{decision.action.value}[/magenta] by {who}"
             detail = decision.payload.get("text") or decision.payload.get("reason") or decision.payload.get(
@@ -112,7 +112,7 @@ def drive_summary(result: DriveResult) -> str:
     if run.status.value == "ready" and run.lease_owner is None and run.wake_at is None and not result.steps:
         parts.append("queued for a worker")
     elif run.status.value == "running":
-        parts.append(f"continuing in another worker ({run.lease_owner})")
+        parts.append(f"continuing in another worker ({escape(str(run.lease_owner))})")
     else:
         parts.append(f"now {status(run.status.value)}")
     if run.status.value == "failed" and run.error:

@@ -150,6 +150,7 @@ def _versions(hazel: Hazel, json_out: bool) -> None:
     if json_out:
         emit_json(data)
         return
+    from rich.markup import escape
     from rich.table import Table
 
     from bot.cli import render
@@ -158,7 +159,7 @@ def _versions(hazel: Hazel, json_out: bool) -> None:
     for col in ("workflow", "version", "deployed", "status", "runs"):
         table.add_column(col)
     for d in data:
-        table.add_row(d["workflow"], f"v{d['version']}", "yes" if d["deployed"] else "[red]no[/red]",
+        table.add_row(escape(d["workflow"]), f"v{d['version']}", "yes" if d["deployed"] else "[red]no[/red]",
                       render.status(d["status"]), str(d["runs"]))
     common.out.print(table)
 
@@ -182,6 +183,7 @@ def show_cmd(
 
     from bot.cli import render
     from integrations.console import render_value
+    from integrations.terminal import for_terminal
 
     hazel = engine(json_out)
     run = hazel.get(run_id=hazel.resolve(ref=run_ref))
@@ -211,13 +213,13 @@ def show_cmd(
         lines.append(f"error      {e(run.error)}")
     common.out.print(Panel("\n".join(lines), title=f"run {run.id}", title_align="left"))
     if run.error_traceback and full:
-        common.out.print(Text(run.error_traceback))
+        common.out.print(Text(for_terminal(run.error_traceback)))
     show = _shown_field(hazel, run, pending) if seq is None else None
     text = render_value(tree.get(show) if show and isinstance(tree, dict) else tree)
     if not full and len(text) > 3000:
         text = text[:3000] + f"\n… ({len(text) - 3000} more characters: --full)"
     title = (show or "state") + (f" at #{seq}" if seq is not None else "")
-    common.out.print(Panel(Text(text), title=title, title_align="left"))
+    common.out.print(Panel(Text(for_terminal(text)), title=escape(title), title_align="left"))
 
 
 def _shown_field(hazel: Hazel, run: Run, pending: SteeringRequest | None) -> str | None:
@@ -283,5 +285,6 @@ def workflows_cmd(json_out: JsonOpt = False) -> None:
     if not data:
         common.out.print("no workflows registered: set HAZEL_WORKFLOWS to your modules")
     for d in data:
-        nodes = " → ".join(f"[cyan]{n['name']}[/cyan]" if n["kind"] == "steer" else n["name"] for n in d["nodes"])
+        nodes = " → ".join(f"[cyan]{escape(n['name'])}[/cyan]" if n["kind"] == "steer" else escape(n["name"])
+                           for n in d["nodes"])
         common.out.print(f"[bold]{escape(d['name'])}[/bold] v{d['version']} ({escape(d['state'])}): {nodes}")

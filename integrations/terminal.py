@@ -1,0 +1,80 @@
+"""Text for a terminal: control characters are shown, never obeyed.
+
+Stored text (an artefact an LLM wrote, a reason typed in Slack, a step's error) may hold bytes a terminal
+acts on: ESC starts CSI and OSC sequences (``\\x1b[2J`` clears the screen, ``\\x1b]0;…\\x07`` sets the window
+title, ``\\x1b]8;;URL\\x07`` makes a hidden link), C1 characters (U+0080-U+009F) are 8-bit forms of the same,
+``\\r`` and ``\\b`` overwrite what was printed, and the bidirectional overrides and isolates (U+202A-U+202E,
+U+2066-U+2069, "Trojan Source", CVE-2021-42574) reorder what a reader sees. ``for_terminal`` replaces each with
+a visible escape (``\\x1b``, ``\\u202e``), so ``fb \\x1b]0;PWNED\\x07`` prints as the 20 characters
+``fb \\x1b]0;PWNED\\x07``; everything else, newlines and tabs included, is left as it is.
+
+``SafeConsole`` is a rich ``Console`` that applies it to everything it prints: strings before rich parses
+them (markup tags hold no control characters, so markup still works), ``Text`` objects before they are laid
+out, and every rendered segment as a last net. Rich's own styling is added after that, so colours still work.
+Text meant for a file (``hazel show --raw``) is written to ``sys.stdout`` directly and stays byte-exact.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable
+
+from rich.console import Console, ConsoleOptions, RenderableType
+from rich.segment import Segment
+from rich.text import Text
+
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+"""C0 controls but ``\\n`` and ``\\t``, DEL, C1 controls, the bidi embeddings/overrides and isolates."""
+_UNSAFE_ONE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+"""``_UNSAFE`` and ``\\n`` and ``\\t`` too: for a value shown on one line."""
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def for_terminal(text: str, *, one_line: bool = False) -> str:
+    """``text`` with every character a terminal would act on replaced by its visible escape (``\\x1b``,
+    ``\\x07``, ``\\x9b``, ``\\u202e``). Newlines and tabs stay unless ``one_line``. Idempotent: the output
+    holds no such character."""
+    pattern = _UNSAFE_ONE_LINE if one_line else _UNSAFE
+    return pattern.sub(_visible, text) if pattern.search(text) else text
+
+
+def unsafe(text: str) -> bool:
+    """Whether ``text`` holds a character ``for_terminal`` would replace (besides ``\\n`` and ``\\t``)."""
+    return _UNSAFE.search(text) is not None
+
+
+class SafeConsole(Console):
+    """A rich ``Console`` that never writes a stored control character (see the module docstring). Emoji
+    codes (``:warning:``) and rich's highlighter are off by default: stored text prints as it is."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("emoji", False)
+        kwargs.setdefault("highlight", False)
+        super().__init__(*args, **kwargs)
+
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        """``Console.render_str`` of ``for_terminal(text)``."""
+        return super().render_str(for_terminal(text), **kwargs)
+
+    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
+        """``Console.render``, a ``Text`` made safe first (so it is laid out at its shown width), and each
+        segment's text checked (control segments, rich's own cursor moves, pass)."""
+        if isinstance(renderable, Text) and unsafe(renderable.plain):
+            renderable = self._safe_text(renderable)
+        for segment in super().render(renderable, options):
+            if segment.control is None and unsafe(segment.text):
+                yield Segment(for_terminal(segment.text), segment.style)
+            else:
+                yield segment
+
+    def _safe_text(self, text: Text) -> Text:
+        """A copy of ``text`` with its characters made safe, keeping its styles."""
+        safe = Text(justify=text.justify, overflow=text.overflow, no_wrap=text.no_wrap, end=text.end,
+                    tab_size=text.tab_size)
+        for segment in text.render(self, end=""):
+            safe.append(for_terminal(segment.text), segment.style)
+        return safe
