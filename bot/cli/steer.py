@@ -1,6 +1,7 @@
 """``hazel approve``, ``edit``, ``reject``, ``feedback``, ``rewind``, ``retry``, ``cancel``: the console
 channel's decisions. Each goes through the same engine path as Slack's and Jira's, then (unless
-``--detach``) continues the run in this process until it waits again, ends or fails."""
+``--detach``) continues the run in this process until it waits again, ends or fails. A decision refused as
+already taken on a run that a stopped process left behind continues that run (``bot.cli.continuation``)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from bot.cli.common import (
     handle_errors,
     read_arg,
 )
+from bot.cli.continuation import decide
 from bot.cli.runs import finish, retry_notice
 
 if TYPE_CHECKING:
@@ -62,8 +64,8 @@ def approve_cmd(run_ref: RunArg, at: AtOpt = None, detach: DetachOpt = False, as
                 json_out: JsonOpt = False) -> None:
     """Approve the run's pending steering request."""
     hazel = engine(json_out)
-    outcome = hazel.decide(run_id=hazel.resolve(ref=run_ref), action="approve", actor=actor(hazel, as_), point=at,
-                           claim=not detach)
+    outcome = decide(hazel, run_id=hazel.resolve(ref=run_ref), action="approve", actor=actor(hazel, as_), point=at,
+                     detach=detach, json_out=json_out)
     _after(hazel, outcome, detach, json_out)
 
 
@@ -87,8 +89,8 @@ def edit_cmd(
     else:
         shown = hazel.shown(request_id=hazel.request_for(run_id=run_id, point=at).id)
         payload = edit_sets(set_ or [], shown.field)
-    outcome = hazel.decide(run_id=run_id, action="edit", actor=actor(hazel, as_), payload=payload, point=at,
-                           claim=not detach)
+    outcome = decide(hazel, run_id=run_id, action="edit", actor=actor(hazel, as_), payload=payload, point=at,
+                     detach=detach, json_out=json_out)
     _after(hazel, outcome, detach, json_out)
 
 
@@ -101,8 +103,8 @@ def reject_cmd(
 ) -> None:
     """Reject: the run goes to the steering point's on_reject step, or ends as rejected."""
     hazel = engine(json_out)
-    outcome = hazel.decide(run_id=hazel.resolve(ref=run_ref), action="reject", actor=actor(hazel, as_),
-                           payload={"reason": read_arg(reason)}, point=at, claim=not detach)
+    outcome = decide(hazel, run_id=hazel.resolve(ref=run_ref), action="reject", actor=actor(hazel, as_),
+                     payload={"reason": read_arg(reason)}, point=at, detach=detach, json_out=json_out)
     _after(hazel, outcome, detach, json_out)
 
 
@@ -115,8 +117,8 @@ def feedback_cmd(
 ) -> None:
     """Send feedback: the run goes back to the step that drafts the artefact, with your words."""
     hazel = engine(json_out)
-    outcome = hazel.decide(run_id=hazel.resolve(ref=run_ref), action="feedback", actor=actor(hazel, as_),
-                           payload={"text": read_arg(text)}, point=at, claim=not detach)
+    outcome = decide(hazel, run_id=hazel.resolve(ref=run_ref), action="feedback", actor=actor(hazel, as_),
+                     payload={"text": read_arg(text)}, point=at, detach=detach, json_out=json_out)
     _after(hazel, outcome, detach, json_out)
 
 

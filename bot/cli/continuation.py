@@ -1,0 +1,105 @@
+"""After a crash: a decision command whose run was left without a process continues it.
+
+``hazel approve R`` records the decision, then executes the next steps in its own process. Killed in the middle
+of a step, it leaves the run ``running`` under a dead owner (recovered to ``ready`` when the next command
+starts, ``Hazel.prepare``) or under a lease that lapses. Run again, the decision is refused as already decided
+(or as nothing pending). When that happens and the run is ``ready``, or ``running`` under a lapsed lease
+(handed back first by ``Hazel.recover``), the command continues it here through the engine's own claim
+(``Hazel.drive``: a conditional UPDATE, so of two processes only one gets it) and says so. When a live process
+holds the lease, it says who and until when, and runs nothing. With ``--detach`` it prints the command that
+continues the run instead.
+
+The exit status is 0 when the earlier decision is the one asked for (``already approved`` to an ``approve``:
+what you asked stands), else 1 (your decision was not taken, even though the run went on); 1 also when the run
+this command continued ends ``failed``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from bot.cli import common
+
+if TYPE_CHECKING:
+    from bot.engine import DecisionOutcome, Hazel
+    from store.models import Actor, Run
+
+
+def decide(hazel: Hazel, *, run_id: str, action: str, actor: Actor, detach: bool, json_out: bool,
+           payload: dict[str, Any] | None = None, point: str | None = None) -> DecisionOutcome:
+    """``hazel.decide`` (claiming the run unless ``detach``); a refusal as already decided / nothing pending on
+    a run that no process continues is handled by ``continue_stranded`` (which exits).
+
+    Raises:
+        the engine's errors, as ``Hazel.decide``; ``typer.Exit`` once a stranded run was handled.
+    """
+    from bot.engine import AlreadyDecidedError, NoPendingRequestError
+
+    try:
+        return hazel.decide(run_id=run_id, action=action, actor=actor, payload=payload, point=point,
+                            claim=not detach)
+    except (AlreadyDecidedError, NoPendingRequestError) as refusal:
+        continue_stranded(hazel, run_id=run_id, refusal=refusal, action=action, detach=detach, json_out=json_out)
+        raise
+
+
+def continue_stranded(hazel: Hazel, *, run_id: str, refusal: Exception, action: str, detach: bool,
+                      json_out: bool) -> None:
+    """Continue ``run_id`` here if it is ``ready`` (or ``running`` under a lapsed lease), or say which live
+    process holds it; returns (nothing done) when the run is waiting or has ended.
+
+    Raises:
+        typer.Exit: the run was handled (see the module docstring for the status).
+    """
+    from rich.markup import escape
+
+    from bot.cli.runs import finish, retry_notice
+    from store.models import RunStatus
+
+    run = hazel.get(run_id=run_id)
+    if run.status is RunStatus.RUNNING:
+        hazel.recover()  # a dead owner or an expired lease: handed back as ready (conditional UPDATE)
+        run = hazel.get(run_id=run_id)
+    if run.status not in (RunStatus.READY, RunStatus.RUNNING):
+        return
+    stands = _stands(hazel, run, refusal, action)
+    say = common.console("err" if json_out else "out").print
+    if stands:
+        say(escape(common._one_line(refusal)), soft_wrap=True)
+    else:
+        common.console("err").print(f"[red]error:[/red] {escape(common._one_line(refusal))}", soft_wrap=True)
+    refused = {"type": type(refusal).__name__, "message": str(refusal)}
+    result = None
+    if run.status is RunStatus.RUNNING:
+        say(_held(run), soft_wrap=True)
+    elif detach:
+        say(f"run {run.id} is {run.status.value} and no process is continuing it: "
+            f"`{common.command_prefix()} retry {run.id}` continues it here (or start `hazel worker`)", soft_wrap=True)
+    else:
+        say(f"run {run.id} is {run.status.value} and no process is continuing it: continuing it here",
+            soft_wrap=True)
+        result = hazel.drive(run_id=run.id, on_retry=retry_notice)
+        if result.status is None and not result.steps and not result.lease_lost:  # another process claimed it
+            current = result.run
+            if current is not None and current.status is RunStatus.RUNNING:
+                say(_held(current), soft_wrap=True)
+            result = None
+    finish(hazel, run.id, result, json_out, extra={"refused": refused, "continued": result is not None})
+    raise typer.Exit(0 if stands else 1)
+
+
+def _held(run: Run) -> str:
+    until = f" (lease until {common.when(run.lease_expires_at)} UTC)" if run.lease_expires_at else ""
+    return f"run {run.id} is being continued by {run.lease_owner or 'another process'}{until}"
+
+
+def _stands(hazel: Hazel, run: Run, refusal: Exception, action: str) -> bool:
+    """Whether the decision that settled the request is the one this command asked for."""
+    from bot.engine import AlreadyDecidedError
+
+    if isinstance(refusal, AlreadyDecidedError):
+        return refusal.action == action
+    last = next((r for r in reversed(hazel.requests(run_id=run.id)) if r.decided_action), None)
+    return last is not None and last.decided_action == action

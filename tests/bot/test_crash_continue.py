@@ -1,0 +1,167 @@
+"""After a crash: ``hazel approve`` SIGKILLed in the middle of the step it executes after recording the decision,
+then run again, continues the run (the decision stands; completed steps never run again); while a live process
+holds the run's lease, the command names that process and runs nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+WORKFLOW = '''
+import os, time
+from pathlib import Path
+from pydantic import BaseModel, Field
+from hazel import StepContext, Workflow
+
+DIR = Path(os.environ["CRASH_DIR"])
+
+
+class Trail(BaseModel):
+    trail: list[str] = Field(default_factory=list)
+
+
+def _step(name, block=False):
+    def fn(state: Trail, ctx: StepContext) -> Trail:
+        with open(DIR / "effects.log", "a") as fh:
+            fh.write(f"{name}-start {ctx.idempotency_key}\\n")
+        if block:
+            (DIR / f"{name}.started").touch()
+            while (DIR / "block").exists():
+                time.sleep(0.02)
+        with open(DIR / "effects.log", "a") as fh:
+            fh.write(f"{name}-end {ctx.idempotency_key}\\n")
+        return state.model_copy(update={"trail": [*state.trail, name]})
+    return fn
+
+
+steered = Workflow("steered", version=1, state=Trail)
+steered.step(_step("draft"), name="draft")
+steered.steer("review")
+steered.step(_step("slow", block=True), name="slow")
+steered.step(_step("after"), name="after")
+steered.steer("sign_off", actions=["approve", "reject"])
+steered.step(_step("publish"), name="publish")
+'''
+
+
+def environment(db_url: str, tmp_path: Path) -> dict[str, str]:
+    (tmp_path / "steered.py").write_text(WORKFLOW)
+    return {**os.environ, "HAZEL_DATABASE_URL": db_url, "HAZEL_WORKFLOWS": str(tmp_path / "steered.py"),
+            "CRASH_DIR": str(tmp_path), "HAZEL_OPERATOR": "tester", "COLUMNS": "200"}
+
+
+def cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bot.cli", *args], env=env, cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+
+
+def popen(args: list[str], env: dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, *args], env=env, cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def waiting_run(env: dict[str, str]) -> str:
+    started = cli(["run", "steered", "--input", "{}", "--json"], env)
+    assert started.returncode == 0, started.stderr
+    run = json.loads(started.stdout)["run"]
+    assert run["status"] == "waiting"
+    return run["id"]
+
+
+def wait_for(path: Path, proc: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 60
+    while not path.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, f"{path.name} never appeared"
+        time.sleep(0.02)
+
+
+def effects(tmp_path: Path) -> list[str]:
+    return [line.split()[0] for line in (tmp_path / "effects.log").read_text().splitlines()]
+
+
+def shown(run_id: str, env: dict[str, str]) -> dict:
+    out = cli(["show", run_id, "--json"], env)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+@pytest.mark.slow
+def test_approve_killed_mid_step_then_approve_again_continues_the_run(db_url: str, tmp_path: Path) -> None:
+    env = environment(db_url, tmp_path)
+    run_id = waiting_run(env)
+    (tmp_path / "block").touch()
+    first = popen(["-m", "bot.cli", "approve", run_id], env)
+    wait_for(tmp_path / "slow.started", first)
+    first.send_signal(signal.SIGKILL)
+    first.wait(timeout=10)
+    (tmp_path / "block").unlink()
+
+    again = cli(["approve", run_id], env)
+    assert again.returncode == 0, again.stdout + again.stderr  # the approval stands: it was recorded before
+    assert "was approved by tester" in again.stdout
+    assert f"run {run_id} is ready and no process is continuing it: continuing it here" in again.stdout
+    assert "ran slow, after; now waiting" in again.stdout
+    after = shown(run_id, env)
+    assert after["run"]["status"] == "waiting" and after["pending_request"]["point"] == "sign_off"
+    assert after["state"] == {"trail": ["draft", "slow", "after"]}
+    assert effects(tmp_path) == ["draft-start", "draft-end", "slow-start", "slow-start", "slow-end", "after-start",
+                                 "after-end"]  # only the killed step ran again
+
+    done = cli(["approve", run_id, "--at", "sign_off"], env)
+    assert done.returncode == 0, done.stderr
+    final = shown(run_id, env)
+    assert final["run"]["status"] == "completed"
+    assert final["state"] == {"trail": ["draft", "slow", "after", "publish"]}
+    assert effects(tmp_path).count("publish-start") == 1 and effects(tmp_path).count("draft-start") == 1
+
+
+@pytest.mark.slow
+def test_killed_between_the_decision_and_its_first_step_then_reject_continues_it(db_url: str,
+                                                                                 tmp_path: Path) -> None:
+    """The other decision's refusal (already approved, to a reject) still continues the run, and exits 1."""
+    env = environment(db_url, tmp_path)
+    run_id = waiting_run(env)
+    hang = popen(["-m", "tests.support.decide_and_hang", run_id], env)
+    assert hang.stdout is not None and hang.stdout.readline().startswith("decided")
+    hang.send_signal(signal.SIGKILL)
+    hang.wait(timeout=10)
+
+    rejected = cli(["reject", run_id, "--at", "review", "--reason", "too late", "--json"], env)
+    assert rejected.returncode == 1, rejected.stdout + rejected.stderr  # the reject was not taken
+    assert "already approved by sme" in rejected.stderr and "continuing it here" in rejected.stderr
+    body = json.loads(rejected.stdout)
+    assert body["refused"]["type"] == "AlreadyDecidedError" and body["continued"] is True
+    assert body["steps"] == ["slow", "after"] and body["run"]["status"] == "waiting"
+    assert effects(tmp_path).count("slow-start") == 1  # the hung process never started it
+
+
+@pytest.mark.slow
+def test_a_live_lease_is_named_and_nothing_runs_twice(db_url: str, tmp_path: Path) -> None:
+    env = environment(db_url, tmp_path)
+    run_id = waiting_run(env)
+    (tmp_path / "block").touch()
+    first = popen(["-m", "bot.cli", "approve", run_id], env)
+    try:
+        wait_for(tmp_path / "slow.started", first)
+        for args in (["approve", run_id], ["approve", run_id, "--at", "review"]):
+            again = cli(args, env)
+            assert again.returncode == 0, again.stdout + again.stderr
+            assert f"run {run_id} is being continued by " in again.stdout
+            assert f":{first.pid}:" in again.stdout and "(lease until " in again.stdout
+        assert shown(run_id, env)["run"]["status"] == "running"
+    finally:
+        (tmp_path / "block").unlink()
+    out, err = first.communicate(timeout=60)
+    assert first.returncode == 0, err
+    assert shown(run_id, env)["pending_request"]["point"] == "sign_off"
+    assert effects(tmp_path).count("slow-start") == 1 and effects(tmp_path).count("after-start") == 1
