@@ -106,6 +106,11 @@ def test_approve_killed_mid_step_then_approve_again_continues_the_run(db_url: st
     first.wait(timeout=10)
     (tmp_path / "block").unlink()
 
+    detached = cli(["approve", run_id, "--detach"], env)  # only records: it prints what continues the run
+    assert detached.returncode == 0, detached.stdout + detached.stderr
+    assert f"no process is continuing it: `hazel retry {run_id}` continues it here" in detached.stdout
+    assert effects(tmp_path).count("slow-start") == 1
+
     again = cli(["approve", run_id], env)
     assert again.returncode == 0, again.stdout + again.stderr  # the approval stands: it was recorded before
     assert "was approved by tester" in again.stdout
