@@ -11,6 +11,7 @@ and element): 50 blocks per message and 100 per Home tab; 3000 characters per se
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
 
@@ -70,9 +71,19 @@ def date(ts: datetime | None, fmt: str = "{date_short_pretty} {time}") -> str:
     return f"<!date^{int(ts.timestamp())}^{fmt}|{ts:%Y-%m-%d %H:%M} UTC>"
 
 
+_SLACK_ID = re.compile(r"[A-Z0-9]{2,32}")
+"""What a Slack user, user group or conversation id looks like (``U0123ABCD``, ``S…``, ``C…``): only such an id
+is ever put inside ``<…>``; anything else is escaped text, so a stored value can never become a mention."""
+
+
+def slack_id(value: str | None) -> bool:
+    """Whether ``value`` is shaped like a Slack id (upper-case letters and digits)."""
+    return bool(value) and _SLACK_ID.fullmatch(value) is not None  # type: ignore[arg-type]
+
+
 def person(actor_id: str | None, channel: str | None, name: str | None = None) -> str:
-    """A mention for a Slack user (``<@U…>``), else the escaped name."""
-    if channel == "slack" and actor_id:
+    """A mention for a Slack user (``<@U…>``), else the escaped name (or id)."""
+    if channel == "slack" and slack_id(actor_id):
         return f"<@{actor_id}>"
     return T.escape(name or actor_id or "someone")
 
@@ -87,15 +98,27 @@ def approvers_text(approvers: Approvers) -> str:
     """People by name, Slack users and user groups as mentions (``<@U…>``, ``<!subteam^S…>``), other names
     escaped; ``anyone`` when nobody is listed."""
     parts = [T.escape(p) for p in approvers.people]
-    parts += [f"<@{u}>" for u in approvers.slack_users] + [f"<!subteam^{g}>" for g in approvers.slack_usergroups]
+    parts += [f"<@{u}>" if slack_id(u) else T.escape(u) for u in approvers.slack_users]
+    parts += [f"<!subteam^{g}>" if slack_id(g) else T.escape(g) for g in approvers.slack_usergroups]
     parts += [T.escape(u) for u in approvers.users if u not in approvers.people]
     return ", ".join(dict.fromkeys(parts)) if parts else "anyone"
+
+
+def mentions(*lists: Approvers | None) -> list[str]:
+    """The mentions ``approvers_text`` writes for ``lists`` (``<@U…>``, ``<!subteam^S…>``): the ones an
+    engine message naming these approvers may keep (``text.escape_keeping``)."""
+    out: list[str] = []
+    for approvers in lists:
+        if approvers is not None:
+            out += [f"<@{u}>" for u in approvers.slack_users if slack_id(u)]
+            out += [f"<!subteam^{g}>" for g in approvers.slack_usergroups if slack_id(g)]
+    return out
 
 
 def channel_ref(channel: str) -> str:
     """``slack:C123`` as a channel link, ``slack:#name`` as ``#name``, other channels as they are."""
     kind, _, where = channel.partition(":")
-    if kind == "slack" and where and not where.startswith("#"):
+    if kind == "slack" and slack_id(where):
         return f"<#{where}>"
     return T.escape(where or channel) if kind == "slack" else T.escape(channel)
 
@@ -187,7 +210,8 @@ def decision_summary(view: RequestView) -> str | None:
 def request_message(view: RequestView, *, file_where: str = "in this message's thread",
                     ) -> tuple[str, list[dict[str, Any]], bool]:
     """``(fallback text, blocks, needs a file)`` for the request as it is now: buttons while it is pending
-    (only the point's actions), the outcome instead once decided or cancelled."""
+    (only the point's actions), the outcome instead once decided or cancelled. The fallback is the message's
+    top-level ``text`` (notifications), which Slack reads as mrkdwn too: it is escaped like the blocks."""
     blocks = header_blocks(view)
     body, needs_file = artefact(view, file_where=file_where)
     blocks += body
@@ -196,9 +220,10 @@ def request_message(view: RequestView, *, file_where: str = "in this message's t
         blocks.append(section(summary))
     if view.request.status.value == "pending":
         blocks.append(actions_block(view.actions, view.request.id))
-    fallback = f"{view.title}: {view.workflow} run {view.run.id} waits for a decision"
+    title = T.escape(view.title)
+    fallback = f"{title}: {T.escape(view.workflow)} run {view.run.id} waits for a decision"
     if view.request.status.value != "pending" and summary:
-        fallback = f"{view.title}: {summary.splitlines()[0]}"
+        fallback = f"{title}: {summary.splitlines()[0]}"
     return fallback, blocks[:MAX_MESSAGE_BLOCKS], needs_file
 
 

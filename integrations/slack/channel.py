@@ -180,7 +180,7 @@ class SlackChannel(Channel):
         response = self._call("files_upload_v2", channel, self.client.files_upload_v2, channel=channel,
                               thread_ts=thread_ts, content=content, filename=B.file_name(view),
                               title=f"{view.title}: {view.show or 'state'} (run {view.run.id})",
-                              initial_comment=f"The whole of `{view.show or 'the state'}` "
+                              initial_comment=f"The whole of `{T.escape(view.show or 'the state')}` "
                                               f"({len(content):,} characters).")
         file = response.get("file") or {}
         return file.get("id")

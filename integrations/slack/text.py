@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Iterable
 
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
 _BOLD = re.compile(r"\*\*(\S(?:.*?\S)?)\*\*")
@@ -20,6 +20,17 @@ _ENTITY_TAIL = re.compile(r"&[a-z]{0,3}$")
 def escape(text: str) -> str:
     """``text`` with Slack's three control characters escaped."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def escape_keeping(text: str, mentions: Iterable[str]) -> str:
+    """``escape(text)`` with Hazel's own ``mentions`` (each exactly as Hazel wrote it, e.g. ``<@U0123>`` of
+    an approver, see ``blocks.mentions``) put back: for an engine message that names the approvers in Slack's
+    syntax (``Approvers.describe``) and also quotes stored text (a person's name). A stored text can then
+    produce only a mention the same message already holds."""
+    out = escape(text)
+    for mention in sorted(set(mentions), key=len, reverse=True):
+        out = out.replace(escape(mention), mention)
+    return out
 
 
 def truncate(text: str, limit: int, *, ellipsis: str = "…") -> str:

@@ -87,7 +87,7 @@ def test_the_console_channel_prints_a_hostile_request_safely(cli) -> None:  # no
 @pytest.mark.parametrize("markup", ["[bold red]loud[/bold red]", "[link=http://evil.example]click[/link]",
                                     "[/]", ":warning: \\[x]"])
 def test_rich_markup_in_stored_text_prints_literally(cli, markup: str) -> None:  # noqa: ANN001
-    run_id = json.loads(cli("run", "doc-review", "--input", json.dumps({"topic": markup}), "--json").stdout)["run"]["id"]
+    run_id = cli.json("run", "doc-review", "--input", json.dumps({"topic": markup}))["run"]["id"]
     assert f"About {markup} (v1)" in cli("show", run_id).stdout
     cli("reject", run_id, "--at", "review", "--reason", f"no {markup}", "--as", markup)
     assert f"no {markup}" in cli("history", run_id).stdout

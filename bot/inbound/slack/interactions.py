@@ -22,7 +22,9 @@ from slack_sdk.errors import SlackApiError
 
 from bot.engine import AlreadyDecidedError, HazelError, InvalidDecisionError, NotAllowedError
 from bot.inbound.slack.bridge import SlackBridge, already_from_error
+from integrations.slack import blocks as B
 from integrations.slack import modals as M
+from integrations.slack import text as T
 from integrations.slack.blocks import ACTION_PREFIX
 from integrations.slack.directory import DirectoryError
 from integrations.slack.replies import already_from_view
@@ -67,6 +69,12 @@ class Clicks:
     def tell(self, text: str) -> None:
         self.bridge.tell(self.client, user=self.user, channel=self.channel, text=text)
 
+    @staticmethod
+    def quote(exc: Exception, view: RequestView) -> str:
+        """The engine's message as mrkdwn: escaped (it may quote stored text, such as a person's name), keeping
+        the mentions of the request's approvers it names."""
+        return T.escape_keeping(str(exc), B.mentions(view.approvers, view.escalate_to))
+
     def handle(self) -> None:
         try:
             request_id = int(self.action.get("value") or "")
@@ -76,7 +84,8 @@ class Clicks:
         try:
             actor = self.bridge.actor(self.body["user"])
         except DirectoryError as exc:
-            self.tell(f"I could not check your Slack user groups, so nothing was done: {exc}. Please try again.")
+            self.tell(f"I could not check your Slack user groups, so nothing was done: {T.escape(str(exc))}. "
+                      "Please try again.")
             return
         view = self.hazel.request_view(request_id=request_id)
         if view is None:
@@ -98,10 +107,10 @@ class Clicks:
             self.tell(already_from_error(exc))
             return False
         except NotAllowedError as exc:  # recorded in the audit log by the engine
-            self.tell(f"🚫 {exc}")
+            self.tell(f"🚫 {self.quote(exc, view)}")
             return False
         except HazelError as exc:
-            self.tell(str(exc))
+            self.tell(self.quote(exc, view))
             return False
         if not outcome.duplicate and not outcome.settled and outcome.request is not None:
             r = outcome.request
@@ -119,10 +128,10 @@ class Clicks:
             self.tell(already_from_error(exc))
             return
         except NotAllowedError as exc:  # recorded in the audit log by the engine
-            self.tell(f"🚫 {exc}")
+            self.tell(f"🚫 {self.quote(exc, view)}")
             return
         except HazelError as exc:
-            self.tell(str(exc))
+            self.tell(self.quote(exc, view))
             return
         meta = {"request_id": view.request.id, "run_id": view.run.id, "channel": self.channel}
         try:
@@ -133,7 +142,8 @@ class Clicks:
             else:
                 modal = M.reason_modal(self.kind, view, meta)  # type: ignore[arg-type]
         except M.TooLargeToEditError as exc:
-            self.tell(f"{exc}. Edit it from the command line: `hazel edit {view.run.id} --file FILE`.")
+            self.tell(f"{T.escape(str(exc))}. Edit it from the command line: "
+                      f"`hazel edit {view.run.id} --file FILE`.")
             return
         try:
             self.client.views_open(trigger_id=self.body["trigger_id"], view=modal)
@@ -143,7 +153,7 @@ class Clicks:
             if error in ("expired_trigger_id", "exchanged_trigger_id"):
                 self.tell("Slack did not let me open the form in time. Please click the button again.")
             else:
-                self.tell(f"Slack refused to open the form ({error}). Nothing was changed.")
+                self.tell(f"Slack refused to open the form ({T.escape(str(error))}). Nothing was changed.")
 
 
 class Submission:
