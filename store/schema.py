@@ -261,5 +261,49 @@ prunable_runs = Table(
     Index("ix_hazel_prunable_runs_ended_at_run_id", "ended_at", "run_id"),
 )
 
+
+# -- LangGraph's checkpoints (``hazel.langgraph.HazelSaver``, SQL in ``store.lgraph``) ----------------------------
+
+lg_checkpoints = Table(
+    "hazel_lg_checkpoints",
+    metadata,
+    # LangGraph's identity of a checkpoint: its thread, namespace ("" for the root graph, "node:task" for a
+    # subgraph) and id (a UUID v6: sorting by it sorts by creation within a thread).
+    Column("thread_id", Text, nullable=False),
+    Column("checkpoint_ns", Text, nullable=False),
+    Column("checkpoint_id", Text, nullable=False),
+    Column("parent_checkpoint_id", Text, nullable=True),
+    # metadata["run_id"], copied out so that ``delete_for_runs`` reads an index
+    Column("run_id", Text, nullable=True),
+    # Storage, as ``hazel_checkpoints``: chain_len 0 is a full snapshot; otherwise the row holds what changed since
+    # its parent (an RFC 6902 patch of the checkpoint's versions in ``payload``, the channels written and the
+    # suffixes appended in ``channel_blob``), and loading reads back to the snapshot.
+    Column("chain_len", Integer, nullable=False),
+    Column("stored_bytes", Integer, nullable=False),
+    Column("compressed", Boolean, nullable=False),
+    Column("payload", LargeBinary, nullable=False),
+    Column("channel_type", String(32), nullable=True),
+    Column("channel_blob", LargeBinary, nullable=True),
+    Column("metadata", JSONDoc, nullable=False),
+    PrimaryKeyConstraint("thread_id", "checkpoint_ns", "checkpoint_id"),
+    Index("ix_hazel_lg_checkpoints_run_id", "run_id"),
+)
+
+lg_writes = Table(
+    "hazel_lg_writes",
+    metadata,
+    # A task's pending writes against a checkpoint (``put_writes``): what the next super-step applies.
+    Column("thread_id", Text, nullable=False),
+    Column("checkpoint_ns", Text, nullable=False),
+    Column("checkpoint_id", Text, nullable=False),
+    Column("task_id", Text, nullable=False),
+    Column("idx", Integer, nullable=False),
+    Column("channel", Text, nullable=False),
+    Column("type", String(32), nullable=True),
+    Column("blob", LargeBinary, nullable=True),
+    Column("task_path", Text, nullable=False, default=""),
+    PrimaryKeyConstraint("thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx"),
+)
+
 ALL_TABLES = (runs, checkpoints, steering_requests, decisions, events, outbox, run_counts, pending_counts,
-              prunable_runs)
+              prunable_runs, lg_checkpoints, lg_writes)

@@ -1,0 +1,375 @@
+"""``HazelSaver`` and ``AsyncHazelSaver``: LangGraph checkpointers on Hazel's store (SQLite or PostgreSQL).
+
+::
+
+    from hazel.langgraph import HazelSaver
+
+    with HazelSaver.from_conn_string("sqlite:///hazel.db") as saver:      # or postgresql+psycopg://…
+        graph = builder.compile(checkpointer=saver)
+        graph.invoke({"items": []}, {"configurable": {"thread_id": "t-1"}})
+
+Each checkpoint is one row of ``hazel_lg_checkpoints`` written in one transaction: a snapshot, or what changed
+since its parent (``hazel.langgraph.encoding``). The saver keeps the last checkpoint it wrote or read for each
+thread and namespace in memory (``cache_size`` threads): a ``put`` whose parent is that checkpoint is written as
+a change; any other is written as a snapshot, so a ``put`` never reads the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_checkpoint_id,
+    get_serializable_checkpoint_metadata,
+    writes_sort_key,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from hazel.langgraph import encoding
+from hazel.langgraph.encoding import Position
+from store import Store
+from store.checkpoints import SnapshotPolicy
+from store.lgraph import Key, LangGraphRepo, StoredRow, StoredWrite
+
+PRUNE_STRATEGIES = ("keep_latest", "delete")
+
+
+def _key_of(config: RunnableConfig) -> tuple[str, str, str | None]:
+    conf = config["configurable"]
+    return str(conf["thread_id"]), conf.get("checkpoint_ns", "") or "", get_checkpoint_id(config)
+
+
+def _config(key: Key) -> RunnableConfig:
+    return {"configurable": {"thread_id": key[0], "checkpoint_ns": key[1], "checkpoint_id": key[2]}}
+
+
+class HazelSaver(BaseCheckpointSaver[str]):
+    """A LangGraph checkpointer storing checkpoints in Hazel's database.
+
+    Args:
+        store: Hazel's ``store.Store`` (its snapshot policy applies).
+        serde: how channel values and writes are serialized (LangGraph's ``JsonPlusSerializer`` by default).
+        cache_size: threads whose last checkpoint is kept in memory as the base of the next one's change.
+
+    The async methods run the sync ones in a worker thread (``asyncio.to_thread``).
+    """
+
+    def __init__(self, store: Store, *, serde: SerializerProtocol | None = None, cache_size: int = 1024) -> None:
+        super().__init__(serde=serde)
+        self.store = store
+        self.policy: SnapshotPolicy = store.policy
+        self.cache_size = cache_size
+        self._cache: OrderedDict[tuple[str, str], Position] = OrderedDict()
+        self._lock = threading.Lock()
+
+    # -- construction -----------------------------------------------------------------------------------------
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(cls, conn_string: str | None = None, *, serde: SerializerProtocol | None = None,
+                         **store_options: Any) -> Iterator["HazelSaver"]:
+        """A saver on the database at ``conn_string`` (Hazel's form: ``sqlite:///hazel.db``,
+        ``postgresql+psycopg://user@host:5432/db``; None: ``HAZEL_DATABASE_URL`` from Hazel's settings), its
+        schema created when the database is empty; the database is closed when the block ends.
+        ``store_options`` go to ``store.Store`` (``sqlite_synchronous``, ``snapshot_policy``, ``pool_size``).
+
+        Raises:
+            store.SchemaNotReadyError: the database holds an older Hazel schema (run ``hazel db upgrade``).
+        """
+        store = _open_store(conn_string, store_options)
+        try:
+            yield cls(store, serde=serde)
+        finally:
+            store.dispose()
+
+    def setup(self) -> None:
+        """Bring the schema to the latest revision (as ``hazel db upgrade``; LangGraph's savers' ``setup``)."""
+        self.store.upgrade()
+
+    # -- the cache of chain positions ------------------------------------------------------------------------
+
+    def _remember(self, thread_id: str, checkpoint_ns: str, position: Position) -> None:
+        with self._lock:
+            self._cache[(thread_id, checkpoint_ns)] = position
+            self._cache.move_to_end((thread_id, checkpoint_ns))
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+
+    def _recall(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None) -> Position | None:
+        if checkpoint_id is None:
+            return None
+        with self._lock:
+            position = self._cache.get((thread_id, checkpoint_ns))
+        return position if position is not None and position.checkpoint_id == checkpoint_id else None
+
+    def _forget(self, thread_ids: Sequence[str]) -> None:
+        wanted = set(thread_ids)
+        with self._lock:
+            for key in [k for k in self._cache if k[0] in wanted]:
+                del self._cache[key]
+
+    # -- reading ---------------------------------------------------------------------------------------------
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The checkpoint ``config`` names (its newest in the thread's namespace without a ``checkpoint_id``),
+        with its pending writes; None when there is none. One read transaction, two queries."""
+        thread_id, ns, checkpoint_id = _key_of(config)
+        with self.store.read() as tx:
+            repo = LangGraphRepo(tx.conn, tx.dialect)
+            rows = repo.chain(thread_id, ns, checkpoint_id, max_depth=self.policy.max_chain + 1)
+            if not rows:
+                return None
+            writes = repo.writes(rows[-1].key)
+        position = encoding.decode_chain(rows, self.serde)
+        self._remember(thread_id, ns, position)
+        return self._tuple(rows[-1], position, writes)
+
+    def list(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
+             before: RunnableConfig | None = None, limit: int | None = None) -> Iterator[CheckpointTuple]:
+        """Checkpoints newest first: of ``config``'s thread (and namespace, when it names one; every thread
+        when ``config`` is None), whose metadata holds ``filter``'s keys and values, before ``before``'s
+        checkpoint id, at most ``limit``. Each row of their chains is read and decoded once."""
+        conf = (config or {}).get("configurable") or {}
+        thread_id = conf.get("thread_id")
+        with self.store.read() as tx:
+            repo = LangGraphRepo(tx.conn, tx.dialect)
+            keys = repo.search(thread_id=None if thread_id is None else str(thread_id),
+                               checkpoint_ns=conf.get("checkpoint_ns"), checkpoint_id=conf.get("checkpoint_id"),
+                               metadata_filter=filter, before_id=get_checkpoint_id(before) if before else None,
+                               limit=limit)
+            if not keys:
+                return
+            rows = repo.with_ancestors(keys, max_depth=self.policy.max_chain + 1)
+            writes = repo.writes_of(keys)
+        positions = encoding.decode_many(rows, sorted(keys, key=lambda k: k[2]), self.serde)
+        for key in keys:
+            yield self._tuple(rows[key], positions[key], writes.get(key, []))
+
+    def _tuple(self, row: StoredRow, position: Position, writes: list[StoredWrite]) -> CheckpointTuple:
+        pending = [(w.task_id, w.channel, self.serde.loads_typed((w.type, w.blob)))
+                   for w in sorted(writes, key=lambda w: writes_sort_key(w.task_path, w.task_id, w.idx))]
+        parent = row.parent_key
+        return CheckpointTuple(config=_config(row.key), checkpoint=position.checkpoint(),  # type: ignore[arg-type]
+                               metadata=row.metadata,  # type: ignore[arg-type]
+                               parent_config=_config(parent) if parent is not None else None,
+                               pending_writes=pending)
+
+    # -- writing ---------------------------------------------------------------------------------------------
+
+    def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+            new_versions: ChannelVersions) -> RunnableConfig:
+        """Store ``checkpoint`` as a child of ``config``'s checkpoint, in ONE transaction of one INSERT: a
+        change against its parent when the saver holds the parent's position, else a snapshot. Returns the
+        checkpoint's config."""
+        thread_id, ns, parent_id = _key_of(config)
+        key = (thread_id, ns, checkpoint["id"])
+        parent = self._recall(thread_id, ns, parent_id) if parent_id != checkpoint["id"] else None
+        enc, position = encoding.encode(checkpoint, parent, new_versions, self.serde, self.policy)
+        meta = get_serializable_checkpoint_metadata(config, metadata)
+        run_id = meta.get("run_id")
+        row = {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"],
+               "parent_checkpoint_id": parent_id, "run_id": None if run_id is None else str(run_id),
+               "metadata": meta, **enc.columns()}
+        with self.store.transaction() as tx:
+            repo = LangGraphRepo(tx.conn, tx.dialect)
+            if not repo.insert(row):  # a re-put of a stored checkpoint: rare, rewrite it whole
+                self._snapshot_children(repo, [key])
+                tree, extras = encoding._tree_of(checkpoint)
+                enc, position = encoding.snapshot(checkpoint["id"], tree,
+                                                  encoding._own(checkpoint.get("channel_values") or {}),
+                                                  extras, self.serde)
+                repo.replace(key, {**row, **enc.columns()})
+        self._remember(thread_id, ns, position)
+        return _config(key)
+
+    def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
+                   task_path: str = "") -> None:
+        """Store a task's writes against ``config``'s checkpoint (one transaction). Special channels (errors,
+        interrupts, resumes) replace what the task stored under them before; others are written once."""
+        thread_id, ns, checkpoint_id = _key_of(config)
+        rows = []
+        for i, (channel, value) in enumerate(writes):
+            type_, blob = self.serde.dumps_typed(value)
+            rows.append({"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id,
+                         "task_id": task_id, "idx": WRITES_IDX_MAP.get(channel, i), "channel": channel,
+                         "type": type_, "blob": blob, "task_path": task_path})
+        if not rows:
+            return
+        with self.store.transaction() as tx:
+            LangGraphRepo(tx.conn, tx.dialect).put_writes(rows, upsert=all(w[0] in WRITES_IDX_MAP for w in writes))
+
+    def get_next_version(self, current: str | int | float | None, channel: None = None) -> str:
+        """A channel's next version: ``<n, 32 digits>.<random>``, as LangGraph's PostgreSQL saver makes them
+        (ordered as strings; unique, so that a fork never reuses a version of the branch it left)."""
+        if current is None:
+            n = 0
+        elif isinstance(current, (int, float)):
+            n = int(current)
+        else:
+            n = int(str(current).split(".")[0])
+        return f"{n + 1:032}.{random.random():016}"
+
+    # -- deleting and copying --------------------------------------------------------------------------------
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Every checkpoint and write of the thread, in every namespace."""
+        with self.store.transaction() as tx:
+            LangGraphRepo(tx.conn, tx.dialect).delete_threads([str(thread_id)])
+        self._forget([str(thread_id)])
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Every checkpoint whose metadata's ``run_id`` is one of ``run_ids``, with its writes, in one
+        transaction. A checkpoint kept that was stored as a change of one deleted is rewritten as a snapshot
+        first, and a checkpoint whose parent is deleted is left with no parent."""
+        run_ids = [str(r) for r in run_ids]
+        if not run_ids:
+            return
+        with self.store.transaction() as tx:
+            repo = LangGraphRepo(tx.conn, tx.dialect)
+            doomed = repo.keys_of_runs(run_ids)
+            self._drop(repo, doomed)
+        self._forget(sorted({k[0] for k in doomed}))
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Every checkpoint and write of ``source_thread_id`` again under ``target_thread_id`` (rows the target
+        already holds under the same checkpoint id are kept). Nothing happens when the source has none."""
+        with self.store.transaction() as tx:
+            LangGraphRepo(tx.conn, tx.dialect).copy_thread(str(source_thread_id), str(target_thread_id))
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """``"keep_latest"``: keep each namespace's newest checkpoint of each thread (with its writes, rewritten
+        as a snapshot with no parent when it was a change), delete the rest; ``"delete"``: delete everything of
+        the threads. One transaction.
+
+        Raises:
+            TypeError: ``thread_ids`` is a single string.
+            ValueError: unknown ``strategy``.
+        """
+        if isinstance(thread_ids, str):
+            raise TypeError("thread_ids must be a sequence of thread IDs, not a str")
+        if strategy not in PRUNE_STRATEGIES:
+            raise ValueError(f"Unknown prune strategy: {strategy!r}")
+        ids = [str(t) for t in thread_ids]
+        if not ids:
+            return
+        with self.store.transaction() as tx:
+            repo = LangGraphRepo(tx.conn, tx.dialect)
+            if strategy == "delete":
+                repo.delete_threads(ids)
+            else:
+                keys = repo.keys_of_threads(ids)  # oldest first within each (thread, namespace)
+                latest = {k[:2]: k for k in keys}
+                self._drop(repo, [k for k in keys if latest[k[:2]] != k])
+        self._forget(ids)
+
+    def _drop(self, repo: LangGraphRepo, doomed: Sequence[Key]) -> None:
+        """Delete checkpoints ``doomed`` after rewriting as snapshots, without a parent, the checkpoints kept
+        that hang on them."""
+        if not doomed:
+            return
+        doomed_set = set(doomed)
+        self._snapshot_children(repo, doomed, skip=doomed_set, orphan=True)
+        repo.orphan(doomed)
+        repo.delete(doomed)
+
+    def _snapshot_children(self, repo: LangGraphRepo, parents: Sequence[Key], *, skip: set[Key] = frozenset(),
+                           orphan: bool = False) -> None:
+        """Rewrite as snapshots the delta rows stored as changes of ``parents`` (but ``skip``)."""
+        kids = [k for k in repo.children(parents) if k not in skip]
+        if not kids:
+            return
+        rows = repo.with_ancestors(kids, max_depth=self.policy.max_chain + 1)
+        positions = encoding.decode_many(rows, kids, self.serde)
+        for kid in kids:
+            p = positions[kid]
+            enc, _ = encoding.snapshot(kid[2], p.tree, p.values, p.extras, self.serde)
+            columns = enc.columns()
+            if orphan:
+                columns["parent_checkpoint_id"] = None
+            repo.replace(kid, columns)
+
+    # -- async: the sync methods in a worker thread -----------------------------------------------------------
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return await asyncio.to_thread(self.get_tuple, config)
+
+    async def alist(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
+                    before: RunnableConfig | None = None, limit: int | None = None) -> AsyncIterator[CheckpointTuple]:
+        found = await asyncio.to_thread(lambda: [*self.list(config, filter=filter, before=before, limit=limit)])
+        for item in found:
+            yield item
+
+    async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+                   new_versions: ChannelVersions) -> RunnableConfig:
+        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
+                          task_path: str = "") -> None:
+        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await asyncio.to_thread(self.delete_thread, thread_id)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await asyncio.to_thread(self.delete_for_runs, run_ids)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
+
+
+class AsyncHazelSaver(HazelSaver):
+    """``HazelSaver`` for async graphs: ``async with AsyncHazelSaver.from_conn_string(url) as saver``. Its async
+    methods run the store's work in a worker thread, so the event loop never waits on the database; the sync
+    methods work too."""
+
+    @classmethod
+    @asynccontextmanager
+    async def from_conn_string(cls, conn_string: str | None = None, *,  # type: ignore[override]
+                               serde: SerializerProtocol | None = None,
+                               **store_options: Any) -> AsyncIterator["AsyncHazelSaver"]:
+        """As ``HazelSaver.from_conn_string``, as an async context manager.
+
+        Raises:
+            store.SchemaNotReadyError: the database holds an older Hazel schema (run ``hazel db upgrade``).
+        """
+        store = await asyncio.to_thread(_open_store, conn_string, store_options)
+        try:
+            yield cls(store, serde=serde)
+        finally:
+            await asyncio.to_thread(store.dispose)
+
+    async def asetup(self) -> None:
+        """``setup`` in a worker thread."""
+        await asyncio.to_thread(self.setup)
+
+
+def _open_store(conn_string: str | None, options: dict[str, Any]) -> Store:
+    if conn_string is None:
+        from bot.settings import Settings
+
+        settings = Settings()
+        conn_string = settings.database_url
+        options = {"sqlite_synchronous": settings.sqlite_synchronous, **options}
+    store = Store(conn_string, **options)
+    try:
+        store.ensure_schema()
+    except BaseException:
+        store.dispose()
+        raise
+    return store

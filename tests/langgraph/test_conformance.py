@@ -1,0 +1,41 @@
+"""``HazelSaver`` and ``AsyncHazelSaver`` against LangGraph's own conformance suite (``langgraph-checkpoint-conformance``:
+``validate()``), on SQLite and PostgreSQL: every base capability and every extended one (delete_for_runs,
+copy_thread, prune) must be detected and pass."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+pytest.importorskip("langgraph.checkpoint.conformance", reason="pip install -e '.[test]' (the langgraph extra)")
+
+from langgraph.checkpoint.conformance import checkpointer_test, validate  # noqa: E402
+from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES  # noqa: E402
+
+from hazel.langgraph import AsyncHazelSaver, HazelSaver  # noqa: E402
+
+
+def _assert_full(report) -> None:  # noqa: ANN001
+    failures = {name: r.failures for name, r in report.results.items() if r.passed is not True}
+    assert not failures, failures
+    assert {c.value for c in ALL_CAPABILITIES} == {n for n, r in report.results.items() if r.detected}
+    assert report.conformance_level() == "FULL"
+
+
+def test_sync_saver_passes_every_capability(db_url: str) -> None:
+    @checkpointer_test(name="HazelSaver")
+    async def saver():  # noqa: ANN202
+        with HazelSaver.from_conn_string(db_url) as s:
+            yield s
+
+    _assert_full(asyncio.run(validate(saver)))
+
+
+def test_async_saver_passes_every_capability(db_url: str) -> None:
+    @checkpointer_test(name="AsyncHazelSaver")
+    async def saver():  # noqa: ANN202
+        async with AsyncHazelSaver.from_conn_string(db_url) as s:
+            yield s
+
+    _assert_full(asyncio.run(validate(saver)))
