@@ -108,6 +108,17 @@ class Settings(BaseSettings):
     api_tokens: SecretStr | None = Field(None, validation_alias="HAZEL_API_TOKENS")
     """Several REST API callers: ``name=token`` pairs, comma-separated; each token acts as its name."""
 
+    base_url: str | None = Field(None, validation_alias="HAZEL_BASE_URL")
+    """Where people reach ``hazel serve``, e.g. ``https://hazel.example.com`` (the run pages' links; without it
+    Slack cards, Jira issues and ``hazel link`` carry no "View run" link)."""
+    web_secret: SecretStr | None = Field(None, validation_alias="HAZEL_WEB_SECRET")
+    """Signs "View run" links and the run pages' session cookies (a long random string, the same on every
+    ``hazel serve``; without it the run pages are off and no link is rendered)."""
+    link_ttl_sec: float = Field(7 * 24 * 3600.0, gt=0, validation_alias="HAZEL_LINK_TTL_SEC")
+    """How long a "View run" link works after it was made (default 7 days)."""
+    web_session_sec: float = Field(12 * 3600.0, gt=0, validation_alias="HAZEL_WEB_SESSION_SEC")
+    """How long a run pages' session (a sign-in at ``/login`` or an opened link) lasts (default 12 hours)."""
+
     hook_urls: str = Field("", validation_alias="HAZEL_HOOK_URLS")
     """Comma-separated URLs that receive run events (``bot.ops.hooks``); each event is POSTed to each URL."""
     hook_secret: SecretStr | None = Field(None, validation_alias="HAZEL_HOOK_SECRET")

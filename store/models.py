@@ -13,8 +13,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-ChannelName = Literal["console", "slack", "jira", "api", "timeout", "system"]
-"""Where an actor acted from. ``timeout`` and ``system`` are Hazel itself, never a person."""
+ChannelName = Literal["console", "slack", "jira", "api", "web", "timeout", "system"]
+"""Where an actor acted from (``web``: the run pages, as a REST token's name or the person a signed link
+names). ``timeout`` and ``system`` are Hazel itself, never a person."""
 
 
 class RunStatus(str, enum.Enum):

@@ -36,8 +36,9 @@ from bot.engine.errors import ConfigurationError
 
 CHANNELS = ("console", "api", "slack", "jira")
 """The channels a person file entry lists identities for."""
-NAMED_CHANNELS = ("console", "api")
-"""Channels whose identities are names: an unclaimed one is the person of that name."""
+NAMED_CHANNELS = ("console", "api", "web")
+"""Channels whose identities are names: an unclaimed one is the person of that name. The run pages (``web``)
+act as a REST token's name or a person's name: the console and REST API namespace."""
 
 EmailSource = str | Callable[[], str | None] | None
 """An identity's email as the channel reported it, or a function that asks the channel (called only when the
@@ -161,7 +162,7 @@ class People:
     def person_of(self, channel: str, identity: str, *, email: EmailSource = None) -> str:
         """Who ``identity`` on ``channel`` is (see the module docstring). ``email`` is looked up only when
         nobody claims the identity and some person has an email."""
-        claimed = self._claims.get((channel, identity))
+        claimed = self._claims.get(("api" if channel == "web" else channel, identity))
         if claimed is not None:
             return claimed
         if self._emails and email is not None:

@@ -42,7 +42,7 @@ def is_approver(approvers: Approvers, actor: Actor, people: People) -> bool:
     mine = people.identities_of(person)
     if actor.acting_for is None:  # the identity used counts too (it may not be in the file)
         mine = {**mine, actor.channel: mine.get(actor.channel, frozenset()) | {actor.id}}
-    names = mine.get("console", frozenset()) | mine.get("api", frozenset())
+    names = mine.get("console", frozenset()) | mine.get("api", frozenset()) | mine.get("web", frozenset())
     if names & set(approvers.users) or mine.get("slack", frozenset()) & set(approvers.slack_users) \
             or mine.get("jira", frozenset()) & set(approvers.jira_users):
         return True

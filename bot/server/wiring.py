@@ -69,6 +69,9 @@ def http_routers(hazel: "HazelApp", settings: Settings) -> list["APIRouter"]:
     from bot.inbound.api import api_router
 
     routers.append(api_router(hazel, settings))  # always mounted; without a token it answers 503
+    from bot.inbound.web import web_router
+
+    routers.append(web_router(hazel, settings))  # the run pages; without HAZEL_WEB_SECRET they answer 503
     if settings.jira_configured:
         from bot.inbound.jira import jira_router
 

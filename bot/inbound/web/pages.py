@@ -1,0 +1,130 @@
+"""What each run page shows, read through the engine's boundary (``Hazel``'s reading methods, one read
+transaction each): the list of runs, a run with its tree and pending request, the state at a checkpoint, a
+diff between two checkpoints. No store access of its own, no permission logic (``Hazel.access`` says what
+the person may do)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from bot.inbound.web.diff import FieldDiff, state_diff
+from bot.inbound.web.graph import Graph, layout
+from store.models import CheckpointInfo, Decision, Run, RunStatus, SteeringRequest, node_label
+
+if TYPE_CHECKING:
+    from bot.engine import Access, Hazel
+    from store.models import Actor, RequestView
+
+PAGE_SIZE = 25
+"""Runs per page of ``/runs``."""
+
+
+@dataclass
+class RunPage:
+    """A run as ``/runs/{id}`` shows it."""
+
+    run: Run
+    checkpoints: list[CheckpointInfo]
+    decisions: list[Decision]
+    requests: list[SteeringRequest]
+    graph: Graph
+    pending: "RequestView | None" = None
+    access: "Access | None" = None
+    may_rewind: bool = False
+    request_of: dict[int, SteeringRequest] = field(default_factory=dict)
+
+
+def run_page(hazel: "Hazel", run_id: str, actor: "Actor | None") -> RunPage:
+    """The run, its checkpoint tree, its pending request and what ``actor`` may do (None: view only).
+
+    Raises:
+        RunNotFoundError.
+    """
+    run = hazel.get(run_id=run_id)
+    checkpoints = hazel.checkpoints(run_id=run_id)
+    decisions = hazel.decisions(run_id=run_id)
+    requests = hazel.requests(run_id=run_id)
+    graph = layout(checkpoints, head_seq=run.head_seq, decisions=decisions, points={r.point for r in requests})
+    page = RunPage(run=run, checkpoints=checkpoints, decisions=decisions, requests=requests, graph=graph,
+                   request_of={r.id: r for r in requests})
+    pending = next((r for r in requests if r.status.value == "pending"), None)
+    if pending is not None:
+        page.pending = hazel.request_view(request_id=pending.id)
+        if actor is not None:
+            page.access = hazel.access(request_id=pending.id, actor=actor)
+            page.may_rewind = page.access.may("rewind")
+    elif actor is not None and run.status is not RunStatus.RUNNING:
+        page.may_rewind = True  # an ended run: the engine decides who may (its refusal is shown)
+    return page
+
+
+@dataclass
+class RunsPage:
+    runs: list[Run]
+    pending: dict[str, SteeringRequest]
+    page: int
+    more: bool
+    mine: bool
+
+
+def runs_page(hazel: "Hazel", *, statuses: list[str], workflow: str | None, page: int, mine: bool,
+              actor: "Actor | None") -> RunsPage:
+    """A page of runs, newest first; ``mine``: only runs with a request ``actor`` may decide now."""
+    if mine:
+        waiting = hazel.waiting_on(actor=actor, limit=500) if actor is not None else []
+        ids = list(dict.fromkeys(v.run.id for v in waiting))
+        runs = sorted((v.run for v in {v.run.id: v for v in waiting}.values()), key=lambda r: r.created_at,
+                      reverse=True)
+        runs = [r for r in runs if (not statuses or r.status.value in statuses)
+                and (not workflow or r.workflow == workflow)]
+        chunk = runs[page * PAGE_SIZE:(page + 1) * PAGE_SIZE]
+        pending = {v.run.id: v.request for v in waiting if v.run.id in ids}
+        return RunsPage(chunk, pending, page, len(runs) > (page + 1) * PAGE_SIZE, True)
+    found = hazel.runs(statuses=statuses or None, workflow=workflow or None, limit=PAGE_SIZE + 1,
+                       offset=page * PAGE_SIZE)
+    runs = found[:PAGE_SIZE]
+    return RunsPage(runs, hazel.pending_requests(run_ids=[r.id for r in runs]), page, len(found) > PAGE_SIZE,
+                    False)
+
+
+def pretty(value: Any) -> str:
+    """A value as a page shows it: text as it is, anything else as indented JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def fields_of(tree: Any) -> list[tuple[str, Any]]:
+    """A state's fields, in order (a state that is not an object: one field ``state``)."""
+    return list(tree.items()) if isinstance(tree, dict) else [("state", tree)]
+
+
+def label(cp: CheckpointInfo) -> str:
+    """``#3 draft``, with the node's readable name."""
+    return f"#{cp.seq} {node_label(cp.step)}"
+
+
+@dataclass
+class DiffPage:
+    a: CheckpointInfo
+    b: CheckpointInfo
+    fields: list[FieldDiff]
+
+
+def diff_page(hazel: "Hazel", run_id: str, checkpoints: list[CheckpointInfo], a: int, b: int) -> DiffPage:
+    """The field-by-field diff of the states at checkpoints ``a`` and ``b``.
+
+    Raises:
+        CheckpointNotFoundError: either does not exist.
+    """
+    from bot.engine import CheckpointNotFoundError
+
+    by_seq = {c.seq: c for c in checkpoints}
+    for seq in (a, b):
+        if seq not in by_seq:
+            raise CheckpointNotFoundError(f"run {run_id} has no checkpoint #{seq}")
+    old = hazel.state_tree_at(run_id=run_id, seq=a)
+    new = hazel.state_tree_at(run_id=run_id, seq=b)
+    return DiffPage(by_seq[a], by_seq[b], state_diff(old, new))

@@ -1,0 +1,292 @@
+"""The run pages of ``hazel serve`` (server-rendered HTML, Jinja2 with autoescape; no script, nothing from
+another host):
+
+- ``GET /runs``: runs, newest first, filtered by status, workflow and "waiting on me", paged;
+- ``GET /runs/{id}``: the checkpoint tree, the pending request and its actions; ``?t=`` opens a signed link;
+- ``GET /runs/{id}/checkpoints/{seq}``: the state at a checkpoint;
+- ``GET /runs/{id}/diff?a=&b=``: a field-by-field diff of two checkpoints' states;
+- ``GET /runs/{id}/audit``: the audit log;
+- ``POST /runs/{id}/decide`` (approve, reject, feedback) and ``POST /runs/{id}/rewind``: through
+  ``Hazel.decide`` / ``Hazel.rewind`` as the person the session names, on the channel ``web``;
+- ``GET|POST /login``, ``POST /logout``; ``GET /static/hazel.css``.
+
+Who may see what is ``bot.inbound.web.auth``; what a page holds is ``bot.inbound.web.pages``.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+from urllib.parse import quote
+
+import jinja2
+from fastapi import APIRouter, Form, Query, Request
+from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
+
+from bot.engine import AlreadyDecidedError, HazelError, NotAllowedError, RunNotFoundError, log_context
+from bot.inbound.api import api_tokens, hazel_error_response
+from bot.inbound.web import pages
+from bot.inbound.web.auth import HEADERS, Refused, WebAuth
+from bot.inbound.web.links import Signer
+from bot.settings import Settings
+from store.models import RunStatus, node_label, past_tense
+
+if TYPE_CHECKING:
+    from bot.engine import Hazel
+    from bot.inbound.web.links import Session
+
+log = logging.getLogger("hazel.web")
+HERE = Path(__file__).parent
+WEB_ACTIONS = ("approve", "reject", "feedback")
+"""Decisions the pages offer (``edit`` stays with Slack, Jira, the CLI and the REST API)."""
+MAX_TEXT_CHARS = 20_000
+
+
+def environment() -> jinja2.Environment:
+    """The templates, every one autoescaped (stored text is escaped everywhere)."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
+                             trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
+    env.filters.update(pretty=pages.pretty, node=node_label, past=past_tense,
+                       when=lambda t: f"{t:%Y-%m-%d %H:%M:%S} UTC" if t else "")
+    env.globals.update(fields_of=pages.fields_of, label=pages.label, statuses=[s.value for s in RunStatus])
+    return env
+
+
+def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
+    """The run pages' router (see the module docstring). Without ``HAZEL_WEB_SECRET`` every page answers 503
+    saying so.
+
+    Raises:
+        ConfigurationError: malformed ``HAZEL_API_TOKENS``.
+    """
+    router = APIRouter(include_in_schema=False)
+    env = environment()
+    tokens = api_tokens(settings)
+
+    def html(name: str, status: int = 200, **context: Any) -> HTMLResponse:
+        context = {"session": None, "flash": None, "path": "", "sign_in": False, **context}
+        return HTMLResponse(env.get_template(name).render(**context), status_code=status, headers=HEADERS)
+
+    @router.get("/static/hazel.css")
+    def css() -> FileResponse:
+        return FileResponse(HERE / "static" / "hazel.css", media_type="text/css",
+                            headers={"Cache-Control": "max-age=3600", "X-Content-Type-Options": "nosniff"})
+
+    try:
+        auth = WebAuth(hazel, Signer(settings), tokens)
+    except ValueError:
+        @router.api_route("/{path:path}", methods=["GET", "POST"])
+        def off(request: Request, path: str) -> HTMLResponse:
+            if not (path == "login" or path == "logout" or path == "runs" or path.startswith("runs/")):
+                return HTMLResponse("not found", status_code=404, headers=HEADERS)
+            return html("message.html", 503, title="Run pages are off", session=None,
+                        message="The run pages are off: set HAZEL_WEB_SECRET (and HAZEL_BASE_URL for links).")
+        return router
+
+    def render(request: Request, session: "Session | None", name: str, status: int = 200,
+             **context: Any) -> HTMLResponse:
+        flash = session.flash if session is not None else None
+        response = html(name, status, session=session, flash=flash, path=request.url.path, **context)
+        if flash is not None and session is not None:
+            auth.save(response, auth.flashed(session, None))
+        return response
+
+    def refused(request: Request, exc: Refused) -> Response:
+        if exc.status == 401 and request.method == "GET" and "t" not in request.query_params:
+            target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+            return RedirectResponse(f"/login?next={quote(target)}", status_code=303, headers=HEADERS)
+        return html("message.html", exc.status, title="Not allowed" if exc.status == 403 else "Sign in",
+                    message=str(exc), session=None, sign_in=True)
+
+    def guarded(handler):  # noqa: ANN001, ANN202
+        """Answers ``Refused`` with the sign-in page (401) or a refusal (403), and an unknown run with 404."""
+        import functools
+
+        @functools.wraps(handler)
+        def wrapper(request: Request, *args: Any, **kwargs: Any) -> Response:
+            with log_context(run_id=request.path_params.get("run_id")):
+                try:
+                    return handler(request, *args, **kwargs)
+                except Refused as exc:
+                    return refused(request, exc)
+                except RunNotFoundError as exc:
+                    return html("message.html", 404, title="No such run", message=str(exc), session=None)
+        return wrapper
+
+    # -- sign-in ---------------------------------------------------------------------------------------
+
+    def safe_next(target: str | None) -> str:
+        return target if target and target.startswith("/") and not target.startswith("//") else "/runs"
+
+    @router.get("/login")
+    def login_form(request: Request, next: str | None = None) -> HTMLResponse:
+        from bot.inbound.web.links import Session
+
+        session = auth.session(request)
+        fresh = session is None
+        session = session or Session()
+        response = html("login.html", session=session, next=safe_next(next), enabled=auth.sign_in_enabled,
+                        error=None, flash=None, path="/login")
+        if fresh:
+            auth.save(response, session)
+        return response
+
+    @router.post("/login")
+    def login(request: Request, token: Annotated[str, Form()] = "", csrf: Annotated[str, Form()] = "",
+              next: Annotated[str, Form()] = "/runs") -> Response:
+        session = auth.session(request)
+        try:
+            auth.check_csrf(session, csrf)
+            signed_in = auth.sign_in(request, token)
+        except Refused as exc:
+            return html("login.html", exc.status, session=session, next=safe_next(next),
+                        enabled=auth.sign_in_enabled, error=str(exc), flash=None, path="/login")
+        log.info("web: %s signed in", signed_in.identity)
+        response = RedirectResponse(safe_next(next), status_code=303, headers=HEADERS)
+        auth.save(response, signed_in)
+        return response
+
+    @router.post("/logout")
+    @guarded
+    def logout(request: Request, csrf: Annotated[str, Form()] = "") -> Response:
+        auth.check_csrf(auth.session(request), csrf)
+        response = RedirectResponse("/login", status_code=303, headers=HEADERS)
+        auth.forget(response)
+        return response
+
+    # -- reading ---------------------------------------------------------------------------------------
+
+    @router.get("/runs")
+    @guarded
+    def runs(request: Request, status: Annotated[list[str] | None, Query()] = None, workflow: str | None = None,
+             mine: bool = False, page: Annotated[int, Query(ge=0)] = 0) -> Response:
+        session = auth.viewer(request)
+        valid = [s for s in (status or []) if s in {x.value for x in RunStatus}]
+        actor = auth.actor(session, "") if session.identity else None
+        found = pages.runs_page(hazel, statuses=valid, workflow=workflow, page=page, mine=mine, actor=actor)
+        query = [("status", s) for s in valid] + ([("workflow", workflow)] if workflow else []) + \
+            ([("mine", "1")] if mine else [])
+        return render(request, session, "runs.html", found=found, chosen=valid, workflow=workflow or "",
+                     mine=mine, query=query)
+
+
+    @router.get("/runs/{run_id}")
+    @guarded
+    def run(request: Request, run_id: str, t: str | None = None) -> Response:
+        if t is not None:  # opening a link: remember it in the session, then drop the token from the address
+            session = auth.open_link(request, run_id, t)
+            response = RedirectResponse(f"/runs/{run_id}", status_code=303, headers=HEADERS)
+            auth.save(response, session)
+            return response
+        session = auth.viewer(request, run_id)
+        return run_view(request, session, run_id)
+
+    def run_view(request: Request, session: "Session", run_id: str, *, error: str | None = None,
+                 status: int = 200) -> Response:
+        actor = auth.actor(session, run_id)
+        data = pages.run_page(hazel, run_id, actor)
+        return render(request, session, "run.html", status, p=data, actor=actor, error=error,
+                     web_actions=WEB_ACTIONS, nonce=secrets.token_urlsafe(12))
+
+    @router.get("/runs/{run_id}/checkpoints/{seq}")
+    @guarded
+    def state(request: Request, run_id: str, seq: int) -> Response:
+        session = auth.viewer(request, run_id)
+        run_ = hazel.get(run_id=run_id)
+        checkpoints = hazel.checkpoints(run_id=run_id)
+        cp = next((c for c in checkpoints if c.seq == seq), None)
+        if cp is None:
+            return render(request, session, "message.html", 404, title="No such checkpoint",
+                         message=f"run {run_id} has no checkpoint #{seq}")
+        tree = hazel.state_tree_at(run_id=run_id, seq=seq)
+        return render(request, session, "state.html", run=run_, cp=cp, tree=tree, checkpoints=checkpoints)
+
+    @router.get("/runs/{run_id}/diff")
+    @guarded
+    def diff(request: Request, run_id: str, a: int | None = None, b: int | None = None) -> Response:
+        session = auth.viewer(request, run_id)
+        run_ = hazel.get(run_id=run_id)
+        checkpoints = hazel.checkpoints(run_id=run_id)
+        b = run_.head_seq if b is None else b
+        by_seq = {c.seq: c for c in checkpoints}
+        if a is None:
+            a = by_seq[b].parent_seq if b in by_seq and by_seq[b].parent_seq is not None else b
+        try:
+            found = pages.diff_page(hazel, run_id, checkpoints, a, b)
+        except HazelError as exc:
+            return render(request, session, "message.html", 404, title="No such checkpoint", message=str(exc))
+        return render(request, session, "diff.html", run=run_, d=found, checkpoints=checkpoints)
+
+    @router.get("/runs/{run_id}/audit")
+    @guarded
+    def audit(request: Request, run_id: str) -> Response:
+        session = auth.viewer(request, run_id)
+        return render(request, session, "audit.html", run=hazel.get(run_id=run_id),
+                     events=hazel.audit(run_id=run_id))
+
+    # -- acting ----------------------------------------------------------------------------------------
+
+    def acting(request: Request, run_id: str, csrf: str):  # noqa: ANN202
+        session = auth.viewer(request, run_id)
+        auth.check_csrf(session, csrf)
+        actor = auth.actor(session, run_id)
+        if actor is None:
+            raise Refused(403, "this link shows the run only: sign in to act on it")
+        return session, actor
+
+    def done(request: Request, session: "Session", run_id: str, outcome: Any, what: str) -> Response:
+        if outcome.run_status is RunStatus.READY and not hazel.has_ready_listeners:
+            def drive() -> None:  # no worker pool in this process (tests, embedding): continue the run here
+                try:
+                    with log_context(run_id=run_id):
+                        hazel.drive(run_id=run_id)
+                except Exception:  # the run stays as committed; a worker or `hazel retry` picks it up
+                    log.exception("web: executing run %s in the background failed", run_id)
+            threading.Thread(target=drive, name=f"hazel-web-run-{run_id}", daemon=True).start()
+        response = RedirectResponse(f"/runs/{run_id}", status_code=303, headers=HEADERS)
+        auth.save(response, auth.flashed(session, what))
+        return response
+
+    def failed(request: Request, session: "Session", run_id: str, exc: HazelError) -> Response:
+        status = hazel_error_response(exc).status_code
+        if not isinstance(exc, (NotAllowedError, AlreadyDecidedError)):
+            log.info("web: refused on run %s: %s", run_id, exc)
+        return run_view(request, session, run_id, error=str(exc), status=status)
+
+    @router.post("/runs/{run_id}/decide")
+    @guarded
+    def decide(request: Request, run_id: str, action: Annotated[str, Form()], csrf: Annotated[str, Form()] = "",
+               request_id: Annotated[int | None, Form()] = None, text: Annotated[str, Form()] = "",
+               nonce: Annotated[str, Form(max_length=64)] = "") -> Response:
+        session, actor = acting(request, run_id, csrf)
+        if action not in WEB_ACTIONS:
+            return failed(request, session, run_id, NotAllowedError(f"{action!r} cannot be decided from the page"))
+        text = text.strip()[:MAX_TEXT_CHARS]
+        payload = {"reject": {"reason": text}, "feedback": {"text": text}}.get(action, {})
+        try:
+            outcome = hazel.decide(run_id=run_id, action=action, actor=actor, payload=payload,
+                                   request_id=request_id, delivery_id=f"{actor.id}:{nonce}" if nonce else None)
+        except HazelError as exc:
+            return failed(request, session, run_id, exc)
+        log.info("web: %s decided %s on run %s", actor.id, action, run_id)
+        return done(request, session, run_id, outcome, f"{past_tense(action).capitalize()} as {actor.label}.")
+
+    @router.post("/runs/{run_id}/rewind")
+    @guarded
+    def rewind(request: Request, run_id: str, to: Annotated[int, Form()], csrf: Annotated[str, Form()] = "",
+               request_id: Annotated[int | None, Form()] = None, feedback: Annotated[str, Form()] = "",
+               nonce: Annotated[str, Form(max_length=64)] = "") -> Response:
+        session, actor = acting(request, run_id, csrf)
+        try:
+            outcome = hazel.rewind(run_id=run_id, actor=actor, to=to, feedback=feedback.strip()[:MAX_TEXT_CHARS]
+                                   or None, request_id=request_id,
+                                   delivery_id=f"{actor.id}:{nonce}" if nonce else None)
+        except HazelError as exc:
+            return failed(request, session, run_id, exc)
+        log.info("web: %s rewound run %s to #%s", actor.id, run_id, to)
+        return done(request, session, run_id, outcome, f"Rewound to checkpoint #{to} as {actor.label}.")
+
+    return router
