@@ -38,6 +38,7 @@ from bot.engine.errors import (
 )
 from bot.engine.people import EmailSource, People
 from bot.engine.inputs import check_hooks, validate_input
+from bot.engine.lgraph import LangGraphWorkflow
 from bot.engine.reads import Reads
 from bot.engine.requests import Requests
 from bot.engine.registry import Registry
@@ -95,6 +96,9 @@ class Hazel(Reads, Requests):
         self.people = people if people is not None else People.load(self.settings.people_file)
         if load_workflows:
             self.load_workflows()
+        for wf in self.registry.all():  # a LangGraph graph compiled without a checkpointer: one on this store
+            if isinstance(wf, LangGraphWorkflow):
+                wf.bind(self.store)
         self._ready_listeners: list[Callable[[str], None]] = []
         self._outbox_listeners: list[Callable[[], None]] = []
         self._held: dict[str, Claim] = {}

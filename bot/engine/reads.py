@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 from pydantic import BaseModel
 
 from bot.engine.errors import CheckpointNotFoundError, RunNotFoundError
-from bot.engine.versions import decode_state
+from bot.engine.versions import decode_state, find_point
 from store.metrics import MetricsSnapshot
 from store.models import AuditEvent, CheckpointInfo, Decision, OutboxMessage, Run, SteeringRequest
 
@@ -186,7 +186,7 @@ class Reads:
                 raise NoPendingRequestError(f"no steering request {request_id}")
             loaded = tx.checkpoints.load(run.id, request.checkpoint_seq)
         wf = self.registry.find(run.workflow, run.workflow_version)
-        point = wf.nodes.get(request.point) if wf is not None else None
+        point = find_point(wf, request.point, loaded.tree if loaded is not None else None)
         field = getattr(point, "show", None)
         tree = loaded.tree if loaded is not None else None
         return Shown(field, tree.get(field) if field and isinstance(tree, dict) else tree)

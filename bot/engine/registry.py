@@ -73,6 +73,7 @@ class Registry:
         for target in targets:
             module = _import(target, base)
             found = [v for v in vars(module).values() if isinstance(v, Workflow)]
+            found += [v for v in getattr(module, "__hazel_workflows__", ()) if v not in found]  # register()
             if not found:
                 raise WorkflowDefinitionError(f"module {target!r} defines no Workflow at its top level")
             for wf in found:

@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ValidationError
 
-from bot.engine import transitions, versions
+from bot.engine import lgraph, transitions, versions
 from bot.engine.clock import utcnow
 from bot.engine.errors import StepContractError, VersionUnavailableError
 from bot.engine.leases import Leases, make_owner
@@ -232,12 +232,13 @@ class Runner:
                 result.status = RunStatus.COMPLETED
                 self.on_outbox()
                 return
-            node = wf.nodes[node_name]
+            node = lgraph.node_at(wf, node_name, lambda: position.tree)
             if isinstance(node, SteeringPoint):
                 with self.store.transaction() as tx:
                     tx.runs.advance(run.id, token=token, now=now, status=RunStatus.WAITING)
-                    transitions.open_request(tx, run_id=run.id, wf=wf, point=node, checkpoint_seq=seq, now=now,
-                                             steps=result.steps, asked=asked)
+                    for point in lgraph.points_asked(wf, node, position.tree):
+                        transitions.open_request(tx, run_id=run.id, wf=wf, point=point, checkpoint_seq=seq,
+                                                 now=now, steps=result.steps, asked=asked)
                 result.status = RunStatus.WAITING
                 self.on_outbox()
                 return
@@ -253,15 +254,15 @@ class Runner:
             try:
                 new_state = self._timed_call(node, wf, state, ctx)
                 next_name = wf.target(ctx._goto) if ctx._goto else wf.next_of(node.name)  # END: None, the end
-                if next_name is not None and next_name not in wf.nodes:
-                    raise StepContractError(f"step {node.name!r} routed to unknown node {next_name!r}")
                 new_tree = wf.codec.encode(new_state)
+                if next_name is not None and lgraph.find_node(wf, next_name, lambda: new_tree) is None:
+                    raise StepContractError(f"step {node.name!r} routed to unknown node {next_name!r}")
             except Exception as exc:  # the step's own error: retry or fail, never crash the worker
                 result.status = self._failed(run, wf, node, token, attempt + 1, exc)
                 return
             done = [*result.steps, node.name]
             last_seq += 1
-            next_node = wf.nodes.get(next_name) if next_name else None
+            next_node = lgraph.find_node(wf, next_name, lambda: new_tree) if next_name else None
             status = (RunStatus.COMPLETED if next_node is None else
                       RunStatus.WAITING if isinstance(next_node, SteeringPoint) else RunStatus.RUNNING)
             checkpoint = NewCheckpoint(run_id=run.id, seq=last_seq, parent_seq=seq, branch=branch, step=node.name,
@@ -276,8 +277,9 @@ class Runner:
                     with tx.pipeline():  # PostgreSQL: the statements sent together, the fence checked after
                         written = tx.checkpoints.write_later(checkpoint, new_tree, position, fence=fence)
                         if isinstance(next_node, SteeringPoint):
-                            transitions.open_request(tx, run_id=run.id, wf=wf, point=next_node,
-                                                     checkpoint_seq=last_seq, now=now, steps=done, asked=asked)
+                            for point in lgraph.points_asked(wf, next_node, new_tree):
+                                transitions.open_request(tx, run_id=run.id, wf=wf, point=point,
+                                                         checkpoint_seq=last_seq, now=now, steps=done, asked=asked)
                         else:
                             transitions.end_run(tx, run_id=run.id, status=RunStatus.COMPLETED, now=now,
                                                 by=SYSTEM, steps=done, asked=asked)

@@ -24,7 +24,7 @@ from bot.engine import deadlines
 from bot.engine.errors import AlreadyDecidedError, HazelError
 from bot.engine.registry import Registry
 from bot.engine.steering import Steering
-from bot.engine.versions import target_workflow
+from bot.engine.versions import request_point, target_workflow
 from bot.engine.workflow import SteeringPoint
 from store import Store, Tx
 from store.models import TIMEOUT, OutboxKind, RunStatus, SteeringRequest
@@ -67,7 +67,7 @@ class Timeouts:
                 return Fired()  # handled meanwhile, or another scheduler holds it now
             run = tx.runs.get(request.run_id)
             wf = target_workflow(self.registry, run) if run is not None else None
-            point = wf.nodes.get(request.point) if wf is not None else None
+            point = request_point(tx, wf, run, request) if run is not None else None
             if not isinstance(point, SteeringPoint):
                 log.warning("scheduler: request %s waits at %r of %s v%s, which is not deployed; looking again "
                             "in %.0f s", request.id, request.point, run.workflow if run else "?",

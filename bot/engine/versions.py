@@ -16,11 +16,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from bot.engine import lgraph
 from bot.engine.errors import VersionUnavailableError
 from bot.engine.registry import Registry
 from bot.engine.workflow import MIGRATE_NODE, SteeringPoint, Workflow
 from store import NewCheckpoint, Tx
-from store.models import SYSTEM, Run
+from store.models import SYSTEM, Run, SteeringRequest
 
 
 def target_workflow(registry: Registry, run: Run) -> Workflow | None:
@@ -128,15 +129,36 @@ def decode_state(registry: Registry, run: Run, version: int, tree: Any) -> Any:
     return target.codec.decode(migrate_tree(target, version, tree, run_id=run.id))
 
 
-def point_in(target: Workflow, name: str, run: Run) -> SteeringPoint:
-    """The steering point ``name`` in ``target``.
+def point_in(target: Workflow, name: str, run: Run, *, tree: Any = None) -> SteeringPoint:
+    """The steering point ``name`` in ``target`` (a LangGraph workflow's are in the tree of the checkpoint
+    the request was asked at: ``tree``; see ``bot.engine.lgraph``).
 
     Raises:
         VersionUnavailableError: ``target`` has no such steering point.
     """
-    node = target.nodes.get(name)
+    node = lgraph.find_node(target, name, lambda: tree)
     if not isinstance(node, SteeringPoint):
         raise VersionUnavailableError(
             f"run {run.id} waits at {name!r}, which {target.label} does not have as a steering point; it stays "
             f"on v{run.workflow_version}")
     return node
+
+
+def request_point(tx: Tx, wf: Workflow | None, run: Run, request: SteeringRequest) -> SteeringPoint | None:
+    """The steering point ``request`` waits at in ``wf`` (None: ``wf`` is None or lacks it). A LangGraph
+    workflow's points are read from the checkpoint the request was asked at (one read, for those only)."""
+    if wf is None:
+        return None
+    node = lgraph.find_node(wf, request.point, lambda: _tree_at(tx, run.id, request.checkpoint_seq))
+    return node if isinstance(node, SteeringPoint) else None
+
+
+def find_point(wf: Workflow | None, name: str, tree: Any) -> SteeringPoint | None:
+    """The steering point ``name`` of ``wf`` at a checkpoint whose tree is ``tree`` (None: there is none)."""
+    node = lgraph.find_node(wf, name, lambda: tree) if wf is not None else None
+    return node if isinstance(node, SteeringPoint) else None
+
+
+def _tree_at(tx: Tx, run_id: str, seq: int) -> Any:
+    loaded = tx.checkpoints.load(run_id, seq)
+    return loaded.tree if loaded is not None else None

@@ -12,6 +12,7 @@ from typing import Callable
 
 from bot.engine import permissions
 from bot.engine.people import People
+from bot.engine.versions import find_point, request_point
 from bot.engine.workflow import SteeringPoint, Workflow
 from store import Store, Tx
 from store.models import (
@@ -67,11 +68,9 @@ class Views:
         self.target = target
         self.people = people
 
-    def point_of(self, run: Run, request: SteeringRequest) -> SteeringPoint | None:
+    def point_of(self, tx: Tx, run: Run, request: SteeringRequest) -> SteeringPoint | None:
         """The steering point ``request`` waits at, in the version ``run`` continues on (None: not deployed)."""
-        wf = self.target(run)
-        node = wf.nodes.get(request.point) if wf is not None else None
-        return node if isinstance(node, SteeringPoint) else None
+        return request_point(tx, self.target(run), run, request)
 
     def request_view(self, tx: Tx, request_id: int | None, *, reminder: bool = False,
                      escalation: bool = False) -> RequestView | None:
@@ -81,9 +80,9 @@ class Views:
         if request is None or run is None:
             return None
         wf = self.find(run.workflow, run.workflow_version)
-        point = wf.nodes.get(request.point) if wf is not None else None
         loaded = tx.checkpoints.load(run.id, request.checkpoint_seq)
         tree = loaded.tree if loaded is not None else {}
+        point = find_point(wf, request.point, tree)
         show = getattr(point, "show", None)
         shown = tree.get(show) if show and isinstance(tree, dict) else tree
         return RequestView(
@@ -124,7 +123,7 @@ class Views:
 
     def access(self, tx: Tx, request: SteeringRequest, run: Run, actor: Actor) -> Access:
         """What ``actor`` may do on ``request`` (see ``Access``)."""
-        point = self.point_of(run, request)
+        point = self.point_of(tx, run, request)
         if point is None:
             return Access(request, (), {a: "the run's workflow version is not deployed here" for a in DECIDING})
         if request.status is not RequestStatus.PENDING:
@@ -151,7 +150,7 @@ class Views:
         out: list[RequestView] = []
         with self.store.read() as tx:
             for request, run in tx.requests.pending_with_runs(limit=scan):
-                point = self.point_of(run, request)
+                point = self.point_of(tx, run, request)
                 if point is None or not (request.channel.startswith("slack") or not point.approvers.empty):
                     continue
                 if self.access(tx, request, run, actor).may_decide:

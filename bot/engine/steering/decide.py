@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Callable
 
-from bot.engine import permissions
+from bot.engine import lgraph, permissions
 from bot.engine.errors import (
     AlreadyDecidedError,
     InvalidDecisionError,
@@ -104,7 +104,10 @@ class Deciding(SteeringCore):
                 claim: bool) -> DecisionOutcome:
         run, request, head, decision_id = self._read(tx, run_id, request_id, point_name)
         wf, run, request = self._current(tx, run, request)
-        point = point_in(wf, request.point, run)
+        if head is None or head.info.seq != request.checkpoint_seq:
+            head = tx.checkpoints.load(run.id, request.checkpoint_seq)
+            assert head is not None, f"run {run.id} has no checkpoint #{request.checkpoint_seq}"
+        point = point_in(wf, request.point, run, tree=head.tree)
         if action not in point.actions:
             raise InvalidDecisionError(f"{action!r} is not allowed at {point.title!r} "
                                        f"(allowed: {', '.join(point.actions)})")
@@ -112,9 +115,6 @@ class Deciding(SteeringCore):
                                      escalated=request.escalated_at is not None)
         if reason is not None:
             raise _Refused(reason, run.id, request.id)
-        if head is None or head.info.seq != request.checkpoint_seq:
-            head = tx.checkpoints.load(run.id, request.checkpoint_seq)
-            assert head is not None, f"run {run.id} has no checkpoint #{request.checkpoint_seq}"
         new_tree, payload = self._validate(wf, point, head.tree, action, payload)
         with tx.pipeline():  # PostgreSQL: the writes in two round trips (the vote's answer, the rest)
             finish = self._write(tx, wf, point, run, request, head, action, actor, payload, new_tree,
@@ -178,7 +178,15 @@ class Deciding(SteeringCore):
         if not settled:
             return lambda: DecisionOutcome(decision=decision, request=after, settled=False,
                                            run_status=RunStatus.WAITING)
-        next_node, status, handoff = _route(wf, point, action, actor, payload)
+        if isinstance(wf, lgraph.LangGraphWorkflow):  # a graph's interrupts: resumed once all are answered
+            routed = wf.route_decision(tx, run=run, request=request, tree=head.tree, action=action, actor=actor,
+                                       payload=payload)
+            if routed is None:  # other requests of the same super-step are pending: the run keeps waiting
+                return lambda: DecisionOutcome(decision=decision, request=after, settled=True,
+                                               run_status=RunStatus.WAITING)
+            next_node, status, handoff, new_tree = routed
+        else:
+            next_node, status, handoff = _route(wf, point, action, actor, payload)
         seq = run.last_seq + 1
         checkpoint = NewCheckpoint(run_id=run.id, seq=seq, parent_seq=request.checkpoint_seq,
                                    branch=head.info.branch, step=point.name, next_step=next_node,

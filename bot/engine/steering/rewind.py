@@ -13,14 +13,14 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, Callable
 
-from bot.engine import permissions
+from bot.engine import lgraph, permissions
 from bot.engine.errors import CheckpointNotFoundError, InvalidDecisionError, NotAllowedError, RunNotFoundError
 from bot.engine.errors import RunStateError, VersionUnavailableError
 from bot.engine.logcontext import bind_log_context
 from bot.engine.steering.core import REWINDABLE, DecisionOutcome, SteeringCore
 from bot.engine.steering.edits import apply_edits
 from bot.engine.transitions import close_request
-from bot.engine.versions import migrate_tree, point_in, resolve_workflow
+from bot.engine.versions import migrate_tree, point_in, request_point, resolve_workflow
 from bot.engine.workflow import REWIND_NODE, SteeringPoint, Workflow
 from store import DuplicateDecisionError, NewCheckpoint, Tx
 from store.hooks import actor_facts
@@ -91,7 +91,7 @@ class Rewinding(SteeringCore):
             stale = tx.requests.get(request_id)
             if stale is not None and stale.status is not RequestStatus.PENDING:
                 raise self._already(tx, stale)
-        reason = self._rewind_refusal(wf, run, request, actor)
+        reason = self._rewind_refusal(wf, run, request, actor, tx)
         if reason is not None:
             raise _Refused(reason, run.id, request.id if request else None)
         target, loaded = self._target(tx, run, to, target_later.get() if target_later is not None else None)
@@ -105,7 +105,9 @@ class Rewinding(SteeringCore):
                     f"checkpoint #{target.seq} of run {run.id} holds v{target.workflow_version} state and "
                     f"{wf.label} declares no migration from it")
             tree = migrate_tree(wf, target.workflow_version, tree, run_id=run.id)
-        if edits:
+        if isinstance(wf, lgraph.LangGraphWorkflow):  # the graph's own state takes the feedback and edits
+            tree = wf.fork_tree(tree, feedback=feedback, edits=edits)
+        elif edits:
             tree = wf.codec.encode(apply_edits(wf, wf.codec.decode(tree), edits))
         next_node, handoff = target.next_step, None
         if feedback:
@@ -162,11 +164,12 @@ class Rewinding(SteeringCore):
                                    run_status=RunStatus.RUNNING if made else RunStatus.READY, claim=made)
         return outcome
 
-    def _rewind_refusal(self, wf: Workflow, run: Run, request: SteeringRequest | None, actor: Actor) -> str | None:
+    def _rewind_refusal(self, wf: Workflow, run: Run, request: SteeringRequest | None, actor: Actor,
+                        tx: Tx) -> str | None:
         """Why ``actor`` may not rewind ``run`` (None: they may): the pending request's point decides; with
         nothing pending, any point of the workflow that allows rewinding and lets them."""
         if request is not None:
-            point = point_in(wf, request.point, run)
+            point = request_point(tx, wf, run, request) or point_in(wf, request.point, run)
             if Action.REWIND.value not in point.actions:
                 raise InvalidDecisionError(f"'rewind' is not allowed at {point.title!r} "
                                            f"(allowed: {', '.join(point.actions)})")

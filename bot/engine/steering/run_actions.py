@@ -13,6 +13,7 @@ from bot.engine.errors import NotAllowedError, RunStateError
 from bot.engine.logcontext import bind_log_context
 from bot.engine.steering.core import SteeringCore
 from bot.engine.transitions import close_request, end_run
+from bot.engine.workflow import SteeringPoint
 from store.models import TIMEOUT, Actor, RequestStatus, Run, RunStatus, SteeringRequest
 
 CANCELLABLE = (RunStatus.READY, RunStatus.RUNNING, RunStatus.WAITING, RunStatus.FAILED)
@@ -105,7 +106,8 @@ class RunActions(SteeringCore):
             request = tx.requests.pending_for_run(run.id)
         wf = self.registry.find(run.workflow, run.workflow_version)
         points = [] if wf is None else ([wf.point(request.point)] if request is not None and
-                                        request.point in wf.nodes else wf.steering_points())
+                                        isinstance(wf.nodes.get(request.point), SteeringPoint)
+                                        else wf.steering_points())
         if permissions.may_run_action(points, actor, run, self.people):
             return run
         reason = f"{actor.label} may not {verb} run {run.id}: only who started it or its approvers may"

@@ -1,0 +1,297 @@
+"""LangGraph graphs as Hazel workflows: one engine path for both.
+
+A compiled LangGraph graph registered with Hazel (``hazel.langgraph.register``) becomes a
+``LangGraphWorkflow``: a ``Workflow`` whose steps are the graph's nodes and whose steering points are the
+graph's pending ``interrupt()`` calls. The run is the graph's thread (``thread_id`` = the run id); the graph's
+checkpoints live in its own checkpointer (``HazelSaver``); each Hazel checkpoint of the run holds only a
+pointer to one of them (``lg_checkpoint``) and what the run waits on. So the runner, the steering requests, the
+decisions, the audit log, the outbox, reminders, timeouts and rewinds are the native ones:
+
+- a step runs ONE super-step of the graph (``bot.engine.lgraph_run``): one Hazel checkpoint per graph
+  checkpoint, so ``hazel history`` lists the graph's checkpoints with their branches and a rewind can fork the
+  graph at any of them;
+- a super-step that ends with pending interrupts leaves the run ``waiting`` with one steering request per
+  interrupt, opened in the step's transaction (``points_asked``). An interrupt's payload made by
+  ``hazel.langgraph.steer`` carries its steering point's settings; a plain ``interrupt(value)`` gets the
+  settings given to ``register``;
+- a decision is recorded as for any steering request; when the last request of the super-step is settled
+  (``route_decision``), the run is ready and the next step resumes the graph with
+  ``Command(resume={interrupt_id: value, ...})``, the values shaped by ``resume_value``;
+- a rewind forks at a Hazel checkpoint: its feedback and edits become ``graph.update_state`` on the fork
+  (``fork_tree``).
+
+The Hazel state tree of such a run (``GraphRunState``) is small: a pointer, the input, and for each pending
+interrupt the value it shows, under the steering point's name (which is what the point's ``show`` names, so
+channels render it and edits replace it as for a native field).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any, Callable
+
+from pydantic import BaseModel, ValidationError
+
+from bot.engine.errors import WorkflowDefinitionError
+from bot.engine.lgraph_run import MARK, GraphRunState, superstep
+from bot.engine.workflow import _CHANNEL, Step, SteeringPoint, Workflow
+from store.codec import StateCodec
+from store.interrupts import answers_at
+from store.models import ALL_ACTIONS, START, Action, Actor, RequestStatus, Run, RunStatus, SteeringRequest
+
+__all__ = ["MARK", "GraphRunState", "LangGraphWorkflow", "find_node", "check_point", "node_at", "point_from", "points_asked",
+           "resume_value"]
+
+POINT_SETTINGS = ("title", "actions", "approvers", "channel", "approvals_required", "allow_self_approval",
+                  "permissions", "notify_approvers", "remind_after_sec", "remind_every_sec", "escalate_after_sec",
+                  "escalate_to", "escalate_channel", "timeout_sec", "on_timeout", "options")
+"""The settings of a steering point that an interrupt may carry (see ``Workflow.steer`` for each)."""
+
+
+class _GraphCodec(StateCodec[GraphRunState]):
+    """A run's input is the graph's input (``{"topic": "…"}``): wrapped as ``lg_input``. A whole Hazel tree
+    (an edit, a checkpoint) is validated as it is."""
+
+    def validate(self, data: Any) -> GraphRunState:
+        if isinstance(data, GraphRunState):
+            return data
+        if isinstance(data, BaseModel):
+            data = data.model_dump(mode="json")
+        if isinstance(data, dict) and "lg_input" in data:
+            return GraphRunState.model_validate(data)
+        if not isinstance(data, dict):
+            raise ValueError(f"a LangGraph run's input must be a JSON object, not {type(data).__name__}")
+        return GraphRunState(lg_input=data)
+
+
+def resume_value(action: str, payload: dict[str, Any], by: str) -> dict[str, Any]:
+    """What the graph's ``interrupt()`` (or ``steer()``) returns for a decision:
+
+    ``{"action": "approve", "by": who}``, ``{"action": "edit", "value": new value, "by": who}``,
+    ``{"action": "reject", "reason": str, "by": who}``, ``{"action": "feedback", "text": str, "by": who}``;
+    ``by`` is the person's name as the audit log gives it (``"timeout"`` for a timeout's decision).
+    """
+    out: dict[str, Any] = {"action": action}
+    if action == Action.EDIT.value:
+        out["value"] = payload.get("value")
+    elif action == Action.REJECT.value:
+        out["reason"] = payload.get("reason")
+    elif action == Action.FEEDBACK.value:
+        out["text"] = payload.get("text")
+    out["by"] = by
+    return out
+
+
+@lru_cache(maxsize=4096)
+def _point(name: str, settings_json: str) -> SteeringPoint:
+    return SteeringPoint(name=name, show=name, **json.loads(settings_json))
+
+
+def point_from(name: str, settings: dict[str, Any]) -> SteeringPoint:
+    """The steering point ``name`` with ``settings`` (``POINT_SETTINGS``); it shows the field ``name``.
+
+    Raises:
+        WorkflowDefinitionError: a setting is unknown or invalid (pydantic's message).
+    """
+    unknown = sorted(set(settings) - set(POINT_SETTINGS))
+    if unknown:
+        raise WorkflowDefinitionError(f"steering point {name!r}: unknown settings {unknown}")
+    try:
+        settings = {"title": name.replace("_", " ").capitalize(), **settings}
+        return _point(name, json.dumps(settings, sort_keys=True, default=_jsonable))
+    except ValidationError as exc:
+        details = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
+        raise WorkflowDefinitionError(f"steering point {name!r}: {details}") from None
+
+
+def check_point(point: SteeringPoint) -> SteeringPoint:
+    """``point`` when its settings make sense together (as ``Workflow.validate`` checks a native one).
+
+    Raises:
+        WorkflowDefinitionError: naming every problem (unknown actions, an invalid channel, …).
+    """
+    problems = []
+    unknown = [a for a in point.actions if a not in ALL_ACTIONS]
+    if unknown or not point.actions:
+        problems.append(f"actions {list(point.actions)} (allowed: {list(ALL_ACTIONS)})")
+    for channel in (point.channel, point.escalate_channel):
+        if channel is not None and not _CHANNEL.match(channel):
+            problems.append(f"invalid channel {channel!r} (console, slack:#channel, slack:C…, jira:PROJECTKEY)")
+    if point.approvals_required < 1:
+        problems.append("approvals_required must be at least 1")
+    if point.on_timeout and not point.timeout_sec:
+        problems.append("on_timeout without timeout_sec")
+    if point.on_timeout in ALL_ACTIONS and point.on_timeout not in point.actions:
+        problems.append(f"times out with {point.on_timeout!r}, which its actions do not allow")
+    if point.on_timeout == "escalate" and not (point.escalate_to or point.escalate_channel):
+        problems.append("escalates on timeout but names no escalate_to/escalate_channel")
+    for sec_name in ("remind_after_sec", "remind_every_sec", "escalate_after_sec", "timeout_sec"):
+        value = getattr(point, sec_name)
+        if value is not None and value <= 0:
+            problems.append(f"{sec_name} must be positive")
+    if problems:
+        raise WorkflowDefinitionError(f"steering point {point.name!r}: " + "; ".join(problems))
+    return point
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, (tuple, set, frozenset)):
+        return list(value)
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+class LangGraphWorkflow(Workflow[GraphRunState]):
+    """A compiled LangGraph graph as a Hazel workflow (see the module docstring).
+
+    Args:
+        graph: a compiled graph with a checkpointer (``HazelSaver``: the graph's checkpoints in Hazel's store).
+        name, version, description, starters: as for ``Workflow``.
+        point_defaults: settings (``POINT_SETTINGS``) of the steering point of a plain ``interrupt(value)``,
+            and the defaults under those a ``steer()`` call gives.
+        feedback_key: the graph state key a rewind's feedback is written to (``update_state`` on the fork).
+        saver_for: ``store -> checkpointer`` for a graph compiled without one (``bind``).
+        max_attempts, backoff_sec: retries of a super-step whose node raised (as for ``Workflow.step``).
+
+    Raises:
+        WorkflowDefinitionError: the graph has no checkpointer, or ``point_defaults`` are invalid.
+    """
+
+    def __init__(self, graph: Any, *, name: str, version: int = 1, description: str = "",
+                 starters: Any = None, point_defaults: dict[str, Any] | None = None,
+                 feedback_key: str = "feedback", max_attempts: int = 3, backoff_sec: float = 1.0,
+                 saver_for: Callable[[Any], Any] | None = None) -> None:
+        super().__init__(name, version=version, state=GraphRunState, description=description, starters=starters)
+        self.codec = _GraphCodec(GraphRunState)
+        self.graph = graph
+        self.feedback_key = feedback_key
+        self.point_defaults = {"actions": list(ALL_ACTIONS), **(point_defaults or {})}
+        self.default_point = check_point(point_from("interrupt", self.point_defaults))
+        self._max_attempts, self._backoff_sec = max_attempts, backoff_sec
+        self._unbound, self._saver_for = graph, saver_for
+        if getattr(graph, "checkpointer", None) in (None, False) and saver_for is None:
+            self._problems.append("its graph has no checkpointer: compile it with checkpointer=HazelSaver(...)")
+        for node in getattr(graph, "nodes", {}):
+            if node != START:
+                self._add(self._step(node))
+        self._first = _first_node(graph)
+
+    def bind(self, store: Any) -> None:
+        """Give a graph compiled without a checkpointer one on Hazel's database ``store`` (``saver_for``);
+        called by the engine when it starts with this workflow registered."""
+        if getattr(self._unbound, "checkpointer", None) in (None, False) and self._saver_for is not None:
+            self.graph = self._unbound.copy(update={"checkpointer": self._saver_for(store)})
+
+    def _step(self, name: str) -> Step:
+        return Step(name, lambda state, ctx: superstep(self, state, ctx), None, self._max_attempts,
+                    self._backoff_sec)
+
+    # -- the Workflow interface, for a graph ---------------------------------------------------------------
+
+    @property
+    def first(self) -> str | None:
+        return self._first
+
+    def next_of(self, name: str) -> str | None:
+        return None  # a step names where the graph goes next (ctx.goto); none: the graph finished
+
+    def steering_points(self) -> list[SteeringPoint]:
+        """The point of a plain ``interrupt()`` (who may rewind or retry a run that waits on nothing)."""
+        return [self.default_point]
+
+    def validate(self) -> None:
+        if self._problems:
+            raise WorkflowDefinitionError(f"workflow {self.label} is invalid: " + "; ".join(self._problems))
+
+    # -- steering points that come and go --------------------------------------------------------------------
+
+    @staticmethod
+    def check_ask(name: str, settings: dict[str, Any]) -> SteeringPoint:
+        """The steering point an interrupt asks at (``check_point``); raises WorkflowDefinitionError."""
+        return check_point(point_from(name, settings))
+
+    def points_in(self, tree: Any) -> dict[str, SteeringPoint]:
+        """The steering points a Hazel checkpoint's tree waits at, by name, in the order they were asked."""
+        asks = tree.get("lg_asks") if isinstance(tree, dict) else None
+        return {name: point_from(name, ask.get("point") or {}) for name, ask in (asks or {}).items()}
+
+    def node_at(self, name: str, tree: Any) -> Step | SteeringPoint:
+        """Node ``name`` at a checkpoint with ``tree``: a steering point it waits at, else a step that
+        continues the graph (named after the graph node that runs next)."""
+        point = self.points_in(tree).get(name)
+        if point is not None:
+            return point
+        return self.nodes.get(name) or self._step(name)
+
+    def route_decision(self, tx: Any, *, run: Run, request: SteeringRequest, tree: Any, action: str,
+                       actor: Actor, payload: dict[str, Any]) -> tuple[str, RunStatus, None, dict] | None:
+        """After ``request`` was settled by this decision: None while other requests of the same super-step
+        are pending (the run keeps waiting), else ``(next node, ready, no handoff, tree)``: the tree with the
+        resume values of every request of the super-step (``lg_resume``) and nothing asked any more."""
+        answers = answers_at(tx, run.id, request.checkpoint_seq).get()
+        if any(a["status"] == RequestStatus.PENDING.value for p, a in answers.items() if p != request.point):
+            return None
+        asks = dict(tree.get("lg_asks") or {})
+        resume: dict[str, Any] = {}
+        for name, ask in asks.items():
+            if name == request.point:
+                resume[ask["interrupt_id"]] = resume_value(action, payload, actor.acting_for or actor.label)
+            elif "action" in answers.get(name, {}):
+                answer = answers[name]
+                resume[ask["interrupt_id"]] = resume_value(answer["action"], answer["payload"], answer["label"])
+        node = (asks.get(request.point) or {}).get("node") or request.point
+        return node, RunStatus.READY, None, {**_without_asks(tree), "lg_resume": resume}
+
+    def fork_tree(self, tree: Any, *, feedback: str | None, edits: dict[str, Any] | None) -> Any:
+        """The tree a rewind forks with: as it was (its interrupts asked again), or, with feedback or edits,
+        nothing asked and ``lg_update`` holding ``{feedback_key: feedback, **edits}`` for the fork."""
+        if not feedback and not edits:
+            return tree
+        update = dict(edits or {})
+        if feedback:
+            update[self.feedback_key] = feedback
+        return {**_without_asks(tree), "lg_update": update}
+
+
+def _without_asks(tree: dict[str, Any]) -> dict[str, Any]:
+    asks = tree.get("lg_asks") or {}
+    return {**{k: v for k, v in tree.items() if k not in asks}, "lg_asks": {}, "lg_resume": None,
+            "lg_update": None}
+
+
+def _first_node(graph: Any) -> str | None:
+    """The graph node the run's first step is named after (its first super-step may run others too)."""
+    builder = getattr(graph, "builder", None)
+    ends = sorted(end for start, end in getattr(builder, "edges", ()) if start == START)
+    if ends:
+        return ends[0]
+    nodes = [n for n in getattr(graph, "nodes", {}) if n != START]
+    return nodes[0] if nodes else None
+
+
+# -- what the engine asks of any workflow (one function each, native workflows unchanged) ---------------------
+
+def node_at(wf: Workflow, name: str, tree_of: Callable[[], Any]) -> Step | SteeringPoint:
+    """``wf.nodes[name]``; for a LangGraph workflow, the node at the checkpoint whose tree ``tree_of()`` gives
+    (called only then). Raises KeyError as ``wf.nodes[name]`` does."""
+    if isinstance(wf, LangGraphWorkflow):
+        return wf.node_at(name, tree_of())
+    return wf.nodes[name]
+
+
+def find_node(wf: Workflow, name: str, tree_of: Callable[[], Any]) -> Step | SteeringPoint | None:
+    """``node_at``, None when ``wf`` has no such node."""
+    try:
+        return node_at(wf, name, tree_of)
+    except KeyError:
+        return None
+
+
+def points_asked(wf: Workflow, first: SteeringPoint, tree: Any) -> list[SteeringPoint]:
+    """The steering points a run waits at once it reaches ``first``: ``[first]``; for a LangGraph workflow,
+    one per pending interrupt of the super-step."""
+    if isinstance(wf, LangGraphWorkflow):
+        return list(wf.points_in(tree).values()) or [first]
+    return [first]

@@ -1,0 +1,133 @@
+"""One step of a LangGraph run: one super-step of its graph (``bot.engine.lgraph``).
+
+The step continues the graph's thread (``thread_id`` = the run id) from the graph checkpoint the Hazel
+checkpoint points at (``lg_checkpoint``), with, in this order of precedence:
+
+- ``lg_update`` (a rewind's feedback and edits): ``graph.update_state`` on that checkpoint (a fork), then on;
+- ``lg_resume`` (the decisions): ``Command(resume={interrupt_id: value, ...})``;
+- no pointer yet: the run's input;
+- else nothing (``None``: the next super-step).
+
+It runs exactly one super-step (``interrupt_after="*"``) so that every graph checkpoint is a Hazel checkpoint,
+then reads the thread's newest checkpoint: its pending interrupts become the steering points the run waits at,
+else its next node is the next step, else the graph has finished and so has the run.
+
+Every graph checkpoint the step writes carries ``hazel_seq`` (the Hazel checkpoint the step started from) in
+its metadata. A step that runs again after its process died (SIGKILL, a lost lease) finds the super-step
+its first attempt completed and records it instead of running its nodes again; only a super-step that had
+not finished runs again (LangGraph keeps the writes of its nodes that did finish).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from bot.engine.workflow import StepContext
+
+MARK = "hazel.steer"
+"""Key of an interrupt payload made by ``hazel.langgraph.steer`` (its value: the payload's format, 1)."""
+RESERVED_PREFIX = "lg_"
+"""Fields of ``GraphRunState``; a steering point's name never starts with it."""
+SOURCE_LOOP = "loop"
+SOURCE_UPDATE = "update"
+"""``source`` in the metadata of a graph checkpoint written by a super-step / by ``update_state``."""
+
+
+class GraphRunState(BaseModel):
+    """A LangGraph run's Hazel state: a pointer into the graph's checkpoints and what the run waits on.
+
+    ``lg_input``: the run's input (the graph's first input). ``lg_checkpoint``: the graph checkpoint id this
+    Hazel checkpoint stands for (None before the first super-step). ``lg_asks``: per steering point name, the
+    pending interrupt it asks about (``{"interrupt_id", "node", "point": settings}``); the value it shows is the
+    extra field of the same name. ``lg_resume``: the resume values the next step passes to the graph
+    (``{interrupt_id: value}``). ``lg_update``: the values a rewind applies to the fork (``update_state``).
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    lg_input: dict[str, Any] = {}
+    lg_checkpoint: str | None = None
+    lg_asks: dict[str, dict[str, Any]] = {}
+    lg_resume: dict[str, Any] | None = None
+    lg_update: dict[str, Any] | None = None
+
+
+def superstep(wf: Any, state: Any, ctx: StepContext) -> Any:
+    """Run one super-step of ``wf.graph`` for the run of ``ctx`` from ``state`` (a ``GraphRunState``);
+    returns the next ``GraphRunState`` and routes the run with ``ctx.goto`` (a steering point, the next graph
+    node, or nothing: the run completes).
+
+    Raises:
+        whatever the graph's node raised (the step's retries apply: the super-step runs again).
+    """
+    from langgraph.types import Command
+
+    graph = wf.graph
+    thread = {"thread_id": ctx.run_id, "checkpoint_ns": ""}
+    meta = {"hazel_run": ctx.run_id, "hazel_seq": ctx.seq}
+    latest = graph.get_state({"configurable": thread})
+    done_before = _meta(latest).get("hazel_seq") == ctx.seq and _meta(latest).get("source") == SOURCE_LOOP
+    if not done_before:
+        inp: Any = None
+        config = _at(graph, thread, state.lg_checkpoint)
+        if state.lg_update is not None:
+            if _meta(latest).get("hazel_seq") == ctx.seq and _meta(latest).get("source") == SOURCE_UPDATE:
+                config = latest.config  # the update was applied before a crash: not twice
+            else:
+                config = graph.update_state({**config, "metadata": meta}, state.lg_update)
+        elif state.lg_resume:
+            inp = Command(resume=state.lg_resume)
+        elif state.lg_checkpoint is None and config.get("configurable", {}).get("checkpoint_id") is None:
+            inp = state.lg_input
+        for _ in graph.stream(inp, {**config, "metadata": meta}, stream_mode="updates", interrupt_after="*"):
+            pass
+        latest = graph.get_state({"configurable": thread})
+    pointer = latest.config["configurable"]["checkpoint_id"]
+    asks: dict[str, dict[str, Any]] = {}
+    shown: dict[str, Any] = {}
+    for task in latest.tasks:
+        for interrupt in task.interrupts:
+            name, value, settings = _ask(wf, task.name, interrupt.value)
+            wf.check_ask(name, settings)  # invalid settings: the step fails, saying why
+            if name.startswith(RESERVED_PREFIX):
+                name = "ask_" + name
+            base, n = name, 2
+            while name in asks:  # two interrupts of one node in one super-step (Send): review, review.2
+                name, n = f"{base}.{n}", n + 1
+            asks[name] = {"interrupt_id": interrupt.id, "node": task.name, "point": settings}
+            shown[name] = value
+    if asks:
+        ctx.goto(next(iter(asks)))
+    elif latest.next:
+        ctx.goto(latest.next[0])
+    return GraphRunState(lg_input=state.lg_input, lg_checkpoint=pointer, lg_asks=asks, **shown)
+
+
+def _ask(wf: Any, node: str, value: Any) -> tuple[str, Any, dict[str, Any]]:
+    """``(steering point name, value shown, its settings)`` of one interrupt's payload."""
+    settings = dict(wf.point_defaults)
+    if isinstance(value, dict) and value.get(MARK) == 1:
+        settings.update(value.get("point") or {})
+        settings.setdefault("title", node.replace("_", " ").capitalize())
+        return str(value.get("name") or node), value.get("show"), settings
+    settings.setdefault("title", node.replace("_", " ").capitalize())
+    return node, value, settings
+
+
+def _meta(snapshot: Any) -> dict[str, Any]:
+    return dict(getattr(snapshot, "metadata", None) or {})
+
+
+def _at(graph: Any, thread: dict[str, str], checkpoint_id: str | None) -> dict[str, Any]:
+    """The config of graph checkpoint ``checkpoint_id``; with none, the thread's first checkpoint when the
+    thread has any (a rewind to the run's start forks there), else the bare thread (a first run)."""
+    if checkpoint_id is not None:
+        return {"configurable": {**thread, "checkpoint_id": checkpoint_id}}
+    first = None
+    for snapshot in graph.get_state_history({"configurable": thread}):
+        first = snapshot
+    if first is None:
+        return {"configurable": dict(thread)}
+    return first.config

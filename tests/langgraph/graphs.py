@@ -1,0 +1,102 @@
+"""Small LangGraph graphs the steering tests drive through Hazel (a review loop, two reviews at once)."""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, Callable, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
+
+from hazel.langgraph.register import register
+from hazel.langgraph.steer import steer
+
+
+class ReviewState(TypedDict, total=False):
+    topic: str
+    draft: str
+    feedback: str
+    log: Annotated[list[str], operator.add]
+    published: bool
+
+
+def review_graph(checkpointer: Any = None, *, on_node: Callable[[str], None] | None = None, **steer_settings: Any):
+    """draft -> review (steer) -> revise on feedback / publish on approve or edit / END on reject."""
+    seen = on_node or (lambda name: None)
+
+    def draft(state: ReviewState) -> dict:
+        seen("draft")
+        text = f"Draft about {state['topic']}"
+        if state.get("feedback"):
+            text += f" (after: {state['feedback']})"
+        return {"draft": text, "log": ["draft"]}
+
+    def review(state: ReviewState) -> dict:
+        seen("review")
+        answer = steer(title="Approve the draft", show=state["draft"], **steer_settings)
+        if answer["action"] == "edit":
+            return {"draft": answer["value"], "feedback": "", "log": [f"edited by {answer['by']}"]}
+        if answer["action"] == "feedback":
+            return {"feedback": answer["text"], "log": [f"feedback: {answer['text']}"]}
+        if answer["action"] == "reject":
+            return {"feedback": "", "log": [f"rejected: {answer['reason']}"]}
+        return {"feedback": "", "log": [f"approved by {answer['by']}"]}
+
+    def revise(state: ReviewState) -> dict:
+        seen("revise")
+        return {"draft": state["draft"] + f" [revised: {state['feedback']}]", "log": ["revise"]}
+
+    def publish(state: ReviewState) -> dict:
+        seen("publish")
+        return {"published": True, "log": ["publish"]}
+
+    def route(state: ReviewState) -> str:
+        last = state["log"][-1]
+        if last.startswith("feedback"):
+            return "revise"
+        if last.startswith("rejected"):
+            return END
+        return "publish"
+
+    g = StateGraph(ReviewState)
+    for fn in (draft, review, revise, publish):
+        g.add_node(fn.__name__, fn)
+    g.add_edge(START, "draft")
+    g.add_edge("draft", "review")
+    g.add_conditional_edges("review", route, ["revise", "publish", END])
+    g.add_edge("revise", "review")
+    g.add_edge("publish", END)
+    return g.compile(checkpointer=checkpointer)
+
+
+def pair_graph(checkpointer: Any = None):
+    """Two plain ``interrupt()`` calls in one super-step (legal and security), then a join."""
+
+    class S(TypedDict, total=False):
+        topic: str
+        log: Annotated[list[str], operator.add]
+
+    def legal(state: S) -> dict:
+        return {"log": [f"legal: {interrupt({'ask': 'legal', 'topic': state['topic']})['action']}"]}
+
+    def security(state: S) -> dict:
+        answer = interrupt({"ask": "security"})
+        return {"log": [f"security: {answer['action']} {answer.get('value', '')}".strip()]}
+
+    def join(state: S) -> dict:
+        return {"log": ["join"]}
+
+    g = StateGraph(S)
+    g.add_node("legal", legal)
+    g.add_node("security", security)
+    g.add_node("join", join)
+    g.add_edge(START, "legal")
+    g.add_edge(START, "security")
+    g.add_edge(["legal", "security"], "join")
+    g.add_edge("join", END)
+    return g.compile(checkpointer=checkpointer)
+
+
+def workflow(graph: Any, name: str = "lg-review", version: int = 1, **settings: Any):
+    """``register(graph, ...)`` into this module (the tests add the workflow to their own registry)."""
+    return register(graph, name=name, version=version, **settings)

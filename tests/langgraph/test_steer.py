@@ -1,0 +1,85 @@
+"""A LangGraph graph steered through Hazel: interrupt() / steer() become steering requests, decisions resume
+the graph with Command(resume=...), on SQLite and PostgreSQL. The graphs are compiled without a checkpointer:
+Hazel gives them a HazelSaver on its own database."""
+
+from __future__ import annotations
+
+from hazel.langgraph import HazelSaver
+from store.models import RequestStatus, RunStatus
+from tests.langgraph.graphs import pair_graph, review_graph, workflow
+from tests.support.engine import make_hazel, person
+
+
+def _values(wf, run_id):
+    return wf.graph.get_state({"configurable": {"thread_id": run_id}}).values
+
+
+def test_interrupt_waits_at_a_steering_request_and_approve_completes_the_graph(db_url):
+    wf = workflow(review_graph())
+    hz = make_hazel(db_url, wf)
+    run = hz.start(workflow="lg-review", input={"topic": "tides"}, actor=person("olga"))
+    hz.drive(run_id=run.id)
+    run = hz.get(run_id=run.id)
+    assert run.status is RunStatus.WAITING
+    [request] = hz.requests(run_id=run.id)
+    assert (request.point, request.title, request.channel) == ("review", "Approve the draft", "console")
+    assert hz.shown(request_id=request.id).value == "Draft about tides"
+    outcome = hz.decide(run_id=run.id, action="approve", actor=person("ana"))
+    assert outcome.settled and outcome.resumes
+    hz.drive(run_id=run.id)
+    assert hz.get(run_id=run.id).status is RunStatus.COMPLETED
+    values = _values(wf, run.id)
+    assert values["published"] is True
+    assert values["log"] == ["draft", "approved by ana", "publish"]
+    assert isinstance(wf.graph.checkpointer, HazelSaver)  # the graph's checkpoints are in Hazel's database
+    history = hz.checkpoints(run_id=run.id)  # one Hazel checkpoint per super-step of the graph
+    assert [(c.step, c.next_step) for c in history] == [
+        ("__start__", "draft"), ("draft", "review"), ("review", "review"), ("review", "review"),
+        ("review", "publish"), ("publish", None)]
+
+
+def test_edit_feedback_and_reject_resume_with_their_documented_values(db_url):
+    wf = workflow(review_graph())
+    hz = make_hazel(db_url, wf)
+    run = hz.start(workflow="lg-review", input={"topic": "tides"}, actor=person("olga"))
+    hz.drive(run_id=run.id)
+    hz.decide(run_id=run.id, action="feedback", actor=person("ana"), payload={"text": "shorter"})
+    hz.drive(run_id=run.id)
+    assert hz.get(run_id=run.id).status is RunStatus.WAITING
+    second = hz.requests(run_id=run.id)[-1]
+    assert hz.shown(request_id=second.id).value == "Draft about tides [revised: shorter]"
+    hz.decide(run_id=run.id, action="edit", actor=person("ana"), payload={"value": "Tides, by Ana"})
+    hz.drive(run_id=run.id)
+    assert hz.get(run_id=run.id).status is RunStatus.COMPLETED
+    values = _values(wf, run.id)
+    assert values["draft"] == "Tides, by Ana"
+    assert values["log"] == ["draft", "feedback: shorter", "revise", "edited by ana", "publish"]
+
+    other = hz.start(workflow="lg-review", input={"topic": "x"}, actor=person("olga"))
+    hz.drive(run_id=other.id)
+    hz.decide(run_id=other.id, action="reject", actor=person("ana"), payload={"reason": "off topic"})
+    hz.drive(run_id=other.id)
+    assert hz.get(run_id=other.id).status is RunStatus.COMPLETED
+    assert _values(wf, other.id)["log"][-1] == "rejected: off topic"
+
+
+def test_two_interrupts_in_one_super_step_are_two_requests_and_resume_together(db_url):
+    wf = workflow(pair_graph(), name="lg-pair")
+    hz = make_hazel(db_url, wf)
+    run = hz.start(workflow="lg-pair", input={"topic": "launch"}, actor=person("olga"))
+    hz.drive(run_id=run.id)
+    requests = hz.requests(run_id=run.id)
+    assert sorted(r.point for r in requests) == ["legal", "security"]
+    assert all(r.status is RequestStatus.PENDING for r in requests)
+    by_point = {r.point: r for r in requests}
+    assert hz.shown(request_id=by_point["legal"].id).value == {"ask": "legal", "topic": "launch"}
+    first = hz.decide(run_id=run.id, action="approve", actor=person("ana"), request_id=by_point["legal"].id)
+    assert first.settled and not first.resumes
+    assert hz.get(run_id=run.id).status is RunStatus.WAITING
+    hz.decide(run_id=run.id, action="edit", actor=person("ana"), request_id=by_point["security"].id,
+              payload={"value": {"ask": "security", "ok": True}})
+    hz.drive(run_id=run.id)
+    assert hz.get(run_id=run.id).status is RunStatus.COMPLETED
+    log = _values(wf, run.id)["log"]
+    assert sorted(log[:2]) == ["legal: approve", "security: edit {'ask': 'security', 'ok': True}"]
+    assert log[2] == "join"
