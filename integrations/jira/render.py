@@ -3,11 +3,19 @@ format of REST API v2 text fields on Cloud and Server; see "Text formatting nota
 
 Jira holds at most 32,767 characters per text field; long artefacts are cut at ``max_chars`` with a note
 pointing at ``hazel show RUN --full``.
+
+Stored text (an artefact, a person's name, a reason, a step's error) never renders as markup or a mention:
+artefacts and multi-line texts go in a ``{noformat}`` block (a ``{noformat}`` inside them is broken with a
+zero-width space so that it cannot end the block), one-line texts have every character with a meaning in wiki
+markup backslash-escaped (``inline``). Only Hazel's own mentions (``mention``: the approvers the workflow names,
+the person Hazel answers) are written as ``[~…]``. The special characters are those of Jira's wiki parser as
+pandoc's reader and writer (jira-wiki-markup, ``Text.Jira.Parser.Inline.specialChars``) know them.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from integrations.jira.options import JiraOptions
@@ -31,9 +39,9 @@ def who_may(approvers: Approvers, *, cloud: bool) -> str:
     dba``; ``anyone`` when the list is empty; other channels' approvers are named as such."""
     if approvers.empty:
         return "anyone"
-    parts = [_escape(p) for p in approvers.people]
+    parts = [inline(p) for p in approvers.people]
     parts += [mention(u, cloud=cloud) for u in approvers.jira_users]
-    parts += [f"members of {g}" for g in approvers.jira_groups]
+    parts += [f"members of {inline(g)}" for g in approvers.jira_groups]
     if approvers.users or approvers.slack_users or approvers.slack_usergroups:
         parts.append("approvers on the other channels (CLI, Slack)")
     return ", ".join(parts)
@@ -45,8 +53,42 @@ def summary(view: RequestView) -> str:
     return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
 
 
+_SPECIAL = re.compile(r"[_+\-*^~|\[\]{}()!&:;?#\\]")
+"""Characters with a meaning somewhere in wiki markup: text effects (``*_-+^~``, ``??``), links and mentions
+(``[~…]``), macros (``{code}``, ``{panel}``), tables (``|``), lists (``#``), images (``!``), entities
+(``&``), emoticons (``(x)``, ``:)``), the escape itself (``\\``)."""
+_ALWAYS = frozenset("[]{}|!&()\\")
+"""Escaped wherever they are; the others only where they could open or close markup: not between two
+letters or digits (``review_plan``, ``migration-plan`` stay as they are), as pandoc's Jira writer does."""
+_NOFORMAT = re.compile(r"\{(noformat)", re.IGNORECASE)
+
+
+def _escape_char(match: re.Match[str]) -> str:
+    char, text, at = match.group(), match.string, match.start()
+    if char == "\\":
+        return "&#92;"  # a backslash cannot escape itself: "\\\\" is a line break
+    if char not in _ALWAYS and 0 < at < len(text) - 1 and text[at - 1].isalnum() and text[at + 1].isalnum():
+        return char
+    return "\\" + char
+
+
+def inline(text: str) -> str:
+    """``text`` as literal wiki text on one line: whitespace runs (newlines included) as one space, each
+    special character that could mean markup escaped with a backslash (which Jira shows as the character), a
+    backslash as the entity ``&#92;``."""
+    return _SPECIAL.sub(_escape_char, " ".join(str(text).split()))
+
+
+def quoted(text: str) -> str:
+    """Free text (a reason, feedback, an error) as literal wiki text: ``inline`` when it is one line, else a
+    ``{noformat}`` block on its own lines."""
+    text = str(text)
+    return inline(text) if "\n" not in text.strip() else "\n" + _block(_escape(text.strip("\n")))
+
+
 def _escape(text: str) -> str:
-    return text.replace("{noformat}", "\\{noformat}")
+    """Text for a ``{noformat}`` block: an inner ``{noformat`` gets a zero-width space after its brace."""
+    return _NOFORMAT.sub("{\u200b\\1", text)
 
 
 def _block(text: str) -> str:
@@ -65,7 +107,7 @@ def artefact(value: Any, *, max_chars: int = MAX_TEXT_CHARS, run_id: str = "RUN"
         entries = [(None, json.dumps(value, indent=2, ensure_ascii=False, default=str))]
     parts, used, cut = [], 0, False
     for name, body in entries:
-        head = f"*{name}*\n" if name is not None else ""
+        head = f"*{inline(name)}*\n" if name is not None else ""
         room = max_chars - used - len(head) - len(_block("")) - 1
         if room <= 0:
             cut = True
@@ -95,33 +137,38 @@ def how_to_answer(view: RequestView, opts: JiraOptions) -> list[str]:
             f", as does moving the issue to *{opts.reject_status}* (a comment on the transition is the reason)."
             if opts.reject_status else "."))
     if "edit" in view.actions:
-        what = view.show or "state"
+        what = inline(view.show or "state")
         form = "the new text" if isinstance(view.shown_value, str) else "the new value as JSON"
         lines.append(f"* {{{{/edit}}}} followed by {form} replaces the {what} and approves it.")
     if "rewind" in view.actions:
         steps = sorted({c.next_step for c in view.checkpoints if c.next_step})
         lines.append("* {{/rewind STEP [feedback]}} goes back to an earlier step and runs again from there"
-                     + (f" (steps: {', '.join(steps)}; or a checkpoint number)." if steps else "."))
+                     + (f" (steps: {', '.join(map(inline, steps))}; or a checkpoint number)." if steps else "."))
     return lines
 
 
-def description(view: RequestView, opts: JiraOptions, *, cloud: bool, max_chars: int = MAX_TEXT_CHARS) -> str:
+def description(view: RequestView, opts: JiraOptions, *, cloud: bool, max_chars: int = MAX_TEXT_CHARS,
+                link: str | None = None) -> str:
     """The issue description: what is asked, the run's context, the artefact (at most ``max_chars``, and
-    never more than fits in Jira's field), and how to answer."""
+    never more than fits in Jira's field), and how to answer; ``link``: the run page's signed "View run"
+    URL (none: no such line)."""
     r = view.request
-    lines = [f"Hazel asks: *{view.title}*", "",
-             f"*Run:* {view.run.id} · *Workflow:* {view.workflow} v{view.workflow_version} · *Step:* {view.point}"
-             f" · *Started by:* {view.run.started_by} ({view.run.started_via})",
+    lines = [f"Hazel asks: *{inline(view.title)}*", "",
+             f"*Run:* {view.run.id} · *Workflow:* {inline(view.workflow)} v{view.workflow_version} · *Step:* "
+             f"{inline(view.point)} · *Started by:* {inline(view.run.started_by)} ({inline(view.run.started_via)})",
              f"*Who may decide:* {who_may(view.approvers, cloud=cloud)}"]
     if r.approvals_required > 1:
         lines.append(f"*Approvals needed:* {r.approvals_required} ({r.approvals} so far)")
     if r.due_at is not None:
         lines.append(f"*Due:* {r.due_at:%Y-%m-%d %H:%M} UTC")
+    if link:
+        lines.append(f"*View run:* [the checkpoint tree, diffs and audit log|{link}]")
     tail = ["", "h3. How to answer", *how_to_answer(view, opts), "",
             f"_Request #{r.id} of run {view.run.id}. From a terminal: {{{{hazel show {view.run.id}}}}}._"]
-    frame = "\n".join([*lines, "", f"h3. {view.show or 'State'}", *tail])
+    heading = f"h3. {inline(view.show) if view.show else 'State'}"
+    frame = "\n".join([*lines, "", heading, *tail])
     room = min(max_chars, FIELD_CHARS - len(frame) - 200)  # 200: the cut note and the line breaks
-    return "\n".join([*lines, "", f"h3. {view.show or 'State'}",
+    return "\n".join([*lines, "", heading,
                       artefact(view.shown_value, max_chars=room, run_id=view.run.id), *tail])
 
 
@@ -137,24 +184,24 @@ def outcome_comment(view: RequestView, *, note: str | None = None) -> str:
     r = view.request
     if r.status is RequestStatus.PENDING:
         last = view.decisions[-1] if view.decisions else None
-        by = f" from {last.label}" if last else ""
+        by = f" from {inline(last.label)}" if last else ""
         text = f"Approval {r.approvals} of {r.approvals_required}{by}; waiting for " \
                f"{r.approvals_required - r.approvals} more."
     elif r.status is RequestStatus.CANCELLED:
-        text = f"Cancelled by {r.decided_by or 'Hazel'}: nothing more to decide here."
+        text = f"Cancelled by {inline(r.decided_by or 'Hazel')}: nothing more to decide here."
     else:
         d = _settling(view)
         by = r.decided_by or (d.actor_name if d else None) or "someone"
         payload = d.payload if d else {}
         action = r.decided_action or ""
-        head = f"{past_tense(action).capitalize()} by {by}"  # the one table of verbs (store.models)
+        head = f"{past_tense(action).capitalize()} by {inline(by)}"  # the one table of verbs (store.models)
         text = {
             "approve": f"(/) {head}.",
-            "edit": f"(/) {head}: their version of the {view.show or 'state'} replaces the draft.",
-            "reject": f"(x) {head}: {payload.get('reason', '')}",
+            "edit": f"(/) {head}: their version of the {inline(view.show or 'state')} replaces the draft.",
+            "reject": f"(x) {head}: {quoted(payload.get('reason', ''))}",
             "feedback": f"{head}: the agent is revising, and the new version comes back for review.",
             "rewind": f"{head} to checkpoint #{payload.get('to', '?')}"
-                      + (f" with feedback: {payload['feedback']}" if payload.get("feedback") else "."),
+                      + (f" with feedback: {quoted(payload['feedback'])}" if payload.get("feedback") else "."),
         }.get(action, f"{head}.")
     return text + (f"\n\n{note}" if note else "")
 
@@ -162,20 +209,21 @@ def outcome_comment(view: RequestView, *, note: str | None = None) -> str:
 def progress_comment(view: ProgressView) -> str:
     """The run's progress since this issue's request: steps done, what it waits on now, or how it ended."""
     run, facts = view.run.id, view.facts
-    steps = f" after {', '.join(view.steps)}" if view.steps else ""
+    names = ", ".join(map(inline, view.steps))
+    steps = f" after {names}" if view.steps else ""
     if view.event == "waiting":
         nxt = view.next_request
-        where = f"*{nxt.title}* ({nxt.channel})" if nxt is not None else "the next steering point"
-        done = f"Done: {', '.join(view.steps)}. " if view.steps else ""
+        where = f"*{inline(nxt.title)}* ({inline(nxt.channel)})" if nxt is not None else "the next steering point"
+        done = f"Done: {names}. " if view.steps else ""
         return f"Run {run}: {done}Now waiting at {where}."
     if view.event == "completed":
         return f"(/) Run {run} completed{steps}."
     if view.event == "failed":
-        error = " ".join(str(facts.get("error") or "unknown error").split())[:1000]
-        at = f" at step {facts['step']}" if facts.get("step") else ""
+        error = inline(" ".join(str(facts.get("error") or "unknown error").split())[:1000])
+        at = f" at step {inline(facts['step'])}" if facts.get("step") else ""
         return f"(!) Run {run} failed{at}: {error}\nRetry it with {{{{hazel retry {run}}}}}."
-    reason = f": {facts['reason']}" if facts.get("reason") else ""
-    by = f" by {facts['by']}" if facts.get("by") else ""
+    reason = f": {quoted(facts['reason'])}" if facts.get("reason") else ""
+    by = f" by {inline(facts['by'])}" if facts.get("by") else ""
     return f"Run {run} ended {view.event}{by}{reason}."
 
 

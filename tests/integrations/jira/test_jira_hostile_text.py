@@ -1,0 +1,86 @@
+"""Stored text in Jira never renders as wiki markup or a mention (issue 11, item 1): a title, a workflow, a
+person's name, an artefact, a reason, feedback and a step's error holding ``[~accountid:…]``, ``[~user]``,
+``{code}``, ``{panel}``, ``[link|http://…]``, ``h1.`` and ``|table|`` reach Jira's REST API (faked with
+``responses``) escaped, or inside a ``{noformat}`` block they cannot close."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from integrations.jira import render
+from store.models import Decision, ProgressView, RequestStatus
+from tests.integrations.jira.test_jira_channel import decision, fake, request, rsps, run, view  # noqa: F401
+from tests.support.fake_jira import FakeJira
+
+LINE = "[~accountid:evil] [~admin] {code}x{code} {panel}p{panel} [click|http://evil.example] |a|b| *bold* (x)"
+BLOCK = f"h1. Owned\n{LINE}\n{{noformat}}\n{{NOFORMAT}}\n||head||\n# item\n----\nbq. quote"
+RAW = ("[~accountid:evil]", "[~admin]", "{code}", "{panel}", "[click|", "|a|b|")
+BLOCKS = re.compile(r"\{noformat\}\n(.*?)\n\{noformat\}", re.DOTALL)
+
+
+def outside_blocks(text: str) -> str:
+    """``text`` without Hazel's own ``{noformat}`` blocks, after checking that none of them is closed early."""
+    for body in BLOCKS.findall(text):
+        assert not re.search(r"\{noformat", body, re.IGNORECASE), body
+    return BLOCKS.sub("", text)
+
+
+def never_markup(text: str) -> None:
+    rest = outside_blocks(text)
+    for token in RAW:
+        assert token not in rest, (token, rest)
+    assert not re.search(r"^\s*(h1\.|bq\.|#|----|\|\|)", rest, re.MULTILINE), rest
+
+
+def test_inline_escapes_what_could_mean_markup_and_keeps_plain_words() -> None:
+    assert render.inline(LINE) == (r"\[\~accountid:evil\] \[\~admin\] \{code\}x\{code\} \{panel\}p\{panel\} "
+                                   r"\[click\|http\://evil.example\] \|a\|b\| \*bold\* \(x\)")
+    assert render.inline("review_plan of migration-plan v1, C:\\temp\nnext") == (
+        "review_plan of migration-plan v1, C\\:&#92;temp next")
+    assert render.quoted("one line") == "one line"
+    assert render.quoted(BLOCK).startswith("\n{noformat}\nh1. Owned\n")
+
+
+def test_a_hostile_request_description_and_its_comments(fake: FakeJira) -> None:  # noqa: F811
+    channel = fake.channel()
+    hostile_run = run().model_copy(update={"started_by": LINE, "started_via": LINE})
+    shown = {LINE: BLOCK, "plain.sql": "SELECT 1;"}
+    req = request().model_copy(update={"title": LINE})
+    v = view(req, shown=shown).model_copy(update={"run": hostile_run, "workflow": LINE, "point": LINE,
+                                                  "title": LINE, "show": LINE})
+    ref = channel.open_request(v)
+    description = fake.issue(ref["issue_id"])["fields"]["description"]
+    never_markup(description)
+    assert BLOCK.replace("{noformat}", "{\u200bnoformat}").replace("{NOFORMAT}", "{\u200bNOFORMAT}") in description
+    assert ("[~accountid:acc-sme]" if fake.cloud else "[~acc-sme]") in description  # Hazel's own mentions stay
+
+    for reason in (LINE, BLOCK):
+        settled = req.model_copy(update={"status": RequestStatus.DECIDED, "decided_action": "reject",
+                                         "decided_by": LINE, "message_ref": ref})
+        d: Decision = decision("reject", reason=reason).model_copy(update={"actor_name": LINE})
+        channel.update_request(v.model_copy(update={"request": settled, "decisions": (d,)}))
+        never_markup(fake.bodies(ref["issue_id"])[-1])
+    rewound = req.model_copy(update={"status": RequestStatus.DECIDED, "decided_action": "rewind",
+                                     "decided_by": LINE, "message_ref": ref})
+    channel.update_request(v.model_copy(update={"request": rewound, "decisions": (
+        decision("rewind", to=1, feedback=BLOCK),)}))
+    never_markup(fake.bodies(ref["issue_id"])[-1])
+    votes = req.model_copy(update={"approvals_required": 2, "approvals": 1, "message_ref": ref})
+    channel.update_request(v.model_copy(update={"request": votes, "decisions": (
+        decision("approve").model_copy(update={"actor_name": LINE}),)}))
+    never_markup(fake.bodies(ref["issue_id"])[-1])
+
+
+@pytest.mark.parametrize("event, facts", [
+    ("failed", {"error": BLOCK, "step": LINE}),
+    ("rejected", {"by": LINE, "reason": BLOCK}),
+    ("cancelled", {"by": LINE, "reason": LINE}),
+    ("waiting", {}),
+])
+def test_hostile_progress_comments(event: str, facts: dict) -> None:
+    nxt = request().model_copy(update={"title": LINE, "channel": LINE})
+    text = render.progress_comment(ProgressView(run=run(), workflow=LINE, event=event, steps=(LINE,),
+                                                facts=facts, request=request(), next_request=nxt))
+    never_markup(text)
