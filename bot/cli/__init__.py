@@ -6,7 +6,7 @@ import gc
 
 import typer
 
-from bot.cli import demo, ops, prune, runs, steer
+from bot.cli import demo, link, ops, prune, runs, steer
 
 app = typer.Typer(
     name="hazel",
@@ -17,7 +17,7 @@ app = typer.Typer(
     rich_markup_mode=None,  # Click's plain help and usage errors: typer's rich formatting imports rich (~70 ms)
     context_settings={"max_content_width": 120},  # help as wide as the terminal, up to 120 columns
 )
-for sub in (demo.app, runs.app, steer.app, ops.app, prune.app):
+for sub in (demo.app, runs.app, steer.app, ops.app, prune.app, link.app):
     app.registered_commands.extend(sub.registered_commands)
 app.add_typer(ops.db_app, name="db")
 app.add_typer(ops.outbox_app, name="outbox")

@@ -27,6 +27,7 @@ from sqlalchemy.engine import make_url
 
 from bot.engine import LOG_CONTEXT_VARS as _VARS
 from bot.settings import Settings
+from integrations.terminal import for_terminal
 
 REDACTED = "**********"
 MIN_SECRET_LEN = 4
@@ -45,7 +46,9 @@ class ContextFilter(logging.Filter):
 
 
 class TextFormatter(logging.Formatter):
-    """``time LEVEL logger [run=… request=…] message``."""
+    """``time LEVEL logger [run=… request=…] message``; control characters a message carries (stored text in
+    an error, say) shown as escapes (``integrations.terminal.for_terminal``): a log read in a terminal is never
+    controlled by it."""
 
     def __init__(self) -> None:
         super().__init__("%(asctime)s %(levelname)s %(name)s%(hazel_context)s %(message)s")
@@ -55,7 +58,7 @@ class TextFormatter(logging.Formatter):
                  f"request={record.request_id}" if getattr(record, "request_id", None) is not None else ""]
         context = " ".join(p for p in parts if p)
         record.hazel_context = f" [{context}]" if context else ""
-        return super().format(record)
+        return for_terminal(super().format(record))
 
 
 def json_formatter() -> logging.Formatter:

@@ -21,10 +21,12 @@ log = logging.getLogger("hazel")
 
 def slack_channel(settings: Settings) -> "SlackChannel":
     """The Slack channel on ``HAZEL_SLACK_API_URL`` with ``SLACK_BOT_TOKEN``."""
+    from bot.inbound.web import link_maker
     from integrations.slack import SlackChannel, make_client
 
     assert settings.slack_bot_token is not None
-    return SlackChannel(make_client(settings.slack_bot_token.get_secret_value(), base_url=settings.slack_api_url))
+    return SlackChannel(make_client(settings.slack_bot_token.get_secret_value(), base_url=settings.slack_api_url),
+                        link_for=link_maker(settings))
 
 
 def jira_channel(settings: Settings) -> "JiraChannel":
@@ -40,7 +42,9 @@ def jira_channel(settings: Settings) -> "JiraChannel":
                            reject_status=settings.jira_reject_status or None,
                            done_status=settings.jira_done_status or None,
                            rejected_status=settings.jira_rejected_status or None)
-    return JiraChannel(client=client, cloud=settings.jira_cloud, defaults=defaults)
+    from bot.inbound.web import link_maker
+
+    return JiraChannel(client=client, cloud=settings.jira_cloud, defaults=defaults, link_for=link_maker(settings))
 
 
 def channels_from_settings(settings: Settings) -> dict[str, Channel]:

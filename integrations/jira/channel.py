@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from typing import Any, Callable
 
 from jira import JIRA
 
@@ -59,13 +59,16 @@ class JiraChannel(Channel):
         cloud: Jira Cloud (people are account ids) rather than Server / Data Center (user names).
         defaults: issue type and statuses where a steering point sets no ``jira_*`` option.
         max_chars: characters of artefact per description (Jira's limit per field is 32,767).
+        link_for: ``run_id -> URL | None``, the signed "View run" link each issue description carries.
     """
 
     name = "jira"
 
     def __init__(self, *, client: JIRA, cloud: bool, defaults: JiraOptions | None = None,
-                 max_chars: int = render.MAX_TEXT_CHARS) -> None:
+                 max_chars: int = render.MAX_TEXT_CHARS, link_for: Callable[[str], str | None] | None = None,
+                 ) -> None:
         self.client = client
+        self.link_for = link_for
         self.cloud = cloud
         self.defaults = defaults or JiraOptions()
         self.max_chars = max_chars
@@ -89,7 +92,8 @@ class JiraChannel(Channel):
         if view.request.status is not RequestStatus.PENDING:
             return {"skipped": f"request was {view.request.status.value} before its issue was created"}
         opts = self.options_for(view.options)
-        body = render.description(view, opts, cloud=self.cloud, max_chars=self.max_chars)
+        body = render.description(view, opts, cloud=self.cloud, max_chars=self.max_chars,
+                                  link=self.link_for(view.run.id) if self.link_for else None)
         label, mine = point_label(view.run.id, view.point), request_label(view.request.id)
         with jira_call("search for the run's issue"):
             found = self.client.search_issues(f'labels = "{label}" ORDER BY created DESC', maxResults=5,

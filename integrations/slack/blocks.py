@@ -208,10 +208,11 @@ def decision_summary(view: RequestView) -> str | None:
 
 
 def request_message(view: RequestView, *, file_where: str = "in this message's thread",
-                    ) -> tuple[str, list[dict[str, Any]], bool]:
+                    link: str | None = None) -> tuple[str, list[dict[str, Any]], bool]:
     """``(fallback text, blocks, needs a file)`` for the request as it is now: buttons while it is pending
     (only the point's actions), the outcome instead once decided or cancelled. The fallback is the message's
-    top-level ``text`` (notifications), which Slack reads as mrkdwn too: it is escaped like the blocks."""
+    top-level ``text`` (notifications), which Slack reads as mrkdwn too: it is escaped like the blocks.
+    ``link``: the run page's signed "View run" URL, in a context block at the end (none: no link)."""
     blocks = header_blocks(view)
     body, needs_file = artefact(view, file_where=file_where)
     blocks += body
@@ -220,6 +221,8 @@ def request_message(view: RequestView, *, file_where: str = "in this message's t
         blocks.append(section(summary))
     if view.request.status.value == "pending":
         blocks.append(actions_block(view.actions, view.request.id))
+    if link:
+        blocks.append(context(f"<{link}|View run> · the checkpoint tree, diffs and audit log"))
     title = T.escape(view.title)
     fallback = f"{title}: {T.escape(view.workflow)} run {view.run.id} waits for a decision"
     if view.request.status.value != "pending" and summary:

@@ -46,17 +46,24 @@ class SlackChannel(Channel):
         directory: user group members, to DM group approvers (default: one on ``client``).
         on_change: called with the view after a request was posted or updated (Hazel refreshes App Home tabs);
             its failures are logged, never raised.
+        link_for: ``run_id -> URL | None``, the signed "View run" link each request message carries.
     """
 
     name = "slack"
 
     def __init__(self, client: WebClient, *, directory: SlackDirectory | None = None,
-                 on_change: Callable[[RequestView], None] | None = None) -> None:
+                 on_change: Callable[[RequestView], None] | None = None,
+                 link_for: Callable[[str], str | None] | None = None) -> None:
         self.client = client
+        self.link_for = link_for
         self.directory = directory or SlackDirectory(client)
         self.on_change = on_change
         self._done: dict[tuple, dict[str, Any]] = {}
         self._lock = threading.Lock()
+
+    def _message(self, view: RequestView, **kwargs: Any) -> tuple[str, list[dict[str, Any]], bool]:
+        """``blocks.request_message`` with the run's "View run" link."""
+        return B.request_message(view, link=self.link_for(view.run.id) if self.link_for else None, **kwargs)
 
     # -- the Channel interface ---------------------------------------------------------------------------------
 
@@ -73,19 +80,19 @@ class SlackChannel(Channel):
         """
         memo = self._memo(("open", view.request.id))
         if "ts" not in memo:
-            fallback, blocks, _ = B.request_message(view)
+            fallback, blocks, _ = self._message(view)
             response = self._call("chat.postMessage", view.request.channel, self.client.chat_postMessage,
                                   channel=target(view.request.channel), text=fallback, blocks=blocks,
                                   unfurl_links=False, unfurl_media=False)
             memo.update(channel=response["channel"], ts=response["ts"])
         ref = {"channel": memo["channel"], "ts": memo["ts"], "key": f"{memo['channel']}:{memo['ts']}"}
-        _, _, needs_file = B.request_message(view)
+        _, _, needs_file = self._message(view)
         if needs_file and "file" not in memo:
             memo["file"] = self._upload(view, memo["channel"], memo["ts"])
         if view.notify_approvers:
             dms = memo.setdefault("dms", {})
             where = f"in the thread of the request in <#{memo['channel']}>"
-            fallback, blocks, _ = B.request_message(view, file_where=where)
+            fallback, blocks, _ = self._message(view, file_where=where)
             for user in self._approver_ids(view.approvers):
                 if user not in dms:
                     response = self._call("chat.postMessage", f"DM {user}", self.client.chat_postMessage,
@@ -109,7 +116,7 @@ class SlackChannel(Channel):
             log.info("request %s has no Slack message to update (not posted in Slack)", view.request.id)
         for i, message in enumerate(messages + list(ref.get("dms") or [])):
             where = "in this message's thread" if i == 0 else f"in the thread of the request in <#{ref['channel']}>"
-            fallback, blocks, _ = B.request_message(view, file_where=where)
+            fallback, blocks, _ = self._message(view, file_where=where)
             self._call("chat.update", message["channel"], self.client.chat_update, channel=message["channel"],
                        ts=message["ts"], text=fallback, blocks=blocks)
         self._changed(view)
@@ -149,7 +156,7 @@ class SlackChannel(Channel):
         if "thread" not in memo:
             if elsewhere:  # escalated to another channel (the request may even live in Jira): the whole
                 # request, with its buttons, so that the backup approvers can decide from there
-                _, blocks, _ = B.request_message(view, file_where="where the request was first asked")
+                _, blocks, _ = self._message(view, file_where="where the request was first asked")
                 self._call("chat.postMessage", view.escalate_channel, self.client.chat_postMessage,
                            channel=target(view.escalate_channel), text=text, blocks=blocks, unfurl_links=False)
             elif ref.get("channel") and ref.get("ts"):
@@ -163,7 +170,7 @@ class SlackChannel(Channel):
             view.approvers if view.notify_approvers else None)
         if people is not None:
             sent = memo.setdefault("dms", set())
-            fallback, blocks, _ = B.request_message(view, file_where=f"in the thread of the request in "
+            fallback, blocks, _ = self._message(view, file_where=f"in the thread of the request in "
                                                                        f"<#{ref.get('channel', '')}>")
             for user in self._approver_ids(people):
                 if user not in sent:

@@ -104,3 +104,14 @@ def test_an_error_that_quotes_stored_text_is_one_safe_line(cli) -> None:  # noqa
     assert len(late.stderr.strip().splitlines()) == 1
     as_json = cli("approve", run_id, "--at", "review", "--json", code=1).stdout
     assert FEEDBACK in json.loads(as_json)["error"]["message"]  # JSON keeps the text, escaped as JSON
+
+
+def test_text_logs_show_stored_escapes() -> None:
+    import logging
+
+    from bot.ops.logs import TextFormatter
+
+    record = logging.LogRecord("hazel.runner", logging.ERROR, __file__, 1, "step failed: %s", (FEEDBACK,), None)
+    line = TextFormatter().format(record)
+    _clean(line)
+    assert line.endswith("step failed: fb \\x1b]0;PWNED\\x07 \\x1b[2J end")

@@ -1,0 +1,45 @@
+"""``hazel link RUN [--for PERSON]``: a signed "View run" link to a run's page (``bot.inbound.web.links``)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from bot.cli import common
+from bot.cli.common import CliError, JsonOpt, emit_json, engine, handle_errors
+
+app = typer.Typer()
+
+
+@app.command("link")
+@handle_errors
+def link_cmd(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="Run id (or a unique prefix).")],
+    for_: Annotated[str | None, typer.Option("--for", metavar="PERSON", help="Let the link's holder act on the "
+                                             "run as PERSON (a person's name, or a REST token's name); without "
+                                             "it the link shows the run only.")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Print a signed link to the run's page, valid for HAZEL_LINK_TTL_SEC (needs HAZEL_BASE_URL and
+    HAZEL_WEB_SECRET)."""
+    from bot.inbound.web import Signer
+
+    hazel = engine(json_out)
+    settings = hazel.settings
+    missing = [name for name, value in (("HAZEL_BASE_URL", settings.base_url), ("HAZEL_WEB_SECRET",
+                                        settings.web_secret)) if not value]
+    if missing:
+        raise CliError(f"set {' and '.join(missing)} to make run links (see the README, \"Run pages\")")
+    person = for_.strip() if for_ is not None else None
+    if for_ is not None and not person:
+        raise CliError("--for needs a name")
+    run_id = hazel.resolve(ref=run_ref)
+    url = Signer(settings).link(run_id, person)
+    ttl_h = settings.link_ttl_sec / 3600
+    if json_out:
+        emit_json({"run_id": run_id, "url": url, "for": person, "ttl_sec": settings.link_ttl_sec})
+        return
+    common.out.print(url, soft_wrap=True, markup=False, highlight=False)
+    who = f"acts as {person}" if person else "shows the run only"
+    common.err.print(f"[dim]valid for {ttl_h:g} h; {who}. Anyone holding it can use it.[/dim]")
