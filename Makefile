@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo walkthrough test bench bench-quick clean
+.PHONY: demo demo-langgraph walkthrough test bench bench-quick clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -11,6 +11,10 @@ $(BIN)/python:
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-langgraph: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[langgraph]'
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
@@ -24,6 +28,16 @@ $(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
 ## Start a run of the example migration-plan workflow on SQLite (./hazel.db) and show its steering request.
 demo: $(VENV)/.installed
 	$(BIN)/hazel demo
+
+## Start a run of the LangGraph example (examples/langgraph_review.py, graph langgraph-review) on SQLite
+## (./hazel.db) and print the commands that answer its review.
+demo-langgraph: $(VENV)/.installed-langgraph
+	@HAZEL_WORKFLOWS=examples.langgraph_review $(BIN)/hazel run langgraph-review --input '{"topic": "tide pools"}'
+	@echo
+	@echo "Those commands need the example's workflow loaded; in this shell, first:"
+	@echo "  export HAZEL_WORKFLOWS=examples.langgraph_review"
+	@echo "then answer, e.g.:  $(BIN)/hazel approve RUN   (or feedback RUN 'text', edit, reject, rewind)"
+	@echo "and look:           $(BIN)/hazel history RUN"
 
 ## Drive a run through approve, edit, feedback, rewind and sign-off, then print its history.
 walkthrough: $(VENV)/.installed

@@ -3,9 +3,11 @@
 The step continues the graph's thread (``thread_id`` = the run id) from the graph checkpoint the Hazel
 checkpoint points at (``lg_checkpoint``), with, in this order of precedence:
 
-- ``lg_update`` (a rewind's feedback and edits): ``graph.update_state`` on that checkpoint (a fork), then on;
+- ``lg_update`` (a rewind's feedback and edits, as graph state values): ``graph.update_state`` on that
+  checkpoint (a fork), then on;
 - ``lg_resume`` (the decisions): ``Command(resume={interrupt_id: value, ...})``;
-- no pointer yet: the run's input;
+- no pointer (the first step, or a rewind to the run's start): the run's input (with a rewind's values), from
+  the thread's first checkpoint when it has one (a fork);
 - else nothing (``None``: the next super-step).
 
 It runs exactly one super-step (``interrupt_after="*"``) so that every graph checkpoint is a Hazel checkpoint,
@@ -72,15 +74,15 @@ def superstep(wf: Any, state: Any, ctx: StepContext) -> Any:
     if not done_before:
         inp: Any = None
         config = _at(graph, thread, state.lg_checkpoint)
-        if state.lg_update is not None:
+        if state.lg_checkpoint is None:  # the first super-step, or a rewind to the run's start: the input
+            inp = {**state.lg_input, **(state.lg_update or {})}
+        elif state.lg_update is not None:
             if _meta(latest).get("hazel_seq") == ctx.seq and _meta(latest).get("source") == SOURCE_UPDATE:
                 config = latest.config  # the update was applied before a crash: not twice
             else:
                 config = graph.update_state({**config, "metadata": meta}, state.lg_update)
         elif state.lg_resume:
             inp = Command(resume=state.lg_resume)
-        elif state.lg_checkpoint is None and config.get("configurable", {}).get("checkpoint_id") is None:
-            inp = state.lg_input
         for _ in graph.stream(inp, {**config, "metadata": meta}, stream_mode="updates", interrupt_after="*"):
             pass
         latest = graph.get_state({"configurable": thread})
