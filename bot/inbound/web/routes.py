@@ -78,12 +78,12 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
     try:
         auth = WebAuth(hazel, Signer(settings), tokens)
     except ValueError:
-        @router.api_route("/{path:path}", methods=["GET", "POST"])
-        def off(request: Request, path: str) -> HTMLResponse:
-            if not (path == "login" or path == "logout" or path == "runs" or path.startswith("runs/")):
-                return HTMLResponse("not found", status_code=404, headers=HEADERS)
-            return html("message.html", 503, title="Run pages are off", session=None,
+        def off() -> HTMLResponse:
+            return html("message.html", 503, title="Run pages are off",
                         message="The run pages are off: set HAZEL_WEB_SECRET (and HAZEL_BASE_URL for links).")
+
+        for path in ("/runs", "/runs/{rest:path}", "/login", "/logout"):  # only our paths: other routers follow
+            router.add_api_route(path, off, methods=["GET", "POST"])
         return router
 
     def render(request: Request, session: "Session | None", name: str, status: int = 200,

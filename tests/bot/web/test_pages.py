@@ -188,6 +188,27 @@ def test_pages_are_off_without_a_secret(db_url: str) -> None:
 
     hazel = make_hazel(db_url, doc_workflow())
     with LiveServer(create_app(hazel, routers=[web_router(hazel, Settings())])) as server:
-        off = Browserless(server.url).get("/runs")
-        assert off.status_code == 503 and "HAZEL_WEB_SECRET" in off.text
+        for method, path in (("GET", "/runs"), ("GET", "/runs/abc/diff"), ("POST", "/login")):
+            off = Browserless(server.url).request(method, path)
+            assert off.status_code == 503 and "HAZEL_WEB_SECRET" in off.text
         assert Browserless(server.url).get("/healthz").status_code == 200
+
+
+def test_the_pages_leave_other_routes_alone(db_url: str) -> None:
+    """Mounted before the Jira webhook (bot.server.wiring), with or without a secret."""
+    from fastapi import APIRouter
+
+    from bot.inbound.web import web_router
+    from bot.server.http import create_app
+    from bot.settings import Settings
+    from tests.bot.web.scenario import web_settings
+    from tests.support.engine import make_hazel
+    from tests.support.live import LiveServer
+    from tests.workflows.doc import doc_workflow
+
+    later = APIRouter()
+    later.add_api_route("/jira/webhook", lambda: {"ok": True}, methods=["POST"])
+    hazel = make_hazel(db_url, doc_workflow())
+    for settings in (Settings(), web_settings()):
+        with LiveServer(create_app(hazel, routers=[web_router(hazel, settings), later])) as server:
+            assert Browserless(server.url).post("/jira/webhook").json() == {"ok": True}
