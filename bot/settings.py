@@ -6,10 +6,15 @@ Secrets are ``SecretStr``: they print as ``**********`` and never reach logs, me
 from __future__ import annotations
 
 import getpass
-from typing import Literal
+from typing import Literal, get_args
 
-from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+_MORE_THAN_ZERO = frozenset({"workers"})
+"""Numeric settings (besides ``*_sec`` and ports) for which 0 makes no sense."""
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 def _default_operator() -> str:
@@ -145,6 +150,62 @@ class Settings(BaseSettings):
     ``--file``, ``--set KEY=@FILE``); default 1 MiB. Over it the start or decision is refused, naming the
     limit, on every channel, and nothing is written. (States written by a workflow's own steps are not
     limited.)"""
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: object, info: ValidationInfo) -> object:
+        """A blank value of a setting that may be None (``JIRA_URL=``, ``SLACK_BOT_TOKEN=``,
+        ``JIRA_APPROVE_STATUS=``) means None: unset, or off."""
+        field = cls.model_fields.get(info.field_name or "")
+        if isinstance(value, str) and not value.strip() and field is not None \
+                and type(None) in get_args(field.annotation):
+            return None
+        return value
+
+    @field_validator("*")
+    @classmethod
+    def _in_range(cls, value: object, info: ValidationInfo) -> object:
+        """Every setting in its range, whatever its field says: numbers finite and not negative, ports
+        ``1``-``65535``, durations (``*_sec``) and ``HAZEL_WORKERS`` above 0; text that has a non-blank
+        default never blank. A new field gets these checks without asking (``tests/bot/test_cli_malformed.py``
+        feeds every field malformed values)."""
+        name = info.field_name or ""
+        if isinstance(value, bool) or value is None:
+            return value
+        if isinstance(value, (int, float)):
+            if value != value or value in (float("inf"), float("-inf")):
+                raise ValueError("must be a finite number")
+            if name == "port" or name.endswith("_port"):
+                if not 1 <= value <= 65535:
+                    raise ValueError("must be a port number from 1 to 65535")
+            elif name.endswith("_sec") or name in _MORE_THAN_ZERO:
+                if value <= 0:
+                    raise ValueError("must be more than 0")
+            elif value < 0:
+                raise ValueError("must be 0 or more")
+        elif isinstance(value, str) and not value.strip():
+            default = cls.model_fields[name].default if name in cls.model_fields else None
+            if isinstance(default, str) and default.strip():
+                raise ValueError(f"must not be blank (default {default!r})")
+        return value
+
+    @field_validator("sqlite_synchronous")
+    @classmethod
+    def _synchronous(cls, value: str) -> str:
+        """SQLite's ``PRAGMA synchronous`` levels Hazel accepts (``store.db.SQLITE_SYNCHRONOUS``)."""
+        from store.db import SQLITE_SYNCHRONOUS
+
+        if value.strip().upper() not in SQLITE_SYNCHRONOUS:
+            raise ValueError(f"must be one of {', '.join(SQLITE_SYNCHRONOUS)}")
+        return value.strip().upper()
+
+    @field_validator("log_level")
+    @classmethod
+    def _log_level(cls, value: str) -> str:
+        """One of Python's logging levels, any case."""
+        if value.strip().upper() not in _LOG_LEVELS:
+            raise ValueError(f"must be one of {', '.join(_LOG_LEVELS)} (any case)")
+        return value.strip().upper()
 
     @property
     def workflow_modules(self) -> list[str]:

@@ -51,10 +51,45 @@ def current_revision(engine: Engine) -> str | None:
             return None
 
 
+def known_revisions() -> set[str]:
+    """Every revision among this Hazel's migration scripts."""
+    from alembic.script import ScriptDirectory
+
+    return {script.revision for script in ScriptDirectory.from_config(_config()).walk_revisions()}
+
+
+class SchemaTooNewError(SchemaNotReadyError):
+    """The database is at a revision this Hazel has no script for: a newer Hazel migrated it. Neither running
+    nor ``hazel db upgrade`` can work with it (Alembic cannot go from a revision it does not know); a newer Hazel
+    is needed."""
+
+    def __init__(self, current: str, head: str) -> None:
+        super().__init__(f"the database is at schema revision {current!r}, newer than this Hazel (which knows "
+                         f"revisions up to {head}): use a newer Hazel with this database")
+        self.current, self.head = current, head
+
+
+def check_not_newer(engine: Engine, current: str | None = None) -> None:
+    """Refuse a database whose revision no script of this Hazel knows (``current``: its revision, when the
+    caller has read it).
+
+    Raises:
+        SchemaTooNewError: the database is at an unknown (newer) revision.
+    """
+    current = current_revision(engine) if current is None else current
+    if current is not None and current not in known_revisions():
+        raise SchemaTooNewError(current, head_revision())
+
+
 def upgrade(engine: Engine, revision: str = "head") -> None:
-    """Run every migration up to ``revision`` on ``engine``'s database."""
+    """Run every migration up to ``revision`` on ``engine``'s database.
+
+    Raises:
+        SchemaTooNewError: the database is at a revision newer than this Hazel's scripts.
+    """
     from alembic import command
 
+    check_not_newer(engine)
     command.upgrade(_config(engine), revision)
 
 
@@ -62,7 +97,8 @@ def ensure(engine: Engine, *, upgrade_if_empty: bool = True) -> None:
     """Create the schema on an empty database; refuse to run on an out-of-date one.
 
     Raises:
-        SchemaNotReadyError: the database has Hazel tables at another revision, or is empty and
+        SchemaTooNewError: the database is at a revision newer than this Hazel (a newer Hazel is needed).
+        SchemaNotReadyError: the database has Hazel tables at an older revision, or is empty and
             ``upgrade_if_empty`` is False.
     """
     current = current_revision(engine)
@@ -76,6 +112,7 @@ def ensure(engine: Engine, *, upgrade_if_empty: bool = True) -> None:
             upgrade(engine)
             return
         raise SchemaNotReadyError("the database has no Hazel tables: run `hazel db upgrade`")
+    check_not_newer(engine, current)
     raise SchemaNotReadyError(
         f"the database is at schema revision {current or 'unknown'}, this Hazel needs {head}: "
         "run `hazel db upgrade`"

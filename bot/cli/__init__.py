@@ -3,12 +3,43 @@
 from __future__ import annotations
 
 import gc
+import sys
+from typing import Any
 
 import typer
+from typer._click import exceptions as click_errors  # the Click that typer vendors (and raises)
+from typer.core import TyperGroup
 
 from bot.cli import demo, link, ops, prune, runs, steer
 
+
+class _OneLineErrors(TyperGroup):
+    """The ``hazel`` group, whose usage errors (an unknown option, a missing argument, a value of the wrong
+    type) are one line on stderr, like every other error of the CLI: ``error: No such option: --bogus (see
+    `hazel run --help`)``, exit status 2 (Click's own format is four lines: usage, hint, blank, error)."""
+
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click_errors.NoArgsIsHelpError as exc:  # `hazel db`: its help, as Click shows it
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click_errors.ClickException as exc:
+            ctx = getattr(exc, "ctx", None)
+            hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+            sys.stderr.write(f"error: {' '.join(exc.format_message().split())}{hint}\n")
+            sys.exit(exc.exit_code)
+        except typer.Abort:
+            sys.stderr.write("aborted\n")
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
 app = typer.Typer(
+    cls=_OneLineErrors,
     name="hazel",
     help="Durable agent workflows steered by people: start runs, answer steering requests, rewind, operate.",
     no_args_is_help=True,

@@ -72,15 +72,21 @@ def command_prefix() -> str:
 
 
 def engine(json_mode: bool = False, *, prepare: bool = True):  # noqa: ANN201
-    """Build ``HazelApp`` (the engine with its channels) from the environment. In JSON mode console
-    notifications go to stderr."""
+    """Build ``HazelApp`` (the engine with its channels) from the environment. In JSON mode the console
+    channel prints nothing (the JSON output holds the run and its pending request; stderr stays for errors)."""
+    from bot.cli.console import CommandConsole
     from bot.server.app import HazelApp
     from bot.server.wiring import channels_from_settings
     from bot.settings import Settings
-    from integrations.console import ConsoleChannel
 
     settings = Settings()
-    channel = ConsoleChannel(console=console("err" if json_mode else "out"), command=command_prefix())
+    if json_mode:
+        from rich.console import Console
+
+        printer = Console(quiet=True)
+    else:
+        printer = console("out")
+    channel = CommandConsole(console=printer, command=command_prefix())
     hazel = HazelApp(settings, channels=channels_from_settings(settings), console=channel)
     _opened.append(hazel)
     if prepare:
@@ -116,7 +122,10 @@ def safe_url(url: str) -> str:
     try:
         return make_url(url).render_as_string(hide_password=True)
     except Exception:  # not a URL at all: say so without echoing it
-        return "(not a valid database URL)"
+        return _NOT_A_URL
+
+
+_NOT_A_URL = "(not a valid database URL)"
 
 
 def to_jsonable(value: Any) -> Any:
@@ -136,7 +145,10 @@ def emit_json(value: Any) -> None:
 
 
 def handle_errors(fn: F) -> F:
-    """Turn Hazel's errors into one line on stderr (or a JSON error object) and exit status 1."""
+    """Turn every error into one line on stderr and exit status 1; with ``--json``, also a JSON object
+    ``{"error": {"type", "message"}}`` on stdout. Hazel's own errors (``_REPORTED``) say what went wrong; any
+    other exception is a fault of Hazel's, reported as "unexpected …" in one line too (``HAZEL_DEBUG=1``
+    lets its traceback through)."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -144,15 +156,16 @@ def handle_errors(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except Exception as exc:
-            if not _reported(exc):
+            if isinstance(exc, (typer.Exit, typer.Abort, typer.TyperException)):  # Click's own ending
+                raise
+            if not _reported(exc) and os.environ.get("HAZEL_DEBUG") == "1":
                 raise
             message = _one_line(exc)
             if json_mode:
                 emit_json({"error": {"type": type(exc).__name__, "message": message}})
-            else:
-                from rich.markup import escape
+            from rich.markup import escape
 
-                console("err").print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
+            console("err").print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
             raise typer.Exit(1) from None
         finally:
             while _opened:  # release the engine's connections when the command is done
@@ -185,13 +198,21 @@ def _one_line(exc: BaseException) -> str:
     ValidationError, SQLAlchemyError = _loaded("ValidationError"), _loaded("SQLAlchemyError")  # noqa: N806
     if ValidationError is not None and isinstance(exc, ValidationError):  # the environment's settings
         problems = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
-        return f"invalid settings: {problems}"
+        return f"invalid {'settings' if exc.title == 'Settings' else exc.title}: {problems}"
     if SQLAlchemyError is not None and isinstance(exc, SQLAlchemyError):
         cause = getattr(exc, "orig", None) or exc
         text = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
-        return f"database {safe_url(os.environ.get('HAZEL_DATABASE_URL', 'sqlite:///hazel.db'))}: {text}"
-    text = str(exc)
-    return text.splitlines()[0] if text else type(exc).__name__
+        url = safe_url(os.environ.get("HAZEL_DATABASE_URL", "sqlite:///hazel.db"))
+        if url == _NOT_A_URL:
+            return f"HAZEL_DATABASE_URL is not a valid database URL: {text}"
+        return f"database {url}: {text}"
+    if isinstance(exc, RecursionError):
+        return "a value is nested too deeply (JSON nested more than about 900 levels)"
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else type(exc).__name__
+    if type(exc).__name__ == "UnsupportedDatabaseError":
+        return f"HAZEL_DATABASE_URL: {first}"
+    return first if _reported(exc) else f"unexpected {type(exc).__name__}: {first} (HAZEL_DEBUG=1 shows where)"
 
 
 def when(ts: Any) -> str:
@@ -199,14 +220,50 @@ def when(ts: Any) -> str:
 
 
 def read_arg(text: str) -> str:
-    """A CLI text argument; ``@path`` reads the file instead."""
-    if not text.startswith("@"):
-        return text
+    """A CLI text argument; ``@path`` reads the file instead (``read_file``)."""
+    return read_file(text[1:]) if text.startswith("@") else text
+
+
+def read_file(path: str, *, what: str | None = None) -> str:
+    """The text of the file ``path`` (UTF-8), without its one final line end: a file's last ``\n`` (or
+    ``\r\n``) ends its last line and is not part of the value, so that ``hazel show RUN --raw > f`` (which
+    ends the value with one added ``\n``) and ``hazel edit RUN --file f`` give back the stored value byte for
+    byte, whether or not it ends with a newline itself.
+
+    Files larger than ``HAZEL_MAX_STATE_BYTES`` (``Settings.max_state_bytes``) are refused before they are read
+    (their size, or for a pipe the bytes read up to one past the limit).
+
+    Raises:
+        CliError: the file cannot be read, is over the limit, or is not UTF-8 text.
+    """
+    what = what or path
+    limit = _max_file_bytes()
+    over = f"{what} is over the limit of {limit:,} bytes (HAZEL_MAX_STATE_BYTES)"
     try:
-        with open(text[1:], encoding="utf-8") as fh:
-            return fh.read()
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size > limit:
+                raise CliError(f"{what} is {size:,} bytes, over the limit of {limit:,} bytes (HAZEL_MAX_STATE_BYTES)")
+            data = fh.read(limit + 1)
     except OSError as exc:
-        raise CliError(f"cannot read {text[1:]}: {exc.strerror}") from None
+        raise CliError(f"cannot read {what}: {exc.strerror or type(exc).__name__}") from None
+    if len(data) > limit:
+        raise CliError(over)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CliError(f"cannot read {what}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
+                       f"{exc.start})") from None
+    return text[:-2] if text.endswith("\r\n") else text[:-1] if text.endswith("\n") else text
+
+
+def _max_file_bytes() -> int:
+    """The largest input file the CLI reads: ``max_state_bytes`` of the running command's settings."""
+    if _opened:
+        return _opened[-1].settings.max_state_bytes
+    from bot.settings import Settings
+
+    return Settings().max_state_bytes
 
 
 def apply_sets(pairs: list[str], current: dict[str, Any]) -> dict[str, Any]:

@@ -46,25 +46,27 @@ def db_current(json_out: JsonOpt = False) -> None:
     """Show the database's schema revision and the one this Hazel needs."""
     from bot.settings import Settings
     from store import Store
-    from store.migrate import current_revision, head_revision
+    from store.migrate import current_revision, head_revision, known_revisions
 
     store = Store(Settings().database_url)
     try:
         current, head = current_revision(store.engine), head_revision()
     finally:
         store.dispose()
+    newer = current is not None and current not in known_revisions()
     if json_out:
-        emit_json({"current": current, "head": head})
+        emit_json({"current": current, "head": head, "newer_than_this_hazel": newer})
     else:
-        common.out.print(f"current {current or 'none'}; this Hazel needs {head}")
+        common.out.print(f"current {current or 'none'}; this Hazel needs {head}"
+                         + ("; the database is newer than this Hazel: use a newer Hazel" if newer else ""))
 
 
 @app.command("serve")
 @handle_errors
 def serve_cmd(
     host: Annotated[str | None, typer.Option(help="Bind address (default $HAZEL_HOST or 127.0.0.1).")] = None,
-    port: Annotated[int | None, typer.Option(help="Port (default $HAZEL_PORT or 8000).")] = None,
-    workers: Annotated[int | None, typer.Option(help="Worker threads (default $HAZEL_WORKERS or 4).")] = None,
+    port: Annotated[int | None, typer.Option(min=1, max=65535, help="Port (default $HAZEL_PORT or 8000).")] = None,
+    workers: Annotated[int | None, typer.Option(min=1, help="Worker threads (default $HAZEL_WORKERS or 4).")] = None,
     socket_mode: Annotated[bool, typer.Option("--socket-mode", help="Also connect to Slack over Socket Mode "
                                               "(needs SLACK_APP_TOKEN).")] = False,
     json_out: JsonOpt = False,
@@ -86,7 +88,7 @@ def serve_cmd(
 @app.command("worker")
 @handle_errors
 def worker_cmd(
-    workers: Annotated[int | None, typer.Option(help="Worker threads (default $HAZEL_WORKERS or 4).")] = None,
+    workers: Annotated[int | None, typer.Option(min=1, help="Worker threads (default $HAZEL_WORKERS or 4).")] = None,
     until_idle: Annotated[bool, typer.Option("--until-idle", help="Exit once no run is ready.")] = False,
     json_out: JsonOpt = False,
 ) -> None:
@@ -113,8 +115,9 @@ def worker_cmd(
 def outbox_list(
     ctx: typer.Context,
     status: Annotated[str | None, typer.Option(help="pending, sent or dead (default: pending and dead).")] = None,
-    run: Annotated[str | None, typer.Option(help="Only this run's messages.")] = None,
-    limit: int = 50,
+    run: Annotated[str | None, typer.Option(metavar="RUN", help="Only this run's messages (a run id or a "
+                                            "unique prefix).")] = None,
+    limit: Annotated[int, typer.Option(min=1, help="At most this many messages of each status.")] = 50,
     json_out: JsonOpt = False,
 ) -> None:
     """List outbox messages with their attempts and last error."""
@@ -125,6 +128,8 @@ def outbox_list(
     if status is not None and status not in {s.value for s in OutboxStatus}:
         raise CliError(f"unknown status {status!r} (one of: {', '.join(s.value for s in OutboxStatus)})")
     hazel = engine(json_out)
+    if run is not None:
+        run = hazel.resolve(ref=run)
     if status:
         messages = hazel.outbox_messages(status=status, run_id=run, limit=limit)
     else:

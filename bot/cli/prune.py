@@ -36,8 +36,8 @@ def prune_cmd(
     from bot.engine import utcnow
     from bot.ops.retention import prune
 
-    if older_than < 0:
-        raise CliError("--older-than must be 0 or more days")
+    if not 0 <= older_than < 1e6:  # NaN fails this too
+        raise CliError(f"--older-than must be a number of days from 0 to 999,999, not {older_than}")
     hazel = engine(json_out)
     try:
         report = prune(hazel.store, older_than_days=older_than, now=utcnow(), dry_run=dry_run,

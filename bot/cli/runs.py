@@ -39,6 +39,8 @@ def parse_input(text: str | None) -> dict:
         value = json.loads(raw)
     except ValueError as exc:
         raise CliError(f"--input is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise CliError("--input is nested too deeply (JSON nested more than about 900 levels)") from None
     if not isinstance(value, dict):
         raise CliError("--input must be a JSON object of state fields")
     return value
@@ -49,7 +51,7 @@ def parse_input(text: str | None) -> dict:
 def run_cmd(
     workflow: Annotated[str, typer.Argument(help="Workflow name (see `hazel workflows`).")],
     input: Annotated[str | None, typer.Option("--input", "-i", help="Input state as JSON, or @file.json.")] = None,
-    version: Annotated[int | None, typer.Option(help="Workflow version (default: the latest).")] = None,
+    version: Annotated[int | None, typer.Option(min=1, help="Workflow version (default: the latest).")] = None,
     detach: DetachOpt = False,
     as_: AsOpt = None,
     json_out: JsonOpt = False,
@@ -168,11 +170,12 @@ def _versions(hazel: Hazel, json_out: bool) -> None:
 @handle_errors
 def show_cmd(
     run_ref: Annotated[str, typer.Argument(metavar="RUN", help="Run id (or a unique prefix).")],
-    seq: Annotated[int | None, typer.Option("--seq", help="Show the state at this checkpoint.")] = None,
+    seq: Annotated[int | None, typer.Option("--seq", min=0, help="Show the state at this checkpoint.")] = None,
     full: Annotated[bool, typer.Option("--full", help="Whole artefacts and tracebacks.")] = False,
-    raw: Annotated[bool, typer.Option("--raw", help="Print only the shown field (or the state), undecorated: "
-                                      "`hazel show RUN --raw > plan.txt`, edit, `hazel edit RUN --file plan.txt`."
-                                      )] = False,
+    raw: Annotated[bool, typer.Option("--raw", help="Print only the shown field (or the state), undecorated, "
+                                      "ended by one added newline: `hazel show RUN --raw > plan.txt`, edit, "
+                                      "`hazel edit RUN --file plan.txt` (which drops a file's final newline: "
+                                      "an unchanged file gives back the value byte for byte).")] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Show a run: status, the pending steering request, and the field it shows (the whole state with
@@ -196,10 +199,11 @@ def show_cmd(
                    "seq": run.head_seq if seq is None else seq})
         return
     if raw:
-        # the value alone, as text (a text field as it is, anything else as JSON): to edit and send back
+        # the value alone, as text (a text field as it is, anything else as JSON), ended by one added line end
+        # that `read_file` drops again: `--raw > f` then `edit --file f` gives back the value byte for byte
         value = _shown_value(hazel, run, pending, tree, seq)
         sys.stdout.write(value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False))
-        sys.stdout.write("\n" if not (isinstance(value, str) and value.endswith("\n")) else "")
+        sys.stdout.write("\n")
         return
     e = escape
     lines = [f"workflow   {e(run.workflow)} v{run.workflow_version}", f"status     {render.status(run.status.value)}",

@@ -107,6 +107,8 @@ class People:
             data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
         except OSError as exc:
             raise ConfigurationError(f"HAZEL_PEOPLE_FILE {str(path)!r} cannot be read: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise ConfigurationError(f"HAZEL_PEOPLE_FILE {str(path)!r} is not UTF-8 text") from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigurationError(f"HAZEL_PEOPLE_FILE {str(path)!r} is not valid TOML: {exc}") from None
         return cls.from_dict(data)

@@ -88,9 +88,15 @@ def _import(target: str, base: str):  # noqa: ANN202
             name = "hazel_workflows_" + path.stem
             if name in sys.modules:
                 return sys.modules[name]
+            if not path.is_file():
+                raise WorkflowDefinitionError(f"cannot load workflows from {target!r}: "
+                                              + (f"{path} is not a file" if path.exists() else f"no such file {path}"))
+            if path.suffix != ".py":
+                raise WorkflowDefinitionError(f"cannot load workflows from {target!r}: not a .py file (give module "
+                                              "names or paths of .py files)")
             spec = importlib.util.spec_from_file_location(name, path)
-            if spec is None or spec.loader is None or not path.exists():
-                raise FileNotFoundError(path)
+            if spec is None or spec.loader is None:
+                raise WorkflowDefinitionError(f"cannot load workflows from {target!r}: not a Python module")
             module = importlib.util.module_from_spec(spec)
             sys.modules[name] = module
             spec.loader.exec_module(module)

@@ -1,0 +1,397 @@
+"""Every CLI command and every setting, fed malformed values: one line on stderr that names what is wrong, an
+exit status other than 0, no traceback, and the stored runs unchanged.
+
+The commands are read from the Typer app and the settings from the ``Settings`` model, so a new command, option
+or setting is covered without editing this file (a new setting whose malformed values cannot be derived from its
+type must be given some in ``SETTING_EXTRAS`` or be listed in ``ANY_TEXT``: the test says so). Most cases run
+in-process (``CliRunner``, the environment patched); the few that need the real ``hazel`` entry point (start-up,
+``serve``'s port, a 200,000-deep file) run as subprocesses, started together.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import types
+import typing
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+import typer
+from sqlalchemy import create_engine, text
+from typer.testing import CliRunner
+
+from bot.cli import app
+from bot.settings import Settings
+from tests.bot.conftest import ROOT, SAMPLE
+
+HAZEL = ROOT / ".venv" / "bin" / "hazel"
+LIMIT = 4096
+"""``HAZEL_MAX_STATE_BYTES`` in these tests: the largest input file the CLI reads."""
+
+NUMBER_ZERO_OK = {"retention_days"}
+"""Numeric settings for which 0 is meaningful (``HAZEL_RETENTION_DAYS=0``: prune every ended run)."""
+ANY_TEXT = {"host", "output_dir", "slack_api_url", "slack_bot_token", "slack_signing_secret", "slack_app_token",
+            "jira_url", "jira_user", "jira_api_token", "jira_pat", "jira_webhook_secret", "jira_issue_type",
+            "jira_approve_status", "jira_reject_status", "jira_done_status", "jira_rejected_status",
+            "llm_base_url", "llm_api_key", "llm_model", "api_token", "api_tokens", "base_url", "web_secret",
+            "hook_secret"}
+"""Text settings that take any non-blank text as far as a command that does not use them can tell (secrets,
+names of Jira statuses, URLs of services only ``serve`` talks to)."""
+
+
+def setting_extras(tmp: Path) -> dict[str, list[str]]:
+    """Malformed values of text settings, which their type cannot suggest."""
+    notpy = tmp / "workflows.txt"
+    notpy.write_text("x = 1\n")
+    people = tmp / "people.toml"
+    people.write_text("[people.ann\nslack = 1\n")
+    binary = tmp / "people.bin"
+    binary.write_bytes(b"\xff\xfe[people]\n")
+    return {
+        "database_url": ["not-a-url", "mysql://someone@localhost/db"],
+        "workflows": [str(tmp / "nowhere.py"), str(notpy), "no.such.module", str(tmp)],
+        "sqlite_synchronous": ["sometimes"],
+        "operator": ["hazel"],
+        "people_file": [str(tmp / "nowhere.toml"), str(people), str(binary)],
+        "log_level": ["loud"],
+        "hook_urls": ["not-a-url"],
+    }
+
+
+def env_name(field: Any) -> str:
+    alias = field.validation_alias
+    return alias if isinstance(alias, str) else alias.choices[0]
+
+
+def base_type(annotation: Any) -> Any:
+    """``int`` of ``int | None``, the Literal of ``Literal[...] | None``, … ."""
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        return base_type(args[0]) if len(args) == 1 else annotation
+    return annotation
+
+
+def malformed_settings(tmp: Path) -> list[tuple[str, str, str]]:
+    """``(field, environment variable, value)`` for every field of ``Settings``."""
+    extras = setting_extras(tmp)
+    cases: list[tuple[str, str, str]] = []
+    missing = []
+    for name, field in Settings.model_fields.items():
+        kind = base_type(field.annotation)
+        values: list[str] = list(extras.get(name, []))
+        if kind in (int, float):
+            values += ["not-a-number", "nan", "-5", "1e999"]
+            values += [] if name in NUMBER_ZERO_OK else ["0"]
+            values += ["99999", "65536"] if name == "port" or name.endswith("_port") else []
+        elif kind is bool:
+            values += ["not-a-bool"]
+        elif typing.get_origin(kind) is typing.Literal:
+            values += ["bogus"]
+        elif kind is str and isinstance(field.default, str) and field.default.strip() \
+                and type(None) not in typing.get_args(field.annotation):  # blank: None (unset, or off)
+            values += ["", "   "]
+        if not values and name not in ANY_TEXT:
+            missing.append(name)
+        cases += [(name, env_name(field), v) for v in values]
+    assert not missing, f"give malformed values for {missing} in setting_extras, or list them in ANY_TEXT"
+    return cases
+
+
+def leaves(cmd: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+    """``(command path, click command)`` of every command that runs (a group run without a subcommand
+    included)."""
+    sub = getattr(cmd, "commands", None)
+    if sub:
+        if path and getattr(cmd, "invoke_without_command", False):
+            yield path, cmd
+        for name, child in sub.items():
+            yield from leaves(child, (*path, name))
+    else:
+        yield path, cmd
+
+
+def py_type(param: Any) -> Any:
+    """The Python type of a parameter (modules with postponed annotations give its name)."""
+    kind = param.bare_type()
+    return {"int": int, "float": float, "str": str, "bool": bool}.get(kind, kind) if isinstance(kind, str) else kind
+
+
+def is_run(param: Any) -> bool:
+    return param.metavar == "RUN" or param.name == "run"
+
+
+def base_value(param: Any, run_id: str) -> str:
+    """A well-formed value for a required parameter (the case then breaks one other parameter)."""
+    if is_run(param):
+        return run_id
+    if param.name == "workflow":
+        return "doc-review"
+    return "1" if py_type(param) in (int, float) else "ok"
+
+
+ONE_OF = {("edit",): ({"file", "set_"}, {"set_": "draft=ok"})}
+"""Commands that need one of some optional parameters: the ones, and a well-formed choice."""
+
+
+def build(path: tuple[str, ...], cmd: Any, run_id: str, override: dict[str, str], extra: list[str]) -> list[str]:
+    args = list(path)
+    names, choice = ONE_OF.get(path, (set(), {}))
+    if not names & set(override):
+        override = {**choice, **override}
+    for p in cmd.params:
+        value = override.get(p.name)
+        if value is None and not p.required:
+            continue
+        value = value if value is not None else base_value(p, run_id)
+        args += [value] if p.param_type_name == "argument" else [p.opts[0], value]
+    return args + extra
+
+
+def malformed_commands(run_id: str, files: dict[str, Path]) -> list[tuple[list[str], list[str]]]:
+    """``(argv, words one of which the error line must contain)`` for every command of the app."""
+    root = typer.main.get_command(app)
+    cases: list[tuple[list[str], list[str]]] = [(["--no-such-option"], ["--no-such-option"]),
+                                                (["no-such-command"], ["no-such-command"])]
+    for path, cmd in leaves(root):
+        cases.append((build(path, cmd, run_id, {}, ["--no-such-option"]), ["--no-such-option"]))
+        cases.append((build(path, cmd, run_id, {}, ["extra", "args", "here"]),  # or taken by an optional argument
+                      ["extra", "args", *(p.name for p in cmd.params if p.param_type_name == "argument")]))
+        for p in cmd.params:
+            if p.param_type_name == "option" and p.is_flag:
+                cases.append((build(path, cmd, run_id, {}, [f"{p.opts[0]}=maybe"]), [p.opts[0]]))
+                continue
+            kind = py_type(p)
+            if is_run(p):
+                cases.append((build(path, cmd, run_id, {p.name: "nosuchrun"}, []), ["nosuchrun"]))
+                if any(q.name == "json_out" for q in cmd.params):
+                    cases.append((build(path, cmd, run_id, {p.name: "nosuchrun"}, ["--json"]), ["nosuchrun"]))
+            elif kind in (int, float):
+                for bad in ("not-a-number", "1e999x"):
+                    cases.append((build(path, cmd, run_id, {p.name: bad}, []), [bad, p.opts[0], p.name]))
+            elif p.name == "file":
+                for f in files.values():
+                    cases.append((build(path, cmd, run_id, {p.name: str(f)}, []), [str(f)]))
+            elif "@file" in (getattr(p, "help", None) or "").lower():
+                keyed = "FIELD=" in (p.help or "")
+                for f in files.values():
+                    cases.append((build(path, cmd, run_id, {p.name: ("draft=" if keyed else "") + f"@{f}"}, []),
+                                  [str(f)]))
+    return cases
+
+
+HAND_WRITTEN = [  # what the parameters' types cannot suggest
+    (["run", "no-such-workflow"], ["no-such-workflow"]),
+    (["run", "doc-review", "--input", "{not json"], ["--input"]),
+    (["run", "doc-review", "--input", "[1, 2]"], ["--input"]),
+    (["run", "doc-review", "--input", '{"topic": ""}'], ["topic"]),
+    (["run", "doc-review", "--input", "[" * 200_000 + "]" * 200_000], ["--input"]),
+    (["run", "doc-review", "--input", '{"topic": ' * 200_000 + '"x"' + "}" * 200_000], ["--input"]),
+    (["run", "doc-review", "--version", "99"], ["99"]),
+    (["run", "doc-review", "--input", '{"topic": "t"}', "--as", " "], ["--as"]),
+    (["runs", "--status", "sleeping"], ["sleeping"]),
+    (["runs", "--limit", "0"], ["--limit"]),
+    (["outbox", "--status", "lost"], ["lost"]),
+    (["outbox", "--limit", "-5"], ["--limit"]),
+    (["outbox", "retry", "999"], ["999"]),
+    (["serve", "--port", "99999"], ["--port"]),
+    (["serve", "--workers", "0"], ["--workers"]),
+    (["worker", "--workers", "-5"], ["--workers"]),
+    (["prune", "--older-than", "-1"], ["--older-than"]),
+    (["prune", "--older-than", "nan"], ["--older-than", "nan"]),
+    (["prune", "--older-than", "inf"], ["--older-than", "inf"]),
+]
+
+
+def hand_written_with_run(run_id: str) -> list[tuple[list[str], list[str]]]:
+    return [
+        (["show", run_id, "--seq", "999"], ["999"]),
+        (["show", run_id, "--seq", "-1"], ["--seq"]),
+        (["approve", run_id, "--at", "nowhere"], ["nowhere"]),
+        (["edit", run_id], ["--file"]),
+        (["edit", run_id, "--set", "nofield=1"], ["nofield"]),
+        (["edit", run_id, "--set", "novalue"], ["novalue"]),
+        (["edit", run_id, "--set", "draft="], ["--allow-empty"]),
+        (["rewind", run_id, "--to", "nosuchstep"], ["nosuchstep"]),
+        (["rewind", run_id, "--to", "999"], ["999"]),
+        (["reject", run_id, "--reason", " "], ["reason"]),
+        (["feedback", run_id, " "], ["feedback"]),
+    ]
+
+
+def snapshot(db_url: str) -> list[Any]:
+    """Every row of the tables that hold runs: what must not change."""
+    engine = create_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            return [conn.execute(text(f"SELECT * FROM {t} ORDER BY 1")).all()
+                    for t in ("hazel_runs", "hazel_checkpoints", "hazel_steering_requests", "hazel_decisions")]
+    finally:
+        engine.dispose()
+
+
+def one_line_error(result: Any, words: list[str], argv: list[str]) -> None:
+    where = f"hazel {' '.join(a[:60] for a in argv)[:300]}"
+    assert result.exit_code not in (0, None), (where, result.stdout[-500:], result.stderr[-500:])
+    assert result.exception is None or isinstance(result.exception, SystemExit), (where, repr(result.exception))
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, (where, result.stderr[-2000:])
+    assert "Traceback" not in result.stderr + result.stdout, where
+    assert lines[0].startswith("error: "), (where, lines[0])
+    assert any(w in lines[0] for w in words), (where, words, lines[0])
+    if "--json" in argv:
+        assert json.loads(result.stdout)["error"]["message"] in lines[0], (where, result.stdout)
+
+
+@pytest.fixture
+def hostile(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
+    """``hostile(*args)`` runs ``hazel ARGS`` in-process on ``db_url`` (sample workflows; ``serve`` and
+    ``worker`` never start: reaching them fails the case)."""
+    monkeypatch.setenv("HAZEL_DATABASE_URL", db_url)
+    monkeypatch.setenv("HAZEL_WORKFLOWS", str(SAMPLE))
+    monkeypatch.setenv("HAZEL_OPERATOR", "olga")
+    monkeypatch.setenv("HAZEL_OUTPUT_DIR", str(tmp_path / "out"))
+    monkeypatch.setenv("HAZEL_MAX_STATE_BYTES", str(LIMIT))
+    monkeypatch.chdir(tmp_path)
+    from bot.cli import common
+    from bot.server import processes
+
+    def never(*_: Any, **__: Any) -> None:
+        raise AssertionError("a malformed command started serving")
+
+    monkeypatch.setattr(processes, "serve", never)
+    monkeypatch.setattr(processes, "work", never)
+    monkeypatch.setattr(common.err, "width", 400)
+    runner = CliRunner()
+    return lambda *args: runner.invoke(app, list(args))
+
+
+def hostile_files(tmp: Path) -> dict[str, Path]:
+    (tmp / "latin1.txt").write_bytes('{"topic": "caf\xe9"}'.encode("latin-1"))
+    (tmp / "huge.txt").write_text("x" * (LIMIT + 1))
+    (tmp / "adir").mkdir()
+    return {"missing": tmp / "nowhere.txt", "latin1": tmp / "latin1.txt", "huge": tmp / "huge.txt",
+            "dir": tmp / "adir"}
+
+
+def test_every_command_fed_malformed_arguments_answers_one_line(hostile, db_url: str, tmp_path: Path) -> None:  # noqa: ANN001
+    started = hostile("run", "doc-review", "--input", '{"topic": "t"}', "--json")
+    assert started.exit_code == 0, started.output
+    run_id = json.loads(started.stdout)["run"]["id"]
+    before = snapshot(db_url)
+    cases = malformed_commands(run_id, hostile_files(tmp_path)) + HAND_WRITTEN + hand_written_with_run(run_id)
+    covered = {tuple(argv[:2]) for argv, _ in cases}
+    for path, _ in leaves(typer.main.get_command(app)):
+        assert any(c[: len(path)] == path for c in covered), f"no malformed case for `hazel {' '.join(path)}`"
+    for argv, words in cases:
+        one_line_error(hostile(*argv), words, argv)
+    assert snapshot(db_url) == before
+
+
+def test_every_setting_fed_malformed_values_answers_one_line(hostile, db_url: str, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    run_id = json.loads(hostile("run", "doc-review", "--input", '{"topic": "t"}', "--json").stdout)["run"]["id"]
+    before = snapshot(db_url)
+    cases = malformed_settings(tmp_path)
+    assert {name for name, _, _ in cases} | ANY_TEXT >= set(Settings.model_fields)
+    for name, env, value in cases:
+        with monkeypatch.context() as m:
+            m.setenv(env, value)
+            result = hostile("runs")
+        one_line_error(result, [env, value] if value.strip() else [env], [f"{env}={value!r}", "runs"])
+    assert hostile("show", run_id).exit_code == 0
+    assert snapshot(db_url) == before
+
+
+def test_a_blank_optional_setting_means_unset(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``JIRA_URL=`` (or any setting that may be None) is the setting unset, not an empty value: a blank
+    ``SLACK_BOT_TOKEN`` used to count as Slack configured."""
+    optional = {n: f for n, f in Settings.model_fields.items() if type(None) in typing.get_args(f.annotation)}
+    for field in optional.values():
+        monkeypatch.setenv(env_name(field), " ")
+    settings = Settings()
+    assert {n: getattr(settings, n) for n in optional} == dict.fromkeys(optional)
+    assert not settings.slack_configured
+
+
+def test_the_real_entry_point_answers_one_line(db_url: str, tmp_path: Path) -> None:
+    """Start-up as a person meets it: the console script, the port check of ``serve``, a file nested 200,000
+    deep, a file that is not UTF-8. Started together, so that they cost one start-up's time."""
+    env = {**os.environ, "HAZEL_DATABASE_URL": db_url, "HAZEL_WORKFLOWS": str(SAMPLE), "HAZEL_OPERATOR": "olga",
+           "HAZEL_OUTPUT_DIR": str(tmp_path / "out")}
+    env.pop("HAZEL_DEBUG", None)
+    started = subprocess.run([str(HAZEL), "run", "doc-review", "--input", '{"topic": "t"}', "--json"], env=env,
+                             cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert started.returncode == 0, started.stderr
+    assert started.stderr == "", "--json prints no human panel on stderr"
+    run_id = json.loads(started.stdout)["run"]["id"]
+    before = snapshot(db_url)
+    (tmp_path / "deep.json").write_text("[" * 200_000 + "]" * 200_000)
+    (tmp_path / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
+    cases = [
+        ({"HAZEL_PORT": "99999"}, ["serve"], "HAZEL_PORT"),
+        ({"HAZEL_WORKERS": "0"}, ["worker", "--until-idle"], "HAZEL_WORKERS"),
+        ({}, ["run", "doc-review", "--input", f"@{tmp_path / 'deep.json'}"], "nested too deeply"),
+        ({}, ["run", "doc-review", "--input", f"@{tmp_path / 'latin1.txt'}"], "not UTF-8"),
+        ({}, ["edit", run_id, "--file", str(tmp_path / "latin1.txt")], "not UTF-8"),
+        ({}, ["edit", run_id, "--set", f"draft=@{tmp_path / 'latin1.txt'}"], "not UTF-8"),
+    ]
+    procs = [(argv, word, subprocess.Popen([str(HAZEL), *argv], env={**env, **extra}, cwd=tmp_path,
+                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+             for extra, argv, word in cases]
+    for argv, word, proc in procs:
+        try:
+            out, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise AssertionError(f"hazel {' '.join(argv)} did not stop") from None
+        lines = err.strip().splitlines()
+        assert proc.returncode != 0 and len(lines) == 1 and word in lines[0], (argv, proc.returncode, err[-2000:])
+        assert "Traceback" not in out + err
+    assert snapshot(db_url) == before
+
+
+NEWER = "9999_from_a_newer_hazel"
+
+
+@pytest.fixture
+def newer_schema(db_url: str) -> Iterator[str]:
+    """``db_url`` stamped with a revision this Hazel has no script for (restored afterwards: on PostgreSQL
+    the database is the session's)."""
+    engine = create_engine(db_url)
+    with engine.begin() as conn:
+        real = conn.execute(text("SELECT version_num FROM hazel_alembic_version")).scalar_one()
+        conn.execute(text("UPDATE hazel_alembic_version SET version_num = :v"), {"v": NEWER})
+    try:
+        yield db_url
+    finally:
+        with engine.begin() as conn:
+            conn.execute(text("UPDATE hazel_alembic_version SET version_num = :v"), {"v": real})
+        engine.dispose()
+
+
+def test_a_database_newer_than_this_hazel_is_named_as_such(hostile, newer_schema: str) -> None:  # noqa: ANN001
+    from store.migrate import head_revision
+
+    HEAD = head_revision()  # noqa: N806
+    for argv in (["runs"], ["db", "upgrade"], ["run", "doc-review", "--input", '{"topic": "t"}']):
+        result = hostile(*argv)
+        one_line_error(result, [NEWER], argv)
+        line = result.stderr.strip()
+        assert "newer than this Hazel" in line and HEAD in line and "use a newer Hazel" in line, line
+        assert "hazel db upgrade" not in line
+    current = hostile("db", "current", "--json")
+    assert json.loads(current.stdout) == {"current": NEWER, "head": HEAD, "newer_than_this_hazel": True}
+    engine = create_engine(newer_schema)
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT version_num FROM hazel_alembic_version")).scalar_one() == NEWER
+    engine.dispose()
+
+
+def test_cancel_says_it_once(cli) -> None:  # noqa: ANN001
+    run_id = cli.json("run", "doc-review", "--input", '{"topic": "t"}')["run"]["id"]
+    out = cli("cancel", run_id).stdout
+    assert out.count(f"run {run_id} cancelled") == 1, out
+
