@@ -21,6 +21,7 @@ from bot.cli.common import (
     engine,
     handle_errors,
     read_arg,
+    read_file,
 )
 from bot.cli.continuation import decide
 from bot.cli.runs import finish, retry_notice
@@ -74,9 +75,12 @@ def approve_cmd(run_ref: RunArg, at: AtOpt = None, detach: DetachOpt = False, as
 def edit_cmd(
     run_ref: RunArg,
     file: Annotated[str | None, typer.Option("--file", "-f", help="File holding the new value of the shown "
-                                             "field (text for a text field, else JSON).")] = None,
+                                             "field (text for a text field, else JSON; the file's final "
+                                             "newline is not part of it).")] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="FIELD=VALUE or FIELD.KEY=VALUE of the shown "
                                                    "field (VALUE may be @file); repeatable.")] = None,
+    allow_empty: Annotated[bool, typer.Option("--allow-empty", help="Accept an empty or blank new value (an "
+                                              "empty file or VALUE is refused without it).")] = False,
     at: AtOpt = None, detach: DetachOpt = False, as_: AsOpt = None, json_out: JsonOpt = False,
 ) -> None:
     """Replace the shown field with your version (validated against the state model), then continue."""
@@ -85,10 +89,20 @@ def edit_cmd(
     hazel = engine(json_out)
     run_id = hazel.resolve(ref=run_ref)
     if file:
-        payload: dict[str, Any] = {"text": read_arg("@" + file)}  # the engine parses it (text, or JSON)
+        payload: dict[str, Any] = {"text": read_file(file)}  # the engine parses it (text, or JSON)
+        blank = {file: payload["text"]} if not payload["text"].strip() else {}
     else:
         shown = hazel.shown(request_id=hazel.request_for(run_id=run_id, point=at).id)
         payload = edit_sets(set_ or [], shown.field)
+        values = {"": payload["text"]} if "text" in payload else payload["entries"]
+        blank = {f"--set {shown.field or ''}{'.' if k and shown.field else ''}{k}": v for k, v in values.items()
+                 if not v.strip()}
+    if blank and not allow_empty:
+        what, value = next(iter(blank.items()))
+        raise CliError(f"{what} is {'empty' if not value else 'blank (only whitespace)'}: that would replace the "
+                       "value with nothing; add --allow-empty if that is what you mean")
+    if allow_empty and "text" in payload and not payload["text"].strip():
+        payload = {"value": payload["text"]}  # as it is: the engine takes blank text for no value at all
     outcome = decide(hazel, run_id=run_id, action="edit", actor=actor(hazel, as_), payload=payload, point=at,
                      detach=detach, json_out=json_out)
     _after(hazel, outcome, detach, json_out)
@@ -170,6 +184,6 @@ def cancel_cmd(
     hazel = engine(json_out)
     run = hazel.cancel(run_id=hazel.resolve(ref=run_ref), actor=actor(hazel, as_), reason=reason)
     hazel.deliver_due()
-    if not json_out:
-        common.out.print(f"run {run.id} cancelled")
+    if not json_out and (run.id, "cancelled") not in getattr(hazel.console, "reported", ()):
+        common.out.print(f"run {run.id} cancelled")  # unless the console channel just said so
     finish(hazel, run.id, None, json_out)
