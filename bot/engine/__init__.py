@@ -6,6 +6,7 @@ only, never from its modules. The types they see come with it.
 
 from bot.engine.errors import (
     AlreadyDecidedError,
+    AmbiguousRunIdError,
     CheckpointNotFoundError,
     ConfigurationError,
     HazelError,
@@ -35,7 +36,7 @@ from bot.engine.views import DECIDING, Access
 from bot.engine.workflow import Approvers, Step, StepContext, SteeringPoint, Workflow
 
 __all__ = [
-    "Access", "AlreadyDecidedError", "Approvers", "CheckpointNotFoundError", "Claim", "ConfigurationError",
+    "Access", "AlreadyDecidedError", "AmbiguousRunIdError", "Approvers", "CheckpointNotFoundError", "Claim", "ConfigurationError",
     "DECIDING", "DecisionOutcome", "DriveResult", "Fired", "Hazel", "HazelError", "InvalidDecisionError",
     "InvalidInputError", "LOG_CONTEXT_VARS", "NoPendingRequestError", "NotAllowedError", "People", "Person",
     "Registry", "RunNotFoundError", "RunStateError", "Shown", "Step", "StepContext", "SteeringPoint",

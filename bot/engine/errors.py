@@ -5,6 +5,7 @@
     ├── UnknownWorkflowError (LookupError): no such workflow (or version) is registered
     ├── VersionUnavailableError (LookupError): a run's pinned version is gone and no migration leads on
     ├── RunNotFoundError (LookupError): no run with that id (or prefix)
+    │   └── AmbiguousRunIdError: a shortened run id that starts several runs' ids
     ├── CheckpointNotFoundError (LookupError): no checkpoint matches a rewind target
     ├── NoPendingRequestError (LookupError): the run is not waiting on a steering request
     ├── NotAllowedError (PermissionError): this person may not take this action here
@@ -15,6 +16,11 @@
     ├── RunStateError (RuntimeError): the run is not in a state that allows this (retry a running run, …)
     └── StepContractError (TypeError): a step returned something that is not its state, or routed to an
         unknown node; the run fails at once (no retry can help)
+
+A message never names a channel's commands: where the console has one that helps (``hazel runs``), the error
+carries it as ``hint``, which ``str(err)`` appends for the CLI and ``err.message`` leaves out (the REST API,
+web pages); Slack maps it to its slash command. Quoted input is cut short (``quoted``): an answer never
+echoes an oversized value back.
 """
 
 from __future__ import annotations
@@ -22,8 +28,39 @@ from __future__ import annotations
 from datetime import datetime
 
 
+QUOTE_MAX_CHARS = 60
+"""Characters of a person's input quoted in a message; longer input is cut (``quoted``)."""
+
+
+def quoted(value: object, *, max_chars: int = QUOTE_MAX_CHARS) -> str:
+    """``repr(str(value))``, cut to ``max_chars`` characters with its length named when longer: ``'abc…'
+    (20,000,000 characters)``."""
+    text = value if isinstance(value, str) else str(value)
+    if len(text) <= max_chars:
+        return repr(text)
+    return f"{text[:max_chars]!r}… ({len(text):,} characters)"
+
+
 class HazelError(Exception):
-    """Base of Hazel's errors; ``str(err)`` is a one-line message fit to show the person who acted."""
+    """Base of Hazel's errors; ``str(err)`` is a one-line message fit to show the person who acted.
+
+    Args:
+        hint: a console command that helps (``"hazel runs"``): ``str(err)`` appends ``(see `hazel runs`)``,
+            ``message`` leaves it out.
+    """
+
+    def __init__(self, *args: object, hint: str | None = None) -> None:
+        super().__init__(*args)
+        self.hint = hint
+
+    @property
+    def message(self) -> str:
+        """The message without the console hint: for channels that have no console commands."""
+        return super().__str__()
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        return f"{text} (see `{self.hint}`)" if self.hint else text
 
 
 class WorkflowDefinitionError(HazelError, ValueError):
@@ -40,6 +77,15 @@ class VersionUnavailableError(HazelError, LookupError):
 
 class RunNotFoundError(HazelError, LookupError):
     pass
+
+
+class AmbiguousRunIdError(RunNotFoundError):
+    """A shortened run id matches several runs (the message lists some of them)."""
+
+
+def no_run(run_id: str) -> RunNotFoundError:
+    """The error for a run that does not exist (hint: ``hazel runs``)."""
+    return RunNotFoundError(f"no run {quoted(run_id)}", hint="hazel runs")
 
 
 class CheckpointNotFoundError(HazelError, LookupError):

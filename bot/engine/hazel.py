@@ -39,6 +39,7 @@ from bot.engine.errors import (
 from bot.engine.people import EmailSource, People
 from bot.engine.inputs import check_hooks, validate_input
 from bot.engine.lgraph import LangGraphWorkflow
+from bot.engine.limits import state_tree
 from bot.engine.reads import Reads
 from bot.engine.requests import Requests
 from bot.engine.registry import Registry
@@ -106,7 +107,8 @@ class Hazel(Reads, Requests):
         self.runner = Runner(self.store, self.registry, lease_sec=self.settings.lease_sec, clock=clock)
         self.runner.on_outbox = self._outbox
         self.steering = Steering(self.store, self.registry, self.people, self.runner, clock=clock,
-                                 on_ready=self._ready, on_outbox=self._outbox)
+                                 on_ready=self._ready, on_outbox=self._outbox,
+                                 max_state_bytes=self.settings.max_state_bytes)
         self.views = Views(self.store, self.registry.find, lambda run: target_workflow(self.registry, run),
                            self.people)
         self.timeouts = Timeouts(self.store, self.registry, self.steering, clock=clock, on_outbox=self._outbox)
@@ -240,7 +242,8 @@ class Hazel(Reads, Requests):
         ``drive`` then starts without reading anything; else it is ``ready`` for any worker.
 
         Raises:
-            UnknownWorkflowError, InvalidInputError, NotAllowedError (recorded in the audit log).
+            UnknownWorkflowError, NotAllowedError (recorded in the audit log), InvalidInputError (also when
+                the state is over ``HAZEL_MAX_STATE_BYTES`` or nested too deeply: ``bot.engine.limits``).
         """
         wf = self.registry.get(workflow, version)
         if not wf.starters.empty and not permissions.is_approver(wf.starters, actor, self.people):
@@ -250,7 +253,8 @@ class Hazel(Reads, Requests):
         state = validate_input(wf, input)
         now = self.clock()
         run_id = new_run_id()
-        tree = wf.codec.encode(state)
+        tree = state_tree(wf, state, max_bytes=self.settings.max_state_bytes, what=f"the input of {wf.label}",
+                          refuse=InvalidInputError)
         # Leased at its insert when the caller continues it (the version is this registry's: runnable here).
         lease = (self.runner.owner, secrets.token_hex(8), self.runner.leases.until(now)) if claim else None
         with self.store.transaction() as tx, tx.pipeline():  # PostgreSQL: one round trip, then the commit

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from bot.engine.errors import ConfigurationError, InvalidInputError
+from bot.engine.errors import ConfigurationError, InvalidInputError, quoted
 from bot.engine.steering.edits import format_validation_error
 from bot.engine.workflow import Workflow
 from bot.settings import Settings
@@ -22,7 +22,8 @@ def validate_input(wf: Workflow, data: dict[str, Any] | BaseModel | None) -> Bas
     """
     unknown = _unknown_fields(wf.state, data)
     if unknown:
-        raise InvalidInputError(f"invalid input for {wf.label}: unknown field {', '.join(map(repr, unknown))} "
+        named = ", ".join(map(quoted, unknown[:10])) + (f" and {len(unknown) - 10} more" if len(unknown) > 10 else "")
+        raise InvalidInputError(f"invalid input for {wf.label}: unknown field {named} "
                                 f"(fields: {', '.join(wf.state.model_fields)})")
     try:
         return wf.codec.validate(data if data is not None else {})

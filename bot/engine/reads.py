@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from pydantic import BaseModel
 
-from bot.engine.errors import CheckpointNotFoundError, RunNotFoundError
+from bot.engine.errors import AmbiguousRunIdError, CheckpointNotFoundError, RunNotFoundError, no_run, quoted
 from bot.engine.versions import decode_state, find_point
 from store.metrics import MetricsSnapshot
 from store.models import AuditEvent, CheckpointInfo, Decision, OutboxMessage, Run, SteeringRequest
@@ -43,7 +43,8 @@ class Reads:
         """A run id from an id or a unique prefix of at least 4 characters.
 
         Raises:
-            RunNotFoundError: no run, or the prefix is ambiguous.
+            RunNotFoundError: no run.
+            AmbiguousRunIdError (a RunNotFoundError): the prefix starts several runs' ids.
         """
         ref = (ref or "").strip()
         with self.store.read() as tx:
@@ -54,10 +55,10 @@ class Reads:
             return matches[0]
         if matches:
             listed = ", ".join(matches[:5]) + (", …" if len(matches) > 5 else "")
-            raise RunNotFoundError(f"run id {ref!r} is ambiguous: it starts {listed}")
+            raise AmbiguousRunIdError(f"run id {quoted(ref)} is ambiguous: it starts {listed}; give more of it")
         if 0 < len(ref) < MIN_PREFIX:
-            raise RunNotFoundError(f"no run {ref!r}: a shortened run id needs at least {MIN_PREFIX} characters")
-        raise RunNotFoundError(f"no run {ref!r} (see `hazel runs`)")
+            raise RunNotFoundError(f"no run {quoted(ref)}: a shortened run id needs at least {MIN_PREFIX} characters")
+        raise no_run(ref)
 
     def get(self, *, run_id: str) -> Run:
         """The run.
@@ -68,7 +69,7 @@ class Reads:
         with self.store.read() as tx:
             run = tx.runs.get(run_id)
         if run is None:
-            raise RunNotFoundError(f"no run {run_id!r} (see `hazel runs`)")
+            raise no_run(run_id)
         return run
 
     def runs(self, *, statuses: Iterable[str] | None = None, limit: int = 100, offset: int = 0,
@@ -126,7 +127,7 @@ class Reads:
         with self.store.read() as tx:
             found = tx.checkpoints.list(run_id)
             if not found and tx.runs.get(run_id) is None:  # every run has its checkpoint #0
-                raise RunNotFoundError(f"no run {run_id!r} (see `hazel runs`)")
+                raise no_run(run_id)
             return found
 
     def decisions(self, *, run_id: str) -> list[Decision]:
@@ -142,7 +143,7 @@ class Reads:
         """
         with self.store.read() as tx:
             if tx.runs.get(run_id) is None:
-                raise RunNotFoundError(f"no run {run_id!r} (see `hazel runs`)")
+                raise no_run(run_id)
             return tx.events.for_run(run_id)
 
     def state_at(self, *, run_id: str, seq: int | None = None) -> BaseModel:
@@ -168,7 +169,7 @@ class Reads:
         with self.store.read() as tx:
             run = tx.runs.get(run_id)
             if run is None:
-                raise RunNotFoundError(f"no run {run_id!r} (see `hazel runs`)")
+                raise no_run(run_id)
             return run, tx.checkpoints.load(run_id, run.head_seq if seq is None else seq)
 
     def shown(self, *, request_id: int) -> Shown:

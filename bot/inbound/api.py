@@ -9,9 +9,14 @@ the person of that name, the same as the console name): list the name or the per
 every call answers 503; a missing or unknown token answers 401. Tokens are compared in constant time and
 never logged.
 
-Errors answer ``{"error": {"type": "<error class>", "message": "…"}}``: 401 bad token, 403 not allowed,
-404 unknown run / checkpoint, 409 already decided (with ``decided_by``, ``decided_at``, ``action``,
-``channel``), nothing pending or the run's state forbids it, 422 invalid input / edit / body, 503 API off.
+Errors answer ``{"error": {"type": "<error class>", "message": "…"}}`` (``bot.inbound.api_errors`` has the
+table): 401 bad token, 403 not allowed, 404 unknown run / checkpoint / endpoint, 405 method, 409 already
+decided (with ``decided_by``, ``decided_at``, ``action``, ``channel``), nothing pending, the run's state
+forbids it or a shortened run id is ambiguous, 413 body too large, 422 invalid input / edit / body, 500
+unexpected, 503 API off.
+
+A run id in a path may be shortened to a unique prefix of at least 4 characters, as on the CLI
+(``Hazel.resolve``); the answers carry the full id.
 
 A decision (``POST /api/runs/{id}/decisions``) honours an ``Idempotency-Key`` header: the same caller sending
 the same key again gets the first decision back (``duplicate: true``, status 200) instead of a new one. After a
@@ -28,7 +33,6 @@ from typing import TYPE_CHECKING, Annotated, Any, Callable, Coroutine
 
 from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import SecretStr
@@ -47,20 +51,8 @@ from bot.inbound.api_models import (
     WorkflowList,
     WorkflowOut,
 )
-from bot.engine import (
-    AlreadyDecidedError,
-    CheckpointNotFoundError,
-    ConfigurationError,
-    HazelError,
-    InvalidDecisionError,
-    InvalidInputError,
-    NoPendingRequestError,
-    NotAllowedError,
-    RunNotFoundError,
-    RunStateError,
-    UnknownWorkflowError,
-    VersionUnavailableError,
-)
+from bot.engine import CheckpointNotFoundError, ConfigurationError, HazelError
+from bot.inbound.api_errors import ApiError, error_response, hazel_error_response, unmatched, validation_message
 from bot.engine import log_context
 from bot.settings import Settings
 from store.models import Actor, RunStatus
@@ -72,58 +64,6 @@ log = logging.getLogger("hazel.api")
 
 IDENTITY_OF_API_TOKEN = "api"
 MAX_IDEMPOTENCY_KEY_LEN = 150
-
-STATUS_OF: tuple[tuple[type[HazelError], int], ...] = (
-    (RunNotFoundError, 404),
-    (CheckpointNotFoundError, 404),
-    (NotAllowedError, 403),
-    (AlreadyDecidedError, 409),
-    (NoPendingRequestError, 409),
-    (RunStateError, 409),
-    (VersionUnavailableError, 409),
-    (InvalidDecisionError, 422),
-    (InvalidInputError, 422),
-    (UnknownWorkflowError, 422),
-)
-"""HTTP status of each error (first match); any other ``HazelError`` answers 400."""
-
-
-class ApiError(Exception):
-    """An error answer of the API itself (auth, a reused idempotency key)."""
-
-    def __init__(self, status: int, type_: str, message: str, *, headers: dict[str, str] | None = None) -> None:
-        super().__init__(message)
-        self.status, self.type, self.headers = status, type_, headers
-
-
-def error_response(status: int, type_: str, message: str, *, headers: dict[str, str] | None = None,
-                   **extra: Any) -> JSONResponse:
-    body = {"error": {"type": type_, "message": message, **{k: v for k, v in extra.items() if v is not None}}}
-    return JSONResponse(ErrorBody.model_validate(body).model_dump(mode="json", exclude_none=True),
-                        status_code=status, headers=headers)
-
-
-def hazel_error_response(exc: HazelError) -> JSONResponse:
-    status = next((code for cls, code in STATUS_OF if isinstance(exc, cls)), 400)
-    extra: dict[str, Any] = {}
-    if isinstance(exc, AlreadyDecidedError):
-        extra = {"decided_by": exc.decided_by, "decided_at": exc.decided_at, "action": exc.action,
-                 "channel": exc.channel}
-    return error_response(status, type(exc).__name__, str(exc), **extra)
-
-
-def _validation_message(exc: RequestValidationError) -> str:
-    parts = []
-    for err in exc.errors():
-        if err.get("type") == "json_invalid":
-            return f"the body is not valid JSON ({(err.get('ctx') or {}).get('error', 'decode error')})"
-        loc = ".".join(str(x) for x in err.get("loc", ()) if x not in ("body",)) or "body"
-        msg = err.get("msg")
-        if loc == "body" and err.get("type") in ("model_attributes_type", "dict_type"):
-            msg = f"{msg}: send a JSON object with Content-Type: application/json"
-        parts.append(f"{loc}: {msg}")
-    return "; ".join(parts) or "invalid request"
-
 
 class ApiRoute(APIRoute):
     """Answers Hazel's errors, auth failures and malformed requests with the API's error body, and binds the
@@ -141,7 +81,7 @@ class ApiRoute(APIRoute):
                 except HazelError as exc:
                     return hazel_error_response(exc)
                 except RequestValidationError as exc:
-                    return error_response(422, "InvalidRequestError", _validation_message(exc))
+                    return error_response(422, "InvalidRequestError", validation_message(exc))
 
         return route
 
@@ -205,7 +145,10 @@ class TokenAuth:
         return self.identify_caller(identity)
 
 
-RunId = Annotated[str, Path(min_length=1, max_length=32, description="The run's id (12 hex characters).")]
+RunId = Annotated[str, Path(min_length=1, max_length=32, description="The run's id (12 hex characters), or a "
+                                                                    "unique prefix of at least 4.")]
+RUN_ID_CHARS = 12
+"""Characters of a full run id (``bot.engine.hazel.new_run_id``): shorter ones are resolved as prefixes."""
 ERRORS = {status: {"model": ErrorBody} for status in (401, 403, 404, 409, 422, 503)}
 
 
@@ -218,6 +161,14 @@ def api_router(hazel: "Hazel", settings: Settings) -> APIRouter:
     auth = TokenAuth(api_tokens(settings), lambda name: hazel.identify(channel="api", id=name, name=name))
     Caller = Annotated[Actor, Depends(auth)]
     router = APIRouter(prefix="/api", tags=["runs"], route_class=ApiRoute, responses=ERRORS)
+
+    def full(run_id: str) -> str:
+        """The run id a path names: shorter than a full id, a unique prefix (an extra read, for prefixes only).
+
+        Raises:
+            RunNotFoundError: no run starts so; AmbiguousRunIdError: several do.
+        """
+        return run_id if len(run_id) >= RUN_ID_CHARS else hazel.resolve(ref=run_id)
 
     def resume(run_id: str) -> None:
         """Let the run continue: the worker pool was woken by ``Hazel.on_ready``; without one, drive it here in
@@ -264,21 +215,21 @@ def api_router(hazel: "Hazel", settings: Settings) -> APIRouter:
 
     @router.get("/runs/{run_id}", response_model=RunDetail, summary="A run and its pending request")
     def get_run(run_id: RunId, caller: Caller) -> RunDetail:
-        run = hazel.get(run_id=run_id)
+        run = hazel.get(run_id=(run_id := full(run_id)))
         return RunDetail(**RunOut.of(run).model_dump(), pending_request=hazel.pending_request(run_id=run_id)
                          if run.status is RunStatus.WAITING else None)
 
     @router.get("/runs/{run_id}/checkpoints", response_model=CheckpointList, summary="A run's checkpoints")
     def checkpoints(run_id: RunId, caller: Caller) -> CheckpointList:
         """Every checkpoint of the run, on every branch, by sequence number (``parent_seq`` draws the tree)."""
-        found = hazel.checkpoints(run_id=run_id)
+        found = hazel.checkpoints(run_id=(run_id := full(run_id)))
         return CheckpointList(run_id=run_id, head_seq=hazel.get(run_id=run_id).head_seq, checkpoints=found)
 
     @router.get("/runs/{run_id}/checkpoints/{seq}/state", response_model=StateOut,
                 summary="The state at a checkpoint")
     def state(run_id: RunId, seq: Annotated[int, Path(ge=0)], caller: Caller) -> StateOut:
         """The run's state as stored at checkpoint ``seq`` (JSON, as the workflow's state model dumps it)."""
-        tree = hazel.state_tree_at(run_id=run_id, seq=seq)
+        tree = hazel.state_tree_at(run_id=(run_id := full(run_id)), seq=seq)
         if tree is None:
             raise CheckpointNotFoundError(f"run {run_id} has no checkpoint #{seq}")
         return StateOut(run_id=run_id, seq=seq, state=tree)
@@ -293,6 +244,7 @@ def api_router(hazel: "Hazel", settings: Settings) -> APIRouter:
                ) -> DecisionOut:
         """Approve, edit, reject, give feedback or rewind, with the same payloads and rules as the other
         channels. 201: recorded; the run continues at once when it settled the request."""
+        run_id = full(run_id)
         payload = body.payload.model_dump() if hasattr(body, "payload") else {}
         delivery_id = f"{caller.id}:{idempotency_key}" if idempotency_key else None
         outcome = hazel.decide(run_id=run_id, action=body.action, actor=caller, payload=payload,
@@ -314,7 +266,7 @@ def api_router(hazel: "Hazel", settings: Settings) -> APIRouter:
     @router.post("/runs/{run_id}/retry", response_model=RunOut, summary="Retry a failed run")
     def retry(run_id: RunId, caller: Caller) -> RunOut:
         """Resume a failed run from its last good checkpoint (who started it, or an approver, may)."""
-        run = hazel.retry(run_id=run_id, actor=caller)
+        run = hazel.retry(run_id=(run_id := full(run_id)), actor=caller)
         resume(run_id)
         return RunOut.of(run)
 
@@ -322,12 +274,14 @@ def api_router(hazel: "Hazel", settings: Settings) -> APIRouter:
     def cancel(run_id: RunId, caller: Caller, body: CancelRun | None = None) -> RunOut:
         """Cancel a run that has not ended; its pending request is closed (who started it, or an approver,
         may)."""
-        return RunOut.of(hazel.cancel(run_id=run_id, actor=caller, reason=body.reason if body else None))
+        return RunOut.of(hazel.cancel(run_id=full(run_id), actor=caller, reason=body.reason if body else None))
 
-    @router.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"], include_in_schema=False)
-    def not_found(path: str) -> JSONResponse:
-        """Unknown API paths answer with the API's error body, like every other error."""
-        return error_response(404, "NotFound", f"no such endpoint: /api/{path} (see /openapi.json)")
+    @router.api_route("/{path:path}", methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
+                      include_in_schema=False)
+    def no_route(request: Request, path: str) -> None:
+        """Unknown API paths (404) and methods (405) answer in the error shape, whatever the app mounts after
+        the API (a catch-all of its own)."""
+        raise unmatched(request)
 
     return router
 

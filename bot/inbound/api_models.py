@@ -50,7 +50,7 @@ class StartRun(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    workflow: str = Field(min_length=1, examples=["migration-plan"])
+    workflow: str = Field(min_length=1, max_length=200, examples=["migration-plan"])
     version: int | None = Field(None, ge=1, description="A registered version (default: the latest).")
     input: dict[str, Any] = Field(default_factory=dict, examples=[{"request": "split users.name"}])
 

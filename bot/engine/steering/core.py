@@ -17,9 +17,10 @@ from bot.engine.errors import (
     AlreadyDecidedError,
     NoPendingRequestError,
     NotAllowedError,
-    RunNotFoundError,
     RunStateError,
+    no_run,
 )
+from bot.engine.limits import DEFAULT_MAX_STATE_BYTES
 from bot.engine.people import People
 from bot.engine.registry import Registry
 from bot.engine.transitions import Asked
@@ -84,13 +85,15 @@ class SteeringCore:
         runner: leases runs for this process (a decision that claims the run) and renews their leases.
         on_ready: called with a run id after a commit that made the run ``ready`` (wake a worker).
         on_outbox: called after a commit that wrote outbox rows (wake the deliverer).
+        max_state_bytes: the largest state (and decision text) a decision may make (``HAZEL_MAX_STATE_BYTES``,
+            ``bot.engine.limits``).
         on_claimed: called with a ``Claim`` the decision made for this process when the caller did not ask to
             drive it itself (the worker pool executes it); None: decisions leave the run ``ready`` instead.
     """
 
     def __init__(self, store: Store, registry: Registry, people: People, runner: "Runner", *,
                  clock: Callable[[], datetime], on_ready: Callable[[str], None],
-                 on_outbox: Callable[[], None]) -> None:
+                 on_outbox: Callable[[], None], max_state_bytes: int = DEFAULT_MAX_STATE_BYTES) -> None:
         self.store = store
         self.registry = registry
         self.people = people
@@ -98,6 +101,7 @@ class SteeringCore:
         self.clock = clock
         self.on_ready = on_ready
         self.on_outbox = on_outbox
+        self.max_state_bytes = max_state_bytes
         self.on_claimed: Callable[["Claim"], None] | None = None
 
     # -- reading --------------------------------------------------------------------------------------------
@@ -106,7 +110,7 @@ class SteeringCore:
     def _run(tx: Tx, run_id: str, *, for_update: bool = False) -> Run:
         run = tx.runs.get(run_id, for_update=for_update)
         if run is None:
-            raise RunNotFoundError(f"no run {run_id!r} (see `hazel runs`)")
+            raise no_run(run_id)
         return run
 
     def _request(self, tx: Tx, run: Run, request_id: int | None, point: str | None = None) -> SteeringRequest:
@@ -242,7 +246,8 @@ class SteeringCore:
 
         def made() -> "Claim | None":
             if not moved_later.get():
-                raise RunStateError(f"run {run.id} changed meanwhile; look at `hazel show {run.id}` and try again")
+                raise RunStateError(f"run {run.id} changed meanwhile; look at it again and try again",
+                                    hint=f"hazel show {run.id}")
             if not leased:
                 return None
             leased_run = run.model_copy(update={**moved, "updated_at": now})

@@ -21,8 +21,10 @@ from bot.engine.errors import (
     AlreadyDecidedError,
     InvalidDecisionError,
     NotAllowedError,
-    RunNotFoundError,
+    no_run,
+    quoted,
 )
+from bot.engine.limits import check_text, state_tree
 from bot.engine.logcontext import bind_log_context
 from bot.engine.steering.core import DecisionOutcome, SteeringCore
 from bot.engine.steering.edits import apply_edit, edited_value
@@ -74,7 +76,7 @@ class Deciding(SteeringCore):
         try:
             action = Action(action).value
         except ValueError:
-            raise InvalidDecisionError(f"unknown action {action!r} (one of: "
+            raise InvalidDecisionError(f"unknown action {quoted(action)} (one of: "
                                        f"{', '.join(a.value for a in Action)})") from None
         payload = dict(payload or {})
         if delivery_id is not None:
@@ -138,7 +140,7 @@ class Deciding(SteeringCore):
             next_id = tx.decisions.next_id()
         run = run_later.get()
         if run is None:
-            raise RunNotFoundError(f"no run {run_id!r} (see `hazel runs`)")
+            raise no_run(run_id)
         request = pending.get() if pending is not None else None
         if request is None:
             request = self._request(tx, run, request_id, point_name)
@@ -249,17 +251,20 @@ class Deciding(SteeringCore):
             reason = str(payload.get("reason") or "").strip()
             if not reason:
                 raise InvalidDecisionError("a rejection needs a reason")
-            return None, {"reason": reason}
+            return None, {"reason": check_text(reason, max_bytes=self.max_state_bytes, what="the reason",
+                                               refuse=InvalidDecisionError)}
         if action == Action.FEEDBACK.value:
             text = str(payload.get("text") or "").strip()
             if not text:
                 raise InvalidDecisionError("feedback needs some text")
-            return None, {"text": text}
+            return None, {"text": check_text(text, max_bytes=self.max_state_bytes, what="the feedback",
+                                             refuse=InvalidDecisionError)}
         if action == Action.EDIT.value:
             shown = tree.get(point.show) if point.show and isinstance(tree, dict) else tree
             value = edited_value(shown, point.show, payload)
             state = apply_edit(wf, wf.codec.decode(tree), point.show, value)
-            return wf.codec.encode(state), {"value": value}
+            return state_tree(wf, state, max_bytes=self.max_state_bytes, what="the edited state",
+                              refuse=InvalidDecisionError), {"value": value}
         return None, {}
 
     def _duplicate(self, exc: DuplicateDecisionError, run_id: str, action: str, actor: Actor,

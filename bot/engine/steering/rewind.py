@@ -14,8 +14,9 @@ from datetime import datetime
 from typing import Any, Callable
 
 from bot.engine import lgraph, permissions
-from bot.engine.errors import CheckpointNotFoundError, InvalidDecisionError, NotAllowedError, RunNotFoundError
+from bot.engine.errors import CheckpointNotFoundError, InvalidDecisionError, NotAllowedError, no_run
 from bot.engine.errors import RunStateError, VersionUnavailableError
+from bot.engine.limits import check_text, state_tree
 from bot.engine.logcontext import bind_log_context
 from bot.engine.steering.core import REWINDABLE, DecisionOutcome, SteeringCore
 from bot.engine.steering.edits import apply_edits
@@ -51,6 +52,8 @@ class Rewinding(SteeringCore):
             AlreadyDecidedError, RunStateError, VersionUnavailableError.
         """
         feedback = (feedback or "").strip() or None
+        if feedback is not None:
+            check_text(feedback, max_bytes=self.max_state_bytes, what="the feedback", refuse=InvalidDecisionError)
         if delivery_id is not None:
             earlier = self._earlier_delivery(actor.channel, delivery_id)
             if earlier is not None:
@@ -82,7 +85,7 @@ class Rewinding(SteeringCore):
             next_id = tx.decisions.next_id()
         run = run_later.get()
         if run is None:
-            raise RunNotFoundError(f"no run {run_id!r} (see `hazel runs`)")
+            raise no_run(run_id)
         if run.status not in REWINDABLE:
             raise RunStateError(f"run {run.id} is {run.status.value} (executing a step): rewind when it stops")
         wf = resolve_workflow(self.registry, run)
@@ -108,7 +111,8 @@ class Rewinding(SteeringCore):
         if isinstance(wf, lgraph.LangGraphWorkflow):  # the graph's own state takes the feedback and edits
             tree = wf.fork_tree(tree, feedback=feedback, edits=edits)
         elif edits:
-            tree = wf.codec.encode(apply_edits(wf, wf.codec.decode(tree), edits))
+            tree = state_tree(wf, apply_edits(wf, wf.codec.decode(tree), edits), max_bytes=self.max_state_bytes,
+                              what="the edited state", refuse=InvalidDecisionError)
         next_node, handoff = target.next_step, None
         if feedback:
             handoff = {"feedback": feedback, "by": actor.acting_for or actor.label}

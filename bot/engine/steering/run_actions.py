@@ -65,7 +65,7 @@ class RunActions(SteeringCore):
                               cancelled=True)
             if not end_run(tx, run_id=run_id, status=RunStatus.CANCELLED, now=now, by=actor,
                            from_statuses=CANCELLABLE, request_id=request.id if request else None, reason=reason):
-                raise RunStateError(f"run {run_id} changed meanwhile; look at `hazel show {run_id}`")
+                raise RunStateError(f"run {run_id} changed meanwhile; look at it again", hint=f"hazel show {run_id}")
             after = self._run(tx, run_id)
         self.on_outbox()
         return after

@@ -2,7 +2,8 @@
 
 The route is a thin adapter in the manner of Bolt's own (``slack_bolt.adapter.starlette``), with one
 difference: Bolt's sync ``App.dispatch`` runs in the thread pool so that one slow request never blocks the
-event loop. Bolt verifies every request's signature and timestamp (401 when either is wrong).
+event loop. Bolt verifies every request's signature and timestamp (401 when either is wrong). A body over
+``HAZEL_MAX_BODY_BYTES`` never gets here: the app's ``bot.server.http.BodyLimit`` answers it 413 unread.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ def slack_router(app: App) -> APIRouter:
         body = await req.body()
         try:
             bolt_request = to_bolt_request(req, body)
-        except (ValueError, AttributeError, TypeError):  # a payload that is not a JSON object: Bolt cannot
-            bolt_request = None                           # even build its request, so nothing can act on it
+        except (ValueError, AttributeError, TypeError, RecursionError):  # a payload that is not a JSON object
+            bolt_request = None  # (or is nested too deeply to decode): Bolt cannot build its request, nothing acts
         if bolt_request is None or not isinstance(bolt_request.body, dict):
             return Response("malformed Slack request", status_code=400, media_type="text/plain")
         bolt_response = await run_in_threadpool(app.dispatch, bolt_request)

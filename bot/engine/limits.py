@@ -1,0 +1,81 @@
+"""Size limits on what a person sends, checked in the engine so that every channel (REST, Slack, Jira, CLI)
+gets them from one place, before anything is written.
+
+- A state that a person makes (a run's input, the state an edit or a rewind's edits produce) is at most
+  ``HAZEL_MAX_STATE_BYTES`` bytes of compact UTF-8 JSON (``Settings.max_state_bytes``, default 1 MiB), and
+  nested at most about ``MAX_STATE_DEPTH`` levels (pydantic cannot serialise deeper values: its limit is
+  255 levels, the state model's own included).
+- A decision's text (feedback, a reason) is at most the same number of bytes.
+
+The request body limit (``HAZEL_MAX_BODY_BYTES``) is the HTTP boundary's (``bot.server.http``); the CLI
+checks its input files against ``HAZEL_MAX_STATE_BYTES`` before reading them.
+
+The measure costs one ``json.dumps`` of the state at a start and at an edit; a step's checkpoint is not
+measured (states written by a workflow's own code are not limited).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel
+
+from bot.engine.errors import HazelError
+from bot.engine.workflow import Workflow
+
+DEFAULT_MAX_STATE_BYTES = 1024 * 1024
+"""``Settings.max_state_bytes``'s default: 1 MiB."""
+MAX_STATE_DEPTH = 250
+"""Levels of JSON objects and arrays a state may nest (pydantic refuses to serialise past 255)."""
+LIMIT_SETTING = "HAZEL_MAX_STATE_BYTES"
+
+
+def json_size_bytes(tree: Any) -> int:
+    """Bytes of ``tree`` as compact UTF-8 JSON (lone surrogates counted as their 3 bytes)."""
+    return len(json.dumps(tree, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass"))
+
+
+def state_tree(wf: Workflow, state: BaseModel, *, max_bytes: int, what: str,
+               refuse: type[HazelError]) -> dict[str, Any]:
+    """``state`` encoded as the store keeps it (``wf.codec.encode``), refused when too large or too deep.
+
+    Args:
+        max_bytes: ``Settings.max_state_bytes``.
+        what: the state in the message, e.g. ``"the input of doc v1"``, ``"the edited state"``.
+        refuse: the error to raise (``InvalidInputError`` at a start, ``InvalidDecisionError`` for an edit).
+
+    Raises:
+        ``refuse``: over ``max_bytes`` (the message names the size, the limit and its setting, never the
+            value), or nested deeper than pydantic serialises.
+    """
+    try:
+        tree = wf.codec.encode(state)
+        size = json_size_bytes(tree)
+    except (ValueError, RecursionError) as exc:  # pydantic: "Maximum serialization depth exceeded"
+        if isinstance(exc, RecursionError) or "depth" in str(exc):
+            raise refuse(f"{what} is nested too deeply: at most {MAX_STATE_DEPTH} levels of JSON objects and "
+                         f"arrays") from None
+        raise
+    if size > max_bytes:
+        raise refuse(too_large(what, size, max_bytes))
+    return tree
+
+
+def check_text(text: str, *, max_bytes: int, what: str, refuse: type[HazelError]) -> str:
+    """``text`` when its UTF-8 is at most ``max_bytes`` bytes.
+
+    Raises:
+        ``refuse``: longer (the message names the size and the limit, never the text).
+    """
+    if len(text) * 4 > max_bytes:  # (a cheap bound first: at most 4 bytes a character)
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size > max_bytes:
+            raise refuse(too_large(what, size, max_bytes))
+    return text
+
+
+def too_large(what: str, size: int, max_bytes: int) -> str:
+    """``"the edited state is 20,971,520 bytes; the limit is 1,048,576 (HAZEL_MAX_STATE_BYTES)"``: nothing
+    of the value itself."""
+    return f"{what} is {size:,} bytes; the limit is {max_bytes:,} ({LIMIT_SETTING})"

@@ -1,0 +1,191 @@
+"""The REST API's one error shape, ``{"error": {"type": "<error class>", "message": "…"}}``, for Hazel's errors
+and for the framework's own (unknown route, method not allowed, a body that is not JSON, not UTF-8 or nested
+too deeply, a failed validation, a body over the size limit, an unexpected failure).
+
+Status of each (the README's REST API section documents the same table):
+
+    401 AuthenticationError            no or unknown bearer token
+    403 NotAllowedError                this caller may not do this here
+    404 RunNotFoundError, CheckpointNotFoundError, NotFound (no such endpoint)
+    405 MethodNotAllowed               (the ``Allow`` header lists the methods)
+    409 AlreadyDecidedError, NoPendingRequestError, RunStateError, VersionUnavailableError,
+        AmbiguousRunIdError            (a shortened run id that starts several runs' ids)
+    413 PayloadTooLargeError           the body is over HAZEL_MAX_BODY_BYTES (``bot.server.http``)
+    422 InvalidRequestError            the body is not JSON, not UTF-8, nested too deeply, or fails validation
+        InvalidDecisionError, InvalidInputError, UnknownWorkflowError, IdempotencyKeyReusedError
+    500 InternalError                  an unexpected failure (logged with its traceback; the answer has none)
+    503 ApiDisabledError               no token is configured
+
+Messages are Hazel's own, for the person who called: they never name a console command (``HazelError.message``
+leaves the console's hint out) and never echo a long input back.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from bot.engine import (
+    AlreadyDecidedError,
+    AmbiguousRunIdError,
+    CheckpointNotFoundError,
+    HazelError,
+    InvalidDecisionError,
+    InvalidInputError,
+    NoPendingRequestError,
+    NotAllowedError,
+    RunNotFoundError,
+    RunStateError,
+    UnknownWorkflowError,
+    VersionUnavailableError,
+)
+from bot.inbound.api_models import ErrorBody
+
+STATUS_OF: tuple[tuple[type[HazelError], int], ...] = (
+    (AmbiguousRunIdError, 409),
+    (RunNotFoundError, 404),
+    (CheckpointNotFoundError, 404),
+    (NotAllowedError, 403),
+    (AlreadyDecidedError, 409),
+    (NoPendingRequestError, 409),
+    (RunStateError, 409),
+    (VersionUnavailableError, 409),
+    (InvalidDecisionError, 422),
+    (InvalidInputError, 422),
+    (UnknownWorkflowError, 422),
+)
+"""HTTP status of each error (first match); any other ``HazelError`` answers 400."""
+
+LOC_MAX_CHARS = 40
+"""Characters of one part of a validation error's location (a key the caller sent) quoted in the message."""
+
+
+class ApiError(Exception):
+    """An error answer of the API itself (auth, a reused idempotency key)."""
+
+    def __init__(self, status: int, type_: str, message: str, *, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status, self.type, self.headers = status, type_, headers
+
+
+def error_body(type_: str, message: str, **extra: Any) -> dict[str, Any]:
+    """``{"error": {"type": type_, "message": message, **extra}}`` (None values left out), as JSON."""
+    body = {"error": {"type": type_, "message": message, **{k: v for k, v in extra.items() if v is not None}}}
+    return ErrorBody.model_validate(body).model_dump(mode="json", exclude_none=True)
+
+
+def error_response(status: int, type_: str, message: str, *, headers: dict[str, str] | None = None,
+                   **extra: Any) -> JSONResponse:
+    return JSONResponse(error_body(type_, message, **extra), status_code=status, headers=headers)
+
+
+def hazel_error_response(exc: HazelError) -> JSONResponse:
+    """A ``HazelError`` with its status (``STATUS_OF``) and its channel-neutral message."""
+    status = next((code for cls, code in STATUS_OF if isinstance(exc, cls)), 400)
+    extra: dict[str, Any] = {}
+    if isinstance(exc, AlreadyDecidedError):
+        extra = {"decided_by": exc.decided_by, "decided_at": exc.decided_at, "action": exc.action,
+                 "channel": exc.channel}
+    return error_response(status, type(exc).__name__, exc.message, **extra)
+
+
+def _loc_part(part: object) -> str:
+    text = str(part)
+    return text if len(text) <= LOC_MAX_CHARS else f"{text[:LOC_MAX_CHARS]}…"
+
+
+def validation_message(exc: RequestValidationError) -> str:
+    """pydantic's errors on one line (``field: message; other: message``), keys the caller sent cut short."""
+    parts = []
+    for err in exc.errors():
+        if err.get("type") == "json_invalid":
+            return f"the body is not valid JSON ({(err.get('ctx') or {}).get('error', 'decode error')})"
+        loc = ".".join(_loc_part(x) for x in err.get("loc", ()) if x not in ("body",)) or "body"
+        msg = err.get("msg")
+        if loc == "body" and err.get("type") in ("model_attributes_type", "dict_type"):
+            msg = f"{msg}: send a JSON object with Content-Type: application/json"
+        parts.append(f"{loc}: {msg}")
+        if len(parts) == 10:
+            break
+    return "; ".join(parts) or "invalid request"
+
+
+def _unreadable_body(exc: BaseException) -> str | None:
+    """Why FastAPI could not parse a body (it answers a bare 400 and keeps the cause): None if unknown."""
+    cause = exc.__cause__
+    if isinstance(cause, RecursionError):
+        return "the body is nested too deeply to be read as JSON"
+    if isinstance(cause, UnicodeDecodeError):
+        return f"the body is not valid UTF-8 (byte {cause.start}): send JSON in UTF-8"
+    if isinstance(cause, ValueError):
+        return "the body is not valid JSON"
+    return None
+
+
+def _allowed_methods(request: Request) -> str:
+    """The methods the OpenAPI document lists for the request's path (Starlette's ``Allow`` names only those
+    of the first route that matched the path), e.g. ``"GET, POST"``; empty if it lists none."""
+    methods: set[str] = set()
+    for template, operations in request.app.openapi().get("paths", {}).items():
+        pattern = "[^/]+".join(re.escape(part) for part in re.split(r"\{[^}]*\}", template))
+        if re.fullmatch(pattern, request.url.path):
+            methods |= {m.upper() for m in operations}
+    return ", ".join(sorted(methods))
+
+
+def unmatched(request: Request) -> StarletteHTTPException:
+    """The error for a request no route took: 405 (with ``Allow``) when the path has routes for other
+    methods, else 404."""
+    allowed = _allowed_methods(request)
+    if allowed:
+        return StarletteHTTPException(405, headers={"Allow": allowed})
+    return StarletteHTTPException(404)
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    headers = dict(exc.headers or {}) or None
+    if exc.status_code == 404:
+        return error_response(404, "NotFound", f"no such endpoint: {request.url.path} (see /openapi.json)",
+                              headers=headers)
+    if exc.status_code == 405:
+        allowed = _allowed_methods(request) or (headers or {}).get("Allow", "")
+        headers = {**(headers or {}), "Allow": allowed} if allowed else headers
+        return error_response(405, "MethodNotAllowed", f"{request.method} is not allowed on {request.url.path}"
+                              + (f" (allowed: {allowed})" if allowed else ""), headers=headers)
+    if exc.status_code == 413:
+        return error_response(413, "PayloadTooLargeError", str(exc.detail), headers=headers)
+    unreadable = _unreadable_body(exc) if exc.status_code == 400 else None
+    if unreadable is not None:
+        return error_response(422, "InvalidRequestError", unreadable)
+    return error_response(exc.status_code, "HTTPError", str(exc.detail), headers=headers)
+
+
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    return error_response(422, "InvalidRequestError", validation_message(exc))
+
+
+async def _hazel_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, HazelError)
+    return hazel_error_response(exc)
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    # (Starlette's ServerErrorMiddleware raises it again after this answer: the server logs the traceback.)
+    return error_response(500, "InternalError", "an unexpected error; the server's log has the details")
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Answer every error of ``app`` in the one shape: the framework's HTTP errors (404, 405, a body FastAPI
+    could not parse), validation errors, Hazel's errors raised outside the API's routes, and anything
+    unexpected (500, logged)."""
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(HazelError, _hazel_error)
+    app.add_exception_handler(Exception, _unexpected)
