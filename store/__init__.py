@@ -142,9 +142,11 @@ class Store:
         return self.engine.dialect.name
 
     @contextmanager
-    def transaction(self, *, write: bool = True) -> Iterator[Tx]:
-        """One transaction; commits when the block ends, rolls back if it raises."""
-        with db.transaction(self.engine, write=write) as conn:
+    def transaction(self, *, write: bool = True, durable: bool = True) -> Iterator[Tx]:
+        """One transaction; commits when the block ends, rolls back if it raises. ``durable=False``: its commit
+        does not wait for the disk (``store.db.transaction``): it survives a process crash at once, a power
+        loss from the next durable commit on."""
+        with db.transaction(self.engine, write=write, durable=durable) as conn:
             yield Tx(conn, self.policy, self.dialect_hooks, self.hook_urls)
 
     def read(self) -> "contextmanager[Tx]":

@@ -68,11 +68,22 @@ def _sqlite_hooks(engine: Engine, synchronous: str, busy_timeout_ms: int) -> Non
         cur.execute("PRAGMA foreign_keys=ON")
         cur.close()
 
+    relaxed = "NORMAL" if synchronous in ("FULL", "EXTRA") else synchronous
+
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
-        write = conn.get_execution_options().get("hazel_write", True)
+        options = conn.get_execution_options()
+        write = options.get("hazel_write", True)
         # straight to sqlite3 (as exec_driver_sql would, without its execution context: 4 % of a step)
-        conn.connection.driver_connection.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        driver = conn.connection.driver_connection
+        # a transaction that need not wait for the disk commits at NORMAL (SQLite refuses the change inside a
+        # transaction); the level is set again only when it differs from the connection's last one
+        level = synchronous if options.get("hazel_durable", True) else relaxed
+        info = conn.connection.info
+        if info.get("hazel_synchronous", synchronous) != level:
+            driver.execute(f"PRAGMA synchronous={level}")
+            info["hazel_synchronous"] = level
+        driver.execute("BEGIN IMMEDIATE" if write else "BEGIN")
 
 
 def _ping_idle_connections(engine: Engine) -> None:
@@ -100,11 +111,18 @@ def _ping_idle_connections(engine: Engine) -> None:
 
 
 @contextmanager
-def transaction(engine: Engine, *, write: bool = True) -> Iterator[Connection]:
-    """One database transaction: committed when the block ends, rolled back if it raises."""
+def transaction(engine: Engine, *, write: bool = True, durable: bool = True) -> Iterator[Connection]:
+    """One database transaction: committed when the block ends, rolled back if it raises.
+
+    ``durable=False``: the commit does not wait for the disk (SQLite ``synchronous=NORMAL`` instead of FULL;
+    PostgreSQL ``SET LOCAL synchronous_commit TO OFF``, one more statement). The transaction survives a crash of
+    the process at once, and a power loss (or a crash of the PostgreSQL server) from the next durable commit on
+    the same database, whose wait for the disk covers everything written before it."""
     with engine.connect() as conn:
-        conn = conn.execution_options(hazel_write=write)
+        conn = conn.execution_options(hazel_write=write, hazel_durable=durable)
         with conn.begin():
+            if not durable and conn.dialect.name == "postgresql":
+                conn.connection.driver_connection.execute("SET LOCAL synchronous_commit TO OFF")
             yield conn
 
 

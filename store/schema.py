@@ -277,7 +277,8 @@ lg_checkpoints = Table(
     Column("run_id", Text, nullable=True),
     # Storage, as ``hazel_checkpoints``: chain_len 0 is a full snapshot; otherwise the row holds what changed since
     # its parent (an RFC 6902 patch of the checkpoint's versions in ``payload``, the channels written and the
-    # suffixes appended in ``channel_blob``), and loading reads back to the snapshot.
+    # suffixes appended in ``channel_blob``), and loading reads back to the snapshot. chain_len > 0 counts the
+    # changes back to the snapshot when the row was written (a bound once an ancestor was rewritten as one).
     Column("chain_len", Integer, nullable=False),
     Column("stored_bytes", Integer, nullable=False),
     Column("compressed", Boolean, nullable=False),

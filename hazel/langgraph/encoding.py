@@ -24,6 +24,8 @@ is copied before it is kept as the next checkpoint's base, its items are not).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import compress, repeat
+from operator import ne
 from typing import Any, Mapping
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
@@ -97,7 +99,7 @@ def _tree_of(checkpoint: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, A
         if key == "channel_versions":
             tree[key] = dict(value)
         elif key == "versions_seen":
-            tree[key] = {node: dict(seen) for node, seen in value.items()}
+            tree[key] = dict(zip(value, map(dict, value.values())))
         elif key in TREE_KEYS:
             tree[key] = list(value) if isinstance(value, list) else value
         else:
@@ -112,7 +114,7 @@ def _escape(key: str) -> str:
 def tree_diff(old: dict[str, Any], new: dict[str, Any]) -> list[delta.Op]:
     """RFC 6902 operations turning tree ``old`` into ``new`` (what ``store.delta.diff`` gives for these trees,
     at dict-comprehension speed: ``channel_versions`` and ``versions_seen`` are compared entry by entry in C,
-    not walked in Python; 500 entries each cost ~40 µs instead of ~1 ms)."""
+    not walked in Python)."""
     ops: list[delta.Op] = []
     for key, value in new.items():
         before = old.get(key, _MISSING)
@@ -122,13 +124,20 @@ def tree_diff(old: dict[str, Any], new: dict[str, Any]) -> list[delta.Op]:
             if before == value:
                 continue
             path = "/" + _escape(key) + "/"
-            ops.extend({"op": "add", "path": path + _escape(k), "value": v}
-                       for k, v in value.items() if before.get(k, _MISSING) != v)
+            ops.extend({"op": "add", "path": path + _escape(k), "value": value[k]}
+                       for k in _changed_keys(before, value))
             ops.extend({"op": "remove", "path": path + _escape(k)} for k in before.keys() - value.keys())
         elif before != value or type(before) is not type(value):
             ops.append({"op": "replace", "path": "/" + _escape(key), "value": value})
     ops.extend({"op": "remove", "path": "/" + _escape(k)} for k in old.keys() - new.keys())
     return ops
+
+
+def _changed_keys(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """Keys of ``after`` whose value differs from (or is missing in) ``before``, compared in C (``map``,
+    ``operator.ne``, ``itertools.compress``: no Python frame per key)."""
+    keys = list(after)
+    return list(compress(keys, map(ne, map(before.get, keys, repeat(_MISSING, len(keys))), after.values())))
 
 
 def _apply_tree(tree: dict[str, Any], ops: list[delta.Op], *, in_place: bool) -> dict[str, Any]:
@@ -257,7 +266,7 @@ def decode(row: StoredRow, parent: Position | None, serde: SerializerProtocol, *
         else:
             values[ch] = (base or type(suffix)()) + suffix
     extras = dict(parts["x"]) if "x" in parts else parent.extras
-    return Position(row.checkpoint_id, tree, values, extras, row.chain_len, parent.base_bytes,
+    return Position(row.checkpoint_id, tree, values, extras, parent.chain_len + 1, parent.base_bytes,
                     parent.delta_bytes + size)
 
 

@@ -63,13 +63,21 @@ class HazelSaver(BaseCheckpointSaver[str]):
         store: Hazel's ``store.Store`` (its snapshot policy applies).
         serde: how channel values and writes are serialized (LangGraph's ``JsonPlusSerializer`` by default).
         cache_size: threads whose last checkpoint is kept in memory as the base of the next one's change.
+        durable_writes: whether ``put_writes`` waits for the disk. By default it does not (SQLite
+            ``synchronous=NORMAL``, PostgreSQL ``synchronous_commit=off`` for that transaction only): a task's
+            writes survive a crash of the process at once, and a power loss from the next checkpoint's commit
+            on (every ``put`` waits for the disk, and so makes the writes before it durable too). A power loss
+            in between loses only the writes of tasks since the last checkpoint, and LangGraph runs those tasks
+            again, as after a crash during them. True: each ``put_writes`` waits, as LangGraph's savers do.
 
     The async methods run the sync ones in a worker thread (``asyncio.to_thread``).
     """
 
-    def __init__(self, store: Store, *, serde: SerializerProtocol | None = None, cache_size: int = 1024) -> None:
+    def __init__(self, store: Store, *, serde: SerializerProtocol | None = None, cache_size: int = 1024,
+                 durable_writes: bool = False) -> None:
         super().__init__(serde=serde)
         self.store = store
+        self.durable_writes = durable_writes
         self.policy: SnapshotPolicy = store.policy
         self.cache_size = cache_size
         self._cache: OrderedDict[tuple[str, str], Position] = OrderedDict()
@@ -80,18 +88,19 @@ class HazelSaver(BaseCheckpointSaver[str]):
     @classmethod
     @contextmanager
     def from_conn_string(cls, conn_string: str | None = None, *, serde: SerializerProtocol | None = None,
-                         **store_options: Any) -> Iterator["HazelSaver"]:
+                         durable_writes: bool = False, **store_options: Any) -> Iterator["HazelSaver"]:
         """A saver on the database at ``conn_string`` (Hazel's form: ``sqlite:///hazel.db``,
         ``postgresql+psycopg://user@host:5432/db``; None: ``HAZEL_DATABASE_URL`` from Hazel's settings), its
         schema created when the database is empty; the database is closed when the block ends.
-        ``store_options`` go to ``store.Store`` (``sqlite_synchronous``, ``snapshot_policy``, ``pool_size``).
+        ``durable_writes``: as the constructor's; ``store_options`` go to ``store.Store``
+        (``sqlite_synchronous``, ``snapshot_policy``, ``pool_size``).
 
         Raises:
             store.SchemaNotReadyError: the database holds an older Hazel schema (run ``hazel db upgrade``).
         """
         store = _open_store(conn_string, store_options)
         try:
-            yield cls(store, serde=serde)
+            yield cls(store, serde=serde, durable_writes=durable_writes)
         finally:
             store.dispose()
 
@@ -208,7 +217,7 @@ class HazelSaver(BaseCheckpointSaver[str]):
                          "type": type_, "blob": blob, "task_path": task_path})
         if not rows:
             return
-        with self.store.transaction() as tx:
+        with self.store.transaction(durable=self.durable_writes) as tx:
             LangGraphRepo(tx.conn, tx.dialect).put_writes(rows, upsert=all(w[0] in WRITES_IDX_MAP for w in writes))
 
     def get_next_version(self, current: str | int | float | None, channel: None = None) -> str:
@@ -341,7 +350,7 @@ class AsyncHazelSaver(HazelSaver):
     @classmethod
     @asynccontextmanager
     async def from_conn_string(cls, conn_string: str | None = None, *,  # type: ignore[override]
-                               serde: SerializerProtocol | None = None,
+                               serde: SerializerProtocol | None = None, durable_writes: bool = False,
                                **store_options: Any) -> AsyncIterator["AsyncHazelSaver"]:
         """As ``HazelSaver.from_conn_string``, as an async context manager.
 
@@ -350,7 +359,7 @@ class AsyncHazelSaver(HazelSaver):
         """
         store = await asyncio.to_thread(_open_store, conn_string, store_options)
         try:
-            yield cls(store, serde=serde)
+            yield cls(store, serde=serde, durable_writes=durable_writes)
         finally:
             await asyncio.to_thread(store.dispose)
 
