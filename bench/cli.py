@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Callable
 
 from bench import databases, floor, hazel_side, langgraph_side, pause_resume, serve_memory, slack_ack
-from bench import dbos_side
+from bench import dbos_side, langgraph_saver
 from bench.report import Goal, Report, Row, Samples, machine_lines
 
 SQLITE_ONLY = ("sqlite",)
@@ -155,6 +155,25 @@ def rows(sizes: Sizes) -> list[Row]:
             Row("11", f"{label}, whole process, s (median of {sizes.cli_repeats}; min..max)", f"cli_{key}_s", 3,
                 Goal(LOWER, limit, f"≤ {limit}", SQLITE_ONLY)),
         )],
+        *_saver_rows(sizes),
+    ]
+
+
+def _saver_rows(sizes: Sizes) -> list[Row]:
+    """Item 12: ``HazelSaver`` on item 8's graph, ÷ LangGraph's own saver for the database (``SqliteSaver`` |
+    ``PostgresSaver``, item 8's figures of the same repetition)."""
+    small, large = sizes.steps
+    peer = "SqliteSaver | PostgresSaver"
+    return [
+        Row("12", f"HazelSaver per step, {small} steps, µs", f"hzs_step{small}_us"),
+        Row("12", f"HazelSaver per step, {large} steps, µs", f"hzs_step{large}_us"),
+        Row("12", f"HazelSaver growth, last 20 ÷ first 20 ({large} steps)", f"hzs_growth{large}", 2),
+        Row("12", f"HazelSaver bytes on disk per checkpoint after {large} steps", "hzs_bytes_cp"),
+        Row("12", f"HazelSaver ÷ {peer} per step, {small} steps", f"hzs_step{small}_us/lg_step{small}_us", 3),
+        Row("12", f"HazelSaver ÷ {peer} per step, {large} steps", f"hzs_step{large}_us/lg_step{large}_us", 3,
+            Goal(LOWER, 0.5, "≤ 0.5 (2x faster)")),
+        Row("12", f"HazelSaver ÷ {peer} bytes per checkpoint", "hzs_bytes_cp/lg_bytes_cp", 4,
+            Goal(LOWER, 0.05, "≤ 0.05 (20x smaller)")),
     ]
 
 
@@ -183,6 +202,7 @@ def measure_all(backends: list, sizes: Sizes, *, langgraph: bool, workers: bool 
     s = Samples()
     small, large = sizes.steps
     lg_missing = langgraph_side.available() if langgraph else "skipped (--no-langgraph)"
+    saver_missing = langgraph_saver.available() if langgraph else "skipped (--no-langgraph)"
     dbos_missing = dbos_side.available() if dbos else "skipped (--no-dbos)"
     for rep in range(sizes.reps):
         log.info("repetition %d of %d", rep + 1, sizes.reps)
@@ -199,6 +219,9 @@ def measure_all(backends: list, sizes: Sizes, *, langgraph: bool, workers: bool 
                 if lg_missing is None:
                     _cost(s, "lg", name, steps, keep,
                           lambda: langgraph_side.checkpoint_cost(b, steps, measure_storage=keep))
+                if saver_missing is None:
+                    _cost(s, "hzs", name, steps, keep,
+                          lambda: langgraph_saver.checkpoint_cost(b, steps, measure_storage=keep))
                 if dbos_missing is None:
                     _cost(s, "dbos", name, steps, keep,
                           lambda: dbos_side.checkpoint_cost(b, steps, measure_storage=keep))
@@ -227,6 +250,10 @@ def measure_all(backends: list, sizes: Sizes, *, langgraph: bool, workers: bool 
                 elif a is not None:
                     s.add("slack_p50_ms", name, a.p50_ms)
                     s.add("slack_p99_ms", name, a.p99_ms)
+    if saver_missing is not None:
+        for b in backends:
+            for key in (f"hzs_step{small}_us", f"hzs_step{large}_us", f"hzs_growth{large}", "hzs_bytes_cp"):
+                s.note(key, b.name, f"n/a ({saver_missing})")
     for missing, prefix in ((lg_missing, "lg"), (dbos_missing, "dbos")):
         if missing is None:
             continue
