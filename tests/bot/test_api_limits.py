@@ -49,12 +49,11 @@ def loose_workflow() -> Workflow:
 
 @pytest.fixture
 def served(db_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, Api]]:
-    """The doc and loose workflows behind the API, the state limit from the environment, the body limit
-    given to the app."""
+    """The doc and loose workflows behind the API, both limits from the environment."""
     monkeypatch.setenv("HAZEL_MAX_STATE_BYTES", str(STATE_LIMIT))
+    monkeypatch.setenv("HAZEL_MAX_BODY_BYTES", str(BODY_LIMIT))
     hazel = make_hazel(db_url, doc_workflow(), loose_workflow())
-    assert hazel.settings.max_state_bytes == STATE_LIMIT
-    app = create_app(hazel, routers=[api_router(hazel, Settings(**TOKENS))], max_body_bytes=BODY_LIMIT)
+    app = create_app(hazel, routers=[api_router(hazel, Settings(**TOKENS))])
     with LiveServer(app) as server:
         yield hazel, Api(server.url)
     hazel.close()
