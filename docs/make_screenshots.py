@@ -45,7 +45,7 @@ def main() -> None:
             phone = browser.new_page(viewport={"width": 390, "height": 844}, device_scale_factor=1)
             phone.context.add_cookies(page.context.cookies())
             phone.goto(f"{server.url}/runs/{run_id}")
-            phone.screenshot(path=OUT / "phone.png", full_page=False)
+            phone.locator("section.card", has_text="Checkpoint tree").screenshot(path=OUT / "phone.png")
             browser.close()
         hazel.close()
     print(f"wrote {', '.join(sorted(p.name for p in OUT.glob('*.png')))} in {OUT.relative_to(ROOT)}")

@@ -50,7 +50,8 @@ def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
                              trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
     env.filters.update(pretty=pages.pretty, node=node_label, past=past_tense,
-                       when=lambda t: f"{t:%Y-%m-%d %H:%M:%S} UTC" if t else "")
+                       when=lambda t: f"{t:%Y-%m-%d %H:%M:%S} UTC" if t else "",
+                       short=lambda t: f"{t:%d %b %H:%M}" if t else "")
     env.globals.update(fields_of=pages.fields_of, label=pages.label, statuses=[s.value for s in RunStatus])
     return env
 
