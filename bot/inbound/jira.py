@@ -5,11 +5,14 @@ payload (400 if malformed), the kind of event (others: 200, ignored), the issue 
 the actor (Hazel's own comments and transitions: 200, ignored, so Hazel never answers itself). Then a comment
 is a command (``/approve``, ``/reject REASON``, ``/edit VALUE``, ``/rewind STEP [feedback]``) or feedback,
 and a transition to the point's approve / reject status is that decision. Whatever the engine refuses (not
-allowed, invalid edit, already decided) is answered with a comment on the issue and changes nothing.
+allowed, invalid edit, already decided) is answered with a comment on the issue and changes nothing; a refused
+transition's issue is first moved back where it came from, through as many transitions as the workflow needs
+(``JiraChannel.walk``), and the answer says whether Hazel could.
 
-Duplicates decide once: decisions carry ``delivery_id`` (``comment:<id>``, ``changelog:<id>``), which the
-database keeps unique, so Jira's retries and Server's ``issue_commented`` companion of a ``comment_created``
-find the decision already made. Replies are deduplicated in memory (per process).
+Duplicates decide once: decisions carry ``delivery_id`` (``<site>/issue/<id>/comment/<id>``, ``…/changelog/<id>``:
+``integrations.jira.webhook.delivery_key``), which the database keeps unique, so Jira's retries and Server's
+``issue_commented`` companion of a ``comment_created`` find the decision already made, while the same comment
+id on another issue or Jira site is another delivery. Replies are deduplicated in memory (per process).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import json
 import logging
 import threading
 from collections import OrderedDict
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
@@ -141,14 +144,31 @@ class JiraWebhook:
             return 200, {"ignored": f"status {event.to_status!r} decides nothing here"}
         if view.request.status is not RequestStatus.PENDING:
             return 200, {"ignored": "the request is already settled"}
-        back = f" The issue goes back to {event.from_status}." if event.from_status else ""
-        status, answer = self._decide(event, view, action, payload, refused_note=back)
-        if "refused" in answer and event.from_status:
-            try:
-                self.channel.move(event.issue_id, event.from_status)
-            except DeliveryError as exc:  # the answer is posted; sending it again on a retry would repeat it
-                log.warning("jira: could not move issue %s back to %r: %s", event.issue_id, event.from_status, exc)
-        return status, answer
+        return self._decide(event, view, action, payload, on_refused=lambda: self._move_back(event, opts))
+
+    def _move_back(self, event: JiraEvent, opts: JiraOptions) -> str:
+        """Move a refused transition's issue back to where the person took it from (through the workflow's
+        transitions, never through the approve or reject status) and say truthfully where it is.
+
+        Raises:
+            DeliveryError: Jira is unavailable (nothing was answered yet: Jira sends the webhook again).
+        """
+        if not event.from_status:
+            return ""
+        try:
+            walk = self.channel.walk(event.issue_id, event.from_status,
+                                     avoid=(opts.approve_status, opts.reject_status))
+        except PermanentDeliveryError as exc:  # e.g. no permission to read the transitions
+            log.warning("jira: could not move issue %s back to %r: %s", event.issue_id, event.from_status, exc)
+            return f" Hazel could not move the issue back to {event.from_status} ({exc}): move it back by hand."
+        if walk.reached and not walk.taken:
+            return f" The issue is back in {walk.status}."  # someone moved it back already
+        if walk.reached:
+            via = f" (through {', '.join(walk.taken)})" if len(walk.taken) > 1 else ""
+            return f" Hazel moved the issue back to {walk.status}{via}."
+        where = (f"; it is in {walk.status}" if walk.status != walk.start else "")
+        reason = walk.reason.replace("*", "")
+        return f" Hazel could not move the issue back to {event.from_status}: {reason}{where}. Move it back by hand."
 
     def _comment(self, event: JiraEvent, view: RequestView) -> tuple[int, dict[str, Any]]:
         command = parse_command(event.text)
@@ -171,7 +191,8 @@ class JiraWebhook:
         return self._decide(event, view, command.action, {})
 
     def _decide(self, event: JiraEvent, view: RequestView, action: str, payload: dict[str, Any], *,
-                refused_note: str = "") -> tuple[int, dict[str, Any]]:
+                on_refused: Callable[[], str] | None = None) -> tuple[int, dict[str, Any]]:
+        """Decide; a refusal is answered on the issue, after ``on_refused`` (which returns a sentence to add)."""
         actor = self._actor(event)
         run_id, request = view.run.id, view.request
         pending = request.status is RequestStatus.PENDING
@@ -184,12 +205,14 @@ class JiraWebhook:
                 outcome = self.hazel.decide(run_id=run_id, action=action, actor=actor, payload=payload,
                                             request_id=request.id, delivery_id=event.delivery_id)
         except NotAllowedError as exc:
+            note = " The request is still open." + on_refused() if on_refused else ""
             return self._reply(event, f"{exc}. Nothing changed. Who may steer this request: "
-                                      f"{who_may(view.approvers, cloud=self.channel.cloud)}.{refused_note}",
+                                      f"{who_may(view.approvers, cloud=self.channel.cloud)}.{note}",
                                refused=True)
         except HazelError as exc:  # invalid edit, already decided, a second vote, unknown rewind target, …
+            note = on_refused() if on_refused else ""
             still = " The request is still open." if pending and action != "rewind" else ""
-            return self._reply(event, f"{exc}. Nothing changed.{still}{refused_note}", refused=True)
+            return self._reply(event, f"{exc}. Nothing changed.{still}{note}", refused=True)
         log.info("jira %s on issue %s by %s: %s run %s%s", event.webhook_event, event.issue_id, actor.id, action,
                  run_id, " (duplicate)" if outcome.duplicate else "")
         return 200, {"decided": outcome.decision.action.value, "run_id": run_id, "duplicate": outcome.duplicate,

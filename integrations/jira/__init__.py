@@ -4,6 +4,8 @@
 - ``webhook``: the signature check, the webhook shapes of Cloud and Server / Data Center as ``JiraEvent``,
   and the comment commands.
 - ``client``: the ``jira`` library client, error translation, ``JiraDirectory`` (Hazel's account, groups).
+- ``workflow``: moving an issue to a status through as many transitions as its workflow needs (``walk``).
+- ``adf``: the text of comment bodies in Atlassian Document Format (REST API v3).
 - ``render``: the texts; ``options``: per steering point settings (``jira_*`` options).
 """
 

@@ -3,7 +3,8 @@
 One issue per run and steering point: when the same point asks again (after feedback, a rewind, an edit under
 a quorum) and its issue is still open, the issue is reused (new description, a comment saying so), so the
 conversation stays in one place. Decisions, votes and the run's progress become comments; approval moves the
-issue to the done status, rejection to the rejected status, the run's completion to the done status.
+issue to the done status, rejection to the rejected status, the run's completion to the done status, through
+as many transitions as the project's workflow needs (``integrations.jira.workflow``).
 
 REST calls (API v2, through the ``jira`` library): ``POST /issue`` (create), ``GET /search`` or
 ``/search/jql`` (find the run's issue for this point), ``PUT /issue/{id}`` (new description), ``POST
@@ -23,6 +24,7 @@ from integrations.base import Channel, DeliveryError, PermanentDeliveryError
 from integrations.jira import render
 from integrations.jira.client import jira_call
 from integrations.jira.options import JiraOptions, same_status
+from integrations.jira.workflow import Walk, walk
 from store.models import ProgressView, RequestStatus, RequestView, SteeringRequest
 
 log = logging.getLogger("hazel.jira")
@@ -197,25 +199,26 @@ class JiraChannel(Channel):
             self.client.add_comment(issue_id, text[: render.FIELD_CHARS])
 
     def move(self, issue_id: str, status: str | None) -> str | None:
-        """Transition the issue to ``status`` unless it is there already (or ``status`` is None). Returns a
-        note for people when no transition leads there (a workflow that lacks it), None otherwise.
+        """Move the issue to ``status`` through as many transitions as its workflow needs (``walk``) unless
+        it is there already (or ``status`` is None). Returns a note for people when Hazel could not (a
+        workflow without a path there), None otherwise.
 
         Raises:
             DeliveryError, PermanentDeliveryError.
         """
         if not status:
             return None
-        with jira_call("read the issue's status"):
-            current = self.client.issue(issue_id, fields="status").fields.status.name
-        if same_status(current, status):
+        result = self.walk(issue_id, status)
+        if result.reached:
             return None
-        with jira_call("read transitions"):
-            transitions = self.client.transitions(issue_id)
-        chosen = next((t for t in transitions if same_status((t.get("to") or {}).get("name"), status)
-                       or same_status(t.get("name"), status)), None)
-        if chosen is None:
-            log.warning("issue %s: no transition from %r to %r", issue_id, current, status)
-            return f"(Hazel could not move this issue to *{status}*: no transition leads there from *{current}*.)"
-        with jira_call("transition the issue"):
-            self.client.transition_issue(issue_id, str(chosen["id"]))
-        return None
+        now = f" It is in *{result.status}* now." if not same_status(result.status, result.start) else ""
+        return f"(Hazel could not move this issue to *{status}*: {result.reason}.{now})"
+
+    def walk(self, issue_id: str, status: str, *, avoid: tuple[str | None, ...] = ()) -> Walk:
+        """Move the issue towards ``status`` (see ``integrations.jira.workflow.walk``; ``avoid``: statuses
+        not to pass through on the way) and say where it ended.
+
+        Raises:
+            DeliveryError, PermanentDeliveryError.
+        """
+        return walk(self.client, issue_id, status, avoid=[s for s in avoid if s])

@@ -12,7 +12,13 @@ Shapes accepted (see Jira's "Webhooks" developer documentation and the samples i
   status name; Cloud adds ``fieldId``); ``user`` is who moved it; a transition screen's comment comes as
   ``comment``.
 
-Everything else is not for Hazel (``parse_event`` returns None).
+A comment's ``body`` is wiki markup (REST API v2) or an Atlassian Document Format document (REST API v3, read
+as text by ``integrations.jira.adf``). Everything else is not for Hazel (``parse_event`` returns None).
+
+The site: every payload names the Jira that sent it in its ``self`` URLs (``comment.self``, ``issue.self``,
+``user.self``: ``<base URL>/rest/api/2/…``); ``matchedWebhookIds`` and a cloud id are not in every shape.
+Comment and changelog ids are unique only within one site, so a delivery is keyed by site, issue and id
+(``delivery_key``).
 """
 
 from __future__ import annotations
@@ -22,7 +28,9 @@ import hmac
 import re
 from dataclasses import dataclass
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
+from integrations.jira.adf import ADFError, adf_text, is_adf
 from integrations.jira.client import user_id
 
 SIGNATURE_HEADER = "X-Hub-Signature"
@@ -74,12 +82,14 @@ class JiraEvent:
         issue_id: Jira's numeric issue id (stable when an issue moves project; Hazel indexes issues by it).
         issue_key: e.g. ``MIG-12`` (absent from Server's ``comment_created``).
         actor: who commented (the editor, for an edited comment) or who moved the issue.
-        delivery_id: what makes this delivery unique across retries and companion events: ``comment:<id>``
-            for a comment (also for a transition made with a comment), else ``changelog:<id>``, else the
-            webhook identifier.
-        text: the comment body (for a transition: its comment, or "").
+        delivery_id: what makes this delivery unique across retries and companion events, and across issues
+            and sites (``delivery_key``): ``<site>/issue/<issue id>/comment/<id>`` for a comment (also for a
+            transition made with a comment), else ``…/changelog/<id>``, else ``…/webhook/<identifier>``.
+        text: the comment body (for a transition: its comment, or ""); an ADF body as its plain text.
         to_status, from_status: the new and the previous status names (transitions only).
+        comment_id: the comment's id (a comment, or a transition made with one).
         webhook_event: ``webhookEvent`` (plus ``/issue_event_type_name`` when given), for logs.
+        site: the Jira site as ``site_of`` names it (``example.atlassian.net``); None when no ``self`` URL says.
     """
 
     kind: Literal["comment", "transition"]
@@ -92,6 +102,7 @@ class JiraEvent:
     from_status: str | None = None
     comment_id: str | None = None
     webhook_event: str = ""
+    site: str | None = None
 
 
 def _user(raw: Any, what: str) -> JiraUser:
@@ -103,13 +114,52 @@ def _user(raw: Any, what: str) -> JiraUser:
                     email=email if isinstance(email, str) and "@" in email else None)
 
 
+def site_of(*urls: Any) -> str | None:
+    """The Jira site of the first usable ``self`` URL: its host in lower case, a port other than the scheme's
+    default, and the context path before ``/rest/`` (Server installed under ``/jira``), e.g.
+    ``example.atlassian.net``, ``jira.example.invalid:8080``, ``corp.example.com/jira``. The scheme is left
+    out (one site behind http and https is one site). None when no URL is an absolute http(s) URL."""
+    for url in urls:
+        if not isinstance(url, str):
+            continue
+        parts = urlsplit(url.strip())
+        try:
+            port = parts.port
+        except ValueError:
+            continue
+        if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+            continue
+        host = parts.hostname.lower()
+        if port is not None and port != {"http": 80, "https": 443}[parts.scheme.lower()]:
+            host += f":{port}"
+        cut = parts.path.find("/rest/")
+        return host + (parts.path[:cut] if cut >= 0 else "").rstrip("/")
+    return None
+
+
+def delivery_key(site: str | None, issue_id: str, kind: str, ident: str) -> str:
+    """``<site>/issue/<issue id>/<kind>/<id>`` (``kind``: ``comment``, ``changelog``, ``webhook``): a
+    delivery's key, unique across Jira sites and issues (a comment id alone is unique only within one site).
+    At most 200 characters (the column's size): a longer site or id is replaced by its SHA-256 (16 hex).
+    ``store/migrations/versions/0004_jira_delivery_keys.py`` rewrote older keys (``comment:<id>``) this way."""
+    def short(text: str, limit: int) -> str:
+        return text if len(text) <= limit else "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    return f"{short(site or '?', 120)}/issue/{short(issue_id, 24)}/{kind}/{short(ident, 32)}"
+
+
 def _comment(raw: Any) -> tuple[str, str, str | None]:
-    """(comment id, body, issue id from its ``self`` URL)."""
+    """(comment id, body as text, issue id from its ``self`` URL)."""
     if not isinstance(raw, dict) or not raw.get("id"):
         raise MalformedWebhookError("comment event without comment.id")
     body = raw.get("body")
+    if is_adf(body):
+        try:
+            body = adf_text(body)
+        except ADFError as exc:
+            raise MalformedWebhookError(f"comment.body: {exc}") from None
     if not isinstance(body, str):
-        raise MalformedWebhookError("comment.body is not text (register the webhook for REST API v2 payloads)")
+        raise MalformedWebhookError("comment.body is neither text nor an Atlassian Document Format document")
     m = _ISSUE_IN_COMMENT_URL.search(str(raw.get("self") or ""))
     return str(raw["id"]), body, m.group(1) if m else None
 
@@ -128,6 +178,8 @@ def parse_event(payload: Any, *, webhook_id: str | None = None) -> JiraEvent | N
     label = f"{name}/{subtype}" if subtype else name
     issue = payload.get("issue") if isinstance(payload.get("issue"), dict) else {}
     issue_key = issue.get("key") if isinstance(issue.get("key"), str) else None
+    site = site_of(*(part.get("self") for part in (payload.get("comment"), issue, payload.get("user"))
+                     if isinstance(part, dict)))
 
     if name in ("comment_created", "comment_updated") or (
             name == "jira:issue_updated" and subtype in ("issue_commented", "issue_comment_edited")
@@ -141,8 +193,8 @@ def parse_event(payload: Any, *, webhook_id: str | None = None) -> JiraEvent | N
         author = raw.get("updateAuthor") if edited and raw.get("updateAuthor") else raw.get("author")
         return JiraEvent(kind="comment", issue_id=issue_id, issue_key=issue_key,
                          actor=_user(author or payload.get("user"), "comment.author"),
-                         delivery_id=f"comment:{comment_id}", text=body, comment_id=comment_id,
-                         webhook_event=label)
+                         delivery_id=delivery_key(site, issue_id, "comment", comment_id), text=body,
+                         comment_id=comment_id, webhook_event=label, site=site)
 
     if name == "jira:issue_updated":
         item = _status_item(payload)
@@ -154,14 +206,15 @@ def parse_event(payload: Any, *, webhook_id: str | None = None) -> JiraEvent | N
         if isinstance(payload.get("comment"), dict):
             comment_id, text, _ = _comment(payload["comment"])
         changelog_id = (payload.get("changelog") or {}).get("id")
-        delivery = (f"comment:{comment_id}" if comment_id else f"changelog:{changelog_id}" if changelog_id
-                    else f"webhook:{webhook_id}" if webhook_id else None)
-        if delivery is None:
+        kind, ident = (("comment", comment_id) if comment_id else ("changelog", changelog_id) if changelog_id
+                       else ("webhook", webhook_id) if webhook_id else (None, None))
+        if kind is None:
             raise MalformedWebhookError("status change without changelog.id or a webhook identifier")
         return JiraEvent(kind="transition", issue_id=str(issue["id"]), issue_key=issue_key,
-                         actor=_user(payload.get("user"), "user"), delivery_id=delivery, text=text,
+                         actor=_user(payload.get("user"), "user"),
+                         delivery_id=delivery_key(site, str(issue["id"]), kind, str(ident)), text=text,
                          to_status=str(item.get("toString") or ""), from_status=item.get("fromString") or None,
-                         comment_id=comment_id, webhook_event=label)
+                         comment_id=comment_id, webhook_event=label, site=site)
     return None
 
 

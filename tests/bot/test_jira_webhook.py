@@ -127,7 +127,8 @@ def test_server_comment_and_its_issue_commented_companion_decide_once(db_url: st
         answers = [env.send(created, webhook_id="a").json(), env.send(companion, webhook_id="b").json()]
         assert answers[0]["decided"] == "approve" and answers[0]["duplicate"] is False
         assert answers[1]["duplicate"] is True
-        assert [d.delivery_id for d in env.hazel.decisions(run_id=run_id)] == [None, "comment:777"]
+        assert [d.delivery_id for d in env.hazel.decisions(run_id=run_id)] == [
+            None, f"jira.example.invalid:8080/issue/{issue['id']}/comment/777"]
         # in the other order, for the next request: the companion first
         env.drive(run_id)
         signoff = env.issue(run_id)
@@ -255,7 +256,7 @@ def test_a_refused_transition_is_moved_back(env: JiraEnv) -> None:
     answer = env.send(env.transition(issue, "Approved", person="stranger"))
     assert "may not approve" in answer.json()["refused"]
     assert env.fake.status(issue["id"]) == "To Do"
-    assert "goes back to To Do" in env.fake.bodies(issue["id"])[-1]
+    assert "Hazel moved the issue back to To Do." in env.fake.bodies(issue["id"])[-1]
     unchanged(env, run_id, comments_before=1)
 
 

@@ -479,7 +479,7 @@ def test_slack_then_jira_and_jira_then_slack(deploy) -> None:  # noqa: ANN001
     before = d.jira.set_status(issue["id"], "Approved")
     moved = jira_payloads.transition_event(issue, "Approved", before, PRIYA_JIRA, cloud=True, base=d.jira.base)
     answer = jira_payloads.send(d.server.url + "/jira/webhook", moved, secret=JIRA_SECRET)
-    reply = f"{text}. Nothing changed. The request is still open. The issue goes back to {before}."
+    reply = f"{text}. Nothing changed. The request is still open. Hazel moved the issue back to {before}."
     assert answer.status_code == 200 and answer.json() == {"refused": reply}
     assert d.replies_to(run_id, PRIYA_JIRA)[-1] == f"[~accountid:{PRIYA_JIRA}] {reply}"
     assert d.jira.status(issue["id"]) == before

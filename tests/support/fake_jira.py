@@ -1,12 +1,15 @@
 """Jira's REST API v2, as the ``jira`` library calls it, faked at the HTTP boundary with ``responses``.
 
 It keeps state like Jira does: issues (summary, description, labels, status, assignee), comments, watchers,
-users and their groups; any status can be reached from any other by a transition named ``Go <status>``.
+users and their groups; any status can be reached from any other by a transition named ``Go <status>``,
+unless ``workflow`` says which transitions leave each status (a transition not available where the issue is
+gets Jira's 400).
 Calls can be made to fail (``fail``): an HTTP status with headers, or a network error. Every request is
 recorded in ``calls`` as ``(method, path, query, json body)``.
 
 Shapes follow Atlassian's REST API v2 reference: ``POST /issue`` answers ``201 {"id", "key", "self"}``,
-``GET /issue/{id}/transitions`` answers ``{"transitions": [{"id", "name", "to": {"name"}}]}``, searches answer
+``GET /issue/{id}/transitions`` answers ``{"transitions": [{"id", "name", "to": {"name", "id",
+"statusCategory": {"key"}}}]}`` (categories ``new``, ``indeterminate``, ``done``), searches answer
 ``{"issues": [...]}`` (Cloud's ``/search/jql`` adds ``isLast``, Server's ``/search`` adds ``total``; the library
 reads ``GET /field`` once before its first search), the user
 resource with ``expand=groups`` carries ``groups.items[].name``.
@@ -27,7 +30,9 @@ import responses
 
 from integrations.jira import JiraChannel, JiraOptions, build_client
 
-STATUSES = ("To Do", "In Progress", "Approved", "Rejected", "Done")
+STATUSES = ("To Do", "In Progress", "Approved", "Rejected", "Done", "In Review")
+CATEGORIES = {"To Do": "new", "Done": "done", "Rejected": "done"}
+"""Status categories (``statusCategory.key``); other statuses are ``indeterminate``."""
 HAZEL_CLOUD_ID = "557058:hazel-bot"
 HAZEL_SERVER_NAME = "hazel-bot"
 
@@ -47,7 +52,8 @@ class FakeJira:
     """A Jira site at ``base`` (Cloud: people are account ids; Server: user names)."""
 
     def __init__(self, rsps: responses.RequestsMock, *, cloud: bool = True, base: str | None = None,
-                 projects: tuple[str, ...] = ("MIG",), issue_types: tuple[str, ...] = ("Task", "Story")) -> None:
+                 projects: tuple[str, ...] = ("MIG",), issue_types: tuple[str, ...] = ("Task", "Story"),
+                 first_id: int = 10001) -> None:
         self.cloud = cloud
         self.base = base or ("https://example.atlassian.net" if cloud else "http://jira.example.invalid:8080")
         self.me = HAZEL_CLOUD_ID if cloud else HAZEL_SERVER_NAME
@@ -60,7 +66,12 @@ class FakeJira:
         self.calls: list[tuple[str, str, dict[str, list[str]], Any]] = []
         self.auth_headers: set[str] = set()
         self.failures: list[Failure] = []
-        self._ids = itertools.count(10001)
+        self.workflow: dict[str, list[tuple[str, str]]] | None = None
+        """status -> [(transition name, to status)]; None: every status reachable from every other."""
+        self._transition_ids: list[tuple[str, str]] = []
+        self.performed: list[tuple[str, str]] = []
+        """(issue id, transition name) of every transition made through the API, in order."""
+        self._ids = itertools.count(first_id)
         self._comment_ids = itertools.count(20001)
         self._keys: dict[str, itertools.count] = {}
         self._lock = threading.RLock()
@@ -101,11 +112,17 @@ class FakeJira:
         """A person moves the issue (returns the previous status)."""
         issue = self.issue(ref)
         before = issue["fields"]["status"]["name"]
-        issue["fields"]["status"] = {"name": status, "id": str(STATUSES.index(status) + 1)}
+        issue["fields"]["status"] = {"name": status, "id": self._status_id(status),
+                                     "statusCategory": {"key": CATEGORIES.get(status, "indeterminate")}}
         return before
 
     def bodies(self, ref: str) -> list[str]:
         return [c["body"] for c in self.comments.get(self.issue(ref)["id"], [])]
+
+    def transitions_made(self, ref: str) -> list[str]:
+        """The names of the transitions performed on an issue (by Hazel: people's moves are ``set_status``)."""
+        issue_id = self.issue(ref)["id"]
+        return [name for i, name in self.performed if i == issue_id]
 
     def count(self, method: str, path: str) -> int:
         return sum(1 for m, p, _, _ in self.calls if m == method and re.search(path, p))
@@ -197,15 +214,39 @@ class FakeJira:
         self.comments[issue["id"]].append(comment)
         return self._json(201, comment)
 
+    def _status_id(self, status: str) -> str:
+        """Statuses of ``STATUSES`` are numbered 1…; others (a test's own workflow) from 101."""
+        if status in STATUSES:
+            return str(STATUSES.index(status) + 1)
+        return str(101 + sorted({to for ts in (self.workflow or {}).values() for _, to in ts}
+                                | set(self.workflow or {}) | {status}).index(status))
+
+    def _available(self, status: str) -> list[tuple[str, str, str]]:
+        """(transition id, name, to status) of the transitions out of ``status``."""
+        if self.workflow is None:
+            return [(str(11 + i), f"Go {s}", s) for i, s in enumerate(STATUSES) if s != status]
+        out = []
+        for name, to in self.workflow.get(status, []):
+            if (name, to) not in self._transition_ids:
+                self._transition_ids.append((name, to))
+            out.append((str(100 + self._transition_ids.index((name, to))), name, to))
+        return out
+
     def _transitions(self, ref: str, *, query: dict, body: Any) -> tuple[int, dict[str, str], str]:
-        current = self.status(ref)
         return self._json(200, {"transitions": [
-            {"id": str(11 + i), "name": f"Go {s}", "to": {"name": s, "id": str(i + 1)}}
-            for i, s in enumerate(STATUSES) if s != current]})
+            {"id": tid, "name": name, "to": {"name": to, "id": self._status_id(to),
+                                             "statusCategory": {"key": CATEGORIES.get(to, "indeterminate")}}}
+            for tid, name, to in self._available(self.status(ref))]})
 
     def _transition(self, ref: str, *, query: dict, body: Any) -> tuple[int, dict[str, str], str]:
-        target = STATUSES[int(body["transition"]["id"]) - 11]
-        self.set_status(ref, target)
+        wanted = str(body["transition"]["id"])
+        found = next(((name, to) for tid, name, to in self._available(self.status(ref)) if tid == wanted), None)
+        if found is None:
+            return self._json(400, {"errorMessages": [
+                f"It seems that you have tried to perform a workflow operation ({wanted}) that is not valid for "
+                "the current state of this issue."], "errors": {}})
+        self.performed.append((self.issue(ref)["id"], found[0]))
+        self.set_status(ref, found[1])
         return self._json(204, None)
 
     def _watch(self, ref: str, *, query: dict, body: Any) -> tuple[int, dict[str, str], str]:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import io
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterator
@@ -96,13 +96,16 @@ class JiraEnv:
 
 @contextmanager
 def jira_env(db_url: str, *, cloud: bool = True, approvers: Approvers | None = None,
-             secret: str | None = SECRET, **settings: Any) -> Iterator[JiraEnv]:
+             secret: str | None = SECRET, base: str | None = None, first_issue_id: int = 10001,
+             rsps: responses.RequestsMock | None = None, **settings: Any) -> Iterator[JiraEnv]:
     """The example workflow with its scripts review and sign-off on ``jira:MIG`` (plan review on the console),
-    approvers: the SME by id and the ``dba`` group (unless ``approvers`` says otherwise)."""
+    approvers: the SME by id and the ``dba`` group (unless ``approvers`` says otherwise); the fake Jira site
+    at ``base`` (default: the fake's), numbering its issues from ``first_issue_id``; two sites in one test
+    share one ``rsps`` (``responses`` mocks do not nest)."""
     who = people(cloud)
     approvers = approvers or Approvers(jira_users=(who["sme"],), jira_groups=("dba",))
-    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
-        fake = FakeJira(rsps, cloud=cloud)
+    with (nullcontext(rsps) if rsps is not None else responses.RequestsMock(assert_all_requests_are_fired=False)) as rsps:
+        fake = FakeJira(rsps, cloud=cloud, base=base, first_id=first_issue_id)
         auth = fake.client_kwargs()
         config = Settings(HAZEL_DATABASE_URL=db_url, JIRA_URL=fake.base, JIRA_WEBHOOK_SECRET=secret,
                           JIRA_USER=auth.get("user"), JIRA_API_TOKEN=auth.get("api_token"), JIRA_PAT=auth.get("pat"),

@@ -38,16 +38,17 @@ def new_comment_id() -> str:
     return str(next(_comment_ids))
 
 
-def user(person: str, *, cloud: bool, display: str | None = None) -> dict[str, Any]:
+def user(person: str, *, cloud: bool, display: str | None = None, base: str | None = None) -> dict[str, Any]:
     """A user object as the sample payloads carry it: Cloud by ``accountId``, Server by ``name``/``key``."""
     if cloud:
         raw = copy.deepcopy(fixture(CLOUD_COMMENT)["comment"]["author"])
         for legacy in ("name", "key"):
             raw.pop(legacy, None)
-        raw.update(accountId=person, self=f"https://example.atlassian.net/rest/api/2/user?accountId={person}")
+        raw.update(accountId=person, self=f"{base or 'https://example.atlassian.net'}/rest/api/2/user?accountId={person}")
     else:
         raw = copy.deepcopy(fixture(SERVER_COMMENTED)["user"])
-        raw.update(name=person, key=person, self=f"http://jira.example.invalid:8080/rest/api/2/user?username={person}")
+        raw.update(name=person, key=person,
+                   self=f"{base or 'http://jira.example.invalid:8080'}/rest/api/2/user?username={person}")
     raw["displayName"] = display or person
     return raw
 
@@ -69,14 +70,14 @@ def _comment(template: dict[str, Any], issue_id: str, comment_id: str, body: str
     return out
 
 
-def comment_event(issue: dict[str, Any], body: str, person: str, *, cloud: bool = True, base: str | None = None,
-                  comment_id: str | None = None, event: str = "comment_created",
+def comment_event(issue: dict[str, Any], body: str | dict[str, Any], person: str, *, cloud: bool = True,
+                  base: str | None = None, comment_id: str | None = None, event: str = "comment_created",
                   display: str | None = None) -> dict[str, Any]:
     """``comment_created`` / ``comment_updated``: Cloud's with ``issue``, Server's without (the issue id is
-    only in ``comment.self``)."""
+    only in ``comment.self``); ``body`` is wiki markup, or an ADF document (``adf``) as REST API v3 carries it."""
     base = base or ("https://example.atlassian.net" if cloud else "http://jira.example.invalid:8080")
     comment_id = comment_id or new_comment_id()
-    author = user(person, cloud=cloud, display=display)
+    author = user(person, cloud=cloud, display=display, base=base)
     if cloud:
         payload = fixture(CLOUD_COMMENT)
         payload["issue"] = _issue(payload["issue"], issue, base)
@@ -93,7 +94,7 @@ def server_issue_commented(issue: dict[str, Any], body: str, person: str, *, com
                            base: str = "http://jira.example.invalid:8080") -> dict[str, Any]:
     """Server's companion ``jira:issue_updated`` / ``issue_commented`` for the same comment."""
     payload = fixture(SERVER_COMMENTED)
-    author = user(person, cloud=False)
+    author = user(person, cloud=False, base=base)
     payload["user"] = author
     payload["issue"] = _issue(payload["issue"], issue, base)
     payload["comment"] = _comment(payload["comment"], issue["id"], comment_id, body, author, base)
@@ -106,7 +107,7 @@ def transition_event(issue: dict[str, Any], to_status: str, from_status: str, pe
     """``jira:issue_updated`` with a ``status`` changelog item (Cloud's carries ``fieldId``)."""
     base = base or ("https://example.atlassian.net" if cloud else "http://jira.example.invalid:8080")
     payload = fixture(sample or (CLOUD_TRANSITION if cloud else SERVER_TRANSITION))
-    payload["user"] = user(person, cloud=cloud)
+    payload["user"] = user(person, cloud=cloud, base=base)
     payload["issue"] = _issue(payload["issue"], issue, base)
     payload["issue"]["fields"]["status"]["name"] = to_status
     items = payload["changelog"]["items"]
@@ -114,10 +115,27 @@ def transition_event(issue: dict[str, Any], to_status: str, from_status: str, pe
     status_item.update(fromString=from_status, toString=to_status)
     payload["changelog"]["id"] = changelog_id or str(next(_changelog_ids))
     if comment is not None:
-        author = user(person, cloud=cloud)
+        author = user(person, cloud=cloud, base=base)
         template = fixture(SERVER_COMMENTED)["comment"]
         payload["comment"] = _comment(template, issue["id"], new_comment_id(), comment, author, base)
     return payload
+
+
+def adf(*blocks: dict[str, Any]) -> dict[str, Any]:
+    """An Atlassian Document Format document (the comment body of Jira Cloud's REST API v3), e.g.
+    ``adf(paragraph(text("/approve")))``; see developer.atlassian.com/cloud/jira/platform/apis/document/structure."""
+    return {"type": "doc", "version": 1, "content": list(blocks)}
+
+
+def paragraph(*inline: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "paragraph", "content": list(inline)}
+
+
+def text(value: str, *marks: str) -> dict[str, Any]:
+    node: dict[str, Any] = {"type": "text", "text": value}
+    if marks:
+        node["marks"] = [{"type": m} for m in marks]
+    return node
 
 
 def send(url: str, payload: Any, *, secret: str | None, webhook_id: str | None = None,

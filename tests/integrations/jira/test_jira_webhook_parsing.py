@@ -24,7 +24,8 @@ def test_cloud_comment_sample_as_sent() -> None:
     assert event.actor.id == "000000000000000000000000"  # Cloud: the account id, not the legacy name
     assert event.actor.display_name == "Example User"
     assert event.text == "Added a comment"
-    assert event.delivery_id == "comment:10019"
+    assert event.delivery_id == "example.atlassian.net/issue/10040/comment/10019"
+    assert event.site == "example.atlassian.net"
 
 
 def test_server_issue_commented_sample_is_the_same_comment() -> None:
@@ -32,7 +33,7 @@ def test_server_issue_commented_sample_is_the_same_comment() -> None:
     assert event is not None and event.kind == "comment"
     assert (event.issue_id, event.comment_id, event.text) == ("10013", "10082", "unik")
     assert event.actor.id == "exampleuser"  # Server: the user name
-    assert event.delivery_id == "comment:10082"
+    assert event.delivery_id == "jira.example.invalid:8080/issue/10013/comment/10082"
 
 
 @pytest.mark.parametrize("sample, to, frm", [
@@ -47,7 +48,8 @@ def test_transition_samples(sample: str, to: str, frm: str) -> None:
     assert event is not None and event.kind == "transition"
     assert (event.to_status, event.from_status) == (to, frm)
     assert event.issue_id == payload["issue"]["id"]
-    assert event.delivery_id == f"changelog:{payload['changelog']['id']}"
+    assert event.delivery_id == f"{event.site}/issue/{event.issue_id}/changelog/{payload['changelog']['id']}"
+    assert event.site in ("example.atlassian.net", "jira.example.invalid:8080")
     assert event.text == ""
 
 
@@ -58,14 +60,15 @@ def test_server_comment_created_has_no_issue_object() -> None:
     assert "issue" not in payload
     event = parse_event(payload)
     assert event is not None
-    assert (event.issue_id, event.issue_key, event.actor.id, event.delivery_id) == ("10001", None, "sme", "comment:555")
+    assert (event.issue_id, event.issue_key, event.actor.id, event.delivery_id) == (
+        "10001", None, "sme", "jira.example.invalid:8080/issue/10001/comment/555")
 
 
 def test_comment_updated_is_read_as_the_editor() -> None:
     payload = p.comment_event(ISSUE, "/approve", "author-1", event="comment_updated", comment_id="9")
     payload["comment"]["updateAuthor"] = p.user("editor-2", cloud=True)
     event = parse_event(payload)
-    assert event is not None and event.actor.id == "editor-2" and event.delivery_id == "comment:9"
+    assert event is not None and event.actor.id == "editor-2" and event.delivery_id.endswith("/issue/10001/comment/9")
 
 
 def test_transition_with_a_comment_uses_the_comment() -> None:
@@ -73,13 +76,13 @@ def test_transition_with_a_comment_uses_the_comment() -> None:
     event = parse_event(payload)
     assert event is not None and event.kind == "transition"
     assert event.text == "the rollback is missing"
-    assert event.delivery_id == f"comment:{payload['comment']['id']}"
+    assert event.delivery_id == f"example.atlassian.net/issue/10001/comment/{payload['comment']['id']}"
 
 
 def test_transition_without_changelog_id_falls_back_to_the_webhook_identifier() -> None:
     payload = p.transition_event(ISSUE, "Approved", "To Do", "sme")
     del payload["changelog"]["id"]
-    assert parse_event(payload, webhook_id="abc").delivery_id == "webhook:abc"
+    assert parse_event(payload, webhook_id="abc").delivery_id == "example.atlassian.net/issue/10001/webhook/abc"
     with pytest.raises(MalformedWebhookError):
         parse_event(payload)
 
@@ -101,8 +104,10 @@ def test_other_events_are_not_for_hazel(payload: dict) -> None:
     ({"webhookEvent": "comment_created"}, "comment.id"),
     ({"webhookEvent": "comment_created", "comment": {"id": "1", "body": "x", "self": "nowhere",
                                                      "author": {"accountId": "a"}}}, "issue"),
-    ({"webhookEvent": "comment_created", "comment": {"id": "1", "body": {"type": "doc"},
-                                                     "self": "/issue/1/comment/1", "author": {}}}, "v2"),
+    ({"webhookEvent": "comment_created", "comment": {"id": "1", "body": {"type": "paragraph"},
+                                                     "self": "/issue/1/comment/1", "author": {}}}, "neither text"),
+    ({"webhookEvent": "comment_created", "comment": {"id": "1", "body": 42,
+                                                     "self": "/issue/1/comment/1", "author": {}}}, "neither text"),
     ({"webhookEvent": "comment_created", "comment": {"id": "1", "body": "x", "self": "/issue/1/comment/1",
                                                      "author": {"displayName": "nobody"}}}, "accountId"),
     ({"webhookEvent": "jira:issue_updated", "issue": {},
