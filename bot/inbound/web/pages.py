@@ -73,14 +73,12 @@ def runs_page(hazel: "Hazel", *, statuses: list[str], workflow: str | None, page
               actor: "Actor | None") -> RunsPage:
     """A page of runs, newest first; ``mine``: only runs with a request ``actor`` may decide now."""
     if mine:
-        waiting = hazel.waiting_on(actor=actor, limit=500) if actor is not None else []
-        ids = list(dict.fromkeys(v.run.id for v in waiting))
-        runs = sorted((v.run for v in {v.run.id: v for v in waiting}.values()), key=lambda r: r.created_at,
-                      reverse=True)
+        waiting = {v.run.id: v for v in (hazel.waiting_on(actor=actor, limit=500) if actor is not None else [])}
+        runs = sorted((v.run for v in waiting.values()), key=lambda r: r.created_at, reverse=True)
         runs = [r for r in runs if (not statuses or r.status.value in statuses)
                 and (not workflow or r.workflow == workflow)]
         chunk = runs[page * PAGE_SIZE:(page + 1) * PAGE_SIZE]
-        pending = {v.run.id: v.request for v in waiting if v.run.id in ids}
+        pending = {run_id: v.request for run_id, v in waiting.items()}
         return RunsPage(chunk, pending, page, len(runs) > (page + 1) * PAGE_SIZE, True)
     found = hazel.runs(statuses=statuses or None, workflow=workflow or None, limit=PAGE_SIZE + 1,
                        offset=page * PAGE_SIZE)

@@ -72,8 +72,9 @@ def test_a_link_opens_one_run_and_drops_its_token(served: Served, client: Browse
 
 def test_security_headers_and_escaping(served: Served, client: Browserless) -> None:
     client.get(served.link("alice"))
-    for path in (f"/runs/{served.run_id}", f"/runs/{served.run_id}/checkpoints/7", f"/runs/{served.run_id}/diff?a=0&b=7",
-                 f"/runs/{served.run_id}/audit", "/login"):
+    run = served.run_id
+    for path in (f"/runs/{run}", f"/runs/{run}/checkpoints/7", f"/runs/{run}/diff?a=0&b=7", f"/runs/{run}/audit",
+                 "/login"):
         response = client.get(path)
         assert response.status_code == 200, path
         csp = response.headers["content-security-policy"]
