@@ -17,8 +17,8 @@ decisions, the audit log, the outbox, reminders, timeouts and rewinds are the na
 - a decision is recorded as for any steering request; when the last request of the super-step is settled
   (``route_decision``), the run is ready and the next step resumes the graph with
   ``Command(resume={interrupt_id: value, ...})``, the values shaped by ``resume_value``;
-- a rewind forks at a Hazel checkpoint: its feedback and edits become ``graph.update_state`` on the fork
-  (``fork_tree``).
+- a rewind forks at a Hazel checkpoint: ``graph.update_state`` there makes the fork, with the rewind's feedback
+  and edits as graph state values (``fork_tree``).
 
 The Hazel state tree of such a run (``GraphRunState``) is small: a pointer, the input, and for each pending
 interrupt the value it shows, under the steering point's name (which is what the point's ``show`` names, so
@@ -245,20 +245,18 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
         return node, RunStatus.READY, None, {**_without_asks(tree), "lg_resume": resume}
 
     def fork_tree(self, tree: Any, *, feedback: str | None, edits: dict[str, Any] | None) -> Any:
-        """The tree a rewind forks with: as it was (its interrupts asked again), or, with feedback or edits,
-        nothing asked and ``lg_update`` holding ``{feedback_key: feedback, **edits}`` for the fork."""
-        if not feedback and not edits:
-            return tree
+        """The tree a rewind forks with: nothing asked (a node that interrupted there runs again and asks
+        again), ``lg_fork`` set and ``lg_update`` holding ``{feedback_key: feedback, **edits}`` (None: none)."""
         update = dict(edits or {})
         if feedback:
             update[self.feedback_key] = feedback
-        return {**_without_asks(tree), "lg_update": update}
+        return {**_without_asks(tree), "lg_fork": True, "lg_update": update or None}
 
 
 def _without_asks(tree: dict[str, Any]) -> dict[str, Any]:
     asks = tree.get("lg_asks") or {}
     return {**{k: v for k, v in tree.items() if k not in asks}, "lg_asks": {}, "lg_resume": None,
-            "lg_update": None}
+            "lg_update": None, "lg_fork": False}
 
 
 def _first_node(graph: Any) -> str | None:

@@ -3,8 +3,9 @@
 The step continues the graph's thread (``thread_id`` = the run id) from the graph checkpoint the Hazel
 checkpoint points at (``lg_checkpoint``), with, in this order of precedence:
 
-- ``lg_update`` (a rewind's feedback and edits, as graph state values): ``graph.update_state`` on that
-  checkpoint (a fork), then on;
+- ``lg_fork`` (a rewind): ``graph.update_state`` on that checkpoint, with the rewind's feedback and edits as
+  graph state values (``lg_update``) or none: a new checkpoint after it, so that the nodes that ran from it
+  on the abandoned branch run again (their writes stay there), then on;
 - ``lg_resume`` (the decisions): ``Command(resume={interrupt_id: value, ...})``;
 - no pointer (the first step, or a rewind to the run's start): the run's input (with a rewind's values), from
   the thread's first checkpoint when it has one (a fork);
@@ -44,7 +45,8 @@ class GraphRunState(BaseModel):
     Hazel checkpoint stands for (None before the first super-step). ``lg_asks``: per steering point name, the
     pending interrupt it asks about (``{"interrupt_id", "node", "point": settings}``); the value it shows is the
     extra field of the same name. ``lg_resume``: the resume values the next step passes to the graph
-    (``{interrupt_id: value}``). ``lg_update``: the values a rewind applies to the fork (``update_state``).
+    (``{interrupt_id: value}``). ``lg_fork``: the next step forks the graph at ``lg_checkpoint`` (a rewind), with
+    ``lg_update`` as graph state values (``update_state``; None: a plain copy).
     """
 
     model_config = ConfigDict(extra="allow")
@@ -54,6 +56,7 @@ class GraphRunState(BaseModel):
     lg_asks: dict[str, dict[str, Any]] = {}
     lg_resume: dict[str, Any] | None = None
     lg_update: dict[str, Any] | None = None
+    lg_fork: bool = False
 
 
 def superstep(wf: Any, state: Any, ctx: StepContext) -> Any:
@@ -73,17 +76,18 @@ def superstep(wf: Any, state: Any, ctx: StepContext) -> Any:
     done_before = _meta(latest).get("hazel_seq") == ctx.seq and _meta(latest).get("source") == SOURCE_LOOP
     if not done_before:
         inp: Any = None
-        config = _at(graph, thread, state.lg_checkpoint)
+        config = _at(graph, thread, state.lg_checkpoint, latest)
         if state.lg_checkpoint is None:  # the first super-step, or a rewind to the run's start: the input
             inp = {**state.lg_input, **(state.lg_update or {})}
-        elif state.lg_update is not None:
+        elif state.lg_fork:
             if _meta(latest).get("hazel_seq") == ctx.seq and _meta(latest).get("source") == SOURCE_UPDATE:
-                config = latest.config  # the update was applied before a crash: not twice
-            else:
-                config = graph.update_state({**config, "metadata": meta}, state.lg_update)
+                config = latest.config  # the fork was made before a crash: not twice
+            else:  # a new checkpoint after the one rewound to (its old nodes' writes stay on the old branch)
+                config = graph.update_state({**config, "metadata": meta}, state.lg_update or None)
         elif state.lg_resume:
             inp = Command(resume=state.lg_resume)
-        for _ in graph.stream(inp, {**config, "metadata": meta}, stream_mode="updates", interrupt_after="*"):
+        for _ in graph.stream(inp, {**config, "metadata": meta}, stream_mode="updates", interrupt_after="*",
+                             durability="sync"):
             pass
         latest = graph.get_state({"configurable": thread})
     pointer = latest.config["configurable"]["checkpoint_id"]
@@ -122,9 +126,15 @@ def _meta(snapshot: Any) -> dict[str, Any]:
     return dict(getattr(snapshot, "metadata", None) or {})
 
 
-def _at(graph: Any, thread: dict[str, str], checkpoint_id: str | None) -> dict[str, Any]:
-    """The config of graph checkpoint ``checkpoint_id``; with none, the thread's first checkpoint when the
-    thread has any (a rewind to the run's start forks there), else the bare thread (a first run)."""
+def _at(graph: Any, thread: dict[str, str], checkpoint_id: str | None, latest: Any) -> dict[str, Any]:
+    """The config to continue from graph checkpoint ``checkpoint_id``: the bare thread when it is the thread's
+    newest (so that LangGraph resumes it, keeping the writes of the nodes that finished there before a crash; a
+    config naming a checkpoint replays it, running them again), else that checkpoint (the step forks there).
+    With none, the thread's first checkpoint when it has any (a rewind to the run's start forks there), else
+    the bare thread (a first run)."""
+    newest = (getattr(latest, "config", None) or {}).get("configurable", {}).get("checkpoint_id")
+    if checkpoint_id is not None and checkpoint_id == newest:
+        return {"configurable": dict(thread)}
     if checkpoint_id is not None:
         return {"configurable": {**thread, "checkpoint_id": checkpoint_id}}
     first = None
