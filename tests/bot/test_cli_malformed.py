@@ -254,6 +254,8 @@ def hostile(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Cal
     monkeypatch.setenv("HAZEL_OPERATOR", "olga")
     monkeypatch.setenv("HAZEL_OUTPUT_DIR", str(tmp_path / "out"))
     monkeypatch.setenv("HAZEL_MAX_STATE_BYTES", str(LIMIT))
+    monkeypatch.setenv("HAZEL_BASE_URL", "http://127.0.0.1:9")  # `hazel link` checks its arguments
+    monkeypatch.setenv("HAZEL_WEB_SECRET", "s" * 32)
     monkeypatch.chdir(tmp_path)
     from bot.cli import common
     from bot.server import processes
