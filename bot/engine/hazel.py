@@ -224,7 +224,8 @@ class Hazel(Reads, Requests):
         identity itself (no lookup needed then)."""
         out: set[str] = set()
         for wf in self.registry.all():
-            lists = [wf.starters] + [a for p in wf.steering_points() for a in (p.approvers, p.escalate_to) if a]
+            points = wf.known_points() if isinstance(wf, LangGraphWorkflow) else wf.steering_points()
+            lists = [wf.starters] + [a for p in points for a in (p.approvers, p.escalate_to) if a]
             for approvers in lists:
                 named = approvers.slack_usergroups if channel == "slack" else \
                     approvers.jira_groups if channel == "jira" else ()

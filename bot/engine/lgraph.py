@@ -170,6 +170,7 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
         self.point_defaults = {"actions": list(ALL_ACTIONS), **(point_defaults or {})}
         self.default_point = check_point(point_from("interrupt", self.point_defaults))
         self._max_attempts, self._backoff_sec = max_attempts, backoff_sec
+        self._seen: dict[str, SteeringPoint] = {}
         self._unbound, self._saver_for = graph, saver_for
         if getattr(graph, "checkpointer", None) in (None, False) and saver_for is None:
             self._problems.append("its graph has no checkpointer: compile it with checkpointer=HazelSaver(...)")
@@ -215,7 +216,16 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
     def points_in(self, tree: Any) -> dict[str, SteeringPoint]:
         """The steering points a Hazel checkpoint's tree waits at, by name, in the order they were asked."""
         asks = tree.get("lg_asks") if isinstance(tree, dict) else None
-        return {name: point_from(name, ask.get("point") or {}) for name, ask in (asks or {}).items()}
+        points = {name: point_from(name, ask.get("point") or {}) for name, ask in (asks or {}).items()}
+        for name, point in points.items():
+            if len(self._seen) < 256 or name in self._seen:
+                self._seen[name] = point
+        return points
+
+    def known_points(self) -> list[SteeringPoint]:
+        """The point of a plain ``interrupt()`` and the points this process has seen asked (the channels'
+        groups they name are looked up when a person acts: ``Hazel.identify``)."""
+        return [self.default_point, *self._seen.values()]
 
     def node_at(self, name: str, tree: Any) -> Step | SteeringPoint:
         """Node ``name`` at a checkpoint with ``tree``: a steering point it waits at, else a step that
