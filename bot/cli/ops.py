@@ -73,10 +73,13 @@ def serve_cmd(
 ) -> None:
     """Run the HTTP app (Slack, Jira, REST API, health), the workers and the scheduler."""
     from bot.ops.logs import configure_logging
-    from bot.server.processes import serve
+    from bot.server.processes import bind_problem, serve
     from bot.settings import Settings
 
     settings = Settings()
+    problem = bind_problem(host or settings.host, port or settings.port)
+    if problem:
+        raise CliError(problem)
     configure_logging(settings)
     common.started()
     if socket_mode and settings.slack_app_token is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import signal
+import socket
 import threading
 import time
 
@@ -51,6 +52,24 @@ def prepare_when_reachable(hazel: HazelApp, *, max_backoff_sec: float = 10.0) ->
                         if exc.orig else type(exc).__name__, backoff)
             time.sleep(backoff)
             backoff = min(backoff * 2, max_backoff_sec)
+
+
+def bind_problem(host: str, port: int) -> str | None:
+    """Why ``serve`` could not listen on ``host:port`` (the port taken, the address not this machine's, …), or
+    None when it can: a trial bind with ``SO_REUSEADDR``, as uvicorn binds, closed at once. Checked before
+    anything starts, so that a taken port is one line instead of a started-and-stopped server's log."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (OSError, UnicodeError) as exc:
+        return f"cannot listen on {host}:{port}: {getattr(exc, 'strerror', None) or exc}"
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as trial:
+        trial.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            trial.bind(address)
+        except OSError as exc:
+            return f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+    return None
 
 
 def serve(settings: Settings, *, host: str, port: int, workers: int | None = None,

@@ -397,3 +397,15 @@ def test_cancel_says_it_once(cli) -> None:  # noqa: ANN001
     out = cli("cancel", run_id).stdout
     assert out.count(f"run {run_id} cancelled") == 1, out
 
+
+
+def test_serve_on_a_taken_port_is_one_line(hostile) -> None:  # noqa: ANN001
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = hostile("serve", "--port", str(port))
+        one_line_error(result, [f"127.0.0.1:{port}"], ["serve", "--port", str(port)])
+        assert "in use" in result.stderr
