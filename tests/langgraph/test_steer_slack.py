@@ -1,5 +1,5 @@
 """A LangGraph run from start to completion through signed Slack requests: ``/hazel start``, Feedback (a
-modal), Rewind (the rewind modal, with feedback), Edit (a modal), Approve; workers and outbox delivery in
+modal), Rewind (the rewind modal, with feedback, and ``/hazel rewind``), Edit (a modal), Approve; workers and outbox delivery in
 background threads as in ``hazel serve``; SQLite and PostgreSQL."""
 
 from __future__ import annotations
@@ -64,9 +64,14 @@ def test_a_langgraph_run_from_start_to_completion_through_slack(make_env) -> Non
     assert values["draft"] == "Reefs, by Sam" and values["published"] is True
     assert values["log"] == ["draft", "edited by sam", "publish"]  # the fork's own history
 
-    # 5. another run, approved by Priya with one click
+    # 5. another run: `/hazel rewind` to its draft with feedback, then approved by Priya with one click
     other = env.start("lg-review", {"topic": "kelp"}, by=STARTER)
-    env.sender.click(PRIYA, "approve", env.request_message(other, "review"), name="priya")
+    asked = env.request_message(other, "review")
+    reply = env.sender.command(PRIYA, f"rewind {other} draft forests too", name="priya")
+    assert reply.status_code == 200, reply.text
+    again = env.wait(lambda: (m := env.request_message(other, "review")).ts != asked.ts and m, "the new draft")
+    assert "(after: forests too)" in str(again.blocks)
+    env.sender.click(PRIYA, "approve", again, name="priya")
     env.wait(lambda: hazel.get(run_id=other).status.value == "completed", "the second run to complete")
     assert wf.graph.get_state({"configurable": {"thread_id": other}}).values["log"][-2:] == [
         "approved by priya", "publish"]
