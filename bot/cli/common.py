@@ -234,7 +234,7 @@ def read_file(path: str, *, what: str | None = None) -> str:
     (their size, or for a pipe the bytes read up to one past the limit).
 
     Raises:
-        CliError: the file cannot be read, is over the limit, or is not UTF-8 text.
+        CliError: the file cannot be read, is over the limit, or is not UTF-8 text (or holds a NUL byte).
     """
     what = what or path
     limit = _max_file_bytes()
@@ -254,6 +254,8 @@ def read_file(path: str, *, what: str | None = None) -> str:
     except UnicodeDecodeError as exc:
         raise CliError(f"cannot read {what}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
                        f"{exc.start})") from None
+    if "\x00" in text:  # not text; and PostgreSQL's JSON cannot hold it (nothing would be stored)
+        raise CliError(f"cannot read {what}: it holds a NUL byte (at offset {data.index(0)}): not a text file")
     return text[:-2] if text.endswith("\r\n") else text[:-1] if text.endswith("\n") else text
 
 

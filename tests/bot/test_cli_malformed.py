@@ -273,9 +273,10 @@ def hostile(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Cal
 def hostile_files(tmp: Path) -> dict[str, Path]:
     (tmp / "latin1.txt").write_bytes('{"topic": "caf\xe9"}'.encode("latin-1"))
     (tmp / "huge.txt").write_text("x" * (LIMIT + 1))
+    (tmp / "nul.txt").write_bytes(b'{"topic": "a\x00b"}')
     (tmp / "adir").mkdir()
     return {"missing": tmp / "nowhere.txt", "latin1": tmp / "latin1.txt", "huge": tmp / "huge.txt",
-            "dir": tmp / "adir"}
+            "nul": tmp / "nul.txt", "dir": tmp / "adir"}
 
 
 def test_every_command_fed_malformed_arguments_answers_one_line(hostile, db_url: str, tmp_path: Path) -> None:  # noqa: ANN001
