@@ -131,6 +131,7 @@ class Store:
                  snapshot_policy: SnapshotPolicy | None = None, hook_urls: tuple[str, ...] = (),
                  pool_size: int = 10) -> None:
         self.url = url
+        self.sqlite_synchronous = sqlite_synchronous.upper()
         self.engine: Engine = db.make_engine(url, sqlite_synchronous=sqlite_synchronous, pool_size=pool_size)
         self.policy = snapshot_policy or SnapshotPolicy()
         self.hook_urls = tuple(hook_urls)

@@ -42,7 +42,7 @@ from hazel.langgraph import encoding
 from hazel.langgraph.encoding import Position
 from store import Store
 from store.checkpoints import SnapshotPolicy
-from store.lgraph import Key, LangGraphRepo, StoredRow, StoredWrite
+from store.lgraph import Key, LangGraphRepo, LangGraphWriter, StoredRow, StoredWrite
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
 
@@ -82,6 +82,9 @@ class HazelSaver(BaseCheckpointSaver[str]):
         self.cache_size = cache_size
         self._cache: OrderedDict[tuple[str, str], Position] = OrderedDict()
         self._lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self._serialize = store.dialect == "sqlite"
+        self._writer = LangGraphWriter(store.engine, synchronous=getattr(store, "sqlite_synchronous", "FULL"))
 
     # -- construction -----------------------------------------------------------------------------------------
 
@@ -107,6 +110,23 @@ class HazelSaver(BaseCheckpointSaver[str]):
     def setup(self) -> None:
         """Bring the schema to the latest revision (as ``hazel db upgrade``; LangGraph's savers' ``setup``)."""
         self.store.upgrade()
+
+    @contextmanager
+    def _turn(self) -> Iterator[None]:
+        """On SQLite the saver's own writes take turns on a lock: LangGraph calls ``put_writes`` and ``put`` from
+        two threads at once, and a writer waiting on SQLite's lock sleeps in its busy handler (1, 2, 5, 10 ms
+        ...) instead of starting when the other commits. On PostgreSQL nothing waits."""
+        if self._serialize:
+            with self._write_lock:
+                yield
+        else:
+            yield
+
+    @contextmanager
+    def _write(self) -> Iterator[Any]:
+        """A write transaction of the store, taking its turn (``_turn``)."""
+        with self._turn(), self.store.transaction() as tx:
+            yield tx
 
     # -- the cache of chain positions ------------------------------------------------------------------------
 
@@ -192,9 +212,11 @@ class HazelSaver(BaseCheckpointSaver[str]):
         row = {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"],
                "parent_checkpoint_id": parent_id, "run_id": None if run_id is None else str(run_id),
                "metadata": meta, **enc.columns()}
-        with self.store.transaction() as tx:
-            repo = LangGraphRepo(tx.conn, tx.dialect)
-            if not repo.insert(row):  # a re-put of a stored checkpoint: rare, rewrite it whole
+        with self._turn():
+            inserted = self._writer.insert_checkpoint(row)
+        if not inserted:  # a re-put of a stored checkpoint: rare, rewrite it whole (and what hangs on it)
+            with self._write() as tx:
+                repo = LangGraphRepo(tx.conn, tx.dialect)
                 self._snapshot_children(repo, [key])
                 tree, extras = encoding._tree_of(checkpoint)
                 enc, position = encoding.snapshot(checkpoint["id"], tree,
@@ -217,8 +239,9 @@ class HazelSaver(BaseCheckpointSaver[str]):
                          "type": type_, "blob": blob, "task_path": task_path})
         if not rows:
             return
-        with self.store.transaction(durable=self.durable_writes) as tx:
-            LangGraphRepo(tx.conn, tx.dialect).put_writes(rows, upsert=all(w[0] in WRITES_IDX_MAP for w in writes))
+        with self._turn():
+            self._writer.insert_writes(rows, upsert=all(w[0] in WRITES_IDX_MAP for w in writes),
+                                       durable=self.durable_writes)
 
     def get_next_version(self, current: str | int | float | None, channel: None = None) -> str:
         """A channel's next version: ``<n, 32 digits>.<random>``, as LangGraph's PostgreSQL saver makes them
@@ -235,7 +258,7 @@ class HazelSaver(BaseCheckpointSaver[str]):
 
     def delete_thread(self, thread_id: str) -> None:
         """Every checkpoint and write of the thread, in every namespace."""
-        with self.store.transaction() as tx:
+        with self._write() as tx:
             LangGraphRepo(tx.conn, tx.dialect).delete_threads([str(thread_id)])
         self._forget([str(thread_id)])
 
@@ -246,7 +269,7 @@ class HazelSaver(BaseCheckpointSaver[str]):
         run_ids = [str(r) for r in run_ids]
         if not run_ids:
             return
-        with self.store.transaction() as tx:
+        with self._write() as tx:
             repo = LangGraphRepo(tx.conn, tx.dialect)
             doomed = repo.keys_of_runs(run_ids)
             self._drop(repo, doomed)
@@ -255,7 +278,7 @@ class HazelSaver(BaseCheckpointSaver[str]):
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Every checkpoint and write of ``source_thread_id`` again under ``target_thread_id`` (rows the target
         already holds under the same checkpoint id are kept). Nothing happens when the source has none."""
-        with self.store.transaction() as tx:
+        with self._write() as tx:
             LangGraphRepo(tx.conn, tx.dialect).copy_thread(str(source_thread_id), str(target_thread_id))
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
@@ -274,7 +297,7 @@ class HazelSaver(BaseCheckpointSaver[str]):
         ids = [str(t) for t in thread_ids]
         if not ids:
             return
-        with self.store.transaction() as tx:
+        with self._write() as tx:
             repo = LangGraphRepo(tx.conn, tx.dialect)
             if strategy == "delete":
                 repo.delete_threads(ids)

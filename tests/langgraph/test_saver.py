@@ -16,7 +16,7 @@ from langgraph.checkpoint.base.id import uuid6
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.types import Command, interrupt
-from sqlalchemy import select
+from sqlalchemy import event, select
 
 from hazel.langgraph import AsyncHazelSaver, HazelSaver
 from store import Store
@@ -356,30 +356,33 @@ def test_messages_round_trip_through_changes(db_url: str) -> None:
 
 
 @pytest.mark.parametrize("durable", [False, True])
-def test_pending_writes_wait_for_the_disk_only_when_asked(db_url: str, durable: bool) -> None:
-    """The transaction of ``put_writes`` commits without waiting for the disk unless ``durable_writes``; the
-    transaction after it waits again."""
-    with HazelSaver.from_conn_string(db_url, durable_writes=durable) as saver:
-        seen: list[str] = []
-        real = saver.store.transaction
+def test_pending_writes_wait_for_the_disk_only_when_asked(db_url: str, durable: bool, monkeypatch) -> None:  # noqa: ANN001
+    """``put_writes`` commits without waiting for the disk unless ``durable_writes`` (SQLite: at NORMAL, the
+    next checkpoint at FULL again; PostgreSQL: ``SET LOCAL synchronous_commit TO OFF`` in its transaction only),
+    read from the statements the driver executes."""
+    statements: list[str] = []
+    sqlite = db_url.startswith("sqlite")
+    with HazelSaver.from_conn_string(db_url, durable_writes=durable, pool_size=1) as saver:
+        if sqlite:
+            event.listen(saver.store.engine, "connect", lambda dbapi, _rec: dbapi.set_trace_callback(statements.append))
+            saver.store.engine.dispose()  # (connections opened from now on are traced)
+        else:
+            import psycopg
 
-        def spy(**kwargs):  # noqa: ANN003, ANN202
-            cm = real(**kwargs)
-
-            class Wrapped:
-                def __enter__(self):  # noqa: ANN204
-                    tx = cm.__enter__()
-                    sql = "PRAGMA synchronous" if tx.dialect.name == "sqlite" else "SHOW synchronous_commit"
-                    seen.append(str(tx.conn.exec_driver_sql(sql).scalar()))
-                    return tx
-
-                def __exit__(self, *exc):  # noqa: ANN002, ANN204
-                    return cm.__exit__(*exc)
-            return Wrapped()
-
-        saver.store.transaction = spy  # type: ignore[method-assign]
+            real = psycopg.Cursor.execute
+            monkeypatch.setattr(psycopg.Cursor, "execute",
+                                lambda self, query, *a, **k: (statements.append(str(query)), real(self, query, *a, **k))[1])
         config = _put(saver, "t", None, {"items": ["a"]}, run_id="r", step=0)
+        first = len(statements)
         saver.put_writes(config, [("items", ["b"])], "task")
+        second = len(statements)
         _put(saver, "t", config, {"items": ["a", "b"]}, run_id="r", step=1)
-    full, relaxed = ("2", "1") if db_url.startswith("sqlite") else ("on", "off")
-    assert seen == [full, full if durable else relaxed, full]
+    writes, put = statements[first:second], statements[second:]
+    assert any("hazel_lg_writes" in q for q in writes) and any("hazel_lg_checkpoints" in q for q in put)
+    if sqlite:
+        assert ("PRAGMA synchronous=NORMAL" in writes) is (not durable), writes
+        assert ("PRAGMA synchronous=FULL" in put) is (not durable), put
+        assert not any("synchronous=NORMAL" in q for q in put)
+    else:
+        assert any("synchronous_commit TO OFF" in q for q in writes) is (not durable), writes
+        assert not any("synchronous_commit" in q for q in put)
