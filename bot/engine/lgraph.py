@@ -34,13 +34,14 @@ from typing import Any, Callable
 from pydantic import BaseModel, ValidationError
 
 from bot.engine.errors import WorkflowDefinitionError
+from bot.engine.transitions import close_request
 from bot.engine.lgraph_run import MARK, GraphRunState, superstep
 from bot.engine.workflow import _CHANNEL, Step, SteeringPoint, Workflow
 from store.codec import StateCodec
 from store.interrupts import answers_at
 from store.models import ALL_ACTIONS, START, Action, Actor, RequestStatus, Run, RunStatus, SteeringRequest
 
-__all__ = ["MARK", "GraphRunState", "LangGraphWorkflow", "find_node", "check_point", "node_at", "point_from", "points_asked",
+__all__ = ["MARK", "GraphRunState", "LangGraphWorkflow", "find_node", "check_point", "close_siblings", "node_at", "point_from", "points_asked",
            "resume_value"]
 
 POINT_SETTINGS = ("title", "actions", "approvers", "channel", "approvals_required", "allow_self_approval",
@@ -295,6 +296,20 @@ def find_node(wf: Workflow, name: str, tree_of: Callable[[], Any]) -> Step | Ste
         return node_at(wf, name, tree_of)
     except KeyError:
         return None
+
+
+def close_siblings(tx: Any, wf: Workflow | None, request: SteeringRequest, *, now: Any, by: Actor, action: str,
+                   status: RequestStatus = RequestStatus.DECIDED, **facts: Any) -> None:
+    """When a rewind, a cancel or a timeout that ends the run closes ``request``: the other requests still
+    pending at its checkpoint (a LangGraph super-step's other interrupts) are closed the same way, so that
+    none is left to resume a run that moved on. Nothing for a native workflow (one request at a time)."""
+    if not isinstance(wf, LangGraphWorkflow):
+        return
+    for name, answer in answers_at(tx, request.run_id, request.checkpoint_seq).get().items():
+        if answer["id"] != request.id and answer["status"] == RequestStatus.PENDING.value:
+            other = tx.requests.get(answer["id"])
+            if other is not None:
+                close_request(tx, other, now=now, by=by, action=action, status=status, **facts)
 
 
 def points_asked(wf: Workflow, first: SteeringPoint, tree: Any) -> list[SteeringPoint]:

@@ -83,3 +83,23 @@ def test_two_interrupts_in_one_super_step_are_two_requests_and_resume_together(d
     log = _values(wf, run.id)["log"]
     assert sorted(log[:2]) == ["legal: approve", "security: edit {'ask': 'security', 'ok': True}"]
     assert log[2] == "join"
+
+
+def test_a_rewind_or_a_cancel_closes_every_request_of_the_super_step(db_url):
+    wf = workflow(pair_graph(), name="lg-pair")
+    hz = make_hazel(db_url, wf)
+    run = hz.start(workflow="lg-pair", input={"topic": "launch"}, actor=person("olga"))
+    hz.drive(run_id=run.id)
+    asked = hz.requests(run_id=run.id)
+
+    hz.rewind(run_id=run.id, actor=person("ana"), to=asked[0].checkpoint_seq)  # both pending: both closed
+    closed = {r.id: r for r in hz.requests(run_id=run.id)}
+    assert [(closed[r.id].status, closed[r.id].decided_action) for r in asked] == [
+        (RequestStatus.DECIDED, "rewind")] * 2
+    hz.drive(run_id=run.id)
+    pending = [r for r in hz.requests(run_id=run.id) if r.status is RequestStatus.PENDING]
+    assert sorted(r.point for r in pending) == ["legal", "security"]  # asked again on the fork
+
+    hz.cancel(run_id=run.id, actor=person("olga"))
+    assert all(r.status is not RequestStatus.PENDING for r in hz.requests(run_id=run.id))
+    assert hz.get(run_id=run.id).status is RunStatus.CANCELLED

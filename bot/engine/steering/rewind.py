@@ -142,6 +142,7 @@ class Rewinding(SteeringCore):
             after = close_request(tx, request, now=now, by=actor, action=Action.REWIND.value)
             if after is None:
                 raise self._already(tx, tx.requests.get(request.id) or request)
+            lgraph.close_siblings(tx, wf, request, now=now, by=actor, action=Action.REWIND.value)
         decision_id = tx.decisions.insert(run_id=run.id, request_id=request.id if request else None,
                                           action=Action.REWIND, actor=actor, payload=payload, now=now,
                                           delivery_id=delivery_id, decision_id=decision_id)

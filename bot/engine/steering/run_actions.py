@@ -8,7 +8,7 @@ request, so that a cancel, a timeout and a decision racing on PostgreSQL queue i
 
 from __future__ import annotations
 
-from bot.engine import permissions
+from bot.engine import lgraph, permissions
 from bot.engine.errors import NotAllowedError, RunStateError
 from bot.engine.logcontext import bind_log_context
 from bot.engine.steering.core import SteeringCore
@@ -63,6 +63,9 @@ class RunActions(SteeringCore):
             if request is not None:  # its update is queued before the run's "cancelled" progress
                 close_request(tx, request, now=now, by=actor, action="cancel", status=RequestStatus.CANCELLED,
                               cancelled=True)
+                lgraph.close_siblings(tx, self.registry.find(current.workflow, current.workflow_version), request,
+                                      now=now, by=actor, action="cancel", status=RequestStatus.CANCELLED,
+                                      cancelled=True)
             if not end_run(tx, run_id=run_id, status=RunStatus.CANCELLED, now=now, by=actor,
                            from_statuses=CANCELLABLE, request_id=request.id if request else None, reason=reason):
                 raise RunStateError(f"run {run_id} changed meanwhile; look at it again", hint=f"hazel show {run_id}")
@@ -82,10 +85,13 @@ class RunActions(SteeringCore):
         now = self.clock()
         action = "fail" if status is RunStatus.FAILED else "cancel"
         with self.store.transaction() as tx:
-            self._run(tx, request.run_id, for_update=True)  # the run first, as every decision locks it
+            run = self._run(tx, request.run_id, for_update=True)  # the run first, as every decision locks it
             if close_request(tx, request, now=now, by=by, action=action, status=RequestStatus.CANCELLED,
                              cancelled=True, timed_out=by is TIMEOUT) is None:
                 return False
+            lgraph.close_siblings(tx, self.registry.find(run.workflow, run.workflow_version), request, now=now,
+                                  by=by, action=action, status=RequestStatus.CANCELLED, cancelled=True,
+                                  timed_out=by is TIMEOUT)
             failed = status is RunStatus.FAILED
             if not end_run(tx, run_id=request.run_id, status=status, now=now, by=by,
                            from_statuses=[RunStatus.WAITING], request_id=request.id,
