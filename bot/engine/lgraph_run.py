@@ -23,6 +23,7 @@ not finished runs again (LangGraph keeps the writes of its nodes that did finish
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -69,7 +70,7 @@ def superstep(wf: Any, state: Any, ctx: StepContext) -> Any:
     """
     from langgraph.types import Command
 
-    graph = wf.graph
+    graph = _Async(wf.graph) if _is_async(wf.graph) else wf.graph
     thread = {"thread_id": ctx.run_id, "checkpoint_ns": ""}
     meta = {"hazel_run": ctx.run_id, "hazel_seq": ctx.seq}
     latest = graph.get_state({"configurable": thread})
@@ -120,6 +121,37 @@ def _ask(wf: Any, node: str, value: Any) -> tuple[str, Any, dict[str, Any]]:
         return str(value.get("name") or node), value.get("show"), settings
     settings.setdefault("title", node.replace("_", " ").capitalize())
     return node, value, settings
+
+
+def _is_async(graph: Any) -> bool:
+    """True when a node of ``graph`` is an ``async def`` only (LangGraph runs it through its async API)."""
+    nodes = getattr(getattr(graph, "builder", None), "nodes", {}) or {}
+    return any(getattr(n.runnable, "func", True) is None and getattr(n.runnable, "afunc", None) is not None
+               for n in nodes.values())
+
+
+class _Async:
+    """The graph calls a step makes, through LangGraph's async API (an event loop per call: the step runs in a
+    worker thread, which has none)."""
+
+    def __init__(self, graph: Any) -> None:
+        self.graph = graph
+
+    def get_state(self, config: Any) -> Any:
+        return asyncio.run(self.graph.aget_state(config))
+
+    def update_state(self, config: Any, values: Any) -> Any:
+        return asyncio.run(self.graph.aupdate_state(config, values))
+
+    def get_state_history(self, config: Any) -> list[Any]:
+        async def collect() -> list[Any]:
+            return [s async for s in self.graph.aget_state_history(config)]
+        return asyncio.run(collect())
+
+    def stream(self, inp: Any, config: Any, **kwargs: Any) -> list[Any]:
+        async def collect() -> list[Any]:
+            return [chunk async for chunk in self.graph.astream(inp, config, **kwargs)]
+        return asyncio.run(collect())
 
 
 def _meta(snapshot: Any) -> dict[str, Any]:

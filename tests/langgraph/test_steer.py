@@ -4,10 +4,20 @@ Hazel gives them a HazelSaver on its own database."""
 
 from __future__ import annotations
 
-from hazel.langgraph import HazelSaver
+import operator
+from typing import Annotated, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+
+from hazel.langgraph import HazelSaver, steer
 from store.models import RequestStatus, RunStatus
 from tests.langgraph.graphs import pair_graph, review_graph, workflow
 from tests.support.engine import make_hazel, person
+
+
+class AskState(TypedDict, total=False):
+    topic: str
+    log: Annotated[list[str], operator.add]
 
 
 def _values(wf, run_id):
@@ -103,3 +113,23 @@ def test_a_rewind_or_a_cancel_closes_every_request_of_the_super_step(db_url):
     hz.cancel(run_id=run.id, actor=person("olga"))
     assert all(r.status is not RequestStatus.PENDING for r in hz.requests(run_id=run.id))
     assert hz.get(run_id=run.id).status is RunStatus.CANCELLED
+
+
+def test_an_async_graph_is_steered_the_same_way(db_url):
+    async def ask(state: AskState) -> dict:
+        answer = steer(title="Go?", show=state["topic"])
+        return {"log": [answer["action"]]}
+
+    g = StateGraph(AskState)
+    g.add_node("ask", ask)
+    g.add_edge(START, "ask")
+    g.add_edge("ask", END)
+    wf = workflow(g.compile(), name="lg-async")
+    hz = make_hazel(db_url, wf)
+    run = hz.start(workflow="lg-async", input={"topic": "go"}, actor=person("olga"))
+    hz.drive(run_id=run.id)
+    assert hz.shown(request_id=hz.requests(run_id=run.id)[0].id).value == "go"
+    hz.decide(run_id=run.id, action="approve", actor=person("ana"))
+    hz.drive(run_id=run.id)
+    assert hz.get(run_id=run.id).status is RunStatus.COMPLETED
+    assert _values(wf, run.id)["log"] == ["approve"]
