@@ -197,7 +197,8 @@ def _one_line(exc: BaseException) -> str:
     """What went wrong, on one line; database errors name the database (password masked), not a traceback."""
     ValidationError, SQLAlchemyError = _loaded("ValidationError"), _loaded("SQLAlchemyError")  # noqa: N806
     if ValidationError is not None and isinstance(exc, ValidationError):  # the environment's settings
-        problems = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
+        problems = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg'].removeprefix('Value error, ')}"
+                             for e in exc.errors())
         return f"invalid {'settings' if exc.title == 'Settings' else exc.title}: {problems}"
     if SQLAlchemyError is not None and isinstance(exc, SQLAlchemyError):
         cause = getattr(exc, "orig", None) or exc
