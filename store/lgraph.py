@@ -178,6 +178,12 @@ class LangGraphRepo:
         rows = fast.execute(self.conn, stmt, params, binary=True).rows()
         return [_stored(r, thread_id, checkpoint_ns) for r in rows]
 
+    def exists(self, key: Key) -> bool:
+        """Whether checkpoint ``key`` is stored."""
+        return self.conn.execute(select(cps.c.chain_len).where(
+            (cps.c.thread_id == key[0]) & (cps.c.checkpoint_ns == key[1]) & (cps.c.checkpoint_id == key[2]))
+        ).first() is not None
+
     def writes(self, key: Key) -> list[StoredWrite]:
         """The pending writes stored against checkpoint ``key`` (unsorted)."""
         rows = fast.execute(self.conn, _WRITES_OF, {"thread_id": key[0], "checkpoint_ns": key[1],
@@ -354,22 +360,32 @@ class LangGraphWriter:
         self.postgresql = engine.dialect.name == "postgresql"
         self.synchronous = synchronous.upper()
         mark = "%s" if self.postgresql else "?"
-        self._cp_sql = (f"INSERT INTO hazel_lg_checkpoints ({_CP_NAMES}) VALUES "
-                        f"({', '.join(mark for _ in ROW_COLUMNS)}) ON CONFLICT DO NOTHING")
+        marks = ", ".join(mark for _ in ROW_COLUMNS)
+        self._cp_sql = f"INSERT INTO hazel_lg_checkpoints ({_CP_NAMES}) VALUES ({marks}) ON CONFLICT DO NOTHING"
+        # a change is written only while the parent it is a change of exists (a primary-key lookup in the same
+        # statement): another process may have deleted it since this one read it
+        self._cp_child_sql = (f"INSERT INTO hazel_lg_checkpoints ({_CP_NAMES}) SELECT {marks} WHERE EXISTS"
+                              " (SELECT 1 FROM hazel_lg_checkpoints WHERE thread_id = {m} AND checkpoint_ns = {m}"
+                              " AND checkpoint_id = {m}) ON CONFLICT DO NOTHING").replace("{m}", mark)
         self._w_row = "(" + ", ".join(mark for _ in _W_COLUMNS) + ")"
 
     def insert_checkpoint(self, row: dict[str, Any]) -> bool:
-        """Commit a checkpoint row (``ROW_COLUMNS``); False, writing nothing, when its key already exists."""
+        """Commit a checkpoint row (``ROW_COLUMNS``); False, writing nothing, when its key already exists, or
+        when it is a change (``chain_len`` > 0) and its parent row does not exist."""
         values = [row[c] for c in ROW_COLUMNS]
         values[ROW_COLUMNS.index("metadata")] = self._json(row["metadata"])
+        sql = self._cp_sql
+        if row["chain_len"] > 0:
+            sql = self._cp_child_sql
+            values += [row["thread_id"], row["checkpoint_ns"], row["parent_checkpoint_id"]]
         with self._raw() as fairy:
             raw = fairy.driver_connection
             if self.postgresql:
                 with raw.cursor() as cur:
-                    cur.execute(self._cp_sql, values)
+                    cur.execute(sql, values)
                     return cur.rowcount == 1
             self._begin(fairy, durable=True)
-            inserted = raw.execute(self._cp_sql, values).rowcount == 1
+            inserted = raw.execute(sql, values).rowcount == 1
             raw.execute("COMMIT")
             return inserted
 

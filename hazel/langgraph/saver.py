@@ -201,8 +201,8 @@ class HazelSaver(BaseCheckpointSaver[str]):
     def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
             new_versions: ChannelVersions) -> RunnableConfig:
         """Store ``checkpoint`` as a child of ``config``'s checkpoint, in ONE transaction of one INSERT: a
-        change against its parent when the saver holds the parent's position, else a snapshot. Returns the
-        checkpoint's config."""
+        change against its parent when the saver holds the parent's position (and the parent is still stored),
+        else a snapshot. Returns the checkpoint's config."""
         thread_id, ns, parent_id = _key_of(config)
         key = (thread_id, ns, checkpoint["id"])
         parent = self._recall(thread_id, ns, parent_id) if parent_id != checkpoint["id"] else None
@@ -214,15 +214,18 @@ class HazelSaver(BaseCheckpointSaver[str]):
                "metadata": meta, **enc.columns()}
         with self._turn():
             inserted = self._writer.insert_checkpoint(row)
-        if not inserted:  # a re-put of a stored checkpoint: rare, rewrite it whole (and what hangs on it)
+        if not inserted:  # rare: a re-put of a stored checkpoint, or the parent was deleted meanwhile
+            tree, extras = encoding._tree_of(checkpoint)
+            enc, position = encoding.snapshot(checkpoint["id"], tree,
+                                              encoding._own(checkpoint.get("channel_values") or {}), extras,
+                                              self.serde)
             with self._write() as tx:
                 repo = LangGraphRepo(tx.conn, tx.dialect)
-                self._snapshot_children(repo, [key])
-                tree, extras = encoding._tree_of(checkpoint)
-                enc, position = encoding.snapshot(checkpoint["id"], tree,
-                                                  encoding._own(checkpoint.get("channel_values") or {}),
-                                                  extras, self.serde)
-                repo.replace(key, {**row, **enc.columns()})
+                if repo.exists(key):  # rewrite it whole, and first what hangs on its old content
+                    self._snapshot_children(repo, [key])
+                    repo.replace(key, {**row, **enc.columns()})
+                else:
+                    repo.insert({**row, **enc.columns()})
         self._remember(thread_id, ns, position)
         return _config(key)
 

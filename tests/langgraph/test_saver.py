@@ -221,6 +221,16 @@ def test_a_copied_thread_reads_back_whole_and_continues(db_url: str) -> None:
         assert _items(saver, head) == [f"r-{i}" for i in range(5)]
 
 
+def test_a_parent_deleted_by_another_saver_makes_the_next_checkpoint_a_snapshot(db_url: str) -> None:
+    with HazelSaver.from_conn_string(db_url) as saver, HazelSaver.from_conn_string(db_url) as other:
+        configs = _chain(saver, "t", ["r1", "r1", "r2"])
+        other.delete_for_runs(["r2"])  # the head this saver holds as the base of its next change
+        child = _put(saver, "t", configs[-1], {"items": ["r1-0", "r1-1", "r2-2", "r3-3"], "n": 3}, run_id="r3",
+                     step=3)
+        assert [r["chain_len"] for r in rows(db_url, "t")] == [0, 1, 0]
+        assert _items(saver, child) == ["r1-0", "r1-1", "r2-2", "r3-3"]
+
+
 def test_a_re_put_checkpoint_keeps_its_children_readable(db_url: str) -> None:
     with HazelSaver.from_conn_string(db_url) as saver:
         configs = _chain(saver, "t", ["r"] * 4)
