@@ -97,11 +97,15 @@ def worker_cmd(
 ) -> None:
     """Execute ready runs (new, decided, recovered, retries due) without serving HTTP."""
     from bot.ops.logs import configure_logging
-    from bot.server.processes import work
+    from bot.server.processes import bind_problem, work
     from bot.settings import Settings
     from integrations.console import ConsoleChannel
 
     settings = Settings()
+    problem = None if until_idle or settings.metrics_port is None else bind_problem(settings.host,
+                                                                                  settings.metrics_port)
+    if problem:
+        raise CliError(f"HAZEL_METRICS_PORT: {problem}")
     configure_logging(settings)
     common.started()
     console = ConsoleChannel(console=common.err if json_out else common.out, command=command_prefix())

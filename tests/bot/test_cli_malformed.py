@@ -398,7 +398,7 @@ def test_cancel_says_it_once(cli) -> None:  # noqa: ANN001
 
 
 
-def test_serve_on_a_taken_port_is_one_line(hostile) -> None:  # noqa: ANN001
+def test_serve_on_a_taken_port_is_one_line(hostile, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
     import socket
 
     with socket.socket() as taken:
@@ -408,3 +408,7 @@ def test_serve_on_a_taken_port_is_one_line(hostile) -> None:  # noqa: ANN001
         result = hostile("serve", "--port", str(port))
         one_line_error(result, [f"127.0.0.1:{port}"], ["serve", "--port", str(port)])
         assert "in use" in result.stderr
+        monkeypatch.setenv("HAZEL_METRICS_PORT", str(port))
+        metrics = hostile("worker")
+        one_line_error(metrics, ["HAZEL_METRICS_PORT"], ["worker"])
+        assert f"127.0.0.1:{port}" in metrics.stderr and "in use" in metrics.stderr
