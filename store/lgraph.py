@@ -9,18 +9,17 @@ the chain. A delta row's parent always exists: whatever deletes a checkpoint fir
 hang on it as snapshots (``children`` finds them; the saver rewrites them with ``replace``).
 
 The payload columns are opaque here: ``payload``/``compressed`` is a JSON tree or patch (``store.codec``),
-``channel_type``/``channel_blob`` what LangGraph's serializer made of the channel values.
+``channel_type``/``channel_blob`` what LangGraph's serializer made of the channel values. The saver's two hot
+writes (``put``, ``put_writes``) go through ``store.lgraph_writer`` instead.
 """
 
 from __future__ import annotations
 
 import json
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Sequence
 
-from sqlalchemy import Connection, Engine, and_, bindparam, delete, func, insert, select, text, tuple_, update
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy import Connection, and_, bindparam, delete, func, insert, select, text, tuple_, update
 from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 
@@ -334,120 +333,6 @@ class LangGraphRepo:
                                      *(existing.c[k] == table.c[k] for k in key if k != "thread_id")))
         rows = select(*cols).where((table.c.thread_id == source) & ~taken.exists())
         self.conn.execute(insert(table).from_select(names, rows))
-
-
-_CP_NAMES = ", ".join(ROW_COLUMNS)
-_W_COLUMNS = ("thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx", "channel", "type", "blob", "task_path")
-_W_NAMES = ", ".join(_W_COLUMNS)
-_W_UPSERT = " ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET" \
-    " channel = excluded.channel, type = excluded.type, blob = excluded.blob"
-_RELAXED = {"FULL": "NORMAL", "EXTRA": "NORMAL"}
-
-
-class LangGraphWriter:
-    """The saver's two hot writes, ``put`` and ``put_writes``, on a raw driver connection lent by the pool for
-    the call (as ``store.steps`` writes a run's steps): SQLAlchemy's connection, transaction and statement
-    machinery cost more than the database's own work. On PostgreSQL a checkpoint is ONE statement in autocommit
-    (one round trip, its own transaction), writes one statement or, not waiting for the disk, one pipelined
-    ``BEGIN; SET LOCAL synchronous_commit TO OFF; INSERT; COMMIT``. On SQLite each is ``BEGIN IMMEDIATE`` ...
-    ``COMMIT``, at ``synchronous`` (the store's level) or NORMAL for a write that need not wait for the disk.
-
-    Driver errors are raised as SQLAlchemy's ``DBAPIError`` and the connection is dropped from the pool.
-    """
-
-    def __init__(self, engine: Engine, *, synchronous: str = "FULL") -> None:
-        self.engine = engine
-        self.postgresql = engine.dialect.name == "postgresql"
-        self.synchronous = synchronous.upper()
-        mark = "%s" if self.postgresql else "?"
-        marks = ", ".join(mark for _ in ROW_COLUMNS)
-        self._cp_sql = f"INSERT INTO hazel_lg_checkpoints ({_CP_NAMES}) VALUES ({marks}) ON CONFLICT DO NOTHING"
-        # a change is written only while the parent it is a change of exists (a primary-key lookup in the same
-        # statement): another process may have deleted it since this one read it
-        self._cp_child_sql = (f"INSERT INTO hazel_lg_checkpoints ({_CP_NAMES}) SELECT {marks} WHERE EXISTS"
-                              " (SELECT 1 FROM hazel_lg_checkpoints WHERE thread_id = {m} AND checkpoint_ns = {m}"
-                              " AND checkpoint_id = {m}) ON CONFLICT DO NOTHING").replace("{m}", mark)
-        self._w_row = "(" + ", ".join(mark for _ in _W_COLUMNS) + ")"
-
-    def insert_checkpoint(self, row: dict[str, Any]) -> bool:
-        """Commit a checkpoint row (``ROW_COLUMNS``); False, writing nothing, when its key already exists, or
-        when it is a change (``chain_len`` > 0) and its parent row does not exist."""
-        values = [row[c] for c in ROW_COLUMNS]
-        values[ROW_COLUMNS.index("metadata")] = self._json(row["metadata"])
-        sql = self._cp_sql
-        if row["chain_len"] > 0:
-            sql = self._cp_child_sql
-            values += [row["thread_id"], row["checkpoint_ns"], row["parent_checkpoint_id"]]
-        with self._raw() as fairy:
-            raw = fairy.driver_connection
-            if self.postgresql:
-                with raw.cursor() as cur:
-                    cur.execute(sql, values)
-                    return cur.rowcount == 1
-            self._begin(fairy, durable=True)
-            inserted = raw.execute(sql, values).rowcount == 1
-            raw.execute("COMMIT")
-            return inserted
-
-    def insert_writes(self, rows: Sequence[dict[str, Any]], *, upsert: bool, durable: bool) -> None:
-        """Commit pending writes (all or none); ``upsert``: a write already stored under its key is replaced,
-        else kept. ``durable=False``: the commit does not wait for the disk (``store.db.transaction``)."""
-        sql = (f"INSERT INTO hazel_lg_writes ({_W_NAMES}) VALUES " + ", ".join(self._w_row for _ in rows)
-               + (_W_UPSERT if upsert else " ON CONFLICT DO NOTHING"))
-        values = [row[c] for row in rows for c in _W_COLUMNS]
-        with self._raw() as fairy:
-            raw = fairy.driver_connection
-            if self.postgresql:
-                if durable:
-                    with raw.cursor() as cur:
-                        cur.execute(sql, values)
-                    return
-                with raw.pipeline(), raw.cursor() as cur:
-                    cur.execute("BEGIN")
-                    cur.execute("SET LOCAL synchronous_commit TO OFF")
-                    cur.execute(sql, values)
-                    cur.execute("COMMIT")
-                return
-            self._begin(fairy, durable=durable)
-            raw.execute(sql, values)
-            raw.execute("COMMIT")
-
-    def _begin(self, fairy: Any, *, durable: bool) -> None:
-        level = self.synchronous if durable else _RELAXED.get(self.synchronous, self.synchronous)
-        raw, info = fairy.driver_connection, fairy.info
-        if info.get("hazel_synchronous", self.synchronous) != level:  # the key store.db's begin hook keeps
-            raw.execute(f"PRAGMA synchronous={level}")
-            info["hazel_synchronous"] = level
-        raw.execute("BEGIN IMMEDIATE")
-
-    def _json(self, value: Any) -> Any:
-        if self.postgresql:
-            from psycopg.types.json import Jsonb
-
-            return Jsonb(value)
-        return json.dumps(value)
-
-    @contextmanager
-    def _raw(self) -> Iterator[Any]:
-        fairy = self.engine.raw_connection()
-        raw = fairy.driver_connection
-        try:
-            if self.postgresql:
-                raw.autocommit = True
-            yield fairy
-        except self.engine.dialect.loaded_dbapi.Error as exc:
-            fairy.invalidate(exc)
-            fairy.close()
-            raise DBAPIError.instance("(langgraph write)", None, exc, self.engine.dialect.loaded_dbapi.Error,
-                                      connection_invalidated=True) from exc
-        except BaseException as exc:
-            fairy.invalidate(exc)
-            fairy.close()
-            raise
-        else:
-            if self.postgresql:
-                raw.autocommit = False  # given back as the pool lent it
-            fairy.close()
 
 
 def _chunks(items: list, size: int = 500) -> Iterable[list]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from store import Store
-from store.lgraph import LangGraphWriter
+from store.lgraph_writer import LangGraphWriter
 
 
 def _level(tx) -> str:  # noqa: ANN001

@@ -1,0 +1,110 @@
+"""Deleting and copying a thread's checkpoints (``HazelSaver``'s ``delete_thread``, ``delete_for_runs``,
+``copy_thread``, ``prune``): a checkpoint kept that was stored as a change of one deleted is first rewritten as
+a snapshot, so that every checkpoint left reads back whole."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from hazel.langgraph import encoding
+from store.lgraph import Key, LangGraphRepo
+
+PRUNE_STRATEGIES = ("keep_latest", "delete")
+
+
+class Deleting:
+    """The deleting half of ``HazelSaver`` (a mixin: it uses the saver's ``_write``, ``_forget``, ``policy`` and
+    ``serde``)."""
+
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Every checkpoint and write of the thread, in every namespace."""
+        with self._write() as tx:
+            LangGraphRepo(tx.conn, tx.dialect).delete_threads([str(thread_id)])
+        self._forget([str(thread_id)])
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Every checkpoint whose metadata's ``run_id`` is one of ``run_ids``, with its writes, in one
+        transaction. A checkpoint kept that was stored as a change of one deleted is rewritten as a snapshot
+        first, and a checkpoint whose parent is deleted is left with no parent."""
+        run_ids = [str(r) for r in run_ids]
+        if not run_ids:
+            return
+        with self._write() as tx:
+            repo = LangGraphRepo(tx.conn, tx.dialect)
+            doomed = repo.keys_of_runs(run_ids)
+            self._drop(repo, doomed)
+        self._forget(sorted({k[0] for k in doomed}))
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Every checkpoint and write of ``source_thread_id`` again under ``target_thread_id`` (rows the target
+        already holds under the same checkpoint id are kept). Nothing happens when the source has none."""
+        with self._write() as tx:
+            LangGraphRepo(tx.conn, tx.dialect).copy_thread(str(source_thread_id), str(target_thread_id))
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """``"keep_latest"``: keep each namespace's newest checkpoint of each thread (with its writes, rewritten
+        as a snapshot with no parent when it was a change), delete the rest; ``"delete"``: delete everything of
+        the threads. One transaction.
+
+        Raises:
+            TypeError: ``thread_ids`` is a single string.
+            ValueError: unknown ``strategy``.
+        """
+        if isinstance(thread_ids, str):
+            raise TypeError("thread_ids must be a sequence of thread IDs, not a str")
+        if strategy not in PRUNE_STRATEGIES:
+            raise ValueError(f"Unknown prune strategy: {strategy!r}")
+        ids = [str(t) for t in thread_ids]
+        if not ids:
+            return
+        with self._write() as tx:
+            repo = LangGraphRepo(tx.conn, tx.dialect)
+            if strategy == "delete":
+                repo.delete_threads(ids)
+            else:
+                keys = repo.keys_of_threads(ids)  # oldest first within each (thread, namespace)
+                latest = {k[:2]: k for k in keys}
+                self._drop(repo, [k for k in keys if latest[k[:2]] != k])
+        self._forget(ids)
+
+    def _drop(self, repo: LangGraphRepo, doomed: Sequence[Key]) -> None:
+        """Delete checkpoints ``doomed`` after rewriting as snapshots, without a parent, the checkpoints kept
+        that hang on them."""
+        if not doomed:
+            return
+        doomed_set = set(doomed)
+        self._snapshot_children(repo, doomed, skip=doomed_set, orphan=True)
+        repo.orphan(doomed)
+        repo.delete(doomed)
+
+    def _snapshot_children(self, repo: LangGraphRepo, parents: Sequence[Key], *, skip: set[Key] = frozenset(),
+                           orphan: bool = False) -> None:
+        """Rewrite as snapshots the delta rows stored as changes of ``parents`` (but ``skip``)."""
+        kids = [k for k in repo.children(parents) if k not in skip]
+        if not kids:
+            return
+        rows = repo.with_ancestors(kids, max_depth=self.policy.max_chain + 1)
+        positions = encoding.decode_many(rows, kids, self.serde)
+        for kid in kids:
+            p = positions[kid]
+            enc, _ = encoding.snapshot(kid[2], p.tree, p.values, p.extras, self.serde)
+            columns = enc.columns()
+            if orphan:
+                columns["parent_checkpoint_id"] = None
+            repo.replace(kid, columns)
+
+    # -- async ---------------------------------------------------------------------------------------------
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await asyncio.to_thread(self.delete_thread, thread_id)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await asyncio.to_thread(self.delete_for_runs, run_ids)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
