@@ -44,21 +44,17 @@ from typing import Any, Callable, Generic, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bot.engine.errors import WorkflowDefinitionError
+from bot.engine.routes import _CHANNEL, END, problems  # noqa: F401  (_CHANNEL: also bot.engine.lgraph's)
 from store.codec import StateCodec
-from store.models import ALL_ACTIONS, MIGRATE_NODE, REWIND_NODE, START, Action, Approvers, node_label
+from store.models import ALL_ACTIONS, MIGRATE_NODE, REWIND_NODE, START, Approvers, node_label
 
-__all__ = ["Approvers", "END", "MIGRATE_NODE", "REWIND_NODE", "START", "Step", "StepContext", "SteeringPoint", "Workflow",
-           "node_label"]
+__all__ = ["Approvers", "END", "MIGRATE_NODE", "REWIND_NODE", "START", "Step", "StepContext", "SteeringPoint",
+           "Workflow", "node_label"]
 
 S = TypeVar("S", bound=BaseModel)
 StepFn = Callable[[Any, "StepContext"], Any]
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,99}$")
-_CHANNEL = re.compile(r"^(console|slack:[#A-Za-z0-9_.-]{1,80}|jira:[A-Z][A-Z0-9_]{0,19})$")
-END = "__end__"
-"""The end target: ``next=END``, ``on_reject=END``, ``on_feedback=END`` or ``ctx.goto(END)`` ends the run there
-(completed; rejected when a rejection routes to it). Never a node's name, never stored as a checkpoint's next
-node (a checkpoint whose next node is None is final)."""
 TimeoutAction = Literal["approve", "reject", "escalate", "fail", "cancel"]
 Role = Literal["approvers", "anyone"]
 
@@ -310,85 +306,12 @@ class Workflow(Generic[S]):
     # -- validation ----------------------------------------------------------------------------------------
 
     def validate(self) -> None:
-        """Check the definition as a whole.
+        """Check the definition as a whole (``bot.engine.routes``).
 
         Raises:
             WorkflowDefinitionError: naming every problem (unknown route targets, duplicate names, a shown
-                field the state lacks, unknown actions or channels, impossible quorum, …).
+                field the state lacks, unknown actions or channels, impossible quorum, a branch fallen into, …).
         """
-        problems = list(self._problems)
-        if not self._order:
-            problems.append("it has no steps")
-        fields = set(self.state.model_fields)
-        for name in self._order:
-            node = self.nodes[name]
-            if node.next and node.next != END and node.next not in self.nodes:
-                problems.append(f"{name!r} routes next to unknown node {node.next!r}")
-            if isinstance(node, SteeringPoint):
-                problems.extend(self._point_problems(node, fields))
-        problems.extend(self._branch_problems())
-        if problems:
-            raise WorkflowDefinitionError(f"workflow {self.label} is invalid: " + "; ".join(problems))
-
-    def _branch_problems(self) -> list[str]:
-        """Branches (see the module docstring) that the node declared just before them falls through into."""
-        out, seen = [], set()
-        for point in self.steering_points():
-            at = self._order.index(point.name)
-            for kind, target in (("on_reject", point.on_reject), ("on_feedback", point.on_feedback)):
-                if not target or target not in self.nodes or self._order.index(target) <= at or target in seen:
-                    continue  # unknown (reported above), END, a loop back to an earlier step, or told already
-                seen.add(target)
-                before = self.nodes[self._order[self._order.index(target) - 1]]
-                if before.next:
-                    continue
-                if before is point:
-                    how = (f"would also run when {point.name!r} is approved, as it is declared right after it"
-                           f"; give {point.name!r} an explicit next= (next=END ends the run when approved)")
-                else:
-                    kind_of = "steering point" if isinstance(before, SteeringPoint) else "step"
-                    how = (f"would also run after {kind_of} {before.name!r}, declared right before it; give "
-                           f"{before.name!r} an explicit next= (next=END ends the run there)")
-                out.append(f"{self._kind(target)} {target!r} is the {kind} target of steering point "
-                           f"{point.name!r} and {how}")
-        return out
-
-    def _kind(self, name: str) -> str:
-        return "steering point" if isinstance(self.nodes[name], SteeringPoint) else "step"
-
-    def _point_problems(self, p: SteeringPoint, fields: set[str]) -> list[str]:
-        out = []
-        if p.show is not None and p.show not in fields:
-            out.append(f"steering point {p.name!r} shows field {p.show!r} but {self.state.__name__} has no such "
-                       f"field (fields: {', '.join(sorted(fields)) or 'none'})")
-        unknown = [a for a in p.actions if a not in ALL_ACTIONS]
-        if unknown:
-            out.append(f"steering point {p.name!r} has unknown actions {unknown} (allowed: {list(ALL_ACTIONS)})")
-        if not p.actions:
-            out.append(f"steering point {p.name!r} allows no action")
-        for target_name, target in (("on_feedback", p.on_feedback), ("on_reject", p.on_reject)):
-            if target and target != END and target not in self.nodes:
-                out.append(f"steering point {p.name!r} {target_name} names unknown node {target!r}")
-        if Action.FEEDBACK.value in p.actions and p.on_feedback is None and self.feedback_target(p) is None:
-            out.append(f"steering point {p.name!r} allows feedback but no step precedes it; set on_feedback")
-        if p.approvals_required < 1:
-            out.append(f"steering point {p.name!r} needs approvals_required >= 1")
-        for channel in (p.channel, p.escalate_channel):
-            if channel is not None and not _CHANNEL.match(channel):
-                out.append(f"steering point {p.name!r} has invalid channel {channel!r} "
-                           "(console, slack:#channel, slack:C…, jira:PROJECTKEY)")
-        if p.on_timeout and not p.timeout_sec:
-            out.append(f"steering point {p.name!r} sets on_timeout without timeout_sec")
-        if p.on_timeout in ALL_ACTIONS and p.on_timeout not in p.actions:
-            out.append(f"steering point {p.name!r} times out with {p.on_timeout!r}, which its actions do not allow "
-                       f"({', '.join(p.actions)})")
-        if p.on_timeout == "escalate" and not (p.escalate_to or p.escalate_channel):
-            out.append(f"steering point {p.name!r} escalates on timeout but names no escalate_to/escalate_channel")
-        for action, role in p.permissions.items():
-            if action not in ALL_ACTIONS or role not in ("approvers", "anyone"):
-                out.append(f"steering point {p.name!r} has invalid permission {action!r}: {role!r}")
-        for sec_name in ("remind_after_sec", "remind_every_sec", "escalate_after_sec", "timeout_sec"):
-            value = getattr(p, sec_name)
-            if value is not None and value <= 0:
-                out.append(f"steering point {p.name!r} {sec_name} must be positive")
-        return out
+        found = problems(self)
+        if found:
+            raise WorkflowDefinitionError(f"workflow {self.label} is invalid: " + "; ".join(found))

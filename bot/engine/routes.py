@@ -1,0 +1,105 @@
+"""Routing targets and the checks of a workflow definition as a whole (``Workflow.validate``): every problem
+found, each named in one phrase, so that a workflow is refused when it is loaded rather than failing a run later.
+
+The routing rules (``END``, branches) are described in ``bot.engine.workflow``'s docstring. This module knows
+workflows only by their attributes (``nodes``, ``steering_points()``, …): ``bot.engine.workflow`` imports it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from store.models import ALL_ACTIONS, Action
+
+END = "__end__"
+"""The end target: ``next=END``, ``on_reject=END``, ``on_feedback=END`` or ``ctx.goto(END)`` ends the run there
+(completed; rejected when a rejection routes to it). Never a node's name, never stored as a checkpoint's next
+node (a checkpoint whose next node is None is final)."""
+
+_CHANNEL = re.compile(r"^(console|slack:[#A-Za-z0-9_.-]{1,80}|jira:[A-Z][A-Z0-9_]{0,19})$")
+
+
+def problems(wf: Any) -> list[str]:
+    """Every problem of the ``Workflow`` ``wf`` (empty: it is valid): those found while declaring (bad names,
+    duplicates), unknown route targets, steering point settings, and branches fallen into."""
+    out = list(wf._problems)
+    if not wf._order:
+        out.append("it has no steps")
+    fields = set(wf.state.model_fields)
+    for name in wf._order:
+        node = wf.nodes[name]
+        if node.next and node.next != END and node.next not in wf.nodes:
+            out.append(f"{name!r} routes next to unknown node {node.next!r}")
+    for point in wf.steering_points():
+        out.extend(_point_problems(wf, point, fields))
+    out.extend(_branch_problems(wf))
+    return out
+
+
+def _branch_problems(wf: Any) -> list[str]:
+    """Branches (a reject or feedback target declared after its steering point) that the node declared just
+    before them falls through into."""
+    out, seen = [], set()
+    order = wf._order
+    for point in wf.steering_points():
+        at = order.index(point.name)
+        for kind, target in (("on_reject", point.on_reject), ("on_feedback", point.on_feedback)):
+            if not target or target not in wf.nodes or order.index(target) <= at or target in seen:
+                continue  # unknown (reported above), END, a loop back to an earlier step, or told already
+            seen.add(target)
+            before = wf.nodes[order[order.index(target) - 1]]
+            if before.next:
+                continue
+            if before is point:
+                how = (f"would also run when {point.name!r} is approved, as it is declared right after it"
+                       f"; give {point.name!r} an explicit next= (next=END ends the run when approved)")
+            else:
+                how = (f"would also run after {_kind(wf, before.name)} {before.name!r}, declared right before it; "
+                       f"give {before.name!r} an explicit next= (next=END ends the run there)")
+            out.append(f"{_kind(wf, target)} {target!r} is the {kind} target of steering point {point.name!r} "
+                       f"and {how}")
+    return out
+
+
+def _kind(wf: Any, name: str) -> str:
+    return "steering point" if any(p.name == name for p in wf.steering_points()) else "step"
+
+
+def _point_problems(wf: Any, p: Any, fields: set[str]) -> list[str]:
+    """The problems of the settings of ``p``, one of ``wf``'s steering points."""
+    out = []
+    if p.show is not None and p.show not in fields:
+        out.append(f"steering point {p.name!r} shows field {p.show!r} but {wf.state.__name__} has no such "
+                   f"field (fields: {', '.join(sorted(fields)) or 'none'})")
+    unknown = [a for a in p.actions if a not in ALL_ACTIONS]
+    if unknown:
+        out.append(f"steering point {p.name!r} has unknown actions {unknown} (allowed: {list(ALL_ACTIONS)})")
+    if not p.actions:
+        out.append(f"steering point {p.name!r} allows no action")
+    for target_name, target in (("on_feedback", p.on_feedback), ("on_reject", p.on_reject)):
+        if target and target != END and target not in wf.nodes:
+            out.append(f"steering point {p.name!r} {target_name} names unknown node {target!r}")
+    if Action.FEEDBACK.value in p.actions and p.on_feedback is None and wf.feedback_target(p) is None:
+        out.append(f"steering point {p.name!r} allows feedback but no step precedes it; set on_feedback")
+    if p.approvals_required < 1:
+        out.append(f"steering point {p.name!r} needs approvals_required >= 1")
+    for channel in (p.channel, p.escalate_channel):
+        if channel is not None and not _CHANNEL.match(channel):
+            out.append(f"steering point {p.name!r} has invalid channel {channel!r} "
+                       "(console, slack:#channel, slack:C…, jira:PROJECTKEY)")
+    if p.on_timeout and not p.timeout_sec:
+        out.append(f"steering point {p.name!r} sets on_timeout without timeout_sec")
+    if p.on_timeout in ALL_ACTIONS and p.on_timeout not in p.actions:
+        out.append(f"steering point {p.name!r} times out with {p.on_timeout!r}, which its actions do not allow "
+                   f"({', '.join(p.actions)})")
+    if p.on_timeout == "escalate" and not (p.escalate_to or p.escalate_channel):
+        out.append(f"steering point {p.name!r} escalates on timeout but names no escalate_to/escalate_channel")
+    for action, role in p.permissions.items():
+        if action not in ALL_ACTIONS or role not in ("approvers", "anyone"):
+            out.append(f"steering point {p.name!r} has invalid permission {action!r}: {role!r}")
+    for sec_name in ("remind_after_sec", "remind_every_sec", "escalate_after_sec", "timeout_sec"):
+        value = getattr(p, sec_name)
+        if value is not None and value <= 0:
+            out.append(f"steering point {p.name!r} {sec_name} must be positive")
+    return out
