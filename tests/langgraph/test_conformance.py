@@ -23,10 +23,14 @@ def _assert_full(report) -> None:  # noqa: ANN001
     assert report.conformance_level() == "FULL"
 
 
+FAST = {"sqlite_synchronous": "OFF"}
+"""The suite checks behaviour, not durability: SQLite need not wait for the disk (PostgreSQL ignores it)."""
+
+
 def test_sync_saver_passes_every_capability(db_url: str) -> None:
     @checkpointer_test(name="HazelSaver")
     async def saver():  # noqa: ANN202
-        with HazelSaver.from_conn_string(db_url) as s:
+        with HazelSaver.from_conn_string(db_url, **FAST) as s:
             yield s
 
     _assert_full(asyncio.run(validate(saver)))
@@ -35,7 +39,7 @@ def test_sync_saver_passes_every_capability(db_url: str) -> None:
 def test_async_saver_passes_every_capability(db_url: str) -> None:
     @checkpointer_test(name="AsyncHazelSaver")
     async def saver():  # noqa: ANN202
-        async with AsyncHazelSaver.from_conn_string(db_url) as s:
+        async with AsyncHazelSaver.from_conn_string(db_url, **FAST) as s:
             yield s
 
     _assert_full(asyncio.run(validate(saver)))
