@@ -8,7 +8,9 @@ from pydantic import BaseModel, Field
 
 from hazel import END, StepContext, Workflow, WorkflowDefinitionError
 from bot.engine.registry import Registry
+from bot.ops.scheduler import Scheduler
 from store.models import RunStatus
+from tests.support.clock import FakeClock
 from tests.support.engine import make_hazel, person
 
 
@@ -138,3 +140,19 @@ def test_end_is_not_a_node_name() -> None:
     wf.step(visit("x"), name=END)
     with pytest.raises(WorkflowDefinitionError, match="node name '__end__' is not a valid name"):
         wf.validate()
+
+
+def test_a_timeout_that_rejects_takes_the_reject_branch_and_ends_there(db_url: str) -> None:
+    wf = Workflow("timed", version=1, state=Doc)
+    wf.step(visit("draft"), name="draft")
+    wf.steer("review", on_reject="chase", next=END, timeout_sec=60, on_timeout="reject")
+    wf.step(visit("chase"), name="chase", next=END)
+    wf.step(visit("never"), name="never")  # reached by nothing: the point and the branch both end the run
+    clock = FakeClock()
+    hazel = make_hazel(db_url, wf, clock=clock)
+    run_id = waiting(hazel, "timed")
+    clock.advance(60)
+    assert Scheduler(hazel).tick().timeouts
+    result = hazel.drive(run_id=run_id)
+    assert result.steps == ["chase"] and result.run.status is RunStatus.COMPLETED
+    assert hazel.state_at(run_id=run_id).trail == ["draft", "chase"]
