@@ -15,6 +15,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 _MORE_THAN_ZERO = frozenset({"workers"})
 """Numeric settings (besides ``*_sec`` and ports) for which 0 makes no sense."""
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+_NUMBER_MAX = 2**31 - 1
+"""The largest number a setting takes (seconds: 68 years; bytes: 2 GiB)."""
 
 
 def _default_operator() -> str:
@@ -165,9 +167,9 @@ class Settings(BaseSettings):
     @field_validator("*")
     @classmethod
     def _in_range(cls, value: object, info: ValidationInfo) -> object:
-        """Every setting in its range, whatever its field says: numbers finite and not negative, ports
-        ``1``-``65535``, durations (``*_sec``) and ``HAZEL_WORKERS`` above 0; text that has a non-blank
-        default never blank. A new field gets these checks without asking (``tests/bot/test_cli_malformed.py``
+        """Every setting in its range, whatever its field says: numbers finite, not negative and at most
+        2**31 - 1, ports ``1``-``65535``, durations (``*_sec``) and ``HAZEL_WORKERS`` above 0; text that has a
+        non-blank default never blank. A new field gets these checks without asking (``tests/bot/test_cli_malformed.py``
         feeds every field malformed values)."""
         name = info.field_name or ""
         if isinstance(value, bool) or value is None:
@@ -175,6 +177,8 @@ class Settings(BaseSettings):
         if isinstance(value, (int, float)):
             if value != value or value in (float("inf"), float("-inf")):
                 raise ValueError("must be a finite number")
+            if value > _NUMBER_MAX:
+                raise ValueError(f"must be at most {_NUMBER_MAX:,}")
             if name == "port" or name.endswith("_port"):
                 if not 1 <= value <= 65535:
                     raise ValueError("must be a port number from 1 to 65535")

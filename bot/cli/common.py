@@ -21,6 +21,9 @@ if TYPE_CHECKING:
 # pydantic, SQLAlchemy or the engine. Each command imports what it uses when it runs.
 
 F = TypeVar("F", bound=Callable[..., Any])
+INT_MAX = 2**31 - 1
+"""The largest number a CLI option takes (a checkpoint number, a limit, an id): what every database column
+holds."""
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 AsOpt = Annotated[str | None, typer.Option("--as", help="Act for this person: recorded as \"operator YOU for NAME\", "

@@ -7,7 +7,16 @@ from typing import Annotated
 import typer
 
 from bot.cli import common
-from bot.cli.common import CliError, JsonOpt, command_prefix, emit_json, engine, handle_errors, when
+from bot.cli.common import (
+    INT_MAX,
+    CliError,
+    JsonOpt,
+    command_prefix,
+    emit_json,
+    engine,
+    handle_errors,
+    when,
+)
 
 # Each command imports what it uses (see bot.cli.common): `hazel --help` loads none of it.
 
@@ -66,7 +75,8 @@ def db_current(json_out: JsonOpt = False) -> None:
 def serve_cmd(
     host: Annotated[str | None, typer.Option(help="Bind address (default $HAZEL_HOST or 127.0.0.1).")] = None,
     port: Annotated[int | None, typer.Option(min=1, max=65535, help="Port (default $HAZEL_PORT or 8000).")] = None,
-    workers: Annotated[int | None, typer.Option(min=1, help="Worker threads (default $HAZEL_WORKERS or 4).")] = None,
+    workers: Annotated[int | None, typer.Option(min=1, max=1000, help="Worker threads (default $HAZEL_WORKERS "
+                                                "or 4).")] = None,
     socket_mode: Annotated[bool, typer.Option("--socket-mode", help="Also connect to Slack over Socket Mode "
                                               "(needs SLACK_APP_TOKEN).")] = False,
     json_out: JsonOpt = False,
@@ -91,7 +101,8 @@ def serve_cmd(
 @app.command("worker")
 @handle_errors
 def worker_cmd(
-    workers: Annotated[int | None, typer.Option(min=1, help="Worker threads (default $HAZEL_WORKERS or 4).")] = None,
+    workers: Annotated[int | None, typer.Option(min=1, max=1000, help="Worker threads (default $HAZEL_WORKERS "
+                                                "or 4).")] = None,
     until_idle: Annotated[bool, typer.Option("--until-idle", help="Exit once no run is ready.")] = False,
     json_out: JsonOpt = False,
 ) -> None:
@@ -124,7 +135,8 @@ def outbox_list(
     status: Annotated[str | None, typer.Option(help="pending, sent or dead (default: pending and dead).")] = None,
     run: Annotated[str | None, typer.Option(metavar="RUN", help="Only this run's messages (a run id or a "
                                             "unique prefix).")] = None,
-    limit: Annotated[int, typer.Option(min=1, help="At most this many messages of each status.")] = 50,
+    limit: Annotated[int, typer.Option(min=1, max=INT_MAX, help="At most this many messages of each "
+                                       "status.")] = 50,
     json_out: JsonOpt = False,
 ) -> None:
     """List outbox messages with their attempts and last error."""
@@ -165,7 +177,8 @@ def outbox_list(
 @outbox_app.command("retry")
 @handle_errors
 def outbox_retry(
-    message_id: Annotated[int | None, typer.Argument(help="One dead message (default: all dead ones).")] = None,
+    message_id: Annotated[int | None, typer.Argument(min=1, max=INT_MAX, help="One dead message (default: all dead "
+                                                  "ones).")] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Queue dead messages for delivery again, and deliver what is due now."""

@@ -10,6 +10,7 @@ import typer
 
 from bot.cli import common
 from bot.cli.common import (
+    INT_MAX,
     AsOpt,
     CliError,
     DetachOpt,
@@ -51,7 +52,8 @@ def parse_input(text: str | None) -> dict:
 def run_cmd(
     workflow: Annotated[str, typer.Argument(help="Workflow name (see `hazel workflows`).")],
     input: Annotated[str | None, typer.Option("--input", "-i", help="Input state as JSON, or @file.json.")] = None,
-    version: Annotated[int | None, typer.Option(min=1, help="Workflow version (default: the latest).")] = None,
+    version: Annotated[int | None, typer.Option(min=1, max=INT_MAX, help="Workflow version (default: the "
+                                                "latest).")] = None,
     detach: DetachOpt = False,
     as_: AsOpt = None,
     json_out: JsonOpt = False,
@@ -115,7 +117,7 @@ def runs_cmd(
                                                      "(repeatable): ready running waiting completed failed "
                                                      "rejected cancelled.")] = None,
     workflow: Annotated[str | None, typer.Option(help="Only runs of this workflow.")] = None,
-    limit: Annotated[int, typer.Option(min=1, help="At most this many runs, newest first.")] = 50,
+    limit: Annotated[int, typer.Option(min=1, max=INT_MAX, help="At most this many runs, newest first.")] = 50,
     versions: Annotated[bool, typer.Option("--version", help="Count runs per workflow version and status "
                                            "(what is waiting on which version).")] = False,
     json_out: JsonOpt = False,
@@ -170,7 +172,8 @@ def _versions(hazel: Hazel, json_out: bool) -> None:
 @handle_errors
 def show_cmd(
     run_ref: Annotated[str, typer.Argument(metavar="RUN", help="Run id (or a unique prefix).")],
-    seq: Annotated[int | None, typer.Option("--seq", min=0, help="Show the state at this checkpoint.")] = None,
+    seq: Annotated[int | None, typer.Option("--seq", min=0, max=INT_MAX, help="Show the state at this "
+                                            "checkpoint.")] = None,
     full: Annotated[bool, typer.Option("--full", help="Whole artefacts and tracebacks.")] = False,
     raw: Annotated[bool, typer.Option("--raw", help="Print only the shown field (or the state), undecorated, "
                                       "ended by one added newline: `hazel show RUN --raw > plan.txt`, edit, "

@@ -11,6 +11,7 @@ import typer
 
 from bot.cli import common
 from bot.cli.common import (
+    INT_MAX,
     AsOpt,
     CliError,
     DetachOpt,
@@ -148,6 +149,8 @@ def rewind_cmd(
     detach: DetachOpt = False, as_: AsOpt = None, json_out: JsonOpt = False,
 ) -> None:
     """Fork the run from an earlier checkpoint; the abandoned branch stays in the history."""
+    if to.lstrip("#").isdigit() and int(to.lstrip("#")) > INT_MAX:
+        raise CliError(f"--to: no run has a checkpoint #{to.lstrip('#')}")
     hazel = engine(json_out)
     run_id = hazel.resolve(ref=run_ref)
     edits = None

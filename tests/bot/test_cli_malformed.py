@@ -83,7 +83,7 @@ def malformed_settings(tmp: Path) -> list[tuple[str, str, str]]:
         kind = base_type(field.annotation)
         values: list[str] = list(extras.get(name, []))
         if kind in (int, float):
-            values += ["not-a-number", "nan", "-5", "1e999"]
+            values += ["not-a-number", "nan", "-5", "1e999", "99999999999999999999"]
             values += [] if name in NUMBER_ZERO_OK else ["0"]
             values += ["99999", "65536"] if name == "port" or name.endswith("_port") else []
         elif kind is bool:
@@ -169,7 +169,7 @@ def malformed_commands(run_id: str, files: dict[str, Path]) -> list[tuple[list[s
                 if any(q.name == "json_out" for q in cmd.params):
                     cases.append((build(path, cmd, run_id, {p.name: "nosuchrun"}, ["--json"]), ["nosuchrun"]))
             elif kind in (int, float):
-                for bad in ("not-a-number", "1e999x"):
+                for bad in ("not-a-number", "1e999x", "99999999999999999999"):
                     cases.append((build(path, cmd, run_id, {p.name: bad}, []), [bad, p.opts[0], p.name]))
             elif p.name == "file":
                 for f in files.values():
@@ -216,6 +216,7 @@ def hand_written_with_run(run_id: str) -> list[tuple[list[str], list[str]]]:
         (["edit", run_id, "--set", "draft="], ["--allow-empty"]),
         (["rewind", run_id, "--to", "nosuchstep"], ["nosuchstep"]),
         (["rewind", run_id, "--to", "999"], ["999"]),
+        (["rewind", run_id, "--to", "#99999999999999999999"], ["99999999999999999999"]),
         (["reject", run_id, "--reason", " "], ["reason"]),
         (["feedback", run_id, " "], ["feedback"]),
     ]
