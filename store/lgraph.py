@@ -239,24 +239,30 @@ class LangGraphRepo:
             return extracted == json.dumps(value, separators=(",", ":"))
         return extracted == value
 
-    def with_ancestors(self, keys: Sequence[Key], *, max_depth: int) -> dict[Key, StoredRow]:
+    def with_ancestors(self, keys: Sequence[Key]) -> dict[Key, StoredRow]:
         """The rows of ``keys`` and of every ancestor their chains read (back to each one's snapshot), by key:
-        what decoding all of them needs, each row read once."""
+        what decoding all of them needs, each row read once. One recursive query per 500 keys (its UNION reads
+        a row shared by several chains once, and ends a chain a re-put turned into a loop)."""
         out: dict[Key, StoredRow] = {}
-        todo = [k for k in dict.fromkeys(keys)]
-        depth = 0
-        while todo and depth <= max_depth:
-            found: list[StoredRow] = []
-            for part in _chunks(todo):
-                rows = self.conn.execute(
-                    select(*(cps.c[c] for c in ROW_COLUMNS if c not in ("run_id", "stored_bytes")))
-                    .where(tuple_(cps.c.thread_id, cps.c.checkpoint_ns, cps.c.checkpoint_id).in_(part))).mappings()
-                found.extend(_stored(r) for r in rows)
-            for row in found:
+        columns = [cps.c[c] for c in ROW_COLUMNS if c not in ("run_id", "stored_bytes")]
+        for part in _chunks(list(dict.fromkeys(keys))):
+            seed = (select(cps.c.thread_id, cps.c.checkpoint_ns, cps.c.checkpoint_id, cps.c.parent_checkpoint_id,
+                           cps.c.chain_len)
+                    .where(tuple_(cps.c.thread_id, cps.c.checkpoint_ns, cps.c.checkpoint_id).in_(part))
+                    .cte("needed", recursive=True))
+            parent = cps.alias("parent")
+            needed = seed.union(
+                select(parent.c.thread_id, parent.c.checkpoint_ns, parent.c.checkpoint_id,
+                       parent.c.parent_checkpoint_id, parent.c.chain_len)
+                .where((parent.c.thread_id == seed.c.thread_id) & (parent.c.checkpoint_ns == seed.c.checkpoint_ns)
+                       & (parent.c.checkpoint_id == seed.c.parent_checkpoint_id) & (seed.c.chain_len > 0)))
+            rows = self.conn.execute(
+                select(*columns).join(needed, (needed.c.thread_id == cps.c.thread_id)
+                                      & (needed.c.checkpoint_ns == cps.c.checkpoint_ns)
+                                      & (needed.c.checkpoint_id == cps.c.checkpoint_id))).mappings()
+            for r in rows:
+                row = _stored(r)
                 out[row.key] = row
-            todo = [p for r in found if r.chain_len > 0 and (p := r.parent_key) is not None and p not in out]
-            todo = list(dict.fromkeys(todo))
-            depth += 1
         return out
 
     def children(self, parents: Iterable[Key]) -> list[Key]:

@@ -85,7 +85,7 @@ class Deleting:
         kids = [k for k in repo.children(parents) if k not in skip]
         if not kids:
             return
-        rows = repo.with_ancestors(kids, max_depth=self.policy.max_chain + 1)
+        rows = repo.with_ancestors(kids)
         positions = encoding.decode_many(rows, kids, self.serde)
         for kid in kids:
             p = positions[kid]

@@ -180,7 +180,7 @@ class HazelSaver(Deleting, BaseCheckpointSaver[str]):
                                limit=limit)
             if not keys:
                 return
-            rows = repo.with_ancestors(keys, max_depth=self.policy.max_chain + 1)
+            rows = repo.with_ancestors(keys)
             writes = repo.writes_of(keys)
         positions = encoding.decode_many(rows, sorted(keys, key=lambda k: k[2]), self.serde)
         for key in keys:

@@ -89,6 +89,8 @@ def assert_history_whole(saver: HazelSaver, thread: str, n: int) -> list:
         k = len(snap.values.get("items", []))
         if k:  # (the input checkpoint and the first one hold the reducers' empty lists)
             assert snap.values == expected_after(k), k
+    [newest] = saver.list({"configurable": {"thread_id": thread}}, limit=1)  # its chain's rows read with it
+    assert newest.checkpoint["channel_values"]["items"] == history[0].values["items"]
     saver._cache.clear()
     for snap in history[::7]:
         tup = saver.get_tuple(snap.config)
