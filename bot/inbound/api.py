@@ -149,7 +149,7 @@ RunId = Annotated[str, Path(min_length=1, max_length=32, description="The run's 
                                                                     "unique prefix of at least 4.")]
 RUN_ID_CHARS = 12
 """Characters of a full run id (``bot.engine.hazel.new_run_id``): shorter ones are resolved as prefixes."""
-ERRORS = {status: {"model": ErrorBody} for status in (401, 403, 404, 409, 422, 503)}
+ERRORS = {status: {"model": ErrorBody} for status in (401, 403, 404, 409, 413, 422, 500, 503)}
 
 
 def api_router(hazel: "Hazel", settings: Settings) -> APIRouter:

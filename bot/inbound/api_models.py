@@ -16,7 +16,9 @@ from store.models import CheckpointInfo, Decision, Run, RunStatus, SteeringReque
 
 class ErrorDetail(BaseModel):
     type: str = Field(description="The error's class: RunNotFoundError, AlreadyDecidedError, NotAllowedError, "
-                                  "InvalidDecisionError, InvalidInputError, AuthenticationError, …")
+                                  "InvalidDecisionError, InvalidInputError, InvalidRequestError, "
+                                  "AuthenticationError, AmbiguousRunIdError, PayloadTooLargeError, NotFound, "
+                                  "MethodNotAllowed, InternalError, …")
     message: str = Field(description="A one-line message for the person who acted.")
     decided_by: str | None = Field(None, description="AlreadyDecidedError: who decided first.")
     decided_at: datetime | None = Field(None, description="AlreadyDecidedError: when (UTC).")
