@@ -41,7 +41,7 @@ from store.codec import StateCodec
 from store.interrupts import answers_at
 from store.models import ALL_ACTIONS, START, Action, Actor, RequestStatus, Run, RunStatus, SteeringRequest
 
-__all__ = ["MARK", "GraphRunState", "LangGraphWorkflow", "find_node", "check_point", "close_siblings", "node_at", "point_from", "points_asked",
+__all__ = ["MARK", "GraphRunState", "LangGraphWorkflow", "find_node", "check_point", "close_siblings", "node_at", "point_from", "points_of_run", "points_asked",
            "resume_value"]
 
 POINT_SETTINGS = ("title", "actions", "approvers", "channel", "approvals_required", "allow_self_approval",
@@ -310,6 +310,21 @@ def close_siblings(tx: Any, wf: Workflow | None, request: SteeringRequest, *, no
             other = tx.requests.get(answer["id"])
             if other is not None:
                 close_request(tx, other, now=now, by=by, action=action, status=status, **facts)
+
+
+def points_of_run(tx: Any, wf: Workflow | None, run: Run,
+                  request: SteeringRequest | None = None) -> list[SteeringPoint] | None:
+    """Whose approvers may rewind, retry or cancel a LangGraph run: the steering points of ``request`` (else of
+    the run's latest request) and the others asked in the same super-step; when it never asked anyone, the
+    point of a plain ``interrupt()`` (``register``'s settings). None for a native workflow (its declared
+    points decide)."""
+    if not isinstance(wf, LangGraphWorkflow):
+        return None
+    request = request or tx.requests.latest_for_run(run.id)
+    if request is None:
+        return [wf.default_point]
+    loaded = tx.checkpoints.load(run.id, request.checkpoint_seq)
+    return list(wf.points_in(loaded.tree if loaded is not None else None).values()) or [wf.default_point]
 
 
 def points_asked(wf: Workflow, first: SteeringPoint, tree: Any) -> list[SteeringPoint]:

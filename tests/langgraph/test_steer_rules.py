@@ -9,7 +9,7 @@ import pytest
 from bot.engine.errors import NotAllowedError, VersionUnavailableError, WorkflowDefinitionError
 from bot.ops.scheduler import Scheduler
 from hazel import AlreadyDecidedError, Approvers
-from store.models import RequestStatus, RunStatus
+from store.models import Actor, RequestStatus, RunStatus
 from tests.langgraph.graphs import review_graph, workflow
 from tests.support.clock import FakeClock
 from tests.support.engine import make_hazel, person
@@ -129,3 +129,25 @@ def test_a_waiting_run_keeps_its_version_and_is_refused_when_it_is_gone(db_url):
         hz3.decide(run_id=other.id, action="approve", actor=person("ana"))
     assert hz3.get(run_id=other.id).status is RunStatus.WAITING
     assert hz3.requests(run_id=other.id)[-1].status is RequestStatus.PENDING
+
+
+def test_rewind_and_cancel_of_a_run_waiting_on_nothing_follow_its_own_points(db_url):
+    hz, wf, run_id = _waiting(db_url, approvers=Approvers(users=["ana"]))
+    hz.decide(run_id=run_id, action="approve", actor=person("ana"))
+    hz.drive(run_id=run_id)
+    assert hz.get(run_id=run_id).status is RunStatus.COMPLETED
+    with pytest.raises(NotAllowedError, match="carl may not rewind"):
+        hz.rewind(run_id=run_id, actor=person("carl"), to="review")
+    hz.rewind(run_id=run_id, actor=person("ana"), to="review")
+    hz.drive(run_id=run_id)
+    hz.decide(run_id=run_id, action="approve", actor=person("ana"))
+    hz.drive(run_id=run_id)
+    carl = Actor(id="carl", channel="api", name="carl", person="carl")  # (the console operator may, always)
+    with pytest.raises(NotAllowedError, match="carl may not rewind"):
+        hz.rewind(run_id=run_id, actor=carl, to="review")
+    hz.rewind(run_id=run_id, actor=Actor(id="ana", channel="api", name="ana", person="ana"), to="review")
+    hz.drive(run_id=run_id)
+    with pytest.raises(NotAllowedError, match="carl may not cancel"):
+        hz.cancel(run_id=run_id, actor=carl)
+    assert hz.cancel(run_id=run_id, actor=Actor(id="ana", channel="api", name="ana", person="ana")).status is \
+        RunStatus.CANCELLED

@@ -180,7 +180,8 @@ class Rewinding(SteeringCore):
                                            f"(allowed: {', '.join(point.actions)})")
             return permissions.refusal(point, Action.REWIND.value, actor, run, self.people,
                                        escalated=request.escalated_at is not None)
-        points = [p for p in wf.steering_points() if Action.REWIND.value in p.actions]
+        points = [p for p in lgraph.points_of_run(tx, wf, run) or wf.steering_points()
+                  if Action.REWIND.value in p.actions]
         if any(permissions.refusal(p, Action.REWIND.value, actor, run, self.people) is None for p in points):
             return None
         if actor.channel in ("console", "system") and not points:

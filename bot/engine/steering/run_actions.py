@@ -110,10 +110,12 @@ class RunActions(SteeringCore):
         with self.store.read() as tx:
             run = self._run(tx, run_id)
             request = tx.requests.pending_for_run(run.id)
-        wf = self.registry.find(run.workflow, run.workflow_version)
+            wf = self.registry.find(run.workflow, run.workflow_version)
+            graph_points = lgraph.points_of_run(tx, wf, run, request)  # a LangGraph run's: its own requests'
         points = [] if wf is None else ([wf.point(request.point)] if request is not None and
                                         isinstance(wf.nodes.get(request.point), SteeringPoint)
                                         else wf.steering_points())
+        points = graph_points if graph_points is not None else points
         if permissions.may_run_action(points, actor, run, self.people):
             return run
         reason = f"{actor.label} may not {verb} run {run.id}: only who started it or its approvers may"
