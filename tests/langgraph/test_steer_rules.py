@@ -151,3 +151,17 @@ def test_rewind_and_cancel_of_a_run_waiting_on_nothing_follow_its_own_points(db_
         hz.cancel(run_id=run_id, actor=carl)
     assert hz.cancel(run_id=run_id, actor=Actor(id="ana", channel="api", name="ana", person="ana")).status is \
         RunStatus.CANCELLED
+
+
+def test_escalation_lets_the_backup_approvers_decide(db_url):
+    clock = FakeClock()
+    hz, wf, run_id = _waiting(db_url, clock=clock, approvers=Approvers(users=["ana"]), escalate_after_sec=HOUR,
+                              escalate_to=Approvers(users=["lead"]))
+    with pytest.raises(NotAllowedError):
+        hz.decide(run_id=run_id, action="approve", actor=person("lead"))
+    clock.advance(HOUR)
+    assert len(Scheduler(hz).tick().escalations) == 1
+    assert hz.requests(run_id=run_id)[-1].escalated_at is not None
+    assert hz.decide(run_id=run_id, action="approve", actor=person("lead")).resumes
+    hz.drive(run_id=run_id)
+    assert _log(wf, run_id)[-2:] == ["approved by lead", "publish"]
