@@ -36,7 +36,7 @@ from pydantic import BaseModel, ValidationError
 from bot.engine.errors import WorkflowDefinitionError
 from bot.engine.transitions import close_request
 from bot.engine.lgraph_run import MARK, GraphRunState, superstep
-from bot.engine.workflow import _CHANNEL, Step, SteeringPoint, Workflow
+from bot.engine.workflow import _CHANNEL, _NAME, Step, SteeringPoint, Workflow
 from store.codec import StateCodec
 from store.interrupts import answers_at
 from store.models import ALL_ACTIONS, START, Action, Actor, RequestStatus, Run, RunStatus, SteeringRequest
@@ -176,7 +176,7 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
         if getattr(graph, "checkpointer", None) in (None, False) and saver_for is None:
             self._problems.append("its graph has no checkpointer: compile it with checkpointer=HazelSaver(...)")
         for node in getattr(graph, "nodes", {}):
-            if node != START:
+            if node != START and _NAME.match(node):  # (any other name still runs: node_at)
                 self._add(self._step(node))
         self._first = _first_node(graph)
 

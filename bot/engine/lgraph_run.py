@@ -24,6 +24,7 @@ not finished runs again (LangGraph keeps the writes of its nodes that did finish
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -98,8 +99,7 @@ def superstep(wf: Any, state: Any, ctx: StepContext) -> Any:
         for interrupt in task.interrupts:
             name, value, settings = _ask(wf, task.name, interrupt.value)
             wf.check_ask(name, settings)  # invalid settings: the step fails, saying why
-            if name.startswith(RESERVED_PREFIX):
-                name = "ask_" + name
+            name = _point_name(name)
             base, n = name, 2
             while name in asks:  # two interrupts of one node in one super-step (Send): review, review.2
                 name, n = f"{base}.{n}", n + 1
@@ -121,6 +121,15 @@ def _ask(wf: Any, node: str, value: Any) -> tuple[str, Any, dict[str, Any]]:
         return str(value.get("name") or node), value.get("show"), settings
     settings.setdefault("title", node.replace("_", " ").capitalize())
     return node, value, settings
+
+
+def _point_name(raw: str) -> str:
+    """A steering point name from a node's (or ``steer(name=...)``): letters, digits, ``_ . -``, at most 100
+    characters, starting with a letter or ``_``, never ``lg_…`` (``GraphRunState``'s own fields)."""
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", raw.strip())[:100] or "interrupt"
+    if not (name[0].isalpha() or name[0] == "_"):
+        name = ("_" + name)[:100]
+    return "ask_" + name[:96] if name.startswith(RESERVED_PREFIX) else name
 
 
 def _is_async(graph: Any) -> bool:

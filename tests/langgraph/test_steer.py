@@ -8,6 +8,7 @@ import operator
 from typing import Annotated, TypedDict
 
 from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
 
 from hazel.langgraph import HazelSaver, steer
 from store.models import RequestStatus, RunStatus
@@ -132,4 +133,23 @@ def test_an_async_graph_is_steered_the_same_way(db_url):
     hz.decide(run_id=run.id, action="approve", actor=person("ana"))
     hz.drive(run_id=run.id)
     assert hz.get(run_id=run.id).status is RunStatus.COMPLETED
+    assert _values(wf, run.id)["log"] == ["approve"]
+
+
+def test_a_node_name_hazel_does_not_allow_becomes_a_valid_steering_point_name(db_url):
+    async def ask(state: AskState) -> dict:
+        return {"log": [interrupt(state["topic"])["action"]]}
+
+    g = StateGraph(AskState)
+    g.add_node("ask me now!", ask)
+    g.add_edge(START, "ask me now!")
+    g.add_edge("ask me now!", END)
+    wf = workflow(g.compile(), name="lg-names")
+    hz = make_hazel(db_url, wf)
+    run = hz.start(workflow="lg-names", input={"topic": "go"}, actor=person("olga"))
+    hz.drive(run_id=run.id)
+    [request] = hz.requests(run_id=run.id)
+    assert request.point == "ask_me_now_" and request.title == "Ask me now!"
+    hz.decide(run_id=run.id, action="approve", actor=person("ana"))
+    hz.drive(run_id=run.id)
     assert _values(wf, run.id)["log"] == ["approve"]
