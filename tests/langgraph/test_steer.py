@@ -153,3 +153,58 @@ def test_a_node_name_hazel_does_not_allow_becomes_a_valid_steering_point_name(db
     hz.decide(run_id=run.id, action="approve", actor=person("ana"))
     hz.drive(run_id=run.id)
     assert _values(wf, run.id)["log"] == ["approve"]
+
+
+def test_two_interrupts_in_one_node_are_asked_one_after_the_other(db_url):
+    def ask(state: AskState) -> dict:
+        first = interrupt(f"title for {state['topic']}?")
+        second = interrupt("and the summary?")
+        return {"log": [first["value"], second["action"]]}
+
+    g = StateGraph(AskState)
+    g.add_node("ask", ask)
+    g.add_edge(START, "ask")
+    g.add_edge("ask", END)
+    wf = workflow(g.compile(), name="lg-twice")
+    hz = make_hazel(db_url, wf)
+    run = hz.start(workflow="lg-twice", input={"topic": "kelp"}, actor=person("olga"))
+    hz.drive(run_id=run.id)
+    assert hz.shown(request_id=hz.requests(run_id=run.id)[-1].id).value == "title for kelp?"
+    hz.decide(run_id=run.id, action="edit", actor=person("ana"), payload={"value": "Kelp forests"})
+    hz.drive(run_id=run.id)
+    second = hz.requests(run_id=run.id)[-1]
+    assert second.status is RequestStatus.PENDING and hz.shown(request_id=second.id).value == "and the summary?"
+    hz.decide(run_id=run.id, action="approve", actor=person("ana"))
+    hz.drive(run_id=run.id)
+    assert hz.get(run_id=run.id).status is RunStatus.COMPLETED
+    assert _values(wf, run.id)["log"] == ["Kelp forests", "approve"]
+
+
+class ItemState(TypedDict, total=False):
+    items: list[str]
+    item: str
+    log: Annotated[list[str], operator.add]
+
+
+def test_a_node_sent_twice_in_one_super_step_asks_twice(db_url):
+    from langgraph.types import Send
+
+    def check(state: ItemState) -> dict:
+        return {"log": [f"{state['item']}: {interrupt(state['item'])['action']}"]}
+
+    g = StateGraph(ItemState)
+    g.add_node("check", check)
+    g.add_conditional_edges(START, lambda s: [Send("check", {"item": i}) for i in s["items"]], ["check"])
+    g.add_edge("check", END)
+    wf = workflow(g.compile(), name="lg-send")
+    hz = make_hazel(db_url, wf)
+    run = hz.start(workflow="lg-send", input={"items": ["a", "b"]}, actor=person("olga"))
+    hz.drive(run_id=run.id)
+    requests = hz.requests(run_id=run.id)
+    assert sorted(r.point for r in requests) == ["check", "check.2"]
+    by_value = {hz.shown(request_id=r.id).value: r for r in requests}
+    hz.decide(run_id=run.id, action="approve", actor=person("ana"), request_id=by_value["a"].id)
+    hz.decide(run_id=run.id, action="reject", actor=person("ana"), request_id=by_value["b"].id,
+              payload={"reason": "no"})
+    hz.drive(run_id=run.id)
+    assert sorted(_values(wf, run.id)["log"]) == ["a: approve", "b: reject"]
