@@ -208,3 +208,29 @@ def test_a_node_sent_twice_in_one_super_step_asks_twice(db_url):
               payload={"reason": "no"})
     hz.drive(run_id=run.id)
     assert sorted(_values(wf, run.id)["log"]) == ["a: approve", "b: reject"]
+
+
+def test_an_interrupt_inside_a_subgraph_is_asked_and_resumed(db_url):
+    def inner_ask(state: AskState) -> dict:
+        return {"log": [f"inner: {steer(title='Inner?', show=state['topic'])['action']}"]}
+
+    inner = StateGraph(AskState)
+    inner.add_node("inner_ask", inner_ask)
+    inner.add_edge(START, "inner_ask")
+    inner.add_edge("inner_ask", END)
+    g = StateGraph(AskState)
+    g.add_node("sub", inner.compile())
+    g.add_node("after", lambda state: {"log": ["after"]})
+    g.add_edge(START, "sub")
+    g.add_edge("sub", "after")
+    g.add_edge("after", END)
+    wf = workflow(g.compile(), name="lg-sub")
+    hz = make_hazel(db_url, wf)
+    run = hz.start(workflow="lg-sub", input={"topic": "deep"}, actor=person("olga"))
+    hz.drive(run_id=run.id)
+    [request] = hz.requests(run_id=run.id)
+    assert (request.point, request.title, hz.shown(request_id=request.id).value) == ("sub", "Inner?", "deep")
+    hz.decide(run_id=run.id, action="approve", actor=person("ana"))
+    hz.drive(run_id=run.id)
+    assert hz.get(run_id=run.id).status is RunStatus.COMPLETED
+    assert _values(wf, run.id)["log"] == ["inner: approve", "after"]
