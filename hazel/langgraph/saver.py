@@ -46,6 +46,7 @@ from store.checkpoints import SnapshotPolicy
 from store.lgraph import Key, LangGraphRepo, StoredRow, StoredWrite
 from store.lgraph_writer import LangGraphWriter
 
+
 def _key_of(config: RunnableConfig) -> tuple[str, str, str | None]:
     conf = config["configurable"]
     return str(conf["thread_id"]), conf.get("checkpoint_ns", "") or "", get_checkpoint_id(config)
