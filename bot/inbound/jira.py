@@ -43,7 +43,7 @@ from integrations.jira import (
     verify_signature,
 )
 from integrations.jira.options import same_status
-from integrations.jira.render import mention, who_may
+from integrations.jira.render import inline, mention, who_may
 from integrations.jira.webhook import SIGNATURE_HEADER, WEBHOOK_ID_HEADER, split_rewind
 from store.models import Actor, RequestStatus, RequestView
 
@@ -173,7 +173,7 @@ class JiraWebhook:
     def _comment(self, event: JiraEvent, view: RequestView) -> tuple[int, dict[str, Any]]:
         command = parse_command(event.text)
         if command.action == "unknown":
-            return self._reply(event, f"/{command.argument} is not a Hazel command. {HELP}", refused=True)
+            return self._reply(event, f"/{inline(command.argument)} is not a Hazel command. {HELP}", refused=True)
         pending = view.request.status is RequestStatus.PENDING
         if command.plain and (not pending or "feedback" not in view.actions or not command.argument):
             return 200, {"ignored": "a comment, not a decision"}
@@ -206,13 +206,13 @@ class JiraWebhook:
                                             request_id=request.id, delivery_id=event.delivery_id)
         except NotAllowedError as exc:
             note = " The request is still open." + on_refused() if on_refused else ""
-            return self._reply(event, f"{exc}. Nothing changed. Who may steer this request: "
+            return self._reply(event, f"{inline(str(exc))}. Nothing changed. Who may steer this request: "
                                       f"{who_may(view.approvers, cloud=self.channel.cloud)}.{note}",
                                refused=True)
         except HazelError as exc:  # invalid edit, already decided, a second vote, unknown rewind target, …
             note = on_refused() if on_refused else ""
             still = " The request is still open." if pending and action != "rewind" else ""
-            return self._reply(event, f"{exc}. Nothing changed.{still}{note}", refused=True)
+            return self._reply(event, f"{inline(str(exc))}. Nothing changed.{still}{note}", refused=True)
         log.info("jira %s on issue %s by %s: %s run %s%s", event.webhook_event, event.issue_id, actor.id, action,
                  run_id, " (duplicate)" if outcome.duplicate else "")
         return 200, {"decided": outcome.decision.action.value, "run_id": run_id, "duplicate": outcome.duplicate,

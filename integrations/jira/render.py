@@ -57,25 +57,39 @@ _SPECIAL = re.compile(r"[_+\-*^~|\[\]{}()!&:;?#\\]")
 """Characters with a meaning somewhere in wiki markup: text effects (``*_-+^~``, ``??``), links and mentions
 (``[~…]``), macros (``{code}``, ``{panel}``), tables (``|``), lists (``#``), images (``!``), entities
 (``&``), emoticons (``(x)``, ``:)``), the escape itself (``\\``)."""
-_ALWAYS = frozenset("[]{}|!&()\\")
-"""Escaped wherever they are; the others only where they could open or close markup: not between two
-letters or digits (``review_plan``, ``migration-plan`` stay as they are), as pandoc's Jira writer does."""
+_ALWAYS = frozenset("[]{}|!&")
+_EMOTICON = re.compile(r"\((?:[yni/x!+\-?]|on|off|\*[rgby]?|flag|flagoff)\)", re.IGNORECASE)
+"""Jira's emoticons in parentheses: ``(y)``, ``(x)``, ``(/)``, ``(on)``, ``(*r)``, ``(flag)``, …"""
 _NOFORMAT = re.compile(r"\{(noformat)", re.IGNORECASE)
 
 
 def _escape_char(match: re.Match[str]) -> str:
+    """The escape of one special character, where it could mean markup (as pandoc's Jira writer decides):
+    ``[]{}|!&`` always; ``(`` opening an emoticon; ``:`` and ``;`` before a smiley's mouth; ``?`` next to
+    another; the text effects unless between two letters or digits, or between two spaces."""
     char, text, at = match.group(), match.string, match.start()
+    before, after = text[at - 1: at], text[at + 1: at + 2]
     if char == "\\":
         return "&#92;"  # a backslash cannot escape itself: "\\\\" is a line break
-    if char not in _ALWAYS and 0 < at < len(text) - 1 and text[at - 1].isalnum() and text[at + 1].isalnum():
+    if char in _ALWAYS:
+        return "\\" + char
+    if char == "(":
+        return "\\(" if _EMOTICON.match(text, at) else char
+    if char == ")":
+        return char
+    if char in ":;":
+        return "\\" + char if after in tuple("()PDpd") else char
+    if char == "?":
+        return "\\?" if "?" in (before, after) else char
+    if (before.isalnum() and after.isalnum()) or (before in ("", " ") and after in ("", " ")):
         return char
     return "\\" + char
 
 
 def inline(text: str) -> str:
     """``text`` as literal wiki text on one line: whitespace runs (newlines included) as one space, each
-    special character that could mean markup escaped with a backslash (which Jira shows as the character), a
-    backslash as the entity ``&#92;``."""
+    special character that could mean markup there escaped with a backslash (which Jira shows as the
+    character), a backslash as the entity ``&#92;``."""
     return _SPECIAL.sub(_escape_char, " ".join(str(text).split()))
 
 

@@ -36,9 +36,11 @@ def never_markup(text: str) -> None:
 
 def test_inline_escapes_what_could_mean_markup_and_keeps_plain_words() -> None:
     assert render.inline(LINE) == (r"\[\~accountid:evil\] \[\~admin\] \{code\}x\{code\} \{panel\}p\{panel\} "
-                                   r"\[click\|http\://evil.example\] \|a\|b\| \*bold\* \(x\)")
-    assert render.inline("review_plan of migration-plan v1, C:\\temp\nnext") == (
-        "review_plan of migration-plan v1, C\\:&#92;temp next")
+                                   r"\[click\|http://evil.example\] \|a\|b\| \*bold\* \(x)")
+    assert render.inline("review_plan of migration-plan v1 (U0123) at 14:35: a - b; ok? C:\\temp\nnext") == (
+        "review_plan of migration-plan v1 (U0123) at 14:35: a - b; ok? C:&#92;temp next")
+    assert render.inline(":) ;P (/) ??cite?? -strike- +u+ ^sup^ ~sub~ _em_") == (
+        r"\:) \;P \(/) \?\?cite\?\? \-strike\- \+u\+ \^sup\^ \~sub\~ \_em\_")
     assert render.quoted("one line") == "one line"
     assert render.quoted(BLOCK).startswith("\n{noformat}\nh1. Owned\n")
 

@@ -1,0 +1,38 @@
+"""A Jira commenter's display name (or a command) holding wiki markup is never echoed back as markup or a
+mention in Hazel's answer on the issue (issue 11, item 1)."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import pytest
+
+from tests.integrations.jira.test_jira_hostile_text import LINE, never_markup
+from tests.support.jira_env import JiraEnv, jira_env
+
+
+@pytest.fixture(autouse=True)
+def _offline_example(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:  # noqa: ANN001
+    for name in ("HAZEL_LLM_BASE_URL", "HAZEL_LLM_API_KEY", "HAZEL_LLM_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HAZEL_OUTPUT_DIR", str(tmp_path / "out"))
+
+
+@pytest.fixture(params=["cloud", "server"])
+def env(request: pytest.FixtureRequest, db_url: str) -> Iterator[JiraEnv]:
+    with jira_env(db_url, cloud=request.param == "cloud") as e:
+        e.fake.groups.update({e.who["stranger"]: ["jira-users"]})
+        yield e
+
+
+def test_a_refusal_quotes_a_hostile_name_and_command_as_text(env: JiraEnv) -> None:
+    run_id = env.start()
+    issue = env.issue(run_id)
+    answer = env.send(env.comment(issue, "/approve", person="stranger", display=LINE), webhook_id="x-1")
+    assert "may not approve" in answer.json()["refused"]
+    reply = env.fake.bodies(issue["id"])[-1]
+    never_markup(reply)
+    assert r"\[\~accountid:evil\]" in reply
+    assert (f"[~accountid:{env.who['sme']}]" if env.cloud else f"[~{env.who['sme']}]") in reply  # Hazel's own
+    env.send(env.comment(issue, "/{panel}[~admin]", person="stranger", comment_id="901"), webhook_id="x-2")
+    never_markup(env.fake.bodies(issue["id"])[-1])
