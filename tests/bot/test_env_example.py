@@ -10,7 +10,7 @@ from pydantic import AliasChoices
 from bot.settings import Settings
 
 EXAMPLE = Path(__file__).resolve().parents[2] / ".env.example"
-LINE = re.compile(r"^#?\s*([A-Z][A-Z0-9_]*)=(.*)$")
+LINE = re.compile(r"^#? ?([A-Z][A-Z0-9_]*)=(.*)$")
 
 
 def _env_names(field) -> list[str]:
@@ -23,8 +23,8 @@ def _env_names(field) -> list[str]:
 def _entries() -> dict[str, str]:
     """``NAME -> value`` for every ``NAME=value`` line, commented out (``# NAME=``) or not."""
     found: dict[str, str] = {}
-    for line in EXAMPLE.read_text(encoding="utf-8").splitlines():
-        m = LINE.match(line.strip())
+    for line in EXAMPLE.read_text(encoding="utf-8").splitlines():  # "#   text" lines are comments
+        m = LINE.match(line)
         if m:
             found[m.group(1)] = m.group(2)
     return found
