@@ -93,6 +93,23 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     command.upgrade(_config(engine), revision)
 
 
+def downgrade(engine: Engine, revision: str) -> None:
+    """Undo the migrations after ``revision`` (one of this Hazel's revisions, e.g. ``0003``) on ``engine``'s
+    database: the step before rolling back to an older Hazel whose newest revision is ``revision``.
+
+    Raises:
+        SchemaTooNewError: the database is at a revision newer than this Hazel's scripts.
+        ValueError: ``revision`` is not one of this Hazel's revisions.
+    """
+    from alembic import command
+
+    check_not_newer(engine)
+    if revision not in known_revisions():
+        raise ValueError(f"unknown schema revision {revision!r}; this Hazel knows "
+                         f"{', '.join(sorted(known_revisions()))}")
+    command.downgrade(_config(engine), revision)
+
+
 def ensure(engine: Engine, *, upgrade_if_empty: bool = True) -> None:
     """Create the schema on an empty database; refuse to run on an out-of-date one.
 

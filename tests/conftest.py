@@ -63,6 +63,25 @@ def pg_url() -> Iterator[str]:
         admin.dispose()
 
 
+@pytest.fixture(params=BACKENDS)
+def empty_url(request: pytest.FixtureRequest, tmp_path) -> Iterator[str]:  # noqa: ANN001
+    """An empty database (no schema): a SQLite file, or a PostgreSQL database created for the test."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'old.db'}"
+        return
+    request.getfixturevalue("pg_url")  # skips when PostgreSQL is unreachable
+    name = f"hazel_test_old_{secrets.token_hex(3)}"
+    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
 def _truncate(url: str) -> None:
     engine = create_engine(url)
     with engine.begin() as conn:

@@ -49,6 +49,33 @@ def db_upgrade(json_out: JsonOpt = False) -> None:
                                                              " (already current)"))
 
 
+@db_app.command("downgrade")
+@handle_errors
+def db_downgrade(revision: Annotated[str, typer.Argument(help="The revision to go back to (e.g. 0003: the newest "
+                                                                  "revision of the release you roll back to).")],
+                 json_out: JsonOpt = False) -> None:
+    """Undo the migrations after REVISION, before rolling back to an older Hazel (see docs/deploy.md)."""
+    from bot.settings import Settings
+    from store import Store
+    from store.migrate import current_revision, downgrade
+
+    store = Store(Settings().database_url)
+    try:
+        before = current_revision(store.engine)
+        try:
+            downgrade(store.engine, revision)
+        except ValueError as exc:
+            raise CliError(str(exc)) from None
+        after = current_revision(store.engine)
+    finally:
+        store.dispose()
+    if json_out:
+        emit_json({"from": before, "to": after})
+    else:
+        common.out.print(f"database at revision {after}" + (f" (was {before})" if before != after else
+                                                             " (already there)"))
+
+
 @db_app.command("current")
 @handle_errors
 def db_current(json_out: JsonOpt = False) -> None:

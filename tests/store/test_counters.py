@@ -6,20 +6,16 @@ on PostgreSQL, on SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import random
-import secrets
 import threading
 from datetime import datetime, timedelta, timezone
-from typing import Iterator
 
-import pytest
-from sqlalchemy import create_engine, delete, func, insert, select, text, update
-from sqlalchemy.engine import make_url
+from sqlalchemy import delete, func, insert, select, text, update
 
 from store import Store
 from store.migrate import upgrade
 from store.models import RunStatus
 from store.schema import ALL_TABLES, checkpoints, pending_counts, prunable_runs, run_counts, runs, steering_requests
-from tests.conftest import BACKENDS, PG_ADMIN_URL, _truncate
+from tests.conftest import _truncate
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
 BOUNDS = (60, 300, 900, 3600, 4 * 3600, 24 * 3600, 3 * 24 * 3600, 7 * 24 * 3600)
@@ -170,25 +166,6 @@ def test_truncating_every_table_leaves_the_counters_at_zero(db_url: str) -> None
 
 
 # -- an existing database --------------------------------------------------------------------------------------
-
-@pytest.fixture(params=BACKENDS)
-def empty_url(request: pytest.FixtureRequest, tmp_path) -> Iterator[str]:  # noqa: ANN001
-    """An empty database (no schema): a SQLite file, or a PostgreSQL database created for the test."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'old.db'}"
-        return
-    request.getfixturevalue("pg_url")  # skips when PostgreSQL is unreachable
-    name = f"hazel_test_old_{secrets.token_hex(3)}"
-    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
-
 
 def test_the_upgrade_counts_the_rows_already_there(empty_url: str) -> None:
     store = Store(empty_url)

@@ -5,21 +5,16 @@ decision; rows it cannot place keep their key; the downgrade restores the old ke
 from __future__ import annotations
 
 import importlib.util
-import secrets
 from datetime import datetime, timezone
-from typing import Iterator
 
-import pytest
 from alembic import command
 from alembic.script import ScriptDirectory
-from sqlalchemy import create_engine, insert, select, text
-from sqlalchemy.engine import make_url
+from sqlalchemy import insert, select
 
 from integrations.jira import parse_event
 from store import Store
 from store.migrate import _config, upgrade
 from store.schema import decisions, runs, steering_requests
-from tests.conftest import BACKENDS, PG_ADMIN_URL
 from tests.support import jira_payloads as p
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=timezone.utc)
@@ -30,25 +25,6 @@ def _revisions() -> tuple[str, str]:
     scripts = ScriptDirectory.from_config(_config())
     (script,) = [s for s in scripts.walk_revisions() if s.path.endswith("_jira_delivery_keys.py")]
     return script.revision, str(script.down_revision)
-
-
-@pytest.fixture(params=BACKENDS)
-def empty_url(request: pytest.FixtureRequest, tmp_path) -> Iterator[str]:  # noqa: ANN001
-    """An empty database (no schema): a SQLite file, or a PostgreSQL database created for the test."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'old.db'}"
-        return
-    request.getfixturevalue("pg_url")  # skips when PostgreSQL is unreachable
-    name = f"hazel_test_jira_{secrets.token_hex(3)}"
-    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 def _request(run_id: str, ref: dict | None) -> dict:

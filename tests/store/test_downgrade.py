@@ -1,0 +1,53 @@
+"""``hazel db downgrade REVISION``: the step before rolling back to an older Hazel (docs/deploy.md). Every
+migration's downgrade runs on a real database, and the schema it leaves is the older release's: an upgrade
+from there reaches this Hazel's head again."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import inspect
+from typer.testing import CliRunner
+
+from bot.cli import app
+from store import Store
+from store.migrate import current_revision, head_revision, known_revisions
+
+
+def _cli(url: str, *args: str, monkeypatch: pytest.MonkeyPatch):  # noqa: ANN202
+    monkeypatch.setenv("HAZEL_DATABASE_URL", url)
+    return CliRunner().invoke(app, list(args))
+
+
+def test_downgrade_to_each_revision_then_upgrade_again(empty_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = Store(empty_url)
+    store.upgrade()
+    head = head_revision()
+    tables_at_head = set(inspect(store.engine).get_table_names())
+    try:
+        for revision in sorted(known_revisions(), reverse=True)[1:]:
+            done = _cli(empty_url, "db", "downgrade", revision, monkeypatch=monkeypatch)
+            assert done.exit_code == 0, done.output
+            assert f"database at revision {revision}" in done.output
+            assert current_revision(store.engine) == revision
+        first = min(known_revisions())
+        assert current_revision(store.engine) == first
+        up = _cli(empty_url, "db", "upgrade", monkeypatch=monkeypatch)
+        assert up.exit_code == 0, up.output
+        assert current_revision(store.engine) == head
+        assert set(inspect(store.engine).get_table_names()) == tables_at_head
+    finally:
+        store.dispose()
+
+
+def test_an_unknown_revision_is_one_line_and_changes_nothing(empty_url: str,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    store = Store(empty_url)
+    store.upgrade()
+    try:
+        refused = _cli(empty_url, "db", "downgrade", "9999", monkeypatch=monkeypatch)
+        assert refused.exit_code == 1
+        assert "unknown schema revision '9999'" in refused.output
+        assert "Traceback" not in refused.output
+        assert current_revision(store.engine) == head_revision()
+    finally:
+        store.dispose()
