@@ -5,6 +5,7 @@ copy_thread, prune) must be detected and pass."""
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -14,6 +15,13 @@ from langgraph.checkpoint.conformance import checkpointer_test, validate  # noqa
 from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES  # noqa: E402
 
 from hazel.langgraph import AsyncHazelSaver, HazelSaver  # noqa: E402
+
+
+def run_async(coro):  # noqa: ANN001, ANN201
+    """``asyncio.run(coro)`` in a thread of its own: another test of the session may have left an event loop
+    running in this one (Playwright's sync API does), and ``asyncio.run`` refuses to start inside it."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 def _assert_full(report) -> None:  # noqa: ANN001
@@ -33,7 +41,7 @@ def test_sync_saver_passes_every_capability(db_url: str) -> None:
         with HazelSaver.from_conn_string(db_url, **FAST) as s:
             yield s
 
-    _assert_full(asyncio.run(validate(saver)))
+    _assert_full(run_async(validate(saver)))
 
 
 def test_async_saver_passes_every_capability(db_url: str) -> None:
@@ -42,4 +50,4 @@ def test_async_saver_passes_every_capability(db_url: str) -> None:
         async with AsyncHazelSaver.from_conn_string(db_url, **FAST) as s:
             yield s
 
-    _assert_full(asyncio.run(validate(saver)))
+    _assert_full(run_async(validate(saver)))

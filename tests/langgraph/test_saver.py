@@ -6,6 +6,7 @@ async."""
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 import operator
 from datetime import datetime, timezone
 from typing import Annotated, TypedDict
@@ -22,6 +23,13 @@ from hazel.langgraph import AsyncHazelSaver, HazelSaver
 from store import Store
 from store.checkpoints import SnapshotPolicy
 from store.schema import lg_checkpoints
+
+
+def run_async(coro):  # noqa: ANN001, ANN201
+    """``asyncio.run(coro)`` in a thread of its own: another test of the session may have left an event loop
+    running in this one (Playwright's sync API does), and ``asyncio.run`` refuses to start inside it."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 class S(TypedDict, total=False):
@@ -336,7 +344,7 @@ def test_an_async_graph_paused_by_interrupt_resumes_through_a_new_saver(db_url: 
         assert [len(s.values.get("log", [])) for s in history] == [3, 2, 1, 0, 0]
         return out
 
-    out = asyncio.run(scenario())
+    out = run_async(scenario())
     assert out["log"] == ["write", "review: ok", "publish"]
 
 
