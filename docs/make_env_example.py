@@ -41,5 +41,7 @@ for name, f in Settings.model_fields.items():
     out.append("")
 out += ["# The example workflow (examples/migration_plan.py): where it asks (console, slack:#chan, jira:KEY).",
         "# HAZEL_EXAMPLE_PLAN_CHANNEL=console", "# HAZEL_EXAMPLE_REVIEW_CHANNEL=console",
-        "# HAZEL_EXAMPLE_SIGNOFF_CHANNEL=console", ""]
+        "# HAZEL_EXAMPLE_SIGNOFF_CHANNEL=console", "",
+        "# The LangGraph example (examples/langgraph_review.py): where its review is asked.",
+        "# HAZEL_EXAMPLE_LG_CHANNEL=console", ""]
 open(".env.example", "w", encoding="utf-8").write("\n".join(out))

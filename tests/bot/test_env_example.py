@@ -39,7 +39,8 @@ def test_every_setting_is_listed_once_under_its_environment_name() -> None:
 
 def test_nothing_listed_is_unknown() -> None:
     known = {n for f in Settings.model_fields.values() for n in _env_names(f)}
-    known |= {"HAZEL_EXAMPLE_PLAN_CHANNEL", "HAZEL_EXAMPLE_REVIEW_CHANNEL", "HAZEL_EXAMPLE_SIGNOFF_CHANNEL"}
+    known |= {"HAZEL_EXAMPLE_PLAN_CHANNEL", "HAZEL_EXAMPLE_REVIEW_CHANNEL", "HAZEL_EXAMPLE_SIGNOFF_CHANNEL",
+              "HAZEL_EXAMPLE_LG_CHANNEL"}
     unknown = set(_entries()) - known
     assert not unknown, f".env.example names settings Hazel does not read: {sorted(unknown)}"
 
