@@ -90,7 +90,9 @@ class Encoded:
 
 
 def _tree_of(checkpoint: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The checkpoint's JSON tree (own copies of its dicts) and its other fields."""
+    """The checkpoint's JSON tree and its other fields. The version maps are copied, not the per-node maps inside
+    ``versions_seen``: LangGraph hands ``put`` a copy of its checkpoint (``copy_checkpoint``) and never changes
+    it afterwards."""
     tree: dict[str, Any] = {}
     extras: dict[str, Any] = {}
     for key, value in checkpoint.items():
@@ -99,7 +101,7 @@ def _tree_of(checkpoint: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, A
         if key == "channel_versions":
             tree[key] = dict(value)
         elif key == "versions_seen":
-            tree[key] = dict(zip(value, map(dict, value.values())))
+            tree[key] = dict(value)
         elif key in TREE_KEYS:
             tree[key] = list(value) if isinstance(value, list) else value
         else:
@@ -111,26 +113,43 @@ def _escape(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
 
-def tree_diff(old: dict[str, Any], new: dict[str, Any]) -> list[delta.Op]:
+def tree_diff(old: dict[str, Any], new: dict[str, Any], new_versions: Mapping[str, Any] = {}) -> list[delta.Op]:
     """RFC 6902 operations turning tree ``old`` into ``new`` (what ``store.delta.diff`` gives for these trees,
     at dict-comprehension speed: ``channel_versions`` and ``versions_seen`` are compared entry by entry in C,
-    not walked in Python)."""
+    not walked in Python). ``new_versions``: the channels ``put`` was told have new versions; when they are
+    all that changed in ``channel_versions`` (checked by one comparison in C), only they are looked at."""
     ops: list[delta.Op] = []
     for key, value in new.items():
         before = old.get(key, _MISSING)
         if before is _MISSING:
             ops.append({"op": "add", "path": "/" + _escape(key), "value": value})
         elif key in _NESTED and type(value) is dict and type(before) is dict:
-            if before == value:
-                continue
             path = "/" + _escape(key) + "/"
-            ops.extend({"op": "add", "path": path + _escape(k), "value": value[k]}
-                       for k in _changed_keys(before, value))
-            ops.extend({"op": "remove", "path": path + _escape(k)} for k in before.keys() - value.keys())
+            changed = _hinted(before, value, new_versions) if key == "channel_versions" else None
+            if changed is None:
+                changed = _changed_keys(before, value)
+                gone = before.keys() - value.keys() if len(before) + len(changed) != len(value) else ()
+            else:
+                gone = ()
+            ops.extend({"op": "add", "path": path + _escape(k), "value": value[k]} for k in changed)
+            ops.extend({"op": "remove", "path": path + _escape(k)} for k in gone)
         elif before != value or type(before) is not type(value):
             ops.append({"op": "replace", "path": "/" + _escape(key), "value": value})
     ops.extend({"op": "remove", "path": "/" + _escape(k)} for k in old.keys() - new.keys())
     return ops
+
+
+def _hinted(before: dict[str, Any], after: dict[str, Any], hint: Mapping[str, Any]) -> list[str] | None:
+    """The keys of ``hint`` that changed, when ``before`` with only them updated is ``after``; else None."""
+    if not hint or len(after) > len(before) + len(hint):
+        return None
+    expected = dict(before)
+    for k in hint:
+        if k in after:
+            expected[k] = after[k]
+    if expected != after:
+        return None
+    return [k for k in hint if k in after and before.get(k, _MISSING) != after[k]]
 
 
 def _changed_keys(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
@@ -175,7 +194,7 @@ def encode(checkpoint: Mapping[str, Any], parent: Position | None, new_versions:
         changes = _value_changes(values, parent.values, new_versions)
         if extras != parent.extras:
             changes["x"] = extras
-        payload, compressed = codec.dump_payload(tree_diff(parent.tree, tree))
+        payload, compressed = codec.dump_payload(tree_diff(parent.tree, tree, new_versions))
         blob_type, blob = serde.dumps_typed(changes) if changes else (None, None)
         enc = Encoded(parent.chain_len + 1, compressed, payload, blob_type, blob)
         delta_bytes = parent.delta_bytes + enc.stored_bytes

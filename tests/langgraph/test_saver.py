@@ -406,3 +406,22 @@ def test_pending_writes_wait_for_the_disk_only_when_asked(db_url: str, durable: 
     else:
         assert any("synchronous_commit TO OFF" in q for q in writes) is (not durable), writes
         assert not any("synchronous_commit" in q for q in put)
+
+
+@pytest.mark.parametrize("hint", [{}, {"a": 1}, {"b": 1}, {"a": 1, "z": 1}])
+def test_the_versions_patch_is_exact_whatever_put_was_told(hint: dict) -> None:
+    """``new_versions`` only narrows where the diff looks when it is the whole truth; a wrong or partial one
+    falls back to comparing every entry."""
+    from hazel.langgraph.encoding import _apply_tree, tree_diff
+
+    old = {"ts": "1", "channel_versions": {"a": "1", "b": "1", "c": "1"}, "versions_seen": {"n": {"a": "1"}}}
+    cases = [
+        {"ts": "2", "channel_versions": {"a": "2", "b": "1", "c": "1"}, "versions_seen": {"n": {"a": "1"}}},
+        {"ts": "2", "channel_versions": {"a": "2", "b": "2", "c": "1"}, "versions_seen": {"n": {"a": "2"}}},
+        {"ts": "2", "channel_versions": {"a": "2", "c": "1"}, "versions_seen": {"m": {"a": "2"}}},
+        {"ts": "2", "channel_versions": {"a": "1", "b": "1", "c": "1", "d": "1"}, "versions_seen": {}},
+    ]
+    for new in cases:
+        ops = tree_diff(old, new, hint)
+        assert _apply_tree(old, ops, in_place=False) == new, (new, ops)
+    assert old["channel_versions"] == {"a": "1", "b": "1", "c": "1"}  # (applied to copies)
