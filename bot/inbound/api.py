@@ -28,7 +28,6 @@ in a process without one, the run is executed in a background thread; the answer
 import hashlib
 import hmac
 import logging
-import threading
 from typing import TYPE_CHECKING, Annotated, Any, Callable, Coroutine
 
 from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
@@ -51,6 +50,7 @@ from bot.inbound.api_models import (
     WorkflowList,
     WorkflowOut,
 )
+from bot.inbound.continuing import continue_soon
 from bot.engine import CheckpointNotFoundError, ConfigurationError, HazelError
 from bot.inbound.api_errors import ApiError, error_response, hazel_error_response, unmatched, validation_message
 from bot.engine import log_context
@@ -171,19 +171,8 @@ def api_router(hazel: "Hazel", settings: Settings) -> APIRouter:
         return run_id if len(run_id) >= RUN_ID_CHARS else hazel.resolve(ref=run_id)
 
     def resume(run_id: str) -> None:
-        """Let the run continue: the worker pool was woken by ``Hazel.on_ready``; without one, drive it here in
-        the background."""
-        if hazel.has_ready_listeners:
-            return
-
-        def drive() -> None:
-            try:
-                with log_context(run_id=run_id):
-                    hazel.drive(run_id=run_id)
-            except Exception:  # the run stays as committed; a worker or `hazel retry` picks it up
-                log.exception("api: executing run %s in the background failed", run_id)
-
-        threading.Thread(target=drive, name=f"hazel-api-run-{run_id}", daemon=True).start()
+        """Let the run continue (``bot.inbound.continuing``)."""
+        continue_soon(hazel, run_id, origin="api")
 
     @router.get("/workflows", response_model=WorkflowList, summary="Registered workflows")
     def workflows(caller: Caller) -> WorkflowList:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import secrets
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import quote
@@ -28,6 +27,7 @@ from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Resp
 
 from bot.engine import AlreadyDecidedError, HazelError, NotAllowedError, RunNotFoundError, log_context
 from bot.inbound.api import api_tokens, hazel_error_response
+from bot.inbound.continuing import continue_soon
 from bot.inbound.web import pages
 from bot.inbound.web.auth import HEADERS, Refused, WebAuth
 from bot.inbound.web.links import Signer
@@ -239,14 +239,8 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
         return session, actor
 
     def done(request: Request, session: "Session", run_id: str, outcome: Any, what: str) -> Response:
-        if outcome.run_status is RunStatus.READY and not hazel.has_ready_listeners:
-            def drive() -> None:  # no worker pool in this process (tests, embedding): continue the run here
-                try:
-                    with log_context(run_id=run_id):
-                        hazel.drive(run_id=run_id)
-                except Exception:  # the run stays as committed; a worker or `hazel retry` picks it up
-                    log.exception("web: executing run %s in the background failed", run_id)
-            threading.Thread(target=drive, name=f"hazel-web-run-{run_id}", daemon=True).start()
+        if outcome.run_status is RunStatus.READY:
+            continue_soon(hazel, run_id, origin="web")
         response = RedirectResponse(f"/runs/{run_id}", status_code=303, headers=HEADERS)
         auth.save(response, auth.flashed(session, what))
         return response
