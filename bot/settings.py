@@ -29,7 +29,19 @@ def _default_operator() -> str:
 class Settings(BaseSettings):
     """Every setting Hazel reads. The environment variable names are given with each field."""
 
-    model_config = SettingsConfigDict(env_file=".env", extra="ignore", populate_by_name=True)
+    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore", populate_by_name=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _utf8(cls, value: object) -> object:
+        """A value from the environment holding a byte that is not UTF-8 (a lone surrogate once decoded) is
+        refused: it could be neither logged nor stored."""
+        if isinstance(value, str) and not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ValueError("not UTF-8 text") from None
+        return value
 
     database_url: str = Field("sqlite:///hazel.db", validation_alias="HAZEL_DATABASE_URL")
     """SQLAlchemy URL: ``sqlite:///hazel.db`` (default, WAL) or ``postgresql+psycopg://user@host:5432/db``."""

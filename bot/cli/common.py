@@ -115,6 +115,11 @@ def actor(hazel: Any, name: str | None) -> "Actor":
     """
     if name is not None and not name.strip():
         raise CliError("--as needs a name")
+    if name is not None and not name.isascii():
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            raise CliError("--as: the name is not UTF-8 text") from None
     return hazel.operator(acting_for=name)
 
 
@@ -212,6 +217,11 @@ def _one_line(exc: BaseException) -> str:
         return f"database {url}: {text}"
     if isinstance(exc, RecursionError):
         return "a value is nested too deeply (JSON nested more than about 900 levels)"
+    if isinstance(exc, UnicodeDecodeError) and os.path.exists(".env"):  # pydantic-settings reading it
+        return f"cannot read .env: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})"
+    if isinstance(exc, UnicodeEncodeError):  # text Hazel cannot store, from an argument or the environment
+        return ("an argument or setting is not UTF-8 text (a byte that is not UTF-8 became "
+                f"{exc.object[exc.start]!r}): give it as UTF-8")
     text = str(exc).strip()
     first = text.splitlines()[0] if text else type(exc).__name__
     if type(exc).__name__ == "UnsupportedDatabaseError":
@@ -232,7 +242,9 @@ def read_file(path: str, *, what: str | None = None) -> str:
     """The text of the file ``path`` (UTF-8), without its one final line end: a file's last ``\n`` (or
     ``\r\n``) ends its last line and is not part of the value, so that ``hazel show RUN --raw > f`` (which
     ends the value with one added ``\n``) and ``hazel edit RUN --file f`` give back the stored value byte for
-    byte, whether or not it ends with a newline itself.
+    byte, whether or not it ends with a newline itself. A final ``\r\n`` is one line end when every other line
+    break of the file is ``\r\n`` too (a Windows editor's file); otherwise only its ``\n`` is (so a value
+    ending in ``\r`` round-trips).
 
     Files larger than ``HAZEL_MAX_STATE_BYTES`` (``Settings.max_state_bytes``) are refused before they are read
     (their size, or for a pipe the bytes read up to one past the limit).
@@ -260,7 +272,9 @@ def read_file(path: str, *, what: str | None = None) -> str:
                        f"{exc.start})") from None
     if "\x00" in text:  # not text; and PostgreSQL's JSON cannot hold it (nothing would be stored)
         raise CliError(f"cannot read {what}: it holds a NUL byte (at offset {data.index(0)}): not a text file")
-    return text[:-2] if text.endswith("\r\n") else text[:-1] if text.endswith("\n") else text
+    if text.endswith("\r\n") and "\r\n" in text[:-2] and "\n" not in text[:-2].replace("\r\n", ""):
+        return text[:-2]  # a file whose line breaks are all CRLF (a Windows editor's): its last one too
+    return text[:-1] if text.endswith("\n") else text
 
 
 def _max_file_bytes() -> int:

@@ -31,6 +31,22 @@ MAX_STATE_DEPTH = 250
 LIMIT_SETTING = "HAZEL_MAX_STATE_BYTES"
 
 
+NOT_TEXT = ("holds a character that is not Unicode text (a lone surrogate such as U+DC9B: what a byte that is not "
+            "UTF-8 becomes); send it as UTF-8")
+
+
+def is_text(value: str) -> bool:
+    """True when ``value`` can be stored: it encodes as UTF-8 (no lone surrogates, which a byte that is not UTF-8
+    on the command line or ``\\udc9b`` in JSON become)."""
+    if value.isascii():
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def json_size_bytes(tree: Any) -> int:
     """Bytes of ``tree`` as compact UTF-8 JSON (lone surrogates counted as their 3 bytes)."""
     return len(json.dumps(tree, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass"))
@@ -51,7 +67,10 @@ def state_tree(wf: Workflow, state: BaseModel, *, max_bytes: int, what: str,
     """
     try:
         tree = wf.codec.encode(state)
-        size = json_size_bytes(tree)
+        dumped = json.dumps(tree, ensure_ascii=False, separators=(",", ":"))
+        if not is_text(dumped):
+            raise refuse(f"{what} {NOT_TEXT}")
+        size = len(dumped.encode("utf-8"))
     except (ValueError, RecursionError) as exc:  # pydantic: "Maximum serialization depth exceeded"
         if isinstance(exc, RecursionError) or "depth" in str(exc):
             raise refuse(f"{what} is nested too deeply: at most {MAX_STATE_DEPTH} levels of JSON objects and "
@@ -66,8 +85,11 @@ def check_text(text: str, *, max_bytes: int, what: str, refuse: type[HazelError]
     """``text`` when its UTF-8 is at most ``max_bytes`` bytes.
 
     Raises:
-        ``refuse``: longer (the message names the size and the limit, never the text).
+        ``refuse``: longer (the message names the size and the limit, never the text), or not Unicode text
+            (a lone surrogate).
     """
+    if not is_text(text):
+        raise refuse(f"{what} {NOT_TEXT}")
     if len(text) * 4 > max_bytes:  # (a cheap bound first: at most 4 bytes a character)
         size = len(text.encode("utf-8", "surrogatepass"))
         if size > max_bytes:

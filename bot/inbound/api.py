@@ -41,6 +41,8 @@ from bot.inbound.api_models import (
     CheckpointList,
     DecisionIn,
     DecisionOut,
+    EditPayload,
+    INT_MAX,
     ErrorBody,
     RunDetail,
     RunList,
@@ -195,7 +197,7 @@ def api_router(hazel: "Hazel", settings: Settings) -> APIRouter:
                   status: Annotated[list[RunStatus] | None, Query(description="Repeat to allow several.")] = None,
                   workflow: str | None = None,
                   limit: Annotated[int, Query(ge=1, le=500)] = 50,
-                  offset: Annotated[int, Query(ge=0)] = 0) -> RunList:
+                  offset: Annotated[int, Query(ge=0, le=INT_MAX)] = 0) -> RunList:
         """Runs, newest first, filtered by status and workflow."""
         found = hazel.runs(statuses=[s.value for s in status] if status else None, workflow=workflow,
                            limit=limit, offset=offset)
@@ -216,7 +218,7 @@ def api_router(hazel: "Hazel", settings: Settings) -> APIRouter:
 
     @router.get("/runs/{run_id}/checkpoints/{seq}/state", response_model=StateOut,
                 summary="The state at a checkpoint")
-    def state(run_id: RunId, seq: Annotated[int, Path(ge=0)], caller: Caller) -> StateOut:
+    def state(run_id: RunId, seq: Annotated[int, Path(ge=0, le=INT_MAX)], caller: Caller) -> StateOut:
         """The run's state as stored at checkpoint ``seq`` (JSON, as the workflow's state model dumps it)."""
         tree = hazel.state_tree_at(run_id=(run_id := full(run_id)), seq=seq)
         if tree is None:
@@ -234,7 +236,9 @@ def api_router(hazel: "Hazel", settings: Settings) -> APIRouter:
         """Approve, edit, reject, give feedback or rewind, with the same payloads and rules as the other
         channels. 201: recorded; the run continues at once when it settled the request."""
         run_id = full(run_id)
-        payload = body.payload.model_dump() if hasattr(body, "payload") else {}
+        given = getattr(body, "payload", None)  # (approve has none)
+        payload = (given.for_engine() if isinstance(given, EditPayload) else
+                   given.model_dump() if given is not None else {})
         delivery_id = f"{caller.id}:{idempotency_key}" if idempotency_key else None
         outcome = hazel.decide(run_id=run_id, action=body.action, actor=caller, payload=payload,
                                request_id=body.request_id, delivery_id=delivery_id)

@@ -81,6 +81,10 @@ def error_body(type_: str, message: str, **extra: Any) -> dict[str, Any]:
 
 def error_response(status: int, type_: str, message: str, *, headers: dict[str, str] | None = None,
                    **extra: Any) -> JSONResponse:
+    """The error answer; a lone surrogate quoted in ``message`` (from ``\\udc9b`` in the body) is shown as its
+    escape, which JSON's UTF-8 can carry."""
+    if not message.isascii():
+        message = message.encode("utf-8", "backslashreplace").decode("utf-8")
     return JSONResponse(error_body(type_, message, **extra), status_code=status, headers=headers)
 
 

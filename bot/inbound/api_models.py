@@ -9,9 +9,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from store.models import CheckpointInfo, Decision, Run, RunStatus, SteeringRequest
+
+INT_MAX = 2**31 - 1
+"""The largest number a request may name (a checkpoint, a request id, an offset): what the database's integer
+columns hold; larger ones are refused as invalid (422), not sent to the database."""
 
 
 class ErrorDetail(BaseModel):
@@ -107,7 +111,7 @@ class StateOut(BaseModel):
 class CancelRun(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    reason: str | None = Field(None, max_length=2000)
+    reason: str | None = None
 
 
 # -- decisions -------------------------------------------------------------------------------------------------
@@ -115,7 +119,8 @@ class CancelRun(BaseModel):
 class _DecisionBase(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    request_id: int | None = Field(None, description="The steering request decided (default: the run's pending "
+    request_id: int | None = Field(None, ge=1, le=INT_MAX,
+                                   description="The steering request decided (default: the run's pending "
                                                       "one). Naming it refuses a decision on a request that has "
                                                       "since been settled.")
 
@@ -127,8 +132,23 @@ class ApproveDecision(_DecisionBase):
 class EditPayload(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    value: Any = Field(description="The new value of the point's shown field (the whole state when the point "
-                                   "shows the whole state); validated against the state model.")
+    value: Any = Field(None, description="The new value of the point's shown field (the whole state when the "
+                                         "point shows the whole state); validated against the state model.")
+    text: str | None = Field(None, description="Instead of value: the new value as typed, parsed as the CLI and "
+                                               "Jira parse typed edits (text as it is for a text field, JSON "
+                                               "otherwise).")
+
+    @model_validator(mode="after")
+    def _one_of(self) -> "EditPayload":
+        """Exactly one of ``value`` and ``text``."""
+        given = self.model_fields_set & {"value", "text"}
+        if len(given) != 1:
+            raise ValueError("give either value (the new value as JSON) or text (the new value as typed)")
+        return self
+
+    def for_engine(self) -> dict[str, Any]:
+        """The engine's edit payload: ``{"value": v}`` or ``{"text": s}``."""
+        return {"text": self.text} if "text" in self.model_fields_set else {"value": self.value}
 
 
 class EditDecision(_DecisionBase):
@@ -139,7 +159,7 @@ class EditDecision(_DecisionBase):
 class RejectPayload(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    reason: str = Field(min_length=1, max_length=20000)
+    reason: str = Field(min_length=1)
 
 
 class RejectDecision(_DecisionBase):
@@ -150,7 +170,7 @@ class RejectDecision(_DecisionBase):
 class FeedbackPayload(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    text: str = Field(min_length=1, max_length=20000)
+    text: str = Field(min_length=1)
 
 
 class FeedbackDecision(_DecisionBase):
@@ -161,9 +181,10 @@ class FeedbackDecision(_DecisionBase):
 class RewindPayload(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    to: int | str = Field(description="A checkpoint number, or a node name (the latest checkpoint on the current "
+    to: Annotated[int, Field(ge=0, le=INT_MAX)] | str = Field(
+        description="A checkpoint number, or a node name (the latest checkpoint on the current "
                                       "branch from which that node runs next).")
-    feedback: str | None = Field(None, max_length=20000, description="Handed to the node that runs next.")
+    feedback: str | None = Field(None, description="Handed to the node that runs next.")
     edits: dict[str, Any] | None = Field(None, description="State fields to replace, validated.")
 
 

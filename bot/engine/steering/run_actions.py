@@ -9,7 +9,8 @@ request, so that a cancel, a timeout and a decision racing on PostgreSQL queue i
 from __future__ import annotations
 
 from bot.engine import lgraph, permissions
-from bot.engine.errors import NotAllowedError, RunStateError
+from bot.engine.errors import InvalidDecisionError, NotAllowedError, RunStateError
+from bot.engine.limits import check_text
 from bot.engine.logcontext import bind_log_context
 from bot.engine.steering.core import SteeringCore
 from bot.engine.transitions import close_request, end_run
@@ -51,8 +52,11 @@ class RunActions(SteeringCore):
         but its result is discarded (the worker's fenced write fails).
 
         Raises:
-            RunNotFoundError, RunStateError (already ended), NotAllowedError.
+            RunNotFoundError, RunStateError (already ended), NotAllowedError, InvalidDecisionError (a reason
+            over ``HAZEL_MAX_STATE_BYTES`` or not Unicode text).
         """
+        if reason is not None:
+            check_text(reason, max_bytes=self.max_state_bytes, what="the reason", refuse=InvalidDecisionError)
         self._check_run_action(run_id, actor, "cancel")
         now = self.clock()
         with self.store.transaction() as tx:
