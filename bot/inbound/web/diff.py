@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
 CONTEXT_LINES = 3
+_NEWLINE = re.compile(r"\r?\n")
 
 
 @dataclass(frozen=True)
@@ -46,10 +48,18 @@ def text_of(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False, default=str)
 
 
+def lines_of(text: str) -> list[str]:
+    """``text``'s lines, split at ``\\n`` and ``\\r\\n`` only (``str.splitlines`` also splits at ``\\x0b``,
+    ``\\x0c``, ``\\x1c``-``\\x1e``, ``\\x85``, U+2028/9 and a lone ``\\r``, which would vanish into a line break
+    instead of being shown as escapes); a final newline ends the last line, it does not start an empty one."""
+    lines = _NEWLINE.split(text)
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
 def line_diff(old: str, new: str, *, context: int = CONTEXT_LINES) -> tuple[tuple[Line, ...], ...]:
     """The hunks of a line diff of ``old`` -> ``new`` (``difflib.SequenceMatcher``'s grouped opcodes, the
     groups of ``difflib.unified_diff``)."""
-    a, b = old.splitlines(), new.splitlines()
+    a, b = lines_of(old), lines_of(new)
     hunks = []
     for group in difflib.SequenceMatcher(None, a, b, autojunk=False).get_grouped_opcodes(context):
         lines: list[Line] = []

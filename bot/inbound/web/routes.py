@@ -10,6 +10,10 @@ another host):
   ``Hazel.decide`` / ``Hazel.rewind`` as the person the session names, on the channel ``web``;
 - ``GET|POST /login``, ``POST /logout``; ``GET /static/hazel.css``.
 
+A malformed query, path or form (``page=-1``, ``a=x``, a number past ``MAX_INT``) answers an HTML page (422)
+with one line saying what was wrong (``WebRoute``); stored text is printed with its control characters shown
+as escapes (``shown``).
+
 Who may see what is ``bot.inbound.web.auth``; what a page holds is ``bot.inbound.web.pages``.
 """
 
@@ -22,16 +26,20 @@ from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import quote
 
 import jinja2
-from fastapi import APIRouter, Form, Query, Request
+from fastapi import APIRouter, Form, Path as InPath, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
+from fastapi.routing import APIRoute
 
 from bot.engine import AlreadyDecidedError, HazelError, NotAllowedError, RunNotFoundError, log_context
 from bot.inbound.api import api_tokens, hazel_error_response
+from bot.inbound.api_errors import validation_message
 from bot.inbound.continuing import continue_soon
 from bot.inbound.web import pages
 from bot.inbound.web.auth import HEADERS, Refused, WebAuth
 from bot.inbound.web.links import Signer
 from bot.settings import Settings
+from integrations.terminal import for_terminal, unsafe
 from store.models import RunStatus, node_label, past_tense
 
 if TYPE_CHECKING:
@@ -43,12 +51,34 @@ HERE = Path(__file__).parent
 WEB_ACTIONS = ("approve", "reject", "feedback")
 """Decisions the pages offer (``edit`` stays with Slack, Jira, the CLI and the REST API)."""
 MAX_TEXT_CHARS = 20_000
+MAX_INT = 2**31 - 1
+"""The largest page, checkpoint number and request id a page accepts (the columns are 32-bit integers on
+PostgreSQL; SQLite fails past 2**63 - 1): a larger one is a 422 page, never a 500."""
+Page = Annotated[int, Query(ge=0, le=MAX_INT)]
+Seq = Annotated[int | None, Query(ge=0, le=MAX_INT)]
+FormSeq = Annotated[int, Form(ge=0, le=MAX_INT)]
+FormId = Annotated[int | None, Form(ge=1, le=MAX_INT)]
+
+
+def shown(value: Any) -> Any:
+    """What ``{{ value }}`` prints, before autoescape: text with its terminal and bidi control characters as
+    visible escapes (``integrations.terminal.for_terminal``: ``\\x1b``, ``\\u202e``; newlines and tabs
+    stay), so stored text cannot set a terminal's title when copied nor reorder what a reader sees (U+202E,
+    CVE-2021-42574). ``Markup`` (a macro's output, already shown) and numbers pass as they are."""
+    if isinstance(value, str):
+        return value if hasattr(value, "__html__") else for_terminal(value)
+    if value is None or isinstance(value, (int, float)) or hasattr(value, "__html__"):
+        return value
+    text = str(value)
+    return for_terminal(text) if unsafe(text) else value
 
 
 def environment() -> jinja2.Environment:
-    """The templates, every one autoescaped (stored text is escaped everywhere)."""
+    """The templates, every one autoescaped, every printed value ``shown`` first (stored text is escaped
+    everywhere, its control characters shown as escapes)."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
-                             trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
+                             trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined,
+                             finalize=shown)
     env.filters.update(pretty=pages.pretty, node=node_label, past=past_tense,
                        when=lambda t: f"{t:%Y-%m-%d %H:%M:%S} UTC" if t else "",
                        short=lambda t: f"{t:%d %b %H:%M}" if t else "")
@@ -63,13 +93,30 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
     Raises:
         ConfigurationError: malformed ``HAZEL_API_TOKENS``.
     """
-    router = APIRouter(include_in_schema=False)
     env = environment()
     tokens = api_tokens(settings)
 
     def html(name: str, status: int = 200, **context: Any) -> HTMLResponse:
         context = {"session": None, "flash": None, "path": "", "sign_in": False, **context}
         return HTMLResponse(env.get_template(name).render(**context), status_code=status, headers=HEADERS)
+
+    class WebRoute(APIRoute):
+        """A page's malformed query, path or form (``page=-1``, ``a=x``, a number past ``MAX_INT``) answers
+        an HTML page with pydantic's errors on one line (422), not FastAPI's JSON; the REST API's routes keep
+        their own error body (``bot.inbound.api.ApiRoute``)."""
+
+        def get_route_handler(self):  # noqa: ANN202
+            handler = super().get_route_handler()
+
+            async def route(request: Request) -> Response:
+                try:
+                    return await handler(request)
+                except RequestValidationError as exc:
+                    return html("message.html", 422, title="Bad request", message=validation_message(exc))
+
+            return route
+
+    router = APIRouter(include_in_schema=False, route_class=WebRoute)
 
     @router.get("/static/hazel.css")
     def css() -> FileResponse:
@@ -163,7 +210,7 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
     @router.get("/runs")
     @guarded
     def runs(request: Request, status: Annotated[list[str] | None, Query()] = None, workflow: str | None = None,
-             mine: bool = False, page: Annotated[int, Query(ge=0)] = 0) -> Response:
+             mine: bool = False, page: Page = 0) -> Response:
         session = auth.viewer(request)
         valid = [s for s in (status or []) if s in {x.value for x in RunStatus}]
         actor = auth.actor(session, "") if session.identity else None
@@ -194,7 +241,7 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
 
     @router.get("/runs/{run_id}/checkpoints/{seq}")
     @guarded
-    def state(request: Request, run_id: str, seq: int) -> Response:
+    def state(request: Request, run_id: str, seq: Annotated[int, InPath(ge=0, le=MAX_INT)]) -> Response:
         session = auth.viewer(request, run_id)
         run_ = hazel.get(run_id=run_id)
         checkpoints = hazel.checkpoints(run_id=run_id)
@@ -207,7 +254,7 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
 
     @router.get("/runs/{run_id}/diff")
     @guarded
-    def diff(request: Request, run_id: str, a: int | None = None, b: int | None = None) -> Response:
+    def diff(request: Request, run_id: str, a: Seq = None, b: Seq = None) -> Response:
         session = auth.viewer(request, run_id)
         run_ = hazel.get(run_id=run_id)
         checkpoints = hazel.checkpoints(run_id=run_id)
@@ -254,7 +301,7 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
     @router.post("/runs/{run_id}/decide")
     @guarded
     def decide(request: Request, run_id: str, action: Annotated[str, Form()], csrf: Annotated[str, Form()] = "",
-               request_id: Annotated[int | None, Form()] = None, text: Annotated[str, Form()] = "",
+               request_id: FormId = None, text: Annotated[str, Form()] = "",
                nonce: Annotated[str, Form(max_length=64)] = "") -> Response:
         session, actor = acting(request, run_id, csrf)
         if action not in WEB_ACTIONS:
@@ -271,8 +318,8 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
 
     @router.post("/runs/{run_id}/rewind")
     @guarded
-    def rewind(request: Request, run_id: str, to: Annotated[int, Form()], csrf: Annotated[str, Form()] = "",
-               request_id: Annotated[int | None, Form()] = None, feedback: Annotated[str, Form()] = "",
+    def rewind(request: Request, run_id: str, to: FormSeq, csrf: Annotated[str, Form()] = "",
+               request_id: FormId = None, feedback: Annotated[str, Form()] = "",
                nonce: Annotated[str, Form(max_length=64)] = "") -> Response:
         session, actor = acting(request, run_id, csrf)
         try:
