@@ -267,23 +267,32 @@ class Runner:
                       RunStatus.WAITING if isinstance(next_node, SteeringPoint) else RunStatus.RUNNING)
             checkpoint = NewCheckpoint(run_id=run.id, seq=last_seq, parent_seq=seq, branch=branch, step=node.name,
                                        next_step=next_name, workflow_version=wf.version, created_at=now)
-            if status is RunStatus.RUNNING:  # the checkpoint and the run's head, fenced by the lease
-                position = writer.write(checkpoint, new_tree, position, token=token, now=now,
-                                        lease_until=now + lease_sec)
-            else:
-                fence = Fence(run.id, token, now, dict(head_seq=last_seq, last_seq=last_seq, status=status, attempt=0,
-                                                       error=None, error_traceback=None, lease_expires_at=None))
-                with self.store.transaction() as tx:  # the same, plus the request it waits on, or its end
-                    with tx.pipeline():  # PostgreSQL: the statements sent together, the fence checked after
-                        written = tx.checkpoints.write_later(checkpoint, new_tree, position, fence=fence)
-                        if isinstance(next_node, SteeringPoint):
-                            for point in lgraph.points_asked(wf, next_node, new_tree):
-                                transitions.open_request(tx, run_id=run.id, wf=wf, point=point,
-                                                         checkpoint_seq=last_seq, now=now, steps=done, asked=asked)
-                        else:
-                            transitions.end_run(tx, run_id=run.id, status=RunStatus.COMPLETED, now=now,
-                                                by=SYSTEM, steps=done, asked=asked)
-                    position = written.get()
+            try:
+                if status is RunStatus.RUNNING:  # the checkpoint and the run's head, fenced by the lease
+                    position = writer.write(checkpoint, new_tree, position, token=token, now=now,
+                                            lease_until=now + lease_sec)
+                else:
+                    fence = Fence(run.id, token, now, dict(head_seq=last_seq, last_seq=last_seq, status=status,
+                                                           attempt=0, error=None, error_traceback=None,
+                                                           lease_expires_at=None))
+                    with self.store.transaction() as tx:  # the same, plus the request it waits on, or its end
+                        with tx.pipeline():  # PostgreSQL: the statements sent together, the fence checked after
+                            written = tx.checkpoints.write_later(checkpoint, new_tree, position, fence=fence)
+                            if isinstance(next_node, SteeringPoint):
+                                for point in lgraph.points_asked(wf, next_node, new_tree):
+                                    transitions.open_request(tx, run_id=run.id, wf=wf, point=point,
+                                                             checkpoint_seq=last_seq, now=now, steps=done,
+                                                             asked=asked)
+                            else:
+                                transitions.end_run(tx, run_id=run.id, status=RunStatus.COMPLETED, now=now,
+                                                    by=SYSTEM, steps=done, asked=asked)
+                        position = written.get()
+            except UnicodeEncodeError as exc:  # the step's state holds text no database can store (a lone
+                # surrogate): nothing was written; the step fails as if it had raised, and retries or fails the run
+                result.status = self._failed(run, wf, node, token, attempt + 1, StepContractError(
+                    f"step {node.name!r} returned a state that cannot be stored: {exc.reason} "
+                    f"({exc.object[exc.start:exc.end]!r})"))
+                return
             result.steps.append(node.name)  # only once its checkpoint is committed
             if status is not RunStatus.RUNNING:
                 result.status = status
