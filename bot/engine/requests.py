@@ -71,9 +71,10 @@ class Requests:
         self.steering.refuse(run_id=view.run.id, request_id=request_id, actor=actor, action=action, reason=reason)
         raise NotAllowedError(reason)
 
-    def waiting_on(self, *, actor: Actor, limit: int = 50) -> list[RequestView]:
-        """Pending requests ``actor`` may decide, oldest first (App Home, ``/hazel runs``)."""
-        return self.views.waiting_on(actor, limit=limit)
+    def waiting_on(self, *, actor: Actor, limit: int = 50, anyone: bool = False) -> list[RequestView]:
+        """Pending requests ``actor`` may decide, oldest first (App Home, ``/hazel runs``; ``anyone``: also those
+        whose point names no approvers, as the run pages list them)."""
+        return self.views.waiting_on(actor, limit=limit, anyone=anyone)
 
     def request_view(self, *, request_id: int, reminder: bool = False, escalation: bool = False) -> RequestView | None:
         """The request as channels render it now (None: no such request)."""

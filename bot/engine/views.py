@@ -143,15 +143,18 @@ class Views:
                 refused[action] = why
         return Access(request, tuple(allowed), refused, mine)
 
-    def waiting_on(self, actor: Actor, *, limit: int = 50, scan: int = 500) -> list[RequestView]:
+    def waiting_on(self, actor: Actor, *, limit: int = 50, scan: int = 500,
+                   anyone: bool = False) -> list[RequestView]:
         """Pending requests ``actor`` may decide, oldest first (of the oldest ``scan``): those on a Slack
         channel, and those that name approvers (anyone may decide an approver-less console request, which is
-        nobody's in particular)."""
+        nobody's in particular); ``anyone``: every request ``actor`` may decide, approver-less ones included
+        (the run pages' "waiting on me", which offers their buttons)."""
         out: list[RequestView] = []
         with self.store.read() as tx:
             for request, run in tx.requests.pending_with_runs(limit=scan):
                 point = self.point_of(tx, run, request)
-                if point is None or not (request.channel.startswith("slack") or not point.approvers.empty):
+                if point is None or not (anyone or request.channel.startswith("slack")
+                                         or not point.approvers.empty):
                     continue
                 if self.access(tx, request, run, actor).may_decide:
                     view = self.request_view(tx, request.id)

@@ -73,7 +73,7 @@ def runs_page(hazel: "Hazel", *, statuses: list[str], workflow: str | None, page
               actor: "Actor | None") -> RunsPage:
     """A page of runs, newest first; ``mine``: only runs with a request ``actor`` may decide now."""
     if mine:
-        waiting = {v.run.id: v for v in (hazel.waiting_on(actor=actor, limit=500) if actor is not None else [])}
+        waiting = {v.run.id: v for v in (hazel.waiting_on(actor=actor, limit=500, anyone=True) if actor is not None else [])}
         runs = sorted((v.run for v in waiting.values()), key=lambda r: r.created_at, reverse=True)
         runs = [r for r in runs if (not statuses or r.status.value in statuses)
                 and (not workflow or r.workflow == workflow)]

@@ -113,8 +113,6 @@ def test_a_diff_splits_lines_on_newlines_only() -> None:
     assert line_diff("", "") == () and line_diff("same\n", "same") == ()
 
 
-@pytest.mark.xfail(strict=True, reason="Hazel.waiting_on (bot/engine/views.py) leaves out approver-less requests "
-                   "on a non-Slack channel; the fix is the engine's (an `anyone` flag), then pages.runs_page passes it")
 def test_waiting_on_me_lists_a_request_anyone_may_decide(db_url: str) -> None:
     """The page offers ``approve`` to the signed-in person on a point with no approvers ("Who may decide:
     anyone"), so "Waiting on me" should list the run too."""
