@@ -206,13 +206,13 @@ class JiraWebhook:
                                             request_id=request.id, delivery_id=event.delivery_id)
         except NotAllowedError as exc:
             note = " The request is still open." + on_refused() if on_refused else ""
-            return self._reply(event, f"{inline(str(exc))}. Nothing changed. Who may steer this request: "
+            return self._reply(event, f"{inline(exc.message)}. Nothing changed. Who may steer this request: "
                                       f"{who_may(view.approvers, cloud=self.channel.cloud)}.{note}",
                                refused=True)
         except HazelError as exc:  # invalid edit, already decided, a second vote, unknown rewind target, …
             note = on_refused() if on_refused else ""
             still = " The request is still open." if pending and action != "rewind" else ""
-            return self._reply(event, f"{inline(str(exc))}. Nothing changed.{still}{note}", refused=True)
+            return self._reply(event, f"{inline(exc.message)}. Nothing changed.{still}{note}", refused=True)
         log.info("jira %s on issue %s by %s: %s run %s%s", event.webhook_event, event.issue_id, actor.id, action,
                  run_id, " (duplicate)" if outcome.duplicate else "")
         return 200, {"decided": outcome.decision.action.value, "run_id": run_id, "duplicate": outcome.duplicate,
