@@ -1,7 +1,9 @@
 """Signed "View run" links and the run pages' session cookies (itsdangerous, https://itsdangerous.palletsprojects.com/).
 
-A link is ``{HAZEL_BASE_URL}/runs/{run_id}?t={token}``: the token signs ``{"r": run_id, "p": person | None}``
-with ``HAZEL_WEB_SECRET`` and a timestamp, and is refused ``HAZEL_LINK_TTL_SEC`` seconds after it was made.
+A link is ``{HAZEL_BASE_URL}/runs/{run_id}?t={token}``: the token signs ``{"r": run_id, "p": person | None,
+"e": ttl_sec}`` with ``HAZEL_WEB_SECRET`` and a timestamp, and is refused once it is older than the lifetime it
+was made with (``HAZEL_LINK_TTL_SEC`` of the process that made it: ``hazel link`` says it) or than the serving
+process's ``HAZEL_LINK_TTL_SEC``, whichever is shorter.
 A link that names a person (``hazel link RUN --for PERSON``) lets its holder act on that run as that person
 (channel ``web``); one that names nobody (the links on Slack cards and Jira issues, seen by a whole channel)
 shows the run and nothing more. Opening a link starts a session limited to that run.
@@ -12,6 +14,7 @@ The session cookie signs ``Session`` (the same secret, another salt) and lasts `
 from __future__ import annotations
 
 import secrets
+import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -87,7 +90,7 @@ class Signer:
 
     def token(self, run_id: str, person: str | None = None) -> str:
         """The signed token of a link to ``run_id`` (for ``person``, or view only)."""
-        return self._links.dumps({"r": run_id, "p": person})
+        return self._links.dumps({"r": run_id, "p": person, "e": self.link_ttl_sec})
 
     def link(self, run_id: str, person: str | None = None) -> str | None:
         """``{base}/runs/{run_id}?t=…`` (None without ``HAZEL_BASE_URL``)."""
@@ -102,7 +105,10 @@ class Signer:
             LinkError: expired, tampered with, or signed with another secret.
         """
         try:
-            data = self._links.loads(token, max_age=self.link_ttl_sec)
+            data, signed_at = self._links.loads(token, max_age=self.link_ttl_sec, return_timestamp=True)
+            made_for = data.get("e") if isinstance(data, dict) else None
+            if isinstance(made_for, (int, float)) and time.time() - signed_at.timestamp() > made_for:
+                raise SignatureExpired("older than the lifetime it was made with")
         except SignatureExpired:
             raise LinkError("this link has expired: ask for a new one or sign in", expired=True) from None
         except BadSignature:
