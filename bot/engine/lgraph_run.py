@@ -24,6 +24,7 @@ not finished runs again (LangGraph keeps the writes of its nodes that did finish
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 import re
 from typing import Any
 
@@ -139,28 +140,39 @@ def _is_async(graph: Any) -> bool:
                for n in nodes.values())
 
 
+def _run(coro: Any) -> Any:
+    """``coro`` run to its end on an event loop of its own: in this thread when it has none (a worker thread),
+    else in a short-lived thread (a caller that already runs a loop here: an async application, a test harness),
+    where ``asyncio.run`` would refuse."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="hazel-lg-async") as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
 class _Async:
-    """The graph calls a step makes, through LangGraph's async API (an event loop per call: the step runs in a
-    worker thread, which has none)."""
+    """The graph calls a step makes, through LangGraph's async API (an event loop per call: ``_run``)."""
 
     def __init__(self, graph: Any) -> None:
         self.graph = graph
 
     def get_state(self, config: Any) -> Any:
-        return asyncio.run(self.graph.aget_state(config))
+        return _run(self.graph.aget_state(config))
 
     def update_state(self, config: Any, values: Any) -> Any:
-        return asyncio.run(self.graph.aupdate_state(config, values))
+        return _run(self.graph.aupdate_state(config, values))
 
     def get_state_history(self, config: Any) -> list[Any]:
         async def collect() -> list[Any]:
             return [s async for s in self.graph.aget_state_history(config)]
-        return asyncio.run(collect())
+        return _run(collect())
 
     def stream(self, inp: Any, config: Any, **kwargs: Any) -> list[Any]:
         async def collect() -> list[Any]:
             return [chunk async for chunk in self.graph.astream(inp, config, **kwargs)]
-        return asyncio.run(collect())
+        return _run(collect())
 
 
 def _meta(snapshot: Any) -> dict[str, Any]:

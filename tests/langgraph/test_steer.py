@@ -4,6 +4,7 @@ Hazel gives them a HazelSaver on its own database."""
 
 from __future__ import annotations
 
+import asyncio
 import operator
 from typing import Annotated, TypedDict
 
@@ -132,6 +133,30 @@ def test_an_async_graph_is_steered_the_same_way(db_url):
     assert hz.shown(request_id=hz.requests(run_id=run.id)[0].id).value == "go"
     hz.decide(run_id=run.id, action="approve", actor=person("ana"))
     hz.drive(run_id=run.id)
+    assert hz.get(run_id=run.id).status is RunStatus.COMPLETED
+    assert _values(wf, run.id)["log"] == ["approve"]
+
+
+def test_an_async_graph_is_driven_from_a_thread_that_runs_an_event_loop(db_url):
+    """``hazel.drive`` called where an event loop already runs (an async application calling the engine, a test
+    harness such as Playwright's): the graph's calls get a loop of their own (``asyncio.run`` refused before)."""
+    async def ask(state: AskState) -> dict:
+        return {"log": [steer(title="Go?", show=state["topic"])["action"]]}
+
+    g = StateGraph(AskState)
+    g.add_node("ask", ask)
+    g.add_edge(START, "ask")
+    g.add_edge("ask", END)
+    wf = workflow(g.compile(), name="lg-in-loop")
+    hz = make_hazel(db_url, wf)
+    run = hz.start(workflow="lg-in-loop", input={"topic": "go"}, actor=person("olga"))
+
+    async def inside_a_loop() -> None:
+        hz.drive(run_id=run.id)
+        hz.decide(run_id=run.id, action="approve", actor=person("ana"))
+        hz.drive(run_id=run.id)
+
+    asyncio.run(inside_a_loop())
     assert hz.get(run_id=run.id).status is RunStatus.COMPLETED
     assert _values(wf, run.id)["log"] == ["approve"]
 
