@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import operator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, TypedDict
 
 from langgraph.graph import END, START, StateGraph
@@ -156,7 +157,8 @@ def test_an_async_graph_is_driven_from_a_thread_that_runs_an_event_loop(db_url):
         hz.decide(run_id=run.id, action="approve", actor=person("ana"))
         hz.drive(run_id=run.id)
 
-    asyncio.run(inside_a_loop())
+    with ThreadPoolExecutor(max_workers=1) as pool:  # a thread of its own: this one may run a loop already
+        pool.submit(asyncio.run, inside_a_loop()).result()
     assert hz.get(run_id=run.id).status is RunStatus.COMPLETED
     assert _values(wf, run.id)["log"] == ["approve"]
 
