@@ -260,6 +260,7 @@ class Runner:
             except Exception as exc:  # the step's own error: retry or fail, never crash the worker
                 result.status = self._failed(run, wf, node, token, attempt + 1, exc)
                 return
+            now = self.clock()  # the step's checkpoint, the run's update and a request it opens: when they commit
             done = [*result.steps, node.name]
             last_seq += 1
             next_node = lgraph.find_node(wf, next_name, lambda: new_tree) if next_name else None
