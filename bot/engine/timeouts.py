@@ -27,7 +27,7 @@ from bot.engine.steering import Steering
 from bot.engine.versions import request_point, target_workflow
 from bot.engine.workflow import SteeringPoint
 from store import Store, Tx
-from store.models import TIMEOUT, OutboxKind, RunStatus, SteeringRequest
+from store.models import SYSTEM, TIMEOUT, OutboxKind, RunStatus, SteeringRequest
 
 log = logging.getLogger("hazel.timers")
 
@@ -134,7 +134,7 @@ def _remind_and_escalate(tx: Tx, request: SteeringRequest, point: SteeringPoint,
                                                   slots=due.reminder_slots):
         tx.outbox.add(channel=request.channel, kind=OutboxKind.REMINDER, now=now, run_id=request.run_id,
                       request_id=request.id, payload={"reminder": due.reminder_slots})
-        tx.events.add(action="request.reminded", actor=TIMEOUT, now=now, run_id=request.run_id,
+        tx.events.add(action="request.reminded", actor=SYSTEM, now=now, run_id=request.run_id,
                       request_id=request.id, reminder=due.reminder_slots, channel=request.channel,
                       missed=due.reminder_slots - request.reminders_sent - 1 or None)
         reminded = True
@@ -142,7 +142,7 @@ def _remind_and_escalate(tx: Tx, request: SteeringRequest, point: SteeringPoint,
         target = point.escalate_channel or request.channel
         tx.outbox.add(channel=target, kind=OutboxKind.ESCALATION, now=now, run_id=request.run_id,
                       request_id=request.id, payload={"timed_out": due.timed_out})
-        tx.events.add(action="request.escalated", actor=TIMEOUT, now=now, run_id=request.run_id,
+        tx.events.add(action="request.escalated", actor=SYSTEM, now=now, run_id=request.run_id,
                       request_id=request.id, channel=target,
                       to=point.escalate_to.describe() if point.escalate_to is not None else None,
                       reason=(f"timed out after {_sec(point.timeout_sec)} s" if due.timed_out

@@ -118,7 +118,7 @@ def test_reminders_fire_once_per_slot_and_repeat(db_url: str, clock: FakeClock) 
     [reminder] = outbox(hazel, "reminder")
     assert reminder.channel == "console" and reminder.run_id == run_id
     [event] = events(hazel, run_id, "request.reminded")
-    assert (event.actor_id, event.channel, event.detail["reminder"]) == ("timeout", "timeout", 1)
+    assert (event.actor_id, event.channel, event.detail["reminder"]) == ("hazel", "system", 1)  # Hazel itself
     request = request_of(hazel, run_id)
     assert request.reminders_sent == 1 and request.next_action_at == opened_at + timedelta(hours=1.5)
 
@@ -161,7 +161,7 @@ def test_escalation_notifies_and_lets_backup_approvers_decide(db_url: str, clock
     [notice] = outbox(hazel, "escalation")
     assert notice.channel == "slack:#leads"
     [event] = events(hazel, run_id, "request.escalated")
-    assert event.channel == "timeout" and event.detail["to"] == "lead" and event.detail["reason"] == "waited 7200 s"
+    assert event.channel == "system" and event.detail["to"] == "lead" and event.detail["reason"] == "waited 7200 s"
 
     outcome = hazel.decide(run_id=run_id, action="approve", actor=person("lead"))
     assert outcome.settled and outcome.decision.actor_id == "lead"
