@@ -36,11 +36,10 @@ class Settings(BaseSettings):
     def _utf8(cls, value: object) -> object:
         """A value from the environment holding a byte that is not UTF-8 (a lone surrogate once decoded) is
         refused: it could be neither logged nor stored."""
-        if isinstance(value, str) and not value.isascii():
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError:
-                raise ValueError("not UTF-8 text") from None
+        from store.codec import is_text
+
+        if isinstance(value, str) and not is_text(value):
+            raise ValueError("not UTF-8 text")
         return value
 
     database_url: str = Field("sqlite:///hazel.db", validation_alias="HAZEL_DATABASE_URL")

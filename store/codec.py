@@ -87,6 +87,18 @@ def _untag_bytes(value: Any) -> Any:
     return value
 
 
+def is_text(value: str) -> bool:
+    """True when ``value`` can be stored: it encodes as UTF-8 (no lone surrogates, which a byte that is not UTF-8
+    on the command line or in the environment, or ``\\udc9b`` in JSON, become)."""
+    if value.isascii():
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def dump_payload(tree: Any) -> tuple[bytes, bool]:
     """Serialise a JSON tree (a state or a patch) to stored bytes. Returns ``(payload, compressed)``."""
     raw = json.dumps(tree, separators=(",", ":"), ensure_ascii=False).encode("utf-8")

@@ -115,11 +115,6 @@ def actor(hazel: Any, name: str | None) -> "Actor":
     """
     if name is not None and not name.strip():
         raise CliError("--as needs a name")
-    if name is not None and not name.isascii():
-        try:
-            name.encode("utf-8")
-        except UnicodeEncodeError:
-            raise CliError("--as: the name is not UTF-8 text") from None
     return hazel.operator(acting_for=name)
 
 

@@ -52,6 +52,7 @@ from bot.engine.views import Views
 from bot.engine.workflow import START, Workflow
 from bot.settings import Settings
 from store import NewCheckpoint, Store
+from store.codec import is_text
 from store.models import (
     Action,
     Actor,
@@ -209,13 +210,15 @@ class Hazel(Reads, Requests):
         person the operator acts for (recorded as "operator X for NAME"; see ``bot.engine.permissions``).
 
         Raises:
-            InvalidInputError: ``acting_for`` is given but empty.
+            InvalidInputError: ``acting_for`` is given but empty, or is not UTF-8 text.
         """
         me = self.settings.operator.strip() or "operator"
         if acting_for is None:
             return Actor(id=me, channel="console", name=me, person=self.people.person_of("console", me))
         if not acting_for.strip():
             raise InvalidInputError("--as needs a name")
+        if not is_text(acting_for):
+            raise InvalidInputError("--as: the name is not UTF-8 text")
         person = self.people.person_named(acting_for.strip())
         return Actor(id=me, channel="console", name=me, person=person, acting_for=person)
 

@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from bot.engine.errors import HazelError
 from bot.engine.workflow import Workflow
+from store.codec import is_text
 
 DEFAULT_MAX_STATE_BYTES = 1024 * 1024
 """``Settings.max_state_bytes``'s default: 1 MiB."""
@@ -33,18 +34,6 @@ LIMIT_SETTING = "HAZEL_MAX_STATE_BYTES"
 
 NOT_TEXT = ("holds a character that is not Unicode text (a lone surrogate such as U+DC9B: what a byte that is not "
             "UTF-8 becomes); send it as UTF-8")
-
-
-def is_text(value: str) -> bool:
-    """True when ``value`` can be stored: it encodes as UTF-8 (no lone surrogates, which a byte that is not UTF-8
-    on the command line or ``\\udc9b`` in JSON become)."""
-    if value.isascii():
-        return True
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def json_size_bytes(tree: Any) -> int:

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from bot.cli import app
 from bot.cli.common import read_file
-from bot.engine import InvalidDecisionError
+from bot.engine import InvalidDecisionError, InvalidInputError
 from bot.inbound.api_models import FeedbackPayload, RejectPayload
 from store.models import Actor
 from tests.bot.test_api_limits import error_of, served, snapshot  # noqa: F401  (served: the fixture)
@@ -96,6 +96,8 @@ def test_the_engine_refuses_lone_surrogates_from_any_channel(served) -> None:  #
             hazel.decide(run_id=run_id, action=action, actor=olga, payload=payload)
     with pytest.raises(InvalidDecisionError, match=NOT_TEXT):
         hazel.cancel(run_id=run_id, actor=olga, reason="c\udc9b")
+    with pytest.raises(InvalidInputError, match="--as: the name is not UTF-8 text"):
+        hazel.operator(acting_for="x\udc9b")  # the console's --as, as it came from argv
     assert snapshot(hazel, run_id) == before
 
 
