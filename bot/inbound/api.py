@@ -41,7 +41,6 @@ from bot.inbound.api_models import (
     CheckpointList,
     DecisionIn,
     DecisionOut,
-    EditPayload,
     INT_MAX,
     ErrorBody,
     RunDetail,
@@ -237,8 +236,7 @@ def api_router(hazel: "Hazel", settings: Settings) -> APIRouter:
         channels. 201: recorded; the run continues at once when it settled the request."""
         run_id = full(run_id)
         given = getattr(body, "payload", None)  # (approve has none)
-        payload = (given.for_engine() if isinstance(given, EditPayload) else
-                   given.model_dump() if given is not None else {})
+        payload = given.for_engine() if given is not None else {}
         delivery_id = f"{caller.id}:{idempotency_key}" if idempotency_key else None
         outcome = hazel.decide(run_id=run_id, action=body.action, actor=caller, payload=payload,
                                request_id=body.request_id, delivery_id=delivery_id)

@@ -125,13 +125,20 @@ class _DecisionBase(BaseModel):
                                                       "since been settled.")
 
 
+class _Payload(BaseModel):
+    """A decision's payload; ``for_engine`` is what ``Hazel.decide`` takes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    def for_engine(self) -> dict[str, Any]:
+        return self.model_dump()
+
+
 class ApproveDecision(_DecisionBase):
     action: Literal["approve"]
 
 
-class EditPayload(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class EditPayload(_Payload):
     value: Any = Field(None, description="The new value of the point's shown field (the whole state when the "
                                          "point shows the whole state); validated against the state model.")
     text: str | None = Field(None, description="Instead of value: the new value as typed, parsed as the CLI and "
@@ -156,9 +163,7 @@ class EditDecision(_DecisionBase):
     payload: EditPayload
 
 
-class RejectPayload(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class RejectPayload(_Payload):
     reason: str = Field(min_length=1)
 
 
@@ -167,9 +172,7 @@ class RejectDecision(_DecisionBase):
     payload: RejectPayload
 
 
-class FeedbackPayload(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class FeedbackPayload(_Payload):
     text: str = Field(min_length=1)
 
 
@@ -178,9 +181,7 @@ class FeedbackDecision(_DecisionBase):
     payload: FeedbackPayload
 
 
-class RewindPayload(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class RewindPayload(_Payload):
     to: Annotated[int, Field(ge=0, le=INT_MAX)] | str = Field(
         description="A checkpoint number, or a node name (the latest checkpoint on the current "
                                       "branch from which that node runs next).")
