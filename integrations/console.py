@@ -12,7 +12,7 @@ from rich.text import Text
 
 from integrations.base import Channel
 from integrations.terminal import SafeConsole, for_terminal
-from store.models import ProgressView, RequestView
+from store.models import ProgressView, RequestStatus, RequestView, past_tense
 
 
 def render_value(value: Any) -> str:
@@ -90,9 +90,9 @@ class ConsoleChannel(Channel):
             self.console.print(Text(for_terminal(f"run {view.run.id}: {r.approvals}/{r.approvals_required} "
                                                  f"approvals at {view.title!r}"), style="dim"))
             return
-        self.console.print(Text(for_terminal(f"run {view.run.id}: {view.title!r} "
-                                             f"{r.decided_action or r.status.value} by {r.decided_by or 'Hazel'}"),
-                                style="dim"))
+        action = r.decided_action or ("cancel" if r.status is RequestStatus.CANCELLED else None)
+        self.console.print(Text(for_terminal(f"run {view.run.id}: {view.title!r} "  # the one table of verbs
+                                             f"{past_tense(action)} by {r.decided_by or 'Hazel'}"), style="dim"))
 
     def progress(self, view: ProgressView) -> None:
         if view.event == "waiting":

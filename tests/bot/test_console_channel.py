@@ -1,0 +1,53 @@
+"""The console channel's lines for a request once it is settled: every outcome in words ("approved by olga")."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from pydantic import BaseModel
+
+from hazel import StepContext, Workflow
+from store.models import RunStatus
+from tests.support.engine import make_hazel, person
+
+
+class Doc(BaseModel):
+    text: str = ""
+
+
+def reviewed() -> Workflow:
+    wf = Workflow("reviewed", version=1, state=Doc)
+
+    @wf.step
+    def draft(state: Doc, ctx: StepContext) -> Doc:
+        return state.model_copy(update={"text": state.text or "a draft"})
+
+    wf.steer("review", show="text", actions=["approve", "edit", "reject", "feedback", "rewind"])
+    return wf
+
+
+SETTLE = {
+    "approve": (lambda h, r: h.decide(run_id=r, action="approve", actor=person("olga")), "approved"),
+    "edit": (lambda h, r: h.decide(run_id=r, action="edit", actor=person("olga"), payload={"value": "new"}),
+             "edited"),
+    "reject": (lambda h, r: h.decide(run_id=r, action="reject", actor=person("olga"), payload={"reason": "no"}),
+               "rejected"),
+    "feedback": (lambda h, r: h.decide(run_id=r, action="feedback", actor=person("olga"),
+                                       payload={"text": "shorter"}), "answered with feedback"),
+    "rewind": (lambda h, r: h.rewind(run_id=r, actor=person("olga"), to=0), "rewound"),
+    "cancel": (lambda h, r: h.cancel(run_id=r, actor=person("olga")), "cancelled"),
+}
+
+
+@pytest.mark.parametrize("action", list(SETTLE))
+def test_a_settled_request_reads_as_english(db_url: str, action: str) -> None:
+    hazel = make_hazel(db_url, reviewed())
+    run = hazel.start(workflow="reviewed", input={}, actor=person("author"))
+    assert hazel.drive(run_id=run.id).run.status is RunStatus.WAITING
+    hazel.deliver_due()
+    settle, words = SETTLE[action]
+    settle(hazel, run.id)
+    hazel.deliver_due()
+    printed = re.sub(r"\s+", " ", hazel.console_buffer.getvalue())
+    assert re.search(rf"run {run.id}: '[^']+' {words} by olga\b", printed), printed
