@@ -9,9 +9,10 @@ starts, ``Hazel.prepare``) or under a lease that lapses. Run again, the decision
 holds the lease, it says who and until when, and runs nothing. With ``--detach`` it prints the command that
 continues the run instead.
 
-The exit status is 0 when the earlier decision is the one asked for (``already approved`` to an ``approve``:
-what you asked stands), else 1 (your decision was not taken, even though the run went on); 1 also when the run
-this command continued ends ``failed``.
+The exit status is 0 when the earlier decision is the one asked for, by the same person (your own
+``approve`` recorded before the crash: what you asked stands), else 1, with who decided (another person's
+``approve`` that came first, or another decision: yours was not taken, even though the run went on); 1 also
+when the run this command continued ends ``failed``.
 """
 
 from __future__ import annotations
@@ -41,11 +42,12 @@ def decide(hazel: Hazel, *, run_id: str, action: str, actor: Actor, detach: bool
         return hazel.decide(run_id=run_id, action=action, actor=actor, payload=payload, point=point,
                             claim=not detach)
     except (AlreadyDecidedError, NoPendingRequestError) as refusal:
-        continue_stranded(hazel, run_id=run_id, refusal=refusal, action=action, detach=detach, json_out=json_out)
+        continue_stranded(hazel, run_id=run_id, refusal=refusal, action=action, actor=actor, detach=detach,
+                          json_out=json_out)
         raise
 
 
-def continue_stranded(hazel: Hazel, *, run_id: str, refusal: Exception, action: str, detach: bool,
+def continue_stranded(hazel: Hazel, *, run_id: str, refusal: Exception, action: str, actor: Actor, detach: bool,
                       json_out: bool) -> None:
     """Continue ``run_id`` here if it is ``ready`` (or ``running`` under a lapsed lease), or say which live
     process holds it; returns (nothing done) when the run is waiting or has ended.
@@ -64,7 +66,7 @@ def continue_stranded(hazel: Hazel, *, run_id: str, refusal: Exception, action: 
         run = hazel.get(run_id=run_id)
     if run.status not in (RunStatus.READY, RunStatus.RUNNING):
         return
-    stands = _stands(hazel, run, refusal, action)
+    stands = _stands(hazel, run, refusal, action, actor)
     say = common.console("err" if json_out else "out").print
     if stands:
         say(escape(common._one_line(refusal)), soft_wrap=True)
@@ -95,11 +97,19 @@ def _held(run: Run) -> str:
     return f"run {run.id} is being continued by {run.lease_owner or 'another process'}{until}"
 
 
-def _stands(hazel: Hazel, run: Run, refusal: Exception, action: str) -> bool:
-    """Whether the decision that settled the request is the one this command asked for."""
+def _stands(hazel: Hazel, run: Run, refusal: Exception, action: str, actor: Actor) -> bool:
+    """Whether the decision that settled the request is the one this command asked for, and ``actor``'s own
+    (the same person's, through any channel): another person's ``approve`` that came first is not yours."""
     from bot.engine import AlreadyDecidedError
 
+    decisions = hazel.decisions(run_id=run.id)
     if isinstance(refusal, AlreadyDecidedError):
-        return refusal.action == action
-    last = next((r for r in reversed(hazel.requests(run_id=run.id)) if r.decided_action), None)
-    return last is not None and last.decided_action == action
+        settled = refusal.action
+        winner = next((d for d in reversed(decisions) if d.action.value == refusal.action
+                       and (d.actor_id, d.channel) == (refusal.decided_by_id, refusal.channel)), None)
+    else:
+        last = next((r for r in reversed(hazel.requests(run_id=run.id)) if r.decided_action), None)
+        settled = last.decided_action if last is not None else None
+        winner = next((d for d in reversed(decisions) if last is not None and d.request_id == last.id
+                       and d.action.value == last.decided_action), None)
+    return settled == action and winner is not None and (winner.person or winner.actor_id) == actor.who

@@ -1,0 +1,42 @@
+"""``hazel approve`` after another person's approval came first: the run is continued (nobody else does), but
+the command says who decided and exits 1, as any "already decided" refusal does; only the same person's earlier
+approval (a re-run after a crash) stands and exits 0."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from store.models import Actor, RunStatus
+
+
+def approved_elsewhere(run_id: str, who: str) -> None:
+    """``who`` approves ``run_id`` through the engine without continuing it (a process that stopped after)."""
+    from bot.server.app import HazelApp
+
+    hazel = HazelApp()
+    try:
+        outcome = hazel.decide(run_id=run_id, action="approve", actor=Actor(id=who, channel="console", name=who,
+                                                                            person=who))
+        assert outcome.run_status is RunStatus.READY
+    finally:
+        hazel.close()
+
+
+@pytest.mark.parametrize("at", [["--at", "review"], []], ids=["at-point", "pending"])
+def test_another_persons_approval_that_came_first_exits_1_naming_them(cli, at: list[str]) -> None:  # noqa: ANN001
+    run_id = cli.json("run", "doc-review", "--input", '{"topic": "t"}')["run"]["id"]
+    approved_elsewhere(run_id, "sme")
+    lost = cli("approve", run_id, *at, code=1)  # HAZEL_OPERATOR is olga
+    assert "error:" in lost.stderr and "approved by sme" in lost.stderr
+    assert "continuing it here" in lost.output  # the run still goes on
+    assert cli.json("show", run_id)["run"]["status"] == "completed"
+
+
+def test_ones_own_earlier_approval_stands(cli) -> None:  # noqa: ANN001
+    run_id = cli.json("run", "doc-review", "--input", '{"topic": "t"}')["run"]["id"]
+    approved_elsewhere(run_id, "olga")
+    again = cli("approve", run_id, "--at", "review")
+    assert "approved by olga" in again.stdout and "error:" not in again.output
+    assert json.loads(cli("show", run_id, "--json").stdout)["run"]["status"] == "completed"
