@@ -33,9 +33,9 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ValidationError
 
-from bot.engine.errors import WorkflowDefinitionError
+from bot.engine.errors import InvalidDecisionError, WorkflowDefinitionError
 from bot.engine.transitions import close_request
-from bot.engine.lgraph_run import MARK, GraphRunState, superstep
+from bot.engine.lgraph_run import MARK, GraphRunState, superstep, writers_at
 from bot.engine.workflow import _CHANNEL, _NAME, Step, SteeringPoint, Workflow
 from store.codec import StateCodec
 from store.interrupts import answers_at
@@ -255,12 +255,29 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
         node = (asks.get(request.point) or {}).get("node") or request.point
         return node, RunStatus.READY, None, {**_without_asks(tree), "lg_resume": resume}
 
-    def fork_tree(self, tree: Any, *, feedback: str | None, edits: dict[str, Any] | None) -> Any:
+    def fork_tree(self, tree: Any, *, feedback: str | None, edits: dict[str, Any] | None,
+                  run_id: str | None = None, seq: int | None = None, parent_seq: int | None = None) -> Any:
         """The tree a rewind forks with: nothing asked (a node that interrupted there runs again and asks
-        again), ``lg_fork`` set and ``lg_update`` holding ``{feedback_key: feedback, **edits}`` (None: none)."""
+        again), ``lg_fork`` set and ``lg_update`` holding ``{feedback_key: feedback, **edits}`` (None: none).
+
+        Raises:
+            InvalidDecisionError: feedback or edits for a graph checkpoint that several nodes wrote at once
+                (``writers_at``: LangGraph cannot tell which node the values would come from); ``seq`` /
+                ``parent_seq`` (the Hazel checkpoint and the one before it) name them in the message.
+        """
         update = dict(edits or {})
         if feedback:
             update[self.feedback_key] = feedback
+        pointer = tree.get("lg_checkpoint") if isinstance(tree, dict) else None
+        if update and pointer is not None and run_id is not None:
+            config = {"configurable": {"thread_id": run_id, "checkpoint_ns": "", "checkpoint_id": pointer}}
+            writers = writers_at(self.graph, config)
+            if writers:
+                before = f"checkpoint #{parent_seq}" if parent_seq is not None else "the checkpoint before"
+                raise InvalidDecisionError(
+                    f"checkpoint #{seq} of run {run_id} was written by {', '.join(writers)} at once: LangGraph "
+                    f"cannot tell which of them feedback or edits would come from; rewind there without "
+                    f"feedback or edits, or to {before}")
         return {**_without_asks(tree), "lg_fork": True, "lg_update": update or None}
 
 

@@ -36,6 +36,8 @@ MARK = "hazel.steer"
 """Key of an interrupt payload made by ``hazel.langgraph.steer`` (its value: the payload's format, 1)."""
 RESERVED_PREFIX = "lg_"
 """Fields of ``GraphRunState``; a steering point's name never starts with it."""
+COPY = "__copy__"
+"""``update_state``'s ``as_node`` that copies a checkpoint as it is (a fork without values: LangGraph's own)."""
 SOURCE_LOOP = "loop"
 SOURCE_UPDATE = "update"
 """``source`` in the metadata of a graph checkpoint written by a super-step / by ``update_state``."""
@@ -85,6 +87,8 @@ def superstep(wf: Any, state: Any, ctx: StepContext) -> Any:
         elif state.lg_fork:
             if _meta(latest).get("hazel_seq") == ctx.seq and _meta(latest).get("source") == SOURCE_UPDATE:
                 config = latest.config  # the fork was made before a crash: not twice
+            elif not state.lg_update and writers_at(wf.graph, config):  # nodes wrote it at once: a copy
+                config = graph.update_state({**config, "metadata": meta}, None, as_node=COPY)
             else:  # a new checkpoint after the one rewound to (its old nodes' writes stay on the old branch)
                 config = graph.update_state({**config, "metadata": meta}, state.lg_update or None)
         elif state.lg_resume:
@@ -111,6 +115,35 @@ def superstep(wf: Any, state: Any, ctx: StepContext) -> Any:
     elif latest.next:
         ctx.goto(latest.next[0])
     return GraphRunState(lg_input=state.lg_input, lg_checkpoint=pointer, lg_asks=asks, **shown)
+
+
+def writers_at(graph: Any, config: dict[str, Any]) -> list[str]:
+    """The nodes that wrote the graph checkpoint ``config`` names (``_at``) in one super-step, by name, when
+    they are several: ``graph.update_state`` there needs ``as_node`` (LangGraph: "Ambiguous update"), so values
+    cannot be written on a fork there, only a copy made (``COPY``). ``[]`` when LangGraph can tell which node
+    an update comes from (one node wrote it, or it is the input's), or the checkpoint is not found."""
+    saver = getattr(graph, "checkpointer", None)
+    if saver in (None, False, True):
+        return []
+    saved = _run(saver.aget_tuple(config)) if _is_async(graph) else saver.get_tuple(config)
+    if saved is None:
+        return []
+    seen = saved.checkpoint.get("versions_seen") or {}
+    infer = getattr(graph, "_infer_as_node", None)  # LangGraph's own choice, when it offers it
+    if infer is not None and infer(seen) is not None:
+        return []
+    try:
+        from langgraph.pregel._checkpoint import versions_seen_without_bumps
+        seen = versions_seen_without_bumps(seen)
+    except ImportError:  # a LangGraph without snapshot bumps
+        pass
+    nodes = getattr(graph, "nodes", {}) or {}
+    last = sorted((v, n) for n, by in seen.items() if n in nodes for v in by.values())
+    tied = sorted({n for v, n in last if v == last[-1][0]}) if last else []
+    if infer is not None:  # LangGraph found it ambiguous
+        return tied or ["(none)"]
+    ambiguous = len(nodes) > 1 and len(last) > 1 and last[-1][0] == last[-2][0]  # as LangGraph 1.x decides
+    return tied if ambiguous else []
 
 
 def _ask(wf: Any, node: str, value: Any) -> tuple[str, Any, dict[str, Any]]:
@@ -161,8 +194,8 @@ class _Async:
     def get_state(self, config: Any) -> Any:
         return _run(self.graph.aget_state(config))
 
-    def update_state(self, config: Any, values: Any) -> Any:
-        return _run(self.graph.aupdate_state(config, values))
+    def update_state(self, config: Any, values: Any, as_node: str | None = None) -> Any:
+        return _run(self.graph.aupdate_state(config, values, as_node=as_node))
 
     def get_state_history(self, config: Any) -> list[Any]:
         async def collect() -> list[Any]:

@@ -100,3 +100,35 @@ def pair_graph(checkpointer: Any = None):
 def workflow(graph: Any, name: str = "lg-review", version: int = 1, **settings: Any):
     """``register(graph, ...)`` into this module (the tests add the workflow to their own registry)."""
     return register(graph, name=name, version=version, **settings)
+
+
+def fan_graph(checkpointer: Any = None):
+    """Two nodes that finish in one super-step (notes and facts: one graph checkpoint written by both), then
+    a join and a review (``steer``)."""
+
+    class S(TypedDict, total=False):
+        topic: str
+        feedback: str
+        log: Annotated[list[str], operator.add]
+
+    def notes(state: S) -> dict:
+        return {"log": ["notes"]}
+
+    def facts(state: S) -> dict:
+        return {"log": ["facts"]}
+
+    def join(state: S) -> dict:
+        return {"log": [f"join ({state.get('feedback') or 'no feedback'})"]}
+
+    def review(state: S) -> dict:
+        return {"log": [f"review: {steer(show=state['log'])['action']}"]}
+
+    g = StateGraph(S)
+    for fn in (notes, facts, join, review):
+        g.add_node(fn.__name__, fn)
+    g.add_edge(START, "notes")
+    g.add_edge(START, "facts")
+    g.add_edge(["notes", "facts"], "join")
+    g.add_edge("join", "review")
+    g.add_edge("review", END)
+    return g.compile(checkpointer=checkpointer)

@@ -109,7 +109,8 @@ class Rewinding(SteeringCore):
                     f"{wf.label} declares no migration from it")
             tree = migrate_tree(wf, target.workflow_version, tree, run_id=run.id)
         if isinstance(wf, lgraph.LangGraphWorkflow):  # the graph's own state takes the feedback and edits
-            tree = wf.fork_tree(tree, feedback=feedback, edits=edits)
+            tree = wf.fork_tree(tree, feedback=feedback, edits=edits, run_id=run.id, seq=target.seq,
+                                parent_seq=target.parent_seq)
         elif edits:
             tree = state_tree(wf, apply_edits(wf, wf.codec.decode(tree), edits), max_bytes=self.max_state_bytes,
                               what="the edited state", refuse=InvalidDecisionError)
