@@ -1,8 +1,9 @@
 """What deciding, rewinding and the run-level actions share: finding the run and its request, the permission
 check with its audited refusal, "already decided by …" answers, and the outcome of a decision.
 
-Every refusal (not allowed, a second vote by the same person) is recorded in the audit log as
-``decision.refused`` with the rule that refused it, in its own transaction, so that nothing else changes.
+Every refusal (not allowed, a second vote by the same person, a request someone already decided) is recorded
+in the audit log as ``decision.refused`` with the rule that refused it, in its own transaction, so that nothing
+else changes. A refusal's record is written only on the refusal's path: a decision taken writes nothing more.
 """
 
 from __future__ import annotations
@@ -149,7 +150,7 @@ class SteeringCore:
         if request.status is RequestStatus.CANCELLED:
             return AlreadyDecidedError(f"this request was cancelled ({when(request.decided_at)}, "
                                        f"by {request.decided_by or 'Hazel'})", decided_by=request.decided_by,
-                                       decided_at=request.decided_at, action="cancel")
+                                       decided_at=request.decided_at, action="cancel", request_id=request.id)
         winner = next((d for d in reversed(tx.decisions.for_request(request.id))
                        if d.action.value == request.decided_action), None)
         by = request.decided_by or "someone"
@@ -157,7 +158,7 @@ class SteeringCore:
                                    f"{when(request.decided_at)}", decided_by=request.decided_by,
                                    decided_at=request.decided_at, action=request.decided_action,
                                    decided_by_id=winner.actor_id if winner else None,
-                                   channel=winner.channel if winner else None)
+                                   channel=winner.channel if winner else None, request_id=request.id)
 
     # -- permissions -----------------------------------------------------------------------------------------
 
@@ -167,6 +168,15 @@ class SteeringCore:
         with self.store.transaction() as tx:
             tx.events.add(action="decision.refused", actor=actor, now=self.clock(), run_id=run_id,
                           request_id=request_id, attempted=action, reason=reason, **detail)
+
+    def refuse_decided(self, *, run_id: str, actor: Actor, action: str, error: AlreadyDecidedError) -> None:
+        """Record ``error``, the refusal of a decision on a request that was settled first (by someone else,
+        or by a rewind, a cancel, a timeout), as ``decision.refused`` with the rule "already decided". Hazel's
+        own timeout that finds the request decided is not an attempt anyone made: it is not recorded."""
+        if actor.channel == "timeout":
+            return
+        self.refuse(run_id=run_id, request_id=error.request_id, actor=actor, action=action, reason=error.message,
+                    rule="already decided", decided_by=error.decided_by)
 
     def _check(self, point: SteeringPoint, action: str, actor: Actor, run: Run, request: SteeringRequest) -> None:
         """Raise (after recording the refusal) unless ``actor`` may take ``action`` on ``request``.
@@ -186,7 +196,8 @@ class SteeringCore:
         current = tx.requests.get(request.id)
         if earlier is None:
             return AlreadyDecidedError(f"{actor.label} already decided this request", decided_by=actor.label,
-                                       decided_at=None, action=None, decided_by_id=actor.id, channel=actor.channel)
+                                       decided_at=None, action=None, decided_by_id=actor.id, channel=actor.channel,
+                                       request_id=request.id)
         through = f"{earlier.channel} ({earlier.actor_id})"
         if earlier.acting_for:
             through = f"the console (operator {earlier.actor_id} for {earlier.acting_for})"
@@ -196,7 +207,7 @@ class SteeringCore:
             f"{earlier.person} already {past_tense(earlier.action.value)} this request through {through} at "
             f"{when(earlier.created_at)}: one person has one vote, whichever channel they use{counted}",
             decided_by=earlier.label, decided_at=earlier.created_at, action=earlier.action.value,
-            decided_by_id=earlier.actor_id, channel=earlier.channel, own=True)
+            decided_by_id=earlier.actor_id, channel=earlier.channel, own=True, request_id=request.id)
 
     def _earlier_delivery(self, channel: str, delivery_id: str) -> DecisionOutcome | None:
         """The outcome of a decision this channel delivery already made (Slack's and Jira's retries)."""

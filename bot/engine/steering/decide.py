@@ -94,6 +94,9 @@ class Deciding(SteeringCore):
             self.refuse(run_id=refused.run_id, request_id=refused.request_id, actor=actor, action=action,
                         reason=refused.reason)
             raise NotAllowedError(refused.reason) from None
+        except AlreadyDecidedError as error:  # (the transaction rolled back; the refusal is audited on its own)
+            self.refuse_decided(run_id=run_id, actor=actor, action=action, error=error)
+            raise
         except DuplicateDecisionError as exc:
             return self._duplicate(exc, run_id, action, actor, request_id, point, delivery_id)
         if not outcome.resumes:
@@ -214,7 +217,7 @@ class Deciding(SteeringCore):
         def ended() -> DecisionOutcome:
             if not moved.get():  # (the transaction rolls back what end_run queued)
                 raise AlreadyDecidedError(f"run {run.id} is no longer waiting", decided_by=None, decided_at=None,
-                                          action=None)
+                                          action=None, request_id=request.id)
             return DecisionOutcome(decision=decision, request=after, settled=True, run_status=status,
                                    next_node=next_node)
         return ended
@@ -270,7 +273,8 @@ class Deciding(SteeringCore):
     def _duplicate(self, exc: DuplicateDecisionError, run_id: str, action: str, actor: Actor,
                    request_id: int | None, point: str | None, delivery_id: str | None) -> DecisionOutcome:
         """A unique key refused the decision: the same delivery again (its first outcome), or the same
-        person deciding twice (refused, audited, naming the earlier vote).
+        person deciding twice (refused, audited, naming the earlier vote), or a request someone else settled
+        (refused, audited as already decided).
 
         Raises:
             AlreadyDecidedError: the request was settled by someone else meanwhile, or this person decided it.
@@ -286,9 +290,11 @@ class Deciding(SteeringCore):
                        tx.requests.latest_for_run(run.id))
             assert request is not None
             mine = tx.decisions.by_person(request.id, actor.who)
-            if mine is None and request.status is not RequestStatus.PENDING:
-                raise self._already(tx, request) from None
-            error = self._second_vote(tx, request, actor, action)
+            settled = mine is None and request.status is not RequestStatus.PENDING
+            error = self._already(tx, request) if settled else self._second_vote(tx, request, actor, action)
+        if settled:
+            self.refuse_decided(run_id=run.id, actor=actor, action=action, error=error)
+            raise error from None
         self.refuse(run_id=run_id, request_id=request.id, actor=actor, action=action, reason=str(error),
                     rule="one vote per person", earlier_decision=mine.id if mine else None)
         raise error from None

@@ -1,0 +1,64 @@
+"""A decision refused because the request was settled first (by someone else, a rewind, a cancel) is in the
+audit log as ``decision.refused`` with the rule "already decided", as permission and one-vote refusals are;
+a decision that is taken writes no refusal."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import BaseModel
+
+from hazel import StepContext, Workflow
+from bot.engine.errors import AlreadyDecidedError
+from store.models import RunStatus
+from tests.support.engine import make_hazel, person
+
+
+class Doc(BaseModel):
+    text: str = ""
+
+
+def reviewed() -> Workflow:
+    wf = Workflow("reviewed", version=1, state=Doc)
+
+    @wf.step
+    def draft(state: Doc, ctx: StepContext) -> Doc:
+        return state.model_copy(update={"text": "a draft"})
+
+    wf.steer("review", show="text", actions=["approve", "edit", "reject", "feedback", "rewind"])
+    return wf
+
+
+def waiting(hazel) -> tuple[str, int]:  # noqa: ANN001
+    run = hazel.start(workflow="reviewed", input={}, actor=person("author"))
+    assert hazel.drive(run_id=run.id).run.status is RunStatus.WAITING
+    return run.id, hazel.pending_request(run_id=run.id).id
+
+
+def refused(hazel, run_id: str) -> list:  # noqa: ANN001
+    return [e for e in hazel.audit(run_id=run_id) if e.action == "decision.refused"]
+
+
+@pytest.mark.parametrize("bound", ["request_id", "point"])
+def test_a_decision_on_a_request_someone_else_decided_is_audited(db_url: str, bound: str) -> None:
+    hazel = make_hazel(db_url, reviewed())
+    run_id, request_id = waiting(hazel)
+    hazel.decide(run_id=run_id, action="approve", actor=person("ann"))
+    assert refused(hazel, run_id) == []  # the decision taken wrote no refusal
+    where = {"request_id": request_id} if bound == "request_id" else {"point": "review"}
+    with pytest.raises(AlreadyDecidedError, match="already approved by ann"):
+        hazel.decide(run_id=run_id, action="reject", actor=person("bob"), payload={"reason": "no"}, **where)
+    [event] = refused(hazel, run_id)
+    assert (event.actor_id, event.request_id, event.detail["attempted"]) == ("bob", request_id, "reject")
+    assert event.detail["rule"] == "already decided" and event.detail["decided_by"] == "ann"
+    assert event.detail["reason"].startswith("already approved by ann at ")
+    assert hazel.get(run_id=run_id).status is RunStatus.COMPLETED  # nothing else changed
+
+
+def test_a_decision_on_a_cancelled_request_is_audited(db_url: str) -> None:
+    hazel = make_hazel(db_url, reviewed())
+    run_id, request_id = waiting(hazel)
+    hazel.cancel(run_id=run_id, actor=person("author"))
+    with pytest.raises(AlreadyDecidedError, match="cancelled"):
+        hazel.decide(run_id=run_id, action="approve", actor=person("bob"), request_id=request_id)
+    [event] = refused(hazel, run_id)
+    assert (event.actor_id, event.request_id, event.detail["rule"]) == ("bob", request_id, "already decided")
