@@ -3,8 +3,9 @@
 
 The waiting runs: one run of ``bench-pause`` is executed through Hazel to its steering point and its
 notification delivered; then its rows (run, checkpoints, pending steering request, audit events, delivered
-outbox rows) are copied under new run ids in one transaction, so the database holds 10,000 runs in exactly
-the state a real waiting run leaves behind, in seconds instead of minutes. ``hazel serve`` is started as a
+outbox rows) are copied under new run and request ids by ``INSERT … SELECT`` over a generated sequence, so the
+database holds 10,000 runs in exactly the state a real waiting run leaves behind, in a second or two instead of
+minutes. ``hazel serve`` is started as a
 subprocess on a free loopback port; once ``/healthz`` answers and ``settle_sec`` has passed (its workers swept
 the queue and its deliverer ran), psutil reads its RSS and thread count.
 """
@@ -12,7 +13,6 @@ the queue and its deliverer ran), psutil reads its RSS and thread count.
 from __future__ import annotations
 
 import os
-import secrets
 import shutil
 import signal
 import socket
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-from sqlalchemy import insert, select
+from sqlalchemy import select, text
 
 from store.schema import checkpoints, events, outbox, runs, steering_requests
 
@@ -40,36 +40,74 @@ class ServeFootprint:
     threads: int
 
 
+COPIES_PER_TRANSACTION = 250
+"""Copies of the waiting run inserted per transaction (PostgreSQL keeps every version of a counter row that a
+transaction updates until it ends: one transaction for all of them would cost their square)."""
+
+
 def add_waiting_runs(url: str, n_runs: int) -> None:
-    """Leave ``n_runs`` runs waiting at ``bench-pause``'s steering point in the database at ``url``."""
+    """Leave ``n_runs`` runs waiting at ``bench-pause``'s steering point in the database at ``url``: one
+    executed through Hazel, ``n_runs - 1`` copies of its rows made in the database (``INSERT … SELECT`` over a
+    generated sequence; each copy has its own run id and steering request id, and its audit events and outbox
+    rows point at them).
+
+    Raises:
+        RuntimeError: the database then holds another number of waiting runs.
+    """
     hazel = make_hazel(url, bench_pause)
-    run = hazel.start(workflow=PAUSE_WORKFLOW, input={}, actor=ACTOR)
-    hazel.drive(run_id=run.id)  # executes to the steering point and delivers its notification
-    with hazel.store.transaction() as tx:
-        conn = tx.conn
-        run_row = dict(conn.execute(select(runs).where(runs.c.id == run.id)).one()._mapping)
-        cps = [dict(r._mapping) for r in conn.execute(select(checkpoints).where(checkpoints.c.run_id == run.id))]
-        request = dict(conn.execute(select(steering_requests).where(steering_requests.c.run_id == run.id)).one()
-                       ._mapping)
-        evs = [dict(r._mapping) for r in conn.execute(select(events).where(events.c.run_id == run.id))]
-        outs = [dict(r._mapping) for r in conn.execute(select(outbox).where(outbox.c.run_id == run.id))]
-        for table_rows in (evs, outs):
-            for row in table_rows:
-                row.pop("id")
-        request.pop("id")
-        batch = 1000
-        for first in range(0, n_runs - 1, batch):
-            ids = [secrets.token_hex(6) for _ in range(min(batch, n_runs - 1 - first))]
-            conn.execute(insert(runs), [{**run_row, "id": i} for i in ids])
-            conn.execute(insert(checkpoints), [{**cp, "run_id": i} for i in ids for cp in cps])
-            conn.execute(insert(steering_requests), [{**request, "run_id": i} for i in ids])
-            conn.execute(insert(events), [{**ev, "run_id": i} for i in ids for ev in evs])
-            conn.execute(insert(outbox), [{**o, "run_id": i} for i in ids for o in outs])
-    with hazel.store.read() as tx:
-        waiting = tx.runs.count_by_status().get("waiting", 0)
-    hazel.close()
+    try:
+        run = hazel.start(workflow=PAUSE_WORKFLOW, input={}, actor=ACTOR)
+        hazel.drive(run_id=run.id)  # executes to the steering point and delivers its notification
+        pg = hazel.store.dialect == "postgresql"
+        with hazel.store.read() as tx:
+            request_id = tx.conn.execute(select(steering_requests.c.id).where(
+                steering_requests.c.run_id == run.id)).scalar_one()
+            base = int(tx.conn.execute(text("SELECT COALESCE(MAX(id), 0) + 1 FROM hazel_steering_requests"))
+                       .scalar_one())
+        copies = n_runs - 1
+        for first in range(0, copies, COPIES_PER_TRANSACTION):
+            with hazel.store.transaction() as tx:
+                _copy(tx.conn, pg, run.id, request_id, base, first, min(COPIES_PER_TRANSACTION, copies - first))
+        if pg and copies > 0:
+            with hazel.store.transaction() as tx:
+                tx.conn.execute(text("SELECT setval(pg_get_serial_sequence('hazel_steering_requests', 'id'), "
+                                     "(SELECT MAX(id) FROM hazel_steering_requests))"))
+        with hazel.store.read() as tx:
+            waiting = tx.runs.count_by_status().get("waiting", 0)
+    finally:
+        hazel.close()
     if waiting != n_runs:
         raise RuntimeError(f"expected {n_runs} waiting runs, found {waiting}")
+
+
+_ID_MULTIPLIER = 0x9E3779B1
+"""Copy ``i``'s run id is ``(i + 1)`` times this (mod 2**48) in 12 hex digits: a different id for every copy,
+spread over the id space as random ids are."""
+_MASK48 = (1 << 48) - 1
+
+
+def _copy(conn, pg: bool, template: str, request_id: int, base: int, first: int, n: int) -> None:  # noqa: ANN001
+    """Copies ``first`` .. ``first + n - 1`` of the run ``template``'s rows (copy ``i``'s run id: 12 hex digits
+    from ``i``; its steering request's id: ``base + i``)."""
+    seq = ("copies AS (SELECT i::bigint AS i FROM generate_series(CAST(:first AS bigint), CAST(:last AS bigint)) AS g(i))" if pg else
+           "copies(i) AS (SELECT :first UNION ALL SELECT i + 1 FROM copies WHERE i < :last)")
+    key = "(((copies.i + 1) * :mult) & :mask)"
+    new_id = f"lpad(to_hex({key}), 12, '0')" if pg else f"printf('%012x', {key})"
+    new_request = "(CASE WHEN t.request_id = :req THEN :base + copies.i ELSE t.request_id END)"
+    params = {"first": first, "last": first + n - 1, "mult": _ID_MULTIPLIER, "mask": _MASK48, "tpl": template,
+              "req": request_id, "base": base}
+    for table in (runs, checkpoints, steering_requests, events, outbox):
+        overrides = {"id": new_id} if table is runs else {"run_id": new_id, "request_id": new_request}
+        if table is steering_requests:
+            overrides["id"] = ":base + copies.i"
+        cols = [c.name for c in table.c if c.name != "id" or table in (runs, steering_requests)]
+        exprs = ", ".join(overrides.get(c, f"t.{c}") for c in cols)
+        where = "t.id = :tpl" if table is runs else "t.run_id = :tpl"
+        order = "copies.i" if table is runs else "copies.i, " + ("t.seq" if table is checkpoints else "t.id")
+        head = f"INSERT INTO {table.name} ({', '.join(cols)})"
+        body = f"SELECT {exprs} FROM copies CROSS JOIN {table.name} t WHERE {where} ORDER BY {order}"
+        with_ = f"WITH {'' if pg else 'RECURSIVE '}{seq}"
+        conn.execute(text(f"{head} {with_} {body}" if pg else f"{with_} {head} {body}"), params)
 
 
 def _free_port() -> int:
