@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from sqlalchemy import Connection, and_, bindparam, delete, func, insert, select, text, tuple_, update
 from sqlalchemy.dialects import postgresql as pg_dialect
@@ -30,6 +30,12 @@ from store.schema import lg_writes as wr
 
 Key = tuple[str, str, str]
 """``(thread_id, checkpoint_ns, checkpoint_id)``."""
+
+Snapshots = Callable[[Mapping[Key, "StoredRow"], Sequence[Key]], dict[Key, dict[str, Any]]]
+"""``(rows, keys) -> {key: columns}``: the stored columns (``chain_len`` 0, ``stored_bytes``, ``compressed``,
+``payload``, ``channel_type``, ``channel_blob``) of each of ``keys`` rewritten as a standalone snapshot, given
+``rows`` holding them and their ancestors back to their snapshots (``with_ancestors``). Decoding needs the
+saver's serializer, so the saver makes it (``hazel.langgraph.HazelSaver.snapshots``); the store only stores."""
 
 ROW_COLUMNS = ("thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id", "run_id", "chain_len",
                "stored_bytes", "compressed", "payload", "channel_type", "channel_blob", "metadata")
@@ -61,6 +67,21 @@ class StoredRow:
         if self.parent_checkpoint_id is None:
             return None
         return (self.thread_id, self.checkpoint_ns, self.parent_checkpoint_id)
+
+
+@dataclass(frozen=True)
+class ThreadSize:
+    """What one thread holds: ``checkpoints`` rows of ``stored_bytes`` payload bytes, and ``writes`` pending
+    writes of ``write_bytes`` serialized bytes (row and index overhead not counted)."""
+
+    checkpoints: int = 0
+    stored_bytes: int = 0
+    writes: int = 0
+    write_bytes: int = 0
+
+    @property
+    def bytes(self) -> int:
+        return self.stored_bytes + self.write_bytes
 
 
 @dataclass(frozen=True)
@@ -293,6 +314,23 @@ class LangGraphRepo:
                                  .order_by(cps.c.thread_id, cps.c.checkpoint_ns, cps.c.checkpoint_id)).all()
         return [tuple(r) for r in rows]
 
+    def thread_sizes(self, thread_ids: Sequence[str]) -> dict[str, "ThreadSize"]:
+        """What each of ``thread_ids`` holds (threads with nothing are left out): two grouped queries on the
+        tables' primary keys, reading only those threads' rows."""
+        ids = list(dict.fromkeys(thread_ids))
+        out: dict[str, ThreadSize] = {}
+        for part in _chunks(ids):
+            cp = {r[0]: (int(r[1]), int(r[2] or 0)) for r in self.conn.execute(
+                select(cps.c.thread_id, func.count(), func.sum(cps.c.stored_bytes))
+                .where(cps.c.thread_id.in_(part)).group_by(cps.c.thread_id))}
+            ws = {r[0]: (int(r[1]), int(r[2] or 0)) for r in self.conn.execute(
+                select(wr.c.thread_id, func.count(), func.sum(func.coalesce(func.length(wr.c.blob), 0)))
+                .where(wr.c.thread_id.in_(part)).group_by(wr.c.thread_id))}
+            for t in cp.keys() | ws.keys():
+                (n, b), (w, wb) = cp.get(t, (0, 0)), ws.get(t, (0, 0))
+                out[t] = ThreadSize(checkpoints=n, stored_bytes=b, writes=w, write_bytes=wb)
+        return out
+
     def stored_bytes(self, thread_id: str) -> int:
         """Payload bytes of a thread's checkpoints (without row and index overhead, nor pending writes)."""
         return int(self.conn.execute(select(func.coalesce(func.sum(cps.c.stored_bytes), 0))
@@ -321,6 +359,34 @@ class LangGraphRepo:
                 tuple_(wr.c.thread_id, wr.c.checkpoint_ns, wr.c.checkpoint_id).in_(part)))
             self.conn.execute(delete(cps).where(
                 tuple_(cps.c.thread_id, cps.c.checkpoint_ns, cps.c.checkpoint_id).in_(part)))
+
+    def snapshot_children(self, parents: Sequence[Key], snapshots: Snapshots, *, skip: Iterable[Key] = (),
+                          orphan: bool = False) -> list[Key]:
+        """Rewrite as snapshots (``snapshots`` makes them) the delta rows stored as changes of ``parents``, but
+        ``skip``; ``orphan``: they lose their parent too. Returns the keys rewritten."""
+        skipped = set(skip)
+        kids = [k for k in self.children(parents) if k not in skipped]
+        self.rewrite_as_snapshots(kids, snapshots, orphan=orphan)
+        return kids
+
+    def rewrite_as_snapshots(self, keys: Sequence[Key], snapshots: Snapshots, *, orphan: bool = False) -> None:
+        """Rewrite checkpoints ``keys`` as standalone snapshots (``snapshots`` makes them from their chains,
+        read here); ``orphan``: they lose their parent too."""
+        if not keys:
+            return
+        for key, columns in snapshots(self.with_ancestors(keys), list(keys)).items():
+            if orphan:
+                columns = {**columns, "parent_checkpoint_id": None}
+            self.replace(key, columns)
+
+    def drop(self, doomed: Sequence[Key], snapshots: Snapshots) -> None:
+        """Delete checkpoints ``doomed`` with their writes, after rewriting as snapshots without a parent the
+        checkpoints kept that hang on them (the deleting half of ``HazelSaver`` and retention share it)."""
+        if not doomed:
+            return
+        self.snapshot_children(doomed, snapshots, skip=doomed, orphan=True)
+        self.orphan(doomed)
+        self.delete(doomed)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Every checkpoint and write of one thread under another thread id, as stored (their chains stay

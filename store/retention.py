@@ -7,6 +7,15 @@ are touched, under a conditional UPDATE that locks the run row and re-checks its
 run that was retried or rewound meanwhile is never compacted, and a worker can never read a half-compacted
 history.
 
+A LangGraph run (``bot.engine.lgraph``: its head's state holds the pointer ``lg_checkpoint``, its graph's thread
+is the run id) loses its graph history in the same transaction: of its ``hazel_lg_checkpoints`` rows it keeps
+the graph checkpoint the head points at and the newest of each other namespace (a subgraph's), with their
+pending writes; a kept checkpoint stored as a change of one deleted is rewritten as a standalone snapshot with
+no parent first (``LangGraphRepo.drop``, as ``HazelSaver.prune`` does). Rewriting needs the graph's serializer,
+which the caller hands over (``graph_snapshots``); without it (the workflow is not deployed in the process
+that prunes) the kept checkpoints' chains back to their snapshots are kept too, so the final state still
+loads. A head whose pointer is not stored leaves the graph rows as they are.
+
 Candidates come from ``hazel_prunable_runs`` (``store.schema.prunable_runs``): the ended runs not compacted
 yet, by the time they ended, kept by triggers (a run entering an ended status is added, one leaving it is
 removed) and by compaction (a compacted run, or one found with nothing to drop, is removed). Listing them is
@@ -18,13 +27,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any, Callable, Mapping, Sequence
 
 from sqlalchemy import Connection, and_, func, or_, select, update
 
 from store import codec
 from store.checkpoints import CheckpointRepo
+from store.lgraph import Key, LangGraphRepo, Snapshots, StoredRow, ThreadSize
 from store.models import RunStatus
 from store.schema import checkpoints, prunable_runs, runs
+
+GraphSnapshots = Callable[[str, int], Snapshots | None]
+"""``(workflow, version) -> Snapshots | None``: how the graph checkpoints of a run of that workflow are rewritten
+as snapshots (its LangGraph checkpointer's serializer: ``bot.engine.Hazel.graph_snapshots``); None when not
+known here."""
 
 ENDED = (RunStatus.COMPLETED.value, RunStatus.FAILED.value, RunStatus.REJECTED.value, RunStatus.CANCELLED.value)
 
@@ -32,7 +48,8 @@ ENDED = (RunStatus.COMPLETED.value, RunStatus.FAILED.value, RunStatus.REJECTED.v
 @dataclass(frozen=True)
 class PruneCandidate:
     """An ended run with history to drop: ``checkpoints`` rows in all and ``stored_bytes`` of payload
-    (``ended_at`` is the run's ``updated_at``: the last change of an ended run is its end)."""
+    (``ended_at`` is the run's ``updated_at``: the last change of an ended run is its end); ``graph``: what
+    its LangGraph thread holds (``hazel_lg_checkpoints`` and ``hazel_lg_writes`` rows; zero for a native run)."""
 
     run_id: str
     status: str
@@ -40,6 +57,7 @@ class PruneCandidate:
     head_seq: int
     checkpoints: int
     stored_bytes: int
+    graph: ThreadSize = ThreadSize()
 
 
 @dataclass(frozen=True)
@@ -55,12 +73,28 @@ class CandidatePage:
 
 @dataclass(frozen=True)
 class Compacted:
-    """What compacting one run did: checkpoint rows deleted, payload bytes before and after."""
+    """What compacting one run did: Hazel checkpoint rows deleted, their payload bytes before and after;
+    ``graph_before`` / ``graph_after``: what its LangGraph thread held (all zero for a native run)."""
 
     run_id: str
     deleted: int
     bytes_before: int
     bytes_after: int
+    graph_before: ThreadSize = ThreadSize()
+    graph_after: ThreadSize = ThreadSize()
+
+    @property
+    def graph_checkpoints_deleted(self) -> int:
+        return self.graph_before.checkpoints - self.graph_after.checkpoints
+
+    @property
+    def graph_writes_deleted(self) -> int:
+        return self.graph_before.writes - self.graph_after.writes
+
+    @property
+    def bytes_freed(self) -> int:
+        """Payload bytes removed, Hazel's and the graph's (rewritten snapshots subtracted)."""
+        return self.bytes_before - self.bytes_after + self.graph_before.bytes - self.graph_after.bytes
 
 
 class RetentionRepo:
@@ -89,12 +123,15 @@ class RetentionRepo:
                 select(checkpoints.c.run_id, func.count().label("n"), func.sum(checkpoints.c.stored_bytes)
                        .label("bytes")).where(checkpoints.c.run_id.in_([r.run_id for r in due]))
                 .group_by(checkpoints.c.run_id))}
+        many = [r.run_id for r in due if stats.get(r.run_id, (0, 0))[0] > 1]
+        graphs = LangGraphRepo(self.conn, self.checkpoints.dialect).thread_sizes(many) if many else {}
         candidates, settled = [], []
         for r in due:
             n, stored = stats.get(r.run_id, (0, 0))
             if n > 1:
                 candidates.append(PruneCandidate(run_id=r.run_id, status=r.status, ended_at=r.updated_at,
-                                                 head_seq=r.head_seq, checkpoints=n, stored_bytes=stored))
+                                                 head_seq=r.head_seq, checkpoints=n, stored_bytes=stored,
+                                                 graph=graphs.get(r.run_id, ThreadSize())))
             else:
                 settled.append((r.run_id, r.ended_at))
         last = listed[-1]
@@ -114,13 +151,22 @@ class RetentionRepo:
         return sum(self.conn.execute(prunable_runs.delete().where((q.run_id == run_id) & (q.ended_at == ended_at))
                                      ).rowcount for run_id, ended_at in settled)
 
-    def compact(self, run_id: str, *, ended_before: datetime) -> Compacted | None:
+    def compact(self, run_id: str, *, ended_before: datetime,
+                graph_snapshots: GraphSnapshots | None = None) -> Compacted | None:
         """Keep only the head checkpoint of ``run_id`` (as a parentless full snapshot) if the run is still
         ended before ``ended_before``; None when it is not (retried, rewound, or unknown) or there is nothing
-        to drop. Locks the run row until the transaction ends; the run leaves the prunable list."""
+        to drop. A LangGraph run's graph history goes down to what the head needs (the module docstring;
+        ``graph_snapshots`` rewrites kept graph checkpoints as snapshots). Locks the run row until the
+        transaction ends; the run leaves the prunable list.
+
+        Raises:
+            RuntimeError: the run's head checkpoint is missing.
+            ValueError: a graph checkpoint the head needs cannot be decoded (nothing of the run changes).
+        """
         locked = self.conn.execute(update(runs).where(
             (runs.c.id == run_id) & runs.c.status.in_(ENDED) & (runs.c.updated_at < ended_before)
-        ).values(status=runs.c.status).returning(runs.c.head_seq)).first()
+        ).values(status=runs.c.status).returning(runs.c.head_seq, runs.c.workflow,
+                                                 runs.c.workflow_version)).first()
         if locked is None:
             return None
         head_seq = locked.head_seq
@@ -139,4 +185,35 @@ class RetentionRepo:
                  stored_bytes=len(payload)))
         deleted = self.conn.execute(checkpoints.delete().where(
             and_(checkpoints.c.run_id == run_id, checkpoints.c.seq != head_seq))).rowcount
-        return Compacted(run_id=run_id, deleted=deleted, bytes_before=int(before[1]), bytes_after=len(payload))
+        graph_before = graph_after = ThreadSize()
+        pointer = head.tree.get("lg_checkpoint") if isinstance(head.tree, dict) else None
+        if isinstance(pointer, str):
+            snapshots = graph_snapshots(locked.workflow, locked.workflow_version) if graph_snapshots else None
+            graph_before, graph_after = self._compact_graph(run_id, pointer, snapshots)
+        return Compacted(run_id=run_id, deleted=deleted, bytes_before=int(before[1]), bytes_after=len(payload),
+                         graph_before=graph_before, graph_after=graph_after)
+
+    def _compact_graph(self, thread_id: str, pointer: str,
+                       snapshots: Snapshots | None) -> tuple[ThreadSize, ThreadSize]:
+        """Drop the graph checkpoints of ``thread_id`` but the one ``pointer`` names (namespace '') and the
+        newest of each other namespace (see the module docstring). Returns the thread's sizes before and
+        after (equal: nothing dropped)."""
+        repo = LangGraphRepo(self.conn, self.checkpoints.dialect)
+        before = repo.thread_sizes([thread_id]).get(thread_id, ThreadSize())
+        keys = repo.keys_of_threads([thread_id])  # oldest first within each namespace
+        keep = {k for k in keys if k[1] == "" and k[2] == pointer}
+        if not keep:  # the head's graph checkpoint is not stored: not ours to guess what it needs
+            return before, before
+        keep |= {k for k in {k[:2]: k for k in keys if k[1] != ""}.values()}
+        if snapshots is None:  # no serializer here: keep the chains the kept checkpoints read back
+            keep |= set(repo.with_ancestors(sorted(keep)))
+            snapshots = _no_snapshots
+        doomed = [k for k in keys if k not in keep]
+        if not doomed:
+            return before, before
+        repo.drop(doomed, snapshots)
+        return before, repo.thread_sizes([thread_id]).get(thread_id, ThreadSize())
+
+
+def _no_snapshots(rows: Mapping[Key, StoredRow], keys: Sequence[Key]) -> dict[Key, dict[str, Any]]:
+    raise RuntimeError(f"graph checkpoints {sorted(keys)} would need rewriting, with no serializer to do it")

@@ -41,17 +41,21 @@ def prune_cmd(
     hazel = engine(json_out)
     try:
         report = prune(hazel.store, older_than_days=older_than, now=utcnow(), dry_run=dry_run,
-                       actor=actor(hazel, as_))
+                       actor=actor(hazel, as_), graph_snapshots=hazel.graph_snapshots)
     finally:
         hazel.close()
     if json_out:
         emit_json({"dry_run": report.dry_run, "ended_before": report.ended_before.isoformat(),
                    "runs": report.runs, "checkpoints_deleted": report.checkpoints_deleted,
-                   "bytes_freed": report.bytes_freed})
+                   "graph_checkpoints_deleted": report.graph_checkpoints_deleted,
+                   "graph_writes_deleted": report.graph_writes_deleted, "bytes_freed": report.bytes_freed})
         return
     verb = "would prune" if dry_run else "pruned"
+    at_most = "at most " if dry_run else ""
+    graph = (f"{at_most}{report.graph_checkpoints_deleted} LangGraph checkpoint(s) and "
+             f"{report.graph_writes_deleted} pending write(s), "
+             if report.graph_checkpoints_deleted or report.graph_writes_deleted else "")
     common.out.print(f"{verb} {len(report.runs)} run(s) that ended before {when(report.ended_before)} UTC: "
-                     f"{report.checkpoints_deleted} checkpoint(s), {'at most ' if dry_run else ''}"
-                     f"{report.bytes_freed} bytes")
+                     f"{report.checkpoints_deleted} checkpoint(s), {graph}{at_most}{report.bytes_freed} bytes")
     if report.runs and len(report.runs) <= 50:
         common.out.print("  " + ", ".join(report.runs))

@@ -147,6 +147,16 @@ class Hazel(Reads, Requests):
             self._ready(run_id)
         return recovered
 
+    def graph_snapshots(self, workflow: str, version: int) -> Callable[..., Any] | None:
+        """How the graph checkpoints of a LangGraph run of ``workflow`` at ``version`` are rewritten as
+        standalone snapshots (its checkpointer's ``snapshots``: ``store.lgraph.Snapshots``), for retention
+        (``bot.ops.retention.prune``); None for a native workflow, one not deployed here, or a checkpointer
+        that is not Hazel's."""
+        wf = self.registry.find(workflow, version)
+        if not isinstance(wf, LangGraphWorkflow):
+            return None
+        return getattr(getattr(wf.graph, "checkpointer", None), "snapshots", None)
+
     def on_ready(self, listener: Callable[[str], None]) -> None:
         """Call ``listener(run_id)`` whenever a run becomes ready (workers use it to wake up)."""
         self._ready_listeners.append(listener)

@@ -114,10 +114,12 @@ class Scheduler:
         """Apply the retention policy now (None when ``retention_days`` is not set)."""
         if self.retention_days is None:
             return None
-        report = retention.prune(self.hazel.store, older_than_days=self.retention_days, now=self.hazel.clock())
+        report = retention.prune(self.hazel.store, older_than_days=self.retention_days, now=self.hazel.clock(),
+                                 graph_snapshots=self.hazel.graph_snapshots)
         if report.runs:
-            log.info("pruned %d run(s): %d checkpoint(s), %d bytes", len(report.runs), report.checkpoints_deleted,
-                     report.bytes_freed)
+            log.info("pruned %d run(s): %d checkpoint(s), %d LangGraph checkpoint(s), %d pending write(s), %d bytes",
+                     len(report.runs), report.checkpoints_deleted, report.graph_checkpoints_deleted,
+                     report.graph_writes_deleted, report.bytes_freed)
         return report
 
     def next_due_at(self) -> datetime | None:

@@ -5,10 +5,11 @@ a snapshot, so that every checkpoint left reads back whole."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from hazel.langgraph import encoding
-from store.lgraph import Key, LangGraphRepo
+from store.lgraph import Key, LangGraphRepo, StoredRow
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
 
@@ -71,29 +72,29 @@ class Deleting:
 
     def _drop(self, repo: LangGraphRepo, doomed: Sequence[Key]) -> None:
         """Delete checkpoints ``doomed`` after rewriting as snapshots, without a parent, the checkpoints kept
-        that hang on them."""
-        if not doomed:
-            return
-        doomed_set = set(doomed)
-        self._snapshot_children(repo, doomed, skip=doomed_set, orphan=True)
-        repo.orphan(doomed)
-        repo.delete(doomed)
+        that hang on them (``LangGraphRepo.drop``)."""
+        repo.drop(doomed, self.snapshots)
 
     def _snapshot_children(self, repo: LangGraphRepo, parents: Sequence[Key], *, skip: set[Key] = frozenset(),
                            orphan: bool = False) -> None:
         """Rewrite as snapshots the delta rows stored as changes of ``parents`` (but ``skip``)."""
-        kids = [k for k in repo.children(parents) if k not in skip]
-        if not kids:
-            return
-        rows = repo.with_ancestors(kids)
-        positions = encoding.decode_many(rows, kids, self.serde)
-        for kid in kids:
-            p = positions[kid]
-            enc, _ = encoding.snapshot(kid[2], p.tree, p.values, p.extras, self.serde)
-            columns = enc.columns()
-            if orphan:
-                columns["parent_checkpoint_id"] = None
-            repo.replace(kid, columns)
+        repo.snapshot_children(parents, self.snapshots, skip=skip, orphan=orphan)
+
+    def snapshots(self, rows: Mapping[Key, StoredRow], keys: Sequence[Key]) -> dict[Key, dict[str, Any]]:
+        """The stored columns of each of ``keys`` rewritten as a standalone snapshot (``store.lgraph.Snapshots``:
+        ``rows`` hold them and their ancestors back to their snapshots), decoded and encoded with this saver's
+        serializer. Retention (``hazel prune``) uses it to compact an ended run's graph history.
+
+        Raises:
+            ValueError: an ancestor a key needs is missing from ``rows``.
+        """
+        positions = encoding.decode_many(rows, list(keys), self.serde)
+        out: dict[Key, dict[str, Any]] = {}
+        for key in keys:
+            p = positions[key]
+            enc, _ = encoding.snapshot(key[2], p.tree, p.values, p.extras, self.serde)
+            out[key] = enc.columns()
+        return out
 
     # -- async ---------------------------------------------------------------------------------------------
 
