@@ -44,8 +44,11 @@ def outcome(action: str) -> str:
 # -- small pieces ---------------------------------------------------------------------------------------------
 
 def plain_text(text: str, limit: int) -> dict[str, Any]:
-    """A ``plain_text`` object cut to ``limit`` characters (never empty: Slack refuses empty texts)."""
-    return {"type": "plain_text", "text": T.truncate(text, limit) or " ", "emoji": True}
+    """A ``plain_text`` object cut to ``limit`` characters (never empty: Slack refuses empty texts), with
+    ``"emoji": false``: most are built from a workflow's or a person's words (a title, a field or step name, a
+    value), whose ``:shortcode:`` stays as written instead of becoming an emoji. Hazel's own words use Unicode
+    emoji, which Slack shows either way (https://docs.slack.dev/reference/block-kit/composition-objects/text-object)."""
+    return {"type": "plain_text", "text": T.truncate(text, limit) or " ", "emoji": False}
 
 
 def mrkdwn(text: str, limit: int = MAX_SECTION_CHARS) -> dict[str, Any]:

@@ -80,7 +80,7 @@ def test_every_mrkdwn_text_of_a_hostile_request_is_escaped() -> None:
     fallback, blocks, _ = B.request_message(hostile)
     never_raw(fallback)
     assert fallback.startswith(ESCAPED)
-    assert blocks[0]["text"] == {"type": "plain_text", "text": HOSTILE, "emoji": True}
+    assert blocks[0]["text"] == {"type": "plain_text", "text": HOSTILE, "emoji": False}
     never_raw(json.dumps(blocks[1:]))
     done = hostile.model_copy(update={"request": hostile.request.model_copy(update={
         "status": RequestStatus.DECIDED, "decided_action": "reject", "decided_by": HOSTILE}),

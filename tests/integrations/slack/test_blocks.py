@@ -48,7 +48,7 @@ def test_request_message_has_header_context_artefact_and_only_allowed_buttons() 
     fallback, blocks, needs_file = B.request_message(view)
     assert not needs_file and not block_problems(blocks, surface="message")
     assert blocks[0] == {"type": "header", "text": {"type": "plain_text", "text": "Approve the migration plan",
-                                                    "emoji": True}}
+                                                    "emoji": False}}
     context = " ".join(e["text"] for e in blocks[1]["elements"])
     for fact in ("migration-plan", "review_plan", "abcdef123456", "<@U0000000009>", "due <!date^",
                  "<@U0000000001>", "<!subteam^S0000000001>"):
@@ -149,6 +149,34 @@ def test_rewind_and_reason_modals_are_valid() -> None:
     assert [o["value"] for o in options] == ["1", "0"] and options[0]["text"]["text"].startswith("#1 → review_plan")
     for kind in ("reject", "feedback"):
         assert not view_problems(M.reason_modal(kind, view, meta))
+
+
+def plain_texts(value: object) -> list[dict]:
+    """Every ``plain_text`` object in a Block Kit payload."""
+    if isinstance(value, list):
+        return [p for v in value for p in plain_texts(v)]
+    if not isinstance(value, dict):
+        return []
+    own = [value] if value.get("type") == "plain_text" else []
+    return own + [p for v in value.values() for p in plain_texts(v)]
+
+
+def test_shortcodes_in_a_workflows_or_persons_words_stay_as_written() -> None:
+    """A title, a field name, a key or a step name holding ``:tada:`` is shown with its colons: every
+    ``plain_text`` object has ``"emoji": false``."""
+    meta = {"request_id": 7, "run_id": "abcdef123456", "channel": None}
+    view = make_view(shown={":key:": "v"}, show=":memo:")
+    view = view.model_copy(update={
+        "title": ":tada: Ship it",
+        "checkpoints": tuple(c.model_copy(update={"next_step": ":boom:"}) for c in view.checkpoints)})
+    surfaces = [B.request_message(view)[1], B.request_message(view.model_copy(update={"escalation": True}))[1],
+                M.edit_modal(view, meta), M.rewind_modal(view, list(view.checkpoints), meta),
+                M.reason_modal("reject", view, meta), B.home_view([view], [])]
+    objects = plain_texts(surfaces)
+    texts = " ".join(o["text"] for o in objects)
+    for shortcode in (":tada: Ship it", "Edit :memo:", ":key:", "→ :boom:"):
+        assert shortcode in texts, shortcode
+    assert objects and all(o["emoji"] is False for o in objects)
 
 
 def test_home_view_fits_100_blocks_however_many_requests_wait() -> None:
