@@ -62,3 +62,15 @@ def test_a_decision_on_a_cancelled_request_is_audited(db_url: str) -> None:
         hazel.decide(run_id=run_id, action="approve", actor=person("bob"), request_id=request_id)
     [event] = refused(hazel, run_id)
     assert (event.actor_id, event.request_id, event.detail["rule"]) == ("bob", request_id, "already decided")
+
+
+def test_a_rewind_of_a_request_someone_else_decided_is_audited(db_url: str) -> None:
+    hazel = make_hazel(db_url, reviewed())
+    run_id, request_id = waiting(hazel)
+    hazel.decide(run_id=run_id, action="feedback", actor=person("ann"), payload={"text": "again"})
+    assert hazel.drive(run_id=run_id).run.status is RunStatus.WAITING  # asked again: a new request
+    with pytest.raises(AlreadyDecidedError, match="answered with feedback by ann"):
+        hazel.rewind(run_id=run_id, actor=person("bob"), to=0, request_id=request_id)
+    [event] = refused(hazel, run_id)
+    assert (event.actor_id, event.request_id, event.detail["attempted"]) == ("bob", request_id, "rewind")
+    assert event.detail["rule"] == "already decided"

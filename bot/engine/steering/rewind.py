@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from bot.engine import lgraph, permissions
 from bot.engine.errors import CheckpointNotFoundError, InvalidDecisionError, NotAllowedError, no_run
-from bot.engine.errors import RunStateError, VersionUnavailableError
+from bot.engine.errors import AlreadyDecidedError, RunStateError, VersionUnavailableError
 from bot.engine.limits import check_text, state_tree
 from bot.engine.logcontext import bind_log_context
 from bot.engine.steering.core import REWINDABLE, DecisionOutcome, SteeringCore
@@ -65,13 +65,18 @@ class Rewinding(SteeringCore):
             self.refuse(run_id=refused.run_id, request_id=refused.request_id, actor=actor, action="rewind",
                         reason=refused.reason)
             raise NotAllowedError(refused.reason) from None
+        except AlreadyDecidedError as error:  # (the transaction rolled back; the refusal is audited on its own)
+            self.refuse_decided(run_id=run_id, actor=actor, action="rewind", error=error)
+            raise
         except DuplicateDecisionError:
             earlier = self._earlier_delivery(actor.channel, delivery_id) if delivery_id else None
             if earlier is not None:
                 return earlier
             with self.store.read() as tx:
                 pending = tx.requests.latest_for_run(run_id)
-                raise self._already(tx, pending) from None  # type: ignore[arg-type]
+                error = self._already(tx, pending)  # type: ignore[arg-type]
+            self.refuse_decided(run_id=run_id, actor=actor, action="rewind", error=error)
+            raise error from None
         return replace(outcome, claim=self._resumed(run_id, outcome.claim, wanted=claim))
 
     def _rewind(self, tx: Tx, run_id: str, actor: Actor, to: int | str | None, feedback: str | None,
