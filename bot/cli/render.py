@@ -22,14 +22,16 @@ def status(s: str) -> str:
     return f"[{style}]{s}[/{style}]" if style else s
 
 
-def runs_table(runs: list[Run], pending: dict[str, SteeringRequest]) -> Table:
+def runs_table(runs: list[Run], pending: dict[str, list[SteeringRequest]]) -> Table:
+    """The runs, one row each; ``at``: every steering point a run waits at (``pending``: its pending requests,
+    oldest first), else its error."""
     table = Table(show_edge=False, header_style="bold")
     table.add_column("run", no_wrap=True)
     for col in ("workflow", "status", "at", "started by", "updated (UTC)"):
         table.add_column(col)
     for run in runs:
-        req = pending.get(run.id)
-        at = f"{req.point} ({req.channel})" if req else (run.error or "")[:50]
+        asked = pending.get(run.id) or []
+        at = ", ".join(f"{r.point} ({r.channel})" for r in asked) if asked else (run.error or "")[:50]
         table.add_row(run.id, escape(f"{run.workflow} v{run.workflow_version}"), status(run.status.value),
                       escape(at), escape(run.started_by), when(run.updated_at))
     return table

@@ -135,14 +135,16 @@ def runs_cmd(
         _versions(hazel, json_out)
         return
     runs = hazel.runs(statuses=status or None, limit=limit, workflow=workflow)
-    pending = hazel.pending_requests(run_ids=[r.id for r in runs])
+    waiting = hazel.pending_requests_by_run(run_ids=[r.id for r in runs])
+    pending = {run_id: max(found, key=lambda r: r.id) for run_id, found in waiting.items()}
     if json_out:
-        emit_json([{**r.model_dump(mode="json"), "pending_request": pending.get(r.id)} for r in runs])
+        emit_json([{**r.model_dump(mode="json"), "pending_request": pending.get(r.id),
+                    "pending_requests": waiting.get(r.id, [])} for r in runs])
         return
     if not runs:
         common.out.print("no runs" + (f" with status {', '.join(status)}" if status else ""))
         return
-    common.out.print(render.runs_table(runs, pending))
+    common.out.print(render.runs_table(runs, waiting))
     if len(runs) == limit:
         common.out.print(f"[dim](the {limit} newest; --limit N for more)[/dim]")
 
@@ -193,12 +195,13 @@ def show_cmd(
 
     hazel = engine(json_out)
     run = hazel.get(run_id=hazel.resolve(ref=run_ref))
-    pending = hazel.pending_request(run_id=run.id)
+    waiting = hazel.pending_requests_of(run_id=run.id)
+    pending = max(waiting, key=lambda r: r.id) if waiting else None  # what a decision naming no request settles
     tree = hazel.state_tree_at(run_id=run.id, seq=seq)
     if seq is not None and tree is None:
         raise CliError(f"run {run.id} has no checkpoint #{seq}")
     if json_out:
-        emit_json({"run": run, "pending_request": pending, "state": tree,
+        emit_json({"run": run, "pending_request": pending, "pending_requests": waiting, "state": tree,
                    "seq": run.head_seq if seq is None else seq})
         return
     if raw:
@@ -212,21 +215,23 @@ def show_cmd(
     lines = [f"workflow   {e(run.workflow)} v{run.workflow_version}", f"status     {render.status(run.status.value)}",
              f"started    {when(run.created_at)} UTC by {e(run.started_by)} ({run.started_via})",
              f"head       checkpoint #{run.head_seq} (branch {run.branch})"]
-    if pending:
-        lines.append(f"waiting at {e(repr(pending.point))}: {e(pending.title)} · {e(pending.channel)}"
-                     + (f" · {pending.approvals}/{pending.approvals_required} approvals"
-                        if pending.approvals_required > 1 else ""))
+    for request in waiting:  # several: a LangGraph super-step's parallel interrupts, each decided on its own
+        lines.append(f"waiting at {e(repr(request.point))}: {e(request.title)} · {e(request.channel)}"
+                     + (f" · {request.approvals}/{request.approvals_required} approvals"
+                        if request.approvals_required > 1 else "")
+                     + (f" · request {request.id}" if len(waiting) > 1 else ""))
     if run.error:
         lines.append(f"error      {e(run.error)}")
     common.out.print(Panel("\n".join(lines), title=f"run {run.id}", title_align="left"))
     if run.error_traceback and full:
         common.out.print(Text(for_terminal(run.error_traceback)))
-    show = _shown_field(hazel, run, pending) if seq is None else None
-    text = render_value(tree.get(show) if show and isinstance(tree, dict) else tree)
-    if not full and len(text) > 3000:
-        text = text[:3000] + f"\n… ({len(text) - 3000} more characters: --full)"
-    title = (show or "state") + (f" at #{seq}" if seq is not None else "")
-    common.out.print(Panel(Text(for_terminal(text)), title=escape(title), title_align="left"))
+    shows = [_shown_field(hazel, run, request) for request in waiting] if seq is None else []
+    for show in dict.fromkeys(shows or [None]):  # each field a pending request shows, once
+        text = render_value(tree.get(show) if show and isinstance(tree, dict) else tree)
+        if not full and len(text) > 3000:
+            text = text[:3000] + f"\n… ({len(text) - 3000} more characters: --full)"
+        title = (show or "state") + (f" at #{seq}" if seq is not None else "")
+        common.out.print(Panel(Text(for_terminal(text)), title=escape(title), title_align="left"))
 
 
 def _shown_field(hazel: Hazel, run: Run, pending: SteeringRequest | None) -> str | None:

@@ -113,6 +113,20 @@ class Reads:
         with self.store.read() as tx:
             return {r.run_id: r for r in tx.requests.pending(run_ids=list(run_ids))}
 
+    def pending_requests_of(self, *, run_id: str) -> list[SteeringRequest]:
+        """Every pending steering request of the run, oldest first (ties by id): at most one for a native
+        workflow, one per interrupt of a LangGraph super-step whose parallel nodes asked at once
+        (``pending_request`` is the newest of them: the one a decision naming no request settles)."""
+        return self.pending_requests_by_run(run_ids=[run_id]).get(run_id, [])
+
+    def pending_requests_by_run(self, *, run_ids: Iterable[str]) -> dict[str, list[SteeringRequest]]:
+        """``pending_requests_of`` for each of ``run_ids`` that has any, by run id; one read."""
+        out: dict[str, list[SteeringRequest]] = {}
+        with self.store.read() as tx:
+            for request in tx.requests.pending(run_ids=list(run_ids)):
+                out.setdefault(request.run_id, []).append(request)
+        return out
+
     def requests(self, *, run_id: str) -> list[SteeringRequest]:
         """Every steering request of the run, oldest first."""
         with self.store.read() as tx:

@@ -203,11 +203,12 @@ def api_router(hazel: "Hazel", settings: Settings) -> APIRouter:
         return RunList(runs=[RunOut.of(r) for r in found], limit=limit, offset=offset,
                        next_offset=offset + limit if len(found) == limit else None)
 
-    @router.get("/runs/{run_id}", response_model=RunDetail, summary="A run and its pending request")
+    @router.get("/runs/{run_id}", response_model=RunDetail, summary="A run and its pending requests")
     def get_run(run_id: RunId, caller: Caller) -> RunDetail:
         run = hazel.get(run_id=(run_id := full(run_id)))
-        return RunDetail(**RunOut.of(run).model_dump(), pending_request=hazel.pending_request(run_id=run_id)
-                         if run.status is RunStatus.WAITING else None)
+        waiting = hazel.pending_requests_of(run_id=run_id) if run.status is RunStatus.WAITING else []
+        return RunDetail(**RunOut.of(run).model_dump(), pending_requests=waiting,
+                         pending_request=max(waiting, key=lambda r: r.id) if waiting else None)
 
     @router.get("/runs/{run_id}/checkpoints", response_model=CheckpointList, summary="A run's checkpoints")
     def checkpoints(run_id: RunId, caller: Caller) -> CheckpointList:

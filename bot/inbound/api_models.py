@@ -86,7 +86,12 @@ class RunOut(BaseModel):
 
 class RunDetail(RunOut):
     pending_request: SteeringRequest | None = Field(
-        None, description="The steering request the run waits on (status waiting), else null.")
+        None, description="The steering request the run waits on (status waiting), else null; when it waits on "
+        "several (a LangGraph super-step's parallel interrupts), the newest of pending_requests: the one a "
+        "decision without request_id settles.")
+    pending_requests: list[SteeringRequest] = Field(
+        default_factory=list, description="Every steering request the run waits on (status waiting), oldest "
+        "first: one for a native workflow, one per interrupt of a LangGraph super-step; else empty.")
 
 
 class RunList(BaseModel):

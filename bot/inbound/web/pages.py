@@ -34,10 +34,20 @@ class RunPage:
     access: "Access | None" = None
     may_rewind: bool = False
     request_of: dict[int, SteeringRequest] = field(default_factory=dict)
+    waiting: list["Waiting"] = field(default_factory=list)
+    """Every request the run waits on, oldest first (``pending`` and ``access``: the first's)."""
+
+
+@dataclass
+class Waiting:
+    """A pending request as the run page shows it, and what the person may do there (None: view only)."""
+
+    view: "RequestView"
+    access: "Access | None" = None
 
 
 def run_page(hazel: "Hazel", run_id: str, actor: "Actor | None") -> RunPage:
-    """The run, its checkpoint tree, its pending request and what ``actor`` may do (None: view only).
+    """The run, its checkpoint tree, its pending requests and what ``actor`` may do at each (None: view only).
 
     Raises:
         RunNotFoundError.
@@ -49,11 +59,12 @@ def run_page(hazel: "Hazel", run_id: str, actor: "Actor | None") -> RunPage:
     graph = layout(checkpoints, head_seq=run.head_seq, decisions=decisions, points={r.point for r in requests})
     page = RunPage(run=run, checkpoints=checkpoints, decisions=decisions, requests=requests, graph=graph,
                    request_of={r.id: r for r in requests})
-    pending = next((r for r in requests if r.status.value == "pending"), None)
-    if pending is not None:
-        page.pending = hazel.request_view(request_id=pending.id)
-        if actor is not None:
-            page.access = hazel.access(request_id=pending.id, actor=actor)
+    for pending in (r for r in requests if r.status.value == "pending"):  # several: parallel LangGraph nodes
+        page.waiting.append(Waiting(hazel.request_view(request_id=pending.id),
+                                    hazel.access(request_id=pending.id, actor=actor) if actor is not None else None))
+    if page.waiting:
+        page.pending, page.access = page.waiting[0].view, page.waiting[0].access
+        if page.access is not None:
             page.may_rewind = page.access.may("rewind")
     elif actor is not None and run.status is not RunStatus.RUNNING:
         page.may_rewind = True  # an ended run: the engine decides who may (its refusal is shown)

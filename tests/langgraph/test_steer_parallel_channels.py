@@ -1,0 +1,136 @@
+"""A LangGraph run with parallel nodes on the channels, on SQLite and PostgreSQL: REST (``GET /api/runs/{id}``
+lists every pending request; a refused rewind answers 422 in the API's error shape), the run page (one card per
+pending request, each decided on its own) and the CLI (``hazel show``, ``hazel runs``, a refused rewind)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from bot.inbound.api import api_router
+from bot.inbound.web import Signer, web_router
+from bot.server.http import create_app
+from bot.settings import Settings
+from store.models import RequestStatus, RunStatus
+from tests.bot.test_api import ALICE, TOKENS, Api
+from tests.bot.web.conftest import Browserless
+from tests.bot.web.scenario import web_settings
+from tests.langgraph.graphs import fan_graph, pair_graph, workflow
+from tests.support.engine import make_hazel, person
+from tests.support.live import LiveServer
+from tests.workflows.doc import doc_workflow
+
+ROOT = Path(__file__).resolve().parents[2]
+HAZEL = str(Path(sys.executable).with_name("hazel"))
+REFUSED = "was written by facts, notes at once"
+
+
+def _waiting_pair(hz):
+    run = hz.start(workflow="lg-pair", input={"topic": "launch"}, actor=person("olga"))
+    hz.drive(run_id=run.id)
+    return run.id
+
+
+def test_the_engine_offers_every_pending_request_and_a_native_run_has_one(db_url):
+    hz = make_hazel(db_url, workflow(pair_graph(), name="lg-pair"), doc_workflow())
+    run_id = _waiting_pair(hz)
+    both = hz.pending_requests_of(run_id=run_id)
+    assert [r.point for r in both] == ["legal", "security"] and [r.id for r in both] == sorted(r.id for r in both)
+    assert hz.pending_request(run_id=run_id).id == both[-1].id  # what a decision naming no request settles
+    assert {k: [r.point for r in v] for k, v in hz.pending_requests_by_run(run_ids=[run_id, "nope"]).items()} \
+        == {run_id: ["legal", "security"]}
+    hz.decide(run_id=run_id, action="approve", actor=person("ana"), request_id=both[0].id)
+    assert [r.point for r in hz.pending_requests_of(run_id=run_id)] == ["security"]
+
+    native = hz.start(workflow="doc", input={"topic": "backups"}, actor=person("olga"))
+    hz.drive(run_id=native.id)
+    [one] = hz.pending_requests_of(run_id=native.id)
+    assert one.id == hz.pending_request(run_id=native.id).id
+    hz.decide(run_id=native.id, action="approve", actor=hz.identify(channel="api", id="alice", name="alice"))
+    assert hz.pending_requests_of(run_id=native.id) == []
+
+
+def test_rest_lists_every_pending_request_and_refuses_an_ambiguous_rewind_in_its_error_shape(db_url):
+    hz = make_hazel(db_url, workflow(pair_graph(), name="lg-pair"), workflow(fan_graph(), name="lg-fan"))
+    pair = _waiting_pair(hz)
+    fan = hz.start(workflow="lg-fan", input={"topic": "tides"}, actor=person("olga"))
+    hz.drive(run_id=fan.id)
+    with LiveServer(create_app(hz, routers=[api_router(hz, Settings(**TOKENS))])) as server:
+        api = Api(server.url)
+        run = api.run(pair)
+        assert [r["point"] for r in run["pending_requests"]] == ["legal", "security"]
+        assert run["pending_request"] == run["pending_requests"][-1]
+        legal = run["pending_requests"][0]["id"]
+        response = api.decide(pair, {"action": "approve", "request_id": legal}, token=ALICE)
+        assert response.status_code == 201, response.text
+        run = api.run(pair)
+        assert [r["point"] for r in run["pending_requests"]] == ["security"]
+        assert run["pending_request"]["point"] == "security"
+
+        before = api.run(fan.id)
+        response = api.decide(fan.id, {"action": "rewind", "payload": {"to": "join", "feedback": "more"}})
+        assert response.status_code == 422, response.text
+        error = response.json()["error"]
+        assert error["type"] == "InvalidDecisionError" and REFUSED in error["message"]
+        assert "\n" not in error["message"]
+        assert api.run(fan.id) == before
+        assert [r["point"] for r in before["pending_requests"]] == ["review"]
+
+
+def test_the_run_page_shows_every_pending_request_each_with_its_own_forms(db_url):
+    hz = make_hazel(db_url, workflow(pair_graph(), name="lg-pair"))
+    run_id = _waiting_pair(hz)
+    legal, security = hz.requests(run_id=run_id)
+    settings = web_settings()
+    with LiveServer(create_app(hz, routers=[web_router(hz, settings)])) as server:
+        client = Browserless(server.url)
+        assert client.get(f"/runs/{run_id}?t={Signer(settings).token(run_id, 'alice')}").status_code in (200, 303)
+        page = client.get(f"/runs/{run_id}").text
+        assert page.count('class="card pending"') == 2
+        assert "<code>legal</code>" in page and "<code>security</code>" in page
+        for request in (legal, security):
+            assert f'name="request_id" value="{request.id}"><input type="hidden" name="action" value="approve"' in page
+        csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+        answer = client.post(f"/runs/{run_id}/decide", data={"action": "approve", "csrf": csrf,
+                                                              "request_id": security.id, "nonce": "n1"})
+        assert answer.status_code == 303, answer.text
+        assert hz.requests(run_id=run_id)[1].status is RequestStatus.DECIDED
+        page = client.get(f"/runs/{run_id}").text
+        assert page.count('class="card pending"') == 1 and "<code>legal</code>" in page
+        assert "<code>security</code>" not in page.split("Checkpoint tree")[0]
+    assert hz.get(run_id=run_id).status is RunStatus.WAITING
+
+
+def _hazel(env, *args, code=0):
+    done = subprocess.run([HAZEL, *args], env=env, capture_output=True, text=True, timeout=120, cwd=env["CWD"])
+    assert done.returncode == code, (args, done.stdout, done.stderr)
+    return done.stdout + done.stderr
+
+
+def test_the_cli_shows_every_pending_request_and_refuses_an_ambiguous_rewind_in_one_line(db_url, tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HAZEL_")}
+    env.update(HAZEL_DATABASE_URL=db_url, HAZEL_WORKFLOWS="tests.langgraph.workflows.parallel_graphs",
+               HAZEL_OPERATOR="olga", PYTHONPATH=str(ROOT), CWD=str(tmp_path), COLUMNS="200")
+    started = json.loads(_hazel(env, "run", "lg-pair", "--input", '{"topic": "launch"}', "--json"))
+    pair = started["run"]["id"]
+    shown = _hazel(env, "show", pair)
+    assert "waiting at 'legal'" in shown and "waiting at 'security'" in shown
+    assert "╭─ legal " in shown and "╭─ security " in shown  # each request's shown value, in a panel
+    data = json.loads(_hazel(env, "show", pair, "--json"))
+    assert [r["point"] for r in data["pending_requests"]] == ["legal", "security"]
+    assert data["pending_request"]["point"] == "security"
+    listed = _hazel(env, "runs")
+    assert "legal (console), security (console)" in listed
+    [row] = [r for r in json.loads(_hazel(env, "runs", "--json")) if r["id"] == pair]
+    assert [r["point"] for r in row["pending_requests"]] == ["legal", "security"]
+
+    fan = json.loads(_hazel(env, "run", "lg-fan", "--input", '{"topic": "tides"}', "--json"))["run"]["id"]
+    before = json.loads(_hazel(env, "show", fan, "--json"))
+    out = _hazel(env, "rewind", fan, "--to", "join", "--feedback", "more", code=1)
+    [line] = [x for x in out.splitlines() if x.strip()]  # one line, no traceback
+    assert line.startswith("error: checkpoint #1 of run") and REFUSED in line and line.endswith("checkpoint #0")
+    assert json.loads(_hazel(env, "show", fan, "--json")) == before
