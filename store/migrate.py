@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
 
 SCRIPT_LOCATION = "store:migrations"
-HEAD = "0005"
+HEAD = "0006"
 """The revision of the newest script in ``store/migrations/versions`` (what ``hazel db upgrade`` reaches)."""
 
 

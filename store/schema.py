@@ -146,6 +146,12 @@ steering_requests = Table(
     Column("reminders_sent", Integer, nullable=False, default=0),
     # When the scheduler must next look at this pending request (reminder, escalation or timeout); NULL: never.
     Column("next_action_at", UTCDateTime, nullable=True),
+    # Where it waits, for "waiting on me" (``store.waiting``, migration 0006): its run's workflow and version,
+    # and ``point_key``: '' for a native workflow's point, a digest of the permission settings of a point asked
+    # at run time (LangGraph), '*' unknown (requests older than 0006: checked one by one).
+    Column("workflow", String(200), nullable=False, server_default=""),
+    Column("workflow_version", Integer, nullable=False, server_default="0"),
+    Column("point_key", String(32), nullable=False, server_default="*"),
     ForeignKeyConstraint(["run_id"], ["hazel_runs.id"], ondelete="CASCADE"),
     # a run's requests, its pending one first-hand (``RequestRepo.pending_for_run``)
     Index("ix_hazel_steering_requests_run_id_status_id", "run_id", "status", "id"),
@@ -153,6 +159,9 @@ steering_requests = Table(
     Index("ix_hazel_steering_requests_status_created_at_id", "status", "created_at", "id"),
     Index("ix_hazel_steering_requests_message_key", "message_key"),
     Index("ix_hazel_steering_requests_status_next_action_at", "status", "next_action_at"),
+    # requests by status and where they wait, oldest first within each place (``store.waiting``)
+    Index("ix_hazel_steering_requests_status_place", "status", "workflow", "workflow_version", "point",
+          "point_key", "channel", "created_at", "id"),
 )
 
 decisions = Table(

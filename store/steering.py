@@ -66,11 +66,15 @@ class RequestRepo:
         self.dialect = dialect
 
     def insert(self, *, run_id: str, checkpoint_seq: int, point: str, title: str, channel: str,
-               approvals_required: int, now: datetime, due_at: datetime | None) -> int:
+               approvals_required: int, now: datetime, due_at: datetime | None, workflow: str = "",
+               workflow_version: int = 0, point_key: str = "*") -> int:
+        """A pending request; ``workflow``/``workflow_version``: its run's, ``point_key``: see
+        ``store.waiting`` (the defaults, '*': checked on its own by "waiting on me"). Returns its id."""
         res = fast.execute(self.conn, _INSERT_REQUEST, dict(
             run_id=run_id, checkpoint_seq=checkpoint_seq, point=point, title=title, channel=channel,
             status=RequestStatus.PENDING.value, approvals_required=approvals_required, approvals=0,
-            created_at=now, due_at=due_at, reminders_sent=0,
+            created_at=now, due_at=due_at, reminders_sent=0, workflow=workflow,
+            workflow_version=workflow_version, point_key=point_key,
         ))
         return int(res.scalar())
 
@@ -174,9 +178,26 @@ class RequestRepo:
         return _request(row) if row else None
 
     def repoint(self, request_id: int, checkpoint_seq: int) -> None:
-        """Move a pending request onto another checkpoint of its run (after a state migration)."""
+        """Move a pending request onto another checkpoint of its run (after a state migration), on its run's
+        workflow version as the run now has it (call it after the run's update)."""
+        version = select(runs.c.workflow_version).where(runs.c.id == steering_requests.c.run_id).scalar_subquery()
         self.conn.execute(update(steering_requests).where(steering_requests.c.id == request_id)
-                          .values(checkpoint_seq=checkpoint_seq))
+                          .values(checkpoint_seq=checkpoint_seq, workflow_version=version))
+
+    def pending_places(self) -> list[tuple[Any, SteeringRequest, Run]]:
+        """Every distinct place pending requests wait at (``store.waiting.places``): each ``Place`` with the
+        oldest pending request there and its run."""
+        from store.waiting import places
+
+        return places(self.conn)
+
+    def pending_at(self, places: list[Any], *, after: tuple[datetime, int] | None,
+                   limit: int) -> list[tuple[SteeringRequest, Run]]:
+        """Pending requests with their runs at ``places`` (``store.waiting.Place``), oldest first (ties by
+        id), after ``after`` (``(created_at, id)`` of the last one read), at most ``limit``."""
+        from store.waiting import pending_at
+
+        return pending_at(self.conn, places, after=after, limit=limit)
 
 
 

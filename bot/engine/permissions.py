@@ -23,6 +23,9 @@ it is refused (None: allowed), for rendering buttons and "waiting on you" lists.
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 from bot.engine.errors import NotAllowedError
 from bot.engine.people import People
 from bot.engine.workflow import Approvers, SteeringPoint
@@ -68,16 +71,17 @@ def started_it(run: Run, actor: Actor) -> bool:
     return run.started_by == actor.id and run.started_via == actor.channel
 
 
-def refusal(point: SteeringPoint, action: str, actor: Actor, run: Run, people: People, *,
+def refusal(point: SteeringPoint, action: str, actor: Actor, run: Run | None, people: People, *,
             escalated: bool = False) -> str | None:
-    """Why ``actor`` may not take ``action`` at ``point`` for ``run`` (None: they may)."""
+    """Why ``actor`` may not take ``action`` at ``point`` for ``run`` (None: they may). ``run`` None: for a
+    run ``actor`` did not start (what holds at the point whoever started the run: "waiting on me")."""
     if action not in point.actions:
         return f"{action!r} is not allowed at {point.title!r} (allowed: {', '.join(point.actions)})"
     lists = approvers_of(point, escalated=escalated)
     if point.role_for(action) == "approvers" and not any(is_approver(a, actor, people) for a in lists):
         who = "; ".join(a.describe() for a in lists)
         return f"{actor.label} may not {action} at {point.title!r}: only {who} may"
-    if action in APPROVING and not point.allow_self_approval and started_it(run, actor):
+    if action in APPROVING and not point.allow_self_approval and run is not None and started_it(run, actor):
         starter = run.started_by_person or run.started_by
         return (f"{actor.label} may not {action} at {point.title!r}: {starter} started this run "
                 "(self-approval is off: someone else must)")
@@ -91,6 +95,15 @@ def refusal(point: SteeringPoint, action: str, actor: Actor, run: Run, people: P
                     f"{rule}, so {actor.acting_for} decides through their own identity (or the point lists "
                     f"{actor.acting_for!r} in its console users)")
     return None
+
+
+def permission_key(point: SteeringPoint) -> str:
+    """A digest (32 hex digits) of the settings of ``point`` that decide who may take which action there:
+    two points with the same key refuse the same people the same actions (``refusal``), for the same run."""
+    settings = [point.actions, point.approvers.model_dump(mode="json"), point.approvals_required,
+                point.allow_self_approval, sorted(point.permissions.items()),
+                point.escalate_to.model_dump(mode="json") if point.escalate_to is not None else None]
+    return hashlib.blake2b(json.dumps(settings, sort_keys=True).encode(), digest_size=16).hexdigest()
 
 
 def check(point: SteeringPoint, action: str, actor: Actor, run: Run, people: People, *,

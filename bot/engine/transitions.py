@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Iterable
 
-from bot.engine import deadlines
+from bot.engine import deadlines, permissions
 from bot.engine.workflow import SteeringPoint, Workflow
 from store import Tx
 from store.models import SYSTEM, Actor, OutboxKind, RequestStatus, RunStatus, SteeringRequest
+from store.waiting import NATIVE_KEY
 
 
 @dataclass(frozen=True)
@@ -38,9 +39,12 @@ def open_request(tx: Tx, *, run_id: str, wf: Workflow, point: SteeringPoint, che
     ``next_action_at`` set for the scheduler (see ``bot.engine.deadlines``). Returns the request id.
     ``asked``: the run's previous request, when the caller knows it (else it is read)."""
     due_at = now + timedelta(seconds=point.timeout_sec) if point.timeout_sec else None
+    native = wf.nodes.get(point.name) is point  # else asked at run time (LangGraph): its own settings
     request_id = tx.requests.insert(run_id=run_id, checkpoint_seq=checkpoint_seq, point=point.name,
                                     title=point.title, channel=point.channel,
-                                    approvals_required=point.approvals_required, now=now, due_at=due_at)
+                                    approvals_required=point.approvals_required, now=now, due_at=due_at,
+                                    workflow=wf.name, workflow_version=wf.version,
+                                    point_key=NATIVE_KEY if native else permissions.permission_key(point))
     first_action_at = deadlines.next_action_at(point, created_at=now, due_at=due_at)
     if first_action_at is not None:  # the scheduler's first look: reminder, escalation or timeout
         tx.timers.reschedule(request_id, first_action_at)

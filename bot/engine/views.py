@@ -7,7 +7,7 @@ so that a button shown is a button that works, and a refusal shown is the one th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from bot.engine import permissions
@@ -28,6 +28,7 @@ from store.models import (
     SteeringRequest,
     past_tense,
 )
+from store.waiting import UNKNOWN_KEY, Place
 
 DECIDING = ("approve", "edit", "reject")
 """Actions that make a request "waiting on you" (App Home, ``/hazel runs``)."""
@@ -145,22 +146,64 @@ class Views:
 
     def waiting_on(self, actor: Actor, *, limit: int = 50, scan: int = 500,
                    anyone: bool = False) -> list[RequestView]:
-        """Pending requests ``actor`` may decide, oldest first (of the oldest ``scan``): those on a Slack
+        """Pending requests ``actor`` may decide, oldest first (ties by id), at most ``limit``: those on a Slack
         channel, and those that name approvers (anyone may decide an approver-less console request, which is
         nobody's in particular); ``anyone``: every request ``actor`` may decide, approver-less ones included
-        (the run pages' "waiting on me", which offers their buttons)."""
+        (the run pages' "waiting on me", which offers their buttons). ``scan``: most requests read per page.
+
+        Its cost follows where requests wait and what it returns, not how many are pending (``store.waiting``):
+        the distinct places pending requests wait at (workflow, version, steering point, permission key,
+        channel) come from a skip scan of an index, each with its oldest request; whether ``actor`` may decide
+        there at all (an approver, or a backup approver of escalated requests only) is decided once per place,
+        on that request; then only the pending requests of the places left are read, oldest first, a page at a
+        time, and each is checked as ``access`` checks it (the self-approval ban, a vote already in), until
+        ``limit`` are found or none are left."""
         out: list[RequestView] = []
         with self.store.read() as tx:
-            for request, run in tx.requests.pending_with_runs(limit=scan):
-                point = self.point_of(tx, run, request)
-                if point is None or not (anyone or request.channel.startswith("slack")
-                                         or not point.approvers.empty):
-                    continue
-                if self.access(tx, request, run, actor).may_decide:
-                    view = self.request_view(tx, request.id)
-                    if view is not None:
-                        out.append(view)
-                if len(out) >= limit:
+            chosen = [p for p in (self._place_for(tx, place, request, run, actor, anyone)
+                                  for place, request, run in tx.requests.pending_places()) if p is not None]
+            after, page = None, max(1, min(scan, max(limit, 20)))
+            while chosen and len(out) < limit:
+                rows = tx.requests.pending_at(chosen, after=after, limit=page)
+                for request, run in rows:
+                    if self._waits_on(tx, request, run, actor, anyone):
+                        view = self.request_view(tx, request.id)
+                        if view is not None:
+                            out.append(view)
+                    if len(out) >= limit:
+                        break
+                if len(rows) < page:
                     break
+                after, page = (rows[-1][0].created_at, rows[-1][0].id), min(scan, page * 2)
         return out
 
+    def _waits_on(self, tx: Tx, request: SteeringRequest, run: Run, actor: Actor, anyone: bool) -> bool:
+        """Whether pending ``request`` is one ``waiting_on`` lists for ``actor``."""
+        point = self.point_of(tx, run, request)
+        if point is None or not (anyone or request.channel.startswith("slack") or not point.approvers.empty):
+            return False
+        return self.access(tx, request, run, actor).may_decide
+
+    def _place_for(self, tx: Tx, place: Place, request: SteeringRequest, run: Run, actor: Actor,
+                   anyone: bool) -> Place | None:
+        """``place`` (escalated requests only, when only backup approvers include ``actor``) if ``actor`` may
+        decide some request there, judged on ``request`` (the oldest there); None: no request there waits on
+        them. A place whose requests may differ (an unknown point key; a run whose version is not the one its
+        request names) is kept whole: each of its requests is checked on its own."""
+        if place.point_key == UNKNOWN_KEY or (run.workflow, run.workflow_version) != (place.workflow,
+                                                                                       place.workflow_version):
+            return place
+        point = self.point_of(tx, run, request)
+        if point is None or not (anyone or place.channel.startswith("slack") or not point.approvers.empty):
+            return None
+        if self._may_decide_at(point, actor, escalated=False):
+            return place
+        if point.escalate_to is not None and self._may_decide_at(point, actor, escalated=True):
+            return replace(place, escalated_only=True)
+        return None
+
+    def _may_decide_at(self, point: SteeringPoint, actor: Actor, *, escalated: bool) -> bool:
+        """Whether ``actor`` may approve, edit or reject at ``point`` on a run they did not start, before
+        voting (what ``access`` allows on top of that only narrows it)."""
+        return any(permissions.refusal(point, a, actor, None, self.people, escalated=escalated) is None
+                   for a in DECIDING)
