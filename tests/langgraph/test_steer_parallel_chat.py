@@ -1,0 +1,77 @@
+"""A rewind with feedback to a LangGraph checkpoint several parallel nodes wrote at once, from Slack
+(``/hazel rewind``) and Jira (a ``/rewind`` comment): refused with the engine's one-line reason, the run left as
+it was; SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import io
+
+import responses
+from rich.console import Console
+
+from bot.engine.registry import Registry
+from bot.server.app import HazelApp as Hazel
+from bot.server.http import create_app
+from bot.server.wiring import channels_from_settings, http_routers
+from bot.settings import Settings
+from hazel import Approvers
+from integrations.console import ConsoleChannel
+from store.models import RunStatus
+from tests.bot.slack.conftest import DBA, PRIYA, STARTER, SlackEnv, make_env  # noqa: F401
+from tests.langgraph.graphs import fan_graph, workflow
+from tests.support.engine import person
+from tests.support.fake_jira import FakeJira
+from tests.support.jira_env import SECRET, Clock, JiraEnv, people
+from tests.support.live import LiveServer
+
+REFUSED = "was written by facts, notes at once"
+
+
+def _as_it_is(hazel, run_id):
+    run = hazel.get(run_id=run_id)
+    return run.status, run.head_seq, run.last_seq, len(hazel.decisions(run_id=run_id))
+
+
+def test_slack_rewind_to_a_checkpoint_of_parallel_nodes_with_feedback_answers_why(make_env) -> None:  # noqa: ANN001, F811
+    wf = workflow(fan_graph(), name="lg-fan", channel="slack:#migrations",
+                  approvers=Approvers(slack_users=(PRIYA,), slack_usergroups=(DBA,)))
+    env: SlackEnv = make_env(wf)
+    env.run_in_background()
+    run_id = env.start("lg-fan", {"topic": "tides"}, by=STARTER)
+    env.request_message(run_id, "review")
+    before = _as_it_is(env.hazel, run_id)
+    reply = env.sender.command(PRIYA, f"rewind {run_id} join more please", name="priya")
+    assert reply.status_code == 200, reply.text
+    assert REFUSED in reply.text and "rewind there without feedback or edits" in reply.text, reply.text
+    assert _as_it_is(env.hazel, run_id) == before and before[0] is RunStatus.WAITING
+
+
+def test_jira_rewind_to_a_checkpoint_of_parallel_nodes_with_feedback_answers_why(db_url: str) -> None:
+    who = people(True)
+    wf = workflow(fan_graph(), name="lg-fan", channel="jira:DOC", approvers=Approvers(jira_users=(who["sme"],)))
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        fake = FakeJira(rsps, cloud=True, projects=("DOC",))
+        auth = fake.client_kwargs()
+        config = Settings(HAZEL_DATABASE_URL=db_url, JIRA_URL=fake.base, JIRA_WEBHOOK_SECRET=SECRET,
+                          JIRA_USER=auth.get("user"), JIRA_API_TOKEN=auth.get("api_token"), JIRA_PAT=auth.get("pat"))
+        registry = Registry()
+        registry.add(wf)
+        hazel = Hazel(config, registry=registry, load_workflows=False, clock=Clock(),
+                      console=ConsoleChannel(console=Console(file=io.StringIO(), width=120)),
+                      channels=channels_from_settings(config))
+        hazel.prepare()
+        try:
+            with LiveServer(create_app(hazel, routers=http_routers(hazel, config))) as server:
+                env = JiraEnv(hazel=hazel, fake=fake, url=server.url, cloud=True, who=who, clock=hazel.clock)
+                run = hazel.start(workflow="lg-fan", input={"topic": "tides"}, actor=person("olga"))
+                assert env.drive(run.id).status is RunStatus.WAITING
+                before = _as_it_is(hazel, run.id)
+                answer = env.send(env.comment(env.issue(run.id), "/rewind join more please"))
+                assert answer.json().get("decided") is None, answer.text
+                assert REFUSED in answer.text, answer.text
+                assert _as_it_is(hazel, run.id) == before
+                assert "refused" in answer.json()
+                [reply] = fake.bodies(env.issue(run.id)["key"])  # the reply on the issue, to the person
+                assert REFUSED in reply and "Nothing changed." in reply and "\n" not in reply
+        finally:
+            hazel.close()
