@@ -56,7 +56,8 @@ def steer(*, title: str | None = None, show: Any = None, name: str | None = None
         (console, anyone, approve/edit/reject/feedback/rewind).
 
     Raises:
-        WorkflowDefinitionError: invalid settings (raised in the node: the step fails, with the message).
+        WorkflowDefinitionError: invalid settings (raised in the node: the step fails, with the message, which
+            names the steering point: ``name``, else the node).
         langgraph.errors.GraphInterrupt: how LangGraph pauses the node (do not catch it).
     """
     from langgraph.types import interrupt
@@ -68,8 +69,20 @@ def steer(*, title: str | None = None, show: Any = None, name: str | None = None
                  escalate_channel=escalate_channel, timeout_sec=timeout_sec, on_timeout=on_timeout,
                  options=options or None)
     settings = {k: _plain(v) for k, v in given.items() if v is not None and k in POINT_SETTINGS}
-    check_point(point_from(name or "steer", settings))  # invalid settings fail here, in the node, with a clear message
+    # invalid settings fail here, in the node, with a clear message naming the point (the node, by default)
+    check_point(point_from(name or _node() or "steer", settings))
     return interrupt({MARK: 1, "name": name, "show": show, "point": settings})
+
+
+def _node() -> str | None:
+    """The name of the graph node ``steer`` is called in (LangGraph's run config), None outside a graph run."""
+    try:
+        from langgraph.config import get_config
+
+        node = (get_config().get("metadata") or {}).get("langgraph_node")
+    except (ImportError, RuntimeError):
+        return None
+    return node if isinstance(node, str) and node else None
 
 
 def _plain(value: Any) -> Any:

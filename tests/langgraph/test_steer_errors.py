@@ -1,0 +1,54 @@
+"""An invalid ``steer()`` call fails its step with a message naming the steering point: the node it was called
+in, or its ``name=``; SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, TypedDict
+
+import pytest
+from langgraph.graph import END, START, StateGraph
+
+from bot.engine.errors import WorkflowDefinitionError
+from hazel.langgraph import steer
+from store.models import RunStatus
+from tests.langgraph.graphs import review_graph, workflow
+from tests.support.engine import make_hazel, person
+
+
+class S(TypedDict, total=False):
+    topic: str
+    log: Annotated[list[str], operator.add]
+
+
+def _named_graph():
+    def check(state: S) -> dict:
+        return {"log": [steer(name="legal_check", show=state["topic"], on_timeout="approve")["action"]]}
+
+    g = StateGraph(S)
+    g.add_node("check", check)
+    g.add_edge(START, "check")
+    g.add_edge("check", END)
+    return g.compile()
+
+
+def test_an_invalid_steer_call_names_its_node_or_its_name(db_url):
+    wf = workflow(review_graph(channel="slack:not a channel"), max_attempts=1)
+    named = workflow(_named_graph(), name="lg-named", max_attempts=1)
+    hz = make_hazel(db_url, wf, named)
+    run = hz.start(workflow="lg-review", input={"topic": "tides"}, actor=person("olga"))
+    hz.drive(run_id=run.id)
+    failed = hz.get(run_id=run.id)
+    assert failed.status is RunStatus.FAILED
+    assert "steering point 'review': invalid channel 'slack:not a channel'" in failed.error, failed.error
+
+    run = hz.start(workflow="lg-named", input={"topic": "tides"}, actor=person("olga"))
+    hz.drive(run_id=run.id)
+    failed = hz.get(run_id=run.id)
+    assert failed.status is RunStatus.FAILED
+    assert "steering point 'legal_check': on_timeout without timeout_sec" in failed.error, failed.error
+
+
+def test_steer_outside_a_graph_names_steer():
+    with pytest.raises(WorkflowDefinitionError, match="steering point 'steer': on_timeout without timeout_sec"):
+        steer(on_timeout="approve")
