@@ -1,6 +1,6 @@
-"""A rewind with feedback to a LangGraph checkpoint several parallel nodes wrote at once, from Slack
-(``/hazel rewind``) and Jira (a ``/rewind`` comment): refused with the engine's one-line reason, the run left as
-it was; SQLite and PostgreSQL."""
+"""LangGraph parallel nodes on Slack and Jira, on SQLite and PostgreSQL: a rewind with feedback to a checkpoint
+several nodes wrote at once (``/hazel rewind``, a ``/rewind`` comment) is refused with the engine's one-line
+reason, the run left as it was; ``/hazel status`` names every request a run waits on."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from hazel import Approvers
 from integrations.console import ConsoleChannel
 from store.models import RunStatus
 from tests.bot.slack.conftest import DBA, PRIYA, STARTER, SlackEnv, make_env  # noqa: F401
-from tests.langgraph.graphs import fan_graph, workflow
+from tests.langgraph.graphs import fan_graph, pair_graph, workflow
 from tests.support.engine import person
 from tests.support.fake_jira import FakeJira
 from tests.support.jira_env import SECRET, Clock, JiraEnv, people
@@ -44,6 +44,15 @@ def test_slack_rewind_to_a_checkpoint_of_parallel_nodes_with_feedback_answers_wh
     assert reply.status_code == 200, reply.text
     assert REFUSED in reply.text and "rewind there without feedback or edits" in reply.text, reply.text
     assert _as_it_is(env.hazel, run_id) == before and before[0] is RunStatus.WAITING
+
+
+def test_slack_status_names_every_request_the_run_waits_on(make_env) -> None:  # noqa: ANN001, F811
+    env: SlackEnv = make_env(workflow(pair_graph(), name="lg-pair", channel="slack:#migrations"))
+    env.run_in_background()
+    run_id = env.start("lg-pair", {"topic": "launch"}, by=STARTER)
+    env.wait(lambda: len(env.hazel.pending_requests_of(run_id=run_id)) == 2, "both requests to be asked")
+    status = env.sender.command(PRIYA, f"status {run_id}", name="priya").json()["text"]
+    assert "waits at *Legal*" in status and "waits at *Security*" in status, status
 
 
 def test_jira_rewind_to_a_checkpoint_of_parallel_nodes_with_feedback_answers_why(db_url: str) -> None:

@@ -118,8 +118,7 @@ class Commands:
         run = self.hazel.get(run_id=run_id)
         lines = [run_line(run), f"started by {B.started_by(run)} {B.date(run.created_at)} · "
                                  f"checkpoint #{run.head_seq} · branch {run.branch}"]
-        pending = self.hazel.pending_request(run_id=run_id)
-        if pending is not None:
+        for pending in self.hazel.pending_requests_of(run_id=run_id):  # several: parallel LangGraph nodes
             lines.append(f"waits at *{T.escape(pending.title)}* in {B.channel_ref(pending.channel)} since "
                          f"{B.date(pending.created_at)}"
                          + (f" ({pending.approvals} of {pending.approvals_required} approvals)"
