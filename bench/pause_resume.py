@@ -134,9 +134,10 @@ under what one worker process resumes), so that latency measures the path, not a
 
 
 def worker_processes(backend, n_runs: int, *, processes: int, threads: int = 4,  # noqa: ANN001
-                     latency_runs: int | None = None) -> PauseResume:
+                     latency_runs: int | None = None, fork_server: "ForkServer | None" = None) -> PauseResume:
     """Runs started here and executed by ``processes`` worker processes (``python -m bench.worker``: a
-    ``WorkerPool`` of ``threads`` threads each, woken by PostgreSQL ``LISTEN``).
+    ``WorkerPool`` of ``threads`` threads each, woken by PostgreSQL ``LISTEN``; forked by ``fork_server`` when
+    given, which saves each the imports, else started as new processes).
 
     - pause: ``n_runs`` runs started here, executed by the workers to their steering point, per second;
     - resumes/s: the fleet's capacity. The worker processes are paused (SIGSTOP) while every run is approved
@@ -151,10 +152,15 @@ def worker_processes(backend, n_runs: int, *, processes: int, threads: int = 4, 
     latency_runs = min(latency_runs or n_runs, 200)
     with tempfile.TemporaryDirectory(prefix="hazel-bench-workers-") as tmp:
         outs = [os.path.join(tmp, f"worker-{i}.json") for i in range(processes)]
-        procs = [_spawn_worker(url, out, threads) for out in outs]
+        pids: list[int] = []
+        children: list[subprocess.Popen] = []
         try:
-            for proc in procs:
-                _wait_ready(proc)
+            if fork_server is not None:
+                fork_server.spawn(url, outs, threads, pids)
+            else:
+                children = [_spawn_worker(url, out, threads) for out in outs]
+                for proc in children:
+                    pids.append(_ready_pid(proc.stdout))
             started = time.monotonic()
             run_ids = [hazel.start(workflow=PAUSE_WORKFLOW, input={}, actor=ACTOR).id
                        for _ in range(n_runs + latency_runs)]
@@ -165,15 +171,13 @@ def worker_processes(backend, n_runs: int, *, processes: int, threads: int = 4, 
             # request's message) keeps its row locks, and a decision here on that request would wait for them
             # until SIGCONT (seen once: a quick run stalled for minutes).
             _wait_idle(hazel)
-            for proc in procs:
-                proc.send_signal(signal.SIGSTOP)
+            _signal(pids, signal.SIGSTOP)
             try:
                 for run_id in bulk:
                     hazel.decide(run_id=run_id, action="approve", actor=ACTOR)
             finally:
                 started = time.monotonic()
-                for proc in procs:
-                    proc.send_signal(signal.SIGCONT)
+                _signal(pids, signal.SIGCONT)
             _wait_for(hazel, bulk, RunStatus.COMPLETED)
             resume_sec = time.monotonic() - started
             decided_at: dict[str, float] = {}
@@ -183,12 +187,14 @@ def worker_processes(backend, n_runs: int, *, processes: int, threads: int = 4, 
                 time.sleep(max(0.0, decided_at[run_id] + LATENCY_PACE_SEC - time.monotonic()))
             _wait_for(hazel, run_ids, RunStatus.COMPLETED)
         finally:
-            for proc in procs:
-                proc.send_signal(signal.SIGCONT)
-                proc.terminate()
-            for proc in procs:
+            _signal(pids, signal.SIGCONT)
+            _signal(pids, signal.SIGTERM)
+            for proc in children:
+                if proc.poll() is None and len(pids) < len(children):  # never became ready
+                    proc.kill()
                 proc.wait(timeout=30)
             hazel.close()
+        _wait_written(outs[:len(pids)])
         step_at: dict[str, float] = {}
         for out in outs:
             for run_id, step, at in json.loads(Path(out).read_text()):
@@ -199,15 +205,83 @@ def worker_processes(backend, n_runs: int, *, processes: int, threads: int = 4, 
                        n_runs / resume_sec)
 
 
-def _spawn_worker(url: str, out: str, threads: int) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(
+def _signal(pids: list[int], sig: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def _wait_written(paths: list[str], timeout_sec: float = 30.0) -> None:
+    """Wait until every worker wrote its records (each file appears whole: written aside and renamed).
+
+    Raises:
+        TimeoutError: after ``timeout_sec``.
+    """
+    deadline = time.monotonic() + timeout_sec
+    while not all(os.path.exists(p) for p in paths):
+        if time.monotonic() > deadline:
+            raise TimeoutError("a bench worker did not write its records")
+        time.sleep(0.005)
+
+
+def _worker_env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(
         os.pathsep)}
-    return subprocess.Popen([sys.executable, "-m", "bench.worker", url, out, str(threads)], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 
 
-def _wait_ready(proc: subprocess.Popen) -> None:
-    """Raises RuntimeError when the worker exits instead of printing ``ready``."""
-    line = proc.stdout.readline() if proc.stdout else ""
-    if line.strip() != "ready":
-        raise RuntimeError(f"bench worker did not start (said {line!r})")
+def _spawn_worker(url: str, out: str, threads: int) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "bench.worker", url, out, str(threads)], cwd=REPO,
+                            env=_worker_env(), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+
+def _ready_pid(stdout) -> int:  # noqa: ANN001
+    """The pid of the next worker that says ``ready PID``.
+
+    Raises:
+        RuntimeError: it said anything else (``failed PID: …``) or nothing.
+    """
+    line = stdout.readline() if stdout else ""
+    word, _, rest = line.strip().partition(" ")
+    if word != "ready" or not rest.isdigit():
+        raise RuntimeError(f"bench worker did not start (said {line.strip()!r})")
+    return int(rest)
+
+
+class ForkServer:
+    """``python -m bench.worker --fork-server``, started on the first ``spawn`` and kept until ``close``: each
+    worker forked from it starts without importing again (2 s each on a slow 2-core VM, more when several
+    start at once)."""
+
+    def __init__(self) -> None:
+        self._proc: subprocess.Popen | None = None
+
+    def spawn(self, url: str, outs: list[str], threads: int, pids: list[int]) -> None:
+        """Fork one worker per file of ``outs``; appends each ready worker's pid to ``pids``.
+
+        Raises:
+            RuntimeError: the fork server or a worker failed to start.
+        """
+        if self._proc is None or self._proc.poll() is not None:
+            self._proc = subprocess.Popen([sys.executable, "-m", "bench.worker", "--fork-server"], cwd=REPO,
+                                          env=_worker_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                          stderr=subprocess.DEVNULL, text=True)
+        assert self._proc.stdin is not None
+        for out in outs:
+            self._proc.stdin.write(f"{url} {out} {threads}\n")
+        self._proc.stdin.flush()
+        for _ in outs:
+            pids.append(_ready_pid(self._proc.stdout))
+
+    def close(self) -> None:
+        if self._proc is None:
+            return
+        if self._proc.stdin is not None:
+            self._proc.stdin.close()
+        try:
+            self._proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+        self._proc = None
