@@ -4,8 +4,9 @@ point (the real console script, as a user runs it; most of the time is Python im
 
 Each subprocess gets a clean environment (``PATH``, ``HOME``, the repository on ``PYTHONPATH`` and the
 ``HAZEL_*`` settings of the bench database, nothing else: no ``.env``, no ``PYTHONDONTWRITEBYTECODE``), and
-runs in an empty temporary directory. One untimed run of each command comes first: it checks the command works
-on that database and leaves the bytecode caches warm, as they are for a user after the first command.
+runs in an empty temporary directory. One untimed run of each command comes first (on the first backend of a
+bench run only): it leaves the bytecode caches warm, as they are for a user after the first command. Every run
+is checked to work on that database.
 """
 
 from __future__ import annotations
@@ -66,28 +67,35 @@ def _run(args: list[str], env: dict[str, str], cwd: str) -> tuple[float, str]:
     return elapsed, proc.stdout
 
 
-def cli_times(backend, *, repeats: int = 5) -> dict[str, list[float]]:  # noqa: ANN001
+def cli_times(backend, *, repeats: int = 5, warm_up: bool = True) -> dict[str, list[float]]:  # noqa: ANN001
     """Wall-clock seconds of ``repeats`` runs each of ``hazel --help`` (``help``), ``hazel runs`` (``runs``)
     and ``hazel show RUN`` (``show``), as subprocesses on a fresh database of ``backend``
     (``bench.databases``) holding ``RUNS`` waiting runs. The commands alternate, so that a slow moment of the
-    machine spreads over all three.
+    machine spreads over all three. ``warm_up``: one untimed run of each command first (``False`` when the
+    caches are already warm: the commands were timed on another backend in this process's run).
 
     Raises:
-        RuntimeError: a command failed, or ``hazel runs`` did not list the prepared runs.
+        RuntimeError: a command failed, or ``hazel runs`` / ``hazel show`` did not show the prepared run.
     """
     url = backend.fresh_url("cli")
     run_id = prepare(url)
     commands = {"help": ["--help"], "runs": ["runs"], "show": ["show", run_id]}
     times: dict[str, list[float]] = {key: [] for key in commands}
     env = cli_env(url)
+
+    def timed(key: str, args: list[str]) -> float:
+        elapsed, output = _run(args, env, cwd)
+        if key != "help" and run_id not in output:  # each command sees the database
+            raise RuntimeError(f"hazel {' '.join(args)} did not show run {run_id} ({backend.name})")
+        return elapsed
+
     with tempfile.TemporaryDirectory(prefix="hazel-cli-") as cwd:
-        for key, args in commands.items():  # warm-up, and a check that each command sees the database
-            _, output = _run(args, env, cwd)
-            if key != "help" and run_id not in output:
-                raise RuntimeError(f"hazel {' '.join(args)} did not show run {run_id} ({backend.name})")
+        if warm_up:
+            for key, args in commands.items():
+                timed(key, args)
         for _ in range(repeats):
             for key, args in commands.items():
-                times[key].append(_run(args, env, cwd)[0])
+                times[key].append(timed(key, args))
     return times
 
 

@@ -41,7 +41,7 @@ import time
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from pydantic import BaseModel
 from sqlalchemy import create_engine, text
@@ -476,15 +476,24 @@ def _prune_ms_per_run(subject: _Subject, rep: int) -> float:
 
 
 def db_size(backend, *, small_runs: int = 1000, big_runs: int = 100_000, samples: int = 15,  # noqa: ANN001
-            budget_sec: float = 0.3, prune_runs: int = 50, prune_reps: int = 5) -> dict[str, float]:
+            budget_sec: float = 0.3, prune_runs: int = 50, prune_reps: int = 5,
+            operations: Iterable[str] | None = None) -> dict[str, float]:
     """Build a database of ``small_runs`` and one of ``big_runs`` runs on ``backend`` (``bench.databases``),
     time each operation on both and return ``{op: big ÷ small}`` (the median of the ratios of calls made one
     right after the other, so that the machine's load moves both alike), with the medians in milliseconds as
     ``{op}_small_ms`` and ``{op}_big_ms`` and the build times as ``build_small_s`` and ``build_big_s`` (see
     the module docstring). Each operation is called at least ``samples`` times on each database (a third of
-    that for ``waiting_on``), and more while that takes less than ``budget_sec``."""
+    that for ``waiting_on``), and more while that takes less than ``budget_sec``. ``operations``: the names of
+    ``OPERATIONS`` to time (default: all; ``prune_per_run`` is always measured).
+
+    Raises:
+        ValueError: the sizes are out of range, or ``operations`` names an unknown operation."""
     if not 10 <= small_runs <= big_runs:
         raise ValueError("need 10 <= small_runs <= big_runs")
+    chosen = list(OPERATIONS) if operations is None else list(operations)
+    unknown = [name for name in chosen if name not in OPERATIONS]
+    if unknown:
+        raise ValueError(f"unknown operations: {', '.join(unknown)}")
     per_batch = max(1, min(prune_runs, (_split(small_runs)[1] - 1) // max(prune_reps, 1)))
     out: dict[str, float] = {}
     with ExitStack() as stack:
@@ -497,7 +506,8 @@ def db_size(backend, *, small_runs: int = 1000, big_runs: int = 100_000, samples
         for subject in subjects:
             stack.callback(subject.close)
         timings: dict[str, tuple[list[float], list[float]]] = {}
-        for name, op in OPERATIONS.items():
+        for name in chosen:
+            op = OPERATIONS[name]
             warm = 0.0
             for subject in subjects:  # warm: statement caches, the database's pages
                 op(subject)

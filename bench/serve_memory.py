@@ -89,8 +89,8 @@ _MASK48 = (1 << 48) - 1
 def _copy(conn, pg: bool, template: str, request_id: int, base: int, first: int, n: int) -> None:  # noqa: ANN001
     """Copies ``first`` .. ``first + n - 1`` of the run ``template``'s rows (copy ``i``'s run id: 12 hex digits
     from ``i``; its steering request's id: ``base + i``)."""
-    seq = ("copies AS (SELECT i::bigint AS i FROM generate_series(CAST(:first AS bigint), CAST(:last AS bigint)) AS g(i))" if pg else
-           "copies(i) AS (SELECT :first UNION ALL SELECT i + 1 FROM copies WHERE i < :last)")
+    seq = ("copies AS (SELECT i FROM generate_series(CAST(:first AS bigint), CAST(:last AS bigint)) AS g(i))"
+           if pg else "copies(i) AS (SELECT :first UNION ALL SELECT i + 1 FROM copies WHERE i < :last)")
     key = "(((copies.i + 1) * :mult) & :mask)"
     new_id = f"lpad(to_hex({key}), 12, '0')" if pg else f"printf('%012x', {key})"
     new_request = "(CASE WHEN t.request_id = :req THEN :base + copies.i ELSE t.request_id END)"
