@@ -40,11 +40,19 @@ class Sizes:
     db_small_runs: int = 1000
     db_big_runs: int = 100_000
     cli_repeats: int = 5
+    peer_reps: int | None = None
+    """Repetitions (the first ones) in which the peers are measured: LangGraph (item 8), DBOS (item 9) and
+    HazelSaver (item 12, judged against LangGraph's saver of the same repetition); None: every repetition."""
+    serve_processes: int | None = None
+    """``hazel serve`` processes per database state in item 5; None: one per repetition."""
+    prune_runs: int = 50
+    """Runs per prune batch in item 10."""
 
 
 FULL = Sizes()
-QUICK = Sizes(reps=3, floor_rows=300, pause_runs=100, worker_runs=200, worker_latency_runs=60, slack_clicks=20,
-              serve_settle_sec=0.3, dbos_pause_runs=50, db_big_runs=10_000, cli_repeats=3)
+QUICK = Sizes(reps=3, floor_rows=300, pause_runs=100, worker_runs=100, worker_latency_runs=60, slack_clicks=20,
+              serve_settle_sec=0.3, dbos_pause_runs=50, db_big_runs=10_000, cli_repeats=3, peer_reps=1,
+              serve_processes=1, prune_runs=20)
 QUICK_BUDGET_SEC = 180
 """``--quick`` is meant to finish within this on the 2-core machine with nothing else running; it says so
 when it took longer."""
@@ -197,8 +205,18 @@ def _measure(samples: Samples, keys: list[str], backend: str, fn: Callable[[], o
 def measure_all(backends: list, sizes: Sizes, *, langgraph: bool, workers: bool = True,  # noqa: ANN001
                 serve: bool = True, slack: bool = True, dbos: bool = True, db_size: bool = True,
                 cli_speed: bool = True) -> Samples:
-    """Every measurement, ``sizes.reps`` times on each backend (the database-size and CLI measurements once).
-    Returns the samples."""
+    """Every measurement, ``sizes.reps`` times on each backend (the database-size and CLI measurements once;
+    the peers in the first ``sizes.peer_reps``). Returns the samples."""
+    forks = pause_resume.ForkServer()  # item 4's worker processes, forked without importing again
+    try:
+        return _measure_all(backends, sizes, langgraph=langgraph, workers=workers, serve=serve, slack=slack,
+                            dbos=dbos, db_size=db_size, cli_speed=cli_speed, forks=forks)
+    finally:
+        forks.close()
+
+
+def _measure_all(backends: list, sizes: Sizes, *, langgraph: bool, workers: bool, serve: bool,  # noqa: ANN001
+                 slack: bool, dbos: bool, db_size: bool, cli_speed: bool, forks: pause_resume.ForkServer) -> Samples:
     s = Samples()
     small, large = sizes.steps
     lg_missing = langgraph_side.available() if langgraph else "skipped (--no-langgraph)"
@@ -206,6 +224,9 @@ def measure_all(backends: list, sizes: Sizes, *, langgraph: bool, workers: bool 
     dbos_missing = dbos_side.available() if dbos else "skipped (--no-dbos)"
     for rep in range(sizes.reps):
         log.info("repetition %d of %d", rep + 1, sizes.reps)
+        peers = sizes.peer_reps is None or rep < sizes.peer_reps
+        lg_now, saver_now, dbos_now = (peers and lg_missing is None, peers and saver_missing is None,
+                                       peers and dbos_missing is None)
         for b in backends:
             name = b.name
             us = _measure(s, ["floor_us", "floor_cps"], name,
@@ -216,31 +237,32 @@ def measure_all(backends: list, sizes: Sizes, *, langgraph: bool, workers: bool 
             for steps in (small, large):
                 keep = steps == large
                 _cost(s, "hz", name, steps, keep, lambda: hazel_side.checkpoint_cost(b, steps, measure_storage=keep))
-                if lg_missing is None:
+                if lg_now:
                     _cost(s, "lg", name, steps, keep,
                           lambda: langgraph_side.checkpoint_cost(b, steps, measure_storage=keep))
-                if saver_missing is None:
+                if saver_now:
                     _cost(s, "hzs", name, steps, keep,
                           lambda: langgraph_saver.checkpoint_cost(b, steps, measure_storage=keep))
-                if dbos_missing is None:
+                if dbos_now:
                     _cost(s, "dbos", name, steps, keep,
                           lambda: dbos_side.checkpoint_cost(b, steps, measure_storage=keep))
             _pause(s, "hz", name, lambda: pause_resume.in_process(b, sizes.pause_runs))
-            if lg_missing is None:
+            if lg_now:
                 _pause(s, "lg", name, lambda: langgraph_side.pause_resume(b, sizes.pause_runs))
-            if dbos_missing is None:
+            if dbos_now:
                 _dbos_pause(s, name, b, sizes)
             _history(s, "hz", name, lambda: hazel_side.history_and_rewind(b, sizes.history_steps, sizes.rewind_to))
-            if lg_missing is None:
+            if lg_now:
                 _history(s, "lg", name,
                          lambda: langgraph_side.history_and_rewind(b, sizes.history_steps, sizes.rewind_to))
-            if dbos_missing is None:
+            if dbos_now:
                 _history(s, "dbos", name, lambda: dbos_side.history_and_rewind(
                     b, sizes.history_steps, sizes.rewind_to, fork_queue_poll_sec=DBOS_POLL_SEC))
             if workers and name == "postgresql":
                 for p in (1, 2):
                     _pause(s, f"w{p}", name, lambda: pause_resume.worker_processes(
-                        b, sizes.worker_runs, processes=p, latency_runs=sizes.worker_latency_runs))
+                        b, sizes.worker_runs, processes=p, latency_runs=sizes.worker_latency_runs,
+                        fork_server=forks))
             if slack:
                 a = _measure(s, ["slack_p50_ms", "slack_p99_ms"], name,
                              lambda: slack_ack.slack_ack(b, sizes.slack_clicks))
@@ -267,8 +289,8 @@ def measure_all(backends: list, sizes: Sizes, *, langgraph: bool, workers: bool 
         for b in backends:
             _db_size(s, b, sizes)
     if cli_speed:
-        for b in backends:
-            _cli_speed(s, b, sizes)
+        for i, b in enumerate(backends):
+            _cli_speed(s, b, sizes, warm_up=i == 0)
     if serve:
         for b in backends:
             _serve(s, b, sizes)
@@ -310,16 +332,18 @@ def _db_size(s: Samples, b, sizes: Sizes) -> None:  # noqa: ANN001
         for key in keys:
             s.note(key, b.name, f"n/a ({exc})")
         return
-    r = _measure(s, keys, b.name, lambda: db_size.db_size(b, small_runs=sizes.db_small_runs,
-                                                          big_runs=sizes.db_big_runs))
+    r = _measure(s, keys, b.name, lambda: db_size.db_size(
+        b, small_runs=sizes.db_small_runs, big_runs=sizes.db_big_runs, prune_runs=sizes.prune_runs,
+        operations=[key for key, _ in DB_OPERATIONS if key in db_size.OPERATIONS]))
     if r is not None:
         for key, _ in DB_OPERATIONS:
             if key in r:
                 s.add(f"db_{key}", b.name, r[key])
 
 
-def _cli_speed(s: Samples, b, sizes: Sizes) -> None:  # noqa: ANN001
-    """Item 11, once per backend: each command's whole-process wall times (``bench.cli_speed``)."""
+def _cli_speed(s: Samples, b, sizes: Sizes, *, warm_up: bool) -> None:  # noqa: ANN001
+    """Item 11, once per backend: each command's whole-process wall times (``bench.cli_speed``); ``warm_up``: one
+    untimed run of each command first (the first backend only: the caches are warm after it)."""
     keys = [f"cli_{key}_s" for key, _, _ in CLI_COMMANDS]
     try:
         from bench import cli_speed
@@ -327,7 +351,7 @@ def _cli_speed(s: Samples, b, sizes: Sizes) -> None:  # noqa: ANN001
         for key in keys:
             s.note(key, b.name, f"n/a ({exc})")
         return
-    r = _measure(s, keys, b.name, lambda: cli_speed.cli_times(b, repeats=sizes.cli_repeats))
+    r = _measure(s, keys, b.name, lambda: cli_speed.cli_times(b, repeats=sizes.cli_repeats, warm_up=warm_up))
     if r is not None:
         for key, _, _ in CLI_COMMANDS:
             for value in r.get(key, []):
@@ -350,15 +374,17 @@ def _history(s: Samples, prefix: str, backend: str, fn: Callable[[], object]) ->
 
 
 def _serve(s: Samples, b, sizes: Sizes) -> None:  # noqa: ANN001
-    """``sizes.reps`` ``hazel serve`` processes at once on the empty database, then as many with the waiting
-    runs added; the differences are paired by repetition."""
+    """``sizes.serve_processes`` (default ``sizes.reps``) ``hazel serve`` processes at once on the empty database,
+    then as many with the waiting runs added; the differences are paired by process."""
     keys = ["serve_rss0_mb", "serve_rss10k_mb", "serve_rss_delta_mb", "serve_threads0", "serve_threads10k",
             "serve_threads_delta"]
 
+    processes = sizes.serve_processes or sizes.reps
+
     def batch(url: str):  # noqa: ANN202
-        with ThreadPoolExecutor(sizes.reps) as pool:
+        with ThreadPoolExecutor(processes) as pool:
             return list(pool.map(lambda _: serve_memory.measure_serve(url, settle_sec=sizes.serve_settle_sec),
-                                 range(sizes.reps)))
+                                 range(processes)))
 
     def both():  # noqa: ANN202
         url = b.fresh_url("serve")
@@ -396,8 +422,11 @@ def run(sizes: Sizes, *, label: str, langgraph: bool = True, workers: bool = Tru
                 for key in row.key.split("/"):
                     samples.note(key, "postgresql", f"n/a (PostgreSQL {pg_reason})")
         elapsed = time.monotonic() - started
-    meta.append(f"run: {label}, {sizes.reps} repetitions, {elapsed:.0f} s; cells: median (min..max); ratios are "
-                "computed per repetition from values measured in the same repetition; items 10 and 11 once")
+    peers = ("" if sizes.peer_reps is None or sizes.peer_reps >= sizes.reps else
+             f"; the peers (items 8, 9 and 12) in the first {sizes.peer_reps} only" if sizes.peer_reps > 1 else
+             "; the peers (items 8, 9 and 12) in the first one only")
+    meta.append(f"run: {label}, {sizes.reps} repetitions{peers}, {elapsed:.0f} s; cells: median (min..max); ratios "
+                "are computed per repetition from values measured in the same repetition; items 10 and 11 once")
     if label == "quick" and elapsed > QUICK_BUDGET_SEC:
         meta.append(f"**this quick run took {elapsed:.0f} s, more than its {QUICK_BUDGET_SEC} s budget** (it is "
                     "meant for the 2-core machine with nothing else running: was something else running?)")
