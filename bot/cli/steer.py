@@ -91,19 +91,10 @@ def edit_cmd(
     run_id = hazel.resolve(ref=run_ref)
     if file:
         payload: dict[str, Any] = {"text": read_file(file)}  # the engine parses it (text, or JSON)
-        blank = {file: payload["text"]} if not payload["text"].strip() else {}
     else:
         shown = hazel.shown(request_id=hazel.request_for(run_id=run_id, point=at).id)
         payload = edit_sets(set_ or [], shown.field)
-        values = {"": payload["text"]} if "text" in payload else payload["entries"]
-        blank = {f"--set {shown.field or ''}{'.' if k and shown.field else ''}{k}": v for k, v in values.items()
-                 if not v.strip()}
-    if blank and not allow_empty:
-        what, value = next(iter(blank.items()))
-        raise CliError(f"{what} is {'empty' if not value else 'blank (only whitespace)'}: that would replace the "
-                       "value with nothing; add --allow-empty if that is what you mean")
-    if allow_empty and "text" in payload and not payload["text"].strip():
-        payload = {"value": payload["text"]}  # as it is: the engine takes blank text for no value at all
+    payload["allow_empty"] = allow_empty  # the engine refuses an empty or blank value without it
     outcome = decide(hazel, run_id=run_id, action="edit", actor=actor(hazel, as_), payload=payload, point=at,
                      detach=detach, json_out=json_out)
     _after(hazel, outcome, detach, json_out)

@@ -149,6 +149,9 @@ class EditPayload(_Payload):
     text: str | None = Field(None, description="Instead of value: the new value as typed, parsed as the CLI and "
                                                "Jira parse typed edits (text as it is for a text field, JSON "
                                                "otherwise).")
+    allow_empty: bool = Field(False, description="Accept an empty or blank new text (value or text): without "
+                                                 "it such an edit is refused (422), as it would replace the field "
+                                                 "with nothing (the CLI's --allow-empty).")
 
     @model_validator(mode="after")
     def _one_of(self) -> "EditPayload":
@@ -159,8 +162,10 @@ class EditPayload(_Payload):
         return self
 
     def for_engine(self) -> dict[str, Any]:
-        """The engine's edit payload: ``{"value": v}`` or ``{"text": s}``."""
-        return {"text": self.text} if "text" in self.model_fields_set else {"value": self.value}
+        """The engine's edit payload: ``{"value": v}`` or ``{"text": s}``, with ``allow_empty`` (the engine
+        refuses an empty edit without it: ``bot.engine.steering.edits``)."""
+        given = {"text": self.text} if "text" in self.model_fields_set else {"value": self.value}
+        return {**given, "allow_empty": self.allow_empty}
 
 
 class EditDecision(_DecisionBase):

@@ -9,6 +9,11 @@ An edit arrives in one of three shapes (``Hazel.decide(action="edit", payload=..
   input per entry, ``hazel edit --set field.key=...``): each entry parsed as ``text`` is, against its current
   value (None: the entry emptied, ``null``).
 
+Any shape may add ``"allow_empty": bool``. False (the CLI and the REST API send it, False unless asked): an
+empty or blank new text (the value, the typed text, or an entry) is refused, since it would replace the field
+with nothing. True: blank typed text is stored as it is. Absent (a Slack modal, a Jira ``/edit``): blank typed
+text is refused as no value given, and a value is taken as it is.
+
 Whatever the shape, the result is validated against the workflow's state model; a value that fails is refused
 with pydantic's message and nothing changes.
 """
@@ -53,24 +58,43 @@ def value_from_text(current: Any, text: str, *, what: str = "the value") -> Any:
         raise InvalidDecisionError(f"invalid edit: {what} must be given as JSON here ({exc})") from None
 
 
+def _refuse_empty(what: str, value: Any) -> None:
+    """Raise when ``value`` is empty or blank text (an edit with ``allow_empty`` false)."""
+    if isinstance(value, str) and not value.strip():
+        raise InvalidDecisionError(f"{what} is {'empty' if not value else 'blank (only whitespace)'}: that would "
+                                   "replace the value with nothing; allow an empty value (allow_empty) if that "
+                                   "is what you mean", hint="hazel edit --allow-empty")
+
+
 def edited_value(shown: Any, field: str | None, payload: dict[str, Any]) -> Any:
     """The new value of the shown field from an edit payload (see the module docstring).
 
     Raises:
-        InvalidDecisionError: no value given, text that should be JSON, entries of something not a mapping.
+        InvalidDecisionError: no value given, empty text with ``allow_empty`` false, text that should be JSON,
+            entries of something not a mapping.
     """
     what = f"the new {field or 'state'}"
+    allow_empty = payload.get("allow_empty")
     if "value" in payload:
+        if allow_empty is False:
+            _refuse_empty(what, payload["value"])
         return payload["value"]
     if "text" in payload:
         text = str(payload["text"])
         if not text.strip():
-            raise InvalidDecisionError(f"an edit needs {what}")
+            if allow_empty is None:
+                raise InvalidDecisionError(f"an edit needs {what}")
+            if allow_empty is False:
+                _refuse_empty(what, text)
+            return text  # as it is
         return value_from_text(shown, text, what=what)
     if "entries" in payload:
         entries = payload["entries"]
         if not isinstance(shown, dict) or not isinstance(entries, dict):
             raise InvalidDecisionError(f"invalid edit: {field or 'the state'} is not a mapping of entries")
+        if allow_empty is False:
+            for key, raw in entries.items():
+                _refuse_empty(f"{field}.{key}" if field else str(key), raw)
         out = dict(shown)
         for key, raw in entries.items():  # None: the entry was emptied, which means null
             out[key] = None if raw is None else value_from_text(shown.get(key), str(raw),

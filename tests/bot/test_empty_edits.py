@@ -1,0 +1,96 @@
+"""An edit that would empty the shown field (empty or blank text) is refused unless it allows it: the check is
+the engine's (``bot.engine.steering.edits``), so the CLI's ``--allow-empty`` and the REST API's ``allow_empty``
+are one rule; a refused edit changes nothing."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import httpx
+import pytest
+from pydantic import BaseModel, Field
+
+from hazel import StepContext, Workflow
+from bot.engine.errors import InvalidDecisionError
+from bot.inbound.api import api_router
+from bot.server.http import create_app
+from bot.settings import Settings
+from store.models import RunStatus
+from tests.support.engine import make_hazel, person
+from tests.support.live import LiveServer
+
+TOKEN = "tok-olga-0123456789"
+
+
+class Note(BaseModel):
+    text: str = ""
+    parts: dict[str, str] = Field(default_factory=dict)
+
+
+def noted(show: str = "text") -> Workflow:
+    wf = Workflow(f"noted-{show}", version=1, state=Note)
+
+    @wf.step
+    def draft(state: Note, ctx: StepContext) -> Note:
+        return state.model_copy(update={"text": "the plan", "parts": {"a": "one", "b": "two"}})
+
+    wf.steer("review", show=show)
+    return wf
+
+
+def waiting(hazel, workflow: str) -> str:  # noqa: ANN001
+    run = hazel.start(workflow=workflow, input={}, actor=person("author"))
+    assert hazel.drive(run_id=run.id).run.status is RunStatus.WAITING
+    return run.id
+
+
+@pytest.mark.parametrize("payload, what", [
+    ({"value": ""}, "the new text is empty"), ({"value": " \n"}, r"the new text is blank \(only whitespace\)"),
+    ({"text": ""}, "the new text is empty"), ({"text": "\t"}, "the new text is blank")])
+def test_the_engine_refuses_an_empty_edit_without_allow_empty(db_url: str, payload: dict, what: str) -> None:
+    hazel = make_hazel(db_url, noted())
+    run_id = waiting(hazel, "noted-text")
+    with pytest.raises(InvalidDecisionError, match=what):
+        hazel.decide(run_id=run_id, action="edit", actor=person("sme"), payload={**payload, "allow_empty": False})
+    assert hazel.get(run_id=run_id).status is RunStatus.WAITING and hazel.decisions(run_id=run_id) == []
+    hazel.decide(run_id=run_id, action="edit", actor=person("sme"), payload={**payload, "allow_empty": True})
+    assert hazel.state_at(run_id=run_id).text == next(iter(payload.values()))  # stored as it is
+
+
+def test_an_emptied_entry_is_named(db_url: str) -> None:
+    hazel = make_hazel(db_url, noted("parts"))
+    run_id = waiting(hazel, "noted-parts")
+    with pytest.raises(InvalidDecisionError, match="parts.b is empty"):
+        hazel.decide(run_id=run_id, action="edit", actor=person("sme"),
+                     payload={"entries": {"a": "uno", "b": ""}, "allow_empty": False})
+    hazel.decide(run_id=run_id, action="edit", actor=person("sme"),
+                 payload={"entries": {"a": "uno", "b": ""}, "allow_empty": True})
+    assert hazel.state_at(run_id=run_id).parts == {"a": "uno", "b": ""}
+
+
+@pytest.fixture
+def api(db_url: str) -> Iterator[tuple[Any, httpx.Client]]:
+    hazel = make_hazel(db_url, noted())
+    app = create_app(hazel, routers=[api_router(hazel, Settings(HAZEL_API_TOKENS=f"olga={TOKEN}"))])
+    with LiveServer(app) as server:
+        yield hazel, httpx.Client(base_url=server.url, timeout=10, headers={"Authorization": f"Bearer {TOKEN}"})
+    hazel.close()
+
+
+def test_rest_refuses_an_empty_edit_with_422_unless_allow_empty(api) -> None:  # noqa: ANN001
+    hazel, http = api
+    run_id = waiting(hazel, "noted-text")
+    for payload in ({"value": ""}, {"value": "   "}, {"text": ""}, {"value": "", "allow_empty": False}):
+        response = http.post(f"/api/runs/{run_id}/decisions", json={"action": "edit", "payload": payload})
+        assert response.status_code == 422, (payload, response.text)
+        error = response.json()["error"]
+        assert error["type"] == "InvalidDecisionError" and "allow_empty" in error["message"], error
+        assert "hazel edit" not in error["message"]  # (the console's hint is the CLI's)
+    assert hazel.state_at(run_id=run_id).text == "the plan" and hazel.decisions(run_id=run_id) == []
+    not_bool = http.post(f"/api/runs/{run_id}/decisions",
+                         json={"action": "edit", "payload": {"value": "", "allow_empty": "sure"}})
+    assert not_bool.status_code == 422 and not_bool.json()["error"]["type"] == "InvalidRequestError"
+    allowed = http.post(f"/api/runs/{run_id}/decisions",
+                        json={"action": "edit", "payload": {"value": "", "allow_empty": True}})
+    assert allowed.status_code == 201, allowed.text
+    assert hazel.state_at(run_id=run_id).text == ""
