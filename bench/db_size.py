@@ -37,7 +37,9 @@ import gc
 import logging
 import secrets
 import statistics
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -147,24 +149,28 @@ def _epoch_us(value: datetime) -> int:
     return (value - datetime(1970, 1, 1, tzinfo=timezone.utc)) // timedelta(microseconds=1)
 
 
+_TEMPLATES_LOCK = threading.Lock()
+
+
 def build(url: str, n_runs: int, *, prune_runs: int, prune_reps: int) -> Built:
     """Fill the empty, migrated database at ``url`` with ``n_runs`` runs (see the module docstring)."""
     started = time.perf_counter()
     hazel = make_engine(url, size_workflow())
     templates = {}
     runner_log = logging.getLogger("hazel.runner")
-    for kind, payload in (("waiting", {}), ("completed", {}), ("failed", {"fail": True})):
-        run = hazel.start(workflow=SIZE_WORKFLOW, input=payload, actor=ACTOR)
-        level = runner_log.level
-        runner_log.setLevel(logging.ERROR)  # the failure is the point, not news
-        try:
-            hazel.drive(run_id=run.id)
-        finally:
-            runner_log.setLevel(level)
-        if kind == "completed":
-            hazel.decide(run_id=run.id, action="approve", actor=ACTOR)
-            hazel.drive(run_id=run.id)
-        templates[kind] = run.id
+    with _TEMPLATES_LOCK:  # builds run in threads (built_all): one at a time sets and restores the log level
+        for kind, payload in (("waiting", {}), ("completed", {}), ("failed", {"fail": True})):
+            run = hazel.start(workflow=SIZE_WORKFLOW, input=payload, actor=ACTOR)
+            level = runner_log.level
+            runner_log.setLevel(logging.ERROR)  # the failure is the point, not news
+            try:
+                hazel.drive(run_id=run.id)
+            finally:
+                runner_log.setLevel(level)
+            if kind == "completed":
+                hazel.decide(run_id=run.id, action="approve", actor=ACTOR)
+                hazel.drive(run_id=run.id)
+            templates[kind] = run.id
     n_waiting, n_completed, n_failed = _split(n_runs)
     now = hazel.clock()
     sql = _Sql(hazel.store.dialect == "postgresql")
@@ -475,33 +481,43 @@ def _prune_ms_per_run(subject: _Subject, rep: int) -> float:
     return elapsed * 1e3 / built.prune_runs
 
 
-def db_size(backend, *, small_runs: int = 1000, big_runs: int = 100_000, samples: int = 15,  # noqa: ANN001
-            budget_sec: float = 0.3, prune_runs: int = 50, prune_reps: int = 5,
-            operations: Iterable[str] | None = None) -> dict[str, float]:
-    """Build a database of ``small_runs`` and one of ``big_runs`` runs on ``backend`` (``bench.databases``),
-    time each operation on both and return ``{op: big ÷ small}`` (the median of the ratios of calls made one
-    right after the other, so that the machine's load moves both alike), with the medians in milliseconds as
-    ``{op}_small_ms`` and ``{op}_big_ms`` and the build times as ``build_small_s`` and ``build_big_s`` (see
-    the module docstring). Each operation is called at least ``samples`` times on each database (a third of
-    that for ``waiting_on``), and more while that takes less than ``budget_sec``. ``operations``: the names of
-    ``OPERATIONS`` to time (default: all; ``prune_per_run`` is always measured).
+@contextmanager
+def built_all(backends, *, small_runs: int = 1000, big_runs: int = 100_000, prune_runs: int = 50,  # noqa: ANN001
+              prune_reps: int = 5) -> Iterator[list[tuple[Built, Built] | Exception]]:
+    """The two databases (``small_runs`` and ``big_runs`` runs) of every backend of ``backends``, all built at
+    once (one thread each: the work is the databases', SQLite's with the GIL released), dropped when the block
+    ends. Yields, per backend, ``(small, big)`` or the exception its build raised.
 
     Raises:
-        ValueError: the sizes are out of range, or ``operations`` names an unknown operation."""
+        ValueError: the sizes are out of range."""
     if not 10 <= small_runs <= big_runs:
         raise ValueError("need 10 <= small_runs <= big_runs")
+    per_batch = max(1, min(prune_runs, (_split(small_runs)[1] - 1) // max(prune_reps, 1)))
+    with ExitStack() as stack:
+        urls = [(stack.enter_context(_database(b, "small")), stack.enter_context(_database(b, "big")))
+                for b in backends]
+        with ThreadPoolExecutor(max(1, 2 * len(urls))) as pool:
+            futures = [tuple(pool.submit(build, url, n, prune_runs=per_batch, prune_reps=prune_reps)
+                             for url, n in ((small_url, small_runs), (big_url, big_runs)))
+                       for small_url, big_url in urls]
+        results: list[tuple[Built, Built] | Exception] = []
+        for small, big in futures:
+            try:
+                results.append((small.result(), big.result()))
+            except Exception as exc:  # the other backends are still measured
+                results.append(exc)
+        yield results
+
+
+def measure(small: Built, big: Built, *, samples: int = 15, budget_sec: float = 0.3,
+            operations: Iterable[str] | None = None) -> dict[str, float]:
+    """Time each operation on the two databases built by ``built_all`` (see ``db_size``)."""
     chosen = list(OPERATIONS) if operations is None else list(operations)
     unknown = [name for name in chosen if name not in OPERATIONS]
     if unknown:
         raise ValueError(f"unknown operations: {', '.join(unknown)}")
-    per_batch = max(1, min(prune_runs, (_split(small_runs)[1] - 1) // max(prune_reps, 1)))
-    out: dict[str, float] = {}
+    out: dict[str, float] = {"build_small_s": small.build_sec, "build_big_s": big.build_sec}
     with ExitStack() as stack:
-        small_url = stack.enter_context(_database(backend, "small"))
-        big_url = stack.enter_context(_database(backend, "big"))
-        small = build(small_url, small_runs, prune_runs=per_batch, prune_reps=prune_reps)
-        big = build(big_url, big_runs, prune_runs=per_batch, prune_reps=prune_reps)
-        out["build_small_s"], out["build_big_s"] = small.build_sec, big.build_sec
         subjects = (_Subject(small), _Subject(big))
         for subject in subjects:
             stack.callback(subject.close)
@@ -521,7 +537,7 @@ def db_size(backend, *, small_runs: int = 1000, big_runs: int = 100_000, samples
                     pair[which].append(_timed_ms(lambda: op(subjects[which])))
             timings[name] = pair
         pair = ([], [])
-        for rep in range(prune_reps):
+        for rep in range(small.prune_reps):
             for which in ((0, 1) if rep % 2 == 0 else (1, 0)):
                 pair[which].append(_prune_ms_per_run(subjects[which], rep))
         timings["prune_per_run"] = pair
@@ -530,6 +546,26 @@ def db_size(backend, *, small_runs: int = 1000, big_runs: int = 100_000, samples
         out[f"{name}_small_ms"] = statistics.median(on_small)
         out[f"{name}_big_ms"] = statistics.median(on_big)
     return out
+
+
+def db_size(backend, *, small_runs: int = 1000, big_runs: int = 100_000, samples: int = 15,  # noqa: ANN001
+            budget_sec: float = 0.3, prune_runs: int = 50, prune_reps: int = 5,
+            operations: Iterable[str] | None = None) -> dict[str, float]:
+    """Build a database of ``small_runs`` and one of ``big_runs`` runs on ``backend`` (``bench.databases``),
+    time each operation on both and return ``{op: big ÷ small}`` (the median of the ratios of calls made one
+    right after the other, so that the machine's load moves both alike), with the medians in milliseconds as
+    ``{op}_small_ms`` and ``{op}_big_ms`` and the build times as ``build_small_s`` and ``build_big_s`` (see
+    the module docstring). Each operation is called at least ``samples`` times on each database (a third of
+    that for ``waiting_on``), and more while that takes less than ``budget_sec``. ``operations``: the names of
+    ``OPERATIONS`` to time (default: all; ``prune_per_run`` is always measured).
+
+    Raises:
+        ValueError: the sizes are out of range, or ``operations`` names an unknown operation."""
+    with built_all([backend], small_runs=small_runs, big_runs=big_runs, prune_runs=prune_runs,
+                   prune_reps=prune_reps) as (result,):
+        if isinstance(result, Exception):
+            raise result
+        return measure(*result, samples=samples, budget_sec=budget_sec, operations=operations)
 
 
 def main(argv: list[str] | None = None) -> int:
