@@ -95,6 +95,7 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
     """
     env = environment()
     tokens = api_tokens(settings)
+    auth: WebAuth | None = None  # (made below; None while the pages are off)
 
     def html(name: str, status: int = 200, **context: Any) -> HTMLResponse:
         context = {"session": None, "flash": None, "path": "", "sign_in": False, **context}
@@ -111,8 +112,10 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
             async def route(request: Request) -> Response:
                 try:
                     return await handler(request)
-                except RequestValidationError as exc:
-                    return html("message.html", 422, title="Bad request", message=validation_message(exc))
+                except RequestValidationError as exc:  # the header still shows who is signed in
+                    session = auth.session(request) if auth is not None else None
+                    return html("message.html", 422, title="Bad request", message=validation_message(exc),
+                                session=session, path=request.url.path)
 
             return route
 

@@ -55,6 +55,20 @@ def test_malformed_queries_and_forms_answer_an_html_page(served: Served, client:
     assert_html_error(client.post(f"/runs/{run}/rewind", data={"to": "first", "csrf": csrf}), "rewind", "to")
 
 
+def test_a_bad_request_page_shows_who_is_signed_in(served: Served, client: Browserless) -> None:
+    signed_out = client.get("/runs?page=-1")
+    assert_html_error(signed_out, "/runs", "page")
+    assert ">Sign in</a>" in signed_out.text
+    sign_in(client, ALICE)
+    run = served.run_id
+    for path in ("/runs?page=-1", f"/runs/{run}/diff?a=x", f"/runs/{run}/checkpoints/seven"):
+        page = client.get(path)
+        assert_html_error(page, path)
+        header = page.text.split("<main>", 1)[0]
+        assert ">Sign in</a>" not in header and "Sign out" in header and '<span class="me">alice</span>' in header, \
+            (path, header)
+
+
 def test_the_rest_api_keeps_its_json_errors(db_url: str) -> None:
     from bot.inbound.api import api_router
     from bot.inbound.web import web_router
