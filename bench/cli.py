@@ -7,6 +7,7 @@ import argparse
 import json
 import logging
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
@@ -47,12 +48,20 @@ class Sizes:
     """``hazel serve`` processes per database state in item 5; None: one per repetition."""
     prune_runs: int = 50
     """Runs per prune batch in item 10."""
+    prune_reps: int = 5
+    """Prune batches timed on each of item 10's databases."""
+    db_samples: int = 15
+    """Item 10: at least this many calls of each operation on each database (a third for ``waiting_on``)."""
+    db_budget_sec: float = 0.3
+    """Item 10: more calls while one operation's take less than this (at most 400)."""
+    cli_postgres: bool = True
+    """Item 11 on PostgreSQL too (its goals are judged on SQLite)."""
 
 
 FULL = Sizes()
-QUICK = Sizes(reps=3, floor_rows=300, pause_runs=100, worker_runs=100, worker_latency_runs=60, slack_clicks=20,
+QUICK = Sizes(reps=3, floor_rows=300, pause_runs=100, worker_runs=100, worker_latency_runs=40, slack_clicks=20,
               serve_settle_sec=0.3, dbos_pause_runs=50, db_big_runs=10_000, cli_repeats=3, peer_reps=1,
-              serve_processes=1, prune_runs=20)
+              serve_processes=1, prune_runs=20, prune_reps=3, db_budget_sec=0.15, cli_postgres=False)
 QUICK_BUDGET_SEC = 180
 """``--quick`` is meant to finish within this on the 2-core machine with nothing else running; it says so
 when it took longer."""
@@ -285,14 +294,23 @@ def _measure_all(backends: list, sizes: Sizes, *, langgraph: bool, workers: bool
                         f"{prefix}_resume_p99_ms", f"{prefix}_resumes_ps", f"{prefix}_history_ms",
                         f"{prefix}_rewind_ms", "dbos_waiting_threads" if prefix == "dbos" else "-"):
                 s.note(key, b.name, f"n/a ({missing})")
+    def serve_all() -> None:  # item 5 reads memory and threads, not times: it can share the CPUs
+        if serve:
+            for b in backends:
+                _serve(s, b, sizes)
+
     if db_size:
-        _db_size(s, backends, sizes)
+        _db_size(s, backends, sizes, meanwhile=serve_all)  # item 10's databases built while item 5 runs
+    else:
+        serve_all()
     if cli_speed:
-        for i, b in enumerate(backends):
+        timed = [b for b in backends if sizes.cli_postgres or b.name != "postgresql"]
+        for i, b in enumerate(timed):
             _cli_speed(s, b, sizes, warm_up=i == 0)
-    if serve:
         for b in backends:
-            _serve(s, b, sizes)
+            if b not in timed:
+                for key, _, _ in CLI_COMMANDS:
+                    s.note(f"cli_{key}_s", b.name, "n/a (quick run: SQLite only)")
     return s
 
 
@@ -322,9 +340,11 @@ def _dbos_pause(s: Samples, backend: str, b, sizes: Sizes) -> None:  # noqa: ANN
             s.add(key, backend, value)
 
 
-def _db_size(s: Samples, backends: list, sizes: Sizes) -> None:  # noqa: ANN001
-    """Item 10, once per backend: big ÷ small for every operation (``bench.db_size``); every backend's two
-    databases are built at once, then measured one backend after the other."""
+def _db_size(s: Samples, backends: list, sizes: Sizes, *,  # noqa: ANN001
+             meanwhile: Callable[[], None] = lambda: None) -> None:
+    """Item 10, once per backend: big ÷ small for every operation (``bench.db_size``). Every backend's two
+    databases are built at once, in a thread, while ``meanwhile`` runs here (what it measures must not be
+    times), then measured one backend after the other."""
     keys = [f"db_{key}" for key, _ in DB_OPERATIONS]
     try:
         from bench import db_size
@@ -332,20 +352,40 @@ def _db_size(s: Samples, backends: list, sizes: Sizes) -> None:  # noqa: ANN001
         for b in backends:
             for key in keys:
                 s.note(key, b.name, f"n/a ({exc})")
+        meanwhile()
         return
     operations = [key for key, _ in DB_OPERATIONS if key in db_size.OPERATIONS]
-    started = time.monotonic()
     try:
-        with db_size.built_all(backends, small_runs=sizes.db_small_runs, big_runs=sizes.db_big_runs,
-                               prune_runs=sizes.prune_runs) as built:
-            log.info("%-18s %-10s %6.2fs", "db_build", "all", time.monotonic() - started)
+        with ExitStack() as stack:
+            built: list = []
+            failed: list[Exception] = []
+
+            def build() -> None:
+                started = time.monotonic()
+                try:
+                    built.extend(stack.enter_context(db_size.built_all(
+                        backends, small_runs=sizes.db_small_runs, big_runs=sizes.db_big_runs,
+                        prune_runs=sizes.prune_runs, prune_reps=sizes.prune_reps)))
+                except Exception as exc:  # reported below, once ``meanwhile`` is done
+                    failed.append(exc)
+                log.info("%-18s %-10s %6.2fs", "db_build", "all", time.monotonic() - started)
+
+            builder = threading.Thread(target=build, name="bench-db-build")
+            builder.start()
+            try:
+                meanwhile()
+            finally:
+                builder.join()
+            if failed:
+                raise failed[0]
             for b, result in zip(backends, built):
                 if isinstance(result, Exception):
                     log.error("db_size build on %s failed: %r", b.name, result)
                     for key in keys:
                         s.note(key, b.name, f"error: {type(result).__name__}")
                     continue
-                r = _measure(s, keys, b.name, lambda: db_size.measure(*result, operations=operations))
+                r = _measure(s, keys, b.name, lambda: db_size.measure(
+                    *result, samples=sizes.db_samples, budget_sec=sizes.db_budget_sec, operations=operations))
                 if r is not None:
                     for key, _ in DB_OPERATIONS:
                         if key in r:
@@ -458,6 +498,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", metavar="PATH", help="also write every sample to PATH")
     parser.add_argument("--no-langgraph", action="store_true", help="skip the LangGraph side (item 8)")
     parser.add_argument("--no-dbos", action="store_true", help="skip the DBOS side (item 9)")
+    parser.add_argument("--all-peers", action="store_true",
+                        help="measure the peers (items 8, 9, 12) in every repetition (--quick: the first only)")
     parser.add_argument("-v", "--verbose", action="store_true", help="progress on stderr")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
@@ -469,6 +511,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.reps < 3:
             parser.error("--reps must be at least 3 (medians with a range)")
         sizes = Sizes(**{**asdict(sizes), "reps": args.reps, "steps": tuple(sizes.steps)})
+    if args.all_peers:
+        sizes = Sizes(**{**asdict(sizes), "peer_reps": None, "steps": tuple(sizes.steps)})
     report = run(sizes, label="quick" if args.quick else "full", langgraph=not args.no_langgraph,
                  dbos=not args.no_dbos)
     print(report.markdown())
