@@ -8,13 +8,14 @@ measured after it start from the empty schema).
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import shutil
 import sqlite3
 import tempfile
 from contextlib import ExitStack, contextmanager
-from typing import Iterator
+from typing import Callable, Iterator
 
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
@@ -90,6 +91,9 @@ class PostgresBackend:
         self.conninfo = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
         """The same database as a libpq URL (for LangGraph's PostgresSaver, which takes psycopg's)."""
         self._engine = create_engine(url, isolation_level="AUTOCOMMIT")
+        self.cleanups: list[Callable[[], None]] = []
+        """Called (last added first) before the bench database is dropped: what a measurement left on the
+        server for the next ones (a template database) goes with it."""
 
     def fresh_url(self, tag: str = "hazel", *, migrate: bool = True) -> str:
         """The bench database with every table emptied (Hazel's, the floor's and LangGraph's)."""
@@ -149,6 +153,11 @@ def postgres_backend(admin_url: str = PG_ADMIN_URL) -> Iterator[PostgresBackend]
         yield backend
     finally:
         if backend is not None:
+            for cleanup in reversed(backend.cleanups):
+                try:
+                    cleanup()
+                except Exception:  # the bench database is still dropped
+                    logging.getLogger("bench").exception("a PostgreSQL cleanup failed")
             backend.dispose()
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))

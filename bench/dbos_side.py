@@ -33,7 +33,9 @@ but for what is said here.
   file), as Hazel and LangGraph run, and checks that DBOS's connections report ``journal_mode=wal`` and
   ``synchronous=2`` (FULL, SQLite's default, which DBOS leaves alone). A fresh file per measurement.
 - PostgreSQL: a fresh database ``dbos_bench_<random>`` per measurement on the bench's server (DBOS needs its
-  own system database; its tables go to schema ``dbos``), dropped afterwards ``WITH (FORCE)``. Storage is
+  own system database; its tables go to schema ``dbos``), dropped afterwards ``WITH (FORCE)``: a copy
+  (``CREATE DATABASE … TEMPLATE``) of one database DBOS migrated once per bench run, so that each launch does
+  not run DBOS's migrations again. Storage is
   ``pg_total_relation_size`` (heap, TOAST, indexes) of every table in schema ``dbos``.
 - SQLite has no LISTEN/NOTIFY: a waiting ``recv`` is woken by DBOS's polling listener, which sleeps
   ``notification_listener_polling_interval_sec`` (default 1 s) between rounds and queries the database once
@@ -226,10 +228,12 @@ def _system_database(backend, tag: str) -> Iterator[_SystemDatabase]:  # noqa: A
         yield _SystemDatabase(backend.name, url)
         return
     name = f"dbos_bench_{secrets.token_hex(4)}"
+    template = _migrated_template(backend)
     admin = create_engine(backend.url, isolation_level="AUTOCOMMIT")
     try:
         with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
+            _disconnect(conn, template)
+            conn.execute(text(f'CREATE DATABASE "{name}" TEMPLATE "{template}"'))
         try:
             yield _SystemDatabase(backend.name, make_url(backend.url).set(database=name).render_as_string(
                 hide_password=False))
@@ -238,6 +242,48 @@ def _system_database(backend, tag: str) -> Iterator[_SystemDatabase]:  # noqa: A
                 conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
     finally:
         admin.dispose()
+
+
+_TEMPLATES: dict[str, str] = {}
+"""PostgreSQL: the bench database's URL → its DBOS template database (``_migrated_template``)."""
+
+
+def _migrated_template(backend) -> str:  # noqa: ANN001
+    """A database on ``backend``'s server that DBOS has migrated (launched on it once, then destroyed), made
+    once per bench database and dropped with it; every measurement's system database is a copy of it
+    (``CREATE DATABASE … TEMPLATE``): a fresh database as DBOS leaves it after its migrations, without running
+    them again (0.6 to 1.7 s of each launch on a new database on a slow 2-core VM)."""
+    if backend.url in _TEMPLATES:
+        return _TEMPLATES[backend.url]
+    name = f"dbos_bench_template_{secrets.token_hex(4)}"
+    admin = create_engine(backend.url, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+        url = make_url(backend.url).set(database=name).render_as_string(hide_password=False)
+        with _launched(_SystemDatabase(backend.name, url), listener_poll_sec=QUIET_LISTENER_SEC):
+            pass
+    finally:
+        admin.dispose()
+
+    def drop() -> None:
+        _TEMPLATES.pop(backend.url, None)
+        engine = create_engine(backend.url, isolation_level="AUTOCOMMIT")
+        try:
+            with engine.connect() as conn:
+                conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        finally:
+            engine.dispose()
+
+    backend.cleanups.append(drop)
+    _TEMPLATES[backend.url] = name
+    return name
+
+
+def _disconnect(conn, database: str) -> None:  # noqa: ANN001
+    """End every session on ``database`` (a template must have none while it is copied)."""
+    conn.execute(text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :name "
+                      "AND pid <> pg_backend_pid()"), {"name": database})
 
 
 @contextmanager
