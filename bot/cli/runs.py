@@ -225,23 +225,23 @@ def show_cmd(
     common.out.print(Panel("\n".join(lines), title=f"run {run.id}", title_align="left"))
     if run.error_traceback and full:
         common.out.print(Text(for_terminal(run.error_traceback)))
-    shows = [_shown_field(hazel, run, request) for request in waiting] if seq is None else []
-    for show in dict.fromkeys(shows or [None]):  # each field a pending request shows, once
-        text = render_value(tree.get(show) if show and isinstance(tree, dict) else tree)
+    shows: dict[str | None, object] = {}
+    for request in waiting if seq is None else []:  # each field a pending request shows, once
+        shown = hazel.shown(request_id=request.id)
+        shows.setdefault(shown.field, shown.value if shown.field else tree)
+    for show, value in (shows or {None: tree}).items():
+        text = render_value(value)
         if not full and len(text) > 3000:
             text = text[:3000] + f"\n… ({len(text) - 3000} more characters: --full)"
         title = (show or "state") + (f" at #{seq}" if seq is not None else "")
         common.out.print(Panel(Text(for_terminal(text)), title=escape(title), title_align="left"))
 
 
-def _shown_field(hazel: Hazel, run: Run, pending: SteeringRequest | None) -> str | None:
-    """The field the pending request shows (None: show the whole state)."""
-    return hazel.shown(request_id=pending.id).field if pending is not None else None
-
-
 def _shown_value(hazel: Hazel, run: Run, pending: SteeringRequest | None, tree: object, seq: int | None) -> object:
-    show = _shown_field(hazel, run, pending) if seq is None else None
-    return tree.get(show) if show and isinstance(tree, dict) else tree
+    """The value the pending request shows (its field's, as it was asked: for a LangGraph run, the interrupt's
+    value), else ``tree`` (the whole state, at ``seq`` when given)."""
+    shown = hazel.shown(request_id=pending.id) if pending is not None and seq is None else None
+    return shown.value if shown is not None and shown.field else tree
 
 
 @app.command("history")

@@ -22,12 +22,15 @@ decisions, the audit log, the outbox, reminders, timeouts and rewinds are the na
 
 The Hazel state tree of such a run (``GraphRunState``) is small: a pointer, the input, and for each pending
 interrupt the value it shows, under the steering point's name (which is what the point's ``show`` names, so
-channels render it and edits replace it as for a native field).
+channels render it and edits replace it as for a native field). What people see of a checkpoint
+(``state_view``: ``hazel show --seq``, the REST state, the run pages and their diffs, ``hazel rewind --set``)
+is the graph's values there, not this tree.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from functools import lru_cache
 from typing import Any, Callable
 
@@ -35,7 +38,7 @@ from pydantic import BaseModel, ValidationError
 
 from bot.engine.errors import InvalidDecisionError, WorkflowDefinitionError
 from bot.engine.transitions import close_request
-from bot.engine.lgraph_run import MARK, GraphRunState, superstep, writers_at
+from bot.engine.lgraph_run import MARK, GraphRunState, graph_values, superstep, writers_at
 from bot.engine.workflow import _CHANNEL, _NAME, Step, SteeringPoint, Workflow
 from store.codec import StateCodec
 from store.interrupts import answers_at
@@ -43,6 +46,8 @@ from store.models import ALL_ACTIONS, START, Action, Actor, RequestStatus, Run, 
 
 __all__ = ["MARK", "GraphRunState", "LangGraphWorkflow", "find_node", "check_point", "close_siblings", "node_at", "point_from", "points_of_run", "points_asked",
            "resume_value"]
+
+_log = logging.getLogger("hazel.langgraph")
 
 POINT_SETTINGS = ("title", "actions", "approvers", "channel", "approvals_required", "allow_self_approval",
                   "permissions", "notify_approvers", "remind_after_sec", "remind_every_sec", "escalate_after_sec",
@@ -144,6 +149,14 @@ def _jsonable(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 
+def _shown_json(value: Any) -> Any:
+    """``_jsonable``, else the value's ``repr`` (a graph value JSON cannot hold, shown all the same)."""
+    try:
+        return _jsonable(value)
+    except TypeError:
+        return repr(value)
+
+
 class LangGraphWorkflow(Workflow[GraphRunState]):
     """A compiled LangGraph graph as a Hazel workflow (see the module docstring).
 
@@ -202,6 +215,28 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
     def steering_points(self) -> list[SteeringPoint]:
         """The point of a plain ``interrupt()`` (who may rewind or retry a run that waits on nothing)."""
         return [self.default_point]
+
+    def state_view(self, tree: Any, *, run_id: str) -> Any:
+        """What people see of a Hazel checkpoint of this graph's run ``run_id`` whose stored tree is ``tree``
+        (a ``GraphRunState``): the graph's values at the graph checkpoint it points at (``lg_checkpoint``), as
+        JSON (pydantic models dumped, tuples and sets as lists, anything else as its ``repr``); before the
+        first super-step (no pointer), the input the graph starts from (with a rewind's values). ``tree``
+        itself when the graph checkpoint is not found (or cannot be read: logged): a view never fails here."""
+        if not isinstance(tree, dict):
+            return tree
+        pointer = tree.get("lg_checkpoint")
+        if pointer is None:
+            start = tree.get("lg_input")
+            return {**start, **(tree.get("lg_update") or {})} if isinstance(start, dict) else tree
+        try:
+            values = graph_values(self.graph, run_id, str(pointer))
+        except Exception:  # noqa: BLE001  (a view of the stored tree rather than none)
+            _log.warning("run %s: the values of graph checkpoint %s could not be read; showing Hazel's pointer "
+                         "state", run_id, pointer, exc_info=True)
+            return tree
+        if values is None:
+            return tree
+        return json.loads(json.dumps(values, default=_shown_json, ensure_ascii=False))
 
     def validate(self) -> None:
         if self._problems:

@@ -146,6 +146,22 @@ def writers_at(graph: Any, config: dict[str, Any]) -> list[str]:
     return tied if ambiguous else []
 
 
+def graph_values(graph: Any, run_id: str, checkpoint_id: str) -> Any:
+    """The channel values of ``graph`` at its checkpoint ``checkpoint_id`` of thread ``run_id`` (LangGraph's
+    ``get_state``; a dict for a graph whose state is a mapping), as LangGraph gives them (not yet JSON);
+    None when the thread has no such checkpoint.
+
+    Raises:
+        whatever the graph's checkpointer raises.
+    """
+    g = _Async(graph) if _is_async(graph) else graph
+    snapshot = g.get_state({"configurable": {"thread_id": run_id, "checkpoint_ns": "",
+                                             "checkpoint_id": checkpoint_id}})
+    if snapshot is None or getattr(snapshot, "created_at", None) is None:  # LangGraph's empty snapshot
+        return None
+    return snapshot.values
+
+
 def _ask(wf: Any, node: str, value: Any) -> tuple[str, Any, dict[str, Any]]:
     """``(steering point name, value shown, its settings)`` of one interrupt's payload."""
     settings = dict(wf.point_defaults)

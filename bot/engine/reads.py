@@ -172,12 +172,20 @@ class Reads:
         return decode_state(self.registry, run, loaded.info.workflow_version, loaded.tree)
 
     def state_tree_at(self, *, run_id: str, seq: int | None = None) -> Any:
-        """The run's state at checkpoint ``seq`` (default: its head) as a JSON tree (None: no such checkpoint).
+        """The run's state at checkpoint ``seq`` (default: its head) as a JSON tree, as people see it (None: no
+        such checkpoint): the stored tree for a native workflow; for a LangGraph run, the graph's values at the
+        graph checkpoint that Hazel checkpoint points at (``Workflow.state_view``), or the stored tree when the
+        checkpoint's workflow version is not registered here or the graph checkpoint is not found.
+        (``state_at`` gives the stored state as the workflow's model: a LangGraph run's ``GraphRunState``.)
 
         Raises:
             RunNotFoundError.
         """
-        return getattr(self._load(run_id, seq)[1], "tree", None)
+        run, loaded = self._load(run_id, seq)
+        if loaded is None:
+            return None
+        wf = self.registry.find(run.workflow, loaded.info.workflow_version)
+        return loaded.tree if wf is None else wf.state_view(loaded.tree, run_id=run.id)
 
     def _load(self, run_id: str, seq: int | None):  # noqa: ANN202
         with self.store.read() as tx:

@@ -277,6 +277,11 @@ class Workflow(Generic[S]):
     def steering_points(self) -> list[SteeringPoint]:
         return [n for n in self.nodes.values() if isinstance(n, SteeringPoint)]
 
+    def state_view(self, tree: Any, *, run_id: str) -> Any:
+        """The state a person sees (and ``--set`` edits) of the checkpoint of run ``run_id`` whose stored JSON
+        tree is ``tree``: the tree itself. ``LangGraphWorkflow`` gives its graph's values instead."""
+        return tree
+
     def declared_after(self, name: str) -> str | None:
         i = self._order.index(name)
         return self._order[i + 1] if i + 1 < len(self._order) else None

@@ -219,7 +219,8 @@ def api_router(hazel: "Hazel", settings: Settings) -> APIRouter:
     @router.get("/runs/{run_id}/checkpoints/{seq}/state", response_model=StateOut,
                 summary="The state at a checkpoint")
     def state(run_id: RunId, seq: Annotated[int, Path(ge=0, le=INT_MAX)], caller: Caller) -> StateOut:
-        """The run's state as stored at checkpoint ``seq`` (JSON, as the workflow's state model dumps it)."""
+        """The run's state at checkpoint ``seq`` (JSON, as the workflow's state model dumps it; for a LangGraph
+        run, the graph's values at that checkpoint)."""
         tree = hazel.state_tree_at(run_id=(run_id := full(run_id)), seq=seq)
         if tree is None:
             raise CheckpointNotFoundError(f"run {run_id} has no checkpoint #{seq}")

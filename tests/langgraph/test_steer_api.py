@@ -26,7 +26,7 @@ def test_start_decide_rewind_and_list_checkpoints_over_rest(db_url: str) -> None
             assert run["pending_request"]["point"] == "review"
             seq = run["pending_request"]["checkpoint_seq"]
             shown = api.call("GET", f"/api/runs/{run_id}/checkpoints/{seq}/state").json()["state"]
-            assert shown["review"] == "Draft about tides"
+            assert shown["draft"] == "Draft about tides" and "lg_checkpoint" not in shown  # the graph's values
 
             response = api.decide(run_id, {"action": "feedback", "payload": {"text": "shorter"}})
             assert response.status_code == 201, response.text
