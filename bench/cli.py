@@ -504,7 +504,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(name)s %(message)s")
-    for noisy in ("hazel", "uvicorn", "slack_bolt", "httpx", "alembic"):
+    for noisy in ("hazel", "uvicorn", "slack_bolt", "httpx", "httpx2", "alembic"):
         logging.getLogger(noisy).setLevel(logging.ERROR)
     sizes = QUICK if args.quick else FULL
     if args.reps is not None:
