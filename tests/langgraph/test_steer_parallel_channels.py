@@ -5,11 +5,12 @@ pending request, each decided on its own) and the CLI (``hazel show``, ``hazel r
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
+from typing import Callable
+
+import pytest
+from typer.testing import CliRunner
 
 from bot.inbound.api import api_router
 from bot.inbound.web import Signer, web_router
@@ -24,8 +25,6 @@ from tests.support.engine import make_hazel, person
 from tests.support.live import LiveServer
 from tests.workflows.doc import doc_workflow
 
-ROOT = Path(__file__).resolve().parents[2]
-HAZEL = str(Path(sys.executable).with_name("hazel"))
 REFUSED = "was written by facts, notes at once"
 
 
@@ -105,32 +104,46 @@ def test_the_run_page_shows_every_pending_request_each_with_its_own_forms(db_url
     assert hz.get(run_id=run_id).status is RunStatus.WAITING
 
 
-def _hazel(env, *args, code=0):
-    done = subprocess.run([HAZEL, *args], env=env, capture_output=True, text=True, timeout=120, cwd=env["CWD"])
-    assert done.returncode == code, (args, done.stdout, done.stderr)
-    return done.stdout + done.stderr
+def _cli(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., str]:
+    """``hazel ARGS`` in-process (Typer's runner) on ``db_url`` with the parallel graphs loaded; checks the exit
+    code and returns stdout and stderr."""
+    monkeypatch.setenv("HAZEL_DATABASE_URL", db_url)
+    monkeypatch.setenv("HAZEL_WORKFLOWS", "tests.langgraph.workflows.parallel_graphs")
+    monkeypatch.setenv("HAZEL_OPERATOR", "olga")
+    monkeypatch.chdir(tmp_path)
+    from bot.cli import app, common
+
+    monkeypatch.setattr(common.out, "width", 200)
+    monkeypatch.setattr(common.err, "width", 200)
+    runner = CliRunner()
+
+    def hazel(*args: str, code: int = 0) -> str:
+        result = runner.invoke(app, list(args))
+        assert result.exit_code == code, (args, result.output, result.exception)
+        return result.stdout + result.stderr
+
+    return hazel
 
 
-def test_the_cli_shows_every_pending_request_and_refuses_an_ambiguous_rewind_in_one_line(db_url, tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HAZEL_")}
-    env.update(HAZEL_DATABASE_URL=db_url, HAZEL_WORKFLOWS="tests.langgraph.workflows.parallel_graphs",
-               HAZEL_OPERATOR="olga", PYTHONPATH=str(ROOT), CWD=str(tmp_path), COLUMNS="200")
-    started = json.loads(_hazel(env, "run", "lg-pair", "--input", '{"topic": "launch"}', "--json"))
+def test_the_cli_shows_every_pending_request_and_refuses_an_ambiguous_rewind_in_one_line(db_url, tmp_path,
+                                                                                           monkeypatch):
+    _hazel = _cli(db_url, tmp_path, monkeypatch)
+    started = json.loads(_hazel("run", "lg-pair", "--input", '{"topic": "launch"}', "--json"))
     pair = started["run"]["id"]
-    shown = _hazel(env, "show", pair)
+    shown = _hazel("show", pair)
     assert "waiting at 'legal'" in shown and "waiting at 'security'" in shown
     assert "╭─ legal " in shown and "╭─ security " in shown  # each request's shown value, in a panel
-    data = json.loads(_hazel(env, "show", pair, "--json"))
+    data = json.loads(_hazel("show", pair, "--json"))
     assert [r["point"] for r in data["pending_requests"]] == ["legal", "security"]
     assert data["pending_request"]["point"] == "security"
-    listed = _hazel(env, "runs")
+    listed = _hazel("runs")
     assert "legal (console), security (console)" in listed
-    [row] = [r for r in json.loads(_hazel(env, "runs", "--json")) if r["id"] == pair]
+    [row] = [r for r in json.loads(_hazel("runs", "--json")) if r["id"] == pair]
     assert [r["point"] for r in row["pending_requests"]] == ["legal", "security"]
 
-    fan = json.loads(_hazel(env, "run", "lg-fan", "--input", '{"topic": "tides"}', "--json"))["run"]["id"]
-    before = json.loads(_hazel(env, "show", fan, "--json"))
-    out = _hazel(env, "rewind", fan, "--to", "join", "--feedback", "more", code=1)
+    fan = json.loads(_hazel("run", "lg-fan", "--input", '{"topic": "tides"}', "--json"))["run"]["id"]
+    before = json.loads(_hazel("show", fan, "--json"))
+    out = _hazel("rewind", fan, "--to", "join", "--feedback", "more", code=1)
     [line] = [x for x in out.splitlines() if x.strip()]  # one line, no traceback
     assert line.startswith("error: checkpoint #1 of run") and REFUSED in line and line.endswith("checkpoint #0")
-    assert json.loads(_hazel(env, "show", fan, "--json")) == before
+    assert json.loads(_hazel("show", fan, "--json")) == before

@@ -4,25 +4,14 @@ reason, the run left as it was; ``/hazel status`` names every request a run wait
 
 from __future__ import annotations
 
-import io
+from typing import Any
 
-import responses
-from rich.console import Console
-
-from bot.engine.registry import Registry
-from bot.server.app import HazelApp as Hazel
-from bot.server.http import create_app
-from bot.server.wiring import channels_from_settings, http_routers
-from bot.settings import Settings
 from hazel import Approvers
-from integrations.console import ConsoleChannel
 from store.models import RunStatus
 from tests.bot.slack.conftest import DBA, PRIYA, STARTER, SlackEnv, make_env  # noqa: F401
 from tests.langgraph.graphs import fan_graph, pair_graph, workflow
+from tests.langgraph.on_jira import graph_on_jira
 from tests.support.engine import person
-from tests.support.fake_jira import FakeJira
-from tests.support.jira_env import SECRET, Clock, JiraEnv, people
-from tests.support.live import LiveServer
 
 REFUSED = "was written by facts, notes at once"
 
@@ -56,31 +45,18 @@ def test_slack_status_names_every_request_the_run_waits_on(make_env) -> None:  #
 
 
 def test_jira_rewind_to_a_checkpoint_of_parallel_nodes_with_feedback_answers_why(db_url: str) -> None:
-    who = people(True)
-    wf = workflow(fan_graph(), name="lg-fan", channel="jira:DOC", approvers=Approvers(jira_users=(who["sme"],)))
-    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
-        fake = FakeJira(rsps, cloud=True, projects=("DOC",))
-        auth = fake.client_kwargs()
-        config = Settings(HAZEL_DATABASE_URL=db_url, JIRA_URL=fake.base, JIRA_WEBHOOK_SECRET=SECRET,
-                          JIRA_USER=auth.get("user"), JIRA_API_TOKEN=auth.get("api_token"), JIRA_PAT=auth.get("pat"))
-        registry = Registry()
-        registry.add(wf)
-        hazel = Hazel(config, registry=registry, load_workflows=False, clock=Clock(),
-                      console=ConsoleChannel(console=Console(file=io.StringIO(), width=120)),
-                      channels=channels_from_settings(config))
-        hazel.prepare()
-        try:
-            with LiveServer(create_app(hazel, routers=http_routers(hazel, config))) as server:
-                env = JiraEnv(hazel=hazel, fake=fake, url=server.url, cloud=True, who=who, clock=hazel.clock)
-                run = hazel.start(workflow="lg-fan", input={"topic": "tides"}, actor=person("olga"))
-                assert env.drive(run.id).status is RunStatus.WAITING
-                before = _as_it_is(hazel, run.id)
-                answer = env.send(env.comment(env.issue(run.id), "/rewind join more please"))
-                assert answer.json().get("decided") is None, answer.text
-                assert REFUSED in answer.text, answer.text
-                assert _as_it_is(hazel, run.id) == before
-                assert "refused" in answer.json()
-                [reply] = fake.bodies(env.issue(run.id)["key"])  # the reply on the issue, to the person
-                assert REFUSED in reply and "Nothing changed." in reply and "\n" not in reply
-        finally:
-            hazel.close()
+    def fan_on_jira(who: dict[str, str]) -> Any:
+        return workflow(fan_graph(), name="lg-fan", channel="jira:DOC", approvers=Approvers(jira_users=(who["sme"],)))
+
+    with graph_on_jira(db_url, fan_on_jira) as (env, _wf):
+        hazel = env.hazel
+        run = hazel.start(workflow="lg-fan", input={"topic": "tides"}, actor=person("olga"))
+        assert env.drive(run.id).status is RunStatus.WAITING
+        before = _as_it_is(hazel, run.id)
+        answer = env.send(env.comment(env.issue(run.id), "/rewind join more please"))
+        assert answer.json().get("decided") is None, answer.text
+        assert REFUSED in answer.text, answer.text
+        assert _as_it_is(hazel, run.id) == before
+        assert "refused" in answer.json()
+        [reply] = env.fake.bodies(env.issue(run.id)["key"])  # the reply on the issue, to the person
+        assert REFUSED in reply and "Nothing changed." in reply and "\n" not in reply
