@@ -145,10 +145,8 @@ def rewind_cmd(
     hazel = engine(json_out)
     run_id = hazel.resolve(ref=run_ref)
     edits = None
-    if set_:
-        target = to.lstrip("#")
-        seq = int(target) if target.isdigit() else None
-        tree = hazel.state_tree_at(run_id=run_id, seq=seq)
+    if set_:  # the edits apply over the target's state, not the head's
+        tree = hazel.state_tree_at(run_id=run_id, seq=hazel.rewind_target(run_id=run_id, to=to))
         edits = apply_sets(set_, tree if isinstance(tree, dict) else {})
     outcome = hazel.rewind(run_id=run_id, actor=actor(hazel, as_), to=to,
                            feedback=read_arg(feedback) if feedback else None, edits=edits, claim=not detach)

@@ -368,6 +368,15 @@ class Hazel(Reads, Requests):
                                        request_id=request_id, delivery_id=delivery_id, claim=claim)
         return self._keep(outcome)
 
+    def rewind_target(self, *, run_id: str, to: int | str | None) -> int:
+        """The checkpoint number a ``rewind`` to ``to`` would fork from (a number, or a step name: the latest
+        checkpoint on the current branch from which that step runs next), without rewinding.
+
+        Raises:
+            RunNotFoundError, InvalidDecisionError, CheckpointNotFoundError.
+        """
+        return self.steering.target_seq(run_id, to)
+
     def _keep(self, outcome: DecisionOutcome) -> DecisionOutcome:
         if outcome.claim is None:
             return outcome

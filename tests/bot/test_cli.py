@@ -120,3 +120,15 @@ def test_quick_commands(cli) -> None:  # noqa: ANN001
     assert cli.json("runs", "--version") == [
         {"workflow": "doc-review", "version": 1, "status": "waiting", "runs": 1, "deployed": True}]
     assert cli.json("outbox")["backlog"].get("pending", 0) == 0
+
+
+def test_rewind_to_a_step_sets_over_the_target_state_not_the_head(cli, monkeypatch) -> None:  # noqa: ANN001
+    """``--set plan.title=…`` with ``--to STEP`` edits the plan as it was at that step's checkpoint: the fork
+    does not carry what later steps added to the head's plan."""
+    monkeypatch.setenv("HAZEL_WORKFLOWS", str(Path(__file__).resolve().parents[1] / "workflows" / "plans.py"))
+    run_id = cli.json("run", "plan-review", "--input", "{}")["run"]["id"]
+    assert cli.json("approve", run_id)["run"]["status"] == "completed"
+    assert cli.json("show", run_id)["state"]["plan"] == {"title": "Move the database", "steps": 5, "owner": "bob"}
+    rewound = cli.json("rewind", run_id, "--to", "expand", "--set", "plan.title=Move it twice")
+    assert rewound["run"]["status"] == "completed" and rewound["steps"] == ["expand"]
+    assert cli.json("show", run_id)["state"]["plan"] == {"title": "Move it twice", "steps": 5, "owner": "bob"}

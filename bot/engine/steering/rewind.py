@@ -194,6 +194,19 @@ class Rewinding(SteeringCore):
             return None
         return f"{actor.label} may not rewind run {run.id}: no steering point of {wf.label} lets them"
 
+    def target_seq(self, run_id: str, to: int | str | None) -> int:
+        """The checkpoint a rewind of ``run_id`` to ``to`` would fork from (``rewind``'s ``to``: a number, or a
+        node name), without rewinding: what a caller reads the state of before it writes a rewind's edits.
+
+        Raises:
+            RunNotFoundError, InvalidDecisionError (no target), CheckpointNotFoundError (a node never reached).
+        """
+        seq = _seq(to)
+        if seq is not None:
+            return seq
+        with self.store.read() as tx:
+            return self._target(tx, self._run(tx, run_id), to, None)[0].seq
+
     @staticmethod
     def _target(tx: Tx, run: Run, to: int | str | None,
                 loaded: LoadedCheckpoint | None) -> tuple[CheckpointInfo, LoadedCheckpoint | None]:
