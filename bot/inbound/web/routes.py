@@ -163,8 +163,10 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
                     return handler(request, *args, **kwargs)
                 except Refused as exc:
                     return refused(request, exc)
-                except RunNotFoundError as exc:
-                    return html("message.html", 404, title="No such run", message=str(exc), session=None)
+                except RunNotFoundError as exc:  # the header still shows who is signed in
+                    session = auth.session(request) if auth is not None else None
+                    return html("message.html", 404, title="No such run", message=str(exc), session=session,
+                                path=request.url.path)
         return wrapper
 
     # -- sign-in ---------------------------------------------------------------------------------------

@@ -69,6 +69,14 @@ def test_a_bad_request_page_shows_who_is_signed_in(served: Served, client: Brows
             (path, header)
 
 
+def test_a_no_such_run_page_shows_who_is_signed_in(served: Served, client: Browserless) -> None:
+    sign_in(client, ALICE)
+    page = client.get("/runs/ffffffffffff")
+    assert page.status_code == 404 and "No such run" in page.text, page.text
+    header = page.text.split("<main>", 1)[0]
+    assert ">Sign in</a>" not in header and "Sign out" in header and '<span class="me">alice</span>' in header, header
+
+
 def test_the_rest_api_keeps_its_json_errors(db_url: str) -> None:
     from bot.inbound.api import api_router
     from bot.inbound.web import web_router
