@@ -155,7 +155,7 @@ steering_requests = Table(
     ForeignKeyConstraint(["run_id"], ["hazel_runs.id"], ondelete="CASCADE"),
     # a run's requests, its pending one first-hand (``RequestRepo.pending_for_run``)
     Index("ix_hazel_steering_requests_run_id_status_id", "run_id", "status", "id"),
-    # pending requests oldest first (``RequestRepo.pending_with_runs``, the oldest for ``/metrics``)
+    # pending requests oldest first (``RequestRepo.pending``, the oldest for ``/metrics``)
     Index("ix_hazel_steering_requests_status_created_at_id", "status", "created_at", "id"),
     Index("ix_hazel_steering_requests_message_key", "message_key"),
     Index("ix_hazel_steering_requests_status_next_action_at", "status", "next_action_at"),

@@ -135,23 +135,6 @@ class RequestRepo:
         found.sort(key=lambda r: (r.created_at, r.id))
         return found[:limit]
 
-    def pending_with_runs(self, *, limit: int = 500) -> list[tuple[SteeringRequest, Run]]:
-        """Pending requests with their runs, oldest first (ties by id), in one query: the index of pending
-        requests by creation time, read up to ``limit``, each run by its key."""
-        from store.listing import literal_limit
-        from store.runs import _run
-
-        req_cols = [c.label(f"r_{c.name}") for c in steering_requests.c]
-        stmt = (select(*req_cols, *runs.c).join(runs, runs.c.id == steering_requests.c.run_id)
-                .where(steering_requests.c.status == RequestStatus.PENDING.value)
-                .order_by(steering_requests.c.created_at, steering_requests.c.id).limit(literal_limit(limit)))
-        out = []
-        for row in self.conn.execute(stmt):
-            m = row._mapping
-            request = SteeringRequest.model_validate({c.name: m[f"r_{c.name}"] for c in steering_requests.c})
-            out.append((request, _run(row)))
-        return out
-
     def vote(self, request_id: int, *, now: datetime, actor: str) -> SteeringRequest | None:
         """Count one approval; settle the request as approved when it reaches its quorum.
         Returns the request after the vote, or None if it was no longer pending."""

@@ -117,8 +117,6 @@ def test_pending_requests_answer_as_before(listed: Store) -> None:
         assert [r.id for r in tx.requests.pending(run_ids=some, limit=3)] == [
             p.id for p in pending if p.run_id in some][:3]
         assert tx.requests.pending(run_ids=[]) == []
-        assert [(q.id, r.id) for q, r in tx.requests.pending_with_runs(limit=9)] == [
-            (p.id, p.run_id) for p in pending[:9]]
         for run_id in {p.run_id for p in pending}:
             newest = max(p.id for p in pending if p.run_id == run_id)
             assert tx.requests.pending_for_run(run_id).id == newest
@@ -370,10 +368,6 @@ def test_every_changed_query_uses_its_index(big: Store) -> None:
         plan = plans(big, call)  # what App Home asks of each request it shows
         index("ix_hazel_decisions_request_id_person", plan)
         no_scan_of("hazel_decisions", plan)
-    plan = plans(big, lambda tx: tx.requests.pending_with_runs(limit=500))
-    index("ix_hazel_steering_requests_status_created_at_id", plan)
-    unsorted(plan)
-    no_scan_of("hazel_runs", plan)
     plan = plans(big, lambda tx: tx.requests.pending(limit=500))
     index("ix_hazel_steering_requests_status_created_at_id", plan)
     unsorted(plan)
