@@ -1,5 +1,6 @@
-"""The LangGraph example answered from the CLI exactly as the native demo is: each command its own process
-(the real ``hazel`` script), nothing waiting in between; on SQLite and PostgreSQL."""
+"""The LangGraph example answered from the CLI exactly as the native demo is: each command that starts or
+answers the run its own process (the real ``hazel`` script), nothing waiting in between; the reads between them
+(``show``, ``history``) in this process through Typer's runner; on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 from hazel.langgraph import HazelSaver
 
@@ -19,6 +21,26 @@ def _hazel(env: dict[str, str], *args: str, code: int = 0) -> str:
     done = subprocess.run([HAZEL, *args], env=env, capture_output=True, text=True, timeout=120, cwd=env["CWD"])
     assert done.returncode == code, (args, done.stdout, done.stderr)
     return done.stdout
+
+
+def _reader(env: dict[str, str], monkeypatch) -> Callable[..., str]:  # noqa: ANN001
+    """``hazel ARGS`` in this process (Typer's runner) with the settings of ``env``: for the read-only commands."""
+    from typer.testing import CliRunner
+
+    from bot.cli import app, common
+
+    for name in ("HAZEL_DATABASE_URL", "HAZEL_WORKFLOWS", "HAZEL_OPERATOR"):
+        monkeypatch.setenv(name, env[name])
+    monkeypatch.chdir(env["CWD"])
+    monkeypatch.setattr(common.out, "width", 200)
+    runner = CliRunner()
+
+    def read(*args: str) -> str:
+        result = runner.invoke(app, list(args))
+        assert result.exit_code == 0, (args, result.output, result.exception)
+        return result.stdout
+
+    return read
 
 
 def _env(db_url: str, tmp_path: Path) -> dict[str, str]:
@@ -35,15 +57,16 @@ def _graph_values(db_url: str, run_id: str) -> dict:
         return build().compile(checkpointer=saver).get_state({"configurable": {"thread_id": run_id}}).values
 
 
-def test_run_feedback_approve_rewind_from_the_cli(db_url, tmp_path):
+def test_run_feedback_approve_rewind_from_the_cli(db_url, tmp_path, monkeypatch):
     env = _env(db_url, tmp_path)
+    read = _reader(env, monkeypatch)
     started = json.loads(_hazel(env, "run", "langgraph-review", "--input", '{"topic": "tide pools"}', "--json"))
     run_id = started["run"]["id"] if "run" in started else started["id"]
-    shown = _hazel(env, "show", run_id, "--raw")
+    shown = read("show", run_id, "--raw")
     assert "Tide pools in three points" in shown and "offline drafter" in shown
     out = _hazel(env, "feedback", run_id, "--at", "review", "more about crabs")
     assert "ran review, revise, review; now waiting" in " ".join(out.split())
-    assert "addressed the reviewer's feedback: more about crabs" in _hazel(env, "show", run_id, "--raw")
+    assert "addressed the reviewer's feedback: more about crabs" in read("show", run_id, "--raw")
     assert "now completed" in _hazel(env, "approve", run_id)
     values = _graph_values(db_url, run_id)
     assert values["published"] is True
@@ -51,11 +74,11 @@ def test_run_feedback_approve_rewind_from_the_cli(db_url, tmp_path):
 
     # Rewind to the first draft with feedback: the graph forks there, the feedback written to its state.
     _hazel(env, "rewind", run_id, "--to", "draft", "--feedback", "about starfish")
-    assert "feedback: about starfish" in _hazel(env, "show", run_id, "--raw")
+    assert "feedback: about starfish" in read("show", run_id, "--raw")
     _hazel(env, "approve", run_id)
     values = _graph_values(db_url, run_id)
     assert values["history"] == ["draft", "approved by olga", "publish"]  # the new branch's own history
-    history = json.loads(_hazel(env, "history", run_id, "--json"))
+    history = json.loads(read("history", run_id, "--json"))
     branches = {c["branch"] for c in history["checkpoints"]}
     assert branches == {0, 1}
     assert [c["step"] for c in history["checkpoints"] if c["branch"] == 1][:2] == ["__rewind__", "draft"]
