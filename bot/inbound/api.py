@@ -244,10 +244,11 @@ def api_router(hazel: "Hazel", settings: Settings) -> APIRouter:
                                request_id=body.request_id, delivery_id=delivery_id)
         if outcome.duplicate:
             earlier = outcome.decision
-            if earlier.run_id != run_id or earlier.action.value != body.action:
+            if (earlier.run_id != run_id or earlier.action.value != body.action
+                    or (body.request_id is not None and earlier.request_id != body.request_id)):
                 raise ApiError(422, "IdempotencyKeyReusedError",
                                f"Idempotency-Key {idempotency_key!r} was used for another decision "
-                               f"({earlier.action.value} on run {earlier.run_id})")
+                               f"({earlier.action.value} of request {earlier.request_id} on run {earlier.run_id})")
             response.status_code = 200
         else:
             log.info("api: %s decided %s on run %s", caller.id, body.action, run_id)

@@ -63,12 +63,20 @@ def test_rest_lists_every_pending_request_and_refuses_an_ambiguous_rewind_in_its
         run = api.run(pair)
         assert [r["point"] for r in run["pending_requests"]] == ["legal", "security"]
         assert run["pending_request"] == run["pending_requests"][-1]
-        legal = run["pending_requests"][0]["id"]
-        response = api.decide(pair, {"action": "approve", "request_id": legal}, token=ALICE)
+        legal, security = (r["id"] for r in run["pending_requests"])
+        key = {"Idempotency-Key": "k1"}
+        response = api.decide(pair, {"action": "approve", "request_id": legal}, token=ALICE, headers=key)
         assert response.status_code == 201, response.text
         run = api.run(pair)
         assert [r["point"] for r in run["pending_requests"]] == ["security"]
         assert run["pending_request"]["point"] == "security"
+        # the same key for the other request is not a repeat of the first approval: refused, nothing done
+        reused = api.decide(pair, {"action": "approve", "request_id": security}, token=ALICE, headers=key)
+        assert reused.status_code == 422, reused.text
+        assert reused.json()["error"]["type"] == "IdempotencyKeyReusedError"
+        assert [r["point"] for r in api.run(pair)["pending_requests"]] == ["security"]
+        again = api.decide(pair, {"action": "approve", "request_id": legal}, token=ALICE, headers=key)
+        assert again.status_code == 200 and again.json()["duplicate"] is True  # a true repeat
 
         before = api.run(fan.id)
         response = api.decide(fan.id, {"action": "rewind", "payload": {"to": "join", "feedback": "more"}})
@@ -94,14 +102,24 @@ def test_the_run_page_shows_every_pending_request_each_with_its_own_forms(db_url
         for request in (legal, security):
             assert f'name="request_id" value="{request.id}"><input type="hidden" name="action" value="approve"' in page
         csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+        nonce = re.search(r'name="nonce" value="([^"]+)"', page).group(1)  # one page, one nonce for its forms
         answer = client.post(f"/runs/{run_id}/decide", data={"action": "approve", "csrf": csrf,
-                                                              "request_id": security.id, "nonce": "n1"})
+                                                              "request_id": security.id, "nonce": nonce})
         assert answer.status_code == 303, answer.text
         assert hz.requests(run_id=run_id)[1].status is RequestStatus.DECIDED
+        twice = client.post(f"/runs/{run_id}/decide", data={"action": "approve", "csrf": csrf,
+                                                             "request_id": security.id, "nonce": nonce})
+        assert twice.status_code == 303 and len(hz.decisions(run_id=run_id)) == 1  # the same form again
         page = client.get(f"/runs/{run_id}").text
         assert page.count('class="card pending"') == 1 and "<code>legal</code>" in page
         assert "<code>security</code>" not in page.split("Checkpoint tree")[0]
-    assert hz.get(run_id=run_id).status is RunStatus.WAITING
+        assert hz.get(run_id=run_id).status is RunStatus.WAITING
+        # the other card's form of the page loaded before (same nonce) is a decision of its own
+        answer = client.post(f"/runs/{run_id}/decide", data={"action": "approve", "csrf": csrf,
+                                                              "request_id": legal.id, "nonce": nonce})
+        assert answer.status_code == 303, answer.text
+        assert [r.status for r in hz.requests(run_id=run_id)[:2]] == [RequestStatus.DECIDED] * 2
+        assert len(hz.decisions(run_id=run_id)) == 2
 
 
 def _cli(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., str]:

@@ -19,6 +19,7 @@ Who may see what is ``bot.inbound.web.auth``; what a page holds is ``bot.inbound
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import secrets
 from pathlib import Path
@@ -84,6 +85,16 @@ def environment() -> jinja2.Environment:
                        short=lambda t: f"{t:%d %b %H:%M}" if t else "")
     env.globals.update(fields_of=pages.fields_of, label=pages.label, statuses=[s.value for s in RunStatus])
     return env
+
+
+def form_delivery(actor_id: str, nonce: str, request_id: int | None, action: str) -> str | None:
+    """The delivery id of one form's submission: a page's nonce with the form's request and action, so that a
+    second submit of the same form is recorded once while another card's form (or another button) of the same
+    page is a decision of its own (None: no nonce). At most 200 characters (longer ones are hashed)."""
+    if not nonce:
+        return None
+    key = f"{actor_id}:{nonce}:{request_id if request_id is not None else '-'}:{action}"
+    return key if len(key) <= 200 else "sha256:" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
@@ -315,7 +326,7 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
         payload = {"reject": {"reason": text}, "feedback": {"text": text}}.get(action, {})
         try:
             outcome = hazel.decide(run_id=run_id, action=action, actor=actor, payload=payload,
-                                   request_id=request_id, delivery_id=f"{actor.id}:{nonce}" if nonce else None)
+                                   request_id=request_id, delivery_id=form_delivery(actor.id, nonce, request_id, action))
         except HazelError as exc:
             return failed(request, session, run_id, exc)
         log.info("web: %s decided %s on run %s", actor.id, action, run_id)
@@ -330,7 +341,7 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
         try:
             outcome = hazel.rewind(run_id=run_id, actor=actor, to=to, feedback=feedback.strip()[:MAX_TEXT_CHARS]
                                    or None, request_id=request_id,
-                                   delivery_id=f"{actor.id}:{nonce}" if nonce else None)
+                                   delivery_id=form_delivery(actor.id, nonce, request_id, f"rewind:{to}"))
         except HazelError as exc:
             return failed(request, session, run_id, exc)
         log.info("web: %s rewound run %s to #%s", actor.id, run_id, to)
