@@ -35,7 +35,7 @@ def answer_commands(view: RequestView, command: str) -> list[str]:
         elif action == "edit":
             field = view.show or "state"
             if isinstance(view.shown_value, str):
-                out.append(f"{command} show {run} --raw > {field}.txt   # change it, then:")
+                out.append(f"{command} show {run} --raw {at} > {field}.txt   # change it, then:")
                 out.append(f"{command} edit {run} {at} --file {field}.txt")
             else:
                 out.append(f"{command} edit {run} {at} --set {field}=JSON   (or --set {field}.KEY=@file)")

@@ -181,6 +181,8 @@ def show_cmd(
                                       "ended by one added newline: `hazel show RUN --raw > plan.txt`, edit, "
                                       "`hazel edit RUN --file plan.txt` (which drops a file's final newline: "
                                       "an unchanged file gives back the value byte for byte).")] = False,
+    at: Annotated[str | None, typer.Option("--at", help="With several requests pending (parallel LangGraph "
+                                           "nodes): the steering point whose value --raw prints.")] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Show a run: status, the pending steering request, and the field it shows (the whole state with
@@ -197,6 +199,12 @@ def show_cmd(
     run = hazel.get(run_id=hazel.resolve(ref=run_ref))
     waiting = hazel.pending_requests_of(run_id=run.id)
     pending = max(waiting, key=lambda r: r.id) if waiting else None  # what a decision naming no request settles
+    if at is not None:
+        pending = next((r for r in waiting if r.point == at), None)
+        if pending is None:
+            points = ", ".join(repr(r.point) for r in waiting)
+            raise CliError(f"run {run.id} is not waiting at {at!r}" + (f" (it waits at {points})" if points
+                                                                        else " (it waits on nothing)"))
     tree = hazel.state_tree_at(run_id=run.id, seq=seq)
     if seq is not None and tree is None:
         raise CliError(f"run {run.id} has no checkpoint #{seq}")

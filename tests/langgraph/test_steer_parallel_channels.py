@@ -154,6 +154,11 @@ def test_the_cli_shows_every_pending_request_and_refuses_an_ambiguous_rewind_in_
     data = json.loads(_hazel("show", pair, "--json"))
     assert [r["point"] for r in data["pending_requests"]] == ["legal", "security"]
     assert data["pending_request"]["point"] == "security"
+    legal_raw, security_raw = (_hazel("show", pair, "--raw", "--at", p) for p in ("legal", "security"))
+    assert json.loads(legal_raw) == {"ask": "legal", "topic": "launch"}  # each point's own value
+    assert json.loads(security_raw) == {"ask": "security"}
+    assert "is not waiting at 'nope' (it waits at 'legal', 'security')" in _hazel("show", pair, "--at", "nope",
+                                                                                   code=1)
     listed = _hazel("runs")
     assert "legal (console), security (console)" in listed
     [row] = [r for r in json.loads(_hazel("runs", "--json")) if r["id"] == pair]
