@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from bot.engine.errors import AmbiguousRunIdError, CheckpointNotFoundError, RunNotFoundError, no_run, quoted
 from bot.engine.versions import decode_state, find_point
+from store.codec import is_text
 from store.metrics import MetricsSnapshot
 from store.models import AuditEvent, CheckpointInfo, Decision, OutboxMessage, Run, SteeringRequest
 
@@ -47,6 +48,8 @@ class Reads:
             AmbiguousRunIdError (a RunNotFoundError): the prefix starts several runs' ids.
         """
         ref = (ref or "").strip()
+        if "\x00" in ref or not is_text(ref):  # no run id holds one (and neither database takes it in a query)
+            raise no_run(ref)
         with self.store.read() as tx:
             if ref and tx.runs.get(ref) is not None:
                 return ref

@@ -164,12 +164,13 @@ def api_router(hazel: "Hazel", settings: Settings) -> APIRouter:
     router = APIRouter(prefix="/api", tags=["runs"], route_class=ApiRoute, responses=ERRORS)
 
     def full(run_id: str) -> str:
-        """The run id a path names: shorter than a full id, a unique prefix (an extra read, for prefixes only).
+        """The run id a path names: shorter than a full id (or not only letters and digits), a unique prefix (an
+        extra read, for those only; ``resolve`` refuses what no run id holds, such as NUL).
 
         Raises:
             RunNotFoundError: no run starts so; AmbiguousRunIdError: several do.
         """
-        return run_id if len(run_id) >= RUN_ID_CHARS else hazel.resolve(ref=run_id)
+        return run_id if len(run_id) >= RUN_ID_CHARS and run_id.isalnum() else hazel.resolve(ref=run_id)
 
     def resume(run_id: str) -> None:
         """Let the run continue (``bot.inbound.continuing``)."""

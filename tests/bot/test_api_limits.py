@@ -219,6 +219,9 @@ def test_a_run_id_prefix_works_as_on_the_cli(served, monkeypatch: pytest.MonkeyP
     error_of(api.decide("abcd", {"action": "approve"}), 409, "AmbiguousRunIdError")
     assert "at least 4 characters" in error_of(api.call("GET", "/api/runs/abc"), 404, "RunNotFoundError")
     error_of(api.call("GET", "/api/runs/ffff"), 404, "RunNotFoundError")
+    for odd in ("abcd%00", "abcd1234%00", "abcd12340001%00", "%00%00%00%00"):  # NUL: no run, not a 500
+        error_of(api.call("GET", f"/api/runs/{odd}"), 404, "RunNotFoundError")
+        error_of(api.decide(odd, {"action": "approve"}), 404, "RunNotFoundError")
 
     response = api.decide("abcd5678", {"action": "approve"})
     assert response.status_code == 201, response.text
