@@ -291,7 +291,7 @@ def apply_sets(pairs: list[str], current: dict[str, Any]) -> dict[str, Any]:
         CliError: malformed ``--set``, an unknown field, a key of something that is not a mapping.
         InvalidDecisionError: a value that must be JSON is not.
     """
-    from bot.engine import value_from_text
+    from bot.engine import entry_value, value_from_text
 
     changed: dict[str, Any] = {}
     for field, sub, raw in _parse_sets(pairs):
@@ -301,7 +301,7 @@ def apply_sets(pairs: list[str], current: dict[str, Any]) -> dict[str, Any]:
             base = changed.get(field, current.get(field))
             if not isinstance(base, dict):
                 raise CliError(f"--set {field}.{sub}: {field} is not a mapping")
-            changed[field] = {**base, sub: value_from_text(base.get(sub), raw, what=f"{field}.{sub}")}
+            changed[field] = {**base, sub: value_from_text(entry_value(base, sub), raw, what=f"{field}.{sub}")}
         else:
             changed[field] = value_from_text(current.get(field), raw, what=field)
     return changed

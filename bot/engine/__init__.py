@@ -30,7 +30,7 @@ from bot.engine.registry import Registry
 from bot.engine.reads import Shown
 from bot.engine.runner import Claim, DriveResult
 from bot.engine.steering import DecisionOutcome
-from bot.engine.steering.edits import value_from_text
+from bot.engine.steering.edits import entry_value, value_from_text
 from bot.engine.timeouts import TIMEOUT_RETRY_SEC, Fired
 from bot.engine.views import DECIDING, Access
 from bot.engine.workflow import Approvers, Step, StepContext, SteeringPoint, Workflow
@@ -41,5 +41,5 @@ __all__ = [
     "InvalidInputError", "LOG_CONTEXT_VARS", "NoPendingRequestError", "NotAllowedError", "People", "Person",
     "Registry", "RunNotFoundError", "RunStateError", "Shown", "Step", "StepContext", "SteeringPoint",
     "StepContractError", "TIMEOUT_RETRY_SEC", "UnknownWorkflowError", "VersionUnavailableError", "Workflow",
-    "WorkflowDefinitionError", "bind_log_context", "log_context", "utcnow", "value_from_text",
+    "WorkflowDefinitionError", "bind_log_context", "log_context", "utcnow", "entry_value", "value_from_text",
 ]

@@ -58,6 +58,16 @@ def value_from_text(current: Any, text: str, *, what: str = "the value") -> Any:
         raise InvalidDecisionError(f"invalid edit: {what} must be given as JSON here ({exc})") from None
 
 
+def entry_value(mapping: dict[str, Any], key: str) -> Any:
+    """What ``value_from_text`` shapes a new text for entry ``key`` of ``mapping`` like: its value, or for a
+    key it does not have yet, text (``""``) when every entry it has is text (a mapping of texts takes a new
+    text as it is, as its other entries do), else None (JSON)."""
+    if key in mapping:
+        return mapping[key]
+    values = list(mapping.values())
+    return "" if values and all(isinstance(v, str) for v in values) else None
+
+
 def _refuse_empty(what: str, value: Any) -> None:
     """Raise when ``value`` is empty or blank text (an edit with ``allow_empty`` false)."""
     if isinstance(value, str) and not value.strip():
@@ -97,7 +107,7 @@ def edited_value(shown: Any, field: str | None, payload: dict[str, Any]) -> Any:
                 _refuse_empty(f"{field}.{key}" if field else str(key), raw)
         out = dict(shown)
         for key, raw in entries.items():  # None: the entry was emptied, which means null
-            out[key] = None if raw is None else value_from_text(shown.get(key), str(raw),
+            out[key] = None if raw is None else value_from_text(entry_value(shown, key), str(raw),
                                                                 what=f"{field}.{key}" if field else str(key))
         return out
     raise InvalidDecisionError(f"an edit needs {what} (payload 'value', 'text' or 'entries')")
