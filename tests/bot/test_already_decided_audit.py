@@ -74,3 +74,16 @@ def test_a_rewind_of_a_request_someone_else_decided_is_audited(db_url: str) -> N
     [event] = refused(hazel, run_id)
     assert (event.actor_id, event.request_id, event.detail["attempted"]) == ("bob", request_id, "rewind")
     assert event.detail["rule"] == "already decided"
+
+
+def test_already_decided_names_the_person_beside_the_identity(db_url: str) -> None:
+    """priya approved through her CI token (the identity ``priya-ci`` on the API): the answer to the next one
+    names priya, not only the token."""
+    from store.models import Actor
+
+    hazel = make_hazel(db_url, reviewed())
+    run_id, request_id = waiting(hazel)
+    hazel.decide(run_id=run_id, action="approve", actor=Actor(id="priya-ci", channel="api", name="priya-ci",
+                                                              person="priya"))
+    with pytest.raises(AlreadyDecidedError, match=r"already approved by priya \(priya-ci\) at "):
+        hazel.decide(run_id=run_id, action="approve", actor=person("bob"), request_id=request_id)

@@ -154,6 +154,9 @@ class SteeringCore:
         winner = next((d for d in reversed(tx.decisions.for_request(request.id))
                        if d.action.value == request.decided_action), None)
         by = request.decided_by or "someone"
+        if winner is not None and winner.person and winner.person != by and not by.endswith(f" for {winner.person}"):
+            # the person, beside the identity they used (a token, a Slack or Jira account)
+            by = f"{winner.person} ({by})"
         return AlreadyDecidedError(f"already {past_tense(request.decided_action)} by {by} at "
                                    f"{when(request.decided_at)}", decided_by=request.decided_by,
                                    decided_at=request.decided_at, action=request.decided_action,
