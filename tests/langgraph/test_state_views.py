@@ -10,9 +10,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-from typer.testing import CliRunner
 
-from bot.cli import app
 from bot.inbound.api import api_router
 from bot.inbound.web import Signer, web_router
 from bot.server.http import create_app
@@ -22,6 +20,7 @@ from tests.bot.test_api import TOKENS, Api
 from tests.bot.web.conftest import Browserless
 from tests.bot.web.scenario import web_settings
 from tests.langgraph.graphs import review_graph, workflow
+from tests.support.cli import in_process_cli
 from tests.support.engine import make_hazel, person
 from tests.support.live import LiveServer
 
@@ -105,22 +104,7 @@ def test_run_pages_state_and_diff_show_the_graph_values(db_url: str) -> None:
 @pytest.fixture
 def cli(db_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[..., Any]:
     """``cli(*args, code=0)``: ``hazel ARGS`` in-process on ``db_url`` with ``examples.langgraph_review``."""
-    monkeypatch.setenv("HAZEL_DATABASE_URL", db_url)
-    monkeypatch.setenv("HAZEL_WORKFLOWS", "examples.langgraph_review")
-    monkeypatch.setenv("HAZEL_OPERATOR", "olga")
-    monkeypatch.chdir(tmp_path)
-    from bot.cli import common
-
-    monkeypatch.setattr(common.out, "width", 200)
-    monkeypatch.setattr(common.err, "width", 200)
-    runner = CliRunner()
-
-    def invoke(*args: str, code: int = 0) -> Any:
-        result = runner.invoke(app, list(args))
-        assert result.exit_code == code, (args, result.output, result.exception)
-        return result
-
-    return invoke
+    return in_process_cli(monkeypatch, tmp_path, db_url=db_url, workflows="examples.langgraph_review")
 
 
 def _graph_values(db_url: str, run_id: str) -> dict:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from hazel.langgraph import HazelSaver
+from tests.support.cli import in_process_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 HAZEL = str(Path(sys.executable).with_name("hazel"))
@@ -25,22 +26,9 @@ def _hazel(env: dict[str, str], *args: str, code: int = 0) -> str:
 
 def _reader(env: dict[str, str], monkeypatch) -> Callable[..., str]:  # noqa: ANN001
     """``hazel ARGS`` in this process (Typer's runner) with the settings of ``env``: for the read-only commands."""
-    from typer.testing import CliRunner
-
-    from bot.cli import app, common
-
-    for name in ("HAZEL_DATABASE_URL", "HAZEL_WORKFLOWS", "HAZEL_OPERATOR"):
-        monkeypatch.setenv(name, env[name])
-    monkeypatch.chdir(env["CWD"])
-    monkeypatch.setattr(common.out, "width", 200)
-    runner = CliRunner()
-
-    def read(*args: str) -> str:
-        result = runner.invoke(app, list(args))
-        assert result.exit_code == 0, (args, result.output, result.exception)
-        return result.stdout
-
-    return read
+    invoke = in_process_cli(monkeypatch, Path(env["CWD"]), db_url=env["HAZEL_DATABASE_URL"],
+                            workflows=env["HAZEL_WORKFLOWS"], operator=env["HAZEL_OPERATOR"])
+    return lambda *args: invoke(*args).stdout
 
 
 def _env(db_url: str, tmp_path: Path) -> dict[str, str]:

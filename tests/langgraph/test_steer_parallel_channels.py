@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
-from typer.testing import CliRunner
 
 from bot.inbound.api import api_router
 from bot.inbound.web import Signer, web_router
@@ -21,6 +20,7 @@ from tests.bot.test_api import ALICE, TOKENS, Api
 from tests.bot.web.conftest import Browserless
 from tests.bot.web.scenario import web_settings
 from tests.langgraph.graphs import fan_graph, pair_graph, workflow
+from tests.support.cli import in_process_cli
 from tests.support.engine import make_hazel, person
 from tests.support.live import LiveServer
 from tests.workflows.doc import doc_workflow
@@ -123,21 +123,12 @@ def test_the_run_page_shows_every_pending_request_each_with_its_own_forms(db_url
 
 
 def _cli(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., str]:
-    """``hazel ARGS`` in-process (Typer's runner) on ``db_url`` with the parallel graphs loaded; checks the exit
-    code and returns stdout and stderr."""
-    monkeypatch.setenv("HAZEL_DATABASE_URL", db_url)
-    monkeypatch.setenv("HAZEL_WORKFLOWS", "tests.langgraph.workflows.parallel_graphs")
-    monkeypatch.setenv("HAZEL_OPERATOR", "olga")
-    monkeypatch.chdir(tmp_path)
-    from bot.cli import app, common
-
-    monkeypatch.setattr(common.out, "width", 200)
-    monkeypatch.setattr(common.err, "width", 200)
-    runner = CliRunner()
+    """``hazel ARGS`` in-process on ``db_url`` with the parallel graphs loaded; returns stdout and stderr."""
+    invoke = in_process_cli(monkeypatch, tmp_path, db_url=db_url,
+                            workflows="tests.langgraph.workflows.parallel_graphs")
 
     def hazel(*args: str, code: int = 0) -> str:
-        result = runner.invoke(app, list(args))
-        assert result.exit_code == code, (args, result.output, result.exception)
+        result = invoke(*args, code=code)
         return result.stdout + result.stderr
 
     return hazel
