@@ -180,9 +180,7 @@ class Views:
     def _waits_on(self, tx: Tx, request: SteeringRequest, run: Run, actor: Actor, anyone: bool) -> bool:
         """Whether pending ``request`` is one ``waiting_on`` lists for ``actor``."""
         point = self.point_of(tx, run, request)
-        if point is None or not (anyone or request.channel.startswith("slack") or not point.approvers.empty):
-            return False
-        return self.access(tx, request, run, actor).may_decide
+        return _listed(point, request.channel, anyone) and self.access(tx, request, run, actor).may_decide
 
     def _place_for(self, tx: Tx, place: Place, request: SteeringRequest, run: Run, actor: Actor,
                    anyone: bool) -> Place | None:
@@ -194,7 +192,7 @@ class Views:
                                                                                        place.workflow_version):
             return place
         point = self.point_of(tx, run, request)
-        if point is None or not (anyone or place.channel.startswith("slack") or not point.approvers.empty):
+        if not _listed(point, place.channel, anyone):
             return None
         if self._may_decide_at(point, actor, escalated=False):
             return place
@@ -207,3 +205,10 @@ class Views:
         voting (what ``access`` allows on top of that only narrows it)."""
         return any(permissions.refusal(point, a, actor, None, self.people, escalated=escalated) is None
                    for a in DECIDING)
+
+
+def _listed(point: SteeringPoint | None, channel: str, anyone: bool) -> bool:
+    """Whether a request at ``point`` on ``channel`` is one "waiting on me" lists for whoever may decide it:
+    on a Slack channel, or at a point naming approvers (an approver-less console request is nobody's in
+    particular), or any with ``anyone``."""
+    return point is not None and (anyone or channel.startswith("slack") or not point.approvers.empty)

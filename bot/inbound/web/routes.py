@@ -10,7 +10,7 @@ another host):
   ``Hazel.decide`` / ``Hazel.rewind`` as the person the session names, on the channel ``web``;
 - ``GET|POST /login``, ``POST /logout``; ``GET /static/hazel.css``.
 
-A malformed query, path or form (``page=-1``, ``a=x``, a number past ``MAX_INT``) answers an HTML page (422)
+A malformed query, path or form (``page=-1``, ``a=x``, a number past ``INT_MAX``) answers an HTML page (422)
 with one line saying what was wrong (``WebRoute``); stored text is printed with its control characters shown
 as escapes (``shown``).
 
@@ -35,6 +35,7 @@ from fastapi.routing import APIRoute
 from bot.engine import AlreadyDecidedError, HazelError, NotAllowedError, RunNotFoundError, log_context
 from bot.inbound.api import api_tokens, hazel_error_response
 from bot.inbound.api_errors import validation_message
+from bot.inbound.api_models import INT_MAX
 from bot.inbound.continuing import continue_soon
 from bot.inbound.web import pages
 from bot.inbound.web.auth import HEADERS, Refused, WebAuth
@@ -52,13 +53,10 @@ HERE = Path(__file__).parent
 WEB_ACTIONS = ("approve", "reject", "feedback")
 """Decisions the pages offer (``edit`` stays with Slack, Jira, the CLI and the REST API)."""
 MAX_TEXT_CHARS = 20_000
-MAX_INT = 2**31 - 1
-"""The largest page, checkpoint number and request id a page accepts (the columns are 32-bit integers on
-PostgreSQL; SQLite fails past 2**63 - 1): a larger one is a 422 page, never a 500."""
-Page = Annotated[int, Query(ge=0, le=MAX_INT)]
-Seq = Annotated[int | None, Query(ge=0, le=MAX_INT)]
-FormSeq = Annotated[int, Form(ge=0, le=MAX_INT)]
-FormId = Annotated[int | None, Form(ge=1, le=MAX_INT)]
+Page = Annotated[int, Query(ge=0, le=INT_MAX)]
+Seq = Annotated[int | None, Query(ge=0, le=INT_MAX)]
+FormSeq = Annotated[int, Form(ge=0, le=INT_MAX)]
+FormId = Annotated[int | None, Form(ge=1, le=INT_MAX)]
 
 
 def shown(value: Any) -> Any:
@@ -112,8 +110,13 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
         context = {"session": None, "flash": None, "path": "", "sign_in": False, **context}
         return HTMLResponse(env.get_template(name).render(**context), status_code=status, headers=HEADERS)
 
+    def message_page(request: Request, status: int, title: str, message: str) -> HTMLResponse:
+        """A page that says one thing (an error), its header showing who is signed in."""
+        session = auth.session(request) if auth is not None else None
+        return html("message.html", status, title=title, message=message, session=session, path=request.url.path)
+
     class WebRoute(APIRoute):
-        """A page's malformed query, path or form (``page=-1``, ``a=x``, a number past ``MAX_INT``) answers
+        """A page's malformed query, path or form (``page=-1``, ``a=x``, a number past ``INT_MAX``) answers
         an HTML page with pydantic's errors on one line (422), not FastAPI's JSON; the REST API's routes keep
         their own error body (``bot.inbound.api.ApiRoute``)."""
 
@@ -123,10 +126,8 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
             async def route(request: Request) -> Response:
                 try:
                     return await handler(request)
-                except RequestValidationError as exc:  # the header still shows who is signed in
-                    session = auth.session(request) if auth is not None else None
-                    return html("message.html", 422, title="Bad request", message=validation_message(exc),
-                                session=session, path=request.url.path)
+                except RequestValidationError as exc:
+                    return message_page(request, 422, "Bad request", validation_message(exc))
 
             return route
 
@@ -174,10 +175,8 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
                     return handler(request, *args, **kwargs)
                 except Refused as exc:
                     return refused(request, exc)
-                except RunNotFoundError as exc:  # the header still shows who is signed in
-                    session = auth.session(request) if auth is not None else None
-                    return html("message.html", 404, title="No such run", message=str(exc), session=session,
-                                path=request.url.path)
+                except RunNotFoundError as exc:
+                    return message_page(request, 404, "No such run", str(exc))
         return wrapper
 
     # -- sign-in ---------------------------------------------------------------------------------------
@@ -257,7 +256,7 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
 
     @router.get("/runs/{run_id}/checkpoints/{seq}")
     @guarded
-    def state(request: Request, run_id: str, seq: Annotated[int, InPath(ge=0, le=MAX_INT)]) -> Response:
+    def state(request: Request, run_id: str, seq: Annotated[int, InPath(ge=0, le=INT_MAX)]) -> Response:
         session = auth.viewer(request, run_id)
         run_ = hazel.get(run_id=run_id)
         checkpoints = hazel.checkpoints(run_id=run_id)
