@@ -5,26 +5,10 @@ from __future__ import annotations
 import re
 
 import pytest
-from pydantic import BaseModel
 
-from hazel import StepContext, Workflow
 from store.models import RunStatus
 from tests.support.engine import make_hazel, person
-
-
-class Doc(BaseModel):
-    text: str = ""
-
-
-def reviewed() -> Workflow:
-    wf = Workflow("reviewed", version=1, state=Doc)
-
-    @wf.step
-    def draft(state: Doc, ctx: StepContext) -> Doc:
-        return state.model_copy(update={"text": state.text or "a draft"})
-
-    wf.steer("review", show="text", actions=["approve", "edit", "reject", "feedback", "rewind"])
-    return wf
+from tests.workflows.reviewed import reviewed
 
 
 SETTLE = {
