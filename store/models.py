@@ -197,6 +197,15 @@ class CheckpointInfo(_Record):
     """What the next step receives from a decision: ``{"feedback": str, "by": str}`` or ``{"rejection": ...}``."""
 
 
+def continuation(parent: CheckpointInfo, children: list[CheckpointInfo]) -> CheckpointInfo | None:
+    """The child that continues ``parent``'s line in a drawing of the checkpoint tree: its only child when that
+    child is on the same branch; None when every child starts a branch of its own (a fork: several children, or
+    one on another branch, e.g. a rewind to the last checkpoint of an abandoned branch)."""
+    if len(children) == 1 and children[0].branch == parent.branch:
+        return children[0]
+    return None
+
+
 class LoadedCheckpoint(_Record):
     info: CheckpointInfo
     tree: Any

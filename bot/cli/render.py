@@ -10,7 +10,7 @@ from rich.tree import Tree
 
 from bot.cli.common import when
 from bot.engine import DriveResult
-from store.models import REWIND_NODE, node_label
+from store.models import REWIND_NODE, continuation, node_label
 from store.models import AuditEvent, CheckpointInfo, Decision, Run, SteeringRequest
 
 STATUS_STYLE = {"completed": "green", "failed": "red", "rejected": "red", "cancelled": "yellow",
@@ -71,8 +71,9 @@ def history_tree(run: Run, checkpoints: list[CheckpointInfo], decisions: list[De
         while True:
             container.add(label(current))
             kids = children.get(current.seq, [])
-            if len(kids) == 1:
-                current = kids[0]
+            following = continuation(current, kids)
+            if following is not None:
+                current = following
                 continue
             for kid in kids:
                 add_chain(container.add(f"[dim]fork from #{current.seq} → branch {kid.branch}[/dim]"), kid)

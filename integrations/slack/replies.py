@@ -10,7 +10,8 @@ from datetime import datetime
 
 from integrations.slack import blocks as B
 from integrations.slack import text as T
-from store.models import REWIND_NODE, CheckpointInfo, Decision, RequestView, Run, node_label, past_tense
+from store.models import (REWIND_NODE, CheckpointInfo, Decision, RequestView, Run, continuation, node_label,
+                          past_tense)
 
 
 def already_text(*, action: str | None, by_id: str | None, by_channel: str | None, by_label: str | None,
@@ -68,8 +69,9 @@ def history_text(run: Run, checkpoints: list[CheckpointInfo], decisions: list[De
         while True:
             lines.append("\u2003" * depth + label(current))
             kids = children.get(current.seq, [])
-            if len(kids) == 1:
-                current = kids[0]
+            following = continuation(current, kids)
+            if following is not None:
+                current = following
                 continue
             for kid in kids:
                 lines.append("\u2003" * (depth + 1) + f"_fork from #{current.seq} → branch {kid.branch}_")
