@@ -55,7 +55,15 @@ _opened: list[Any] = []
 
 
 class CliError(Exception):
-    """A usage problem found by the CLI itself (bad --set syntax, unreadable file, …)."""
+    """A problem found by the CLI itself (bad --set syntax, unreadable file, …): exit status 1."""
+
+
+def usage_error(option: str, message: str) -> Exception:
+    """A value of ``option`` (``"--status"``) that the command cannot take, found after parsing: a usage error
+    like Click's own (an unknown choice, a number out of range), one line on stderr and exit status 2:
+    ``error: Invalid value for '--status': 'bogus' is not a run status (one of: …) (see `hazel runs --help`)``.
+    Raise the returned exception inside a command."""
+    return typer.BadParameter(message, param_hint=f"'{option}'")
 
 
 def command_prefix() -> str:

@@ -15,6 +15,7 @@ from bot.cli.common import (
     emit_json,
     engine,
     handle_errors,
+    usage_error,
     when,
 )
 
@@ -172,7 +173,8 @@ def outbox_list(
     from store.models import OutboxStatus
 
     if status is not None and status not in {s.value for s in OutboxStatus}:
-        raise CliError(f"unknown status {status!r} (one of: {', '.join(s.value for s in OutboxStatus)})")
+        raise usage_error("--status", f"{status!r} is not an outbox status (one of: "
+                                      f"{', '.join(s.value for s in OutboxStatus)})")
     hazel = engine(json_out)
     if run is not None:
         run = hazel.resolve(ref=run)

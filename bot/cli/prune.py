@@ -8,12 +8,12 @@ import typer
 
 from bot.cli import common
 from bot.cli.common import (
-    CliError,
     JsonOpt,
     actor,
     emit_json,
     engine,
     handle_errors,
+    usage_error,
     when,
 )
 
@@ -37,7 +37,7 @@ def prune_cmd(
     from bot.ops.retention import prune
 
     if not 0 <= older_than < 1e6:  # NaN fails this too
-        raise CliError(f"--older-than must be 0 or more days, below 1,000,000 (not {older_than:g})")
+        raise usage_error("--older-than", f"must be 0 or more days, below 1,000,000 (not {older_than:g})")
     hazel = engine(json_out)
     try:
         report = prune(hazel.store, older_than_days=older_than, now=utcnow(), dry_run=dry_run,

@@ -20,6 +20,7 @@ from bot.cli.common import (
     engine,
     handle_errors,
     read_arg,
+    usage_error,
     when,
 )
 
@@ -129,7 +130,7 @@ def runs_cmd(
     valid = {s.value for s in RunStatus}
     for s in status or []:
         if s not in valid:
-            raise CliError(f"unknown status {s!r} (one of: {', '.join(sorted(valid))})")
+            raise usage_error("--status", f"{s!r} is not a run status (one of: {', '.join(sorted(valid))})")
     hazel = engine(json_out)
     if versions:
         _versions(hazel, json_out)
@@ -142,7 +143,14 @@ def runs_cmd(
                     "pending_requests": waiting.get(r.id, [])} for r in runs])
         return
     if not runs:
-        common.out.print("no runs" + (f" with status {', '.join(status)}" if status else ""))
+        from rich.markup import escape
+
+        registered = sorted({wf.name for wf in hazel.workflows()})
+        unknown = workflow is not None and workflow not in registered
+        common.out.print(escape("no runs" + (f" of workflow {workflow!r}" if workflow is not None else "")
+                                + (f" with status {', '.join(status)}" if status else "")
+                                + (f" ({workflow!r} is not a registered workflow; registered: "
+                                   f"{', '.join(registered) or 'none'})" if unknown else "")))
         return
     common.out.print(render.runs_table(runs, waiting))
     if len(runs) == limit:

@@ -103,9 +103,30 @@ def test_errors_are_one_line_and_json_errors_are_objects(cli) -> None:  # noqa: 
     assert bad_input.exit_code == 1 and "--input is not valid JSON" in bad_input.stderr
     invalid = cli("run", "doc-review", "--input", '{"topic": ""}', code=1)
     assert invalid.exit_code == 1 and "invalid input for doc-review v1: topic" in invalid.stderr
-    bad_status = cli("runs", "--status", "sleeping", code=1)
-    assert bad_status.exit_code == 1 and "unknown status" in bad_status.stderr
+    bad_status = cli("runs", "--status", "sleeping", code=2)
+    assert "'sleeping' is not a run status" in bad_status.stderr
     assert cli.json("runs") == []
+
+
+def test_a_filter_value_no_run_can_have_is_a_usage_error(cli) -> None:  # noqa: ANN001
+    """Like Click's own usage errors (``--limit 0``): one line naming the valid values, exit status 2."""
+    for argv, words in ((["runs", "--status", "bogus"], ["'bogus' is not a run status", "waiting", "cancelled"]),
+                        (["runs", "--status", "waiting", "-s", "sleeping", "--json"], ["'sleeping'"]),
+                        (["outbox", "--status", "lost"], ["'lost' is not an outbox status", "pending, sent, dead"]),
+                        (["prune", "--older-than", "-1"], ["--older-than", "0 or more days"]),
+                        (["runs", "--limit", "0"], ["--limit"])):
+        result = cli(*argv, code=2)
+        line = result.stderr.strip()
+        assert len(line.splitlines()) == 1 and line.startswith("error: Invalid value for '"), (argv, line)
+        assert all(w in line for w in words), (argv, line)
+        assert result.stdout == "", argv
+    # a workflow filter matching nothing is no error (runs of a workflow no longer deployed are listed), but
+    # says which filter matched nothing, and that the name is not a registered workflow
+    assert cli("runs", "--workflow", "budgte").stdout.split() == (
+        "no runs of workflow 'budgte' ('budgte' is not a registered workflow; registered: budget, "
+        "doc-review)").split()
+    assert cli("runs", "--workflow", "budget", "--status", "failed").stdout.strip() == \
+        "no runs of workflow 'budget' with status failed"
 
 
 def test_quick_commands(cli) -> None:  # noqa: ANN001

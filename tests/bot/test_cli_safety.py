@@ -57,7 +57,7 @@ def test_bad_input_is_one_line(cli, monkeypatch: pytest.MonkeyPatch) -> None:  #
     assert cli("approve", "abc", code=1).stderr.strip() == \
         "error: no run 'abc': a shortened run id needs at least 4 characters"
     assert "--as needs a name" in cli("run", "doc-review", "--input", '{"topic": "t"}', "--as", " ", code=1).stderr
-    assert "unknown status 'bogus'" in cli("outbox", "--status", "bogus", code=1).stderr
+    assert "'bogus' is not an outbox status" in cli("outbox", "--status", "bogus", code=2).stderr
     assert "no dead outbox message 999" in cli("outbox", "retry", "999", code=1).stderr
     monkeypatch.setenv("HAZEL_DATABASE_URL", "postgresql+psycopg://someone:s3cret@127.0.0.1:1/none")
     down = cli("runs", code=1)

@@ -226,4 +226,4 @@ def test_prune_command(db_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: P
     assert again["runs"] == [] and again["checkpoints_deleted"] == 0
 
     bad = runner.invoke(app, ["prune", "--older-than", "-1"])
-    assert bad.exit_code == 1 and "--older-than must be 0 or more days" in bad.output
+    assert bad.exit_code == 2 and "Invalid value for '--older-than': must be 0 or more days" in bad.output
