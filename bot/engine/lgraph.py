@@ -38,7 +38,7 @@ from pydantic import BaseModel, ValidationError
 
 from bot.engine.errors import InvalidDecisionError, WorkflowDefinitionError
 from bot.engine.transitions import close_request
-from bot.engine.lgraph_run import MARK, GraphRunState, graph_values, superstep, writers_at
+from bot.engine.lgraph_run import MARK, GraphRunState, graph_values, nodes_label, superstep, writers_at
 from bot.engine.workflow import _CHANNEL, _NAME, Step, SteeringPoint, Workflow
 from store.codec import StateCodec
 from store.interrupts import answers_at
@@ -264,9 +264,13 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
         return [self.default_point, *self._seen.values()]
 
     def node_at(self, name: str, tree: Any) -> Step | SteeringPoint:
-        """Node ``name`` at a checkpoint with ``tree``: a steering point it waits at, else a step that
-        continues the graph (named after the graph node that runs next)."""
-        point = self.points_in(tree).get(name)
+        """Node ``name`` at a checkpoint with ``tree``: a steering point it waits at (``name`` naming all of
+        them, ``nodes_label``: the first one; the runner opens a request for each), else a step that continues
+        the graph (named after the graph nodes that run next: ``nodes_label``)."""
+        points = self.points_in(tree)
+        point = points.get(name)
+        if point is None and points and name == nodes_label(list(points)):  # all of them: the first one
+            point = next(iter(points.values()))
         if point is not None:
             return point
         return self.nodes.get(name) or self._step(name)
@@ -275,7 +279,8 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
                        actor: Actor, payload: dict[str, Any]) -> tuple[str, RunStatus, None, dict] | None:
         """After ``request`` was settled by this decision: None while other requests of the same super-step
         are pending (the run keeps waiting), else ``(next node, ready, no handoff, tree)``: the tree with the
-        resume values of every request of the super-step (``lg_resume``) and nothing asked any more."""
+        resume values of every request of the super-step (``lg_resume``) and nothing asked any more; the next
+        node names every node that interrupted (``nodes_label``: they all run again, resumed)."""
         answers = answers_at(tx, run.id, request.checkpoint_seq).get()
         if any(a["status"] == RequestStatus.PENDING.value for p, a in answers.items() if p != request.point):
             return None
@@ -287,7 +292,7 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
             elif "action" in answers.get(name, {}):
                 answer = answers[name]
                 resume[ask["interrupt_id"]] = resume_value(answer["action"], answer["payload"], answer["label"])
-        node = (asks.get(request.point) or {}).get("node") or request.point
+        node = nodes_label([ask.get("node") or name for name, ask in asks.items()]) or request.point
         return node, RunStatus.READY, None, {**_without_asks(tree), "lg_resume": resume}
 
     def fork_tree(self, tree: Any, *, feedback: str | None, edits: dict[str, Any] | None,
@@ -323,11 +328,12 @@ def _without_asks(tree: dict[str, Any]) -> dict[str, Any]:
 
 
 def _first_node(graph: Any) -> str | None:
-    """The graph node the run's first step is named after (its first super-step may run others too)."""
+    """The name of the run's first step: the graph nodes its first super-step runs (the edges from START),
+    ``nodes_label``; a graph whose entry is conditional: its first node."""
     builder = getattr(graph, "builder", None)
     ends = sorted(end for start, end in getattr(builder, "edges", ()) if start == START)
     if ends:
-        return ends[0]
+        return nodes_label(ends)
     nodes = [n for n in getattr(graph, "nodes", {}) if n != START]
     return nodes[0] if nodes else None
 

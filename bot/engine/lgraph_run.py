@@ -110,11 +110,34 @@ def superstep(wf: Any, state: Any, ctx: StepContext) -> Any:
                 name, n = f"{base}.{n}", n + 1
             asks[name] = {"interrupt_id": interrupt.id, "node": task.name, "point": settings}
             shown[name] = value
-    if asks:
-        ctx.goto(next(iter(asks)))
-    elif latest.next:
-        ctx.goto(latest.next[0])
+    if asks:  # the points it waits at, all of them (the runner opens a request for each: lgraph.points_asked)
+        ctx.goto(nodes_label(list(asks)))
+    elif latest.next:  # every node of the next super-step
+        ctx.goto(nodes_label(list(latest.next)))
     return GraphRunState(lg_input=state.lg_input, lg_checkpoint=pointer, lg_asks=asks, **shown)
+
+
+JOIN = " + "
+"""Between the names of the nodes of one super-step in a checkpoint's step or next step (``draft + legal``); a
+node name Hazel makes a step of never holds it (``workflow._NAME``: no spaces)."""
+MAX_LABEL = 200
+"""The longest step name a checkpoint stores (``store.schema``: ``step``, ``next_step``)."""
+
+
+def nodes_label(names: list[str]) -> str:
+    """The step name of a super-step that runs ``names`` (or of the steering points a run waits at after it),
+    each once, in order, joined by ``JOIN``: ``"draft + legal"``; one name is itself. Cut to ``MAX_LABEL``
+    characters (ending ``…``) when longer, so that it fits the checkpoint's column."""
+    label = JOIN.join(dict.fromkeys(names))
+    return label if len(label) <= MAX_LABEL else label[:MAX_LABEL - 1] + "…"
+
+
+def label_names(label: str | None) -> list[str]:
+    """The node names of a step name made by ``nodes_label`` (``"draft + legal"`` -> ``["draft", "legal"]``);
+    a plain name: ``[name]``; None: ``[]``."""
+    if not label:
+        return []
+    return label.split(JOIN) if JOIN in label else [label]
 
 
 def writers_at(graph: Any, config: dict[str, Any]) -> list[str]:

@@ -32,7 +32,7 @@ def test_a_rewind_with_feedback_or_edits_to_parallel_nodes_checkpoint_is_refused
     run = hz.start(workflow="lg-fan", input={"topic": "tides"}, actor=person("olga"))
     hz.drive(run_id=run.id)
     assert [(c.seq, c.next_step) for c in hz.checkpoints(run_id=run.id)][:3] == [
-        (0, "facts"), (1, "join"), (2, "review")]  # #1: written by facts and notes in one super-step
+        (0, "facts + notes"), (1, "join"), (2, "review")]  # #1: written by facts and notes in one super-step
     before = _as_it_is(hz, run.id)
     assert before[0] is RunStatus.WAITING
     for kwargs in ({"feedback": "more"}, {"edits": {"topic": "reefs"}}):

@@ -17,6 +17,7 @@ from bot.engine import lgraph, permissions
 from bot.engine.errors import CheckpointNotFoundError, InvalidDecisionError, NotAllowedError, no_run
 from bot.engine.errors import AlreadyDecidedError, RunStateError, VersionUnavailableError
 from bot.engine.limits import check_text, state_tree
+from bot.engine.lgraph_run import label_names
 from bot.engine.logcontext import bind_log_context
 from bot.engine.steering.core import REWINDABLE, DecisionOutcome, SteeringCore
 from bot.engine.steering.edits import apply_edits
@@ -212,7 +213,8 @@ class Rewinding(SteeringCore):
                 loaded: LoadedCheckpoint | None) -> tuple[CheckpointInfo, LoadedCheckpoint | None]:
         """The checkpoint ``to`` names: a sequence number (``loaded``: the caller loaded it already, in one
         query for its metadata and its state), or the latest checkpoint on the current branch (else any branch)
-        from which node ``to`` runs next (metadata only: the caller loads it).
+        from which node ``to`` runs next, alone or with others in one super-step (``draft`` in ``draft + legal``:
+        ``lgraph_run.label_names``; metadata only: the caller loads it).
 
         Raises:
             InvalidDecisionError: no target; CheckpointNotFoundError: none matches (or it was pruned).
@@ -233,10 +235,10 @@ class Rewinding(SteeringCore):
         while cursor is not None:
             lineage.append(cursor)
             cursor = by_seq.get(cursor.parent_seq) if cursor.parent_seq is not None else None
-        for cp in lineage + list(reversed(history)):
-            if cp.next_step == to:
+        for cp in lineage + list(reversed(history)):  # (a LangGraph super-step's next step names its nodes)
+            if cp.next_step == to or to in label_names(cp.next_step):
                 return cp, None
-        steps = sorted({cp.next_step for cp in history if cp.next_step})
+        steps = sorted({name for cp in history for name in label_names(cp.next_step)})
         if len(history) < run.last_seq + 1:
             raise CheckpointNotFoundError(
                 f"no kept checkpoint of run {run.id} runs {to!r} next: its history was pruned (kept: "
