@@ -309,9 +309,9 @@ def apply_sets(pairs: list[str], current: dict[str, Any]) -> dict[str, Any]:
             base = changed.get(field, current.get(field))
             if not isinstance(base, dict):
                 raise CliError(f"--set {field}.{sub}: {field} is not a mapping")
-            changed[field] = {**base, sub: value_from_text(entry_value(base, sub), raw, what=f"{field}.{sub}")}
+            changed[field] = {**base, sub: value_from_text(entry_value(base, sub), raw, field=field, key=sub)}
         else:
-            changed[field] = value_from_text(current.get(field), raw, what=field)
+            changed[field] = value_from_text(current.get(field), raw, field=field)
     return changed
 
 

@@ -143,10 +143,15 @@ def edit_payload(original: Any, show: str | None, values: dict[str, Any]) -> dic
 
 
 def block_for_error(original: Any, show: str | None, message: str) -> str:
-    """The input to flag for a validation message: the one whose key the message names, else the first."""
+    """The input to flag for a validation message: the one whose key the message names, else the first. The
+    engine names an entry ``entry 'KEY' of field 'SHOW'`` (with the whole state shown, a field ``field 'KEY'``:
+    ``bot.engine.steering.edits.named``), pydantic's messages ``SHOW.KEY: …``."""
     fields = edit_layout(original, show)
     for f in fields:
-        if f.key is not None and (f"{show}.{f.key}" in message or f"{show}.{f.key}" in message.replace(" ", "")):
+        if f.key is None:
+            continue
+        named = f"field {f.key!r}" if show is None else f"entry {f.key!r} of field {show!r}"
+        if named in message or f"{show}.{f.key}" in message or f"{show}.{f.key}" in message.replace(" ", ""):
             return f.block_id(0)
     return fields[0].block_id(0)
 

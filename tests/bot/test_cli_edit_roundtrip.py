@@ -90,12 +90,12 @@ def test_an_empty_file_is_refused_unless_allow_empty(note_cli, tmp_path: Path) -
                  ["--set", "text="]):
         refused = note_cli("edit", run_id, "--at", "review", *args, code=1)
         line = refused.stderr.strip()
-        assert len(line.splitlines()) == 1 and "is empty" in line and "--allow-empty" in line, line
+        assert len(line.splitlines()) == 1 and "the edit leaves field 'text' empty" in line and "--allow-empty" in line, line
         shown = note_cli.json("show", run_id)
         assert shown["state"]["text"] == "the plan" and shown["pending_request"]["point"] == "review"
     (tmp_path / "blank.txt").write_text("  \n\n")
     blank = note_cli("edit", run_id, "--at", "review", "--file", "blank.txt", code=1).stderr
-    assert "the new text is blank (only whitespace)" in blank and "--allow-empty" in blank
+    assert "the edit leaves field 'text' blank (only whitespace)" in blank and "--allow-empty" in blank
     allowed = note_cli.json("edit", run_id, "--at", "review", "--file", "blank.txt", "--allow-empty")
     assert allowed["pending_request"]["point"] == "check"
     assert note_cli.json("show", run_id)["state"]["text"] == "  \n"

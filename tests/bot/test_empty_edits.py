@@ -45,8 +45,9 @@ def waiting(hazel, workflow: str) -> str:  # noqa: ANN001
 
 
 @pytest.mark.parametrize("payload, what", [
-    ({"value": ""}, "the new text is empty"), ({"value": " \n"}, r"the new text is blank \(only whitespace\)"),
-    ({"text": ""}, "the new text is empty"), ({"text": "\t"}, "the new text is blank")])
+    ({"value": ""}, "^the edit leaves field 'text' empty: "),
+    ({"value": " \n"}, r"^the edit leaves field 'text' blank \(only whitespace\): "),
+    ({"text": ""}, "^the edit leaves field 'text' empty: "), ({"text": "\t"}, "^the edit leaves field 'text' blank")])
 def test_the_engine_refuses_an_empty_edit_without_allow_empty(db_url: str, payload: dict, what: str) -> None:
     hazel = make_hazel(db_url, noted())
     run_id = waiting(hazel, "noted-text")
@@ -60,12 +61,37 @@ def test_the_engine_refuses_an_empty_edit_without_allow_empty(db_url: str, paylo
 def test_an_emptied_entry_is_named(db_url: str) -> None:
     hazel = make_hazel(db_url, noted("parts"))
     run_id = waiting(hazel, "noted-parts")
-    with pytest.raises(InvalidDecisionError, match="parts.b is empty"):
+    with pytest.raises(InvalidDecisionError, match="^the edit leaves entry 'b' of field 'parts' empty: "):
         hazel.decide(run_id=run_id, action="edit", actor=person("sme"),
                      payload={"entries": {"a": "uno", "b": ""}, "allow_empty": False})
     hazel.decide(run_id=run_id, action="edit", actor=person("sme"),
                  payload={"entries": {"a": "uno", "b": ""}, "allow_empty": True})
     assert hazel.state_at(run_id=run_id).parts == {"a": "uno", "b": ""}
+
+
+def test_edit_messages_name_the_field_as_a_field(db_url: str) -> None:
+    """Every channel shows the engine's text: the field (or entry) is named as one, never pasted into the
+    sentence ("the new text is empty", "an edit needs the new parts")."""
+    from bot.engine.steering.edits import edited_value
+
+    hazel = make_hazel(db_url, noted("parts"))
+    run_id = waiting(hazel, "noted-parts")
+    for payload, message in (
+            ({"text": "  "}, "an edit needs a new value for field 'parts'"),  # a Slack modal, a Jira /edit
+            ({"text": "{not json"}, "invalid edit: field 'parts' must be given as JSON here ("),
+            ({}, "an edit needs a new value for field 'parts' (payload 'value', 'text' or 'entries')"),
+            ({"entries": {"b": " "}, "allow_empty": False}, "the edit leaves entry 'b' of field 'parts' blank")):
+        with pytest.raises(InvalidDecisionError) as refused:
+            hazel.decide(run_id=run_id, action="edit", actor=person("sme"), payload=payload)
+        assert refused.value.message.startswith(message), (payload, refused.value.message)
+    assert hazel.decisions(run_id=run_id) == []
+    with pytest.raises(InvalidDecisionError, match="^invalid edit: field 'text' is not a mapping: it has no "
+                                                   "entries to set"):
+        edited_value("the plan", "text", {"entries": {"a": "x"}})
+    with pytest.raises(InvalidDecisionError, match="^the edit leaves field 'b' empty"):  # the whole state shown
+        edited_value({"b": "x"}, None, {"entries": {"b": ""}, "allow_empty": False})
+    with pytest.raises(InvalidDecisionError, match="^an edit needs a new value for the state$"):
+        edited_value({"b": "x"}, None, {"text": ""})
 
 
 @pytest.fixture
@@ -85,6 +111,7 @@ def test_rest_refuses_an_empty_edit_with_422_unless_allow_empty(api) -> None:  #
         assert response.status_code == 422, (payload, response.text)
         error = response.json()["error"]
         assert error["type"] == "InvalidDecisionError" and "allow_empty" in error["message"], error
+        assert error["message"].startswith("the edit leaves field 'text' "), error
         assert "hazel edit" not in error["message"]  # (the console's hint is the CLI's)
     assert hazel.state_at(run_id=run_id).text == "the plan" and hazel.decisions(run_id=run_id) == []
     not_bool = http.post(f"/api/runs/{run_id}/decisions",

@@ -41,12 +41,22 @@ def format_validation_error(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def value_from_text(current: Any, text: str, *, what: str = "the value") -> Any:
+def named(field: str | None, key: str | None = None) -> str:
+    """How an edit's messages name what it changes: ``field 'plan'``, ``entry 'b' of field 'parts'``; with the
+    whole state shown (``field`` None), ``the state``, or ``field 'b'`` for its entry ``b``."""
+    if field is None:
+        return "the state" if key is None else f"field {key!r}"
+    return f"field {field!r}" if key is None else f"entry {key!r} of field {field!r}"
+
+
+def value_from_text(current: Any, text: str, *, field: str | None = None, key: str | None = None) -> Any:
     """A typed value, shaped like ``current``: text as it is for a text field; JSON otherwise (a Jira
-    ``{code}`` or ``{noformat}`` block around the JSON is taken off).
+    ``{code}`` or ``{noformat}`` block around the JSON is taken off). ``field`` (and ``key``, for an entry of
+    a mapping) name the value in the error (``named``); neither: the whole state.
 
     Raises:
-        InvalidDecisionError: ``current`` is not text and ``text`` is not JSON.
+        InvalidDecisionError: ``current`` is not text and ``text`` is not JSON (``invalid edit: field 'cfg'
+            must be given as JSON here (…)``).
     """
     if isinstance(current, str):
         return text
@@ -55,7 +65,7 @@ def value_from_text(current: Any, text: str, *, what: str = "the value") -> Any:
     try:
         return json.loads(raw)
     except ValueError as exc:
-        raise InvalidDecisionError(f"invalid edit: {what} must be given as JSON here ({exc})") from None
+        raise InvalidDecisionError(f"invalid edit: {named(field, key)} must be given as JSON here ({exc})") from None
 
 
 def entry_value(mapping: dict[str, Any], key: str) -> Any:
@@ -69,11 +79,12 @@ def entry_value(mapping: dict[str, Any], key: str) -> Any:
 
 
 def _refuse_empty(what: str, value: Any) -> None:
-    """Raise when ``value`` is empty or blank text (an edit with ``allow_empty`` false)."""
+    """Raise when ``value`` is empty or blank text (an edit with ``allow_empty`` false): ``the edit leaves
+    field 'plan' empty: …`` (``what``: ``named``'s phrase)."""
     if isinstance(value, str) and not value.strip():
-        raise InvalidDecisionError(f"{what} is {'empty' if not value else 'blank (only whitespace)'}: that would "
-                                   "replace the value with nothing; allow an empty value (allow_empty) if that "
-                                   "is what you mean", hint="hazel edit --allow-empty")
+        raise InvalidDecisionError(f"the edit leaves {what} {'empty' if not value else 'blank (only whitespace)'}"
+                                   ": that would replace the value with nothing; allow an empty value "
+                                   "(allow_empty) if that is what you mean", hint="hazel edit --allow-empty")
 
 
 def edited_value(shown: Any, field: str | None, payload: dict[str, Any]) -> Any:
@@ -83,7 +94,7 @@ def edited_value(shown: Any, field: str | None, payload: dict[str, Any]) -> Any:
         InvalidDecisionError: no value given, empty text with ``allow_empty`` false, text that should be JSON,
             entries of something not a mapping.
     """
-    what = f"the new {field or 'state'}"
+    what = named(field)
     allow_empty = payload.get("allow_empty")
     if "value" in payload:
         if allow_empty is False:
@@ -93,24 +104,24 @@ def edited_value(shown: Any, field: str | None, payload: dict[str, Any]) -> Any:
         text = str(payload["text"])
         if not text.strip():
             if allow_empty is None:
-                raise InvalidDecisionError(f"an edit needs {what}")
+                raise InvalidDecisionError(f"an edit needs a new value for {what}")
             if allow_empty is False:
                 _refuse_empty(what, text)
             return text  # as it is
-        return value_from_text(shown, text, what=what)
+        return value_from_text(shown, text, field=field)
     if "entries" in payload:
         entries = payload["entries"]
         if not isinstance(shown, dict) or not isinstance(entries, dict):
-            raise InvalidDecisionError(f"invalid edit: {field or 'the state'} is not a mapping of entries")
+            raise InvalidDecisionError(f"invalid edit: {what} is not a mapping: it has no entries to set")
         if allow_empty is False:
             for key, raw in entries.items():
-                _refuse_empty(f"{field}.{key}" if field else str(key), raw)
+                _refuse_empty(named(field, key), raw)
         out = dict(shown)
         for key, raw in entries.items():  # None: the entry was emptied, which means null
-            out[key] = None if raw is None else value_from_text(entry_value(shown, key), str(raw),
-                                                                what=f"{field}.{key}" if field else str(key))
+            out[key] = None if raw is None else value_from_text(entry_value(shown, key), str(raw), field=field,
+                                                                key=key)
         return out
-    raise InvalidDecisionError(f"an edit needs {what} (payload 'value', 'text' or 'entries')")
+    raise InvalidDecisionError(f"an edit needs a new value for {what} (payload 'value', 'text' or 'entries')")
 
 
 def apply_edit(wf: Workflow, state: BaseModel, field: str | None, value: Any) -> BaseModel:

@@ -132,12 +132,17 @@ def test_edit_payload_hands_typed_entries_to_the_engine_which_parses_them() -> N
     values = {"edit_0_0": {"value": {"value": "[1, 2"}}, "edit_1_0": {"value": {"value": None}}}
     payload = M.edit_payload(original, "cfg", values)
     assert payload == {"entries": {"count": "[1, 2", "note": None}}
-    with pytest.raises(InvalidDecisionError, match="cfg.count must be given as JSON") as err:
+    with pytest.raises(InvalidDecisionError, match="invalid edit: entry 'count' of field 'cfg' must be given as "
+                       "JSON here") as err:
         edited_value(original, "cfg", payload)
     assert M.block_for_error(original, "cfg", str(err.value)) == "edit_0_0"
     values["edit_0_0"]["value"]["value"] = "5"
     assert edited_value(original, "cfg", M.edit_payload(original, "cfg", values)) == {"count": 5, "note": None}
     assert M.block_for_error(original, "cfg", "invalid edit: cfg.note: Input should be a valid string") == "edit_1_0"
+    flipped = {"note": "x", "count": 3}  # the entry the engine names is flagged, not the first one
+    with pytest.raises(InvalidDecisionError) as err:
+        edited_value(flipped, "cfg", {"entries": {"count": "[1, 2"}})
+    assert M.block_for_error(flipped, "cfg", str(err.value)) == "edit_1_0"
 
 
 def test_rewind_and_reason_modals_are_valid() -> None:
