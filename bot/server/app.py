@@ -45,6 +45,7 @@ class HazelApp(Engine):
         self.router = ChannelRouter(self.channels, fallback=self.console)
         self.deliverer = Deliverer(self, self.router)
         self.deliverer.senders[HOOK_KIND] = HookSender(self.settings).send
+        self.on_outbox(self.deliverer.wake)  # a commit that wrote outbox rows wakes delivery, not its sweep
 
     def drive(self, **kwargs: Any) -> DriveResult:
         """``bot.engine.Hazel.drive``, then deliver the notifications that are due."""
