@@ -215,7 +215,7 @@ def show_cmd(
                                                                         else " (it waits on nothing)"))
     tree = hazel.state_tree_at(run_id=run.id, seq=seq)
     if seq is not None and tree is None:
-        raise CliError(f"run {run.id} has no checkpoint #{seq}")
+        raise hazel.missing_checkpoint(run_id=run.id, seq=seq)
     if json_out:
         emit_json({"run": run, "pending_request": pending, "pending_requests": waiting, "state": tree,
                    "seq": run.head_seq if seq is None else seq})

@@ -92,6 +92,19 @@ class CheckpointNotFoundError(HazelError, LookupError):
     pass
 
 
+def no_checkpoint(run_id: str, seq: int, *, last_seq: int, kept: list[int], pruned: bool) -> CheckpointNotFoundError:
+    """The error for checkpoint ``#seq`` of run ``run_id`` when it is not stored, the one wording of every read
+    and rewind: ``checkpoint #1 of run R was pruned (kept: #3)`` when the run had it (``seq`` up to
+    ``last_seq``, the highest number it ever gave: only ``hazel prune`` removes checkpoints), else ``run R has
+    no checkpoint #9 (it has #0..#3)``, or ``(it had #0..#3; kept: #3)`` when ``pruned`` (some of its history
+    was). ``kept``: numbers of some kept checkpoints to name (the newest few)."""
+    names = ", ".join(f"#{n}" for n in kept)
+    if 0 <= seq <= last_seq:
+        return CheckpointNotFoundError(f"checkpoint #{seq} of run {run_id} was pruned (kept: {names})")
+    span = f"it had #0..#{last_seq}; kept: {names}" if pruned else f"it has #0..#{last_seq}"
+    return CheckpointNotFoundError(f"run {run_id} has no checkpoint #{seq} ({span})")
+
+
 class NoPendingRequestError(HazelError, LookupError):
     pass
 

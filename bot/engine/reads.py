@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from pydantic import BaseModel
 
-from bot.engine.errors import AmbiguousRunIdError, CheckpointNotFoundError, RunNotFoundError, no_run, quoted
+from bot.engine.errors import AmbiguousRunIdError, CheckpointNotFoundError, RunNotFoundError, no_checkpoint, no_run
+from bot.engine.errors import quoted
 from bot.engine.versions import decode_state, find_point
 from store.codec import is_text
 from store.metrics import MetricsSnapshot
@@ -19,7 +20,7 @@ from store.models import AuditEvent, CheckpointInfo, Decision, OutboxMessage, Ru
 if TYPE_CHECKING:
     from bot.engine.registry import Registry
     from bot.engine.workflow import Workflow
-    from store import Store
+    from store import Store, Tx
 
 MIN_PREFIX = 4
 """Characters a shortened run id needs."""
@@ -32,6 +33,13 @@ class Shown:
 
     field: str | None
     value: Any
+
+
+def missing_checkpoint_in(tx: "Tx", run: Run, seq: int) -> CheckpointNotFoundError:
+    """``Reads.missing_checkpoint`` inside the read transaction ``tx`` (rewind's too)."""
+    stored = tx.checkpoints.list(run.id)
+    return no_checkpoint(run.id, seq, last_seq=run.last_seq, kept=[c.seq for c in stored[-5:]],
+                         pruned=len(stored) < run.last_seq + 1)
 
 
 class Reads:
@@ -171,7 +179,7 @@ class Reads:
         """
         run, loaded = self._load(run_id, seq)
         if loaded is None:
-            raise CheckpointNotFoundError(f"run {run_id} has no checkpoint #{seq}")
+            raise self.missing_checkpoint(run_id=run_id, seq=run.head_seq if seq is None else seq)
         return decode_state(self.registry, run, loaded.info.workflow_version, loaded.tree)
 
     def state_tree_at(self, *, run_id: str, seq: int | None = None) -> Any:
@@ -189,6 +197,46 @@ class Reads:
             return None
         wf = self.registry.find(run.workflow, loaded.info.workflow_version)
         return loaded.tree if wf is None else wf.state_view(loaded.tree, run_id=run.id)
+
+    def missing_checkpoint(self, *, run_id: str, seq: int) -> CheckpointNotFoundError:
+        """The error to raise for checkpoint ``seq`` of run ``run_id`` that a read did not find: "checkpoint #1
+        of run R was pruned (kept: #3)" for one ``hazel prune`` removed, else "run R has no checkpoint #9 (it
+        has #0..#3)" (``errors.no_checkpoint``: the wording rewind uses too). Reads only on that error path.
+
+        Raises:
+            RunNotFoundError.
+        """
+        with self.store.read() as tx:
+            run = tx.runs.get(run_id)
+            if run is None:
+                raise no_run(run_id)
+            return missing_checkpoint_in(tx, run, seq)
+
+    def previous_checkpoint(self, *, run_id: str, seq: int) -> int:
+        """The checkpoint to compare checkpoint ``seq`` with when no other is named (a diff's default): its
+        parent, else (its parent was pruned) the nearest earlier checkpoint kept.
+
+        Raises:
+            RunNotFoundError; CheckpointNotFoundError: checkpoint ``seq`` is not stored (``missing_checkpoint``),
+                or nothing earlier is: "checkpoint #0 of run R is its first: there is nothing earlier to
+                compare it with", "… is the earliest kept (#0..#2 were pruned): …".
+        """
+        with self.store.read() as tx:
+            run = tx.runs.get(run_id)
+            if run is None:
+                raise no_run(run_id)
+            stored = {c.seq: c for c in tx.checkpoints.list(run.id)}
+            if seq not in stored:
+                raise missing_checkpoint_in(tx, run, seq)
+        parent = stored[seq].parent_seq
+        if parent is not None and parent in stored:
+            return parent
+        earlier = [n for n in stored if n < seq]
+        if earlier:
+            return max(earlier)
+        why = "is its first" if seq == 0 else f"is the earliest kept (#0..#{seq - 1} were pruned)"
+        raise CheckpointNotFoundError(f"checkpoint #{seq} of run {run_id} {why}: there is nothing earlier to "
+                                      "compare it with")
 
     def _load(self, run_id: str, seq: int | None):  # noqa: ANN202
         with self.store.read() as tx:

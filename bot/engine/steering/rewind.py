@@ -19,6 +19,7 @@ from bot.engine.errors import AlreadyDecidedError, RunStateError, VersionUnavail
 from bot.engine.limits import check_text, state_tree
 from bot.engine.lgraph_run import label_names
 from bot.engine.logcontext import bind_log_context
+from bot.engine.reads import missing_checkpoint_in
 from bot.engine.steering.core import REWINDABLE, DecisionOutcome, SteeringCore
 from bot.engine.steering.edits import apply_edits
 from bot.engine.transitions import close_request
@@ -225,10 +226,7 @@ class Rewinding(SteeringCore):
         if seq is not None:  # a numbered target never reads the whole history
             if loaded is not None:
                 return loaded.info, loaded
-            if 0 <= seq <= run.last_seq:  # it existed: its history was pruned
-                kept = ", ".join(f"#{c.seq}" for c in tx.checkpoints.list(run.id, newest=5))
-                raise CheckpointNotFoundError(f"checkpoint #{seq} of run {run.id} was pruned (kept: {kept})")
-            raise CheckpointNotFoundError(f"run {run.id} has no checkpoint #{seq} (it has #0..#{run.last_seq})")
+            raise missing_checkpoint_in(tx, run, seq)  # pruned, or never there: the wording of every read
         history = tx.checkpoints.list(run.id)
         by_seq = {cp.seq: cp for cp in history}
         lineage, cursor = [], by_seq.get(run.head_seq)

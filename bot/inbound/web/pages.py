@@ -128,12 +128,10 @@ def diff_page(hazel: "Hazel", run_id: str, checkpoints: list[CheckpointInfo], a:
     Raises:
         CheckpointNotFoundError: either does not exist.
     """
-    from bot.engine import CheckpointNotFoundError
-
     by_seq = {c.seq: c for c in checkpoints}
     for seq in (a, b):
         if seq not in by_seq:
-            raise CheckpointNotFoundError(f"run {run_id} has no checkpoint #{seq}")
+            raise hazel.missing_checkpoint(run_id=run_id, seq=seq)
     old = hazel.state_tree_at(run_id=run_id, seq=a)
     new = hazel.state_tree_at(run_id=run_id, seq=b)
     return DiffPage(by_seq[a], by_seq[b], state_diff(old, new))

@@ -263,7 +263,7 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
         cp = next((c for c in checkpoints if c.seq == seq), None)
         if cp is None:
             return render(request, session, "message.html", 404, title="No such checkpoint",
-                         message=f"run {run_id} has no checkpoint #{seq}")
+                          message=hazel.missing_checkpoint(run_id=run_id, seq=seq).message)
         tree = hazel.state_tree_at(run_id=run_id, seq=seq)
         return render(request, session, "state.html", run=run_, cp=cp, tree=tree, checkpoints=checkpoints)
 
@@ -274,9 +274,14 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
         run_ = hazel.get(run_id=run_id)
         checkpoints = hazel.checkpoints(run_id=run_id)
         b = run_.head_seq if b is None else b
-        by_seq = {c.seq: c for c in checkpoints}
-        if a is None:
-            a = by_seq[b].parent_seq if b in by_seq and by_seq[b].parent_seq is not None else b
+        if a is None:  # b's parent, else the nearest earlier checkpoint kept (hazel prune drops parents)
+            try:
+                a = hazel.previous_checkpoint(run_id=run_id, seq=b)
+            except HazelError as exc:
+                known = any(c.seq == b for c in checkpoints)  # then nothing earlier is: no error of the request
+                return render(request, session, "message.html", 200 if known else 404,
+                              title="Nothing earlier to compare with" if known else "No such checkpoint",
+                              message=exc.message)
         try:
             found = pages.diff_page(hazel, run_id, checkpoints, a, b)
         except HazelError as exc:
