@@ -23,6 +23,7 @@ def link_cmd(
 ) -> None:
     """Print a signed link to the run's page, valid for HAZEL_LINK_TTL_SEC (needs HAZEL_BASE_URL and
     HAZEL_WEB_SECRET)."""
+    from bot.inbound.api import api_tokens
     from bot.inbound.web import Signer
 
     hazel = engine(json_out)
@@ -35,11 +36,22 @@ def link_cmd(
     if for_ is not None and not person:
         raise CliError("--for needs a name")
     run_id = hazel.resolve(ref=run_ref)
+    note = None
+    if person is not None and not hazel.knows_name(run_id=run_id, name=person,
+                                                   token_names=[name for name, _ in api_tokens(settings)]):
+        note = (f"{person!r} is no name Hazel knows (not a person of the people file, a REST token name, an "
+                f"approver of this run's workflow, or who started the run): the link acts as {person!r}, a "
+                "person of their own who may decide only where anyone may (people need not be listed: see "
+                "\"Who is who\" in the README); check the spelling")
     url = Signer(settings).link(run_id, person)
     ttl_h = settings.link_ttl_sec / 3600
     if json_out:
-        emit_json({"run_id": run_id, "url": url, "for": person, "ttl_sec": settings.link_ttl_sec})
+        emit_json({"run_id": run_id, "url": url, "for": person, "ttl_sec": settings.link_ttl_sec, "note": note})
         return
     common.out.print(url, soft_wrap=True, markup=False, highlight=False)
     who = f"acts as {person}" if person else "shows the run only"
     common.err.print(f"[dim]valid for {ttl_h:g} h; {who}. Anyone holding it can use it.[/dim]")
+    if note is not None:
+        from rich.markup import escape
+
+        common.err.print(f"[yellow]note:[/yellow] {escape(note)}", soft_wrap=True)

@@ -26,7 +26,7 @@ import threading
 import time
 from dataclasses import replace
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from pydantic import BaseModel
 
@@ -231,6 +231,35 @@ class Hazel(Reads, Requests):
             raise InvalidInputError("--as: the name is not UTF-8 text")
         person = self.people.person_named(acting_for.strip())
         return Actor(id=me, channel="console", name=me, person=person, acting_for=person)
+
+    def knows_name(self, *, run_id: str, name: str, token_names: Iterable[str] = ()) -> bool:
+        """Whether the configuration names ``name`` (a person's name, or a console or REST API name: what a run
+        page link acts as, ``hazel link RUN --for NAME``) for run ``run_id``: a person of the people file or
+        one of their console or REST API names, one of ``token_names`` (the REST API's token names, which its
+        adapter reads), the console operator, who started the run, or a name that an approver list of the
+        run's workflow names (``people`` or ``users`` of a steering point, of its escalation, or ``starters``).
+        False does not make ``name`` invalid: an identity nobody lists is a person of its own
+        (``bot.engine.people``), who may decide only where anyone may; it may be a misspelt name.
+
+        Raises:
+            RunNotFoundError.
+        """
+        run = self.get(run_id=run_id)
+        if name in token_names or name == self.settings.operator.strip():
+            return True
+        if self.people.get(name) is not None or self.people.claimed("console", name) or \
+                self.people.claimed("api", name):
+            return True
+        if name in (run.started_by_person, run.started_by if run.started_via in ("console", "api", "web")
+                    else None):
+            return True
+        wf = self.registry.find(run.workflow, run.workflow_version)
+        if wf is None:
+            return False
+        points = wf.known_points() if isinstance(wf, LangGraphWorkflow) else wf.steering_points()
+        lists = [wf.starters] + [a for p in points for a in (p.approvers, p.escalate_to) if a]
+        person = self.people.person_named(name)
+        return any(name in a.users or name in a.people or person in a.people for a in lists)
 
     def _groups_in_use(self, channel: str, identity: str) -> frozenset[str]:
         """The groups of ``channel`` some approver list names, unless every such list already names the

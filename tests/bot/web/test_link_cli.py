@@ -3,7 +3,9 @@ one without HAZEL_BASE_URL and HAZEL_WEB_SECRET. Also: who a ``web`` identity is
 
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import parse_qs, urlparse
 
@@ -14,6 +16,7 @@ from bot.inbound.web import Signer
 from bot.inbound.web.links import LinkError
 from bot.settings import Settings
 from tests.bot.web.scenario import SECRET
+from tests.support.cli import in_process_cli
 
 
 def test_hazel_link_prints_a_signed_link(cli: Callable[..., Any], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -51,3 +54,53 @@ def test_a_link_expires_after_the_lifetime_it_was_made_with(monkeypatch: pytest.
     with pytest.raises(LinkError, match="expired"):
         server.grant(token)
     assert server.grant(server.token("abcdef123456")).run_id == "abcdef123456"  # the server's own: 7 days
+
+
+LISTED = '''
+from pydantic import BaseModel
+from hazel import Approvers, StepContext, Workflow
+
+
+class Doc(BaseModel):
+    text: str = ""
+
+
+wf = Workflow("listed", version=1, state=Doc, starters=Approvers(users=["stan"]))
+
+
+@wf.step
+def write(state: Doc, ctx: StepContext) -> Doc:
+    return state.model_copy(update={"text": "a draft"})
+
+
+wf.steer("review", show="text", approvers=Approvers(users=["sam"], people=["priya"]),
+         escalate_to=Approvers(users=["dana"]), escalate_after_sec=3600)
+'''
+
+
+def test_hazel_link_for_a_name_nobody_configured_says_so(monkeypatch: pytest.MonkeyPatch, db_url: str,
+                                                         tmp_path: Path) -> None:
+    """People need not be listed (README, "Who is who"): an unknown name still gets its link, acting as a person
+    of its own, but the command says that Hazel knows no one of that name (a misspelt person, most often)."""
+    (tmp_path / "link_listed.py").write_text(LISTED)
+    (tmp_path / "people.toml").write_text('[people.priya]\napi = ["priya-ci"]\nconsole = ["pk"]\n')
+    monkeypatch.setenv("HAZEL_PEOPLE_FILE", str(tmp_path / "people.toml"))
+    monkeypatch.setenv("HAZEL_API_TOKENS", "ci-bot=tok-ci-bot-0123456789")
+    monkeypatch.setenv("HAZEL_BASE_URL", "https://hazel.example.com")
+    monkeypatch.setenv("HAZEL_WEB_SECRET", SECRET)
+    hazel = in_process_cli(monkeypatch, tmp_path, db_url=db_url, workflows=str(tmp_path / "link_listed.py"))
+    run_id = json.loads(hazel("run", "listed", "--as", "stan", "--json").stdout)["run"]["id"]
+    for known in ("priya", "pk", "priya-ci", "ci-bot", "olga", "sam", "dana", "stan"):
+        shown = hazel("link", run_id, "--for", known)
+        assert "note:" not in shown.stderr and "no name Hazel knows" not in shown.stderr, (known, shown.stderr)
+        assert json.loads(hazel("link", run_id, "--for", known, "--json").stdout)["note"] is None, known
+    misspelt = hazel("link", run_id, "--for", "priyaa")  # exit status 0: the link works, as priyaa
+    grant = Signer(Settings(HAZEL_WEB_SECRET=SECRET)).grant(parse_qs(urlparse(misspelt.stdout.strip()).query)["t"][0])
+    assert grant.person == "priyaa"
+    assert " ".join(misspelt.stderr.split()).endswith(
+        "note: 'priyaa' is no name Hazel knows (not a person of the people file, a REST token name, an approver "
+        "of this run's workflow, or who started the run): the link acts as 'priyaa', a person of their own who may "
+        "decide only where anyone may (people need not be listed: see \"Who is who\" in the README); check the "
+        "spelling")
+    note = json.loads(hazel("link", run_id, "--for", "priyaa", "--json").stdout)["note"]
+    assert note.startswith("'priyaa' is no name Hazel knows")
