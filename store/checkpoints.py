@@ -204,11 +204,10 @@ def _loaded(run_id: str, res: fast.Result) -> LoadedCheckpoint | None:
     if base[2] != 0:
         raise RuntimeError(f"checkpoint chain of {run_id}#{own[0]} does not start at a snapshot")
     tree = codec.load_payload(base[4], bool(base[3]))
-    delta_bytes = 0
-    for row in rows[1:]:
-        payload = row[4]
-        tree = delta.apply(tree, codec.load_payload(payload, bool(row[3])), copy_values=False)
-        delta_bytes += len(payload)
+    patches = rows[1:]
+    for ops in codec.load_payloads([(row[4], bool(row[3])) for row in patches]):
+        tree = delta.apply(tree, ops, copy_values=False)
+    delta_bytes = sum(len(row[4]) for row in patches)
     info = dict(zip(_INFO_NAMES, own[5:]))
     info = CheckpointInfo(
         run_id=run_id, seq=own[0], parent_seq=own[1], branch=info["branch"], step=info["step"],

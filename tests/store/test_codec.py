@@ -10,7 +10,7 @@ from decimal import Decimal
 from pydantic import BaseModel
 
 from store import NewCheckpoint, Store
-from store.codec import StateCodec, dump_payload, load_payload
+from store.codec import StateCodec, dump_payload, load_payload, load_payloads
 from store.models import RunStatus
 
 
@@ -86,3 +86,12 @@ def test_round_trip_through_the_database(store: Store) -> None:
     assert codec.decode(a.tree) == first
     assert codec.decode(b.tree) == second and b.chain_len == 1
     assert b.info.created_at.tzinfo is not None
+
+
+def test_many_payloads_decode_as_each_would_alone() -> None:
+    trees = [{"op": "add", "path": "/items/-", "value": "x" * 400 + "é"}, [], {"s": "short"}, "text", 3,
+             [{"op": "replace", "path": "/a", "value": {"nested": [1, 2.5, None, True]}}]]
+    stored = [dump_payload(tree) for tree in trees]
+    assert any(compressed for _, compressed in stored) and not all(compressed for _, compressed in stored)
+    assert load_payloads(stored) == [load_payload(p, c) for p, c in stored] == trees
+    assert load_payloads([]) == []
