@@ -374,6 +374,18 @@ class RequestView(_Record):
     checkpoints: tuple[CheckpointInfo, ...] = ()
     reminder: bool = False
     escalation: bool = False
+    still_pending: tuple[SteeringRequest, ...] = ()
+    """Once this request is settled: the other requests asked with it (a LangGraph super-step's other
+    interrupts) that are still pending, oldest first; the run waits on them (``still_waiting_text``)."""
+
+
+def still_waiting_text(requests: "tuple[SteeringRequest, ...] | list[SteeringRequest]") -> str:
+    """The one sentence every channel says after a decision that leaves the run waiting on other requests:
+    ``still waiting on: security (steering request 12), …``; ``""`` when ``requests`` is empty. Plain text:
+    each channel escapes it as it escapes any stored text."""
+    if not requests:
+        return ""
+    return "still waiting on: " + ", ".join(f"{r.point} (steering request {r.id})" for r in requests)
 
 
 class ProgressView(_Record):

@@ -40,6 +40,8 @@ AtOpt = Annotated[str | None, typer.Option("--at", help="The steering point you 
 def _after(hazel: Hazel, outcome: DecisionOutcome, detach: bool, json_out: bool) -> None:
     from rich.markup import escape
 
+    from store.models import still_waiting_text
+
     verb = outcome.decision.action.value
     if not json_out:
         if outcome.duplicate:
@@ -52,12 +54,15 @@ def _after(hazel: Hazel, outcome: DecisionOutcome, detach: bool, json_out: bool)
             r = outcome.request
             common.out.print(f"[green]✓[/green] approval recorded: {r.approvals} of {r.approvals_required}; "
                              "waiting for more approvers")
+        if outcome.still_pending:  # the other requests asked with this one (the engine says which)
+            common.out.print(f"run {outcome.run_id} is {escape(still_waiting_text(outcome.still_pending))}",
+                             soft_wrap=True)
     result = None
     if outcome.resumes and not detach:
         result = hazel.drive(run_id=outcome.run_id, on_retry=retry_notice)
     finish(hazel, outcome.run_id, result, json_out, extra={
         "decision": outcome.decision, "request": outcome.request, "settled": outcome.settled,
-        "duplicate": outcome.duplicate})
+        "duplicate": outcome.duplicate, "still_pending": list(outcome.still_pending)})
 
 
 @app.command("approve")

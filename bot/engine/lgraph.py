@@ -44,7 +44,7 @@ from store.codec import StateCodec
 from store.interrupts import answers_at
 from store.models import ALL_ACTIONS, START, Action, Actor, RequestStatus, Run, RunStatus, SteeringRequest
 
-__all__ = ["MARK", "GraphRunState", "LangGraphWorkflow", "find_node", "check_point", "close_siblings", "node_at", "point_from", "points_of_run", "points_asked",
+__all__ = ["MARK", "GraphRunState", "LangGraphWorkflow", "find_node", "check_point", "close_siblings", "node_at", "pending_siblings", "point_from", "points_of_run", "points_asked",
            "resume_value"]
 
 _log = logging.getLogger("hazel.langgraph")
@@ -368,6 +368,18 @@ def close_siblings(tx: Any, wf: Workflow | None, request: SteeringRequest, *, no
             other = tx.requests.get(answer["id"])
             if other is not None:
                 close_request(tx, other, now=now, by=by, action=action, status=status, **facts)
+
+
+def pending_siblings(tx: Any, wf: Workflow | None, request: SteeringRequest) -> list[SteeringRequest]:
+    """The other requests asked at ``request``'s checkpoint that are still pending (a LangGraph super-step's
+    other interrupts), oldest first: what the run still waits on once ``request`` is settled. ``[]`` for a
+    native workflow (one request at a time)."""
+    if not isinstance(wf, LangGraphWorkflow):
+        return []
+    answers = answers_at(tx, request.run_id, request.checkpoint_seq).get()
+    ids = sorted(a["id"] for a in answers.values()
+                 if a["id"] != request.id and a["status"] == RequestStatus.PENDING.value)
+    return [r for r in (tx.requests.get(i) for i in ids) if r is not None]
 
 
 def points_of_run(tx: Any, wf: Workflow | None, run: Run,

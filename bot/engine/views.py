@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from bot.engine import permissions
+from bot.engine.lgraph import pending_siblings
 from bot.engine.people import People
 from bot.engine.versions import find_point, request_point
 from bot.engine.workflow import SteeringPoint, Workflow
@@ -98,6 +99,8 @@ class Views:
             decisions=tuple(tx.decisions.for_request(request.id)),
             checkpoints=tuple(tx.checkpoints.list(run.id, newest=HISTORY_IN_VIEW)),
             reminder=reminder, escalation=escalation,
+            still_pending=tuple(pending_siblings(tx, wf, request)) if request.status is not RequestStatus.PENDING
+            else (),
         )
 
     def progress_view(self, tx: Tx, message: OutboxMessage) -> ProgressView | None:

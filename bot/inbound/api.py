@@ -256,7 +256,8 @@ def api_router(hazel: "Hazel", settings: Settings) -> APIRouter:
             if outcome.run_status is RunStatus.READY:  # (RUNNING: this process's workers have it already)
                 resume(run_id)
         return DecisionOut(decision=outcome.decision, request=outcome.request, settled=outcome.settled,
-                           run_status=outcome.run_status, next_node=outcome.next_node, duplicate=outcome.duplicate)
+                           run_status=outcome.run_status, next_node=outcome.next_node, duplicate=outcome.duplicate,
+                           still_pending=list(outcome.still_pending))
 
     @router.post("/runs/{run_id}/retry", response_model=RunOut, summary="Retry a failed run")
     def retry(run_id: RunId, caller: Caller) -> RunOut:

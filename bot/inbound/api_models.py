@@ -221,4 +221,7 @@ class DecisionOut(BaseModel):
     next_node: str | None = None
     duplicate: bool = Field(description="True: this Idempotency-Key was seen before; nothing new happened and "
                                         "the earlier decision is returned.")
+    still_pending: list[SteeringRequest] = Field(
+        default_factory=list, description="The other requests the run still waits on after this decision (a "
+        "LangGraph super-step's other interrupts, oldest first); it resumes once they are answered too.")
 

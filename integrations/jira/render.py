@@ -19,7 +19,7 @@ import re
 from typing import Any
 
 from integrations.jira.options import JiraOptions
-from store.models import Approvers, Decision, ProgressView, RequestStatus, RequestView, past_tense
+from store.models import Approvers, Decision, ProgressView, RequestStatus, RequestView, past_tense, still_waiting_text
 
 MAX_TEXT_CHARS = 30_000
 """Characters of artefact Hazel puts in one description (Jira's limit per field is 32,767)."""
@@ -217,6 +217,8 @@ def outcome_comment(view: RequestView, *, note: str | None = None) -> str:
             "rewind": f"{head} to checkpoint #{payload.get('to', '?')}"
                       + (f" with feedback: {quoted(payload['feedback'])}" if payload.get("feedback") else "."),
         }.get(action, f"{head}.")
+        if view.still_pending:  # the run waits on the other requests asked with this one
+            text += f"\n\nThe run is {inline(still_waiting_text(view.still_pending))}."
     return text + (f"\n\n{note}" if note else "")
 
 

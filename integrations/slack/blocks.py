@@ -16,7 +16,8 @@ from datetime import datetime
 from typing import Any
 
 from integrations.slack import text as T
-from store.models import Approvers, Decision, ProgressView, RequestView, Run, SteeringRequest, past_tense
+from store.models import (Approvers, Decision, ProgressView, RequestView, Run, SteeringRequest, past_tense,
+                          still_waiting_text)
 
 MAX_MESSAGE_BLOCKS = 50
 MAX_VIEW_BLOCKS = 100
@@ -207,6 +208,8 @@ def decision_summary(view: RequestView) -> str | None:
         line += "\n>" + T.truncate(T.escape(str(detail)), 1500).replace("\n", "\n>")
     if action == "rewind" and settling is not None and settling.payload.get("to") is not None:
         line += f"\nto checkpoint #{settling.payload['to']}"
+    if view.still_pending:  # the run waits on the other requests asked with this one
+        line += f"\n⏳ The run is {T.escape(still_waiting_text(view.still_pending))}."
     return line
 
 

@@ -59,6 +59,8 @@ class DecisionOutcome:
     ``run_status``: the run's status right after (``ready`` or ``running``: it resumes next).
     ``claim``: when the decision also leased the run for this process (``claim=True``), what the runner needs
     to continue it at once, without reading anything (``Hazel.drive(..., claim=...)``).
+    ``still_pending``: the other requests the run still waits on after this decision (a LangGraph super-step's
+    other interrupts, oldest first; the run resumes once they are answered too); empty when none.
     """
 
     decision: Decision
@@ -68,6 +70,7 @@ class DecisionOutcome:
     next_node: str | None = None
     duplicate: bool = False
     claim: "Claim | None" = None
+    still_pending: tuple[SteeringRequest, ...] = ()
 
     @property
     def run_id(self) -> str:

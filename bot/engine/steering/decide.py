@@ -187,8 +187,9 @@ class Deciding(SteeringCore):
             routed = wf.route_decision(tx, run=run, request=request, tree=head.tree, action=action, actor=actor,
                                        payload=payload)
             if routed is None:  # other requests of the same super-step are pending: the run keeps waiting
+                others = tuple(lgraph.pending_siblings(tx, wf, request))
                 return lambda: DecisionOutcome(decision=decision, request=after, settled=True,
-                                               run_status=RunStatus.WAITING)
+                                               run_status=RunStatus.WAITING, still_pending=others)
             next_node, status, handoff, new_tree = routed
         else:
             next_node, status, handoff = _route(wf, point, action, actor, payload)

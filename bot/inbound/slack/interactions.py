@@ -28,7 +28,7 @@ from integrations.slack import text as T
 from integrations.slack.blocks import ACTION_PREFIX
 from integrations.slack.directory import DirectoryError
 from integrations.slack.replies import already_from_view
-from store.models import Actor, RequestView
+from store.models import Actor, RequestView, still_waiting_text
 
 log = logging.getLogger("hazel.slack")
 
@@ -98,7 +98,8 @@ class Clicks:
             self.open_modal(view, actor)
 
     def approve(self, view: RequestView, actor: Actor) -> bool:
-        """Approve through the engine; True when it was recorded and nothing was said to the clicker."""
+        """Approve through the engine; True when it was recorded (the clicker is told what the run still waits
+        on, if anything), False when the clicker was told why not, or that more approvals are needed."""
         delivery = f"click:{self.body.get('trigger_id') or self.action.get('action_ts')}"
         try:
             outcome = self.hazel.decide(run_id=view.run.id, action="approve", actor=actor,
@@ -116,6 +117,8 @@ class Clicks:
             r = outcome.request
             self.tell(f"Your approval is counted: {r.approvals} of {r.approvals_required}.")
             return False
+        if not outcome.duplicate and outcome.still_pending:  # the engine names what the run still waits on
+            self.tell(f"Approved. The run is {T.escape(still_waiting_text(outcome.still_pending))}.")
         return True
 
     def open_modal(self, view: RequestView, actor: Actor) -> None:
