@@ -86,7 +86,9 @@ def apply(doc: Any, ops: list[Op], *, copy_values: bool = True) -> Any:
                 raise ValueError("cannot remove the document root")
             doc = copy.deepcopy(op["value"]) if copy_values else op["value"]
             continue
-        tokens = [_unescape(t) for t in path.split("/")[1:]]
+        tokens = path.split("/")[1:]
+        if "~" in path:  # escapes are rare: most paths are plain keys and indexes
+            tokens = [_unescape(t) for t in tokens]
         parent = doc
         try:
             for token in tokens[:-1]:
