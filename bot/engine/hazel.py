@@ -82,7 +82,8 @@ class Hazel(Reads, Requests):
 
     Raises:
         ConfigurationError: an invalid people file, hook URLs without a secret, ….
-        WorkflowDefinitionError: a workflow module fails to load.
+        WorkflowDefinitionError: a workflow module fails to load, or a steering point's quorum is more than the
+            people who may ever approve it (``permissions.quorum_problem``: known once the people file is).
     """
 
     def __init__(self, settings: Settings | None = None, *, store: Store | None = None,
@@ -101,6 +102,9 @@ class Hazel(Reads, Requests):
         for wf in self.registry.all():  # a LangGraph graph compiled without a checkpointer: one on this store
             if isinstance(wf, LangGraphWorkflow):
                 wf.bind(self.store)
+        for wf in self.registry.all():  # a quorum more people than may ever approve: known with the people file
+            points = wf.known_points() if isinstance(wf, LangGraphWorkflow) else wf.steering_points()
+            permissions.check_quorums(points, self.people, label=wf.label)
         self._ready_listeners: list[Callable[[str], None]] = []
         self._outbox_listeners: list[Callable[[], None]] = []
         self._held: dict[str, Claim] = {}

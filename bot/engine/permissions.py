@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from bot.engine.errors import NotAllowedError
+from bot.engine.errors import NotAllowedError, WorkflowDefinitionError
 from bot.engine.people import People
 from bot.engine.workflow import Approvers, SteeringPoint
 from store.models import ALL_ACTIONS, Action, Actor, Run
@@ -62,6 +62,53 @@ def approvers_of(point: SteeringPoint, *, escalated: bool = False) -> list[Appro
     if escalated and point.escalate_to is not None:
         lists.append(point.escalate_to)
     return lists
+
+
+def possible_approvers(point: SteeringPoint, people: People) -> frozenset[str] | None:
+    """The people who may ever approve at ``point`` (its approvers, and its backup approvers ``escalate_to``),
+    when its settings bound them; None when they do not: approve is open to anyone, a list is empty (anyone),
+    names a Slack user group or a Jira group (whose members change), or names no console or REST API names
+    and no people (the console operator counts then, and who operates is not known in advance). A listed
+    identity counts as its person (the people file); one the file does not claim as a person of its own (an
+    upper bound: Slack or Jira may still show by its email that it is someone's)."""
+    if point.role_for(Action.APPROVE.value) == "anyone":
+        return None
+    found: set[str] = set()
+    for approvers in approvers_of(point, escalated=True):
+        if approvers.empty or approvers.slack_usergroups or approvers.jira_groups or not (
+                approvers.users or approvers.people):
+            return None
+        found.update(approvers.people)
+        found.update(people.person_of("console", name) for name in approvers.users)
+        found.update(people.person_of("slack", user) for user in approvers.slack_users)
+        found.update(people.person_of("jira", user) for user in approvers.jira_users)
+    return frozenset(found)
+
+
+def quorum_problem(point: SteeringPoint, people: People) -> str | None:
+    """Why ``point``'s quorum can never be met (None: it can, or its approvers are open): ``approvals_required``
+    is more than the people who may ever approve there (``possible_approvers``), so a run would wait there
+    forever. The message names the point, N and those people."""
+    possible = possible_approvers(point, people)
+    if possible is None or point.approvals_required <= len(possible):
+        return None
+    who = ", ".join(sorted(possible)) or "nobody"
+    backup = " (with its escalate_to)" if point.escalate_to is not None else ""
+    many = "person" if len(possible) == 1 else "people"
+    return (f"steering point {point.name!r} needs approvals_required={point.approvals_required} approvals, but "
+            f"only {len(possible)} {many} may ever approve it{backup}: {who}; a run would wait there forever "
+            "(list more approvers, or lower approvals_required)")
+
+
+def check_quorums(points: list[SteeringPoint], people: People, *, label: str) -> None:
+    """Refuse a workflow (``label``: ``name vN``) with a steering point whose quorum can never be met.
+
+    Raises:
+        WorkflowDefinitionError: naming every such point (``quorum_problem``).
+    """
+    found = [problem for point in points if (problem := quorum_problem(point, people)) is not None]
+    if found:
+        raise WorkflowDefinitionError(f"workflow {label} is invalid: " + "; ".join(found))
 
 
 def started_it(run: Run, actor: Actor) -> bool:
