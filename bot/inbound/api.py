@@ -52,7 +52,7 @@ from bot.inbound.api_models import (
     WorkflowOut,
 )
 from bot.inbound.continuing import continue_soon
-from bot.engine import CheckpointNotFoundError, ConfigurationError, HazelError
+from bot.engine import ConfigurationError, HazelError
 from bot.inbound.api_errors import ApiError, error_response, hazel_error_response, unmatched, validation_message
 from bot.engine import log_context
 from bot.settings import Settings
@@ -224,7 +224,7 @@ def api_router(hazel: "Hazel", settings: Settings) -> APIRouter:
         run, the graph's values at that checkpoint)."""
         tree = hazel.state_tree_at(run_id=(run_id := full(run_id)), seq=seq)
         if tree is None:
-            raise CheckpointNotFoundError(f"run {run_id} has no checkpoint #{seq}")
+            raise hazel.missing_checkpoint(run_id=run_id, seq=seq)
         return StateOut(run_id=run_id, seq=seq, state=tree)
 
     @router.post("/runs/{run_id}/decisions", status_code=201, response_model=DecisionOut,
