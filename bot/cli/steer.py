@@ -152,7 +152,8 @@ def rewind_cmd(
     edits = None
     if set_:  # the edits apply over the target's state, not the head's
         tree = hazel.state_tree_at(run_id=run_id, seq=hazel.rewind_target(run_id=run_id, to=to))
-        edits = apply_sets(set_, tree if isinstance(tree, dict) else {})
+        declared = hazel.declared_fields(run_id=run_id)  # a graph's channel no node has written yet, too
+        edits = apply_sets(set_, {**declared, **(tree if isinstance(tree, dict) else {})})
     outcome = hazel.rewind(run_id=run_id, actor=actor(hazel, as_), to=to,
                            feedback=read_arg(feedback) if feedback else None, edits=edits, claim=not detach)
     _after(hazel, outcome, detach, json_out)

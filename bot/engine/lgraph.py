@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import logging
+import typing
 from functools import lru_cache
 from typing import Any, Callable
 
@@ -39,7 +40,7 @@ from pydantic import BaseModel, ValidationError
 from bot.engine.errors import InvalidDecisionError, WorkflowDefinitionError
 from bot.engine.transitions import close_request
 from bot.engine.lgraph_run import MARK, GraphRunState, graph_values, nodes_label, superstep, writers_at
-from bot.engine.workflow import _CHANNEL, _NAME, Step, SteeringPoint, Workflow
+from bot.engine.workflow import _CHANNEL, _NAME, Step, SteeringPoint, Workflow, _blank
 from store.codec import StateCodec
 from store.interrupts import answers_at
 from store.models import ALL_ACTIONS, START, Action, Actor, RequestStatus, Run, RunStatus, SteeringRequest
@@ -238,6 +239,22 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
             return tree
         return json.loads(json.dumps(values, default=_shown_json, ensure_ascii=False))
 
+    def declared_fields(self) -> dict[str, Any]:
+        """The channels of the graph's state (``StateGraph``'s, its private ones too; LangGraph's own
+        ``__…__`` and ``branch:…`` channels left out), written yet or not, each with the value a new value
+        for it is parsed like: ``""`` for a channel of text, else None (JSON). ``{}`` when the graph does not
+        say (not a ``StateGraph``)."""
+        builder = getattr(self._unbound, "builder", None)
+        channels = [c for c in (getattr(builder, "channels", None) or {})
+                    if not c.startswith("__") and not c.startswith("branch:")]
+        hints: dict[str, Any] = {}
+        for schema in (getattr(builder, "schemas", None) or {}):
+            try:
+                hints.update(typing.get_type_hints(schema, include_extras=True))
+            except Exception:  # noqa: BLE001  (a schema whose hints cannot be resolved: JSON for its channels)
+                continue
+        return {c: _blank(hints.get(c)) for c in channels}
+
     def validate(self) -> None:
         if self._problems:
             raise WorkflowDefinitionError(f"workflow {self.label} is invalid: " + "; ".join(self._problems))
@@ -301,10 +318,17 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
         again), ``lg_fork`` set and ``lg_update`` holding ``{feedback_key: feedback, **edits}`` (None: none).
 
         Raises:
-            InvalidDecisionError: feedback or edits for a graph checkpoint that several nodes wrote at once
+            InvalidDecisionError: an edit of a channel the graph does not declare (``declared_fields``);
+                feedback or edits for a graph checkpoint that several nodes wrote at once
                 (``writers_at``: LangGraph cannot tell which node the values would come from); ``seq`` /
                 ``parent_seq`` (the Hazel checkpoint and the one before it) name them in the message.
         """
+        declared = self.declared_fields()
+        unknown = sorted(set(edits or {}) - set(declared)) if declared else []
+        if unknown:  # LangGraph's update_state would drop them without a word
+            raise InvalidDecisionError(
+                f"the graph of {self.label} has no channel {', '.join(map(repr, unknown))} (channels: "
+                f"{', '.join(declared)})")
         update = dict(edits or {})
         if feedback:
             update[self.feedback_key] = feedback

@@ -182,6 +182,20 @@ class Reads:
             raise self.missing_checkpoint(run_id=run_id, seq=run.head_seq if seq is None else seq)
         return decode_state(self.registry, run, loaded.info.workflow_version, loaded.tree)
 
+    def declared_fields(self, *, run_id: str) -> dict[str, Any]:
+        """The state fields the run's workflow (its pinned version) declares, each with the value a new value
+        for it is parsed like: ``""`` for a text field (``--set`` takes the text as it is), else None (JSON);
+        for a LangGraph run, the channels its graph declares, written yet or not (``hazel rewind --set`` of a
+        channel no node has written yet: ``Workflow.declared_fields``). ``{}`` when that version is not
+        registered here.
+
+        Raises:
+            RunNotFoundError.
+        """
+        run = self.get(run_id=run_id)
+        wf = self.registry.find(run.workflow, run.workflow_version)
+        return wf.declared_fields() if wf is not None else {}
+
     def state_tree_at(self, *, run_id: str, seq: int | None = None) -> Any:
         """The run's state at checkpoint ``seq`` (default: its head) as a JSON tree, as people see it (None: no
         such checkpoint): the stored tree for a native workflow; for a LangGraph run, the graph's values at the

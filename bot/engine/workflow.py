@@ -282,6 +282,12 @@ class Workflow(Generic[S]):
         tree is ``tree``: the tree itself. ``LangGraphWorkflow`` gives its graph's values instead."""
         return tree
 
+    def declared_fields(self) -> dict[str, Any]:
+        """The state's fields, each with the value a new value for it is parsed like (``value_from_text``):
+        ``""`` for a text field (the text as it is), else None (JSON). ``LangGraphWorkflow``: its graph's
+        channels."""
+        return {name: _blank(f.annotation) for name, f in self.state.model_fields.items()}
+
     def declared_after(self, name: str) -> str | None:
         i = self._order.index(name)
         return self._order[i + 1] if i + 1 < len(self._order) else None
@@ -320,3 +326,16 @@ class Workflow(Generic[S]):
         found = problems(self)
         if found:
             raise WorkflowDefinitionError(f"workflow {self.label} is invalid: " + "; ".join(found))
+
+
+def _blank(annotation: Any) -> Any:
+    """``""`` when ``annotation`` is text (``str``, ``str | None``, ``Annotated[str, …]``), else None."""
+    import types
+    import typing
+
+    if typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return "" if args and all(a is str for a in args) else None
+    return "" if annotation is str else None

@@ -1,0 +1,55 @@
+"""``hazel rewind RUN --to N --set CHANNEL=VALUE`` of a channel the graph declares but no node has written yet
+at checkpoint #N sets it (through ``update_state``, as every ``--set``), text as typed for a text channel; a
+channel the graph does not declare is refused naming the declared ones, on the CLI and in REST (where
+LangGraph would drop it without a word). On SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+
+from bot.inbound.api import api_router
+from bot.server.http import create_app
+from bot.settings import Settings
+from tests.bot.test_api import TOKENS, Api
+from tests.langgraph.graphs import workflow
+from tests.langgraph.workflows.parallel_history import intake_graph
+from tests.support.cli import in_process_cli
+from tests.support.engine import make_hazel, person
+from tests.support.live import LiveServer
+
+
+def test_rewind_sets_a_declared_channel_no_node_wrote_yet(db_url, tmp_path, monkeypatch):
+    hazel = in_process_cli(monkeypatch, tmp_path, db_url=db_url,
+                           workflows="tests.langgraph.workflows.parallel_history")
+    run_id = json.loads(hazel("run", "lg-intake", "--input", '{"topic": "tides"}', "--json").stdout)["run"]["id"]
+    before = json.loads(hazel("show", run_id, "--seq", "1", "--json").stdout)["state"]
+    assert before == {"topic": "tides", "log": ["intake"]}  # draft: declared, not written yet
+
+    refused = hazel("rewind", run_id, "--to", "1", "--set", "nope=1", code=1)
+    assert "the state has no field 'nope' (fields: topic, draft, log)" in refused.stderr, refused.stderr
+
+    rewound = json.loads(hazel("rewind", run_id, "--to", "1", "--set", "draft=My own draft", "--json").stdout)
+    assert rewound["decision"]["payload"]["edits"] == {"draft": "My own draft"}  # text as typed, not JSON
+    fork = rewound["decision"]["payload"]["to"]
+    assert fork == 1
+    history = json.loads(hazel("history", run_id, "--json").stdout)["checkpoints"]
+    [mark] = [c["seq"] for c in history if c["step"] == "__rewind__"]
+    after = json.loads(hazel("show", run_id, "--seq", str(mark + 1), "--json").stdout)["state"]
+    assert after["draft"] == "My own draft" and after["topic"] == "tides", after
+
+
+def test_rest_refuses_an_edit_of_a_channel_the_graph_does_not_declare(db_url):
+    hz = make_hazel(db_url, workflow(intake_graph(), name="lg-intake"))
+    run = hz.start(workflow="lg-intake", input={"topic": "tides"}, actor=person("olga"))
+    hz.drive(run_id=run.id)
+    with LiveServer(create_app(hz, routers=[api_router(hz, Settings(**TOKENS))])) as server:
+        api = Api(server.url)
+        before = api.run(run.id)
+        answer = api.decide(run.id, {"action": "rewind", "payload": {"to": 1, "edits": {"nope": 1}}})
+        assert answer.status_code == 422, answer.text
+        error = answer.json()["error"]
+        assert error["type"] == "InvalidDecisionError", error
+        assert "has no channel 'nope' (channels: topic, draft, log)" in error["message"], error
+        assert api.run(run.id) == before
+        answer = api.decide(run.id, {"action": "rewind", "payload": {"to": 1, "edits": {"draft": "Mine"}}})
+        assert answer.status_code == 201, answer.text
