@@ -151,7 +151,10 @@ def rewind_cmd(
     run_id = hazel.resolve(ref=run_ref)
     edits = None
     if set_:  # the edits apply over the target's state, not the head's
-        tree = hazel.state_tree_at(run_id=run_id, seq=hazel.rewind_target(run_id=run_id, to=to))
+        target = hazel.rewind_target(run_id=run_id, to=to)
+        tree = hazel.state_tree_at(run_id=run_id, seq=target)
+        if tree is None:
+            raise hazel.missing_checkpoint(run_id=run_id, seq=target)
         declared = hazel.declared_fields(run_id=run_id)  # a graph's channel no node has written yet, too
         edits = apply_sets(set_, {**declared, **(tree if isinstance(tree, dict) else {})})
     outcome = hazel.rewind(run_id=run_id, actor=actor(hazel, as_), to=to,
