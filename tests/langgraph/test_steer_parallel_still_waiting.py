@@ -6,6 +6,7 @@ SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from bot.inbound.api import api_router
@@ -119,3 +120,26 @@ def test_the_jira_comment_says_what_the_run_still_waits_on(db_url: str) -> None:
         assert env.send(env.comment(security_issue, "/approve")).json()["decided"] == "approve"
         env.drive(run.id)
         assert not any("still waiting" in b for b in env.fake.bodies(security_issue["key"]))
+
+
+def test_the_run_page_says_what_the_run_still_waits_on(db_url):
+    from bot.inbound.web import Signer, web_router
+    from tests.bot.web.conftest import Browserless
+    from tests.bot.web.scenario import web_settings
+
+    hz = make_hazel(db_url, workflow(pair_graph(), name="lg-pair"))
+    run = hz.start(workflow="lg-pair", input={"topic": "launch"}, actor=person("olga"))
+    hz.drive(run_id=run.id)
+    legal, security = hz.pending_requests_of(run_id=run.id)
+    settings = web_settings()
+    with LiveServer(create_app(hz, routers=[web_router(hz, settings)])) as server:
+        client = Browserless(server.url)
+        assert client.get(f"/runs/{run.id}?t={Signer(settings).token(run.id, 'alice')}").status_code in (200, 303)
+        page = client.get(f"/runs/{run.id}").text
+        csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+        nonce = re.search(r'name="nonce" value="([^"]+)"', page).group(1)
+        answer = client.post(f"/runs/{run.id}/decide", data={"action": "approve", "csrf": csrf,
+                                                              "request_id": legal.id, "nonce": nonce})
+        assert answer.status_code == 303, answer.text
+        flash = re.search(r'<p class="flash"[^>]*>([^<]*)</p>', client.get(f"/runs/{run.id}").text).group(1)
+        assert "Approved as alice" in flash and _still(security) in flash, flash

@@ -42,7 +42,7 @@ from bot.inbound.web.auth import HEADERS, Refused, WebAuth
 from bot.inbound.web.links import Signer
 from bot.settings import Settings
 from integrations.terminal import for_terminal, unsafe
-from store.models import RunStatus, node_label, past_tense
+from store.models import RunStatus, node_label, past_tense, still_waiting_text
 
 if TYPE_CHECKING:
     from bot.engine import Hazel
@@ -308,6 +308,8 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
     def done(request: Request, session: "Session", run_id: str, outcome: Any, what: str) -> Response:
         if outcome.run_status is RunStatus.READY:
             continue_soon(hazel, run_id, origin="web")
+        if outcome.still_pending:  # the engine names what the run still waits on
+            what += f" The run is {still_waiting_text(outcome.still_pending)}."
         response = RedirectResponse(f"/runs/{run_id}", status_code=303, headers=HEADERS)
         auth.save(response, auth.flashed(session, what))
         return response
