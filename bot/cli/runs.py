@@ -306,7 +306,8 @@ def workflows_cmd(json_out: JsonOpt = False) -> None:
     hazel = engine(json_out, prepare=False)
     data = [{"name": wf.name, "version": wf.version, "state": wf.state.__name__, "description": wf.description,
              "nodes": [{"name": n, "kind": "steer" if hasattr(node, "title") else "step"}
-                       for n, node in wf.nodes.items()]} for wf in hazel.workflows()]
+                       for n, node in wf.nodes.items()],
+             "warnings": hazel.workflow_warnings(name=wf.name, version=wf.version)} for wf in hazel.workflows()]
     if json_out:
         emit_json(data)
         return
@@ -316,3 +317,5 @@ def workflows_cmd(json_out: JsonOpt = False) -> None:
         nodes = " → ".join(f"[cyan]{escape(n['name'])}[/cyan]" if n["kind"] == "steer" else escape(n["name"])
                            for n in d["nodes"])
         common.out.print(f"[bold]{escape(d['name'])}[/bold] v{d['version']} ({escape(d['state'])}): {nodes}")
+        for warning in d["warnings"]:
+            common.out.print(f"  [yellow]warning:[/yellow] {escape(warning)}", soft_wrap=True)

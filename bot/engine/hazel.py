@@ -236,6 +236,18 @@ class Hazel(Reads, Requests):
         person = self.people.person_named(acting_for.strip())
         return Actor(id=me, channel="console", name=me, person=person, acting_for=person)
 
+    def workflow_warnings(self, *, name: str, version: int) -> list[str]:
+        """What may make runs of workflow ``name`` at ``version`` wait forever without being an error of its
+        definition: a quorum that needs every possible approver where self-approval is off
+        (``permissions.quorum_warning``). Empty: nothing.
+
+        Raises:
+            UnknownWorkflowError.
+        """
+        wf = self.registry.get(name, version)
+        points = wf.known_points() if isinstance(wf, LangGraphWorkflow) else wf.steering_points()
+        return [w for p in points if (w := permissions.quorum_warning(p, self.people)) is not None]
+
     def knows_name(self, *, run_id: str, name: str, token_names: Iterable[str] = ()) -> bool:
         """Whether the configuration names ``name`` (a person's name, or a console or REST API name: what a run
         page link acts as, ``hazel link RUN --for NAME``) for run ``run_id``: a person of the people file or

@@ -100,6 +100,18 @@ def quorum_problem(point: SteeringPoint, people: People) -> str | None:
             "(list more approvers, or lower approvals_required)")
 
 
+def quorum_warning(point: SteeringPoint, people: People) -> str | None:
+    """Why ``point``'s quorum may never be met for some runs (None: it always can, or its approvers are open):
+    self-approval is off and ``approvals_required`` is as many as the people who may ever approve there, so a
+    run that one of them starts would wait there forever."""
+    possible = possible_approvers(point, people)
+    if point.allow_self_approval or possible is None or point.approvals_required != len(possible):
+        return None
+    return (f"steering point {point.name!r} needs approvals_required={point.approvals_required} of the "
+            f"{len(possible)} who may ever approve it ({', '.join(sorted(possible))}) and self-approval is off: "
+            "a run one of them starts would wait there forever")
+
+
 def check_quorums(points: list[SteeringPoint], people: People, *, label: str) -> None:
     """Refuse a workflow (``label``: ``name vN``) with a steering point whose quorum can never be met.
 

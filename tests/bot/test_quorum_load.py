@@ -4,6 +4,7 @@ never refused (``bot.engine.permissions.possible_approvers``)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -100,3 +101,23 @@ def test_every_command_refuses_the_workflow_in_one_line(db_url: str, monkeypatch
         assert line == ("error: workflow signed v1 is invalid: steering point 'sign_off' needs approvals_required=3 "
                         "approvals, but only 2 people may ever approve it: alice, bob; a run would wait there "
                         "forever (list more approvers, or lower approvals_required)"), (argv, line)
+
+
+EVERYONE = IMPOSSIBLE.replace("approvals_required=3)", "approvals_required=2, allow_self_approval=False)")
+
+
+def test_a_quorum_of_every_approver_without_self_approval_is_a_warning(db_url: str, monkeypatch: pytest.MonkeyPatch,
+                                                                      tmp_path: Path) -> None:
+    """alice and bob must both approve, and neither may approve a run they started: such a run waits forever,
+    but runs others start do not, so it loads, and ``hazel workflows`` warns."""
+    (tmp_path / "quorum_everyone.py").write_text(EVERYONE)
+    hazel = in_process_cli(monkeypatch, tmp_path, db_url=db_url, workflows=str(tmp_path / "quorum_everyone.py"))
+    warning = ("steering point 'sign_off' needs approvals_required=2 of the 2 who may ever approve it (alice, bob) "
+               "and self-approval is off: a run one of them starts would wait there forever")
+    assert json.loads(hazel("workflows", "--json").stdout)[0]["warnings"] == [warning]
+    assert f"warning: {warning}" in " ".join(hazel("workflows").stdout.split())
+    assert hazel("run", "signed", "--json").exit_code == 0
+
+    (tmp_path / "quorum_others.py").write_text(EVERYONE.replace('"bob"]', '"bob", "carol"]'))
+    others = in_process_cli(monkeypatch, tmp_path, db_url=db_url, workflows=str(tmp_path / "quorum_others.py"))
+    assert json.loads(others("workflows", "--json").stdout)[0]["warnings"] == []
