@@ -79,6 +79,19 @@ MIGRATE_NODE = "__migrate__"
 """Name of the node of the checkpoint that carries a run's state over to a newer workflow version."""
 
 
+NODES_JOIN = " + "
+"""Between the names of the nodes of one LangGraph super-step in a checkpoint's step or next step
+(``draft + legal``); a node name a workflow declares never holds it (no spaces)."""
+
+
+def node_names(step: str | None) -> list[str]:
+    """The node names a checkpoint's step or next step stands for: ``"draft + legal"`` -> ``["draft",
+    "legal"]`` (a LangGraph super-step that runs both), a plain name -> ``[name]``, None -> ``[]``."""
+    if not step:
+        return []
+    return step.split(NODES_JOIN) if NODES_JOIN in step else [step]
+
+
 def node_label(step: str) -> str:
     """A checkpoint's node for people: Hazel's own nodes as ``start``, ``↩ rewind``, ``⇪ migrate``."""
     return {START: "start", REWIND_NODE: "↩ rewind", MIGRATE_NODE: "⇪ migrate"}.get(step, step)

@@ -31,6 +31,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from bot.engine.workflow import StepContext
+from store.models import NODES_JOIN, node_names
 
 MARK = "hazel.steer"
 """Key of an interrupt payload made by ``hazel.langgraph.steer`` (its value: the payload's format, 1)."""
@@ -117,9 +118,9 @@ def superstep(wf: Any, state: Any, ctx: StepContext) -> Any:
     return GraphRunState(lg_input=state.lg_input, lg_checkpoint=pointer, lg_asks=asks, **shown)
 
 
-JOIN = " + "
-"""Between the names of the nodes of one super-step in a checkpoint's step or next step (``draft + legal``); a
-node name Hazel makes a step of never holds it (``workflow._NAME``: no spaces)."""
+JOIN = NODES_JOIN
+"""Between the names of the nodes of one super-step in a checkpoint's step or next step (``draft + legal``):
+``store.models.NODES_JOIN``."""
 MAX_LABEL = 200
 """The longest step name a checkpoint stores (``store.schema``: ``step``, ``next_step``)."""
 
@@ -134,10 +135,8 @@ def nodes_label(names: list[str]) -> str:
 
 def label_names(label: str | None) -> list[str]:
     """The node names of a step name made by ``nodes_label`` (``"draft + legal"`` -> ``["draft", "legal"]``);
-    a plain name: ``[name]``; None: ``[]``."""
-    if not label:
-        return []
-    return label.split(JOIN) if JOIN in label else [label]
+    a plain name: ``[name]``; None: ``[]`` (``store.models.node_names``)."""
+    return node_names(label)
 
 
 def writers_at(graph: Any, config: dict[str, Any]) -> list[str]:

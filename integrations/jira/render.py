@@ -19,7 +19,8 @@ import re
 from typing import Any
 
 from integrations.jira.options import JiraOptions
-from store.models import Approvers, Decision, ProgressView, RequestStatus, RequestView, past_tense, still_waiting_text
+from store.models import (Approvers, Decision, ProgressView, RequestStatus, RequestView, node_names, past_tense,
+                          still_waiting_text)
 
 MAX_TEXT_CHARS = 30_000
 """Characters of artefact Hazel puts in one description (Jira's limit per field is 32,767)."""
@@ -155,7 +156,7 @@ def how_to_answer(view: RequestView, opts: JiraOptions) -> list[str]:
         form = "the new text" if isinstance(view.shown_value, str) else "the new value as JSON"
         lines.append(f"* {{{{/edit}}}} followed by {form} replaces the {what} and approves it.")
     if "rewind" in view.actions:
-        steps = sorted({c.next_step for c in view.checkpoints if c.next_step})
+        steps = sorted({n for c in view.checkpoints for n in node_names(c.next_step)})  # (draft + legal: each)
         lines.append("* {{/rewind STEP [feedback]}} goes back to an earlier step and runs again from there"
                      + (f" (steps: {', '.join(map(inline, steps))}; or a checkpoint number)." if steps else "."))
     return lines

@@ -78,3 +78,18 @@ def test_history_names_them_on_the_cli_rest_and_the_run_page(db_url, tmp_path, m
         assert client.get(f"/runs/{run_id}?t={Signer(settings).token(run_id, 'alice')}").status_code in (200, 303)
         page = client.get(f"/runs/{run_id}").text
         assert "#2 draft + legal" in page and "→ draft + legal" in page, page
+
+
+def test_the_jira_issue_lists_each_node_a_rewind_may_name(db_url):
+    from hazel import Approvers
+    from tests.langgraph.on_jira import graph_on_jira
+
+    def intake_on_jira(who):
+        return workflow(intake_graph(), name="lg-intake", channel="jira:DOC",
+                        approvers=Approvers(jira_users=(who["sme"],)))
+
+    with graph_on_jira(db_url, intake_on_jira) as (env, _wf):
+        run = env.hazel.start(workflow="lg-intake", input={"topic": "tides"}, actor=person("olga"))
+        env.drive(run.id)
+        issue = json.dumps(env.issue(run.id)["fields"], ensure_ascii=False)
+        assert "steps: draft, intake, legal; or a checkpoint number" in issue, issue  # not 'draft + legal'
