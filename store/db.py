@@ -2,7 +2,13 @@
 
 SQLite (the embedded default) runs in WAL mode; write transactions start with ``BEGIN IMMEDIATE`` so that
 writers queue on SQLite's lock (up to ``busy_timeout_ms``) instead of failing half-way when two threads
-upgrade a read lock at once. PostgreSQL runs at READ COMMITTED; races are settled by conditional UPDATEs,
+upgrade a read lock at once. Within one process, write transactions on one database file first take turns on
+a lock of this module (``_WriteTurns``), so that a thread never waits inside SQLite's busy handler for another
+thread of the same process: SQLite holds the waiting connection's mutex while it waits, and a thread holding
+the write lock that meanwhile needs that mutex (the garbage collector finalising a cursor of that connection,
+whatever thread it runs in) waited for it until the busy timeout, 30 s, then failed ("database is locked",
+seen in the test suite). The lock also hands the turn over at once, where the busy handler polls (sleeping up
+to 100 ms between tries). Other processes still queue on SQLite's own lock. PostgreSQL runs at READ COMMITTED; races are settled by conditional UPDATEs,
 unique keys and ``SELECT … FOR UPDATE SKIP LOCKED``. A pooled PostgreSQL connection is pinged before use when
 it sat idle for ``PING_IDLE_SEC`` or more (SQLAlchemy's pessimistic disconnect handling, without paying a round
 trip on every transaction of a run executing steps back to back).
@@ -10,7 +16,10 @@ trip on every transaction of a run executing steps back to back).
 
 from __future__ import annotations
 
+import os
+import threading
 import time
+import weakref
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -47,6 +56,8 @@ def make_engine(
             max_overflow=20,
         )
         _sqlite_hooks(engine, sqlite_synchronous.upper(), busy_timeout_ms)
+        if parsed.database and parsed.database != ":memory:" and not parsed.database.startswith("file:"):
+            _WRITE_TURNS[engine] = _WriteTurns.of(os.path.realpath(parsed.database), busy_timeout_ms / 1000)
         return engine
     if parsed.get_backend_name() == "postgresql":
         # connect_timeout: an unreachable server fails fast (health checks answer 503 instead of hanging)
@@ -110,6 +121,51 @@ def _ping_idle_connections(engine: Engine) -> None:
             raise exc.DisconnectionError(f"pooled connection failed its ping: {error}") from error
 
 
+class _WriteTurns:
+    """The lock that a process's write transactions on one SQLite file take before ``BEGIN IMMEDIATE`` (see
+    the module docstring); one per file, shared by every engine of the process on it."""
+
+    _by_path: dict[str, threading.Lock] = {}
+    _guard = threading.Lock()
+
+    def __init__(self, lock: threading.Lock, timeout_sec: float) -> None:
+        self.lock = lock
+        self.timeout_sec = timeout_sec
+
+    def acquire(self) -> bool:
+        """Wait for the turn (at most the busy timeout). False: not taken; SQLite's lock decides."""
+        return self.lock.acquire(timeout=self.timeout_sec)
+
+    @classmethod
+    def of(cls, path: str, timeout_sec: float) -> "_WriteTurns":
+        with cls._guard:
+            lock = cls._by_path.setdefault(path, threading.Lock())
+        return cls(lock, timeout_sec)
+
+
+_WRITE_TURNS: "weakref.WeakKeyDictionary[Engine, _WriteTurns]" = weakref.WeakKeyDictionary()
+
+
+def write_turns(engine: Engine) -> _WriteTurns | None:
+    """The turns of this process's writers to ``engine``'s SQLite file, for code that sends ``BEGIN
+    IMMEDIATE`` itself (``store.steps``, ``store.lgraph_writer``): ``acquire`` before it, ``release`` after
+    its COMMIT or ROLLBACK, as ``transaction`` does. None on PostgreSQL and for in-memory SQLite."""
+    return _WRITE_TURNS.get(engine)
+
+
+@contextmanager
+def write_turn(engine: Engine) -> Iterator[None]:
+    """This process's turn to write to ``engine``'s SQLite file (see the module docstring); waits at most the
+    busy timeout, after which SQLite's own lock decides. Nothing on PostgreSQL."""
+    turns = _WRITE_TURNS.get(engine)
+    held = turns is not None and turns.acquire()
+    try:
+        yield
+    finally:
+        if held:
+            turns.lock.release()
+
+
 @contextmanager
 def transaction(engine: Engine, *, write: bool = True, durable: bool = True) -> Iterator[Connection]:
     """One database transaction: committed when the block ends, rolled back if it raises.
@@ -117,13 +173,22 @@ def transaction(engine: Engine, *, write: bool = True, durable: bool = True) -> 
     ``durable=False``: the commit does not wait for the disk (SQLite ``synchronous=NORMAL`` instead of FULL;
     PostgreSQL ``SET LOCAL synchronous_commit TO OFF``, one more statement). The transaction survives a crash of
     the process at once, and a power loss (or a crash of the PostgreSQL server) from the next durable commit on
-    the same database, whose wait for the disk covers everything written before it."""
-    with engine.connect() as conn:
-        conn = conn.execution_options(hazel_write=write, hazel_durable=durable)
-        with conn.begin():
-            if not durable and conn.dialect.name == "postgresql":
-                conn.connection.driver_connection.execute("SET LOCAL synchronous_commit TO OFF")
-            yield conn
+    the same database, whose wait for the disk covers everything written before it.
+
+    On SQLite a write transaction first waits for its turn among this process's writers to the same file (at
+    most the busy timeout; after that ``BEGIN IMMEDIATE`` waits and fails as it would have)."""
+    turns = _WRITE_TURNS.get(engine) if write else None
+    held = turns is not None and turns.acquire()
+    try:
+        with engine.connect() as conn:
+            conn = conn.execution_options(hazel_write=write, hazel_durable=durable)
+            with conn.begin():
+                if not durable and conn.dialect.name == "postgresql":
+                    conn.connection.driver_connection.execute("SET LOCAL synchronous_commit TO OFF")
+                yield conn
+    finally:
+        if held:
+            turns.lock.release()
 
 
 def unreachable_reason(url: str, *, timeout_sec: int = 3) -> str | None:

@@ -10,6 +10,7 @@ from typing import Any, Iterator, Sequence
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
+from store.db import write_turn
 from store.lgraph import ROW_COLUMNS
 
 _CP_NAMES = ", ".join(ROW_COLUMNS)
@@ -105,22 +106,23 @@ class LangGraphWriter:
 
     @contextmanager
     def _raw(self) -> Iterator[Any]:
-        fairy = self.engine.raw_connection()
-        raw = fairy.driver_connection
-        try:
-            if self.postgresql:
-                raw.autocommit = True
-            yield fairy
-        except self.engine.dialect.loaded_dbapi.Error as exc:
-            fairy.invalidate(exc)
-            fairy.close()
-            raise DBAPIError.instance("(langgraph write)", None, exc, self.engine.dialect.loaded_dbapi.Error,
-                                      connection_invalidated=True) from exc
-        except BaseException as exc:
-            fairy.invalidate(exc)
-            fairy.close()
-            raise
-        else:
-            if self.postgresql:
-                raw.autocommit = False  # given back as the pool lent it
-            fairy.close()
+        with write_turn(self.engine):  # SQLite: this process's writers take turns (store.db)
+            fairy = self.engine.raw_connection()
+            raw = fairy.driver_connection
+            try:
+                if self.postgresql:
+                    raw.autocommit = True
+                yield fairy
+            except self.engine.dialect.loaded_dbapi.Error as exc:
+                fairy.invalidate(exc)
+                fairy.close()
+                raise DBAPIError.instance("(langgraph write)", None, exc, self.engine.dialect.loaded_dbapi.Error,
+                                          connection_invalidated=True) from exc
+            except BaseException as exc:
+                fairy.invalidate(exc)
+                fairy.close()
+                raise
+            else:
+                if self.postgresql:
+                    raw.autocommit = False  # given back as the pool lent it
+                fairy.close()
