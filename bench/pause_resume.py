@@ -144,8 +144,8 @@ def worker_processes(backend, n_runs: int, *, processes: int, threads: int = 4, 
       here (each decision leaves its run ``ready`` and sends ``NOTIFY``), then let go (SIGCONT): ``n_runs``
       divided by the time until every run completed. Decisions made here while they run would measure this
       one process's decision rate instead, whatever the number of workers;
-    - latency: ``latency_runs`` more runs (default ``n_runs``, at most 200) approved one every
-      ``LATENCY_PACE_SEC`` while the workers run, from the ``decide`` call to the start of the resumed step in
+    - latency: once the workers have delivered the notifications of the runs above, ``latency_runs`` more
+      runs (default ``n_runs``, at most 200) approved one every ``LATENCY_PACE_SEC`` while the workers run, from the ``decide`` call to the start of the resumed step in
       a worker (CLOCK_MONOTONIC is one clock for every process on the machine)."""
     url = backend.fresh_url("workers")
     hazel = make_engine(url, bench_pause)
@@ -180,6 +180,7 @@ def worker_processes(backend, n_runs: int, *, processes: int, threads: int = 4, 
                 _signal(pids, signal.SIGCONT)
             _wait_for(hazel, bulk, RunStatus.COMPLETED)
             resume_sec = time.monotonic() - started
+            _wait_idle(hazel)  # the bulk phase's notifications delivered: the latency phase starts with no queue
             decided_at: dict[str, float] = {}
             for run_id in paced:
                 decided_at[run_id] = time.monotonic()
