@@ -13,11 +13,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Callable
 
-from bot.engine import permissions
 from bot.engine.errors import (
     AlreadyDecidedError,
     NoPendingRequestError,
-    NotAllowedError,
     RunStateError,
     no_run,
 )
@@ -25,7 +23,6 @@ from bot.engine.limits import DEFAULT_MAX_STATE_BYTES
 from bot.engine.people import People
 from bot.engine.registry import Registry
 from bot.engine.transitions import Asked
-from bot.engine.workflow import SteeringPoint
 from store import ChainPosition, NewCheckpoint, Store, Tx
 from store.models import (
     Actor,
@@ -183,18 +180,6 @@ class SteeringCore:
             return
         self.refuse(run_id=run_id, request_id=error.request_id, actor=actor, action=action, reason=error.message,
                     rule="already decided", decided_by=error.decided_by)
-
-    def _check(self, point: SteeringPoint, action: str, actor: Actor, run: Run, request: SteeringRequest) -> None:
-        """Raise (after recording the refusal) unless ``actor`` may take ``action`` on ``request``.
-
-        Raises:
-            NotAllowedError: not allowed (the message names the rule); audited.
-        """
-        reason = permissions.refusal(point, action, actor, run, self.people,
-                                     escalated=request.escalated_at is not None)
-        if reason is not None:
-            self.refuse(run_id=run.id, request_id=request.id, actor=actor, action=action, reason=reason)
-            raise NotAllowedError(reason)
 
     def _second_vote(self, tx: Tx, request: SteeringRequest, actor: Actor, action: str) -> AlreadyDecidedError:
         """The refusal of a second decision by the same person on one request (audited by the caller)."""
