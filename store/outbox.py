@@ -7,7 +7,7 @@ send the same row at once; a sender that dies leaves the row due again when the 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Collection
 
 from sqlalchemy import Connection, func, select, update
 
@@ -39,11 +39,14 @@ class OutboxRepo:
             status=OutboxStatus.PENDING.value, attempts=0, next_attempt_at=deliver_at or now, created_at=now,
         ))
 
-    def claim_due(self, *, now: datetime, lease_sec: float, limit: int = 20) -> list[OutboxMessage]:
-        """Take up to ``limit`` due pending messages, oldest first, leasing them for ``lease_sec``."""
-        pick = (select(outbox.c.id).where((outbox.c.status == OutboxStatus.PENDING.value)
-                                          & (outbox.c.next_attempt_at <= now))
-                .order_by(outbox.c.id).limit(limit))
+    def claim_due(self, *, now: datetime, lease_sec: float, limit: int = 20,
+                  run_ids: Collection[str] | None = None) -> list[OutboxMessage]:
+        """Take up to ``limit`` due pending messages, oldest first, leasing them for ``lease_sec``; with
+        ``run_ids``, only the messages of those runs (a CLI command delivers what its own runs wrote)."""
+        due = (outbox.c.status == OutboxStatus.PENDING.value) & (outbox.c.next_attempt_at <= now)
+        if run_ids is not None:
+            due &= outbox.c.run_id.in_(list(run_ids))
+        pick = select(outbox.c.id).where(due).order_by(outbox.c.id).limit(limit)
         pick = self.dialect.lock(pick, skip_locked=True)
         ids = [r.id for r in self.conn.execute(pick)]
         if not ids:

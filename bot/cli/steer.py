@@ -184,7 +184,7 @@ def cancel_cmd(
     """Cancel a run that has not ended; its pending steering request is closed."""
     hazel = engine(json_out)
     run = hazel.cancel(run_id=hazel.resolve(ref=run_ref), actor=actor(hazel, as_), reason=reason)
-    hazel.deliver_due()
+    hazel.deliver_due(run_ids=[run.id])
     if not json_out and (run.id, "cancelled") not in getattr(hazel.console, "reported", ()):
         common.out.print(f"run {run.id} cancelled")  # unless the console channel just said so
     finish(hazel, run.id, None, json_out)

@@ -14,7 +14,7 @@ import logging
 import random
 import threading
 from datetime import timedelta
-from typing import Callable
+from typing import Callable, Collection
 
 from bot.engine import Hazel
 from bot.engine import bind_log_context
@@ -74,13 +74,15 @@ class Deliverer:
 
     # -- one pass ----------------------------------------------------------------------------------------
 
-    def deliver_due(self, *, limit: int = 50) -> int:
-        """Deliver every due message (up to ``limit`` per batch, until none is due). Returns how many were
-        sent."""
+    def deliver_due(self, *, limit: int = 50, run_ids: Collection[str] | None = None) -> int:
+        """Deliver every due message (up to ``limit`` per batch, until none is due); with ``run_ids``, only
+        the messages of those runs (what a CLI command's own runs wrote: other runs' messages, and their
+        failures, are ``hazel serve``'s and ``hazel worker``'s business). Returns how many were sent."""
         sent = 0
         while True:
             with self.store.transaction() as tx:
-                batch = tx.outbox.claim_due(now=self.clock(), lease_sec=self.lease_sec, limit=limit)
+                batch = tx.outbox.claim_due(now=self.clock(), lease_sec=self.lease_sec, limit=limit,
+                                            run_ids=run_ids)
             if not batch:
                 return sent
             for message in batch:

@@ -3,14 +3,14 @@ the CLI and embedding code use it (``from hazel import Hazel`` is this class).
 
 The engine (``bot.engine.Hazel``) writes outbox rows and never delivers them; here the configured channels
 (console always, Slack and Jira when set up) and the hook sender are wired to a ``Deliverer`` that wakes on
-every commit that wrote rows. ``drive`` delivers what is due when the run stops, so that a CLI command prints
-the next steering request before it exits.
+every commit that wrote rows. ``drive`` delivers what is due for the run it drove when the run stops, so
+that a CLI command prints the next steering request before it exits.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 from bot.engine import DriveResult, People, Registry, utcnow
 from bot.engine import Hazel as Engine
@@ -48,14 +48,16 @@ class HazelApp(Engine):
         self.on_outbox(self.deliverer.wake)  # a commit that wrote outbox rows wakes delivery, not its sweep
 
     def drive(self, **kwargs: Any) -> DriveResult:
-        """``bot.engine.Hazel.drive``, then deliver the notifications that are due."""
+        """``bot.engine.Hazel.drive``, then deliver the due notifications of the run driven (only that run's:
+        the rest are delivered by ``hazel serve`` / ``hazel worker``, whose ``Deliverer`` sweeps them all)."""
         result = super().drive(**kwargs)
-        self.deliverer.deliver_due()
+        self.deliverer.deliver_due(run_ids=[result.run_id])
         return result
 
-    def deliver_due(self) -> int:
-        """Deliver every due notification now, in this thread. Returns how many were sent."""
-        return self.deliverer.deliver_due()
+    def deliver_due(self, *, run_ids: Collection[str] | None = None) -> int:
+        """Deliver the due notifications now, in this thread: every one, or with ``run_ids`` only those of
+        these runs (a CLI command's own). Returns how many were sent."""
+        return self.deliverer.deliver_due(run_ids=run_ids)
 
     def close(self) -> None:
         self.deliverer.stop()
