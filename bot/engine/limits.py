@@ -17,6 +17,7 @@ measured (states written by a workflow's own code are not limited).
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from pydantic import BaseModel
@@ -34,6 +35,11 @@ LIMIT_SETTING = "HAZEL_MAX_STATE_BYTES"
 
 NOT_TEXT = ("holds a character that is not Unicode text (a lone surrogate such as U+DC9B: what a byte that is not "
             "UTF-8 becomes); send it as UTF-8")
+NUL = ("holds a NUL character (U+0000, \\u0000 in JSON), which is not text a database stores (PostgreSQL "
+       "refuses it); take it out")
+_NUL_IN_JSON = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
+"""A NUL as compact JSON writes it (``\\u0000``), not preceded by an escaping backslash (``\\\\u0000`` is the
+text backslash, ``u0000``)."""
 
 
 def json_size_bytes(tree: Any) -> int:
@@ -52,13 +58,16 @@ def state_tree(wf: Workflow, state: BaseModel, *, max_bytes: int, what: str,
 
     Raises:
         ``refuse``: over ``max_bytes`` (the message names the size, the limit and its setting, never the
-            value), or nested deeper than pydantic serialises.
+            value), nested deeper than pydantic serialises, or holding a string (a value or a key) that is not
+            Unicode text (a lone surrogate) or holds a NUL.
     """
     try:
         tree = wf.codec.encode(state)
         dumped = json.dumps(tree, ensure_ascii=False, separators=(",", ":"))
         if not is_text(dumped):
             raise refuse(f"{what} {NOT_TEXT}")
+        if _has_nul(dumped):
+            raise refuse(f"{what} {NUL}")
         size = len(dumped.encode("utf-8"))
     except (ValueError, RecursionError) as exc:  # pydantic: "Maximum serialization depth exceeded"
         if isinstance(exc, RecursionError) or "depth" in str(exc):
@@ -75,15 +84,41 @@ def check_text(text: str, *, max_bytes: int, what: str, refuse: type[HazelError]
 
     Raises:
         ``refuse``: longer (the message names the size and the limit, never the text), or not Unicode text
-            (a lone surrogate).
+            (a lone surrogate), or holding a NUL (U+0000).
     """
     if not is_text(text):
         raise refuse(f"{what} {NOT_TEXT}")
+    if "\x00" in text:
+        raise refuse(f"{what} {NUL}")
     if len(text) * 4 > max_bytes:  # (a cheap bound first: at most 4 bytes a character)
         size = len(text.encode("utf-8", "surrogatepass"))
         if size > max_bytes:
             raise refuse(too_large(what, size, max_bytes))
     return text
+
+
+def refuse_nul(tree: Any, *, what: str, refuse: type[HazelError]) -> None:
+    """Refuse a JSON tree (a decision's payload, a rewind's edits) holding a NUL (U+0000) in any string, a
+    value or a key, at any depth: no database stores it as text (PostgreSQL's JSONB and text columns refuse
+    it), so it is refused on every database, before anything is written. Values JSON cannot hold are written
+    as their ``str`` for the look.
+
+    Raises:
+        ``refuse``: ``"{what} holds a NUL character (U+0000, …); take it out"``.
+    """
+    if not tree:
+        return
+    try:
+        dumped = json.dumps(tree, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (ValueError, RecursionError):  # (too deep or circular: the checks of the value itself answer)
+        return
+    if _has_nul(dumped):
+        raise refuse(f"{what} {NUL}")
+
+
+def _has_nul(dumped: str) -> bool:
+    """True when compact JSON ``dumped`` holds a NUL character in a string (one cheap ``in`` when it has none)."""
+    return "\\u0000" in dumped and _NUL_IN_JSON.search(dumped) is not None
 
 
 def too_large(what: str, size: int, max_bytes: int) -> str:

@@ -24,7 +24,7 @@ from bot.engine.errors import (
     no_run,
     quoted,
 )
-from bot.engine.limits import check_text, state_tree
+from bot.engine.limits import check_text, refuse_nul, state_tree
 from bot.engine.logcontext import bind_log_context
 from bot.engine.steering.core import DecisionOutcome, SteeringCore
 from bot.engine.steering.edits import apply_edit, edited_value
@@ -70,8 +70,9 @@ class Deciding(SteeringCore):
         ``{"to": seq or node name, "feedback": str?, "edits": {field: v}?}``.
 
         Raises:
-            RunNotFoundError, NoPendingRequestError, NotAllowedError, InvalidDecisionError,
-            AlreadyDecidedError, VersionUnavailableError, RunStateError.
+            RunNotFoundError, NoPendingRequestError, NotAllowedError, InvalidDecisionError (also a NUL
+            character anywhere in the payload: ``bot.engine.limits.refuse_nul``), AlreadyDecidedError,
+            VersionUnavailableError, RunStateError.
         """
         try:
             action = Action(action).value
@@ -79,6 +80,7 @@ class Deciding(SteeringCore):
             raise InvalidDecisionError(f"unknown action {quoted(action)} (one of: "
                                        f"{', '.join(a.value for a in Action)})") from None
         payload = dict(payload or {})
+        refuse_nul(payload, what="the decision", refuse=InvalidDecisionError)  # (PostgreSQL cannot store one)
         if delivery_id is not None:
             earlier = self._earlier_delivery(actor.channel, delivery_id)
             if earlier is not None:

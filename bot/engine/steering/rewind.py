@@ -16,7 +16,7 @@ from typing import Any, Callable
 from bot.engine import lgraph, permissions
 from bot.engine.errors import CheckpointNotFoundError, InvalidDecisionError, NotAllowedError, no_run
 from bot.engine.errors import AlreadyDecidedError, RunStateError, VersionUnavailableError
-from bot.engine.limits import check_text, state_tree
+from bot.engine.limits import check_text, refuse_nul, state_tree
 from bot.engine.lgraph_run import label_names
 from bot.engine.logcontext import bind_log_context
 from bot.engine.reads import missing_checkpoint_in
@@ -50,9 +50,11 @@ class Rewinding(SteeringCore):
         state fields; ``claim``: lease the run for the caller (``DecisionOutcome.claim``).
 
         Raises:
-            RunNotFoundError, CheckpointNotFoundError, NotAllowedError, InvalidDecisionError,
-            AlreadyDecidedError, RunStateError, VersionUnavailableError.
+            RunNotFoundError, CheckpointNotFoundError, NotAllowedError, InvalidDecisionError (also a NUL
+            character in the target, the feedback or the edits), AlreadyDecidedError, RunStateError,
+            VersionUnavailableError.
         """
+        refuse_nul([to, edits], what="the rewind", refuse=InvalidDecisionError)  # (PostgreSQL cannot store one)
         feedback = (feedback or "").strip() or None
         if feedback is not None:
             check_text(feedback, max_bytes=self.max_state_bytes, what="the feedback", refuse=InvalidDecisionError)

@@ -1,0 +1,68 @@
+"""A NUL character (U+0000, JSON ``"\\u0000"``) anywhere in what a person sends is refused by the engine in one
+line (422 on the REST API) on SQLite and PostgreSQL alike, with nothing written: PostgreSQL stores no NUL in
+text or JSONB (it answered 500), and SQLite took it. Over real HTTP: a feedback's text, a rejection's reason,
+an edit's value, a rewind's feedback and edits, a cancel's reason, a start's input; and from the engine
+directly, as the CLI and the chat channels call it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from bot.engine import InvalidDecisionError, InvalidInputError
+from store.models import Actor
+from tests.bot.test_api_limits import error_of, served, snapshot  # noqa: F401  (served: the fixture)
+
+NUL = "NUL character"
+
+
+def raw(api: Any, method: str, path: str, body: dict[str, Any]) -> Any:
+    """``body`` as JSON, a NUL as ``\\u0000``."""
+    return api.call(method, path, content=json.dumps(body).encode("ascii"),
+                    headers={"Content-Type": "application/json"})
+
+
+def test_a_nul_is_refused_on_the_api_and_nothing_is_written(served) -> None:  # noqa: ANN001,F811
+    hazel, api = served
+    for body in ({"workflow": "doc", "input": {"topic": "ab\x00c"}},
+                 {"workflow": "loose", "input": {"data": {"k": ["x\x00"]}}},
+                 {"workflow": "loose", "input": {"data": {"k\x00": 1}}}):
+        assert NUL in error_of(raw(api, "POST", "/api/runs", body), 422, "InvalidInputError"), body
+    assert hazel.runs() == []
+    run_id = api.wait_status(api.start()["id"], "waiting")["id"]
+    before = snapshot(hazel, run_id)
+    path = f"/api/runs/{run_id}/decisions"
+    for body in ({"action": "feedback", "payload": {"text": "nul\x00here"}},
+                 {"action": "reject", "payload": {"reason": "no\x00"}},
+                 {"action": "edit", "payload": {"value": {"steps": ["x \x00"], "minutes": 5}}},
+                 {"action": "edit", "payload": {"text": json.dumps({"steps": ["t\x00"], "minutes": 5})}},
+                 {"action": "rewind", "payload": {"to": 1, "feedback": "f\x00"}},
+                 {"action": "rewind", "payload": {"to": 1, "edits": {"topic": "t\x00"}}}):
+        assert NUL in error_of(raw(api, "POST", path, body), 422, "InvalidDecisionError"), body
+    assert NUL in error_of(raw(api, "POST", f"/api/runs/{run_id}/cancel", {"reason": "nul\x00x"}), 422,
+                           "InvalidDecisionError")
+    assert snapshot(hazel, run_id) == before
+    # an escaped backslash before "u0000" is text, not a NUL: taken
+    response = raw(api, "POST", path, {"action": "feedback", "payload": {"text": "a \\u0000 b"}})
+    assert response.status_code == 201, response.text
+
+
+def test_the_engine_refuses_a_nul_from_any_channel(served) -> None:  # noqa: ANN001,F811
+    hazel, api = served
+    run_id = api.wait_status(api.start()["id"], "waiting")["id"]
+    before = snapshot(hazel, run_id)
+    alice = Actor(channel="slack", id="alice")
+    for action, payload in (("feedback", {"text": "bad\x00"}), ("reject", {"reason": "no\x00"}),
+                            ("edit", {"entries": {"x\x00": "1"}}),
+                            ("approve", {"note": "a\x00"})):
+        with pytest.raises(InvalidDecisionError, match=NUL):
+            hazel.decide(run_id=run_id, action=action, actor=alice, payload=payload)
+    with pytest.raises(InvalidDecisionError, match=NUL):
+        hazel.rewind(run_id=run_id, actor=alice, to=1, edits={"topic": "\x00"})
+    with pytest.raises(InvalidDecisionError, match=NUL):
+        hazel.cancel(run_id=run_id, actor=alice, reason="c\x00")
+    with pytest.raises(InvalidInputError, match=NUL):
+        hazel.start(workflow="loose", input={"data": "\x00"}, actor=alice)
+    assert snapshot(hazel, run_id) == before
