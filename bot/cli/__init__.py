@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import re
 import sys
 from typing import Any
 
@@ -11,6 +12,16 @@ from typer._click import exceptions as click_errors  # the Click that typer vend
 from typer.core import TyperGroup
 
 from bot.cli import demo, link, ops, prune, runs, steer
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+"""What ``integrations.terminal.for_terminal`` escapes in one line: inlined, as that module imports rich and a
+usage error exits before anything needs it."""
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 class _OneLineErrors(TyperGroup):
@@ -30,7 +41,8 @@ class _OneLineErrors(TyperGroup):
         except click_errors.ClickException as exc:
             ctx = getattr(exc, "ctx", None)
             hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
-            sys.stderr.write(f"error: {' '.join(exc.format_message().split())}{hint}\n")
+            message = _CONTROL.sub(_visible, " ".join(exc.format_message().split()))
+            sys.stderr.write(f"error: {message}{hint}\n")  # a typed value's control characters shown, not obeyed
             sys.exit(exc.exit_code)
         except typer.Abort:
             sys.stderr.write("aborted\n")

@@ -91,6 +91,7 @@ def engine(json_mode: bool = False, *, prepare: bool = True):  # noqa: ANN201
     from bot.settings import Settings
 
     settings = Settings()
+    _log_warnings(settings)
     if json_mode:
         from rich.console import Console
 
@@ -104,6 +105,19 @@ def engine(json_mode: bool = False, *, prepare: bool = True):  # noqa: ANN201
         hazel.prepare()
     started()
     return hazel
+
+
+_handlers: list[Any] = []
+"""The log handler of the running command (``bot.ops.logs.command_handler``); removed when it ends."""
+
+
+def _log_warnings(settings: Any) -> None:
+    """Print the command's warnings (a step's failed attempt: the engine logs it) on stderr as every other line
+    of the CLI is printed: stored text in them shown as escapes, never obeyed by the terminal."""
+    from bot.ops.logs import command_handler
+
+    if not _handlers:
+        _handlers.append(command_handler(settings))
 
 
 def started() -> None:
@@ -181,6 +195,10 @@ def handle_errors(fn: F) -> F:
         finally:
             while _opened:  # release the engine's connections when the command is done
                 _opened.pop().close()
+            while _handlers:
+                import logging
+
+                logging.getLogger().removeHandler(_handlers.pop())
 
     return wrapper  # type: ignore[return-value]
 

@@ -124,6 +124,26 @@ class StderrHandler(logging.StreamHandler):
         return sys.stderr
 
 
+class MessageFormatter(logging.Formatter):
+    """The message alone, as Python prints a warning when nothing configured logging, with the control
+    characters it carries (a step's error) shown as escapes (``integrations.terminal.for_terminal``)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return for_terminal(super().format(record))
+
+
+def command_handler(settings: Settings) -> logging.Handler:
+    """For a CLI command (not ``serve`` / ``worker``, which call ``configure_logging``): a handler that prints
+    records of level WARNING and above (a step's failed attempt, a notification not delivered) to stderr, one
+    message a line, control characters shown as escapes and secrets redacted. It is added to the root logger;
+    the caller removes it (``logging.getLogger().removeHandler``) when the command ends."""
+    handler = StderrHandler()
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(RedactingFormatter(MessageFormatter("%(message)s"), secret_values(settings)))
+    logging.getLogger().addHandler(handler)
+    return handler
+
+
 def configure_logging(settings: Settings, *, stream: TextIO | None = None) -> logging.Handler:
     """Send every log record (Hazel's, uvicorn's, the libraries') to ``stream`` (default stderr) in
     ``HAZEL_LOG_FORMAT`` at ``HAZEL_LOG_LEVEL``, replacing a handler installed by an earlier call. Returns the

@@ -34,3 +34,43 @@ def test_a_command_delivers_only_the_notifications_of_its_own_runs(cli, db_url: 
     cli("cancel", mine)
     assert _outbox(db_url, other) == before  # not attempted by commands about another run
     assert {status for status, _ in _outbox(db_url, mine).values()} == {"sent"}
+
+
+FAILING = '''
+from pydantic import BaseModel
+
+from hazel import StepContext, Workflow
+
+
+class S(BaseModel):
+    n: int = 0
+
+
+wf = Workflow("two-tries", version=1, state=S)
+
+
+@wf.step
+def one(state: S, ctx: StepContext) -> S:
+    return state
+
+
+@wf.step(max_attempts=2, backoff_sec=0.01, max_backoff_sec=0.01)
+def two(state: S, ctx: StepContext) -> S:
+    raise RuntimeError("boom \\x1b[31mred\\x1b[0m \\x1b]0;PWNED\\x07")
+'''
+
+
+def test_a_steps_error_on_stderr_never_controls_the_terminal(cli, tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    workflows = tmp_path / "failing.py"
+    workflows.write_text(FAILING)
+    monkeypatch.setenv("HAZEL_WORKFLOWS", str(workflows))
+    failed = cli("run", "two-tries", code=1)
+    assert "\x1b" not in failed.stderr and "\x07" not in failed.stderr, failed.stderr
+    assert "step two attempt 1/2 failed: RuntimeError: boom \\x1b[31mred\\x1b[0m \\x1b]0;PWNED\\x07" \
+        in failed.stderr, failed.stderr
+
+
+def test_a_usage_errors_echo_of_what_was_typed_never_controls_the_terminal(cli) -> None:  # noqa: ANN001
+    bad = cli("runs", "--bogus\x1b[2J\u202e", code=2)
+    assert "\x1b" not in bad.stderr and "\u202e" not in bad.stderr
+    assert "No such option: --bogus\\x1b[2J\\u202e" in bad.stderr, bad.stderr
