@@ -212,6 +212,14 @@ class SteeringCore:
                                request.status is not RequestStatus.PENDING,
                                run_status=run.status if run else RunStatus.CANCELLED, duplicate=True)
 
+    def _raced_delivery(self, actor: Actor, delivery_id: str | None) -> DecisionOutcome | None:
+        """After a decision with ``delivery_id`` failed because the request was no longer pending or the run
+        had moved (``NoPendingRequestError``, ``AlreadyDecidedError``, ``RunStateError``): the outcome of the
+        same delivery when it was the one that got there first (the same retry sent at once, which committed
+        while this one waited for the run's lock), as ``_earlier_delivery`` gives it; None otherwise, and
+        the caller raises its error."""
+        return self._earlier_delivery(actor.channel, delivery_id) if delivery_id is not None else None
+
     # -- resuming ---------------------------------------------------------------------------------------------
 
     def _resume(self, tx: Tx, run: Run, *, checkpoint: NewCheckpoint, tree: Any, parent: ChainPosition | None,

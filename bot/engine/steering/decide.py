@@ -20,7 +20,9 @@ from bot.engine import lgraph, permissions
 from bot.engine.errors import (
     AlreadyDecidedError,
     InvalidDecisionError,
+    NoPendingRequestError,
     NotAllowedError,
+    RunStateError,
     no_run,
     quoted,
 )
@@ -97,7 +99,15 @@ class Deciding(SteeringCore):
                         reason=refused.reason)
             raise NotAllowedError(refused.reason) from None
         except AlreadyDecidedError as error:  # (the transaction rolled back; the refusal is audited on its own)
+            earlier = self._raced_delivery(actor, delivery_id)
+            if earlier is not None:
+                return earlier
             self.refuse_decided(run_id=run_id, actor=actor, action=action, error=error)
+            raise
+        except (NoPendingRequestError, RunStateError):
+            earlier = self._raced_delivery(actor, delivery_id)
+            if earlier is not None:
+                return earlier
             raise
         except DuplicateDecisionError as exc:
             return self._duplicate(exc, run_id, action, actor, request_id, point, delivery_id)

@@ -70,7 +70,15 @@ class Rewinding(SteeringCore):
                         reason=refused.reason)
             raise NotAllowedError(refused.reason) from None
         except AlreadyDecidedError as error:  # (the transaction rolled back; the refusal is audited on its own)
+            earlier = self._raced_delivery(actor, delivery_id)
+            if earlier is not None:
+                return earlier
             self.refuse_decided(run_id=run_id, actor=actor, action="rewind", error=error)
+            raise
+        except RunStateError:  # (the same rewind, sent at once, moved the run first: running its next step)
+            earlier = self._raced_delivery(actor, delivery_id)
+            if earlier is not None:
+                return earlier
             raise
         except DuplicateDecisionError:
             earlier = self._earlier_delivery(actor.channel, delivery_id) if delivery_id else None
