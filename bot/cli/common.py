@@ -133,10 +133,10 @@ def actor(hazel: Any, name: str | None) -> "Actor":
     """The console actor: the operator (``HAZEL_OPERATOR`` / the user name), acting for ``--as NAME``.
 
     Raises:
-        CliError: ``--as`` was given an empty name.
+        typer.BadParameter: ``--as`` was given an empty name (a usage error: exit status 2).
     """
     if name is not None and not name.strip():
-        raise CliError("--as needs a name")
+        raise usage_error("--as", "needs a name")
     return hazel.operator(acting_for=name)
 
 
@@ -314,7 +314,8 @@ def apply_sets(pairs: list[str], current: dict[str, Any]) -> dict[str, Any]:
     ``edits``).
 
     Raises:
-        CliError: malformed ``--set``, an unknown field, a key of something that is not a mapping.
+        typer.BadParameter: malformed ``--set`` (no ``=``, no FIELD): a usage error, exit status 2.
+        CliError: an unknown field, a key of something that is not a mapping.
         InvalidDecisionError: a value that must be JSON is not.
     """
     from bot.engine import entry_value, value_from_text
@@ -340,7 +341,8 @@ def edit_sets(pairs: list[str], show: str | None) -> dict[str, Any]:
     validates them.
 
     Raises:
-        CliError: malformed ``--set``, or a field the steering point does not show.
+        typer.BadParameter: malformed ``--set`` (a usage error, exit status 2).
+        CliError: a field the steering point does not show.
     """
     entries: dict[str, str] = {}
     whole: str | None = None
@@ -361,13 +363,17 @@ def edit_sets(pairs: list[str], show: str | None) -> dict[str, Any]:
 
 
 def _parse_sets(pairs: list[str]) -> list[tuple[str, str | None, str]]:
-    """``(field, key or None, value)`` of each ``--set FIELD[.KEY]=VALUE`` (``@file`` values read)."""
+    """``(field, key or None, value)`` of each ``--set FIELD[.KEY]=VALUE`` (``@file`` values read).
+
+    Raises:
+        typer.BadParameter: a pair without ``=`` or without FIELD (a usage error, exit status 2).
+    """
     out = []
     for pair in pairs:
         key, sep, raw = pair.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise CliError(f"--set needs FIELD=VALUE, got {pair!r}")
+            raise usage_error("--set", f"needs FIELD=VALUE, got {pair!r}")
         field, dot, sub = key.partition(".")
         out.append((field, sub if dot else None, read_arg(raw)))
     return out

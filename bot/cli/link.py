@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from bot.cli import common
-from bot.cli.common import CliError, JsonOpt, emit_json, engine, handle_errors
+from bot.cli.common import CliError, JsonOpt, emit_json, engine, handle_errors, usage_error
 
 app = typer.Typer()
 
@@ -26,15 +26,15 @@ def link_cmd(
     from bot.inbound.api import api_tokens
     from bot.inbound.web import Signer
 
+    person = for_.strip() if for_ is not None else None
+    if for_ is not None and not person:
+        raise usage_error("--for", "needs a name")
     hazel = engine(json_out)
     settings = hazel.settings
     missing = [name for name, value in (("HAZEL_BASE_URL", settings.base_url), ("HAZEL_WEB_SECRET",
                                         settings.web_secret)) if not value]
     if missing:
         raise CliError(f"set {' and '.join(missing)} to make run links (see the README, \"Run pages\")")
-    person = for_.strip() if for_ is not None else None
-    if for_ is not None and not person:
-        raise CliError("--for needs a name")
     run_id = hazel.resolve(ref=run_ref)
     note = None
     if person is not None and not hazel.knows_name(run_id=run_id, name=person,

@@ -13,7 +13,6 @@ from bot.cli import common
 from bot.cli.common import (
     INT_MAX,
     AsOpt,
-    CliError,
     DetachOpt,
     JsonOpt,
     actor,
@@ -23,6 +22,7 @@ from bot.cli.common import (
     handle_errors,
     read_arg,
     read_file,
+    usage_error,
 )
 from bot.cli.continuation import decide
 from bot.cli.runs import finish, retry_notice
@@ -91,7 +91,9 @@ def edit_cmd(
 ) -> None:
     """Replace the shown field with your version (validated against the state model), then continue."""
     if bool(file) == bool(set_):
-        raise CliError("give either --file F or --set FIELD=VALUE")
+        from typer._click.exceptions import UsageError  # the Click that typer vendors: a usage error, exit 2
+
+        raise UsageError("give either --file F or --set FIELD=VALUE")
     hazel = engine(json_out)
     run_id = hazel.resolve(ref=run_ref)
     if file:
@@ -146,7 +148,7 @@ def rewind_cmd(
 ) -> None:
     """Fork the run from an earlier checkpoint; the abandoned branch stays in the history."""
     if to.lstrip("#").isdigit() and int(to.lstrip("#")) > INT_MAX:
-        raise CliError(f"--to: no run has a checkpoint #{to.lstrip('#')}")
+        raise usage_error("--to", f"Input should be less than or equal to {INT_MAX}")  # as Click says it
     hazel = engine(json_out)
     run_id = hazel.resolve(ref=run_ref)
     edits = None

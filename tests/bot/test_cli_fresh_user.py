@@ -74,3 +74,24 @@ def test_a_usage_errors_echo_of_what_was_typed_never_controls_the_terminal(cli) 
     bad = cli("runs", "--bogus\x1b[2J\u202e", code=2)
     assert "\x1b" not in bad.stderr and "\u202e" not in bad.stderr
     assert "No such option: --bogus\\x1b[2J\\u202e" in bad.stderr, bad.stderr
+
+
+def test_usage_errors_exit_2_with_one_line(cli, tmp_path) -> None:  # noqa: ANN001
+    run_id = json.loads(cli("run", "doc-review", "--input", '{"topic": "t"}', "--json").stdout)["run"]["id"]
+    expected = {
+        ("edit", run_id): "error: give either --file F or --set FIELD=VALUE (see `hazel edit --help`)",
+        ("edit", run_id, "--set", "x", "--file", "f"):
+            "error: give either --file F or --set FIELD=VALUE (see `hazel edit --help`)",
+        ("edit", run_id, "--set", "scripts"):
+            "error: Invalid value for '--set': needs FIELD=VALUE, got 'scripts' (see `hazel edit --help`)",
+        ("rewind", run_id, "--to", "1", "--set", "=x"):
+            "error: Invalid value for '--set': needs FIELD=VALUE, got '=x' (see `hazel rewind --help`)",
+        ("rewind", run_id, "--to", "2147483648"):
+            "error: Invalid value for '--to': Input should be less than or equal to 2147483647 (see `hazel rewind "
+            "--help`)",
+        ("approve", run_id, "--as", ""): "error: Invalid value for '--as': needs a name (see `hazel approve --help`)",
+        ("link", run_id, "--for", " "): "error: Invalid value for '--for': needs a name (see `hazel link --help`)",
+    }
+    for args, line in expected.items():
+        assert cli(*args, code=2).stderr == line + "\n", args
+    assert cli.json("show", run_id)["run"]["status"] == "waiting"  # nothing was decided

@@ -56,7 +56,8 @@ def test_show_seq_shows_the_whole_state_at_that_checkpoint(cli) -> None:  # noqa
 def test_bad_input_is_one_line(cli, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
     assert cli("approve", "abc", code=1).stderr.strip() == \
         "error: no run 'abc': a shortened run id needs at least 4 characters"
-    assert "--as needs a name" in cli("run", "doc-review", "--input", '{"topic": "t"}', "--as", " ", code=1).stderr
+    assert "error: Invalid value for '--as': needs a name (see `hazel run --help`)" in cli(
+        "run", "doc-review", "--input", '{"topic": "t"}', "--as", " ", code=2).stderr
     assert "'bogus' is not an outbox status" in cli("outbox", "--status", "bogus", code=2).stderr
     assert "no dead outbox message 999" in cli("outbox", "retry", "999", code=1).stderr
     monkeypatch.setenv("HAZEL_DATABASE_URL", "postgresql+psycopg://someone:s3cret@127.0.0.1:1/none")
