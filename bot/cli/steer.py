@@ -180,12 +180,13 @@ def retry_cmd(run_ref: RunArg, detach: DetachOpt = False, as_: AsOpt = None, jso
 @handle_errors
 def cancel_cmd(
     run_ref: RunArg,
-    reason: Annotated[str | None, typer.Option("--reason", "-r")] = None,
+    reason: Annotated[str | None, typer.Option("--reason", "-r", help="Why (@file reads a file).")] = None,
     as_: AsOpt = None, json_out: JsonOpt = False,
 ) -> None:
     """Cancel a run that has not ended; its pending steering request is closed."""
     hazel = engine(json_out)
-    run = hazel.cancel(run_id=hazel.resolve(ref=run_ref), actor=actor(hazel, as_), reason=reason)
+    run = hazel.cancel(run_id=hazel.resolve(ref=run_ref), actor=actor(hazel, as_),
+                       reason=read_arg(reason) if reason is not None else None)
     hazel.deliver_due(run_ids=[run.id])
     if not json_out and (run.id, "cancelled") not in getattr(hazel.console, "reported", ()):
         common.out.print(f"run {run.id} cancelled")  # unless the console channel just said so

@@ -95,3 +95,18 @@ def test_usage_errors_exit_2_with_one_line(cli, tmp_path) -> None:  # noqa: ANN0
     for args, line in expected.items():
         assert cli(*args, code=2).stderr == line + "\n", args
     assert cli.json("show", run_id)["run"]["status"] == "waiting"  # nothing was decided
+
+
+def test_cancel_reason_at_file_reads_the_file_as_reject_does(cli, tmp_path) -> None:  # noqa: ANN001
+    (tmp_path / "why.txt").write_text("superseded by\nthe new plan\n")
+    run_id = json.loads(cli("run", "doc-review", "--input", '{"topic": "t"}', "--json").stdout)["run"]["id"]
+    (tmp_path / "bad.txt").write_bytes(b"caf\xe9")
+    (tmp_path / "nul.txt").write_bytes(b"a\x00b")
+    assert cli("cancel", run_id, "--reason", "@nowhere.txt", code=1).stderr == \
+        "error: cannot read nowhere.txt: No such file or directory\n"
+    assert "cannot read bad.txt: not UTF-8 text (byte 0xe9 at offset 3)" in \
+        cli("cancel", run_id, "--reason", "@bad.txt", code=1).stderr
+    assert "cannot read nul.txt: it holds a NUL byte" in cli("cancel", run_id, "--reason", "@nul.txt", code=1).stderr
+    cli("cancel", run_id, "--reason", "@why.txt")
+    dumped = json.dumps(cli.json("audit", run_id))
+    assert "superseded by\\nthe new plan" in dumped and "@why.txt" not in dumped, dumped
