@@ -144,6 +144,8 @@ def rewind_cmd(
     feedback: Annotated[str | None, typer.Option("--feedback", help="Words for the step that runs next.")] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="FIELD=VALUE state edits applied at the "
                                                    "target (repeatable).")] = None,
+    allow_empty: Annotated[bool, typer.Option("--allow-empty", help="Accept a --set that leaves a field (or an "
+                                              "entry) empty or blank (refused without it).")] = False,
     detach: DetachOpt = False, as_: AsOpt = None, json_out: JsonOpt = False,
 ) -> None:
     """Fork the run from an earlier checkpoint; the abandoned branch stays in the history."""
@@ -160,7 +162,8 @@ def rewind_cmd(
         declared = hazel.declared_fields(run_id=run_id)  # a graph's channel no node has written yet, too
         edits = apply_sets(set_, {**declared, **(tree if isinstance(tree, dict) else {})})
     outcome = hazel.rewind(run_id=run_id, actor=actor(hazel, as_), to=to,
-                           feedback=read_arg(feedback) if feedback else None, edits=edits, claim=not detach)
+                           feedback=read_arg(feedback) if feedback else None, edits=edits, claim=not detach,
+                           allow_empty=allow_empty)  # the engine refuses an empty or blank --set without it
     _after(hazel, outcome, detach, json_out)
 
 

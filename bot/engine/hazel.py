@@ -401,16 +401,18 @@ class Hazel(Reads, Requests):
 
     def rewind(self, *, run_id: str, actor: Actor, to: int | str | None, feedback: str | None = None,
                edits: dict[str, Any] | None = None, request_id: int | None = None,
-               delivery_id: str | None = None, claim: bool = False) -> DecisionOutcome:
+               delivery_id: str | None = None, claim: bool = False, allow_empty: bool = False) -> DecisionOutcome:
         """Fork the run from checkpoint ``to`` (a number, or a step name: just before it ran), optionally with
-        ``feedback`` for the next step and state ``edits``. One transaction (``bot.engine.steering.rewind``).
+        ``feedback`` for the next step and state ``edits`` (an edit leaving a field or an entry empty or blank
+        is refused unless ``allow_empty``, as an edit's). One transaction (``bot.engine.steering.rewind``).
 
         Raises:
             RunNotFoundError, CheckpointNotFoundError, NotAllowedError, InvalidDecisionError,
             AlreadyDecidedError, RunStateError, VersionUnavailableError.
         """
         outcome = self.steering.rewind(run_id, actor, to=to, feedback=feedback, edits=edits,
-                                       request_id=request_id, delivery_id=delivery_id, claim=claim)
+                                       request_id=request_id, delivery_id=delivery_id, claim=claim,
+                                       allow_empty=allow_empty)
         return self._keep(outcome)
 
     def rewind_target(self, *, run_id: str, to: int | str | None) -> int:

@@ -197,6 +197,9 @@ class RewindPayload(_Payload):
                                       "branch from which that node runs next).")
     feedback: str | None = Field(None, description="Handed to the node that runs next.")
     edits: dict[str, Any] | None = Field(None, description="State fields to replace, validated.")
+    allow_empty: bool = Field(False, description="Accept edits that leave a field (or an entry of a mapping) "
+                                                 "empty or blank: without it such a rewind is refused (422), as "
+                                                 "an edit is (the CLI's hazel rewind --allow-empty).")
 
 
 class RewindDecision(_DecisionBase):

@@ -69,7 +69,7 @@ class Deciding(SteeringCore):
 
         ``payload``: edit ``{"value": v}`` / ``{"text": str}`` / ``{"entries": {key: str}}`` (see
         ``bot.engine.steering.edits``); reject ``{"reason": str}``; feedback ``{"text": str}``; rewind
-        ``{"to": seq or node name, "feedback": str?, "edits": {field: v}?}``.
+        ``{"to": seq or node name, "feedback": str?, "edits": {field: v}?, "allow_empty": bool?}``.
 
         Raises:
             RunNotFoundError, NoPendingRequestError, NotAllowedError, InvalidDecisionError (also a NUL
@@ -90,7 +90,7 @@ class Deciding(SteeringCore):
         if action == Action.REWIND.value:
             return self.rewind(run_id, actor, to=payload.get("to"), feedback=payload.get("feedback"),
                                edits=payload.get("edits"), request_id=request_id, delivery_id=delivery_id,
-                               claim=claim)
+                               claim=claim, allow_empty=payload.get("allow_empty") is True)
         try:
             with self.store.transaction() as tx:
                 outcome = self._decide(tx, run_id, action, actor, payload, request_id, point, delivery_id, claim)

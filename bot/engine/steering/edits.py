@@ -14,6 +14,10 @@ empty or blank new text (the value, the typed text, or an entry) is refused, sin
 with nothing. True: blank typed text is stored as it is. Absent (a Slack modal, a Jira ``/edit``): blank typed
 text is refused as no value given, and a value is taken as it is.
 
+A rewind's edits (``{field: value}``) follow the same rule (``refuse_empty_edits``), with ``allow_empty`` in
+the rewind's payload (``hazel rewind --allow-empty``); without it (False) an empty or blank field or entry is
+refused, on every channel.
+
 Whatever the shape, the result is validated against the workflow's state model; a value that fails is refused
 with pydantic's message and nothing changes.
 """
@@ -78,13 +82,34 @@ def entry_value(mapping: dict[str, Any], key: str) -> Any:
     return "" if values and all(isinstance(v, str) for v in values) else None
 
 
-def _refuse_empty(what: str, value: Any) -> None:
+def _refuse_empty(what: str, value: Any, *, hint: str = "hazel edit --allow-empty") -> None:
     """Raise when ``value`` is empty or blank text (an edit with ``allow_empty`` false): ``the edit leaves
-    field 'plan' empty: …`` (``what``: ``named``'s phrase)."""
+    field 'plan' empty: …`` (``what``: ``named``'s phrase; ``hint``: the console's way to allow it)."""
     if isinstance(value, str) and not value.strip():
         raise InvalidDecisionError(f"the edit leaves {what} {'empty' if not value else 'blank (only whitespace)'}"
                                    ": that would replace the value with nothing; allow an empty value "
-                                   "(allow_empty) if that is what you mean", hint="hazel edit --allow-empty")
+                                   "(allow_empty) if that is what you mean", hint=hint)
+
+
+def refuse_empty_edits(edits: dict[str, Any] | None, current: Any) -> None:
+    """A rewind's ``edits`` (``{field: new whole value}``) under the edit's empty-value rule, for a rewind
+    without ``allow_empty``: a field given empty or blank text is refused, and so is an entry of a mapping
+    field given empty or blank text that was not so in ``current`` (the target checkpoint's state tree, or
+    None when its fields are not at hand, as a LangGraph graph's: then only whole fields are looked at), since
+    ``hazel rewind --set parts.b=…`` hands the whole mapping, its other entries as they were.
+
+    Raises:
+        InvalidDecisionError: ``the edit leaves field 'plan' empty: …`` / ``… entry 'b' of field 'parts' …``.
+    """
+    hint = "hazel rewind --allow-empty"
+    for field, value in (edits or {}).items():
+        _refuse_empty(named(field), value, hint=hint)
+        if isinstance(value, dict) and isinstance(current, dict):
+            was = current.get(field)
+            was = was if isinstance(was, dict) else {}
+            for key, entry in value.items():
+                if key not in was or was[key] != entry:
+                    _refuse_empty(named(field, key), entry, hint=hint)
 
 
 def edited_value(shown: Any, field: str | None, payload: dict[str, Any]) -> Any:

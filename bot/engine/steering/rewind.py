@@ -21,7 +21,7 @@ from bot.engine.lgraph_run import label_names
 from bot.engine.logcontext import bind_log_context
 from bot.engine.reads import missing_checkpoint_in
 from bot.engine.steering.core import REWINDABLE, DecisionOutcome, SteeringCore
-from bot.engine.steering.edits import apply_edits
+from bot.engine.steering.edits import apply_edits, refuse_empty_edits
 from bot.engine.transitions import close_request
 from bot.engine.versions import migrate_tree, point_in, request_point, resolve_workflow
 from bot.engine.workflow import REWIND_NODE, SteeringPoint, Workflow
@@ -43,11 +43,13 @@ class Rewinding(SteeringCore):
     @bind_log_context(run_id="run_id", request_id="request_id")
     def rewind(self, run_id: str, actor: Actor, *, to: int | str | None, feedback: str | None = None,
                edits: dict[str, Any] | None = None, request_id: int | None = None,
-               delivery_id: str | None = None, claim: bool = False) -> DecisionOutcome:
+               delivery_id: str | None = None, claim: bool = False, allow_empty: bool = False) -> DecisionOutcome:
         """Fork the run from an earlier checkpoint: ``to`` is a sequence number, or a node name (the latest
         checkpoint on the current branch from which that node runs next). ``feedback`` goes to the node that
         runs next (to the steering point's feedback step when the target waits at one); ``edits`` replace
-        state fields; ``claim``: lease the run for the caller (``DecisionOutcome.claim``).
+        state fields (an empty or blank text is refused unless ``allow_empty``, as an edit's:
+        ``bot.engine.steering.edits.refuse_empty_edits``); ``claim``: lease the run for the caller
+        (``DecisionOutcome.claim``).
 
         Raises:
             RunNotFoundError, CheckpointNotFoundError, NotAllowedError, InvalidDecisionError (also a NUL
@@ -64,7 +66,8 @@ class Rewinding(SteeringCore):
                 return earlier
         try:
             with self.store.transaction() as tx:
-                outcome = self._rewind(tx, run_id, actor, to, feedback, edits, request_id, delivery_id, claim)
+                outcome = self._rewind(tx, run_id, actor, to, feedback, edits, request_id, delivery_id, claim,
+                                       allow_empty)
         except _Refused as refused:
             self.refuse(run_id=refused.run_id, request_id=refused.request_id, actor=actor, action="rewind",
                         reason=refused.reason)
@@ -93,7 +96,7 @@ class Rewinding(SteeringCore):
 
     def _rewind(self, tx: Tx, run_id: str, actor: Actor, to: int | str | None, feedback: str | None,
                 edits: dict[str, Any] | None, request_id: int | None, delivery_id: str | None,
-                claim: bool) -> DecisionOutcome:
+                claim: bool, allow_empty: bool) -> DecisionOutcome:
         seq_to = _seq(to)
         with tx.pipeline():  # PostgreSQL: the run (locked), its pending request, the target and an id at once
             run_later = tx.runs.get_later(run_id, for_update=True)
@@ -125,7 +128,10 @@ class Rewinding(SteeringCore):
                     f"checkpoint #{target.seq} of run {run.id} holds v{target.workflow_version} state and "
                     f"{wf.label} declares no migration from it")
             tree = migrate_tree(wf, target.workflow_version, tree, run_id=run.id)
-        if isinstance(wf, lgraph.LangGraphWorkflow):  # the graph's own state takes the feedback and edits
+        graph = isinstance(wf, lgraph.LangGraphWorkflow)
+        if edits and not allow_empty:  # (a graph's fields are in its own checkpoint: whole fields only)
+            refuse_empty_edits(edits, None if graph else tree)
+        if graph:  # the graph's own state takes the feedback and edits
             tree = wf.fork_tree(tree, feedback=feedback, edits=edits, run_id=run.id, seq=target.seq,
                                 parent_seq=target.parent_seq)
         elif edits:
