@@ -19,6 +19,33 @@ _NUMBER_MAX = 2**31 - 1
 """The largest number a setting takes (seconds: 68 years; bytes: 2 GiB)."""
 
 
+def _http_url(url: str) -> bool:
+    """Whether ``url`` is an http(s) URL with a host (and, if it has one, a valid port)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (raises ValueError for a port that is not a number from 0 to 65535)
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
+
+
+def _url_shown(url: str) -> str:
+    """``url`` as given, for a message; its user name, password and query (which may hold a secret) left out
+    when it has any."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url.partition("?")[0]
+    if "@" not in parts.netloc and not parts.query:
+        return url
+    return (f"{parts.scheme}://" if parts.scheme else "") + parts.netloc.rpartition("@")[2] + parts.path \
+        + ("?…" if parts.query else "")
+
+
 def _default_operator() -> str:
     try:
         return getpass.getuser()
@@ -148,7 +175,7 @@ class Settings(BaseSettings):
     log_format: Literal["text", "json"] = Field("text", validation_alias="HAZEL_LOG_FORMAT")
     """``text`` (one readable line per record) or ``json`` (one JSON object per line), in serve / worker."""
     log_level: str = Field("INFO", validation_alias="HAZEL_LOG_LEVEL")
-    """``DEBUG``, ``INFO``, ``WARNING`` or ``ERROR`` (any case)."""
+    """``DEBUG``, ``INFO``, ``WARNING``, ``ERROR`` or ``CRITICAL`` (any case)."""
     metrics_port: int | None = Field(None, validation_alias="HAZEL_METRICS_PORT")
     """``hazel worker`` serves Prometheus ``/metrics`` on this port when set (``hazel serve`` always does)."""
 
@@ -213,6 +240,24 @@ class Settings(BaseSettings):
         if value.strip().upper() not in SQLITE_SYNCHRONOUS:
             raise ValueError(f"must be one of {', '.join(SQLITE_SYNCHRONOUS)}")
         return value.strip().upper()
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url(cls, value: str | None) -> str | None:
+        """An http(s) URL with a host: the run pages' links start with it."""
+        if value is not None and not _http_url(value.strip()):
+            raise ValueError(f"must be an http(s) URL such as https://hazel.example.com, not {_url_shown(value)!r}")
+        return value.strip() if value is not None else None
+
+    @field_validator("hook_urls")
+    @classmethod
+    def _hook_urls(cls, value: str) -> str:
+        """Comma-separated http(s) URLs with a host; a URL that is not one is named as given (without its
+        credentials or query)."""
+        for url in (u.strip() for u in value.split(",")):
+            if url and not _http_url(url):
+                raise ValueError(f"{_url_shown(url)!r} is not an http(s) URL")
+        return value
 
     @field_validator("log_level")
     @classmethod

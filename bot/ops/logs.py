@@ -4,7 +4,7 @@ worked on, with every configured secret redacted.
 - ``HAZEL_LOG_FORMAT``: ``text`` (``2025-01-01 12:00:00,123 INFO hazel.runner [run=ab12cd request=7] …``) or
   ``json`` (one object per line: ``time``, ``level``, ``logger``, ``message``, ``run_id``, ``request_id``, and
   ``exc_info`` for exceptions; python-json-logger's ``JsonFormatter``).
-- ``HAZEL_LOG_LEVEL``: ``DEBUG``, ``INFO`` (default), ``WARNING``, ``ERROR``.
+- ``HAZEL_LOG_LEVEL``: ``DEBUG``, ``INFO`` (default), ``WARNING``, ``ERROR``, ``CRITICAL``.
 
 The runner, steering and the outbox deliverer bind ``run_id`` / ``request_id`` with ``@bind_log_context``
 (context variables, so each thread and each HTTP request keeps its own); ``ContextFilter`` copies them onto

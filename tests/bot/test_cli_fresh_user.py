@@ -110,3 +110,18 @@ def test_cancel_reason_at_file_reads_the_file_as_reject_does(cli, tmp_path) -> N
     cli("cancel", run_id, "--reason", "@why.txt")
     dumped = json.dumps(cli.json("audit", run_id))
     assert "superseded by\\nthe new plan" in dumped and "@why.txt" not in dumped, dumped
+
+
+def test_url_settings_are_refused_at_start_naming_the_value_as_given(cli, monkeypatch) -> None:  # noqa: ANN001
+    run_id = json.loads(cli("run", "doc-review", "--input", '{"topic": "t"}', "--json").stdout)["run"]["id"]
+    monkeypatch.setenv("HAZEL_WEB_SECRET", "a-long-random-web-secret")
+    monkeypatch.setenv("HAZEL_BASE_URL", "notaurl")
+    assert cli("link", run_id, code=1).stderr == ("error: invalid settings: HAZEL_BASE_URL: must be an http(s) URL "
+                                                  "such as https://hazel.example.com, not 'notaurl'\n")
+    monkeypatch.setenv("HAZEL_BASE_URL", "https://hazel.example.com/")
+    assert "https://hazel.example.com/runs/" in cli("link", run_id).stdout
+    monkeypatch.setenv("HAZEL_HOOK_URLS", "hello")
+    assert cli("runs", code=1).stderr == "error: invalid settings: HAZEL_HOOK_URLS: 'hello' is not an http(s) URL\n"
+    monkeypatch.setenv("HAZEL_HOOK_URLS", "https://hooks.example.com/h,ftp://me:pw@files.example.com/x?key=k")
+    assert cli("runs", code=1).stderr == \
+        "error: invalid settings: HAZEL_HOOK_URLS: 'ftp://files.example.com/x?…' is not an http(s) URL\n"

@@ -36,7 +36,7 @@ NUMBER_ZERO_OK = {"retention_days"}
 ANY_TEXT = {"host", "output_dir", "slack_api_url", "slack_bot_token", "slack_signing_secret", "slack_app_token",
             "jira_url", "jira_user", "jira_api_token", "jira_pat", "jira_webhook_secret", "jira_issue_type",
             "jira_approve_status", "jira_reject_status", "jira_done_status", "jira_rejected_status",
-            "llm_base_url", "llm_api_key", "llm_model", "api_token", "api_tokens", "base_url", "web_secret",
+            "llm_base_url", "llm_api_key", "llm_model", "api_token", "api_tokens", "web_secret",
             "hook_secret"}
 """Text settings that take any non-blank text as far as a command that does not use them can tell (secrets,
 names of Jira statuses, URLs of services only ``serve`` talks to)."""
@@ -57,7 +57,8 @@ def setting_extras(tmp: Path) -> dict[str, list[str]]:
         "operator": ["hazel"],
         "people_file": [str(tmp / "nowhere.toml"), str(people), str(binary)],
         "log_level": ["loud"],
-        "hook_urls": ["not-a-url"],
+        "hook_urls": ["not-a-url", "hello"],
+        "base_url": ["notaurl", "ftp://hazel.example.com", "https://"],
     }
 
 

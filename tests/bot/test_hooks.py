@@ -12,6 +12,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Iterator
 
 import pytest
+from pydantic import ValidationError
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -235,5 +236,5 @@ def test_network_errors_are_retried(db_url: str) -> None:
 def test_misconfigured_hooks_are_refused(db_url: str) -> None:
     with pytest.raises(ConfigurationError, match="HAZEL_HOOK_SECRET is not"):
         make(db_url, ["http://127.0.0.1:9/hook"], secret=None)
-    with pytest.raises(ConfigurationError, match="not an http"):
+    with pytest.raises(ValidationError, match="'ftp://example.com/x' is not an http"):  # a malformed setting
         make(db_url, ["ftp://example.com/x"])
