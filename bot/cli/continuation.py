@@ -88,7 +88,8 @@ def continue_stranded(hazel: Hazel, *, run_id: str, refusal: Exception, action: 
             if current is not None and current.status is RunStatus.RUNNING:
                 say(_held(current), soft_wrap=True)
             result = None
-    finish(hazel, run.id, result, json_out, extra={"refused": refused, "continued": result is not None})
+    finish(hazel, run.id, result, json_out, extra={"refused": refused, "continued": result is not None},
+           queued_hint=not detach)  # with --detach, the hint above says what continues the run
     raise typer.Exit(0 if stands else 1)
 
 

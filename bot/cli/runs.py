@@ -83,9 +83,11 @@ def retry_notice(run: Run) -> None:
 
 
 def finish(hazel: Hazel, run_id: str, result: DriveResult | None, json_out: bool,
-           extra: dict | None = None) -> None:
-    """Report a run after the CLI drove it (or only recorded something, ``result`` None). Exits with status 1
-    when the run this command drove ended ``failed``, so that scripts notice."""
+           extra: dict | None = None, *, queued_hint: bool = True) -> None:
+    """Report a run after the CLI drove it (or only recorded something, ``result`` None: a ``ready`` run is
+    then said to be queued for ``hazel serve`` / ``hazel worker``, unless ``queued_hint`` is False because the
+    caller printed its own hint). Exits with status 1 when the run this command drove ended ``failed``, so that
+    scripts notice."""
     from bot.cli import render
     from store.models import RunStatus
 
@@ -102,7 +104,7 @@ def finish(hazel: Hazel, run_id: str, result: DriveResult | None, json_out: bool
         line = render.drive_summary(result)
         if line:
             common.out.print(line)
-    elif run.status is RunStatus.READY:
+    elif run.status is RunStatus.READY and queued_hint:
         common.out.print(f"run {run.id} is queued; `hazel serve` or `hazel worker` will continue it")
     if run.status is RunStatus.FAILED:
         common.out.print(f"see the traceback with: hazel show {run.id} --full; resume with: hazel retry {run.id}",

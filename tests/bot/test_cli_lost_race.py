@@ -40,3 +40,13 @@ def test_ones_own_earlier_approval_stands(cli) -> None:  # noqa: ANN001
     again = cli("approve", run_id, "--at", "review")
     assert "approved by olga" in again.stdout and "error:" not in again.output
     assert json.loads(cli("show", run_id, "--json").stdout)["run"]["status"] == "completed"
+
+
+def test_a_detached_approve_after_another_persons_prints_one_hint(cli) -> None:  # noqa: ANN001
+    run_id = cli.json("run", "doc-review", "--input", '{"topic": "t"}')["run"]["id"]
+    approved_elsewhere(run_id, "sme")
+    lost = cli("approve", run_id, "--at", "review", "--detach", code=1)
+    assert "approved by sme" in lost.stderr
+    assert lost.stdout == (f"run {run_id} is ready and no process is continuing it: `hazel retry {run_id}` "
+                           "continues it here (or start `hazel worker`)\n"), lost.stdout
+    assert cli.json("show", run_id)["run"]["status"] == "ready"
