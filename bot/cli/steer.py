@@ -150,7 +150,7 @@ def rewind_cmd(
 ) -> None:
     """Fork the run from an earlier checkpoint; the abandoned branch stays in the history."""
     if to.lstrip("#").isdigit() and int(to.lstrip("#")) > INT_MAX:
-        raise usage_error("--to", f"Input should be less than or equal to {INT_MAX}")  # as Click says it
+        raise usage_error("--to", f"{to.lstrip('#')} is out of range: a checkpoint number is at most {INT_MAX}")
     hazel = engine(json_out)
     run_id = hazel.resolve(ref=run_ref)
     edits = None

@@ -87,8 +87,8 @@ def test_usage_errors_exit_2_with_one_line(cli, tmp_path) -> None:  # noqa: ANN0
         ("rewind", run_id, "--to", "1", "--set", "=x"):
             "error: Invalid value for '--set': needs FIELD=VALUE, got '=x' (see `hazel rewind --help`)",
         ("rewind", run_id, "--to", "2147483648"):
-            "error: Invalid value for '--to': Input should be less than or equal to 2147483647 (see `hazel rewind "
-            "--help`)",
+            "error: Invalid value for '--to': 2147483648 is out of range: a checkpoint number is at most 2147483647 "
+            "(see `hazel rewind --help`)",
         ("approve", run_id, "--as", ""): "error: Invalid value for '--as': needs a name (see `hazel approve --help`)",
         ("link", run_id, "--for", " "): "error: Invalid value for '--for': needs a name (see `hazel link --help`)",
     }
