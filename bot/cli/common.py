@@ -255,12 +255,12 @@ def when(ts: Any) -> str:
 
 
 def read_arg(text: str) -> str:
-    """A CLI text argument; ``@path`` reads the file instead (``read_file``)."""
+    """A CLI text argument; ``@path`` reads the file instead, ``@-`` standard input (``read_file``)."""
     return read_file(text[1:]) if text.startswith("@") else text
 
 
 def read_file(path: str, *, what: str | None = None) -> str:
-    """The text of the file ``path`` (UTF-8), without its one final line end: a file's last ``\n`` (or
+    """The text of the file ``path`` (UTF-8; ``-``: standard input), without its one final line end: a file's last ``\n`` (or
     ``\r\n``) ends its last line and is not part of the value, so that ``hazel show RUN --raw > f`` (which
     ends the value with one added ``\n``) and ``hazel edit RUN --file f`` give back the stored value byte for
     byte, whether or not it ends with a newline itself. A final ``\r\n`` is one line end when every other line
@@ -273,15 +273,14 @@ def read_file(path: str, *, what: str | None = None) -> str:
     Raises:
         CliError: the file cannot be read, is over the limit, or is not UTF-8 text (or holds a NUL byte).
     """
-    what = what or path
+    what = what or ("standard input" if path == "-" else path)
     limit = _max_file_bytes()
     over = f"{what} is over the limit of {limit:,} bytes (HAZEL_MAX_STATE_BYTES)"
     try:
-        with open(path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            if size > limit:
-                raise CliError(f"{what} is {size:,} bytes, over the limit of {limit:,} bytes (HAZEL_MAX_STATE_BYTES)")
-            data = fh.read(limit + 1)
+        if path == "-":  # `--input @-`, `--file -`: what is piped in
+            data = sys.stdin.buffer.read(limit + 1)
+        else:
+            data = _read_limited(path, what, limit)
     except OSError as exc:
         raise CliError(f"cannot read {what}: {exc.strerror or type(exc).__name__}") from None
     if len(data) > limit:
@@ -296,6 +295,19 @@ def read_file(path: str, *, what: str | None = None) -> str:
     if text.endswith("\r\n") and "\r\n" in text[:-2] and "\n" not in text[:-2].replace("\r\n", ""):
         return text[:-2]  # a file whose line breaks are all CRLF (a Windows editor's): its last one too
     return text[:-1] if text.endswith("\n") else text
+
+
+def _read_limited(path: str, what: str, limit: int) -> bytes:
+    """Up to ``limit + 1`` bytes of the file ``path``; one whose size is over ``limit`` is refused unread.
+
+    Raises:
+        CliError: over the limit. OSError: the file cannot be read.
+    """
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size > limit:
+            raise CliError(f"{what} is {size:,} bytes, over the limit of {limit:,} bytes (HAZEL_MAX_STATE_BYTES)")
+        return fh.read(limit + 1)
 
 
 def _max_file_bytes() -> int:

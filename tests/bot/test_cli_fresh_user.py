@@ -125,3 +125,21 @@ def test_url_settings_are_refused_at_start_naming_the_value_as_given(cli, monkey
     monkeypatch.setenv("HAZEL_HOOK_URLS", "https://hooks.example.com/h,ftp://me:pw@files.example.com/x?key=k")
     assert cli("runs", code=1).stderr == \
         "error: invalid settings: HAZEL_HOOK_URLS: 'ftp://files.example.com/x?…' is not an http(s) URL\n"
+
+
+def test_input_at_dash_reads_standard_input(cli) -> None:  # noqa: ANN001
+    from typer.testing import CliRunner
+
+    from bot.cli import app
+
+    runner = CliRunner()
+    started = runner.invoke(app, ["run", "doc-review", "--input", "@-", "--json"], input='{"topic": "piped"}\n')
+    assert started.exit_code == 0, started.output
+    run_id = json.loads(started.stdout)["run"]["id"]
+    assert cli("show", run_id, "--raw").stdout == "About piped (v1)\n"
+    fed = runner.invoke(app, ["feedback", run_id, "@-"], input="shorter,\nplease\n")
+    assert fed.exit_code == 0, fed.output
+    assert "shorter,\nplease" in json.dumps(cli.json("history", run_id)).replace("\\n", "\n")
+    bad = runner.invoke(app, ["run", "doc-review", "--input", "@-"], input=b"caf\xe9")
+    assert (bad.exit_code, bad.stderr) == (1, "error: cannot read standard input: not UTF-8 text (byte 0xe9 at "
+                                              "offset 3)\n")
