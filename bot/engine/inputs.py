@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from bot.engine.errors import ConfigurationError, InvalidInputError, quoted
+from bot.engine.lgraph import LangGraphWorkflow
 from bot.engine.steering.edits import format_validation_error
 from bot.engine.workflow import Workflow
 from bot.settings import Settings
@@ -18,15 +19,43 @@ def validate_input(wf: Workflow, data: dict[str, Any] | BaseModel | None) -> Bas
 
     Raises:
         InvalidInputError: a field the model does not have (a typo must not start a run with a default in its
-            place), or a value it refuses (pydantic's message).
+            place), or a value it refuses (pydantic's message). A LangGraph graph's run: the same against the
+            graph's input schema (``LangGraphWorkflow.input_adapter``), before its first super-step.
     """
+    if isinstance(wf, LangGraphWorkflow):
+        _check_graph_input(wf, data)
     unknown = _unknown_fields(wf.state, data)
     if unknown:
-        named = ", ".join(map(quoted, unknown[:10])) + (f" and {len(unknown) - 10} more" if len(unknown) > 10 else "")
-        raise InvalidInputError(f"invalid input for {wf.label}: unknown field {named} "
-                                f"(fields: {', '.join(wf.state.model_fields)})")
+        raise _unknown(wf, unknown, list(wf.state.model_fields))
     try:
         return wf.codec.validate(data if data is not None else {})
+    except ValidationError as exc:
+        raise InvalidInputError(f"invalid input for {wf.label}: {format_validation_error(exc)}") from None
+
+
+def _unknown(wf: Workflow, unknown: list[str], fields: list[str]) -> InvalidInputError:
+    named = ", ".join(map(quoted, unknown[:10])) + (f" and {len(unknown) - 10} more" if len(unknown) > 10 else "")
+    return InvalidInputError(f"invalid input for {wf.label}: unknown field {named} (fields: {', '.join(fields)})")
+
+
+def _check_graph_input(wf: LangGraphWorkflow, data: object) -> None:
+    """A LangGraph run's input against its graph's input schema (its keys, then pydantic's validation); the
+    value itself is handed to the graph as it came (LangGraph coerces its own state).
+
+    Raises:
+        InvalidInputError: a key the schema does not declare, or a value it refuses.
+    """
+    if isinstance(data, BaseModel) or (data is not None and not isinstance(data, dict)):
+        return  # (a model instance is the caller's own; not an object: the codec says so)
+    adapter, fields = wf.input_adapter, wf.input_fields()
+    if adapter is None:
+        return
+    if fields is not None:
+        unknown = sorted(str(k) for k in (data or {}) if k not in fields)
+        if unknown:
+            raise _unknown(wf, unknown, fields)
+    try:
+        adapter.validate_python(data if data is not None else {})
     except ValidationError as exc:
         raise InvalidInputError(f"invalid input for {wf.label}: {format_validation_error(exc)}") from None
 

@@ -32,10 +32,11 @@ from __future__ import annotations
 import json
 import logging
 import typing
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any, Callable
 
-from pydantic import BaseModel, ValidationError
+import typing_extensions
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from bot.engine.errors import InvalidDecisionError, WorkflowDefinitionError
 from bot.engine.transitions import close_request
@@ -239,6 +240,47 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
             return tree
         return json.loads(json.dumps(values, default=_shown_json, ensure_ascii=False))
 
+    @cached_property
+    def input_adapter(self) -> TypeAdapter[Any] | None:
+        """What a run's input is validated with (``bot.engine.inputs.validate_input``): the graph's input
+        schema (``StateGraph``'s ``input_schema``, its state schema unless it was given one) as a pydantic
+        ``TypeAdapter``. A ``TypedDict`` refuses keys it does not declare (with its own required and optional
+        keys; a ``typing.TypedDict`` is rebuilt as ``typing_extensions``', which pydantic needs before Python
+        3.12). None when the graph does not say, or its schema cannot be made one (logged): the input is then
+        taken as it is, as before."""
+        schema = getattr(getattr(self._unbound, "builder", None), "input_schema", None)
+        if schema is None:
+            return None
+        try:
+            if typing.is_typeddict(schema):
+                schema = _forbidding_typeddict(schema)
+            return TypeAdapter(schema)
+        except Exception:  # noqa: BLE001  (an input schema pydantic cannot read: no check rather than none)
+            _log.warning("workflow %s: the graph's input schema %r cannot be validated; inputs are taken as "
+                         "they are", self.label, schema, exc_info=True)
+            return None
+
+    def input_fields(self) -> list[str] | None:
+        """The keys the graph's input schema declares (None: it does not say)."""
+        schema = getattr(getattr(self._unbound, "builder", None), "input_schema", None)
+        if isinstance(schema, type) and issubclass(schema, BaseModel):
+            return list(schema.model_fields)
+        try:
+            return list(typing.get_type_hints(schema)) if typing.is_typeddict(schema) else None
+        except Exception:  # noqa: BLE001
+            return None
+
+    def input_json_schema(self) -> dict[str, Any]:
+        """The JSON schema of the graph's input (``input_adapter``), not Hazel's pointer state; ``{"type":
+        "object"}`` when the graph does not say."""
+        adapter = self.input_adapter
+        if adapter is not None:
+            try:
+                return adapter.json_schema()
+            except Exception:  # noqa: BLE001  (a type with no JSON schema: validated, described as an object)
+                _log.warning("workflow %s: no JSON schema for the graph's input", self.label, exc_info=True)
+        return {"type": "object", "title": self.name}
+
     def declared_fields(self) -> dict[str, Any]:
         """The channels of the graph's state (``StateGraph``'s, its private ones too; LangGraph's own
         ``__…__`` and ``branch:…`` channels left out), written yet or not, each with the value a new value
@@ -427,3 +469,16 @@ def points_asked(wf: Workflow, first: SteeringPoint, tree: Any) -> list[Steering
     if isinstance(wf, LangGraphWorkflow):
         return list(wf.points_in(tree).values()) or [first]
     return [first]
+
+
+def _forbidding_typeddict(schema: Any) -> Any:
+    """``schema`` (a ``TypedDict``) as a ``typing_extensions.TypedDict`` with the same keys, types and required
+    keys, whose pydantic validation refuses undeclared keys (``extra="forbid"``)."""
+    hints = typing.get_type_hints(schema, include_extras=True)
+    required = getattr(schema, "__required_keys__", frozenset())
+    fields = {k: typing_extensions.Required[v] if k in required else typing_extensions.NotRequired[v]
+              for k, v in hints.items()}
+    rebuilt = typing_extensions.TypedDict(schema.__name__, fields)  # type: ignore[operator]
+    rebuilt.__pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[attr-defined]
+    rebuilt.__doc__ = schema.__doc__
+    return rebuilt

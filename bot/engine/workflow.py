@@ -282,6 +282,11 @@ class Workflow(Generic[S]):
         tree is ``tree``: the tree itself. ``LangGraphWorkflow`` gives its graph's values instead."""
         return tree
 
+    def input_json_schema(self) -> dict[str, Any]:
+        """The JSON schema of what a run's input is (``GET /api/workflows``): the state model's.
+        ``LangGraphWorkflow``: its graph's input schema."""
+        return self.state.model_json_schema()
+
     def declared_fields(self) -> dict[str, Any]:
         """The state's fields, each with the value a new value for it is parsed like (``value_from_text``):
         ``""`` for a text field (the text as it is), else None (JSON). ``LangGraphWorkflow``: its graph's

@@ -178,10 +178,11 @@ def api_router(hazel: "Hazel", settings: Settings) -> APIRouter:
 
     @router.get("/workflows", response_model=WorkflowList, summary="Registered workflows")
     def workflows(caller: Caller) -> WorkflowList:
-        """Every registered workflow version, with the JSON schema of its state (a run's ``input``)."""
+        """Every registered workflow version, with the JSON schema of a run's ``input`` (its state; a LangGraph
+        graph's input schema)."""
         return WorkflowList(workflows=[
             WorkflowOut(name=wf.name, version=wf.version, description=wf.description,
-                        input_schema=wf.state.model_json_schema())
+                        input_schema=wf.input_json_schema())
             for wf in hazel.workflows()])
 
     @router.post("/runs", status_code=201, response_model=RunOut, summary="Start a run")

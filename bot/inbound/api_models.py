@@ -40,8 +40,8 @@ class WorkflowOut(BaseModel):
     name: str
     version: int
     description: str = ""
-    input_schema: dict[str, Any] = Field(description="JSON schema of the workflow's state: what a run's input is "
-                                                     "validated against.")
+    input_schema: dict[str, Any] = Field(description="JSON schema of what a run's input is validated against: "
+                                                     "the workflow's state (a LangGraph graph's input schema).")
 
 
 class WorkflowList(BaseModel):
