@@ -7,12 +7,19 @@ same key sent later got the duplicate)."""
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Iterator
 
 import httpx
 import pytest
+from pydantic import BaseModel
 
-from tests.bot.test_api import ALICE, Api, served  # noqa: F401  (served: the fixture)
+from bot.inbound.api import api_router
+from bot.server.http import create_app
+from bot.settings import Settings
+from hazel import Approvers, StepContext, Workflow
+from tests.bot.test_api import ALICE, TOKENS, Api, served  # noqa: F401  (served: the fixture)
+from tests.support.engine import make_hazel
+from tests.support.live import LiveServer
 
 COPIES = 4
 
@@ -58,3 +65,41 @@ def test_concurrent_retries_with_one_key_all_get_the_first_decision(served, body
         later = api.decide(run_id, body, headers={"Idempotency-Key": key})
         assert later.status_code == 200 and later.json()["duplicate"] is True, later.text
         assert later.json()["decision"]["id"] in ids
+
+
+class Doc2(BaseModel):
+    topic: str = "x"
+
+
+def quorum_workflow() -> Workflow:
+    """One steering point that needs two approvals (alice and bob)."""
+    wf = Workflow("quorum", version=1, state=Doc2)
+
+    @wf.step
+    def draft(state: Doc2, ctx: StepContext) -> Doc2:
+        return state
+
+    wf.steer("review", approvers=Approvers(users=["alice", "bob"]), approvals_required=2)
+    return wf
+
+
+@pytest.fixture
+def quorum(db_url: str) -> Iterator[tuple[Any, Api]]:
+    hazel = make_hazel(db_url, quorum_workflow())
+    app = create_app(hazel, routers=[api_router(hazel, Settings(**TOKENS))])
+    with LiveServer(app) as server:
+        yield hazel, Api(server.url)
+    hazel.close()
+
+
+def test_concurrent_retries_of_one_vote_count_it_once(quorum) -> None:  # noqa: ANN001
+    """A quorum vote sent at once with one key: one vote counted, every request gets it back (the losers met
+    the person's first vote, not only the key)."""
+    hazel, api = quorum
+    for attempt in range(3):
+        run_id = api.wait_status(api.start("quorum", {})["id"], "waiting")["id"]
+        answers = at_once(api.url, f"/api/runs/{run_id}/decisions", {"action": "approve"}, f"vote-{attempt}")
+        assert sorted(a.status_code for a in answers) == [200] * (COPIES - 1) + [201], [a.text for a in answers]
+        assert len({a.json()["decision"]["id"] for a in answers}) == 1
+        assert all(a.json()["settled"] is False for a in answers)
+        assert hazel.pending_request(run_id=run_id).approvals == 1

@@ -292,7 +292,7 @@ class Deciding(SteeringCore):
         Raises:
             AlreadyDecidedError: the request was settled by someone else meanwhile, or this person decided it.
         """
-        if exc.by_delivery and delivery_id is not None:
+        if delivery_id is not None:  # whichever key refused it: a retry sent at once meets its own first vote
             earlier = self._earlier_delivery(actor.channel, delivery_id)
             if earlier is not None:
                 return earlier
