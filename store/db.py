@@ -3,13 +3,14 @@
 SQLite (the embedded default) runs in WAL mode; write transactions start with ``BEGIN IMMEDIATE`` so that
 writers queue on SQLite's lock (up to ``busy_timeout_ms``) instead of failing half-way when two threads
 upgrade a read lock at once. Within one process, write transactions on one database file first take turns on
-a lock of this module (``_WriteTurns``), so that a thread never waits inside SQLite's busy handler for another
+a lock of this module (``write_turn``), so that a thread never waits inside SQLite's busy handler for another
 thread of the same process: SQLite holds the waiting connection's mutex while it waits, and a thread holding
 the write lock that meanwhile needs that mutex (the garbage collector finalising a cursor of that connection,
 whatever thread it runs in) waited for it until the busy timeout, 30 s, then failed ("database is locked",
 seen in the test suite). The lock also hands the turn over at once, where the busy handler polls (sleeping up
-to 100 ms between tries). Other processes still queue on SQLite's own lock. PostgreSQL runs at READ COMMITTED; races are settled by conditional UPDATEs,
-unique keys and ``SELECT … FOR UPDATE SKIP LOCKED``. A pooled PostgreSQL connection is pinged before use when
+to 100 ms between tries). Other processes still queue on SQLite's own lock.
+
+PostgreSQL runs at READ COMMITTED; races are settled by conditional UPDATEs, unique keys and ``SELECT … FOR UPDATE SKIP LOCKED``. A pooled PostgreSQL connection is pinged before use when
 it sat idle for ``PING_IDLE_SEC`` or more (SQLAlchemy's pessimistic disconnect handling, without paying a round
 trip on every transaction of a run executing steps back to back).
 """
@@ -20,7 +21,7 @@ import os
 import threading
 import time
 import weakref
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Iterator
 
 from sqlalchemy import Connection, Engine, create_engine, event, exc
@@ -132,10 +133,6 @@ class _WriteTurns:
         self.lock = lock
         self.timeout_sec = timeout_sec
 
-    def acquire(self) -> bool:
-        """Wait for the turn (at most the busy timeout). False: not taken; SQLite's lock decides."""
-        return self.lock.acquire(timeout=self.timeout_sec)
-
     @classmethod
     def of(cls, path: str, timeout_sec: float) -> "_WriteTurns":
         with cls._guard:
@@ -147,18 +144,19 @@ _WRITE_TURNS: "weakref.WeakKeyDictionary[Engine, _WriteTurns]" = weakref.WeakKey
 
 
 def write_turns(engine: Engine) -> _WriteTurns | None:
-    """The turns of this process's writers to ``engine``'s SQLite file, for code that sends ``BEGIN
-    IMMEDIATE`` itself (``store.steps``, ``store.lgraph_writer``): ``acquire`` before it, ``release`` after
-    its COMMIT or ROLLBACK, as ``transaction`` does. None on PostgreSQL and for in-memory SQLite."""
+    """The turns of this process's writers to ``engine``'s SQLite file (one lock per file, whatever the
+    engine); None on PostgreSQL."""
     return _WRITE_TURNS.get(engine)
 
 
 @contextmanager
 def write_turn(engine: Engine) -> Iterator[None]:
-    """This process's turn to write to ``engine``'s SQLite file (see the module docstring); waits at most the
-    busy timeout, after which SQLite's own lock decides. Nothing on PostgreSQL."""
+    """This process's turn to write to ``engine``'s SQLite file (see the module docstring), for the whole
+    block: ``transaction`` takes it, and so does code that sends ``BEGIN IMMEDIATE`` itself (``store.steps``,
+    ``store.lgraph_writer``). Waits at most the busy timeout, after which SQLite's own lock decides. Nothing on
+    PostgreSQL."""
     turns = _WRITE_TURNS.get(engine)
-    held = turns is not None and turns.acquire()
+    held = turns is not None and turns.lock.acquire(timeout=turns.timeout_sec)
     try:
         yield
     finally:
@@ -177,18 +175,12 @@ def transaction(engine: Engine, *, write: bool = True, durable: bool = True) -> 
 
     On SQLite a write transaction first waits for its turn among this process's writers to the same file (at
     most the busy timeout; after that ``BEGIN IMMEDIATE`` waits and fails as it would have)."""
-    turns = _WRITE_TURNS.get(engine) if write else None
-    held = turns is not None and turns.acquire()
-    try:
-        with engine.connect() as conn:
-            conn = conn.execution_options(hazel_write=write, hazel_durable=durable)
-            with conn.begin():
-                if not durable and conn.dialect.name == "postgresql":
-                    conn.connection.driver_connection.execute("SET LOCAL synchronous_commit TO OFF")
-                yield conn
-    finally:
-        if held:
-            turns.lock.release()
+    with write_turn(engine) if write else nullcontext(), engine.connect() as conn:
+        conn = conn.execution_options(hazel_write=write, hazel_durable=durable)
+        with conn.begin():
+            if not durable and conn.dialect.name == "postgresql":
+                conn.connection.driver_connection.execute("SET LOCAL synchronous_commit TO OFF")
+            yield conn
 
 
 def unreachable_reason(url: str, *, timeout_sec: int = 3) -> str | None:

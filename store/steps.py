@@ -26,7 +26,7 @@ from sqlalchemy.exc import DBAPIError
 
 from store.checkpoints import ROW_COLUMNS as _COLUMNS
 from store.checkpoints import ChainPosition, NewCheckpoint, SnapshotPolicy, encode_checkpoint
-from store.db import write_turns
+from store.db import write_turn
 from store.errors import LeaseLostError
 
 _SQLITE_ADVANCE = (
@@ -59,7 +59,6 @@ class StepWriter:
         self.engine = engine
         self.policy = policy
         self.postgresql = engine.dialect.name == "postgresql"
-        self._turns = write_turns(engine)  # SQLite: this process's writers take turns (store.db)
         self._fairy: Any = None
 
     def write(self, cp: NewCheckpoint, tree: Any, parent: ChainPosition | None, *, token: str, now: datetime,
@@ -88,8 +87,7 @@ class StepWriter:
                 if written != 1:
                     raise LeaseLostError(f"run {cp.run_id} is no longer leased by this worker")
             else:
-                held = self._turns is not None and self._turns.acquire()
-                try:
+                with write_turn(self.engine):  # this process's writers take turns (store.db)
                     raw.execute("BEGIN IMMEDIATE")
                     try:
                         moved = raw.execute(_SQLITE_ADVANCE, (cp.seq, cp.seq, sqlite_time(lease_until),
@@ -103,9 +101,6 @@ class StepWriter:
                         raw.execute("ROLLBACK")
                         raise
                     raw.execute("COMMIT")
-                finally:
-                    if held:
-                        self._turns.lock.release()
         except LeaseLostError:
             raise
         except self.engine.dialect.loaded_dbapi.Error as exc:
