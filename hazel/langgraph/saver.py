@@ -82,8 +82,6 @@ class HazelSaver(Deleting, BaseCheckpointSaver[str]):
         self.cache_size = cache_size
         self._cache: OrderedDict[tuple[str, str], Position] = OrderedDict()
         self._lock = threading.Lock()
-        self._write_lock = threading.Lock()
-        self._serialize = store.dialect == "sqlite"
         self._writer = LangGraphWriter(store.engine, synchronous=getattr(store, "sqlite_synchronous", "FULL"))
 
     # -- construction -----------------------------------------------------------------------------------------
@@ -112,20 +110,11 @@ class HazelSaver(Deleting, BaseCheckpointSaver[str]):
         self.store.upgrade()
 
     @contextmanager
-    def _turn(self) -> Iterator[None]:
-        """On SQLite the saver's own writes take turns on a lock: LangGraph calls ``put_writes`` and ``put`` from
-        two threads at once, and a writer waiting on SQLite's lock sleeps in its busy handler (1, 2, 5, 10 ms
-        ...) instead of starting when the other commits. On PostgreSQL nothing waits."""
-        if self._serialize:
-            with self._write_lock:
-                yield
-        else:
-            yield
-
-    @contextmanager
     def _write(self) -> Iterator[Any]:
-        """A write transaction of the store, taking its turn (``_turn``)."""
-        with self._turn(), self.store.transaction() as tx:
+        """A write transaction of the store (on SQLite it takes this process's turn to write: ``store.db``;
+        LangGraph calls ``put_writes`` and ``put`` from two threads at once, and a writer waiting in SQLite's
+        busy handler would sleep 1, 2, 5, 10 ms … instead of starting when the other commits)."""
+        with self.store.transaction() as tx:
             yield tx
 
     # -- the cache of chain positions ------------------------------------------------------------------------
@@ -212,8 +201,7 @@ class HazelSaver(Deleting, BaseCheckpointSaver[str]):
         row = {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"],
                "parent_checkpoint_id": parent_id, "run_id": None if run_id is None else str(run_id),
                "metadata": meta, **enc.columns()}
-        with self._turn():
-            inserted = self._writer.insert_checkpoint(row)
+        inserted = self._writer.insert_checkpoint(row)  # (the writer takes the turn to write, as ``_write``)
         if not inserted:  # rare: a re-put of a stored checkpoint, or the parent was deleted meanwhile
             tree, extras = encoding._tree_of(checkpoint)
             enc, position = encoding.snapshot(checkpoint["id"], tree,
@@ -242,9 +230,8 @@ class HazelSaver(Deleting, BaseCheckpointSaver[str]):
                          "type": type_, "blob": blob, "task_path": task_path})
         if not rows:
             return
-        with self._turn():
-            self._writer.insert_writes(rows, upsert=all(w[0] in WRITES_IDX_MAP for w in writes),
-                                       durable=self.durable_writes)
+        self._writer.insert_writes(rows, upsert=all(w[0] in WRITES_IDX_MAP for w in writes),
+                                   durable=self.durable_writes)
 
     def get_next_version(self, current: str | int | float | None, channel: None = None) -> str:
         """A channel's next version: ``<n, 32 digits>.<random>``, as LangGraph's PostgreSQL saver makes them
