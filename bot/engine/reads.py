@@ -35,6 +35,18 @@ class Shown:
     value: Any
 
 
+def run_in(tx: "Tx", run_id: str, *, for_update: bool = False) -> Run:
+    """Run ``run_id`` read in ``tx`` (locked with ``for_update``).
+
+    Raises:
+        RunNotFoundError: there is no such run.
+    """
+    run = tx.runs.get(run_id, for_update=for_update)
+    if run is None:
+        raise no_run(run_id)
+    return run
+
+
 def missing_checkpoint_in(tx: "Tx", run: Run, seq: int) -> CheckpointNotFoundError:
     """``Reads.missing_checkpoint`` inside the read transaction ``tx`` (rewind's too)."""
     stored = tx.checkpoints.list(run.id)
@@ -78,10 +90,7 @@ class Reads:
             RunNotFoundError.
         """
         with self.store.read() as tx:
-            run = tx.runs.get(run_id)
-        if run is None:
-            raise no_run(run_id)
-        return run
+            return run_in(tx, run_id)
 
     def runs(self, *, statuses: Iterable[str] | None = None, limit: int = 100, offset: int = 0,
              workflow: str | None = None) -> list[Run]:
@@ -221,10 +230,7 @@ class Reads:
             RunNotFoundError.
         """
         with self.store.read() as tx:
-            run = tx.runs.get(run_id)
-            if run is None:
-                raise no_run(run_id)
-            return missing_checkpoint_in(tx, run, seq)
+            return missing_checkpoint_in(tx, run_in(tx, run_id), seq)
 
     def previous_checkpoint(self, *, run_id: str, seq: int) -> int:
         """The checkpoint to compare checkpoint ``seq`` with when no other is named (a diff's default): its
@@ -236,9 +242,7 @@ class Reads:
                 compare it with", "… is the earliest kept (#0..#2 were pruned): …".
         """
         with self.store.read() as tx:
-            run = tx.runs.get(run_id)
-            if run is None:
-                raise no_run(run_id)
+            run = run_in(tx, run_id)
             stored = {c.seq: c for c in tx.checkpoints.list(run.id)}
             if seq not in stored:
                 raise missing_checkpoint_in(tx, run, seq)
@@ -254,9 +258,7 @@ class Reads:
 
     def _load(self, run_id: str, seq: int | None):  # noqa: ANN202
         with self.store.read() as tx:
-            run = tx.runs.get(run_id)
-            if run is None:
-                raise no_run(run_id)
+            run = run_in(tx, run_id)
             return run, tx.checkpoints.load(run_id, run.head_seq if seq is None else seq)
 
     def shown(self, *, request_id: int) -> Shown:

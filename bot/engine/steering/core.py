@@ -17,10 +17,10 @@ from bot.engine.errors import (
     AlreadyDecidedError,
     NoPendingRequestError,
     RunStateError,
-    no_run,
 )
 from bot.engine.limits import DEFAULT_MAX_STATE_BYTES
 from bot.engine.people import People
+from bot.engine.reads import run_in
 from bot.engine.registry import Registry
 from bot.engine.transitions import Asked
 from store import ChainPosition, NewCheckpoint, Store, Tx
@@ -107,12 +107,7 @@ class SteeringCore:
 
     # -- reading --------------------------------------------------------------------------------------------
 
-    @staticmethod
-    def _run(tx: Tx, run_id: str, *, for_update: bool = False) -> Run:
-        run = tx.runs.get(run_id, for_update=for_update)
-        if run is None:
-            raise no_run(run_id)
-        return run
+    _run = staticmethod(run_in)  # the run read in a transaction, else RunNotFoundError (``reads.run_in``)
 
     def _request(self, tx: Tx, run: Run, request_id: int | None, point: str | None = None) -> SteeringRequest:
         """The pending request a decision applies to: ``request_id``, else the latest at ``point``, else the
