@@ -4,6 +4,7 @@ are one rule; a refused edit changes nothing."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import Any, Iterator
 
 import httpx
@@ -94,13 +95,20 @@ def test_edit_messages_name_the_field_as_a_field(db_url: str) -> None:
         edited_value({"b": "x"}, None, {"text": ""})
 
 
-@pytest.fixture
-def api(db_url: str) -> Iterator[tuple[Any, httpx.Client]]:
+@contextmanager
+def noted_api(db_url: str) -> Iterator[tuple[Any, httpx.Client]]:
+    """Hazel with the ``noted`` workflows and the REST API on a live server: ``(hazel, client as olga)``."""
     hazel = make_hazel(db_url, noted())
     app = create_app(hazel, routers=[api_router(hazel, Settings(HAZEL_API_TOKENS=f"olga={TOKEN}"))])
     with LiveServer(app) as server:
         yield hazel, httpx.Client(base_url=server.url, timeout=10, headers={"Authorization": f"Bearer {TOKEN}"})
     hazel.close()
+
+
+@pytest.fixture
+def api(db_url: str) -> Iterator[tuple[Any, httpx.Client]]:
+    with noted_api(db_url) as both:
+        yield both
 
 
 def test_rest_refuses_an_empty_edit_with_422_unless_allow_empty(api) -> None:  # noqa: ANN001

@@ -7,21 +7,15 @@ directly, as the CLI and the chat channels call it."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 
 from bot.engine import InvalidDecisionError, InvalidInputError
 from store.models import Actor
 from tests.bot.test_api_limits import error_of, served, snapshot  # noqa: F401  (served: the fixture)
+from tests.bot.test_not_text import raw  # (the body as ASCII JSON: a NUL travels as \\u0000)
 
 NUL = "NUL character"
-
-
-def raw(api: Any, method: str, path: str, body: dict[str, Any]) -> Any:
-    """``body`` as JSON, a NUL as ``\\u0000``."""
-    return api.call(method, path, content=json.dumps(body).encode("ascii"),
-                    headers={"Content-Type": "application/json"})
 
 
 def test_a_nul_is_refused_on_the_api_and_nothing_is_written(served) -> None:  # noqa: ANN001,F811

@@ -13,13 +13,9 @@ import httpx
 import pytest
 
 from bot.engine.errors import InvalidDecisionError
-from bot.inbound.api import api_router
-from bot.server.http import create_app
-from bot.settings import Settings
 from store.models import RunStatus
-from tests.bot.test_empty_edits import TOKEN, noted, waiting
+from tests.bot.test_empty_edits import noted, noted_api, waiting
 from tests.support.engine import make_hazel, person
-from tests.support.live import LiveServer
 
 NOTED = '''
 from pydantic import BaseModel, Field
@@ -83,11 +79,8 @@ def test_an_entry_left_as_it_was_is_not_an_empty_edit(db_url: str) -> None:
 
 @pytest.fixture
 def api(db_url: str) -> Iterator[tuple[Any, httpx.Client]]:
-    hazel = make_hazel(db_url, noted())
-    app = create_app(hazel, routers=[api_router(hazel, Settings(HAZEL_API_TOKENS=f"olga={TOKEN}"))])
-    with LiveServer(app) as server:
-        yield hazel, httpx.Client(base_url=server.url, timeout=10, headers={"Authorization": f"Bearer {TOKEN}"})
-    hazel.close()
+    with noted_api(db_url) as both:
+        yield both
 
 
 def test_rest_refuses_an_empty_rewind_edit_with_422_unless_allow_empty(api) -> None:  # noqa: ANN001
