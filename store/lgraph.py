@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cache
+from importlib import import_module
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from sqlalchemy import Connection, and_, bindparam, delete, func, insert, select, text, tuple_, update
-from sqlalchemy.dialects import postgresql as pg_dialect
-from sqlalchemy.dialects import sqlite as sqlite_dialect
 
 from store import fast
 from store.dialect import Dialect
@@ -123,24 +123,19 @@ def _chain_sql(postgresql: bool, latest: bool) -> Any:
 
 _CHAIN = {(pg, latest): _chain_sql(pg, latest) for pg in (False, True) for latest in (False, True)}
 
-_INSERT = {
-    "sqlite": sqlite_dialect.insert(cps).on_conflict_do_nothing(),
-    "postgresql": pg_dialect.insert(cps).on_conflict_do_nothing(),
-}
-_WRITE_INSERT = {
-    "sqlite": sqlite_dialect.insert(wr).on_conflict_do_nothing(),
-    "postgresql": pg_dialect.insert(wr).on_conflict_do_nothing(),
-}
-
-
-def _write_upsert(name: str) -> Any:
-    ins = (sqlite_dialect if name == "sqlite" else pg_dialect).insert(wr)
-    return ins.on_conflict_do_update(
+@cache
+def _statements(name: str) -> tuple[Any, Any, Any]:
+    """``(insert checkpoint, insert write, upsert write)``, each ``ON CONFLICT``, for dialect ``name``
+    (``sqlite`` or ``postgresql``). Built on first use: importing SQLAlchemy's PostgreSQL dialect costs a
+    SQLite deployment's every CLI command about 50 ms."""
+    dialect = import_module(f"sqlalchemy.dialects.{name}")
+    ins = dialect.insert(wr)
+    upsert = ins.on_conflict_do_update(
         index_elements=["thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx"],
         set_={"channel": ins.excluded.channel, "type": ins.excluded.type, "blob": ins.excluded.blob})
+    return dialect.insert(cps).on_conflict_do_nothing(), ins.on_conflict_do_nothing(), upsert
 
 
-_WRITE_UPSERT = {name: _write_upsert(name) for name in ("sqlite", "postgresql")}
 _WRITES_OF = (select(wr.c.task_id, wr.c.channel, wr.c.type, wr.c.blob, wr.c.task_path, wr.c.idx)
               .where((wr.c.thread_id == bindparam("thread_id")) & (wr.c.checkpoint_ns == bindparam("checkpoint_ns"))
                      & (wr.c.checkpoint_id == bindparam("checkpoint_id"))))
@@ -171,7 +166,7 @@ class LangGraphRepo:
 
     def insert(self, row: dict[str, Any]) -> bool:
         """Insert a checkpoint row (``ROW_COLUMNS``); False, writing nothing, when its key already exists."""
-        return fast.execute(self.conn, _INSERT[self.dialect.name], row).rowcount == 1
+        return fast.execute(self.conn, _statements(self.dialect.name)[0], row).rowcount == 1
 
     def replace(self, key: Key, row: dict[str, Any]) -> None:
         """Overwrite the stored columns of checkpoint ``key`` (a re-put, or a delta rewritten as a snapshot)."""
@@ -181,7 +176,7 @@ class LangGraphRepo:
 
     def put_writes(self, rows: Sequence[dict[str, Any]], *, upsert: bool) -> None:
         """Insert pending writes; ``upsert``: a write already stored under its key is replaced, else kept."""
-        stmt = (_WRITE_UPSERT if upsert else _WRITE_INSERT)[self.dialect.name]
+        stmt = _statements(self.dialect.name)[2 if upsert else 1]
         for row in rows:
             fast.execute(self.conn, stmt, row)
 

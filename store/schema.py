@@ -26,7 +26,6 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 from sqlalchemy import text
-from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.types import TypeDecorator
 
 
@@ -55,7 +54,20 @@ class UTCDateTime(TypeDecorator):
 VERSION_TABLE = "hazel_alembic_version"
 """Alembic's revision table, named so that it never meets an application's own Alembic history."""
 
-JSONDoc = JSON().with_variant(JSONB(), "postgresql")
+class JSONDoc(TypeDecorator):
+    """A JSON document: ``JSONB`` on PostgreSQL, ``JSON`` (text) on SQLite. PostgreSQL's type is looked up
+    when a PostgreSQL dialect first asks (importing SQLAlchemy's PostgreSQL dialect costs a SQLite
+    deployment's every CLI command about 50 ms)."""
+
+    impl = JSON
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect):  # noqa: ANN001, ANN201
+        if dialect.name == "postgresql":
+            from sqlalchemy.dialects.postgresql import JSONB
+
+            return dialect.type_descriptor(JSONB())
+        return dialect.type_descriptor(JSON())
 
 metadata = MetaData(
     naming_convention={
@@ -183,8 +195,10 @@ decisions = Table(
     ForeignKeyConstraint(["run_id"], ["hazel_runs.id"], ondelete="CASCADE"),
     # One decision per PERSON per request (quorum votes included), whichever channels they use; the request
     # row settles who won. A rewind is no vote: whoever voted may still fork the run from the request.
+    # Partial on both databases (the migrations create it so); ``postgresql_where`` is not repeated here
+    # because naming a PostgreSQL option makes SQLAlchemy import its PostgreSQL dialect on every CLI command.
     Index("uq_hazel_decisions_request_id_person", "request_id", "person", unique=True,
-          sqlite_where=text("action <> 'rewind'"), postgresql_where=text("action <> 'rewind'")),
+          sqlite_where=text("action <> 'rewind'")),
     # A request's decisions, and one person's (``DecisionRepo.for_request``, ``by_person``): the partial unique
     # index above serves only queries that say ``action <> 'rewind'``.
     Index("ix_hazel_decisions_request_id_person", "request_id", "person"),
