@@ -18,11 +18,13 @@ from bot.engine.errors import (
     NoPendingRequestError,
     RunStateError,
 )
+from bot.engine.lgraph import pending_siblings
 from bot.engine.limits import DEFAULT_MAX_STATE_BYTES
 from bot.engine.people import People
 from bot.engine.reads import run_in
 from bot.engine.registry import Registry
 from bot.engine.transitions import Asked
+from bot.engine.versions import target_workflow
 from store import ChainPosition, NewCheckpoint, Store, Tx
 from store.models import (
     Actor,
@@ -196,16 +198,22 @@ class SteeringCore:
             decided_by_id=earlier.actor_id, channel=earlier.channel, own=True, request_id=request.id)
 
     def _earlier_delivery(self, channel: str, delivery_id: str) -> DecisionOutcome | None:
-        """The outcome of a decision this channel delivery already made (Slack's and Jira's retries)."""
+        """The outcome of a decision this channel delivery already made (Slack's and Jira's retries), with
+        what the run still waits on as it is now (a settled request's pending siblings, as the first answer
+        gave them)."""
         with self.store.read() as tx:
             earlier = tx.decisions.by_delivery(channel, delivery_id)
             if earlier is None:
                 return None
             run = tx.runs.get(earlier.run_id)
             request = tx.requests.get(earlier.request_id) if earlier.request_id else None
-        return DecisionOutcome(decision=earlier, request=request, settled=request is None or
-                               request.status is not RequestStatus.PENDING,
-                               run_status=run.status if run else RunStatus.CANCELLED, duplicate=True)
+            settled = request is None or request.status is not RequestStatus.PENDING
+            still: tuple[SteeringRequest, ...] = ()
+            if settled and request is not None and run is not None:  # ([] for a native workflow: no query)
+                still = tuple(pending_siblings(tx, target_workflow(self.registry, run), request))
+        return DecisionOutcome(decision=earlier, request=request, settled=settled,
+                               run_status=run.status if run else RunStatus.CANCELLED, duplicate=True,
+                               still_pending=still)
 
     def _raced_delivery(self, actor: Actor, delivery_id: str | None) -> DecisionOutcome | None:
         """After a decision with ``delivery_id`` failed because the request was no longer pending or the run
