@@ -404,7 +404,9 @@ def still_waiting_text(requests: "tuple[SteeringRequest, ...] | list[SteeringReq
 class ProgressView(_Record):
     """A run's progress to report in the thread of its previous steering request (``request``, None when the
     run never asked anyone). ``event``: waiting, completed, failed, rejected, cancelled. ``steps``: steps
-    executed since. ``next_request``: the request the run now waits on (event ``waiting``)."""
+    done since. ``paused``: the LangGraph nodes that stopped to ask for steering instead (event ``waiting``: a
+    super-step's interrupts; not in ``steps``). ``next_request``: the request the run now waits on (event
+    ``waiting``)."""
 
     run: Run
     workflow: str
@@ -412,4 +414,5 @@ class ProgressView(_Record):
     request: SteeringRequest | None = None
     next_request: SteeringRequest | None = None
     steps: tuple[str, ...] = ()
+    paused: tuple[str, ...] = ()
     facts: dict[str, Any] = Field(default_factory=dict)

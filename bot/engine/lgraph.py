@@ -46,8 +46,8 @@ from store.codec import StateCodec
 from store.interrupts import answers_at
 from store.models import ALL_ACTIONS, START, Action, Actor, RequestStatus, Run, RunStatus, SteeringRequest
 
-__all__ = ["MARK", "GraphRunState", "LangGraphWorkflow", "find_node", "check_point", "close_siblings", "node_at", "pending_siblings", "point_from", "points_of_run", "points_asked",
-           "resume_value"]
+__all__ = ["MARK", "GraphRunState", "LangGraphWorkflow", "find_node", "check_point", "close_siblings", "node_at",
+           "paused_nodes", "pending_siblings", "point_from", "points_of_run", "points_asked", "resume_value"]
 
 _log = logging.getLogger("hazel.langgraph")
 
@@ -469,6 +469,14 @@ def points_asked(wf: Workflow, first: SteeringPoint, tree: Any) -> list[Steering
     if isinstance(wf, LangGraphWorkflow):
         return list(wf.points_in(tree).values()) or [first]
     return [first]
+
+
+def paused_nodes(wf: Workflow, tree: Any) -> list[str]:
+    """The graph nodes whose ``interrupt()`` a LangGraph run now waits on (each once, in the order asked):
+    they stopped to ask rather than finished. ``[]`` for a native workflow (a steering point is its own node)."""
+    if not isinstance(wf, LangGraphWorkflow) or not isinstance(tree, dict):
+        return []
+    return list(dict.fromkeys(ask.get("node") or name for name, ask in (tree.get("lg_asks") or {}).items()))
 
 
 def _forbidding_typeddict(schema: Any) -> Any:

@@ -236,9 +236,9 @@ class Runner:
             if isinstance(node, SteeringPoint):
                 with self.store.transaction() as tx:
                     tx.runs.advance(run.id, token=token, now=now, status=RunStatus.WAITING)
-                    for point in lgraph.points_asked(wf, node, position.tree):
-                        transitions.open_request(tx, run_id=run.id, wf=wf, point=point, checkpoint_seq=seq,
-                                                 now=now, steps=result.steps, asked=asked)
+                    transitions.open_requests(tx, run_id=run.id, wf=wf, checkpoint_seq=seq, now=now,
+                                              points=lgraph.points_asked(wf, node, position.tree),
+                                              steps=result.steps, asked=asked)
                 result.status = RunStatus.WAITING
                 self.on_outbox()
                 return
@@ -280,10 +280,10 @@ class Runner:
                         with tx.pipeline():  # PostgreSQL: the statements sent together, the fence checked after
                             written = tx.checkpoints.write_later(checkpoint, new_tree, position, fence=fence)
                             if isinstance(next_node, SteeringPoint):
-                                for point in lgraph.points_asked(wf, next_node, new_tree):
-                                    transitions.open_request(tx, run_id=run.id, wf=wf, point=point,
-                                                             checkpoint_seq=last_seq, now=now, steps=done,
-                                                             asked=asked)
+                                transitions.open_requests(tx, run_id=run.id, wf=wf, checkpoint_seq=last_seq,
+                                                          points=lgraph.points_asked(wf, next_node, new_tree),
+                                                          now=now, steps=done, asked=asked,
+                                                          paused=lgraph.paused_nodes(wf, new_tree))
                             else:
                                 transitions.end_run(tx, run_id=run.id, status=RunStatus.COMPLETED, now=now,
                                                     by=SYSTEM, steps=done, asked=asked)

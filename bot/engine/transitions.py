@@ -32,12 +32,28 @@ class Asked:
 NEVER_ASKED = Asked(None)
 
 
+def open_requests(tx: Tx, *, run_id: str, wf: Workflow, points: list[SteeringPoint], checkpoint_seq: int,
+                  now: datetime, steps: list[str] | None = None, asked: Asked | None = None,
+                  paused: list[str] | None = None) -> list[int]:
+    """``open_request`` for each of ``points``, the requests a run waits on at once (a LangGraph super-step's
+    interrupts). Each one's progress is reported in the thread of the run's request before them, never in the
+    thread of a request opened with it (a run asking for the first time reports nothing: each request
+    announces itself). Returns the request ids."""
+    if asked is None and len(points) > 1:
+        previous = tx.requests.latest_for_run(run_id)
+        asked = Asked(previous.id, previous.channel) if previous is not None else NEVER_ASKED
+    return [open_request(tx, run_id=run_id, wf=wf, point=point, checkpoint_seq=checkpoint_seq, now=now, steps=steps,
+                         asked=asked, paused=paused) for point in points]
+
+
 def open_request(tx: Tx, *, run_id: str, wf: Workflow, point: SteeringPoint, checkpoint_seq: int, now: datetime,
-                 steps: list[str] | None = None, asked: Asked | None = None) -> int:
+                 steps: list[str] | None = None, asked: Asked | None = None, paused: list[str] | None = None) -> int:
     """Insert a pending steering request at ``checkpoint_seq`` and its ``request.opened`` outbox message
     (plus a ``run.progress`` message in the thread of the previous request, when steps ran since), with its
     ``next_action_at`` set for the scheduler (see ``bot.engine.deadlines``). Returns the request id.
-    ``asked``: the run's previous request, when the caller knows it (else it is read)."""
+    ``asked``: the run's previous request, when the caller knows it (else it is read). ``paused``: the graph
+    nodes of the last of ``steps`` that stopped to ask for steering rather than finished (a LangGraph
+    super-step's interrupts; reported as such, not as done)."""
     due_at = now + timedelta(seconds=point.timeout_sec) if point.timeout_sec else None
     native = wf.nodes.get(point.name) is point  # else asked at run time (LangGraph): its own settings
     request_id = tx.requests.insert(run_id=run_id, checkpoint_seq=checkpoint_seq, point=point.name,
@@ -49,7 +65,7 @@ def open_request(tx: Tx, *, run_id: str, wf: Workflow, point: SteeringPoint, che
     if first_action_at is not None:  # the scheduler's first look: reminder, escalation or timeout
         tx.timers.reschedule(request_id, first_action_at)
     progress(tx, run_id=run_id, now=now, event="waiting", steps=steps or [], next_request_id=request_id,
-             exclude_request_id=request_id, asked=asked)
+             exclude_request_id=request_id, asked=asked, paused=paused or None)
     tx.outbox.add(channel=point.channel, kind=OutboxKind.REQUEST_OPENED, now=now, run_id=run_id,
                   request_id=request_id)
     tx.hooks.emit("run.waiting", run_id=run_id, now=now, request=request_id, steps=steps or [])

@@ -17,6 +17,7 @@ from bot.engine.versions import find_point, request_point
 from bot.engine.workflow import SteeringPoint, Workflow
 from store import Store, Tx
 from store.models import (
+    NODES_JOIN,
     Actor,
     Approvers,
     Decision,
@@ -27,6 +28,7 @@ from store.models import (
     RequestView,
     Run,
     SteeringRequest,
+    node_names,
     past_tense,
 )
 from store.waiting import UNKNOWN_KEY, Place
@@ -111,9 +113,13 @@ class Views:
         payload = dict(message.payload)
         event = payload.pop("event", "waiting")
         steps = tuple(payload.pop("steps", ()) or ())
+        paused = tuple(payload.pop("paused", ()) or ())
+        if paused and steps:  # the super-step that asked: only its nodes that did not pause are done
+            rest = [name for name in node_names(steps[-1]) if name not in paused]
+            steps = (*steps[:-1], *([NODES_JOIN.join(rest)] if rest else []))
         next_id = payload.pop("next_request_id", None)
         return ProgressView(
-            run=run, workflow=run.workflow, event=event, steps=steps, facts=payload,
+            run=run, workflow=run.workflow, event=event, steps=steps, paused=paused, facts=payload,
             request=tx.requests.get(message.request_id) if message.request_id else None,
             next_request=tx.requests.get(next_id) if next_id else None,
         )

@@ -232,6 +232,8 @@ def progress_comment(view: ProgressView) -> str:
         nxt = view.next_request
         where = f"*{inline(nxt.title)}* ({inline(nxt.channel)})" if nxt is not None else "the next steering point"
         done = f"Done: {names}. " if view.steps else ""
+        if view.paused:  # (LangGraph nodes that stopped at an interrupt: not done)
+            done += f"Paused to ask for steering: {', '.join(map(inline, view.paused))}. "
         return f"Run {run}: {done}Now waiting at {where}."
     if view.event == "completed":
         return f"(/) Run {run} completed{steps}."

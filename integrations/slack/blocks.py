@@ -257,6 +257,8 @@ def progress_text(view: ProgressView) -> str:
     run = view.run
     steps = ", ".join(f"`{T.escape(s)}`" for s in view.steps)
     done = f"Ran {steps}. " if steps else ""
+    if view.paused:  # (LangGraph nodes that stopped at an interrupt: they did not finish)
+        done += f"Paused to ask for steering: {', '.join(f'`{T.escape(s)}`' for s in view.paused)}. "
     facts = view.facts
     if view.event == "waiting" and view.next_request is not None:
         nxt = view.next_request
