@@ -258,8 +258,8 @@ def test_refusals_map_to_http_errors_and_leave_the_run_intact(served) -> None:  
     error = error_of(api.decide(run_id, {"action": "approve", "request_id": before[2][0]}, token=API), 409)
     assert error["type"] == "AlreadyDecidedError" and error["decided_by"] == "alice"
     assert error["action"] == "reject" and error["channel"] == "api" and error["decided_at"]
-    error = error_of(api.decide(run_id, {"action": "approve"}), 409)
-    assert error["type"] == "NoPendingRequestError"
+    error = error_of(api.decide(run_id, {"action": "approve"}), 409)  # naming no request: as naming it
+    assert error["type"] == "AlreadyDecidedError" and error["decided_by"] == "alice" and error["action"] == "reject"
     assert hazel.get(run_id=run_id).status is RunStatus.REJECTED and len(hazel.decisions(run_id=run_id)) == 1
 
 
@@ -322,7 +322,7 @@ def test_retry_a_failed_run_and_cancel_a_waiting_one(served) -> None:  # noqa: A
     assert response.status_code == 200 and response.json()["status"] == "cancelled"
     assert hazel.requests(run_id=waiting)[-1].status.value == "cancelled"
     assert error_of(api.call("POST", f"/api/runs/{waiting}/cancel"), 409)["type"] == "RunStateError"
-    assert error_of(api.decide(waiting, {"action": "approve"}), 409)["type"] == "NoPendingRequestError"
+    assert error_of(api.decide(waiting, {"action": "approve"}), 409)["type"] == "AlreadyDecidedError"  # cancelled
 
 
 def test_decisions_wake_the_worker_pool_when_one_runs(db_url: str) -> None:

@@ -11,7 +11,6 @@ from bot.engine.errors import (
     CheckpointNotFoundError,
     InvalidDecisionError,
     InvalidInputError,
-    NoPendingRequestError,
     NotAllowedError,
     RunNotFoundError,
 )
@@ -81,7 +80,7 @@ def test_quorum_waits_for_distinct_approvers(db_url: str) -> None:
     second = hazel.decide(run_id=run_id, action="approve", actor=person("bob"))
     assert second.settled and second.request.approvals == 2
     assert hazel.drive(run_id=run_id).run.status is RunStatus.COMPLETED
-    with pytest.raises(NoPendingRequestError):
+    with pytest.raises(AlreadyDecidedError, match="^already approved by bob at "):
         hazel.decide(run_id=run_id, action="approve", actor=person("cid"))
 
 

@@ -127,12 +127,11 @@ class SteeringCore:
             request = tx.requests.pending_for_run(run.id)
             if request is None:
                 last = tx.requests.latest_for_run(run.id)
-                tail = ""
-                if last is not None and last.decided_at is not None:
-                    tail = (f" (its last request, {last.title!r}, was {past_tense(last.decided_action)}"
-                            f" by {last.decided_by or 'Hazel'} at {when(last.decided_at)})")
-                raise NoPendingRequestError(
-                    f"run {run.id} is {run.status.value}, not waiting on a steering request{tail}")
+                if last is not None and last.status is not RequestStatus.PENDING:
+                    # the run's last request was settled: refused as a decision naming it is (who, how)
+                    raise self._already(tx, last, tail=f" (run {run.id} is {run.status.value}, not waiting on a "
+                                                       f"steering request; its last request was {last.title!r})")
+                raise NoPendingRequestError(f"run {run.id} is {run.status.value}, not waiting on a steering request")
             return request
         request = tx.requests.get(request_id)
         if request is None or request.run_id != run.id:
@@ -142,11 +141,12 @@ class SteeringCore:
         return request
 
     @staticmethod
-    def _already(tx: Tx, request: SteeringRequest) -> AlreadyDecidedError:
-        """The answer to a decision on a request that is no longer pending: who settled it, when, how."""
+    def _already(tx: Tx, request: SteeringRequest, *, tail: str = "") -> AlreadyDecidedError:
+        """The answer to a decision on a request that is no longer pending: who settled it, when, how (then
+        ``tail``)."""
         if request.status is RequestStatus.CANCELLED:
             return AlreadyDecidedError(f"this request was cancelled ({when(request.decided_at)}, "
-                                       f"by {request.decided_by or 'Hazel'})", decided_by=request.decided_by,
+                                       f"by {request.decided_by or 'Hazel'}){tail}", decided_by=request.decided_by,
                                        decided_at=request.decided_at, action="cancel", request_id=request.id)
         winner = next((d for d in reversed(tx.decisions.for_request(request.id))
                        if d.action.value == request.decided_action), None)
@@ -155,7 +155,7 @@ class SteeringCore:
             # the person, beside the identity they used (a token, a Slack or Jira account)
             by = f"{winner.person} ({by})"
         return AlreadyDecidedError(f"already {past_tense(request.decided_action)} by {by} at "
-                                   f"{when(request.decided_at)}", decided_by=request.decided_by,
+                                   f"{when(request.decided_at)}{tail}", decided_by=request.decided_by,
                                    decided_at=request.decided_at, action=request.decided_action,
                                    decided_by_id=winner.actor_id if winner else None,
                                    channel=winner.channel if winner else None, request_id=request.id)
