@@ -18,6 +18,7 @@ from bot.engine.lgraph_run import superstep
 from bot.engine.workflow import StepContext
 from store.models import RunStatus
 from tests.langgraph.graphs import review_graph, workflow
+from tests.support.cli import in_process_cli
 from tests.support.engine import make_hazel, person
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,15 +30,19 @@ def _cli(args: list[str], env: dict[str, str], **kwargs) -> subprocess.Popen:  #
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
 
 
-def _json(args: list[str], env: dict[str, str]):  # noqa: ANN202
-    return json.loads(subprocess.run([sys.executable, "-m", "bot.cli", *args, "--json"], env=env, cwd=ROOT,
-                                     capture_output=True, text=True, check=True).stdout)
-
-
 @pytest.mark.slow
-def test_sigkill_mid_node_then_another_worker_continues(db_url: str, tmp_path: Path) -> None:
+def test_sigkill_mid_node_then_another_worker_continues(db_url: str, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     env = {**os.environ, "HAZEL_DATABASE_URL": db_url, "HAZEL_WORKFLOWS": str(WORKFLOW),
            "CRASHY_DIR": str(tmp_path), "HAZEL_OPERATOR": "tester"}
+    # the reads (runs, show) in this process, as a command started here (its start recovers dead owners' runs);
+    # the run, the worker and the approve that execute nodes are processes of their own
+    monkeypatch.setenv("CRASHY_DIR", str(tmp_path))
+    cli = in_process_cli(monkeypatch, ROOT, db_url=db_url, workflows=str(WORKFLOW), operator="tester")
+
+    def _json(args: list[str], env: dict[str, str]):  # noqa: ANN202
+        return json.loads(cli(*args, "--json").stdout)
+
     (tmp_path / "block").touch()
     proc = _cli(["run", "crashy-graph", "--input", '{"total": 1}'], env)
     deadline = time.monotonic() + 60
