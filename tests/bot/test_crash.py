@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from store.models import RunStatus
+from tests.support.cli import in_process_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / "tests" / "workflows" / "crashy.py"
@@ -26,9 +27,13 @@ def hazel(args: list[str], env: dict[str, str], **kwargs) -> subprocess.Popen:  
 
 
 @pytest.mark.slow
-def test_sigkill_mid_step_then_restart(db_url: str, tmp_path: Path) -> None:
+def test_sigkill_mid_step_then_restart(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     env = {**os.environ, "HAZEL_DATABASE_URL": db_url, "HAZEL_WORKFLOWS": str(WORKFLOW),
            "CRASHY_DIR": str(tmp_path), "HAZEL_OPERATOR": "tester"}
+    # the reads (runs, show) in this process, as a command started here (its start recovers dead owners' runs);
+    # the run and the worker that execute steps are processes of their own
+    monkeypatch.setenv("CRASHY_DIR", str(tmp_path))
+    read = in_process_cli(monkeypatch, ROOT, db_url=db_url, workflows=str(WORKFLOW), operator="tester")
     (tmp_path / "block").touch()
     proc = hazel(["run", "crashy", "--input", '{"total": 1}'], env)
     deadline = time.monotonic() + 60
@@ -40,8 +45,7 @@ def test_sigkill_mid_step_then_restart(db_url: str, tmp_path: Path) -> None:
     proc.wait(timeout=10)
     (tmp_path / "block").unlink()
 
-    runs = json.loads(subprocess.run([sys.executable, "-m", "bot.cli", "runs", "--json"], env=env, cwd=ROOT,
-                                     capture_output=True, text=True, check=True).stdout)
+    runs = json.loads(read("runs", "--json").stdout)
     assert len(runs) == 1
     run_id = runs[0]["id"]  # listing started Hazel: the dead process's run is recovered already
     assert runs[0]["status"] == RunStatus.READY.value
@@ -49,8 +53,7 @@ def test_sigkill_mid_step_then_restart(db_url: str, tmp_path: Path) -> None:
     restart = hazel(["worker", "--until-idle", "--json"], env)
     out, err = restart.communicate(timeout=60)
     assert restart.returncode == 0, err
-    shown = json.loads(subprocess.run([sys.executable, "-m", "bot.cli", "show", run_id, "--json"], env=env,
-                                      cwd=ROOT, capture_output=True, text=True, check=True).stdout)
+    shown = json.loads(read("show", run_id, "--json").stdout)
     assert shown["run"]["status"] == "completed"
     # uninterrupted: ((1 + 1) * 10 + 7) * 2 = 54
     assert shown["state"] == {"total": 54, "trail": ["first", "second", "slow", "last"]}

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.cli import in_process_cli
+
 ROOT = Path(__file__).resolve().parents[2]
 
 WORKFLOW = '''
@@ -89,14 +91,23 @@ def effects(tmp_path: Path) -> list[str]:
     return [line.split()[0] for line in (tmp_path / "effects.log").read_text().splitlines()]
 
 
-def shown(run_id: str, env: dict[str, str]) -> dict:
-    out = cli(["show", run_id, "--json"], env)
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)
+@pytest.fixture
+def reader(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
+    """``hazel show`` in this process (Typer's runner) with the settings of ``environment``: the reads between
+    the processes; the commands that decide and execute steps stay processes of their own."""
+    monkeypatch.setenv("CRASH_DIR", str(tmp_path))
+    monkeypatch.setenv("COLUMNS", "200")
+    return in_process_cli(monkeypatch, ROOT, db_url=db_url, workflows=str(tmp_path / "steered.py"),
+                          operator="tester")
+
+
+def shown(run_id: str, read) -> dict:  # noqa: ANN001
+    return json.loads(read("show", run_id, "--json").stdout)
 
 
 @pytest.mark.slow
-def test_approve_killed_mid_step_then_approve_again_continues_the_run(db_url: str, tmp_path: Path) -> None:
+def test_approve_killed_mid_step_then_approve_again_continues_the_run(db_url: str, tmp_path: Path,
+                                                                     reader) -> None:  # noqa: ANN001
     env = environment(db_url, tmp_path)
     run_id = waiting_run(env)
     (tmp_path / "block").touch()
@@ -116,7 +127,7 @@ def test_approve_killed_mid_step_then_approve_again_continues_the_run(db_url: st
     assert "was approved by tester" in again.stdout
     assert f"run {run_id} is ready and no process is continuing it: continuing it here" in again.stdout
     assert "ran slow, after; now waiting" in again.stdout
-    after = shown(run_id, env)
+    after = shown(run_id, reader)
     assert after["run"]["status"] == "waiting" and after["pending_request"]["point"] == "sign_off"
     assert after["state"] == {"trail": ["draft", "slow", "after"]}
     assert effects(tmp_path) == ["draft-start", "draft-end", "slow-start", "slow-start", "slow-end", "after-start",
@@ -124,7 +135,7 @@ def test_approve_killed_mid_step_then_approve_again_continues_the_run(db_url: st
 
     done = cli(["approve", run_id, "--at", "sign_off"], env)
     assert done.returncode == 0, done.stderr
-    final = shown(run_id, env)
+    final = shown(run_id, reader)
     assert final["run"]["status"] == "completed"
     assert final["state"] == {"trail": ["draft", "slow", "after", "publish"]}
     assert effects(tmp_path).count("publish-start") == 1 and effects(tmp_path).count("draft-start") == 1
@@ -151,7 +162,7 @@ def test_killed_between_the_decision_and_its_first_step_then_reject_continues_it
 
 
 @pytest.mark.slow
-def test_a_live_lease_is_named_and_nothing_runs_twice(db_url: str, tmp_path: Path) -> None:
+def test_a_live_lease_is_named_and_nothing_runs_twice(db_url: str, tmp_path: Path, reader) -> None:  # noqa: ANN001
     env = environment(db_url, tmp_path)
     run_id = waiting_run(env)
     (tmp_path / "block").touch()
@@ -163,10 +174,10 @@ def test_a_live_lease_is_named_and_nothing_runs_twice(db_url: str, tmp_path: Pat
             assert again.returncode == 0, again.stdout + again.stderr
             assert f"run {run_id} is being continued by " in again.stdout
             assert f":{first.pid}:" in again.stdout and "(lease until " in again.stdout
-        assert shown(run_id, env)["run"]["status"] == "running"
+        assert shown(run_id, reader)["run"]["status"] == "running"
     finally:
         (tmp_path / "block").unlink()
     out, err = first.communicate(timeout=60)
     assert first.returncode == 0, err
-    assert shown(run_id, env)["pending_request"]["point"] == "sign_off"
+    assert shown(run_id, reader)["pending_request"]["point"] == "sign_off"
     assert effects(tmp_path).count("slow-start") == 1 and effects(tmp_path).count("after-start") == 1
