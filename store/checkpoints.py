@@ -283,7 +283,7 @@ class CheckpointRepo:
 
     def info(self, run_id: str, seq: int) -> CheckpointInfo | None:
         """One checkpoint's metadata (no state)."""
-        row = fast.execute(self.conn, _ONE_INFO, {"run_id": run_id, "seq": seq}).row()
+        row = fast.execute(self.conn, _ONE_INFO, {"run_id": run_id, "seq": seq}).one()
         return _info(row) if row else None
 
     def list(self, run_id: str, *, newest: int | None = None) -> list[CheckpointInfo]:

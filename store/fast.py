@@ -115,6 +115,8 @@ class Compiled:
     defaults: dict[str, Any]
     params_in: dict[str, Convert]
     columns_out: dict[str, Convert]
+    returns_rows: bool = False
+    """The statement answers rows (a SELECT, a RETURNING clause): its cursor is closed once they are read."""
 
 
 _cache: dict[tuple, tuple[ClauseElement, Compiled]] = {}
@@ -140,11 +142,12 @@ def compiled(stmt: ClauseElement, conn: Connection, keys: tuple[str, ...] | None
         if not bind.required:  # a literal of the statement (the caller's values take precedence)
             defaults[rendered] = bind.effective_value
     columns_out: dict[str, Convert] = {}
-    for column in getattr(comp, "_result_columns", None) or []:
+    result_columns = getattr(comp, "_result_columns", None) or []
+    for column in result_columns:
         convert = _OUT[name].get(_kind(column.type))
         if convert is not None:
             columns_out[column.keyname] = convert
-    made = Compiled(str(comp), defaults, params_in, columns_out)
+    made = Compiled(str(comp), defaults, params_in, columns_out, returns_rows=bool(result_columns))
     _cache[key] = (stmt, made)
     return made
 
@@ -166,23 +169,36 @@ def _params(c: Compiled, params: dict[str, Any]) -> dict[str, Any]:
 
 
 class Result:
-    """What a statement answered: ``rowcount``, and its rows as dicts of converted values."""
+    """What a statement answered: ``rowcount``, and its rows as dicts of converted values.
 
-    __slots__ = ("cursor", "compiled", "_names", "_converts")
+    The DBAPI cursor is closed as soon as the answer is read in full: by ``rows``, ``tuples``, ``one``,
+    ``scalar``, a ``row`` that finds no more, or ``rowcount`` of a statement that answers no rows. It is not
+    left to reference counting: a cursor caught in a reference cycle is finalised by the garbage collector in
+    whatever thread happens to run it, which once deadlocked SQLite. (A statement whose answer is never read
+    is released as its Result is dropped.)
+    """
+
+    __slots__ = ("cursor", "compiled", "_names", "_converts", "_count")
 
     def __init__(self, cursor: Any, compiled_: Compiled) -> None:
         self.cursor = cursor
         self.compiled = compiled_
         self._names: list[str] | None = None
         self._converts: list[tuple[str, Convert]] = []
+        self._count: int | None = None
 
     @property
     def rowcount(self) -> int:
         """Rows the statement changed (inside a ``pipeline``, this waits for its answer: one round trip)."""
+        if self._count is not None:  # (read before: the cursor may be closed)
+            return self._count
         fetch = getattr(self.cursor, "_fetch_pipeline", None)  # psycopg: the answer may not have arrived yet
         if fetch is not None:
             fetch()
-        return self.cursor.rowcount
+        count = self._count = self.cursor.rowcount
+        if not self.compiled.returns_rows:  # nothing more to read
+            self.cursor.close()
+        return count
 
     def _dict(self, values: tuple) -> dict[str, Any]:
         if self._names is None:  # once per result: psycopg builds the description anew on every access
@@ -194,18 +210,32 @@ class Result:
         return out
 
     def row(self) -> dict[str, Any] | None:
-        """The next row, or None."""
+        """The next row, or None (then the cursor is closed). A statement that answers one row at most: ``one``."""
         values = self.cursor.fetchone()
-        return None if values is None else self._dict(values)
+        if values is None:
+            self.cursor.close()
+            return None
+        return self._dict(values)
+
+    def one(self) -> dict[str, Any] | None:
+        """The first row, or None, for a statement that answers one row at most; the cursor is closed."""
+        values = self.cursor.fetchone()
+        out = None if values is None else self._dict(values)
+        self.cursor.close()
+        return out
 
     def rows(self) -> list[dict[str, Any]]:
         """Every remaining row."""
-        return [self._dict(values) for values in self.cursor.fetchall()]
+        out = [self._dict(values) for values in self.cursor.fetchall()]
+        self.cursor.close()
+        return out
 
     def tuples(self) -> list[tuple]:
         """Every remaining row as the driver gives it: values in the statement's column order, unconverted
         (for a caller that reads a few known columns of many rows; ``convert`` converts one)."""
-        return self.cursor.fetchall()
+        out = self.cursor.fetchall()
+        self.cursor.close()
+        return out
 
     def convert(self, name: str, value: Any) -> Any:
         """``value`` of result column ``name`` converted as ``rows`` would."""
@@ -213,8 +243,9 @@ class Result:
         return convert(value) if convert is not None else value
 
     def scalar(self) -> Any:
-        """The first column of the next row (None when there is none)."""
+        """The first column of the first row (None when there is none); the cursor is closed."""
         values = self.cursor.fetchone()
+        self.cursor.close()
         return None if values is None else values[0]
 
 

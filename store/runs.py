@@ -120,7 +120,7 @@ class RunRepo:
             if stmt is None:
                 stmt = _GET_LOCKED.setdefault(self.dialect.name, self.dialect.lock(_GET, key_share=True))
         res = fast.execute(self.conn, stmt, {"run_id": run_id})
-        return fast.Later(lambda: _validated(res.row()))
+        return fast.Later(lambda: _validated(res.one()))
 
     def find_by_prefix(self, prefix: str, *, limit: int = 2) -> list[str]:
         """Up to ``limit`` ids starting with ``prefix``, smallest first: a range of the primary key (see

@@ -110,7 +110,7 @@ class RequestRepo:
         res = fast.execute(self.conn, stmt, params)
 
         def read() -> SteeringRequest | None:
-            row = res.row()
+            row = res.one()
             return SteeringRequest.model_validate(row) if row else None
 
         return fast.Later(read)
@@ -138,14 +138,14 @@ class RequestRepo:
     def vote(self, request_id: int, *, now: datetime, actor: str) -> SteeringRequest | None:
         """Count one approval; settle the request as approved when it reaches its quorum.
         Returns the request after the vote, or None if it was no longer pending."""
-        row = fast.execute(self.conn, _VOTE, {"request_id": request_id, "now": now, "actor": actor}).row()
+        row = fast.execute(self.conn, _VOTE, {"request_id": request_id, "now": now, "actor": actor}).one()
         return SteeringRequest.model_validate(row) if row else None
 
     def settle(self, request_id: int, *, now: datetime, actor: str, action: str,
                status: RequestStatus = RequestStatus.DECIDED) -> SteeringRequest | None:
         """Settle a pending request with one decision; None if it was no longer pending (someone else won)."""
         row = fast.execute(self.conn, _SETTLE, {"request_id": request_id, "now": now, "actor": actor,
-                                                "action": action, "status": status.value}).row()
+                                                "action": action, "status": status.value}).one()
         return SteeringRequest.model_validate(row) if row else None
 
     def set_message_ref(self, request_id: int, ref: dict[str, Any]) -> None:
