@@ -129,3 +129,63 @@ def test_rest_refuses_an_empty_edit_with_422_unless_allow_empty(api) -> None:  #
                         json={"action": "edit", "payload": {"value": "", "allow_empty": True}})
     assert allowed.status_code == 201, allowed.text
     assert hazel.state_at(run_id=run_id).text == ""
+
+
+class Config(BaseModel):
+    limits: dict[str, list[int]] = Field(default_factory=dict)
+
+
+def configured() -> Workflow:
+    wf = Workflow("configured", version=1, state=Config)
+
+    @wf.step
+    def draft(state: Config, ctx: StepContext) -> Config:
+        return state.model_copy(update={"limits": {"cpu": [1, 2]}})
+
+    wf.steer("review", show="limits")
+    return wf
+
+
+@pytest.mark.parametrize("payload, what", [
+    ({"value": {}}, r"^the edit leaves field 'parts' empty \(\{\}\): "),
+    ({"text": "{}"}, r"^the edit leaves field 'parts' empty \(\{\}\): "),  # hazel edit --set 'parts={}'
+    ({"text": " [ ] "}, r"^the edit leaves field 'parts' empty \(\[\]\): ")])
+def test_an_empty_mapping_or_list_is_an_empty_edit(db_url: str, payload: dict, what: str) -> None:
+    """``{}`` (or ``[]``) replaces the field with nothing, as ``""`` does: refused the same way; allowed, it is
+    taken (and validated: ``[]`` is no mapping)."""
+    hazel = make_hazel(db_url, noted("parts"))
+    run_id = waiting(hazel, "noted-parts")
+    with pytest.raises(InvalidDecisionError, match=what):
+        hazel.decide(run_id=run_id, action="edit", actor=person("sme"), payload={**payload, "allow_empty": False})
+    assert hazel.get(run_id=run_id).status is RunStatus.WAITING and hazel.decisions(run_id=run_id) == []
+    if payload != {"text": " [ ] "}:
+        hazel.decide(run_id=run_id, action="edit", actor=person("sme"), payload={**payload, "allow_empty": True})
+        assert hazel.state_at(run_id=run_id).parts == {}
+
+
+def test_an_entry_given_an_empty_list_is_an_empty_edit(db_url: str) -> None:
+    hazel = make_hazel(db_url, configured())
+    run_id = waiting(hazel, "configured")
+    with pytest.raises(InvalidDecisionError, match=r"^the edit leaves entry 'cpu' of field 'limits' empty \(\[\]\)"):
+        hazel.decide(run_id=run_id, action="edit", actor=person("sme"),
+                     payload={"entries": {"cpu": "[]"}, "allow_empty": False})
+    assert hazel.decisions(run_id=run_id) == []
+    hazel.decide(run_id=run_id, action="edit", actor=person("sme"),
+                 payload={"entries": {"cpu": "[]"}, "allow_empty": True})
+    assert hazel.state_at(run_id=run_id).limits == {"cpu": []}
+
+
+def test_rest_refuses_an_empty_mapping_with_422_unless_allow_empty(db_url: str) -> None:
+    hazel = make_hazel(db_url, noted("parts"))
+    app = create_app(hazel, routers=[api_router(hazel, Settings(HAZEL_API_TOKENS=f"olga={TOKEN}"))])
+    with LiveServer(app) as server:
+        http = httpx.Client(base_url=server.url, timeout=10, headers={"Authorization": f"Bearer {TOKEN}"})
+        run_id = waiting(hazel, "noted-parts")
+        refused = http.post(f"/api/runs/{run_id}/decisions", json={"action": "edit", "payload": {"value": {}}})
+        assert refused.status_code == 422, refused.text
+        assert refused.json()["error"]["message"].startswith("the edit leaves field 'parts' empty ({}): ")
+        assert hazel.state_at(run_id=run_id).parts == {"a": "one", "b": "two"}
+        allowed = http.post(f"/api/runs/{run_id}/decisions",
+                            json={"action": "edit", "payload": {"value": {}, "allow_empty": True}})
+        assert allowed.status_code == 201, allowed.text
+    hazel.close()

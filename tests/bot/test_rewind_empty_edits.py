@@ -118,3 +118,19 @@ def test_the_cli_rewind_refuses_an_empty_set_unless_allow_empty(cli, tmp_path: P
     assert cli("history", run_id).output == before
     cli("rewind", run_id, "--to", "1", "--set", "text=", "--allow-empty", "--detach")
     assert cli("history", run_id).output != before
+
+
+@pytest.mark.parametrize("edits, what", [
+    ({"parts": {}}, r"^the edit leaves field 'parts' empty \(\{\}\): "),
+    ({"parts": []}, r"^the edit leaves field 'parts' empty \(\[\]\): ")])
+def test_a_rewind_edit_to_an_empty_mapping_or_list_is_refused_unless_allowed(db_url: str, edits: dict,
+                                                                               what: str) -> None:
+    hazel = make_hazel(db_url, noted())
+    run_id = waiting(hazel, "noted-text")
+    before = counts(hazel, run_id)
+    with pytest.raises(InvalidDecisionError, match=what):
+        hazel.decide(run_id=run_id, action="rewind", actor=person("sme"), payload={"to": 1, "edits": edits})
+    assert counts(hazel, run_id) == before
+    if edits == {"parts": {}}:
+        hazel.rewind(run_id=run_id, actor=person("sme"), to=1, edits=edits, allow_empty=True)
+        assert hazel.state_tree_at(run_id=run_id, seq=hazel.checkpoints(run_id=run_id)[-1].seq)["parts"] == {}

@@ -10,13 +10,13 @@ An edit arrives in one of three shapes (``Hazel.decide(action="edit", payload=..
   value (None: the entry emptied, ``null``).
 
 Any shape may add ``"allow_empty": bool``. False (the CLI and the REST API send it, False unless asked): an
-empty or blank new text (the value, the typed text, or an entry) is refused, since it would replace the field
-with nothing. True: blank typed text is stored as it is. Absent (a Slack modal, a Jira ``/edit``): blank typed
+empty or blank new text (the value, the typed text, or an entry), or an empty mapping or list (``{}``, ``[]``,
+given as a value or as JSON text), is refused, since it would replace the field with nothing. True: blank typed text is stored as it is. Absent (a Slack modal, a Jira ``/edit``): blank typed
 text is refused as no value given, and a value is taken as it is.
 
 A rewind's edits (``{field: value}``) follow the same rule (``refuse_empty_edits``), with ``allow_empty`` in
-the rewind's payload (``hazel rewind --allow-empty``); without it (False) an empty or blank field or entry is
-refused, on every channel.
+the rewind's payload (``hazel rewind --allow-empty``); without it (False) an empty or blank field or entry (text,
+or an empty mapping or list) is refused, on every channel.
 
 Whatever the shape, the result is validated against the workflow's state model; a value that fails is refused
 with pydantic's message and nothing changes.
@@ -83,18 +83,23 @@ def entry_value(mapping: dict[str, Any], key: str) -> Any:
 
 
 def _refuse_empty(what: str, value: Any, *, hint: str = "hazel edit --allow-empty") -> None:
-    """Raise when ``value`` is empty or blank text (an edit with ``allow_empty`` false): ``the edit leaves
-    field 'plan' empty: …`` (``what``: ``named``'s phrase; ``hint``: the console's way to allow it)."""
+    """Raise when ``value`` is empty or blank text, or an empty mapping or list (``{}``, ``[]``), for an edit
+    with ``allow_empty`` false: ``the edit leaves field 'plan' empty: …`` (``what``: ``named``'s phrase;
+    ``hint``: the console's way to allow it)."""
     if isinstance(value, str) and not value.strip():
-        raise InvalidDecisionError(f"the edit leaves {what} {'empty' if not value else 'blank (only whitespace)'}"
-                                   ": that would replace the value with nothing; allow an empty value "
-                                   "(allow_empty) if that is what you mean", hint=hint)
+        how = "empty" if not value else "blank (only whitespace)"
+    elif isinstance(value, (dict, list)) and not value:
+        how = f"empty ({json.dumps(value)})"
+    else:
+        return
+    raise InvalidDecisionError(f"the edit leaves {what} {how}: that would replace the value with nothing; "
+                               "allow an empty value (allow_empty) if that is what you mean", hint=hint)
 
 
 def refuse_empty_edits(edits: dict[str, Any] | None, current: Any) -> None:
     """A rewind's ``edits`` (``{field: new whole value}``) under the edit's empty-value rule, for a rewind
-    without ``allow_empty``: a field given empty or blank text is refused, and so is an entry of a mapping
-    field given empty or blank text that was not so in ``current`` (the target checkpoint's state tree, or
+    without ``allow_empty``: a field given empty or blank text (or an empty mapping or list) is refused, and so
+    is an entry of a mapping field given one that was not so in ``current`` (the target checkpoint's state tree, or
     None when its fields are not at hand, as a LangGraph graph's: then only whole fields are looked at), since
     ``hazel rewind --set parts.b=…`` hands the whole mapping, its other entries as they were.
 
@@ -133,7 +138,10 @@ def edited_value(shown: Any, field: str | None, payload: dict[str, Any]) -> Any:
             if allow_empty is False:
                 _refuse_empty(what, text)
             return text  # as it is
-        return value_from_text(shown, text, field=field)
+        value = value_from_text(shown, text, field=field)
+        if allow_empty is False:
+            _refuse_empty(what, value)  # JSON text of an empty mapping or list: ``--set scripts={}``
+        return value
     if "entries" in payload:
         entries = payload["entries"]
         if not isinstance(shown, dict) or not isinstance(entries, dict):
@@ -145,6 +153,8 @@ def edited_value(shown: Any, field: str | None, payload: dict[str, Any]) -> Any:
         for key, raw in entries.items():  # None: the entry was emptied, which means null
             out[key] = None if raw is None else value_from_text(entry_value(shown, key), str(raw), field=field,
                                                                 key=key)
+            if allow_empty is False and raw is not None:
+                _refuse_empty(named(field, key), out[key])  # JSON text of an empty mapping or list
         return out
     raise InvalidDecisionError(f"an edit needs a new value for {what} (payload 'value', 'text' or 'entries')")
 
