@@ -31,16 +31,19 @@ if TYPE_CHECKING:
 def decide(hazel: Hazel, *, run_id: str, action: str, actor: Actor, detach: bool, json_out: bool,
            payload: dict[str, Any] | None = None, point: str | None = None) -> DecisionOutcome:
     """``hazel.decide`` (claiming the run unless ``detach``); a refusal as already decided / nothing pending on
-    a run that no process continues is handled by ``continue_stranded`` (which exits).
+    a run that no process continues is handled by ``continue_stranded`` (which exits). A point the run never
+    asked at (``UnaskedPointError``: undeclared, or not reached) is refused as it is: the run is not driven.
 
     Raises:
         the engine's errors, as ``Hazel.decide``; ``typer.Exit`` once a stranded run was handled.
     """
-    from bot.engine import AlreadyDecidedError, NoPendingRequestError
+    from bot.engine import AlreadyDecidedError, NoPendingRequestError, UnaskedPointError
 
     try:
         return hazel.decide(run_id=run_id, action=action, actor=actor, payload=payload, point=point,
                             claim=not detach)
+    except UnaskedPointError:  # a point the run never asked at: nothing to continue the run for
+        raise
     except (AlreadyDecidedError, NoPendingRequestError) as refusal:
         continue_stranded(hazel, run_id=run_id, refusal=refusal, action=action, actor=actor, detach=detach,
                           json_out=json_out)

@@ -17,6 +17,7 @@ from bot.engine.errors import (
     RunNotFoundError,
     RunStateError,
     StepContractError,
+    UnaskedPointError,
     UnknownWorkflowError,
     VersionUnavailableError,
     WorkflowDefinitionError,
@@ -40,6 +41,6 @@ __all__ = [
     "DECIDING", "DecisionOutcome", "DriveResult", "Fired", "Hazel", "HazelError", "InvalidDecisionError",
     "InvalidInputError", "LOG_CONTEXT_VARS", "NoPendingRequestError", "NotAllowedError", "People", "Person",
     "Registry", "RunNotFoundError", "RunStateError", "Shown", "Step", "StepContext", "SteeringPoint",
-    "StepContractError", "TIMEOUT_RETRY_SEC", "UnknownWorkflowError", "VersionUnavailableError", "Workflow",
+    "StepContractError", "TIMEOUT_RETRY_SEC", "UnaskedPointError", "UnknownWorkflowError", "VersionUnavailableError", "Workflow",
     "WorkflowDefinitionError", "bind_log_context", "log_context", "utcnow", "entry_value", "value_from_text",
 ]

@@ -8,6 +8,7 @@
     │   └── AmbiguousRunIdError: a shortened run id that starts several runs' ids
     ├── CheckpointNotFoundError (LookupError): no checkpoint matches a rewind target
     ├── NoPendingRequestError (LookupError): the run is not waiting on a steering request
+    │   └── UnaskedPointError: the decision names a point the run never asked at (undeclared, not reached)
     ├── NotAllowedError (PermissionError): this person may not take this action here
     ├── InvalidDecisionError (ValueError): an edit that fails validation, a reject without reason, …
     ├── InvalidInputError (ValueError): a run's input does not fit the workflow's state model
@@ -107,6 +108,12 @@ def no_checkpoint(run_id: str, seq: int, *, last_seq: int, kept: list[int], prun
 
 class NoPendingRequestError(HazelError, LookupError):
     pass
+
+
+class UnaskedPointError(NoPendingRequestError):
+    """A decision names a steering point the run has never asked at: one its workflow does not declare (the
+    message names those it does), or one the run has not reached. Nothing of the run is worth continuing for
+    it: the decision could not be taken even once the run got there."""
 
 
 class NotAllowedError(HazelError, PermissionError):

@@ -17,14 +17,17 @@ from bot.engine.errors import (
     AlreadyDecidedError,
     NoPendingRequestError,
     RunStateError,
+    UnaskedPointError,
+    quoted,
 )
-from bot.engine.lgraph import pending_siblings
+from bot.engine.lgraph import LangGraphWorkflow, pending_siblings
 from bot.engine.limits import DEFAULT_MAX_STATE_BYTES
 from bot.engine.people import People
 from bot.engine.reads import run_in
 from bot.engine.registry import Registry
 from bot.engine.transitions import Asked
 from bot.engine.versions import target_workflow
+from bot.engine.workflow import SteeringPoint
 from store import ChainPosition, NewCheckpoint, Store, Tx
 from store.models import (
     Actor,
@@ -116,12 +119,15 @@ class SteeringCore:
         run's pending one.
 
         Raises:
-            NoPendingRequestError, AlreadyDecidedError (the request named was settled: by whom, when).
+            NoPendingRequestError (UnaskedPointError: ``point`` is one the workflow does not declare, or the run
+            never asked at), AlreadyDecidedError (the request named was settled: by whom, when).
         """
         if request_id is None and point is not None:
             at_point = tx.requests.latest_at_point(run.id, point)
             if at_point is None:
-                raise NoPendingRequestError(f"run {run.id} has never asked anything at {point!r}")
+                raise self._undeclared(run, point) or UnaskedPointError(
+                    f"run {run.id} has never asked anything at {point!r}",
+                    hint=f"hazel retry {run.id}" if run.status is RunStatus.READY else None)
             request_id = at_point.id
         if request_id is None:
             request = tx.requests.pending_for_run(run.id)
@@ -139,6 +145,19 @@ class SteeringCore:
         if request.status is not RequestStatus.PENDING:
             raise self._already(tx, request)
         return request
+
+    def _undeclared(self, run: Run, point: str) -> UnaskedPointError | None:
+        """The refusal of a decision naming ``point`` when the run's workflow (its pinned version, and the one it
+        continues on) declares no steering point of that name; None when one does, or when that is not known
+        here (a LangGraph graph's points come with its interrupts; a version that is not deployed)."""
+        pinned, target = self.registry.find(run.workflow, run.workflow_version), target_workflow(self.registry, run)
+        known = [wf for wf in (pinned, target if target is not pinned else None)
+                 if wf is not None and not isinstance(wf, LangGraphWorkflow)]
+        if not known or any(isinstance(wf.nodes.get(point), SteeringPoint) for wf in known):
+            return None
+        names = list(dict.fromkeys(p.name for wf in known for p in wf.steering_points()))
+        return UnaskedPointError(f"workflow {known[0].label} has no steering point {quoted(point)} (its steering "
+                                 f"points: {', '.join(names) or 'none'})")
 
     @staticmethod
     def _already(tx: Tx, request: SteeringRequest, *, tail: str = "") -> AlreadyDecidedError:
