@@ -60,3 +60,30 @@ def test_the_engine_refuses_a_nul_from_any_channel(served) -> None:  # noqa: ANN
     with pytest.raises(InvalidInputError, match=NUL):
         hazel.start(workflow="loose", input={"data": "\x00"}, actor=alice)
     assert snapshot(hazel, run_id) == before
+
+
+def test_a_person_not_allowed_is_told_so_whatever_they_sent(db_url: str) -> None:
+    """Who, may they, then what they sent: a NUL or a lone surrogate from a person who may not decide here
+    answers NotAllowedError (403), audited as a refusal, as any payload of theirs would; from a person who
+    may, the text is refused (422)."""
+    from bot.engine import NotAllowedError
+    from tests.bot.test_api_limits import loose_workflow
+    from tests.support.engine import make_hazel
+
+    hazel = make_hazel(db_url, loose_workflow())
+    alice, mallory = Actor(channel="api", id="alice"), Actor(channel="api", id="mallory")
+    run_id = hazel.start(workflow="loose", input={"data": {"k": "v"}}, actor=alice).id
+    hazel.drive(run_id=run_id)
+    for bad in ("nul\x00", "lone \udc9b"):
+        for action, payload in (("feedback", {"text": bad}), ("reject", {"reason": bad}),
+                                ("edit", {"value": {"k": bad}}), ("rewind", {"to": 1, "feedback": bad}),
+                                ("rewind", {"to": 1, "edits": {"data": bad}})):
+            with pytest.raises(NotAllowedError):
+                hazel.decide(run_id=run_id, action=action, actor=mallory, payload=payload)
+            with pytest.raises(InvalidDecisionError):
+                hazel.decide(run_id=run_id, action=action, actor=alice, payload=payload)
+        with pytest.raises(NotAllowedError):
+            hazel.cancel(run_id=run_id, actor=mallory, reason=bad)
+    refused = [e for e in hazel.audit(run_id=run_id) if e.action == "decision.refused"]
+    assert len(refused) >= 10 and hazel.decisions(run_id=run_id) == []
+    hazel.close()

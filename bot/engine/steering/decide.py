@@ -82,7 +82,6 @@ class Deciding(SteeringCore):
             raise InvalidDecisionError(f"unknown action {quoted(action)} (one of: "
                                        f"{', '.join(a.value for a in Action)})") from None
         payload = dict(payload or {})
-        refuse_nul(payload, what="the decision", refuse=InvalidDecisionError)  # (PostgreSQL cannot store one)
         if delivery_id is not None:
             earlier = self._earlier_delivery(actor.channel, delivery_id)
             if earlier is not None:
@@ -132,6 +131,8 @@ class Deciding(SteeringCore):
                                      escalated=request.escalated_at is not None)
         if reason is not None:
             raise _Refused(reason, run.id, request.id)
+        # who, may they, then what they sent: a person not allowed is told so (403), whatever the payload holds
+        refuse_nul(payload, what="the decision", refuse=InvalidDecisionError)  # (PostgreSQL cannot store one)
         new_tree, payload = self._validate(wf, point, head.tree, action, payload)
         with tx.pipeline():  # PostgreSQL: the writes in two round trips (the vote's answer, the rest)
             finish = self._write(tx, wf, point, run, request, head, action, actor, payload, new_tree,

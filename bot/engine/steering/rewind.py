@@ -56,10 +56,7 @@ class Rewinding(SteeringCore):
             character in the target, the feedback or the edits), AlreadyDecidedError, RunStateError,
             VersionUnavailableError.
         """
-        refuse_nul([to, edits], what="the rewind", refuse=InvalidDecisionError)  # (PostgreSQL cannot store one)
         feedback = (feedback or "").strip() or None
-        if feedback is not None:
-            check_text(feedback, max_bytes=self.max_state_bytes, what="the feedback", refuse=InvalidDecisionError)
         if delivery_id is not None:
             earlier = self._earlier_delivery(actor.channel, delivery_id)
             if earlier is not None:
@@ -117,6 +114,10 @@ class Rewinding(SteeringCore):
         reason = self._rewind_refusal(wf, run, request, actor, tx)
         if reason is not None:
             raise _Refused(reason, run.id, request.id if request else None)
+        # who, may they, then what they sent: a person not allowed is told so (403), whatever the rewind holds
+        refuse_nul([to, edits], what="the rewind", refuse=InvalidDecisionError)  # (PostgreSQL cannot store one)
+        if feedback is not None:
+            check_text(feedback, max_bytes=self.max_state_bytes, what="the feedback", refuse=InvalidDecisionError)
         target, loaded = self._target(tx, run, to, target_later.get() if target_later is not None else None)
         if loaded is None:
             loaded = tx.checkpoints.load(run.id, target.seq)

@@ -55,9 +55,9 @@ class RunActions(SteeringCore):
             RunNotFoundError, RunStateError (already ended), NotAllowedError, InvalidDecisionError (a reason
             over ``HAZEL_MAX_STATE_BYTES`` or not Unicode text).
         """
+        self._check_run_action(run_id, actor, "cancel")  # who may, then what they sent
         if reason is not None:
             check_text(reason, max_bytes=self.max_state_bytes, what="the reason", refuse=InvalidDecisionError)
-        self._check_run_action(run_id, actor, "cancel")
         now = self.clock()
         with self.store.transaction() as tx:
             current = self._run(tx, run_id, for_update=True)  # the run first, as every decision locks it
