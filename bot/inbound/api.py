@@ -82,7 +82,9 @@ class ApiRoute(APIRoute):
                 except HazelError as exc:
                     return hazel_error_response(exc)
                 except RequestValidationError as exc:
-                    return error_response(422, "InvalidRequestError", validation_message(exc))
+                    unparsed = any(err.get("type") == "json_invalid" for err in exc.errors())
+                    body = await request.body() if unparsed else None  # (FastAPI read it already: cached)
+                    return error_response(422, "InvalidRequestError", validation_message(exc, body))
 
         return route
 

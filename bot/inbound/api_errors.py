@@ -22,6 +22,7 @@ leaves the console's hint out) and never echo a long input back.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -103,11 +104,18 @@ def _loc_part(part: object) -> str:
     return text if len(text) <= LOC_MAX_CHARS else f"{text[:LOC_MAX_CHARS]}…"
 
 
-def validation_message(exc: RequestValidationError) -> str:
-    """pydantic's errors on one line (``field: message; other: message``), keys the caller sent cut short."""
+def validation_message(exc: RequestValidationError, body: bytes | None = None) -> str:
+    """pydantic's errors on one line (``field: message; other: message``), keys the caller sent cut short.
+    ``body``: the raw request body, for a body that is not JSON because it is not UTF-8 (FastAPI's
+    ``json.loads`` of bytes reads ``\\xff\\xfe`` as an empty UTF-16 text)."""
     parts = []
     for err in exc.errors():
         if err.get("type") == "json_invalid":
+            if body is not None:
+                try:
+                    body.decode("utf-8")
+                except UnicodeDecodeError as not_utf8:
+                    return unreadable_reason(not_utf8) or "the body is not valid UTF-8"
             return f"the body is not valid JSON ({(err.get('ctx') or {}).get('error', 'decode error')})"
         loc = ".".join(_loc_part(x) for x in err.get("loc", ()) if x not in ("body",)) or "body"
         msg = err.get("msg")
@@ -119,16 +127,39 @@ def validation_message(exc: RequestValidationError) -> str:
     return "; ".join(parts) or "invalid request"
 
 
-def _unreadable_body(exc: BaseException) -> str | None:
-    """Why FastAPI could not parse a body (it answers a bare 400 and keeps the cause): None if unknown."""
-    cause = exc.__cause__
+def unreadable_reason(cause: BaseException | None) -> str | None:
+    """Why a JSON body could not be read, from the error reading it raised: nested too deeply, not UTF-8, not
+    JSON; None for any other error. The REST API's 422 and the Jira webhook's 400 say the same."""
     if isinstance(cause, RecursionError):
         return "the body is nested too deeply to be read as JSON"
     if isinstance(cause, UnicodeDecodeError):
         return f"the body is not valid UTF-8 (byte {cause.start}): send JSON in UTF-8"
+    if isinstance(cause, json.JSONDecodeError):
+        return f"the body is not valid JSON ({cause.msg})"
     if isinstance(cause, ValueError):
         return "the body is not valid JSON"
     return None
+
+
+class UnreadableBodyError(ValueError):
+    """A body that is not JSON in UTF-8 or is nested too deeply to read; the message says which."""
+
+
+def load_json_body(body: bytes) -> Any:
+    """``body`` read as JSON in UTF-8 (``json.loads`` of bytes would also take UTF-16 and UTF-32).
+
+    Raises:
+        UnreadableBodyError: not UTF-8, not JSON, or nested too deeply (``unreadable_reason``'s message).
+    """
+    try:
+        return json.loads(body.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:  # (JSONDecodeError and UnicodeDecodeError are ValueErrors)
+        raise UnreadableBodyError(unreadable_reason(exc)) from None
+
+
+def _unreadable_body(exc: BaseException) -> str | None:
+    """Why FastAPI could not parse a body (it answers a bare 400 and keeps the cause): None if unknown."""
+    return unreadable_reason(exc.__cause__)
 
 
 def _allowed_methods(request: Request) -> str:

@@ -18,7 +18,6 @@ id on another issue or Jira site is another delivery. Replies are deduplicated i
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import threading
 from collections import OrderedDict
@@ -29,6 +28,7 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from bot.engine import Hazel, HazelError, NotAllowedError
+from bot.inbound.api_errors import load_json_body
 from bot.settings import Settings
 from integrations.base import DeliveryError, PermanentDeliveryError
 from integrations.jira import (
@@ -101,8 +101,8 @@ class JiraWebhook:
             return 401, {"error": "missing or invalid X-Hub-Signature" if self.secret
                          else "JIRA_WEBHOOK_SECRET is not set: webhooks are refused"}
         try:
-            event = parse_event(json.loads(body), webhook_id=headers.get(WEBHOOK_ID_HEADER))
-        except (ValueError, MalformedWebhookError) as exc:  # JSONDecodeError is a ValueError
+            event = parse_event(load_json_body(body), webhook_id=headers.get(WEBHOOK_ID_HEADER))
+        except (ValueError, MalformedWebhookError) as exc:  # (UnreadableBodyError: the REST API's reasons)
             return 400, {"error": f"malformed Jira webhook: {exc}"}
         if event is None:
             return 200, {"ignored": "not a comment or a status change"}

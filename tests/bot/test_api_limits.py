@@ -189,6 +189,17 @@ def test_the_frameworks_own_errors_have_the_error_shape(served) -> None:  # noqa
     assert hazel.runs() == []
 
 
+def test_a_body_that_is_not_utf8_is_answered_so_not_as_not_json(served) -> None:  # noqa: ANN001
+    hazel, api = served
+    run_id = api.wait_status(api.start()["id"], "waiting")["id"]
+    json_type = {"Content-Type": "application/json"}
+    for path in ("/api/runs", f"/api/runs/{run_id}/decisions"):
+        message = error_of(api.call("POST", path, content=b"\xff\xfe", headers=json_type), 422,
+                           "InvalidRequestError")
+        assert message == "the body is not valid UTF-8 (byte 0): send JSON in UTF-8", path
+    assert [r.id for r in hazel.runs()] == [run_id]
+
+
 def test_the_api_answers_its_own_unknown_paths_whatever_else_is_mounted(db_url: str) -> None:
     hazel = make_hazel(db_url, doc_workflow())
     app = create_app(hazel, routers=http_routers(hazel, Settings(HAZEL_DATABASE_URL=db_url, **TOKENS)))

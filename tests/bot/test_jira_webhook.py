@@ -287,3 +287,13 @@ def test_when_jira_is_down_the_webhook_asks_to_be_sent_again(env: JiraEnv) -> No
     assert env.send(payload).json()["refused"]  # Jira Cloud sends it again; now the answer goes through
     (answer,) = env.fake.bodies(issue["id"])  # answered once
     assert "already approved by" in answer
+
+
+def test_a_signed_body_nested_too_deeply_or_not_utf8_gets_400_as_the_rest_api_says(env: JiraEnv) -> None:
+    run_id = env.start()
+    for raw, reason in ((b"[" * 100_000, "the body is nested too deeply to be read as JSON"),
+                        (b"\xff\xfe", "the body is not valid UTF-8 (byte 0): send JSON in UTF-8")):
+        answer = env.send(None, raw=raw, signature=p.sign(SECRET, raw))
+        assert answer.status_code == 400, answer.text
+        assert answer.json()["error"] == f"malformed Jira webhook: {reason}"
+    unchanged(env, run_id)
