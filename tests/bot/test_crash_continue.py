@@ -124,7 +124,7 @@ def test_approve_killed_mid_step_then_approve_again_continues_the_run(db_url: st
 
     again = cli(["approve", run_id], env)
     assert again.returncode == 0, again.stdout + again.stderr  # the approval stands: it was recorded before
-    assert "was approved by tester" in again.stdout
+    assert "already approved by tester at " in again.stdout
     assert f"run {run_id} is ready and no process is continuing it: continuing it here" in again.stdout
     assert "ran slow, after; now waiting" in again.stdout
     after = shown(run_id, reader)
