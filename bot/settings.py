@@ -46,6 +46,36 @@ def _url_shown(url: str) -> str:
         + ("?…" if parts.query else "")
 
 
+IDENTITY_OF_API_TOKEN = "api"
+"""The caller of ``HAZEL_API_TOKEN``."""
+
+
+def api_token_pairs(api_token: SecretStr | None, api_tokens: SecretStr | None) -> list[tuple[str, SecretStr]]:
+    """``(name, token)`` of ``HAZEL_API_TOKEN`` (named ``api``) and of each ``HAZEL_API_TOKENS`` entry.
+
+    Raises:
+        ValueError: an entry is not ``name=token``, or a name or a token appears twice (the message says which
+            entry, never a token).
+    """
+    pairs: list[tuple[str, SecretStr]] = []
+    if api_token is not None and api_token.get_secret_value().strip():
+        pairs.append((IDENTITY_OF_API_TOKEN, SecretStr(api_token.get_secret_value().strip())))
+    if api_tokens is not None:
+        for i, entry in enumerate(api_tokens.get_secret_value().split(","), start=1):
+            if not entry.strip():
+                continue
+            name, sep, token = (part.strip() for part in entry.partition("="))
+            if not sep or not name or not token:
+                raise ValueError(f"entry {i} is not name=token")
+            pairs.append((name, SecretStr(token)))
+    names = [n for n, _ in pairs]
+    tokens = [t.get_secret_value() for _, t in pairs]
+    if len(set(names)) != len(names) or len(set(tokens)) != len(tokens):
+        raise ValueError("each name and each token must appear once" + (
+            f" (HAZEL_API_TOKEN's included, as {IDENTITY_OF_API_TOKEN!r})" if api_token is not None else ""))
+    return pairs
+
+
 def _default_operator() -> str:
     try:
         return getpass.getuser()
@@ -56,7 +86,8 @@ def _default_operator() -> str:
 class Settings(BaseSettings):
     """Every setting Hazel reads. The environment variable names are given with each field."""
 
-    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore", populate_by_name=True)
+    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore", populate_by_name=True,
+                                      hide_input_in_errors=True)  # (an error never shows a value: it may be a secret)
 
     @field_validator("*", mode="before")
     @classmethod
@@ -229,6 +260,14 @@ class Settings(BaseSettings):
             default = cls.model_fields[name].default if name in cls.model_fields else None
             if isinstance(default, str) and default.strip():
                 raise ValueError(f"must not be blank (default {default!r})")
+        return value
+
+    @field_validator("api_tokens")
+    @classmethod
+    def _api_tokens(cls, value: SecretStr | None, info: ValidationInfo) -> SecretStr | None:
+        """``HAZEL_API_TOKENS`` as ``name=token`` pairs, no name or token twice (``HAZEL_API_TOKEN``'s, named
+        ``api``, included), checked for every command (``hazel runs`` as ``hazel serve``)."""
+        api_token_pairs(info.data.get("api_token"), value)
         return value
 
     @field_validator("sqlite_synchronous")

@@ -55,7 +55,7 @@ from bot.inbound.continuing import continue_soon
 from bot.engine import ConfigurationError, HazelError
 from bot.inbound.api_errors import ApiError, error_response, hazel_error_response, unmatched, validation_message
 from bot.engine import log_context
-from bot.settings import Settings
+from bot.settings import Settings, api_token_pairs
 from store.models import Actor, RunStatus
 
 if TYPE_CHECKING:
@@ -63,7 +63,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("hazel.api")
 
-IDENTITY_OF_API_TOKEN = "api"
 MAX_IDEMPOTENCY_KEY_LEN = 150
 
 class ApiRoute(APIRoute):
@@ -90,28 +89,17 @@ class ApiRoute(APIRoute):
 
 
 def api_tokens(settings: Settings) -> list[tuple[str, SecretStr]]:
-    """``(identity, token)`` for each configured token.
+    """``(identity, token)`` for each configured token (``bot.settings.api_token_pairs``: ``Settings`` checks
+    them when it is made, for every command).
 
     Raises:
         ConfigurationError: a ``HAZEL_API_TOKENS`` entry is not ``name=token``, or a name or token repeats
-            (the message says which entry, never a token).
+            (the message says which entry, never a token), in settings made without their checks.
     """
-    pairs: list[tuple[str, SecretStr]] = []
-    if settings.api_token is not None and settings.api_token.get_secret_value().strip():
-        pairs.append((IDENTITY_OF_API_TOKEN, SecretStr(settings.api_token.get_secret_value().strip())))
-    if settings.api_tokens is not None:
-        for i, entry in enumerate(settings.api_tokens.get_secret_value().split(","), start=1):
-            if not entry.strip():
-                continue
-            name, sep, token = (part.strip() for part in entry.partition("="))
-            if not sep or not name or not token:
-                raise ConfigurationError(f"HAZEL_API_TOKENS entry {i} is not name=token")
-            pairs.append((name, SecretStr(token)))
-    names = [n for n, _ in pairs]
-    tokens = [t.get_secret_value() for _, t in pairs]
-    if len(set(names)) != len(names) or len(set(tokens)) != len(tokens):
-        raise ConfigurationError("HAZEL_API_TOKEN / HAZEL_API_TOKENS: each name and each token must appear once")
-    return pairs
+    try:
+        return api_token_pairs(settings.api_token, settings.api_tokens)
+    except ValueError as exc:
+        raise ConfigurationError(f"HAZEL_API_TOKENS: {exc}") from None
 
 
 class TokenAuth:

@@ -9,6 +9,7 @@ from typing import Any, Callable, Iterator
 
 import httpx
 import pytest
+from pydantic import SecretStr, ValidationError
 
 from bot.inbound.api import api_router
 from bot.engine.errors import ConfigurationError
@@ -121,11 +122,16 @@ def test_each_token_acts_as_its_identity(served) -> None:  # noqa: ANN001
 
 
 def test_malformed_tokens_setting_is_refused_without_showing_tokens() -> None:
-    with pytest.raises(ConfigurationError, match="entry 2 is not name=token") as err:
-        api_router(None, Settings(HAZEL_API_TOKENS="alice=secret-one,secret-two"))  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="entry 2 is not name=token") as err:
+        Settings(HAZEL_API_TOKENS="alice=secret-one,secret-two")
     assert "secret" not in str(err.value)
-    with pytest.raises(ConfigurationError, match="must appear once"):
-        api_router(None, Settings(HAZEL_API_TOKENS="a=same-token,b=same-token"))  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="must appear once") as err:
+        Settings(HAZEL_API_TOKENS="a=same-token,b=same-token")
+    assert "same-token" not in str(err.value)
+    unchecked = Settings.model_construct(api_token=None, api_tokens=SecretStr("alice=secret-one,secret-two"))
+    with pytest.raises(ConfigurationError, match="HAZEL_API_TOKENS: entry 2 is not name=token") as err:
+        api_router(None, unchecked)  # type: ignore[arg-type]
+    assert "secret" not in str(err.value)
 
 
 # -- runs ------------------------------------------------------------------------------------------------------
