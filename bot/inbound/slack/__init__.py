@@ -10,9 +10,11 @@ handler = start_socket_mode(hazel, settings, channel=slack)   # hazel serve --so
 from __future__ import annotations
 
 import logging
+from typing import Callable
 
 from fastapi import APIRouter
 from slack_bolt import App
+from slack_bolt.authorization import AuthorizeResult
 from slack_bolt.adapter.socket_mode import SocketModeHandler
 
 from bot.engine import Hazel
@@ -48,12 +50,33 @@ def build_app(hazel: Hazel, settings: Settings, *, channel: SlackChannel | None 
     if channel is not None and channel.on_change is None:
         channel.on_change = bridge.refresh_homes
     secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else None
-    app = App(client=client, signing_secret=secret, token_verification_enabled=False,
+    app = App(client=client, signing_secret=secret, authorize=settings_authorize(client.token),
               request_verification_enabled=not socket_mode, name="hazel")
     interactions.register(app, bridge)
     commands.register(app, bridge)
     home.register(app, bridge)
     return app
+
+
+def settings_authorize(token: str) -> Callable[..., AuthorizeResult]:
+    """Bolt's ``authorize=`` for the one workspace whose bot token Hazel's settings hold: no network.
+
+    Without it, an ``App`` given only a client authorizes with ``SingleTeamAuthorization``
+    (slack_bolt 1.30, ``middleware/authorization/single_team_authorization.py``), which calls ``auth.test`` on
+    every request until one succeeds (``token_verification_enabled=False`` only skips the call in ``App()``)
+    and catches only ``SlackApiError``: while Slack's Web API cannot be reached (a URLError), every request
+    to ``/slack/events`` failed with 500 and each click and command was lost. The documented ``authorize``
+    callable (``CallableAuthorize``, run by ``MultiTeamsAuthorization``) returns an ``AuthorizeResult`` built
+    here from the token and the request's own team and user ids, so a request is handled whether Slack
+    answers or not, and replies wait in the outbox. Caching a successful ``auth.test`` would still fail
+    after a restart during an outage. What is lost: ``bot_id``/``bot_user_id``, which only Bolt's
+    ``IgnoringSelfEvents`` reads; Hazel listens to no event its bot could send (buttons, modals, ``/hazel``,
+    ``app_home_opened``).
+    """
+    def authorize(enterprise_id: str | None, team_id: str | None, user_id: str | None) -> AuthorizeResult:
+        return AuthorizeResult(enterprise_id=enterprise_id, team_id=team_id, user_id=user_id, bot_token=token)
+
+    return authorize
 
 
 def slack_routers(hazel: Hazel, settings: Settings, *, channel: SlackChannel | None = None) -> list[APIRouter]:

@@ -5,7 +5,7 @@ with the click's ``trigger_id`` well inside Slack's 3-second window) follows in 
 run resumes in a worker. A modal's submission is checked and decided before it is acknowledged, so that an
 invalid edit comes back inline (``response_action: errors``) with nothing changed.
 
-Delivery ids make Slack's retries (``X-Slack-Retry-Num``) harmless: a click is ``click:<trigger_id>``, a
+Delivery ids make Slack's retries (``X-Slack-Retry-Num``) harmless: a click is ``click:<user id>:<trigger_id>``, a
 submission ``view:<view id>``; the same delivery decides once. Two different clicks race in the database and
 the loser is told who won.
 """
@@ -100,7 +100,9 @@ class Clicks:
     def approve(self, view: RequestView, actor: Actor) -> bool:
         """Approve through the engine; True when it was recorded (the clicker is told what the run still waits
         on, if anything), False when the clicker was told why not, or that more approvals are needed."""
-        delivery = f"click:{self.body.get('trigger_id') or self.action.get('action_ts')}"
+        # Who clicked is part of the key: Slack's redelivery of one person's click repeats its trigger_id
+        # and user; another person's click (the same trigger_id or action_ts) is a decision of its own.
+        delivery = f"click:{self.user}:{self.body.get('trigger_id') or self.action.get('action_ts')}"
         try:
             outcome = self.hazel.decide(run_id=view.run.id, action="approve", actor=actor,
                                         request_id=view.request.id, delivery_id=delivery)

@@ -1,0 +1,67 @@
+"""/slack/events while Slack's Web API is down (no auth.test per request), malformed signed payloads (400, not
+500 or 404), and click de-duplication per user."""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import urlencode
+
+import pytest
+
+from tests.bot.slack.conftest import PRIYA, SAM, STARTER, SlackEnv
+from tests.bot.slack.test_slack_decisions import quorum_workflow
+
+
+def test_clicks_and_commands_are_handled_while_auth_test_cannot_be_reached(make_env) -> None:  # noqa: ANN001
+    env: SlackEnv = make_env()
+    env.fake.fail_connections("auth.test", times=None)  # from the start: Bolt cached one that succeeded
+    run_id = env.start()
+    env.settle()
+    message = env.request_message(run_id)
+    assert env.sender.command(PRIYA, "runs").status_code == 200
+    response = env.sender.click(PRIYA, "approve", message)
+    assert response.status_code == 200, response.text
+    env.wait(lambda: env.hazel.decisions(run_id=run_id), "the approval to be recorded")
+    assert [d.action for d in env.hazel.decisions(run_id=run_id)] == ["approve"]
+
+
+@pytest.mark.parametrize("payload", [
+    {"type": "block_actions", "actions": "x"},
+    {"type": "block_actions", "user": {"id": PRIYA}, "actions": "x"},
+    {"type": "block_actions", "user": {"id": PRIYA}, "actions": ["x", 1]},
+    {"type": "block_actions", "user": {"id": PRIYA}, "actions": []},
+    {"type": "block_actions", "user": {"id": PRIYA}, "actions": [{"value": "1"}]},
+    {"type": "block_actions", "user": {"id": PRIYA}, "actions": [{"action_id": "hazel_approve", "value": {}}]},
+    {"type": "block_actions", "user": "x", "actions": [{"action_id": "hazel_approve", "value": "1"}]},
+    {"type": "view_submission", "user": {"id": PRIYA}, "view": "x"},
+    {"type": "view_submission", "user": {"id": PRIYA}, "view": {"id": "V1", "type": "modal",
+                                                                  "callback_id": "hazel_reject", "state": "x"}},
+    {"type": "view_submission", "user": {"id": PRIYA}, "view": {"id": "V1"}},
+])
+def test_a_malformed_signed_payload_answers_400(make_env, payload) -> None:  # noqa: ANN001
+    env: SlackEnv = make_env()
+    response = env.sender.post(urlencode({"payload": json.dumps(payload)}))
+    assert response.status_code == 400, response.text
+    assert response.text.startswith("malformed Slack request")
+
+
+def test_a_signed_body_that_is_not_a_slack_payload_answers_400(make_env) -> None:  # noqa: ANN001
+    env: SlackEnv = make_env()
+    response = env.sender.post("hello=world")
+    assert response.status_code == 400, response.text
+    assert "not a Slack payload" in response.text
+    assert env.sender.post(json.dumps({"hello": "world"}), content_type="application/json").status_code == 400
+
+
+def test_clicks_by_two_users_with_the_same_trigger_id_are_two_decisions(make_env) -> None:  # noqa: ANN001
+    env: SlackEnv = make_env(quorum_workflow())
+    run_id = env.start("quorum", {"text": "ship it"}, by=STARTER)
+    env.settle()
+    message = env.request_message(run_id)
+    trigger = env.fake.new_trigger_id()
+    assert env.sender.click(PRIYA, "approve", message, trigger_id=trigger).status_code == 200
+    env.ephemeral(PRIYA, "Your approval is counted: 1 of 2")
+    assert env.sender.click(PRIYA, "approve", message, trigger_id=trigger, retry_num=1).status_code == 200
+    assert env.sender.click(SAM, "approve", message, trigger_id=trigger).status_code == 200
+    env.wait(lambda: len(env.hazel.decisions(run_id=run_id)) == 2, "both approvals")
+    assert sorted(d.actor_id for d in env.hazel.decisions(run_id=run_id)) == sorted([PRIYA, SAM])
