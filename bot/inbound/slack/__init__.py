@@ -50,12 +50,20 @@ def build_app(hazel: Hazel, settings: Settings, *, channel: SlackChannel | None 
     if channel is not None and channel.on_change is None:
         channel.on_change = bridge.refresh_homes
     secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else None
+    logging.getLogger("slack_bolt.App").addFilter(_not_token_skipped)
     app = App(client=client, signing_secret=secret, authorize=settings_authorize(client.token),
               request_verification_enabled=not socket_mode, name="hazel")
     interactions.register(app, bridge)
     commands.register(app, bridge)
     home.register(app, bridge)
     return app
+
+
+def _not_token_skipped(record: logging.LogRecord) -> bool:
+    """Drop Bolt's warning that ``token`` is ignored when ``authorize`` is given (slack_bolt 1.30,
+    ``App.__init__``: ``warning_token_skipped``): the client carries the same token, ``settings_authorize``
+    hands it back, and the line would open every ``hazel serve`` log as if something were misconfigured."""
+    return "`token` (or SLACK_BOT_TOKEN env variable) will be ignored" not in record.getMessage()
 
 
 def settings_authorize(token: str) -> Callable[..., AuthorizeResult]:
