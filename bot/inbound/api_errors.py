@@ -115,7 +115,7 @@ def validation_message(exc: RequestValidationError, body: bytes | None = None) -
                 try:
                     body.decode("utf-8")
                 except UnicodeDecodeError as not_utf8:
-                    return unreadable_reason(not_utf8) or "the body is not valid UTF-8"
+                    return unreadable_reason(not_utf8)
             return f"the body is not valid JSON ({(err.get('ctx') or {}).get('error', 'decode error')})"
         loc = ".".join(_loc_part(x) for x in err.get("loc", ()) if x not in ("body",)) or "body"
         msg = err.get("msg")
@@ -157,11 +157,6 @@ def load_json_body(body: bytes) -> Any:
         raise UnreadableBodyError(unreadable_reason(exc)) from None
 
 
-def _unreadable_body(exc: BaseException) -> str | None:
-    """Why FastAPI could not parse a body (it answers a bare 400 and keeps the cause): None if unknown."""
-    return unreadable_reason(exc.__cause__)
-
-
 def _allowed_methods(request: Request) -> str:
     """The methods the OpenAPI document lists for the request's path (Starlette's ``Allow`` names only those
     of the first route that matched the path), e.g. ``"GET, POST"``; empty if it lists none."""
@@ -195,7 +190,8 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
                               + (f" (allowed: {allowed})" if allowed else ""), headers=headers)
     if exc.status_code == 413:
         return error_response(413, "PayloadTooLargeError", str(exc.detail), headers=headers)
-    unreadable = _unreadable_body(exc) if exc.status_code == 400 else None
+    # FastAPI answers a body it could not parse with a bare 400 and keeps the cause
+    unreadable = unreadable_reason(exc.__cause__) if exc.status_code == 400 else None
     if unreadable is not None:
         return error_response(422, "InvalidRequestError", unreadable)
     return error_response(exc.status_code, "HTTPError", str(exc.detail), headers=headers)
