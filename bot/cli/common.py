@@ -52,6 +52,9 @@ def console(name: str) -> "Console":
 
 _opened: list[Any] = []
 """Engines built by ``engine()`` for the running command; closed when it ends."""
+_stdin_read: list[bool] = []
+"""Holds True once an argument of the running command read standard input (``read_file("-")``): a second
+``@-`` would read nothing, and is refused instead of taking the empty text as its value."""
 
 
 class CliError(Exception):
@@ -193,6 +196,7 @@ def handle_errors(fn: F) -> F:
             console("err").print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
             raise typer.Exit(1) from None
         finally:
+            _stdin_read.clear()
             while _opened:  # release the engine's connections when the command is done
                 _opened.pop().close()
             while _handlers:
@@ -270,10 +274,19 @@ def read_file(path: str, *, what: str | None = None) -> str:
     Files larger than ``HAZEL_MAX_STATE_BYTES`` (``Settings.max_state_bytes``) are refused before they are read
     (their size, or for a pipe the bytes read up to one past the limit).
 
+    Standard input is read once per command: a second ``-`` is refused (it would read nothing). A file named
+    ``-`` is ``./-``.
+
     Raises:
-        CliError: the file cannot be read, is over the limit, or is not UTF-8 text (or holds a NUL byte).
+        CliError: the file cannot be read, is over the limit, or is not UTF-8 text (or holds a NUL byte);
+            standard input was read already by another argument of the command.
     """
     what = what or ("standard input" if path == "-" else path)
+    if path == "-":
+        if _stdin_read:
+            raise CliError("standard input was read already by another `@-` or `--file -` of this command; only "
+                           "one argument can read it (give the others as @FILE)")
+        _stdin_read.append(True)
     limit = _max_file_bytes()
     over = f"{what} is over the limit of {limit:,} bytes (HAZEL_MAX_STATE_BYTES)"
     try:

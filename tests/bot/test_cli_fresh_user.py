@@ -143,3 +143,22 @@ def test_input_at_dash_reads_standard_input(cli) -> None:  # noqa: ANN001
     bad = runner.invoke(app, ["run", "doc-review", "--input", "@-"], input=b"caf\xe9")
     assert (bad.exit_code, bad.stderr) == (1, "error: cannot read standard input: not UTF-8 text (byte 0xe9 at "
                                               "offset 3)\n")
+
+
+def test_a_second_at_dash_is_refused_not_read_as_empty(cli) -> None:  # noqa: ANN001
+    """Standard input is read once: a second ``@-`` of the same command would have taken "" as its value."""
+    from typer.testing import CliRunner
+
+    from bot.cli import app
+
+    run_id = cli.json("run", "doc-review", "--input", '{"topic": "t"}')["run"]["id"]
+    before = cli.json("history", run_id)
+    runner = CliRunner()
+    both = runner.invoke(app, ["rewind", run_id, "--to", "0", "--feedback", "@-", "--set", "topic=@-"],
+                         input="piped once\n")
+    assert (both.exit_code, both.stderr) == (1, "error: standard input was read already by another `@-` or "
+                                                "`--file -` of this command; only one argument can read it (give "
+                                                "the others as @FILE)\n")
+    assert cli.json("history", run_id) == before  # nothing rewound
+    again = runner.invoke(app, ["feedback", run_id, "@-"], input="the next command reads it again\n")
+    assert again.exit_code == 0, again.output
