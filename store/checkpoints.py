@@ -153,6 +153,11 @@ class NewCheckpoint:
     handoff: dict[str, Any] | None = None
 
 
+SEQ_MAX = 2**31 - 1
+"""The largest checkpoint number a database can hold (``seq`` is a 32-bit INTEGER on PostgreSQL): a larger
+one names no checkpoint, and is answered as such without a query (SQLite's driver cannot even bind one past
+64 bits: ``OverflowError``)."""
+
 ROW_COLUMNS = ("run_id", "seq", "parent_seq", "branch", "step", "next_step", "workflow_version", "created_at",
                "base_seq", "chain_len", "stored_bytes", "compressed", "payload", "decision_id", "handoff")
 """The columns of a checkpoint row, in the order ``encode_checkpoint`` gives its values."""
@@ -261,7 +266,8 @@ class CheckpointRepo:
         return fast.Later(lambda: position)
 
     def load(self, run_id: str, seq: int) -> LoadedCheckpoint | None:
-        """The full state at checkpoint ``seq``: its snapshot plus the patches after it, in one query."""
+        """The full state at checkpoint ``seq``: its snapshot plus the patches after it, in one query; None
+        when there is no such checkpoint (a ``seq`` out of ``0..SEQ_MAX`` too, without a query)."""
         return self.load_later(run_id, seq).get()
 
     def load_later(self, run_id: str, seq: int | None) -> fast.Later[LoadedCheckpoint | None]:
@@ -269,6 +275,8 @@ class CheckpointRepo:
         run's pending steering request waits at (in the same query: a decision reads its run, request and
         state in one round trip)."""
         pg = self.dialect.postgresql
+        if seq is not None and not 0 <= seq <= SEQ_MAX:  # no such checkpoint; the driver could not even send it
+            return fast.Later(lambda: None)
         if seq is None:
             res = fast.execute(self.conn, _PENDING_CHAIN_PG if pg else _PENDING_CHAIN, {"run_id": run_id},
                                binary=True)
@@ -282,7 +290,9 @@ class CheckpointRepo:
                              loaded.delta_bytes)
 
     def info(self, run_id: str, seq: int) -> CheckpointInfo | None:
-        """One checkpoint's metadata (no state)."""
+        """One checkpoint's metadata (no state); None when there is none (a ``seq`` out of ``0..SEQ_MAX`` too)."""
+        if not 0 <= seq <= SEQ_MAX:
+            return None
         row = fast.execute(self.conn, _ONE_INFO, {"run_id": run_id, "seq": seq}).one()
         return _info(row) if row else None
 

@@ -177,10 +177,39 @@ def transaction(engine: Engine, *, write: bool = True, durable: bool = True) -> 
     most the busy timeout; after that ``BEGIN IMMEDIATE`` waits and fails as it would have)."""
     with write_turn(engine) if write else nullcontext(), engine.connect() as conn:
         conn = conn.execution_options(hazel_write=write, hazel_durable=durable)
+        cursors = conn.info.setdefault(_OPEN_CURSORS, [])
         with conn.begin():
-            if not durable and conn.dialect.name == "postgresql":
-                conn.connection.driver_connection.execute("SET LOCAL synchronous_commit TO OFF")
-            yield conn
+            try:
+                if not durable and conn.dialect.name == "postgresql":
+                    conn.connection.driver_connection.execute("SET LOCAL synchronous_commit TO OFF")
+                yield conn
+            except BaseException:
+                _close_all(cursors)  # before the rollback and before the connection goes back to the pool
+                raise
+            finally:
+                cursors.clear()
+
+
+_OPEN_CURSORS = "hazel_open_cursors"
+
+
+def opened_cursor(conn: Connection, cursor: object) -> None:
+    """Note a DBAPI cursor opened inside ``transaction`` whose rows may not be read (``store.fast.execute``):
+    if the transaction fails, it is closed before the rollback. On SQLite an unread SELECT keeps its statement
+    active, and with it a read transaction on the connection after the rollback: the next ``BEGIN IMMEDIATE``
+    on that pooled connection then fails at once with "database is locked" (its snapshot is older than the
+    last commit), for as long as the cursor lives, and a failed transaction's cursors live as long as its
+    traceback (until the garbage collector frees the cycle). Seen: one refused rewind wedged every writer of
+    ``hazel serve``."""
+    conn.info.setdefault(_OPEN_CURSORS, []).append(cursor)
+
+
+def _close_all(cursors: list) -> None:
+    for cursor in cursors:
+        try:
+            cursor.close()
+        except Exception:  # a connection that broke: nothing left to release
+            pass
 
 
 def unreachable_reason(url: str, *, timeout_sec: int = 3) -> str | None:

@@ -31,6 +31,8 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.types import JSON, TypeDecorator, TypeEngine
 
+from store.db import opened_cursor
+
 Convert = Callable[[Any], Any]
 T = TypeVar("T")
 _SQLITE_NAMED = sqlite_dialect.dialect(paramstyle="named")
@@ -267,18 +269,24 @@ def execute(conn: Connection, stmt: ClauseElement, params: dict[str, Any], *, bi
     """
     c, values = prepared(conn, stmt, params)
     raw = conn.connection.driver_connection
+    cursor = raw.cursor()
     try:
-        cursor = raw.cursor()
         if binary and conn.dialect.name == "postgresql":
             cursor.execute(c.sql, values, binary=True)
         else:
             cursor.execute(c.sql, values)
     except conn.dialect.loaded_dbapi.Error as exc:
+        cursor.close()
         invalid = conn.dialect.is_disconnect(exc, raw, None)
         if invalid:
             conn.invalidate(exc)
         raise DBAPIError.instance(c.sql, values, exc, conn.dialect.loaded_dbapi.Error,
                                   connection_invalidated=invalid, dialect=conn.dialect) from exc
+    except BaseException:  # a value the driver cannot send (OverflowError for an int past 64 bits, …)
+        cursor.close()
+        raise
+    if c.returns_rows:  # its rows may stay unread if the transaction fails: closed then (store.db.transaction)
+        opened_cursor(conn, cursor)
     return Result(cursor, c)
 
 
