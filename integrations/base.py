@@ -60,9 +60,14 @@ class Channel(ABC):
             DeliveryError: not posted; the outbox retries.
         """
 
-    def remind(self, view: RequestView) -> None:
+    def remind(self, view: RequestView) -> dict[str, Any] | None:
         """Remind the approvers of a pending request (``view.reminder``) or tell the backup approvers it was
         escalated to them (``view.escalation``). Default: post it again as a new message.
+
+        Returns:
+            None, or ``{"copies": [{"channel": …, "ts": …}, …]}``: messages it posted that carry the request's
+            buttons; they are added to the request's ``message_ref["copies"]`` (with ``via``, the channel
+            string) and ``update_request`` must update them too.
 
         Raises:
             DeliveryError: not posted; the outbox retries.

@@ -149,10 +149,45 @@ class RequestRepo:
         return SteeringRequest.model_validate(row) if row else None
 
     def set_message_ref(self, request_id: int, ref: dict[str, Any]) -> None:
-        """Store where the channel posted the request; ``ref["key"]`` (if any) becomes its ``message_key``."""
+        """Store where the channel posted the request; ``ref["key"]`` (if any) becomes its ``message_key``.
+        The ``copies`` already recorded (``add_message_copies``: a reminder or escalation delivered before the
+        request's own message) are kept."""
         key = ref.get("key")
+        before = self._locked_ref(request_id)
+        if before.get("copies") and "copies" not in ref:
+            ref = {**ref, "copies": before["copies"]}
         self.conn.execute(update(steering_requests).where(steering_requests.c.id == request_id)
                           .values(message_ref=ref, message_key=str(key) if key is not None else None))
+
+    def add_message_copies(self, request_id: int, copies: list[dict[str, Any]]) -> SteeringRequest | None:
+        """Record more messages that show the request with its buttons (a reminder's or an escalation's, posted
+        after the request itself) in ``message_ref["copies"]``, so that the update after a decision reaches them
+        too. Each copy is a dict with at least ``channel`` and ``ts`` (the channel's own ids, e.g. Slack's) and
+        ``via`` (the Hazel channel string it was delivered through, e.g. ``slack:C0123``); a copy already
+        recorded (same ``channel`` and ``ts``) is not added twice. The row is locked (PostgreSQL ``FOR UPDATE``)
+        so that concurrent deliveries do not lose each other's copies; ``message_key`` is left as it is.
+
+        Returns:
+            The request as it is now (its status tells whether it settled meanwhile), or None if it is gone.
+        """
+        ref = dict(self._locked_ref(request_id))
+        known = list(ref.get("copies") or [])
+        seen = {(c.get("channel"), c.get("ts")) for c in known}
+        for copy in copies:
+            if (copy.get("channel"), copy.get("ts")) not in seen:
+                known.append(dict(copy))
+                seen.add((copy.get("channel"), copy.get("ts")))
+        ref["copies"] = known
+        self.conn.execute(update(steering_requests).where(steering_requests.c.id == request_id)
+                          .values(message_ref=ref))
+        return self.get(request_id)
+
+    def _locked_ref(self, request_id: int) -> dict[str, Any]:
+        """The request's ``message_ref`` (``{}`` when none), its row locked until the transaction ends."""
+        stmt = self.dialect.lock(select(steering_requests.c.message_ref).where(steering_requests.c.id == request_id))
+        row = self.conn.execute(stmt).first()
+        ref = row.message_ref if row is not None else None
+        return ref if isinstance(ref, dict) else {}
 
     def by_message_key(self, key: str) -> SteeringRequest | None:
         """The latest request the channel posted under ``key``."""

@@ -19,7 +19,8 @@ from typing import Callable, Collection
 from bot.engine import Hazel
 from bot.engine import bind_log_context
 from integrations.base import Channel, DeliveryError, PermanentDeliveryError
-from store.models import SYSTEM, OutboxKind, OutboxMessage, ProgressView
+from store import Tx
+from store.models import SYSTEM, OutboxKind, OutboxMessage, ProgressView, RequestStatus
 
 log = logging.getLogger("hazel.outbox")
 
@@ -68,6 +69,8 @@ class Deliverer:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._followed_up = False
+        """Set when a delivery queued another message that is due at once (``_follow_up``): the pass goes on."""
         self.senders: dict[str, Callable[[OutboxMessage], None]] = {}
         """Outbox kinds delivered by a plain sender instead of a channel (``hook.event``: ``bot.ops.hooks``). A
         sender raises ``DeliveryError`` / ``PermanentDeliveryError`` like a channel."""
@@ -85,9 +88,10 @@ class Deliverer:
                                             run_ids=run_ids)
             if not batch:
                 return sent
+            self._followed_up = False
             for message in batch:
                 sent += self._deliver(message)
-            if len(batch) < limit:
+            if len(batch) < limit and not self._followed_up:
                 return sent
 
     @bind_log_context(run_id="message.run_id", request_id="message.request_id")
@@ -109,8 +113,47 @@ class Deliverer:
         with self.store.transaction() as tx:
             if ref is not None and message.request_id is not None and message.kind == OutboxKind.REQUEST_OPENED:
                 tx.requests.set_message_ref(message.request_id, ref)
+            elif message.request_id is not None:
+                self._follow_up(tx, message, ref)
             tx.outbox.mark_sent(message.id, now=self.clock())
         return 1
+
+    def _follow_up(self, tx: Tx, message: OutboxMessage, ref: dict | None) -> None:
+        """What a delivered message leaves to do for its request, in the transaction that marks it sent.
+
+        - A reminder or escalation that posted copies of the request with its buttons (``ref["copies"]``,
+          e.g. Slack DMs or the whole request in an ``escalate_channel``) has them recorded in the request's
+          ``message_ref`` (each with ``via``: the channel string it went through), so that the update after a
+          decision reaches them; should the request have settled meanwhile (its update may already be
+          delivered without them), another ``request.closed`` is queued on ``via`` to update them now.
+        - An update (``request.closed`` / ``request.vote``) delivered on the request's own channel is queued
+          again, marked ``copies_only``, on each other kind of channel that holds copies (a Jira request
+          escalated to a Slack channel), which updates its copies there.
+        """
+        now = self.clock()
+        request_id = message.request_id
+        assert request_id is not None
+        copies = (ref or {}).get("copies") if message.kind in (OutboxKind.REMINDER.value,
+                                                                OutboxKind.ESCALATION.value) else None
+        if copies:
+            after = tx.requests.add_message_copies(request_id, [{**c, "via": message.channel} for c in copies])
+            if after is not None and after.status is not RequestStatus.PENDING:
+                tx.outbox.add(channel=message.channel, kind=OutboxKind.REQUEST_CLOSED, now=now,
+                              run_id=message.run_id, request_id=request_id, payload={"copies_only": True})
+                self._followed_up = True
+            return
+        if message.kind not in (OutboxKind.REQUEST_CLOSED.value, OutboxKind.REQUEST_VOTE.value) or (
+                (message.payload or {}).get("copies_only")):
+            return
+        request = tx.requests.get(request_id)
+        held = (request.message_ref or {}).get("copies") if request is not None else None
+        kind = _kind(message.channel)
+        elsewhere = {_kind(c["via"]): c["via"] for c in held or () if isinstance(c, dict) and c.get("via")
+                     and _kind(c["via"]) != kind}
+        for via in elsewhere.values():
+            tx.outbox.add(channel=via, kind=OutboxKind(message.kind), now=now, run_id=message.run_id,
+                          request_id=request_id, payload={"copies_only": True})
+            self._followed_up = True
 
     def _send(self, channel: Channel, message: OutboxMessage) -> dict | None:
         view = self.hazel.outbox_view(message=message)
@@ -126,11 +169,14 @@ class Deliverer:
             channel.update_request(view)
             return None
         if kind in (OutboxKind.REMINDER.value, OutboxKind.ESCALATION.value):
-            channel.remind(view)
-            return None
+            return channel.remind(view)  # {"copies": [...]}: messages it posted with the request's buttons
         raise PermanentDeliveryError(f"unknown outbox kind {kind!r}")
 
     def _failed(self, message: OutboxMessage, exc: DeliveryError, *, permanent: bool) -> None:
+        partial = getattr(exc, "message_ref", None)  # copies a reminder posted before the call that failed
+        if isinstance(partial, dict) and partial.get("copies") and message.request_id is not None:
+            with self.store.transaction() as tx:
+                self._follow_up(tx, message, partial)
         attempts = message.attempts
         dead = permanent or attempts >= self.max_attempts
         delay = exc.retry_after_sec or min(self.max_backoff_sec, self.backoff_sec * 2 ** (attempts - 1))
@@ -175,3 +221,7 @@ class Deliverer:
             self._thread.join(timeout=10)
             self._thread = None
 
+
+def _kind(channel: str) -> str:
+    """``slack`` for ``slack:C0123``, ``jira`` for ``jira:MIG``, ``console`` for ``console``."""
+    return channel.split(":", 1)[0]

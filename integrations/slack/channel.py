@@ -15,12 +15,12 @@ from typing import Any, Callable
 
 from slack_sdk import WebClient
 
-from integrations.base import Channel, DeliveryError
+from integrations.base import Channel, DeliveryError, PermanentDeliveryError
 from integrations.slack import blocks as B
 from integrations.slack import text as T
 from integrations.slack.client import delivery_error
 from integrations.slack.directory import DirectoryError, SlackDirectory
-from store.models import Approvers, ProgressView, RequestView
+from store.models import Approvers, ProgressView, RequestStatus, RequestView
 
 log = logging.getLogger("hazel.slack")
 
@@ -32,6 +32,13 @@ def target(channel: str) -> str:
     if kind != "slack" or not where:
         raise ValueError(f"not a Slack channel: {channel!r}")
     return where
+
+
+def slack_copies(ref: dict[str, Any]) -> list[dict[str, Any]]:
+    """The copies in a request's ``message_ref["copies"]`` that were posted in Slack (``via`` ``slack:…``, or
+    no ``via``), each ``{"channel": "C…"|"D…", "ts": "…", "user"?: "U…", "via"?: "slack:…"}``."""
+    return [c for c in ref.get("copies") or () if isinstance(c, dict) and c.get("channel") and c.get("ts")
+            and str(c.get("via") or "slack:").startswith("slack:")]
 
 
 class SlackChannel(Channel):
@@ -72,7 +79,7 @@ class SlackChannel(Channel):
         plus a DM to each approver when the point has ``notify_approvers``).
 
         Returns:
-            ``{"channel": "C…", "ts": "…", "key": "C…:ts", "dms": [{"channel": "D…", "ts": "…"}]}``.
+            ``{"channel": "C…", "ts": "…", "key": "C…:ts", "dms": [{"channel": "D…", "ts": "…", "user": "U…"}]}``.
 
         Raises:
             DeliveryError: a call failed (429 after slack_sdk's own retries carries ``retry_after_sec``).
@@ -97,7 +104,7 @@ class SlackChannel(Channel):
                 if user not in dms:
                     response = self._call("chat.postMessage", f"DM {user}", self.client.chat_postMessage,
                                           channel=user, text=fallback, blocks=blocks, unfurl_links=False)
-                    dms[user] = {"channel": response["channel"], "ts": response["ts"]}
+                    dms[user] = {"channel": response["channel"], "ts": response["ts"], "user": user}
             ref["dms"] = list(dms.values())
         self._forget(("open", view.request.id))
         self._changed(view)
@@ -105,20 +112,34 @@ class SlackChannel(Channel):
 
     def update_request(self, view: RequestView) -> None:
         """Show the request as it is now (votes, or the outcome with who and when and no buttons) in place,
-        with ``chat.update`` on the channel message and each DM.
+        with ``chat.update`` on every Slack message that shows it with its buttons: the channel message, each
+        approver's DM, and the copies reminders and escalations posted later (``message_ref["copies"]``
+        delivered through Slack: the whole request in an ``escalate_channel``, DMs to backup approvers and to
+        approvers who had none). A copy Slack no longer has (``message_not_found``, deleted by its reader) is
+        skipped with a warning: it must not keep the others stale.
 
         Raises:
-            DeliveryError: a call failed.
+            DeliveryError: a call failed (the outbox retries the whole update: ``chat.update`` is idempotent).
+            PermanentDeliveryError: Slack refused the channel message or a DM as invalid.
         """
         ref = view.request.message_ref or {}
         messages = ([{"channel": ref["channel"], "ts": ref["ts"]}] if ref.get("channel") and ref.get("ts") else [])
-        if not messages:
+        if not messages and not ref.get("copies"):
             log.info("request %s has no Slack message to update (not posted in Slack)", view.request.id)
+        elsewhere = (f"in the thread of the request in <#{ref['channel']}>" if ref.get("channel")
+                     else "where the request was first asked")
         for i, message in enumerate(messages + list(ref.get("dms") or [])):
-            where = "in this message's thread" if i == 0 else f"in the thread of the request in <#{ref['channel']}>"
+            where = "in this message's thread" if i == 0 and messages else elsewhere
             fallback, blocks, _ = self._message(view, file_where=where)
             self._call("chat.update", message["channel"], self.client.chat_update, channel=message["channel"],
                        ts=message["ts"], text=fallback, blocks=blocks)
+        fallback, blocks, _ = self._message(view, file_where=elsewhere)
+        for copy in slack_copies(ref):
+            try:
+                self._call("chat.update", copy["channel"], self.client.chat_update, channel=copy["channel"],
+                           ts=copy["ts"], text=fallback, blocks=blocks)
+            except PermanentDeliveryError as exc:
+                log.warning("request %s: a copy of its message was not updated: %s", view.request.id, exc)
         self._changed(view)
 
     def progress(self, view: ProgressView) -> None:
@@ -139,16 +160,39 @@ class SlackChannel(Channel):
             self._call("chat.postMessage", view.request.channel, self.client.chat_postMessage,
                        channel=target(view.request.channel), text=text, unfurl_links=False)
 
-    def remind(self, view: RequestView) -> None:
+    def remind(self, view: RequestView) -> dict[str, Any] | None:
         """A reminder (or an escalation notice) in the request's thread, also sent to the backup approvers on
         escalation and to each approver when the point notifies approvers. An escalation to another Slack
         channel (``escalate_channel``) posts the whole request there, with its buttons.
 
+        A person who already has a message with the request's buttons (their DM from ``open_request``, or an
+        earlier reminder's) gets the reminder as a reply in its thread, also shown in the DM
+        (``reply_broadcast``), without more buttons; anyone else gets a DM with the whole request and its
+        buttons. A request settled meanwhile is not reminded of (nothing is posted).
+
+        Returns:
+            ``{"copies": [{"channel": …, "ts": …, "user"?: "U…"}]}``: the messages posted with the request's
+            buttons (the escalation post, the new DMs), which the outbox adds to ``message_ref["copies"]`` so
+            that ``update_request`` updates them after the decision; None when nothing was posted.
+
         Raises:
-            DeliveryError: a call failed.
+            DeliveryError: a call failed; its ``message_ref`` holds the copies posted before it (a retry in this
+                process does not post them again).
         """
+        if view.request.status is not RequestStatus.PENDING:
+            return None
         key = ("remind", view.request.id, view.escalation, view.request.reminders_sent)
         memo = self._memo(key)
+        copies: list[dict[str, Any]] = memo.setdefault("copies", [])
+        try:
+            self._remind(view, memo, copies)
+        except DeliveryError as exc:
+            exc.message_ref = {"copies": list(copies)}  # type: ignore[attr-defined]
+            raise
+        self._forget(key)
+        return {"copies": copies} if copies else None
+
+    def _remind(self, view: RequestView, memo: dict[str, Any], copies: list[dict[str, Any]]) -> None:
         text = B.reminder_text(view)
         ref = view.request.message_ref or {}
         elsewhere = (view.escalation and view.escalate_channel is not None
@@ -157,8 +201,10 @@ class SlackChannel(Channel):
             if elsewhere:  # escalated to another channel (the request may even live in Jira): the whole
                 # request, with its buttons, so that the backup approvers can decide from there
                 _, blocks, _ = self._message(view, file_where="where the request was first asked")
-                self._call("chat.postMessage", view.escalate_channel, self.client.chat_postMessage,
-                           channel=target(view.escalate_channel), text=text, blocks=blocks, unfurl_links=False)
+                response = self._call("chat.postMessage", view.escalate_channel, self.client.chat_postMessage,
+                                      channel=target(view.escalate_channel), text=text, blocks=blocks,
+                                      unfurl_links=False)
+                copies.append({"channel": response["channel"], "ts": response["ts"]})
             elif ref.get("channel") and ref.get("ts"):
                 self._call("chat.postMessage", ref["channel"], self.client.chat_postMessage,
                            channel=ref["channel"], thread_ts=ref["ts"], text=text, reply_broadcast=True)
@@ -168,16 +214,24 @@ class SlackChannel(Channel):
             memo["thread"] = True
         people = view.escalate_to if view.escalation and view.escalate_to else (
             view.approvers if view.notify_approvers else None)
-        if people is not None:
-            sent = memo.setdefault("dms", set())
-            fallback, blocks, _ = self._message(view, file_where=f"in the thread of the request in "
-                                                                       f"<#{ref.get('channel', '')}>")
-            for user in self._approver_ids(people):
-                if user not in sent:
-                    self._call("chat.postMessage", f"DM {user}", self.client.chat_postMessage, channel=user,
-                               text=text, blocks=blocks, unfurl_links=False)
-                    sent.add(user)
-        self._forget(key)
+        if people is None:
+            return
+        sent = memo.setdefault("dms", set())
+        have = {m["user"]: m for m in [*(ref.get("dms") or []), *slack_copies(ref)] if m.get("user")}
+        fallback, blocks, _ = self._message(view, file_where=f"in the thread of the request in "
+                                                                   f"<#{ref.get('channel', '')}>")
+        for user in self._approver_ids(people):
+            if user in sent:
+                continue
+            mine = have.get(user)
+            if mine is not None:  # their message with the buttons is there already: remind them in its thread
+                self._call("chat.postMessage", f"DM {user}", self.client.chat_postMessage, channel=mine["channel"],
+                           thread_ts=mine["ts"], text=text, reply_broadcast=True, unfurl_links=False)
+            else:
+                response = self._call("chat.postMessage", f"DM {user}", self.client.chat_postMessage, channel=user,
+                                      text=text, blocks=blocks, unfurl_links=False)
+                copies.append({"channel": response["channel"], "ts": response["ts"], "user": user})
+            sent.add(user)
 
     # -- helpers ----------------------------------------------------------------------------------------------
 
