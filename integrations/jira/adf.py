@@ -52,9 +52,15 @@ def _blocks(content: Any, depth: int) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
-def _block(node: dict[str, Any], depth: int) -> str:
+def _check(depth: int) -> None:
     if depth > MAX_DEPTH:
         raise ADFError(f"the comment's document nests deeper than {MAX_DEPTH} levels")
+
+
+def _block(node: dict[str, Any], depth: int) -> str:
+    """One block node at ``depth`` (the document's own blocks are at 1; every node inside another, a list's
+    item or a table's row and cell included, one more)."""
+    _check(depth)
     kind = node.get("type")
     if kind in ("paragraph", "heading"):
         return _inline(node.get("content"), depth)
@@ -64,15 +70,17 @@ def _block(node: dict[str, Any], depth: int) -> str:
         start = (node.get("attrs") or {}).get("order", 1) if kind == "orderedList" else None
         number = start if isinstance(start, int) and not isinstance(start, bool) else 1
         lines = []
-        for i, item in enumerate(_children(node.get("content"))):
+        for i, item in enumerate(_children(node.get("content"))):  # an item is a level, its blocks the next
+            _check(depth + 1)
             marker = f"{number + i}. " if kind == "orderedList" else "- "
-            text = _blocks(item.get("content"), depth).replace("\n\n", "\n")
+            text = _blocks(item.get("content"), depth + 1).replace("\n\n", "\n")
             lines.append(marker + text.replace("\n", "\n" + " " * len(marker)))
         return "\n".join(lines)
     if kind == "table":
         rows = []
-        for row in _children(node.get("content")):
-            cells = [_blocks(cell.get("content"), depth + 1).replace("\n", " ") for cell in _children(row.get("content"))]
+        for row in _children(node.get("content")):  # a row and a cell are a level each
+            _check(depth + 2)
+            cells = [_blocks(cell.get("content"), depth + 2).replace("\n", " ") for cell in _children(row.get("content"))]
             rows.append(" | ".join(cells))
         return "\n".join(rows)
     if kind in ("rule", "mediaSingle", "mediaGroup", "media"):
