@@ -13,6 +13,14 @@ Duplicates decide once: decisions carry ``delivery_id`` (``<site>/issue/<id>/com
 ``integrations.jira.webhook.delivery_key``), which the database keeps unique, so Jira's retries and Server's
 ``issue_commented`` companion of a ``comment_created`` find the decision already made, while the same comment
 id on another issue or Jira site is another delivery. Replies are deduplicated in memory (per process).
+A refusal is the outcome of its delivery too: when the engine refused a comment or a transition (and audited
+it) but Jira did not take Hazel's answer (503, so Jira sends the webhook again), the retry posts that same
+refusal and decides nothing, so a comment refused on the request the issue showed never lands on the next
+request the issue carries once Jira is back (as a Slack button stays bound to its own request). That memory
+is per process too: a retry that reaches another process (or one restarted) is decided afresh.
+
+A transition to the approve or reject status of a request already settled is refused like any other (who
+decided it and when) and the issue is moved back.
 """
 
 from __future__ import annotations
@@ -52,26 +60,54 @@ HELP = ("Answer with a plain comment (feedback), or /approve, /reject REASON, /e
         "/rewind STEP [feedback].")
 
 
+class _Answer:
+    """A refusal decided for one delivery, not yet posted on the issue: ``text`` and, for a refused
+    transition, ``on_refused`` (moves the issue back; returns the sentence that says where it is), run again
+    by each attempt to post it."""
+
+    def __init__(self, event: JiraEvent, text: str, on_refused: Callable[[], str] | None = None) -> None:
+        self.event, self.text, self.on_refused = event, text, on_refused
+
+
+class _Unanswered(Exception):
+    """The refusal of a delivery is decided (and audited) but Jira did not take the answer: ``answer``."""
+
+    def __init__(self, answer: _Answer, cause: DeliveryError) -> None:
+        super().__init__(str(cause))
+        self.answer, self.cause = answer, cause
+
+
 class _Seen:
-    """Delivery keys handled (or being handled) by this process, the newest ``size`` of them."""
+    """Delivery keys handled (or being handled) by this process, the newest ``size`` of them; a key whose
+    refusal Jira did not take holds that refusal (``_Answer``), which the retry posts instead of deciding
+    again (one outcome per delivery, as Slack's delivery ids give)."""
 
     def __init__(self, size: int = 4096) -> None:
         self.size = size
-        self._keys: OrderedDict[str, None] = OrderedDict()
+        self._keys: OrderedDict[str, _Answer | None] = OrderedDict()
         self._lock = threading.Lock()
 
-    def claim(self, key: str) -> bool:
+    def claim(self, key: str) -> tuple[bool, _Answer | None]:
+        """``(claimed, the refusal still to post)``; not claimed: handled already or being handled."""
         with self._lock:
             if key in self._keys:
-                return False
+                answer = self._keys[key]
+                if answer is None:
+                    return False, None
+                self._keys[key] = None  # this attempt posts it
+                return True, answer
             self._keys[key] = None
             while len(self._keys) > self.size:
                 self._keys.popitem(last=False)
-            return True
+            return True, None
 
-    def release(self, key: str) -> None:
+    def release(self, key: str, answer: _Answer | None = None) -> None:
+        """Forget ``key`` (nothing was decided: the retry decides), or keep ``answer`` for the retry."""
         with self._lock:
-            self._keys.pop(key, None)
+            if answer is None:
+                self._keys.pop(key, None)
+            else:
+                self._keys[key] = answer
 
 
 class JiraWebhook:
@@ -107,10 +143,16 @@ class JiraWebhook:
         if event is None:
             return 200, {"ignored": "not a comment or a status change"}
         key = f"{event.delivery_id}:{hashlib.sha256(event.text.encode()).hexdigest()[:16]}"
-        if not self.seen.claim(key):
+        claimed, refusal = self.seen.claim(key)
+        if not claimed:
             return 200, {"duplicate": True}
         try:
-            status, answer = self._dispatch(event)
+            status, answer = self._post(refusal) if refusal is not None else self._dispatch(event)
+        except _Unanswered as exc:  # refused (and audited) once: the retry gets this refusal, nothing else
+            self.seen.release(key, exc.answer)
+            log.warning("jira webhook %s on issue %s: refused, but Jira did not take the answer: %s",
+                        event.webhook_event, event.issue_id, exc.cause)
+            return 503, {"error": "Jira is unavailable; send again later"}
         except DeliveryError as exc:
             self.seen.release(key)
             log.warning("jira webhook %s on issue %s: Jira unavailable: %s", event.webhook_event, event.issue_id, exc)
@@ -142,8 +184,6 @@ class JiraWebhook:
             action, payload = "reject", {"reason": event.text.strip() or f"moved to {event.to_status} in Jira"}
         else:
             return 200, {"ignored": f"status {event.to_status!r} decides nothing here"}
-        if view.request.status is not RequestStatus.PENDING:
-            return 200, {"ignored": "the request is already settled"}
         return self._decide(event, view, action, payload, on_refused=lambda: self._move_back(event, opts))
 
     def _move_back(self, event: JiraEvent, opts: JiraOptions) -> str:
@@ -205,14 +245,13 @@ class JiraWebhook:
                 outcome = self.hazel.decide(run_id=run_id, action=action, actor=actor, payload=payload,
                                             request_id=request.id, delivery_id=event.delivery_id)
         except NotAllowedError as exc:
-            note = " The request is still open." + on_refused() if on_refused else ""
-            return self._reply(event, f"{inline(exc.message)}. Nothing changed. Who may steer this request: "
-                                      f"{who_may(view.approvers, cloud=self.channel.cloud)}.{note}",
-                               refused=True)
+            still = " The request is still open." if on_refused else ""
+            who = who_may(view.approvers, cloud=self.channel.cloud, identities=self.channel.identities)
+            return self._post(_Answer(event, f"{inline(exc.message)}. Nothing changed. Who may steer this request: "
+                                             f"{who}.{still}", on_refused))
         except HazelError as exc:  # invalid edit, already decided, a second vote, unknown rewind target, …
-            note = on_refused() if on_refused else ""
             still = " The request is still open." if pending and action != "rewind" else ""
-            return self._reply(event, f"{inline(exc.message)}. Nothing changed.{still}{note}", refused=True)
+            return self._post(_Answer(event, f"{inline(exc.message)}. Nothing changed.{still}", on_refused))
         log.info("jira %s on issue %s by %s: %s run %s%s", event.webhook_event, event.issue_id, actor.id, action,
                  run_id, " (duplicate)" if outcome.duplicate else "")
         return 200, {"decided": outcome.decision.action.value, "run_id": run_id, "duplicate": outcome.duplicate,
@@ -231,6 +270,18 @@ class JiraWebhook:
         return self.hazel.identify(channel="jira", id=event.actor.id, name=event.actor.display_name,
                                    groups=groups, email=event.actor.email)
 
+    def _post(self, answer: _Answer) -> tuple[int, dict[str, Any]]:
+        """Post a refusal the engine gave (after ``on_refused``, whose sentence ends it).
+
+        Raises:
+            _Unanswered: Jira is unavailable (the refusal stands: the retry posts it, deciding nothing again).
+        """
+        try:
+            note = answer.on_refused() if answer.on_refused else ""
+            return self._reply(answer.event, answer.text + note, refused=True)
+        except DeliveryError as exc:
+            raise _Unanswered(answer, exc) from exc
+
     def _reply(self, event: JiraEvent, text: str, *, refused: bool) -> tuple[int, dict[str, Any]]:
         """Answer the person on the issue (raises DeliveryError when Jira is down: the caller answers 503)."""
         self.channel.comment(event.issue_id, f"{mention(event.actor.id, cloud=self.channel.cloud)} {text}")
@@ -241,6 +292,8 @@ def jira_router(hazel: Hazel, settings: Settings, *, channel: JiraChannel,
                 directory: JiraDirectory | None = None) -> APIRouter:
     """The ``POST /jira/webhook`` router, answering on ``channel`` (the Jira channel Hazel delivers through)."""
     directory = directory or JiraDirectory(channel.client, group_ttl_sec=settings.jira_group_cache_sec)
+    if channel.identities is None:  # approvers listed as people are mentioned by their Jira identities
+        channel.identities = lambda person: hazel.people.identities_of(person).get("jira", frozenset())
     secret = settings.jira_webhook_secret.get_secret_value() if settings.jira_webhook_secret else None
     if secret is None:
         log.warning("JIRA_WEBHOOK_SECRET is not set: %s", "unsigned Jira webhooks are accepted"

@@ -62,15 +62,19 @@ class JiraChannel(Channel):
         defaults: issue type and statuses where a steering point sets no ``jira_*`` option.
         max_chars: characters of artefact per description (Jira's limit per field is 32,767).
         link_for: ``run_id -> URL | None``, the signed "View run" link each issue description carries.
+        identities: ``person -> their Jira identities`` (the people file), so that approvers listed as
+            ``people`` are mentioned and watch the issue; None (also settable later as ``.identities``: the
+            webhook's router sets the engine's) mentions only ``jira_users``.
     """
 
     name = "jira"
 
     def __init__(self, *, client: JIRA, cloud: bool, defaults: JiraOptions | None = None,
                  max_chars: int = render.MAX_TEXT_CHARS, link_for: Callable[[str], str | None] | None = None,
-                 ) -> None:
+                 identities: render.JiraIdentities | None = None) -> None:
         self.client = client
         self.link_for = link_for
+        self.identities = identities
         self.cloud = cloud
         self.defaults = defaults or JiraOptions()
         self.max_chars = max_chars
@@ -95,7 +99,8 @@ class JiraChannel(Channel):
             return {"skipped": f"request was {view.request.status.value} before its issue was created"}
         opts = self.options_for(view.options)
         body = render.description(view, opts, cloud=self.cloud, max_chars=self.max_chars,
-                                  link=self.link_for(view.run.id) if self.link_for else None)
+                                  link=self.link_for(view.run.id) if self.link_for else None,
+                                  identities=self.identities)
         label, mine = point_label(view.run.id, view.point), request_label(view.request.id)
         with jira_call("search for the run's issue"):
             found = self.client.search_issues(f'labels = "{label}" ORDER BY created DESC', maxResults=5,
@@ -115,7 +120,7 @@ class JiraChannel(Channel):
             fields["assignee"] = {"accountId": opts.assignee} if self.cloud else {"name": opts.assignee}
         with jira_call("create issue"):
             issue = self.client.create_issue(fields=fields, prefetch=False)
-        self._add_watchers(issue.id, view.approvers.jira_users)
+        self._add_watchers(issue.id, tuple(render.jira_users_of(view.approvers, self.identities, cloud=self.cloud)))
         return self._ref(issue.id, issue.key, opts)
 
     def _ref(self, issue_id: str, issue_key: str, opts: JiraOptions) -> dict[str, Any]:
@@ -185,7 +190,7 @@ class JiraChannel(Channel):
                 "Jira project is not supported (escalate to the request's own channel or to Slack)")
         if issue_id is None:
             raise DeliveryError(f"request {view.request.id} has no Jira issue yet; the reminder waits for it")
-        self.comment(issue_id, render.reminder_comment(view, cloud=self.cloud))
+        self.comment(issue_id, render.reminder_comment(view, cloud=self.cloud, identities=self.identities))
 
     # -- issue operations (also used by the webhook to answer people) ----------------------------------
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Callable, Iterable
 
 from integrations.jira.options import JiraOptions
 from store.models import (Approvers, Decision, ProgressView, RequestStatus, RequestView, node_names, past_tense,
@@ -35,12 +35,40 @@ def mention(user: str, *, cloud: bool) -> str:
     return f"[~accountid:{user}]" if cloud else f"[~{user}]"
 
 
-def who_may(approvers: Approvers, *, cloud: bool) -> str:
-    """The people and the Jira users and groups of ``approvers``, e.g. ``priya, [~accountid:…], members of
-    dba``; ``anyone`` when the list is empty; other channels' approvers are named as such."""
+JiraIdentities = Callable[[str], Iterable[str]]
+"""A person's Jira identities (account ids on Cloud, user names on Server) as the people file lists them."""
+
+
+def _cloud_like(identity: str) -> bool:
+    """Looks like a Jira Cloud account id (``557058:…``, or the older 24 hexadecimal digits)."""
+    return ":" in identity or re.fullmatch(r"[0-9a-f]{24}", identity) is not None
+
+
+def jira_users_of(approvers: Approvers, identities: JiraIdentities | None, *, cloud: bool) -> list[str]:
+    """The Jira users to mention or add as watchers for ``approvers``: the listed ``jira_users``, then the
+    Jira identities of the listed ``people`` (``identities``; None: none known). A person listed with both a
+    Cloud account id and a Server user name is mentioned by those of the deployment's kind (all of them when
+    none looks so)."""
+    users = list(approvers.jira_users)
+    for person in approvers.people:
+        found = sorted(identities(person)) if identities is not None else []
+        fitting = [u for u in found if _cloud_like(u) is cloud] or found
+        users += [u for u in fitting if u not in users]
+    return users
+
+
+def who_may(approvers: Approvers, *, cloud: bool, identities: JiraIdentities | None = None) -> str:
+    """The people and the Jira users and groups of ``approvers``, e.g. ``priya ([~priya.k]), [~accountid:…],
+    members of dba``: a listed person is mentioned by their Jira identities (``identities``, the people
+    file), a Jira user as such; ``anyone`` when the list is empty; other channels' approvers are named as
+    such."""
     if approvers.empty:
         return "anyone"
-    parts = [inline(p) for p in approvers.people]
+    parts, named = [], set(approvers.jira_users)
+    for person in approvers.people:
+        own = [u for u in jira_users_of(Approvers(people=(person,)), identities, cloud=cloud) if u not in named]
+        named.update(own)
+        parts.append(inline(person) + (f" ({', '.join(mention(u, cloud=cloud) for u in own)})" if own else ""))
     parts += [mention(u, cloud=cloud) for u in approvers.jira_users]
     parts += [f"members of {inline(g)}" for g in approvers.jira_groups]
     if approvers.users or approvers.slack_users or approvers.slack_usergroups:
@@ -163,15 +191,15 @@ def how_to_answer(view: RequestView, opts: JiraOptions) -> list[str]:
 
 
 def description(view: RequestView, opts: JiraOptions, *, cloud: bool, max_chars: int = MAX_TEXT_CHARS,
-                link: str | None = None) -> str:
+                link: str | None = None, identities: JiraIdentities | None = None) -> str:
     """The issue description: what is asked, the run's context, the artefact (at most ``max_chars``, and
     never more than fits in Jira's field), and how to answer; ``link``: the run page's signed "View run"
-    URL (none: no such line)."""
+    URL (none: no such line); ``identities``: people's Jira identities (``who_may``)."""
     r = view.request
     lines = [f"Hazel asks: *{inline(view.title)}*", "",
              f"*Run:* {view.run.id} · *Workflow:* {inline(view.workflow)} v{view.workflow_version} · *Step:* "
              f"{inline(view.point)} · *Started by:* {inline(view.run.started_by)} ({inline(view.run.started_via)})",
-             f"*Who may decide:* {who_may(view.approvers, cloud=cloud)}"]
+             f"*Who may decide:* {who_may(view.approvers, cloud=cloud, identities=identities)}"]
     if r.approvals_required > 1:
         lines.append(f"*Approvals needed:* {r.approvals_required} ({r.approvals} so far)")
     if r.due_at is not None:
@@ -202,6 +230,10 @@ def outcome_comment(view: RequestView, *, note: str | None = None) -> str:
         by = f" from {inline(last.label)}" if last else ""
         text = f"Approval {r.approvals} of {r.approvals_required}{by}; waiting for " \
                f"{r.approvals_required - r.approvals} more."
+    elif r.status is RequestStatus.CANCELLED and r.decided_action == "fail":  # on_timeout="fail" (or a fail)
+        how = ("Nobody decided in time: the run failed at its timeout" if r.decided_by == "timeout"
+               else f"Failed by {inline(r.decided_by or 'Hazel')}: the run failed")
+        text = (f"(!) {how}. Nothing more to decide here; {{{{hazel retry {view.run.id}}}}} asks again.")
     elif r.status is RequestStatus.CANCELLED:
         text = f"Cancelled by {inline(r.decided_by or 'Hazel')}: nothing more to decide here."
     else:
@@ -246,12 +278,14 @@ def progress_comment(view: ProgressView) -> str:
     return f"Run {run} ended {view.event}{by}{reason}."
 
 
-def reminder_comment(view: RequestView, *, cloud: bool) -> str:
-    """A reminder to the approvers, or the notice that backup approvers may now decide (escalation)."""
+def reminder_comment(view: RequestView, *, cloud: bool, identities: JiraIdentities | None = None) -> str:
+    """A reminder to the approvers, or the notice that backup approvers may now decide (escalation); the
+    people listed are mentioned by their Jira identities (``identities``, see ``who_may``)."""
     if view.escalation and view.escalate_to is not None:
-        return (f"(!) Escalated: {who_may(view.escalate_to, cloud=cloud)} may now decide as well. "
-                f"This request has waited since {view.request.created_at:%Y-%m-%d %H:%M} UTC.")
-    return (f"Reminder: this request is still waiting for {who_may(view.approvers, cloud=cloud)} "
+        return (f"(!) Escalated: {who_may(view.escalate_to, cloud=cloud, identities=identities)} may now decide "
+                f"as well. This request has waited since {view.request.created_at:%Y-%m-%d %H:%M} UTC.")
+    return (f"Reminder: this request is still waiting for "
+            f"{who_may(view.approvers, cloud=cloud, identities=identities)} "
             f"(since {view.request.created_at:%Y-%m-%d %H:%M} UTC).")
 
 
