@@ -12,7 +12,10 @@ An edit arrives in one of three shapes (``Hazel.decide(action="edit", payload=..
 Any shape may add ``"allow_empty": bool``. False (the CLI and the REST API send it, False unless asked): an
 empty or blank new text (the value, the typed text, or an entry), or an empty mapping or list (``{}``, ``[]``,
 given as a value or as JSON text), is refused, since it would replace the field with nothing. True: blank typed text is stored as it is. Absent (a Slack modal, a Jira ``/edit``): blank typed
-text is refused as no value given, and a value is taken as it is.
+text is refused as no value given, and a value is taken as it is. Unless True, an entry of a mapping or an item
+of a list that the edit leaves empty or blank (text, or an empty mapping or list) is refused too, whichever
+shape gave it (a whole value ``{"value": {"b": "  "}}``, JSON text, a modal's entries), unless it was so
+already in the shown value.
 
 A rewind's edits (``{field: value}``) follow the same rule (``refuse_empty_edits``), with ``allow_empty`` in
 the rewind's payload (``hazel rewind --allow-empty``); without it (False) an empty or blank field or entry (text,
@@ -96,6 +99,25 @@ def _refuse_empty(what: str, value: Any, *, hint: str = "hazel edit --allow-empt
                                "allow an empty value (allow_empty) if that is what you mean", hint=hint)
 
 
+def _refuse_blank_entries(field: str | None, value: Any, shown: Any, *,
+                          hint: str = "hazel edit --allow-empty") -> None:
+    """Raise when an entry of ``value`` (a mapping's value by key, a list's item by index; with the whole state
+    shown, ``field`` None, a field) is empty or blank text, or an empty mapping or list, that was not so in
+    ``shown`` (the value as it was): a whole-field edit (``{"value": {...}}``, JSON text) that leaves an entry
+    blank replaces it with nothing as an entry edit would (``the edit leaves entry 'b' of field 'scripts'
+    blank (only whitespace): …``); an entry already so is left as it is."""
+    if isinstance(value, dict):
+        was = shown if isinstance(shown, dict) else {}
+        for key, entry in value.items():
+            if key not in was or was[key] != entry:
+                _refuse_empty(named(field, str(key)), entry, hint=hint)
+    elif isinstance(value, list):
+        before = shown if isinstance(shown, list) else []
+        for index, entry in enumerate(value):
+            if index >= len(before) or before[index] != entry:
+                _refuse_empty(named(field, str(index)), entry, hint=hint)
+
+
 def refuse_empty_edits(edits: dict[str, Any] | None, current: Any) -> None:
     """A rewind's ``edits`` (``{field: new whole value}``) under the edit's empty-value rule, for a rewind
     without ``allow_empty``: a field given empty or blank text (or an empty mapping or list) is refused, and so
@@ -109,12 +131,8 @@ def refuse_empty_edits(edits: dict[str, Any] | None, current: Any) -> None:
     hint = "hazel rewind --allow-empty"
     for field, value in (edits or {}).items():
         _refuse_empty(named(field), value, hint=hint)
-        if isinstance(value, dict) and isinstance(current, dict):
-            was = current.get(field)
-            was = was if isinstance(was, dict) else {}
-            for key, entry in value.items():
-                if key not in was or was[key] != entry:
-                    _refuse_empty(named(field, key), entry, hint=hint)
+        if isinstance(current, dict):
+            _refuse_blank_entries(field, value, current.get(field), hint=hint)
 
 
 def edited_value(shown: Any, field: str | None, payload: dict[str, Any]) -> Any:
@@ -129,6 +147,8 @@ def edited_value(shown: Any, field: str | None, payload: dict[str, Any]) -> Any:
     if "value" in payload:
         if allow_empty is False:
             _refuse_empty(what, payload["value"])
+        if not allow_empty:  # (a blank entry of a mapping or list too: every channel, REST and Slack alike)
+            _refuse_blank_entries(field, payload["value"], shown)
         return payload["value"]
     if "text" in payload:
         text = str(payload["text"])
@@ -141,6 +161,8 @@ def edited_value(shown: Any, field: str | None, payload: dict[str, Any]) -> Any:
         value = value_from_text(shown, text, field=field)
         if allow_empty is False:
             _refuse_empty(what, value)  # JSON text of an empty mapping or list: ``--set scripts={}``
+        if not allow_empty:  # JSON text of a mapping or list with a blank entry (a Jira ``/edit``)
+            _refuse_blank_entries(field, value, shown)
         return value
     if "entries" in payload:
         entries = payload["entries"]
@@ -149,6 +171,8 @@ def edited_value(shown: Any, field: str | None, payload: dict[str, Any]) -> Any:
         if allow_empty is False:
             for key, raw in entries.items():
                 _refuse_empty(named(field, key), raw)
+        elif allow_empty is None:  # (a Slack modal: an entry typed blank, unless it was so already; None: null)
+            _refuse_blank_entries(field, {k: v for k, v in entries.items() if v is not None}, shown)
         out = dict(shown)
         for key, raw in entries.items():  # None: the entry was emptied, which means null
             out[key] = None if raw is None else value_from_text(entry_value(shown, key), str(raw), field=field,
