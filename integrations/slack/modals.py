@@ -27,6 +27,7 @@ MAX_INPUT_CHARS = 3000
 MAX_LABEL_CHARS = 2000
 MAX_OPTIONS = 100
 MAX_OPTION_TEXT_CHARS = 75
+MAX_OPTION_VALUE_CHARS = 150
 MAX_METADATA_CHARS = 3000
 VALUE = "value"
 """``action_id`` of every input element in Hazel's modals."""
@@ -199,5 +200,22 @@ def read_selected(values: dict[str, Any], block_id: str) -> str | None:
     """A ``static_select``'s chosen value."""
     element = (values.get(block_id) or {}).get(VALUE) or {}
     return (element.get("selected_option") or {}).get("value")
+
+
+def read_checkpoint(values: dict[str, Any], block_id: str) -> int | None:
+    """The checkpoint number chosen in the rewind modal's select (its options' values are ``str(seq)``), or
+    None when none was chosen.
+
+    Raises:
+        ValueError: the chosen value is not a whole number in decimal digits, or is longer than an option's
+            value may be (150 characters): no select of Hazel's offered it (the message says so).
+    """
+    chosen = read_selected(values, block_id)
+    if chosen is None or chosen == "":
+        return None
+    digits = chosen.removeprefix("-")
+    if not (digits.isascii() and digits.isdigit() and len(chosen) <= MAX_OPTION_VALUE_CHARS):
+        raise ValueError(f"the chosen checkpoint {T.truncate(chosen, 40)!r} is not a checkpoint number")
+    return int(chosen)
 
 

@@ -1,7 +1,8 @@
 """mrkdwn texts of Hazel's answers in Slack: "already decided by …", a run's line, its checkpoint tree.
 
 Times are ``<!date^…>`` tokens, which Slack shows in each reader's own time zone; people who decided in Slack
-are mentioned (``<@U…>``); every stored text is escaped (``text.escape``), never rendered as markup.
+are mentioned (``<@U…>``); every stored text is escaped (``text.escape``), never rendered as markup. A modal's
+field error is plain text instead (``already_text(plain=True)``): names and UTC times.
 """
 
 from __future__ import annotations
@@ -15,16 +16,31 @@ from store.models import (REWIND_NODE, CheckpointInfo, Decision, RequestView, Ru
 
 
 def already_text(*, action: str | None, by_id: str | None, by_channel: str | None, by_label: str | None,
-                 at: datetime | None, own: bool = False, pending: bool = False) -> str:
+                 at: datetime | None, own: bool = False, pending: bool = False, plain: bool = False) -> str:
     """"Already approved by @x at hh:mm" (the time in the reader's time zone); ``own``: the reader's own
-    earlier vote (``pending``: the request still needs more approvals)."""
-    when = B.date(at, "{time}")
+    earlier vote (``pending``: the request still needs more approvals). ``plain``: as plain text (the person
+    by name, the time in UTC), for a modal's field error: ``response_action: errors`` maps a block_id to a
+    plain string, which Slack shows as typed, never as mrkdwn (https://docs.slack.dev/surfaces/modals,
+    displaying errors), so a mention or a ``<!date^…>`` token would show as its raw markup."""
+    when = plain_date(at) if plain else B.date(at, "{time}")
+    who = plain_person(by_id, by_label) if plain else B.person(by_id, by_channel, by_label)
     if action == "cancel":
-        return f"This request was cancelled by {B.person(by_id, by_channel, by_label)} at {when}."
+        return f"This request was cancelled by {who} at {when}."
     if own:
         tail = "; it still needs more approvals." if pending else ". One person has one vote, whichever channel."
         return f"You already {past_tense(action)} this request at {when}{tail}"
-    return f"Already {past_tense(action)} by {B.person(by_id, by_channel, by_label)} at {when}."
+    return f"Already {past_tense(action)} by {who} at {when}."
+
+
+def plain_date(at: datetime | None) -> str:
+    """A time as plain text in UTC (``2026-12-02 01:05 UTC``; ``earlier`` when unknown), the fallback text
+    of ``blocks.date``'s ``<!date^…>`` token."""
+    return "earlier" if at is None else f"{at:%Y-%m-%d %H:%M} UTC"
+
+
+def plain_person(actor_id: str | None, label: str | None) -> str:
+    """Who decided as plain text: the name recorded with the decision, else the id (never a mention)."""
+    return label or actor_id or "someone"
 
 
 def already_from_view(view: RequestView) -> str:

@@ -27,11 +27,12 @@ RECENT_RUNS = 15
 """Runs listed under "Recent runs" in App Home."""
 
 
-def already_from_error(exc: AlreadyDecidedError) -> str:
-    """The mrkdwn answer to the engine's refusal of a decision that came too late (or a second vote)."""
+def already_from_error(exc: AlreadyDecidedError, *, plain: bool = False) -> str:
+    """The mrkdwn answer to the engine's refusal of a decision that came too late (or a second vote);
+    ``plain``: as plain text, for a modal's field error (``replies.already_text``)."""
     return already_text(action=exc.action, by_id=exc.decided_by_id, by_channel=exc.channel,
                         by_label=exc.decided_by, at=exc.decided_at, own=exc.own,
-                        pending="approvals so far" in str(exc))
+                        pending="approvals so far" in str(exc), plain=plain)
 
 
 class SlackBridge:

@@ -2,12 +2,15 @@
 
 The route is a thin adapter in the manner of Bolt's own (``slack_bolt.adapter.starlette``), with one
 difference: Bolt's sync ``App.dispatch`` runs in the thread pool so that one slow request never blocks the
-event loop. Bolt verifies every request's signature and timestamp (401 when either is wrong). A body over
-``HAZEL_MAX_BODY_BYTES`` never gets here: the app's ``bot.server.http.BodyLimit`` answers it 413 unread.
+event loop. Bolt verifies every request's signature and timestamp (401 when either is wrong; a timestamp that
+is not an integer or a signature that is not ASCII, which Bolt's verifier raises on, is refused 401 here before
+Bolt sees it). A body over ``HAZEL_MAX_BODY_BYTES`` never gets here: the app's ``bot.server.http.BodyLimit``
+answers it 413 unread.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
@@ -16,7 +19,10 @@ from slack_bolt.adapter.socket_mode import SocketModeHandler
 from slack_bolt.adapter.starlette.handler import to_bolt_request, to_starlette_response
 from starlette.concurrency import run_in_threadpool
 
+from integrations.slack import modals as M
+
 EVENTS_PATH = "/slack/events"
+TIMESTAMP, SIGNATURE = "x-slack-request-timestamp", "x-slack-signature"
 
 
 def slack_router(app: App) -> APIRouter:
@@ -25,31 +31,71 @@ def slack_router(app: App) -> APIRouter:
 
     @router.post(EVENTS_PATH, include_in_schema=False)
     async def slack_events(req: Request) -> Response:
+        if not verifiable(req.headers.getlist(TIMESTAMP), req.headers.getlist(SIGNATURE)):
+            return Response(json.dumps({"error": "invalid request"}), status_code=401, media_type="application/json")
         body = await req.body()
         try:
             bolt_request = to_bolt_request(req, body)
-        except (ValueError, AttributeError, TypeError, RecursionError):  # a payload that is not a JSON object
-            bolt_request = None  # (or is nested too deeply to decode): Bolt cannot build its request, nothing acts
-        if bolt_request is None or not isinstance(bolt_request.body, dict):
-            return Response("malformed Slack request", status_code=400, media_type="text/plain")
+        except (ValueError, AttributeError, TypeError, RecursionError) as exc:  # not UTF-8, not JSON, not an
+            return _malformed(unreadable_reason(exc))  # object, nested too deeply: Bolt cannot build its request
+        if not isinstance(bolt_request.body, dict):
+            return _malformed("the payload is not a JSON object")
         reason = malformed_reason(bolt_request.body)
         if reason is not None:
-            return Response(f"malformed Slack request: {reason}", status_code=400, media_type="text/plain")
+            return _malformed(reason)
         bolt_response = await run_in_threadpool(app.dispatch, bolt_request)
         return to_starlette_response(bolt_response)
 
     return router
 
 
+def _malformed(reason: str) -> Response:
+    return Response(f"malformed Slack request: {reason}", status_code=400, media_type="text/plain")
+
+
+def verifiable(timestamps: list[str], signatures: list[str]) -> bool:
+    """Whether Bolt's verifier can judge these ``X-Slack-Request-Timestamp`` and ``X-Slack-Signature``
+    header values (all the request's, in order) without raising. Bolt 1.30's ``RequestVerification`` reads
+    the last of each (its headers are a dict), ``"0"`` and ``""`` when absent, and slack_sdk's
+    ``SignatureVerifier.is_valid`` calls ``int(timestamp)`` (``ValueError`` for ``abc``, a 500) and
+    ``hmac.compare_digest`` on the signature (``TypeError`` for a non-ASCII one). Such a request cannot be
+    signed by Slack (https://docs.slack.dev/authentication/verifying-requests-from-slack: the timestamp is
+    Unix seconds, the signature ``v0=`` and hex), so it is refused (401) as an unsigned one is. Whether the
+    signature is right stays Bolt's to say."""
+    try:
+        int(timestamps[-1] if timestamps else "0")
+    except ValueError:
+        return False
+    return (signatures[-1] if signatures else "").isascii()
+
+
+def unreadable_reason(exc: BaseException) -> str:
+    """Why Bolt could not build its request from a body (``to_bolt_request`` raised ``exc``): the ``<why>``
+    of ``malformed Slack request: <why>``."""
+    if isinstance(exc, UnicodeDecodeError):
+        return f"the body is not UTF-8 (byte {exc.start})"
+    if isinstance(exc, RecursionError):
+        return "the payload is nested too deeply to be read as JSON"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"the payload is not JSON ({exc.msg}, character {exc.pos})"
+    return "the payload is not a JSON object, or its team, user, channel or authorizations are not of the " \
+           "right kind"
+
+
 def malformed_reason(body: dict[str, Any]) -> str | None:
     """Why a signed body is not a Slack payload Hazel can read, or None. A Slack body is a slash command
     (``command``), an ``ssl_check``, or has a ``type`` (Events API envelopes, interactivity payloads); the
-    payloads Hazel's listeners read (``block_actions``, ``view_submission``) need the parts they read, of the
-    right kind (Bolt indexes them before any listener could refuse, e.g. ``actions: "x"`` was a TypeError,
-    500). Anything else answered 404 ``unhandled request`` from Bolt."""
+    payloads Hazel's listeners read (``block_actions``, ``view_submission``, ``event_callback``) need the parts
+    they read, of the right kind (Bolt indexes them before any listener could refuse, e.g. ``actions: "x"`` was
+    a TypeError, 500; ``event: "x"`` too): a modal's inputs are objects of input states (an edit input that
+    was a string was an AttributeError) and the rewind modal's target a checkpoint number
+    (``modals.read_checkpoint``; ``abc`` was a ValueError). Anything else answered 404 ``unhandled request``
+    from Bolt."""
     if not any(k in body for k in ("type", "command", "ssl_check")):
         return "the body is not a Slack payload (no type or command)"
     kind = body.get("type")
+    if kind == "event_callback":
+        return _event_reason(body.get("event"))
     if kind not in ("block_actions", "view_submission"):
         return None
     user = body.get("user")
@@ -70,6 +116,42 @@ def malformed_reason(body: dict[str, Any]) -> str | None:
     if not isinstance(state, dict) or not isinstance(state.get("values") or {}, dict) \
             or not isinstance(view.get("private_metadata") or "", str):
         return "view.state.values is not an object, or private_metadata is not text"
+    for block_id, inputs in (state.get("values") or {}).items():
+        reason = _inputs_reason(block_id, inputs)
+        if reason is not None:
+            return reason
+    if view["callback_id"] == M.CALLBACK["rewind"]:
+        try:
+            M.read_checkpoint(state.get("values") or {}, "target")
+        except ValueError as exc:
+            return str(exc)
+    return None
+
+
+def _event_reason(event: Any) -> str | None:
+    """Why an Events API ``event_callback``'s ``event`` is not one Bolt and Hazel's listener can read
+    (https://docs.slack.dev/apis/events-api: ``event`` is an object with a ``type``; ``app_home_opened``
+    names the ``user``), or None."""
+    if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+        return "event is not an object with a type"
+    if event["type"] == "app_home_opened" and not isinstance(event.get("user"), str):
+        return "the app_home_opened event has no user id"
+    return None
+
+
+def _inputs_reason(block_id: str, inputs: Any) -> str | None:
+    """Why ``view.state.values[block_id]`` is not what Slack sends (an object of ``action_id`` → element state,
+    a text input's ``value`` text or null, a select's ``selected_option`` an object with a text ``value``:
+    https://docs.slack.dev/reference/interaction-payloads/view-interactions-payload), or None."""
+    where = f"view.state.values.{block_id[:100]}"
+    if not isinstance(inputs, dict) or not all(isinstance(e, dict) for e in inputs.values()):
+        return f"{where} is not an object of input states"
+    for action_id, element in inputs.items():
+        if element.get("value") is not None and not isinstance(element["value"], str):  # (0 was read as "")
+            return f"{where}.{action_id[:100]}.value is not text"
+        option = element.get("selected_option")
+        if option is not None and not (isinstance(option, dict) and isinstance(option.get("value"), str)):
+            return f"{where}.{action_id[:100]}.selected_option is not an object with a text value"
     return None
 
 

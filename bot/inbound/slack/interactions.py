@@ -188,11 +188,10 @@ class Submission:
             actor = self.bridge.actor(self.body["user"])
             self.decide(view, actor)
         except InvalidDecisionError as exc:
-            block = M.block_for_error(view.shown_value, view.show, str(exc)) if self.kind == "edit" else first
-            ack(response_action="errors", errors={block: _short(str(exc))})
+            ack(response_action="errors", errors={self.block_for(view, str(exc), first): _short(str(exc))})
             return
-        except AlreadyDecidedError as exc:
-            ack(response_action="errors", errors={first: _short(already_from_error(exc))})
+        except AlreadyDecidedError as exc:  # (a field error is plain text: no mention, no <!date^…>)
+            ack(response_action="errors", errors={first: _short(already_from_error(exc, plain=True))})
             return
         except (HazelError, DirectoryError) as exc:
             ack(response_action="errors", errors={first: _short(str(exc))})
@@ -202,6 +201,16 @@ class Submission:
             self.bridge.publish_home(actor.id)
         except Exception:  # the decision is made; a stale Home tab is no reason to fail
             log.warning("refreshing the Home tab of %s failed", actor.id, exc_info=True)
+
+    def block_for(self, view: RequestView, message: str, first: str) -> str:
+        """The input an engine refusal is shown under: an edit's under the entry it names, a rewind's about
+        its feedback (``check_text(what="the feedback")``: too large, a NUL) under the feedback input; else
+        ``first``."""
+        if self.kind == "edit":
+            return M.block_for_error(view.shown_value, view.show, message)
+        if self.kind == "rewind" and message.startswith("the feedback"):
+            return "feedback"
+        return first
 
     def decide(self, view: RequestView, actor: Actor) -> None:
         """Take the decision the modal asks for through the engine.
@@ -217,10 +226,10 @@ class Submission:
         elif self.kind == "feedback":
             payload = {"text": M.read_text(self.values, "text")}
         else:
-            target = M.read_selected(self.values, "target")
-            if not target:
+            target = M.read_checkpoint(self.values, "target")  # (a number: http.malformed_reason checked it)
+            if target is None:
                 raise InvalidDecisionError("choose the checkpoint to continue from")
-            self.hazel.rewind(run_id=run_id, actor=actor, to=int(target), request_id=rid, delivery_id=delivery,
+            self.hazel.rewind(run_id=run_id, actor=actor, to=target, request_id=rid, delivery_id=delivery,
                               feedback=M.read_text(self.values, "feedback") or None)
             return
         self.hazel.decide(run_id=run_id, action=self.kind, actor=actor, payload=payload, request_id=rid,
