@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from bot.engine.workflow import StepContext, Workflow
 from bot.ops.scheduler import Scheduler
-from store.models import Approvers, RequestStatus
+from store.models import Actor, Approvers, RequestStatus
 from tests.bot.slack.conftest import APPROVERS, DEPLOYS, MIGRATIONS, PRIYA, SAM, SlackEnv
 from tests.support.clock import FakeClock
 from tests.support.fake_slack import Message
@@ -161,3 +161,31 @@ def test_a_copy_posted_by_an_escalation_that_then_failed_is_updated_too(make_env
     clock.advance(3600)
     env.settle()
     assert len(env.fake.calls_to("chat.postMessage")) == posted and with_buttons(env) == []
+
+
+def test_a_console_request_escalated_to_slack_has_its_slack_copies_updated_when_cancelled(make_env) -> None:  # noqa: ANN001
+    """The request lives on the console (it could be Jira), its escalation is posted in a Slack channel: the
+    update of the request goes to the console, and once delivered it is queued for Slack too, which updates
+    the copies there."""
+    clock = FakeClock()
+    env: SlackEnv = make_env(escalating(channel="console", approvers=Approvers(users=("ops",)),
+                                        remind_after_sec=None, remind_every_sec=None), clock=clock)
+    scheduler = Scheduler(env.hazel)
+    run_id = env.start("escalating", {"text": "x"}, by=AUTHOR)
+    env.settle()
+    tick(env, scheduler, clock, 12)
+    [copy] = env.fake.channel_messages(DEPLOYS, top_level=True)
+    [backup_dm] = env.fake.channel_messages("D" + BACKUP[1:])
+    assert {m.channel for m in with_buttons(env)} == {DEPLOYS, backup_dm.channel}
+
+    env.hazel.cancel(run_id=run_id, actor=Actor(id="ops", channel="console", name="ops", person="ops"),
+                     reason="not needed")
+    env.settle()
+    assert env.hazel.get(run_id=run_id).status.value == "cancelled"
+    assert with_buttons(env) == []
+    assert "Cancelled" in str(env.fake.message(DEPLOYS, copy.ts).blocks)
+    with env.hazel.store.read() as tx:
+        updates = [(m.channel, m.payload.get("copies_only"), m.status.value) for m in tx.outbox.list(run_id=run_id)
+                   if m.kind == "request.closed"]
+    assert sorted(updates, key=str) == sorted([("console", None, "sent"), (f"slack:{DEPLOYS}", True, "sent")],
+                                              key=str)
