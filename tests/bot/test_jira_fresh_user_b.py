@@ -236,7 +236,7 @@ def test_a_reminder_mentions_approvers_listed_as_people_by_their_jira_user(db_ur
 
 def test_a_timeout_that_fails_the_run_says_so_on_the_issue(db_url: str, tmp_path: Path) -> None:
     wf = timed(approvers=Approvers(people=("priya",)), timeout_sec=HOUR, on_timeout="fail")
-    with served(db_url, tmp_path, wf) as (hazel, fake, clock, url):
+    with served(db_url, tmp_path, wf) as (hazel, fake, clock, _url):
         run_id, issue = waiting_issue(hazel, fake)
         clock.advance(HOUR)
         assert Scheduler(hazel).tick().timeouts
