@@ -41,6 +41,14 @@ def slack_copies(ref: dict[str, Any]) -> list[dict[str, Any]]:
             and str(c.get("via") or "slack:").startswith("slack:")]
 
 
+def _slack_error(exc: BaseException) -> str | None:
+    """The Web API ``error`` code behind a ``DeliveryError`` from ``SlackChannel._call`` (None: not an API
+    error answer, e.g. a network failure)."""
+    response = getattr(exc.__cause__, "response", None)
+    data = getattr(response, "data", None)
+    return data.get("error") if isinstance(data, dict) else None
+
+
 class SlackChannel(Channel):
     """Posts steering requests to Slack.
 
@@ -225,9 +233,15 @@ class SlackChannel(Channel):
                 continue
             mine = have.get(user)
             if mine is not None:  # their message with the buttons is there already: remind them in its thread
-                self._call("chat.postMessage", f"DM {user}", self.client.chat_postMessage, channel=mine["channel"],
-                           thread_ts=mine["ts"], text=text, reply_broadcast=True, unfurl_links=False)
-            else:
+                try:
+                    self._call("chat.postMessage", f"DM {user}", self.client.chat_postMessage,
+                               channel=mine["channel"], thread_ts=mine["ts"], text=text, reply_broadcast=True,
+                               unfurl_links=False)
+                except DeliveryError as exc:
+                    if _slack_error(exc) != "thread_not_found":
+                        raise
+                    mine = None  # they deleted it: the whole request again, below
+            if mine is None:
                 response = self._call("chat.postMessage", f"DM {user}", self.client.chat_postMessage, channel=user,
                                       text=text, blocks=blocks, unfurl_links=False)
                 copies.append({"channel": response["channel"], "ts": response["ts"], "user": user})

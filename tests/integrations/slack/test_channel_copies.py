@@ -114,3 +114,16 @@ def test_an_update_of_a_request_not_posted_in_slack_updates_only_its_slack_copie
                                      message_ref={**jira_ref, "copies": copies}, decisions=(decision("approve"),)))
     assert [(c.params["channel"]) for c in fake.calls_to("chat.update")] == ["C0000000002", "D0000000042"]
     assert not has_buttons(fake.channel_messages("C0000000002")[0])
+
+
+def test_an_approver_who_deleted_their_dm_gets_the_whole_request_again(fake: FakeSlack, client) -> None:  # noqa: ANN001
+    channel = SlackChannel(client)
+    ref = channel.open_request(make_view(approvers=Approvers(slack_users=("U0000000001",)), notify=True))
+    [dm] = ref["dms"]
+    with fake._lock:
+        del fake.messages[(dm["channel"], dm["ts"])]
+    out = channel.remind(make_view(message_ref=ref, approvers=Approvers(slack_users=("U0000000001",)), notify=True,
+                                   reminder=True))
+    [again] = fake.channel_messages(dm["channel"])
+    assert has_buttons(again) and again.text.startswith("⏰ Reminder")
+    assert out == {"copies": [{"channel": dm["channel"], "ts": again.ts, "user": "U0000000001"}]}
