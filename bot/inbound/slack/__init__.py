@@ -95,7 +95,8 @@ def slack_routers(hazel: Hazel, settings: Settings, *, channel: SlackChannel | N
     if settings.slack_signing_secret is None:
         log.warning("SLACK_SIGNING_SECRET is not set: POST /slack/events is off (Socket Mode still works)")
         return []
-    return [slack_router(build_app(hazel, settings, channel=channel))]
+    return [slack_router(build_app(hazel, settings, channel=channel),
+                         settings.slack_signing_secret.get_secret_value())]
 
 
 def start_socket_mode(hazel: Hazel, settings: Settings, *, channel: SlackChannel | None = None) -> SocketModeHandler:

@@ -2,10 +2,11 @@
 
 The route is a thin adapter in the manner of Bolt's own (``slack_bolt.adapter.starlette``), with one
 difference: Bolt's sync ``App.dispatch`` runs in the thread pool so that one slow request never blocks the
-event loop. Bolt verifies every request's signature and timestamp (401 when either is wrong; a timestamp that
-is not an integer or a signature that is not ASCII, which Bolt's verifier raises on, is refused 401 here before
-Bolt sees it). A body over ``HAZEL_MAX_BODY_BYTES`` never gets here: the app's ``bot.server.http.BodyLimit``
-answers it 413 unread.
+event loop. Bolt verifies every request's signature and timestamp (401 when either is wrong); the route checks
+the signature first too, with Bolt's verifier, so that an unsigned request is 401 before its body's shape is
+judged (400 ``malformed Slack request: <why>``), and refuses (401) a timestamp that is not an integer or a
+signature that is not ASCII, which that verifier raises on (a 500). A body over ``HAZEL_MAX_BODY_BYTES`` never
+gets here: the app's ``bot.server.http.BodyLimit`` answers it 413 unread.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from fastapi import APIRouter, Request, Response
 from slack_bolt import App
 from slack_bolt.adapter.socket_mode import SocketModeHandler
 from slack_bolt.adapter.starlette.handler import to_bolt_request, to_starlette_response
+from slack_sdk.signature import SignatureVerifier
 from starlette.concurrency import run_in_threadpool
 
 from integrations.slack import modals as M
@@ -25,15 +27,31 @@ EVENTS_PATH = "/slack/events"
 TIMESTAMP, SIGNATURE = "x-slack-request-timestamp", "x-slack-signature"
 
 
-def slack_router(app: App) -> APIRouter:
-    """``POST /slack/events``: events, interactivity (buttons, modals) and the ``/hazel`` command."""
+def slack_router(app: App, signing_secret: str | None = None) -> APIRouter:
+    """``POST /slack/events``: events, interactivity (buttons, modals) and the ``/hazel`` command.
+
+    With ``signing_secret`` (the app's, ``SLACK_SIGNING_SECRET``) a request's signature is checked first, with
+    the verifier Bolt uses (slack_sdk's ``SignatureVerifier``), so that an unsigned request is answered 401
+    whatever its body holds, before its shape is judged (a 400 would tell an unsigned sender what Hazel
+    reads); Bolt checks it again in ``dispatch``. A body that is not UTF-8 cannot be verified as text (the
+    verifier decodes it) and is answered 400: nothing acts on it either way."""
     router = APIRouter(tags=["slack"])
+    verifier = SignatureVerifier(signing_secret) if signing_secret else None
 
     @router.post(EVENTS_PATH, include_in_schema=False)
     async def slack_events(req: Request) -> Response:
-        if not verifiable(req.headers.getlist(TIMESTAMP), req.headers.getlist(SIGNATURE)):
-            return Response(json.dumps({"error": "invalid request"}), status_code=401, media_type="application/json")
+        timestamps, signatures = req.headers.getlist(TIMESTAMP), req.headers.getlist(SIGNATURE)
+        if not verifiable(timestamps, signatures):
+            return _unsigned()
         body = await req.body()
+        if verifier is not None:
+            try:
+                unsigned = not verifier.is_valid(body, timestamps[-1] if timestamps else "0",
+                                                 signatures[-1] if signatures else "")
+            except UnicodeDecodeError:
+                unsigned = False  # (not UTF-8: cannot be verified as text; answered 400 below, unread)
+            if unsigned:
+                return _unsigned()
         try:
             bolt_request = to_bolt_request(req, body)
         except (ValueError, AttributeError, TypeError, RecursionError) as exc:  # not UTF-8, not JSON, not an
@@ -47,6 +65,11 @@ def slack_router(app: App) -> APIRouter:
         return to_starlette_response(bolt_response)
 
     return router
+
+
+def _unsigned() -> Response:
+    """Bolt's answer to a request whose signature is wrong (``RequestVerification._build_error_response``)."""
+    return Response(json.dumps({"error": "invalid request"}), status_code=401, media_type="application/json")
 
 
 def _malformed(reason: str) -> Response:

@@ -46,6 +46,20 @@ def test_an_unsigned_request_whose_timestamp_is_not_an_integer_answers_401(make_
     _unchanged(env, run_id)
 
 
+@pytest.mark.parametrize("body", [
+    "hello=world", "payload=%7Bnotjson", "payload=%5B%5D",
+    urlencode({"payload": json.dumps({"type": "block_actions", "user": {"id": PRIYA}, "actions": "x"})}),
+    json.dumps({"type": "event_callback", "event": "x"}),
+])
+def test_an_unsigned_malformed_body_answers_401_before_its_shape_is_judged(make_env, body) -> None:  # noqa: ANN001
+    env: SlackEnv = make_env()
+    response = env.sender.post(body, secret="not-the-signing-secret")
+    assert response.status_code == 401, response.text
+    response = env.sender.post(body, timestamp=int(time.time()) - 600)  # signed more than 5 minutes ago
+    assert response.status_code == 401, response.text
+    assert env.sender.post(body).status_code == 400  # signed: the shape is judged
+
+
 @pytest.mark.parametrize("event", ["x", ["x"], {"type": 5}, {"type": "app_home_opened", "tab": "home"}])
 def test_a_signed_event_callback_whose_event_is_not_an_object_answers_400(make_env, event) -> None:  # noqa: ANN001
     env: SlackEnv = make_env()
