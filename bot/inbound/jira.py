@@ -292,8 +292,6 @@ def jira_router(hazel: Hazel, settings: Settings, *, channel: JiraChannel,
                 directory: JiraDirectory | None = None) -> APIRouter:
     """The ``POST /jira/webhook`` router, answering on ``channel`` (the Jira channel Hazel delivers through)."""
     directory = directory or JiraDirectory(channel.client, group_ttl_sec=settings.jira_group_cache_sec)
-    if channel.identities is None:  # approvers listed as people are mentioned by their Jira identities
-        channel.identities = lambda person: hazel.people.identities_of(person).get("jira", frozenset())
     secret = settings.jira_webhook_secret.get_secret_value() if settings.jira_webhook_secret else None
     if secret is None:
         log.warning("JIRA_WEBHOOK_SECRET is not set: %s", "unsigned Jira webhooks are accepted"

@@ -42,6 +42,10 @@ class HazelApp(Engine):
                          load_workflows=load_workflows)
         self.console = console or ConsoleChannel()
         self.channels: dict[str, Channel] = {"console": self.console, **(channels or {})}
+        jira = self.channels.get("jira")
+        if jira is not None and getattr(jira, "identities", False) is None:  # every process that delivers
+            # approvers listed as people are mentioned (and watch) by their Jira identities in the people file
+            jira.identities = lambda person: self.people.identities_of(person).get("jira", frozenset())
         self.router = ChannelRouter(self.channels, fallback=self.console)
         self.deliverer = Deliverer(self, self.router)
         self.deliverer.senders[HOOK_KIND] = HookSender(self.settings).send
