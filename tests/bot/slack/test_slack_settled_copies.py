@@ -189,3 +189,31 @@ def test_a_console_request_escalated_to_slack_has_its_slack_copies_updated_when_
                    if m.kind == "request.closed"]
     assert sorted(updates, key=str) == sorted([("console", None, "sent"), (f"slack:{DEPLOYS}", True, "sent")],
                                               key=str)
+
+
+def test_copies_posted_while_the_request_settles_are_updated_after_all(make_env, monkeypatch) -> None:  # noqa: ANN001
+    """The race: the escalation posts its copies, a person approves, and the update of the request goes out
+    before the delivered escalation records them. Recording them finds the request settled and queues their
+    update."""
+    clock = FakeClock()
+    env: SlackEnv = make_env(escalating(remind_after_sec=None, remind_every_sec=None), clock=clock)
+    scheduler = Scheduler(env.hazel)
+    run_id = env.start("escalating", {"text": "x"}, by=AUTHOR)
+    env.settle()
+    original = env.request_message(run_id)
+    remind = env.channel.remind
+
+    def racing(view):  # noqa: ANN001, ANN202
+        out = remind(view)
+        assert env.sender.click(PRIYA, "approve", original).status_code == 200
+        env.wait(lambda: env.pending(run_id) is None, "the approval")
+        env.hazel.deliverer.deliver_due()  # the update of the request, before the copies are recorded
+        assert "Approved" in str(env.fake.message(MIGRATIONS, original.ts).blocks)
+        assert {m.channel for m in with_buttons(env)} == {DEPLOYS, "D" + BACKUP[1:]}
+        return out
+
+    monkeypatch.setattr(env.channel, "remind", racing)
+    tick(env, scheduler, clock, 12)
+    assert with_buttons(env) == []
+    [copy] = env.fake.channel_messages(DEPLOYS, top_level=True)
+    assert "Approved by <@U0000000001>" in str(copy.blocks)
