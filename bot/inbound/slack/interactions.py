@@ -20,7 +20,8 @@ from typing import Any, Callable
 from slack_bolt import App
 from slack_sdk.errors import SlackApiError
 
-from bot.engine import AlreadyDecidedError, HazelError, InvalidDecisionError, NotAllowedError
+from bot.engine import AlreadyDecidedError, Hazel, HazelError, InvalidDecisionError, NotAllowedError
+from bot.inbound.api_models import INT_MAX
 from bot.inbound.slack.bridge import SlackBridge, already_from_error
 from integrations.slack import blocks as B
 from integrations.slack import modals as M
@@ -87,7 +88,7 @@ class Clicks:
             self.tell(f"I could not check your Slack user groups, so nothing was done: {T.escape(str(exc))}. "
                       "Please try again.")
             return
-        view = self.hazel.request_view(request_id=request_id)
+        view = _request_view(self.hazel, request_id)
         if view is None:
             self.tell(f"Steering request {request_id} does not exist (any more). `/hazel runs` shows what waits.")
             return
@@ -177,12 +178,12 @@ class Submission:
         try:
             meta = json.loads(self.view.get("private_metadata") or "{}")
             request_id = int(meta["request_id"])
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, OverflowError):  # (OverflowError: "Infinity")
             ack(response_action="errors", errors={first: "This form is not from Hazel (its context is missing)."})
             return
-        view = self.hazel.request_view(request_id=request_id)
+        view = _request_view(self.hazel, request_id)
         if view is None:
-            ack(response_action="errors", errors={first: f"Steering request {request_id} does not exist."})
+            ack(response_action="errors", errors={first: f"Steering request {_short(str(request_id))} does not exist."})
             return
         try:
             actor = self.bridge.actor(self.body["user"])
@@ -234,6 +235,13 @@ class Submission:
             return
         self.hazel.decide(run_id=run_id, action=self.kind, actor=actor, payload=payload, request_id=rid,
                           delivery_id=delivery)
+
+
+def _request_view(hazel: Hazel, request_id: int) -> RequestView | None:
+    """The steering request a button's value or a modal's ``private_metadata`` names, or None. Ids are
+    32-bit database integers (``INT_MAX``, as the REST API and the CLI bound them): a larger one names no
+    request (SQLite's driver raised OverflowError past 64 bits, a 500 or Bolt's 404)."""
+    return hazel.request_view(request_id=request_id) if 1 <= request_id <= INT_MAX else None
 
 
 def _short(text: str) -> str:

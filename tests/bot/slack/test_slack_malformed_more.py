@@ -177,3 +177,41 @@ def test_a_rewind_feedback_refused_is_flagged_under_the_feedback_input(make_env,
     errors = response.json()["errors"]
     assert list(errors) == ["feedback"] and "NUL" in errors["feedback"], errors
     _unchanged(env, run_id)
+
+
+@pytest.mark.parametrize("request_id", ["99999999999999999999", "2147483648", "0", "-5"])
+def test_a_button_naming_a_request_id_beyond_the_database_range_is_answered(make_env, request_id) -> None:  # noqa: ANN001
+    env: SlackEnv = make_env()
+    run_id = env.start()
+    env.settle()
+    payload = env.sender.click_payload(PRIYA, "approve", env.request_message(run_id))
+    payload["actions"][0]["value"] = request_id
+    assert env.sender.send_payload(payload).status_code == 200
+    env.ephemeral(PRIYA, f"Steering request {request_id} does not exist")
+    _unchanged(env, run_id)
+
+
+@pytest.mark.parametrize("request_id", ["99999999999999999999", "Infinity", "1e400"])
+def test_a_modal_whose_context_names_a_request_id_beyond_the_database_range_is_answered(make_env, request_id) -> None:  # noqa: ANN001,E501
+    env: SlackEnv = make_env()
+    run_id = env.start()
+    env.settle()
+    modal = _modal(env, "feedback", run_id)
+    meta = json.loads(modal["private_metadata"])
+    forged = json.dumps(meta).replace(f'"request_id": {meta["request_id"]}', f'"request_id": {request_id}')
+    assert forged != json.dumps(meta)
+    response = env.sender.submit(PRIYA, {**modal, "private_metadata": forged}, {"text": "more detail"})
+    assert response.status_code == 200, response.text
+    assert response.json()["response_action"] == "errors" and list(response.json()["errors"]) == ["text"]
+    _unchanged(env, run_id)
+
+
+def test_hazel_rewind_to_a_checkpoint_beyond_the_database_range_is_answered(make_env) -> None:  # noqa: ANN001
+    env: SlackEnv = make_env()
+    run_id = env.start()
+    env.settle()
+    env.request_message(run_id)
+    response = env.sender.command(PRIYA, f"rewind {run_id} 99999999999999999999")
+    assert response.status_code == 200, response.text
+    assert "99999999999999999999" in response.json()["text"], response.text
+    _unchanged(env, run_id)
