@@ -15,7 +15,12 @@ Every rule compares PEOPLE (``bot.engine.people``), not channel identities:
   point with a quorum or a self-approval ban that is refused unless the point's ``users`` (console names) name
   NAME (one of NAME's console or REST API names), so that one operator cannot cast other people's votes
   where votes matter;
+- rewind, like retry and cancel (``may_run_action``), is also open to who started the run: the point must
+  still allow rewinding (``actions``), and its approvers may rewind as before;
 - Hazel itself (timeouts, the system) may always act.
+
+Messages name people, not accounts: an approver list is described with each identity the people file claims
+shown as its person, and each person once (``describe``).
 
 ``check`` raises ``NotAllowedError`` with a message naming the rule; ``reasons`` gives, for each action, why
 it is refused (None: allowed), for rendering buttons and "waiting on you" lists.
@@ -123,6 +128,53 @@ def check_quorums(points: list[SteeringPoint], people: People, *, label: str) ->
         raise WorkflowDefinitionError(f"workflow {label} is invalid: " + "; ".join(found))
 
 
+def describe(approvers: Approvers, people: People) -> str:
+    """``approvers`` for a message, naming people: each identity the people file claims (a console or REST API
+    name, a Slack user id, a Jira account) as its person, others as ``Approvers.describe`` does (a Slack id as
+    ``<@U…>``), user groups as groups, and each person once (``priya`` listed by name and by her Slack id is
+    ``priya``); ``anyone`` when the list is empty."""
+    parts = [*approvers.people]
+    parts += [people.claimed("console", u) or people.claimed("api", u) or u for u in approvers.users]
+    parts += [people.claimed("slack", u) or f"<@{u}>" for u in approvers.slack_users]
+    parts += [f"<!subteam^{g}>" for g in approvers.slack_usergroups]
+    parts += [people.claimed("jira", u) or u for u in approvers.jira_users]
+    parts += [f"group {g}" for g in approvers.jira_groups]
+    return ", ".join(dict.fromkeys(parts)) if parts else "anyone"
+
+
+def shown_approvers(approvers: Approvers, people: People, channel: str) -> Approvers:
+    """``approvers`` as a request's channel (``slack:#…``, ``jira:KEY``, ``console``) shows them, each person
+    once: an entry whose person another entry already names is left out (the people file says whose an
+    identity is). The channel's own identities stay (Slack user ids on Slack, Jira accounts on Jira: they are
+    the channel's mentions, and whom it notifies), and a person named by one is not named again by name or by
+    a console name; elsewhere people's names stay and their identities go. Only for rendering: who may decide
+    is ``refusal``'s, at the point's own list."""
+    def named(kind: str, ident: str) -> str:
+        if kind == "console":
+            return people.person_of("console", ident)
+        return people.claimed(kind, ident) or f"{kind}:{ident}"
+
+    kept: dict[str, list[str]] = {"people": [], "users": [], "slack_users": [], "jira_users": []}
+    seen: set[str] = set()
+    own = "slack_users" if channel.startswith("slack") else "jira_users" if channel.startswith("jira") else None
+    order = ["people", "users", "slack_users", "jira_users"]
+    if own is not None:  # the channel's own identities first: they are what it mentions and notifies
+        order.remove(own)
+        order.insert(0, own)
+    kinds = {"people": None, "users": "console", "slack_users": "slack", "jira_users": "jira"}
+    for key in order:
+        for ident in getattr(approvers, key):
+            kind = kinds[key]
+            who = ident if kind is None else named(kind, ident)
+            if key == own:  # every identity of the channel stays (two Slack ids of one person: both notified)
+                kept[key].append(ident)
+                seen.add(who)
+            elif who not in seen:
+                kept[key].append(ident)
+                seen.add(who)
+    return approvers.model_copy(update={key: tuple(values) for key, values in kept.items()})
+
+
 def started_it(run: Run, actor: Actor) -> bool:
     """True when ``actor``'s person started ``run``."""
     if run.started_by_person is not None:
@@ -137,9 +189,12 @@ def refusal(point: SteeringPoint, action: str, actor: Actor, run: Run | None, pe
     if action not in point.actions:
         return f"{action!r} is not allowed at {point.title!r} (allowed: {', '.join(point.actions)})"
     lists = approvers_of(point, escalated=escalated)
-    if point.role_for(action) == "approvers" and not any(is_approver(a, actor, people) for a in lists):
-        who = "; ".join(a.describe() for a in lists)
-        return f"{actor.label} may not {action} at {point.title!r}: only {who} may"
+    starter_may = action == Action.REWIND.value and run is not None and started_it(run, actor)
+    if point.role_for(action) == "approvers" and not starter_may and not any(
+            is_approver(a, actor, people) for a in lists):
+        who = "; ".join(describe(a, people) for a in lists)
+        also = ", or who started the run" if action == Action.REWIND.value else ""
+        return f"{actor.label} may not {action} at {point.title!r}: only {who} may{also}"
     if action in APPROVING and not point.allow_self_approval and run is not None and started_it(run, actor):
         starter = run.started_by_person or run.started_by
         return (f"{actor.label} may not {action} at {point.title!r}: {starter} started this run "

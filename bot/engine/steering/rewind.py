@@ -197,7 +197,8 @@ class Rewinding(SteeringCore):
     def _rewind_refusal(self, wf: Workflow, run: Run, request: SteeringRequest | None, actor: Actor,
                         tx: Tx) -> str | None:
         """Why ``actor`` may not rewind ``run`` (None: they may): the pending request's point decides; with
-        nothing pending, any point of the workflow that allows rewinding and lets them."""
+        nothing pending, any point of the workflow that allows rewinding and lets them. Who started the run may
+        rewind it wherever rewinding is allowed, as they may retry or cancel it (``permissions.refusal``)."""
         if request is not None:
             point = request_point(tx, wf, run, request) or point_in(wf, request.point, run)
             if Action.REWIND.value not in point.actions:
