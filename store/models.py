@@ -113,6 +113,15 @@ class _Record(BaseModel):
     model_config = ConfigDict(frozen=True)
 
 
+def person_label(person: str | None, name: str | None, identity: str) -> str:
+    """How messages name who acted: ``person`` (the people file's name, or a console or REST API name, which is
+    its own person) when it is one; else (``slack:U…`` / ``jira:…``: an identity no person claims) the
+    channel's name for the identity (``name``, e.g. Slack's ``user.name``), else the identity."""
+    if person and not person.startswith(("slack:", "jira:")):
+        return person
+    return name or identity
+
+
 class Actor(_Record):
     """A person (or Hazel itself) acting through one of their channel identities.
 
@@ -134,10 +143,14 @@ class Actor(_Record):
 
     @property
     def label(self) -> str:
-        """How messages name the actor: the person's name, or "operator X for NAME" for a console proxy."""
+        """How messages name the actor: the person's name, or "operator X for NAME" for a console proxy; an
+        identity that is no known person (``slack:U…``, ``jira:…``) by the channel's name for it (``name``),
+        else its id."""
         if self.acting_for is not None:
             return f"operator {self.id} for {self.acting_for}"
-        return self.name or self.person or self.id
+        if self.channel in ("system", "timeout"):  # Hazel itself
+            return self.name or self.id
+        return person_label(self.person, self.name, self.id)
 
     @property
     def who(self) -> str:
@@ -282,7 +295,9 @@ class Decision(_Record):
         """Who decided, for people: the person, or "operator X for NAME"."""
         if self.acting_for:
             return f"operator {self.actor_id} for {self.acting_for}"
-        return self.actor_name or self.person or self.actor_id
+        if self.channel in ("system", "timeout"):  # Hazel itself
+            return self.actor_name or self.actor_id
+        return person_label(self.person, self.actor_name, self.actor_id)
 
 
 class AuditEvent(_Record):

@@ -10,7 +10,7 @@ from rich.tree import Tree
 
 from bot.cli.common import when
 from bot.engine import DriveResult
-from store.models import REWIND_NODE, continuation, node_label
+from store.models import REWIND_NODE, continuation, node_label, person_label
 from store.models import AuditEvent, CheckpointInfo, Decision, Run, SteeringRequest
 
 STATUS_STYLE = {"completed": "green", "failed": "red", "rejected": "red", "cancelled": "yellow",
@@ -20,6 +20,12 @@ STATUS_STYLE = {"completed": "green", "failed": "red", "rejected": "red", "cance
 def status(s: str) -> str:
     style = STATUS_STYLE.get(s, "")
     return f"[{style}]{s}[/{style}]" if style else s
+
+
+def started_by(run: Run) -> str:
+    """Who started ``run``, as the engine's messages name people: the person (the people file's name), else
+    the identity used (``store.models.person_label``); the audit log says the same person."""
+    return person_label(run.started_by_person, None, run.started_by)
 
 
 def runs_table(runs: list[Run], pending: dict[str, list[SteeringRequest]]) -> Table:
@@ -33,7 +39,7 @@ def runs_table(runs: list[Run], pending: dict[str, list[SteeringRequest]]) -> Ta
         asked = pending.get(run.id) or []
         at = ", ".join(f"{r.point} ({r.channel})" for r in asked) if asked else (run.error or "")[:50]
         table.add_row(run.id, escape(f"{run.workflow} v{run.workflow_version}"), status(run.status.value),
-                      escape(at), escape(run.started_by), when(run.updated_at))
+                      escape(at), escape(started_by(run)), when(run.updated_at))
     return table
 
 

@@ -231,7 +231,7 @@ def show_cmd(
         return
     e = escape
     lines = [f"workflow   {e(run.workflow)} v{run.workflow_version}", f"status     {render.status(run.status.value)}",
-             f"started    {when(run.created_at)} UTC by {e(run.started_by)} ({run.started_via})",
+             f"started    {when(run.created_at)} UTC by {e(render.started_by(run))} ({run.started_via})",
              f"head       checkpoint #{run.head_seq} (branch {run.branch})"]
     for request in waiting:  # several: a LangGraph super-step's parallel interrupts, each decided on its own
         lines.append(f"waiting at {e(repr(request.point))}: {e(request.title)} · {e(request.channel)}"

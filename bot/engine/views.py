@@ -93,8 +93,10 @@ class Views:
             request=request, run=run, workflow=run.workflow, workflow_version=run.workflow_version,
             point=request.point, title=request.title, show=show, shown_value=shown,
             actions=tuple(getattr(point, "actions", ("approve", "reject"))),
-            approvers=getattr(point, "approvers", None) or Approvers(),
-            escalate_to=getattr(point, "escalate_to", None),
+            approvers=permissions.shown_approvers(getattr(point, "approvers", None) or Approvers(), self.people,
+                                                  request.channel),
+            escalate_to=permissions.shown_approvers(point.escalate_to, self.people, request.channel)
+            if getattr(point, "escalate_to", None) is not None else None,
             escalate_channel=getattr(point, "escalate_channel", None),
             notify_approvers=bool(getattr(point, "notify_approvers", False)),
             options=dict(getattr(point, "options", {}) or {}),
