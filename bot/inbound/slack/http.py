@@ -117,14 +117,24 @@ def malformed_reason(body: dict[str, Any]) -> str | None:
     if not any(k in body for k in ("type", "command", "ssl_check")):
         return "the body is not a Slack payload (no type or command)"
     kind = body.get("type")
+    if kind is None and "command" in body:  # (https://docs.slack.dev/interactivity/implementing-slash-commands)
+        if not all(isinstance(body.get(k), str) for k in ("command", "user_id")) or not all(
+                isinstance(body.get(k) or "", str) for k in ("text", "user_name", "trigger_id", "channel_id")):
+            return "a slash command without a command and a user_id, or with parts that are not text"
+        return None
     if kind == "event_callback":
         return _event_reason(body.get("event"))
     if kind not in ("block_actions", "view_submission"):
         return None
     user = body.get("user")
-    if not isinstance(user, dict) or not isinstance(user.get("id"), str):
-        return "user is not an object with an id"
+    if not isinstance(user, dict) or not isinstance(user.get("id"), str) \
+            or not all(isinstance(user.get(k) or "", str) for k in ("name", "username")):
+        return "user is not an object with an id (and a name that is text)"
     if kind == "block_actions":
+        if not all(isinstance(body.get(k) or {}, dict) for k in ("container", "channel")) \
+                or not isinstance((body.get("container") or {}).get("channel_id") or "", str) \
+                or not isinstance((body.get("channel") or {}).get("id") or "", str):
+            return "container or channel is not an object with a text id"
         actions = body.get("actions")
         if not isinstance(actions, list) or not actions or not all(isinstance(a, dict) for a in actions):
             return "actions is not a list of objects"

@@ -215,3 +215,25 @@ def test_hazel_rewind_to_a_checkpoint_beyond_the_database_range_is_answered(make
     assert response.status_code == 200, response.text
     assert "99999999999999999999" in response.json()["text"], response.text
     _unchanged(env, run_id)
+
+
+@pytest.mark.parametrize("body", ["command=/hazel&text=runs", json.dumps({"command": "/hazel", "user_id": 5})])
+def test_a_signed_slash_command_without_a_user_id_answers_400(make_env, body) -> None:  # noqa: ANN001
+    env: SlackEnv = make_env()
+    content_type = "application/json" if body.startswith("{") else "application/x-www-form-urlencoded"
+    response = env.sender.post(body, content_type=content_type)
+    assert response.status_code == 400, response.text
+    assert response.text.startswith("malformed Slack request: a slash command without"), response.text
+
+
+@pytest.mark.parametrize("change", [{"container": "x"}, {"channel": "x"}, {"channel": {"id": 5}, "container": {}},
+                                    {"user": {"id": PRIYA, "name": 5}}])
+def test_a_signed_click_whose_container_channel_or_user_name_is_of_the_wrong_kind_answers_400(make_env, change) -> None:  # noqa: ANN001,E501
+    env: SlackEnv = make_env()
+    run_id = env.start()
+    env.settle()
+    payload = {**env.sender.click_payload(PRIYA, "approve", env.request_message(run_id)), **change}
+    response = env.sender.send_payload(payload)
+    assert response.status_code == 400, response.text
+    assert response.text.startswith("malformed Slack request: "), response.text
+    _unchanged(env, run_id)
