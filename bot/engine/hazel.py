@@ -306,7 +306,8 @@ class Hazel(Reads, Requests):
         """
         wf = self.registry.get(workflow, version)
         if not wf.starters.empty and not permissions.is_approver(wf.starters, actor, self.people):
-            reason = f"{actor.label} may not start {wf.label}: only {wf.starters.describe()} may"
+            who = permissions.describe(wf.starters, self.people)  # (people by name, each once)
+            reason = f"{actor.label} may not start {wf.label}: only {who} may"
             self.steering.refuse(run_id=None, request_id=None, actor=actor, action="start", reason=reason)
             raise NotAllowedError(reason)
         state = validate_input(wf, input)
