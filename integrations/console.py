@@ -12,7 +12,7 @@ from rich.text import Text
 
 from integrations.base import Channel
 from integrations.terminal import SafeConsole, for_terminal
-from store.models import ProgressView, RequestStatus, RequestView, past_tense
+from store.models import ProgressView, RequestStatus, RequestView, past_tense, person_label
 
 
 def render_value(value: Any) -> str:
@@ -67,7 +67,8 @@ class ConsoleChannel(Channel):
             body = body[: self.max_chars] + f"\n… ({len(body) - self.max_chars} more characters: {self.command} " \
                                             f"show {view.run.id} --full)"
         lines = [f"{view.workflow} v{view.workflow_version} · run {view.run.id} · step {view.point}",
-                 f"started by {view.run.started_by} · approvers: {view.approvers.describe()}"]
+                 f"started by {person_label(view.run.started_by_person, None, view.run.started_by)} · "
+                 f"approvers: {view.approvers.describe()}"]
         if view.request.approvals_required > 1:
             lines.append(f"needs {view.request.approvals_required} approvals ({view.request.approvals} so far)")
         if view.request.due_at:

@@ -42,3 +42,23 @@ def test_a_refused_start_names_the_starters_once_and_the_person_refused(db_url: 
         hazel.start(workflow="guarded", input={}, actor=sam)
     priya = hazel.identify(channel="slack", id=PRIYA, name="p")
     assert hazel.start(workflow="guarded", input={}, actor=priya).started_by_person == "priya"
+
+
+def test_the_console_panel_names_the_starter_and_each_approver_once(db_url: str, tmp_path,
+                                                                    monkeypatch) -> None:  # noqa: ANN001
+    people = tmp_path / "people.toml"
+    people.write_text(f'[people.priya]\nslack = ["{PRIYA}"]\n\n[people.sam]\nslack = ["{SAM}"]\n', encoding="utf-8")
+    monkeypatch.setenv("HAZEL_PEOPLE_FILE", str(people))
+    wf = Workflow("asked", version=1, state=Doc)
+
+    @wf.step
+    def draft(state: Doc, ctx: StepContext) -> Doc:
+        return state.model_copy(update={"text": "a draft"})
+
+    wf.steer("review", show="text", approvers=Approvers(people=["priya"], slack_users=[PRIYA]))
+    hazel = make_hazel(db_url, wf)
+    run = hazel.start(workflow="asked", input={}, actor=hazel.identify(channel="slack", id=SAM, name="u"))
+    hazel.drive(run_id=run.id)
+    hazel.deliverer.deliver_due()
+    panel = hazel.console_buffer.getvalue()  # type: ignore[attr-defined]
+    assert "started by sam · approvers: priya" in panel, panel
