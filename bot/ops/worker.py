@@ -4,7 +4,9 @@ Work reaches the pool three ways: claims handed over by this process's own decis
 the decision's transaction leased the run here, so the next step starts from the state in hand, with no
 claim and no read); wake-ups when a run becomes ready (``Hazel.on_ready`` in-process, PostgreSQL ``LISTEN``
 across processes), after which a worker claims the oldest ready run; and a periodic sweep, the safety net.
-A recovery sweep hands back the runs of dead processes. Nothing runs per waiting run.
+A recovery sweep hands back the runs of dead processes: once per ``sweep_sec`` for the whole pool, so a run
+left ``running`` by a process that died on this host is ready again within about a second, and one whose lease
+expired elsewhere as soon as it has. Nothing runs per waiting run.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ class WorkerPool:
     """``threads`` workers for ``hazel`` (see the module docstring). One pool per process.
 
     Args:
-        sweep_sec: how often an idle worker looks for ready runs without being woken.
+        sweep_sec: how often an idle worker looks for ready runs without being woken, and how often the pool
+            looks for runs left by dead processes (``Hazel.recover``: one query of the running runs).
         take_claims: once started, execute the runs this process's decisions claim (default True).
     """
 
@@ -40,6 +43,8 @@ class WorkerPool:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._listener: Any = None
+        self._recovery_lock = threading.Lock()
+        self._last_recovery = 0.0
         self.take_claims = take_claims
         hazel.on_ready(lambda _run_id: self.wake())
 
@@ -108,13 +113,19 @@ class WorkerPool:
             n += 1
         return n
 
+    def _recover_if_due(self) -> None:
+        """``Hazel.recover`` when the pool has not looked for ``sweep_sec``: one of its threads looks, the
+        others go on working."""
+        with self._recovery_lock:
+            if time.monotonic() - self._last_recovery < self.sweep_sec:
+                return
+            self._last_recovery = time.monotonic()
+        self.hazel.recover()
+
     def _loop(self) -> None:
-        last_recovery = 0.0
         while not self._stop.is_set():
             try:
-                if time.monotonic() - last_recovery > max(self.hazel.settings.lease_sec / 2, 1.0):
-                    last_recovery = time.monotonic()
-                    self.hazel.recover()
+                self._recover_if_due()
                 if self.work_once():
                     continue
             except Exception:

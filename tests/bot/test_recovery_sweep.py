@@ -1,0 +1,36 @@
+"""A worker pool looks for runs left ``running`` by a dead process once per sweep (``HAZEL_SWEEP_SEC``), not
+once per half lease: a process killed on this host has its run ready again within about a second (README:
+"or at once, when the dead process was on the same host"); it used to wait up to ``lease_sec / 2`` (30 s)."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+from sqlalchemy import update
+
+from bot.ops.worker import WorkerPool
+from store.models import RunStatus
+from store.schema import runs
+from tests.support.engine import make_hazel
+from tests.workflows.sample import docs
+
+
+def test_a_run_left_by_a_dead_process_on_this_host_is_resumed_within_a_sweep(db_url: str) -> None:
+    hazel = make_hazel(db_url, docs, lease_sec=60.0)
+    pool = WorkerPool(hazel, threads=2, sweep_sec=0.2)
+    pool.start()
+    try:
+        time.sleep(0.5)  # the pool has looked once already, with nothing to recover
+        run = hazel.start(workflow="doc-review", input={"topic": "t"}, actor=hazel.operator(), claim=True)
+        with hazel.store.transaction() as tx:  # leased (60 s) by a process of this host that no longer exists
+            tx.conn.execute(update(runs).where(runs.c.id == run.id)
+                            .values(lease_owner=f"{socket.gethostname()}:999999:x"))
+        deadline = time.monotonic() + 5.0
+        while hazel.get(run_id=run.id).status is not RunStatus.WAITING and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert hazel.get(run_id=run.id).status is RunStatus.WAITING  # recovered and executed to its point
+        assert [e.detail.get("reason") for e in hazel.audit(run_id=run.id)
+                if e.action == "run.recovered"] == ["owner died"]
+    finally:
+        pool.stop()
