@@ -9,13 +9,18 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, model_validator
 
 from store.models import CheckpointInfo, Decision, Run, RunStatus, SteeringRequest
 
 INT_MAX = 2**31 - 1
 """The largest number a request may name (a checkpoint, a request id, an offset): what the database's integer
 columns hold; larger ones are refused as invalid (422), not sent to the database."""
+
+# The numbers of a request body are strict JSON integers (``StrictInt``): ``true`` is not 1 and ``1.0`` or
+# ``"1"`` is not a number, so a body that says something else answers 422 naming the field, never a decision on
+# request 1 or a rewind to checkpoint #1. (Query parameters are text by nature: ``?offset=5``; FastAPI parses them
+# as numbers, and ``?offset=true`` answers 422 as well.)
 
 
 class ErrorDetail(BaseModel):
@@ -57,7 +62,8 @@ class StartRun(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     workflow: str = Field(min_length=1, max_length=200, examples=["migration-plan"])
-    version: int | None = Field(None, ge=1, description="A registered version (default: the latest).")
+    version: StrictInt | None = Field(None, ge=1, le=INT_MAX,
+                                      description="A registered version (default: the latest).")
     input: dict[str, Any] = Field(default_factory=dict, examples=[{"request": "split users.name"}])
 
 
@@ -124,7 +130,7 @@ class CancelRun(BaseModel):
 class _DecisionBase(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    request_id: int | None = Field(None, ge=1, le=INT_MAX,
+    request_id: StrictInt | None = Field(None, ge=1, le=INT_MAX,
                                    description="The steering request decided (default: the run's pending "
                                                       "one). Naming it refuses a decision on a request that has "
                                                       "since been settled.")
@@ -192,9 +198,10 @@ class FeedbackDecision(_DecisionBase):
 
 
 class RewindPayload(_Payload):
-    to: Annotated[int, Field(ge=0, le=INT_MAX)] | str = Field(
-        description="A checkpoint number, or a node name (the latest checkpoint on the current "
-                                      "branch from which that node runs next).")
+    to: Annotated[StrictInt, Field(ge=0, le=INT_MAX)] | StrictStr = Field(
+        description="A checkpoint number (a JSON integer; a string of digits such as \"3\" names checkpoint #3 "
+                    "too, as the CLI's --to 3 does), or a node name (the latest checkpoint on the current branch "
+                    "from which that node runs next). true, false and 1.0 are refused (422).")
     feedback: str | None = Field(None, description="Handed to the node that runs next.")
     edits: dict[str, Any] | None = Field(None, description="State fields to replace, validated.")
     allow_empty: bool = Field(False, description="Accept edits that leave a field (or an entry of a mapping) "
