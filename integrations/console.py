@@ -25,9 +25,11 @@ def render_value(value: Any) -> str:
 
 
 def answer_commands(view: RequestView, command: str) -> list[str]:
-    """The exact CLI commands that answer ``view``'s request. Each names the steering point (``--at``), so a
-    command typed twice, or after someone else decided, is refused instead of answering the next request."""
-    run, at = view.run.id, f"--at {shlex.quote(view.point)}"
+    """The exact CLI commands that answer ``view``'s request. Each names the steering point (``--at``) and the
+    request (``--request N``, its id: this version of the artefact), so a command typed twice, after someone
+    else decided, or after the point asked again (a redraft after feedback), is refused with who decided and
+    when, instead of answering a request its reader never saw. ``command``: how the reader invokes the CLI."""
+    run, at = view.run.id, f"--at {shlex.quote(view.point)} --request {view.request.id}"
     out = []
     for action in view.actions:
         if action == "approve":
@@ -35,7 +37,8 @@ def answer_commands(view: RequestView, command: str) -> list[str]:
         elif action == "edit":
             field = view.show or "state"
             if isinstance(view.shown_value, str):
-                out.append(f"{command} show {run} --raw {at} > {field}.txt   # change it, then:")
+                out.append(f"{command} show {run} --raw --at {shlex.quote(view.point)} > {field}.txt   "
+                           "# change it, then:")
                 out.append(f"{command} edit {run} {at} --file {field}.txt")
             else:
                 out.append(f"{command} edit {run} {at} --set {field}=JSON   (or --set {field}.KEY=@file)")
@@ -44,7 +47,8 @@ def answer_commands(view: RequestView, command: str) -> list[str]:
         elif action == "feedback":
             out.append(f"{command} feedback {run} {at} {shlex.quote('what to change')}")
         elif action == "rewind":
-            out.append(f"{command} rewind {run} --to STEP_OR_SEQ [--feedback TEXT]   (steps: {command} history {run})")
+            out.append(f"{command} rewind {run} --to STEP_OR_SEQ --request {view.request.id} [--feedback TEXT]   "
+                       f"(steps: {command} history {run})")
     return out
 
 

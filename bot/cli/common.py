@@ -32,6 +32,13 @@ AsOpt = Annotated[str | None, typer.Option("--as", help="Act for this person: re
                                                         "$HAZEL_OPERATOR, else your login name.")]
 DetachOpt = Annotated[bool, typer.Option("--detach", help="Only record it; let a worker (`hazel serve`) "
                                                           "continue the run.")]
+RequestOpt = Annotated[int | None, typer.Option("--request", min=1, max=INT_MAX, metavar="N",
+                                               help="The request you answer (its id: `hazel show RUN` and the "
+                                                    "printed commands give it). Refused, with who decided and when, "
+                                                    "once that request was settled, even if its point asked again "
+                                                    "since (a redraft after feedback).")]
+"""``--request N`` of the decision commands: the id of the steering request (the version of the artefact) the
+operator reviewed; the engine's ``request_id`` (``Hazel.decide``)."""
 
 
 def __getattr__(name: str) -> Any:

@@ -29,25 +29,46 @@ if TYPE_CHECKING:
 
 
 def decide(hazel: Hazel, *, run_id: str, action: str, actor: Actor, detach: bool, json_out: bool,
-           payload: dict[str, Any] | None = None, point: str | None = None) -> DecisionOutcome:
+           payload: dict[str, Any] | None = None, point: str | None = None,
+           request_id: int | None = None) -> DecisionOutcome:
     """``hazel.decide`` (claiming the run unless ``detach``); a refusal as already decided / nothing pending on
     a run that no process continues is handled by ``continue_stranded`` (which exits). A point the run never
     asked at (``UnaskedPointError``: undeclared, or not reached) is refused as it is: the run is not driven.
+    ``request_id`` (``--request N``) pins the request answered: the engine refuses it once it was settled, even
+    when its point has asked again since; ``point`` with it must be that request's point (``check_request``).
 
     Raises:
-        the engine's errors, as ``Hazel.decide``; ``typer.Exit`` once a stranded run was handled.
+        the engine's errors, as ``Hazel.decide``; ``CliError`` (``check_request``); ``typer.Exit`` once a
+        stranded run was handled.
     """
     from bot.engine import AlreadyDecidedError, NoPendingRequestError, UnaskedPointError
 
+    check_request(hazel, run_id=run_id, request_id=request_id, point=point)
     try:
         return hazel.decide(run_id=run_id, action=action, actor=actor, payload=payload, point=point,
-                            claim=not detach)
+                            request_id=request_id, claim=not detach)
     except UnaskedPointError:  # a point the run never asked at: nothing to continue the run for
         raise
     except (AlreadyDecidedError, NoPendingRequestError) as refusal:
         continue_stranded(hazel, run_id=run_id, refusal=refusal, action=action, actor=actor, detach=detach,
                           json_out=json_out)
         raise
+
+
+def check_request(hazel: Hazel, *, run_id: str, request_id: int | None, point: str | None) -> None:
+    """With ``--request N``: N must be a request of ``run_id``, and asked at ``point`` when ``--at`` names one
+    too (the two options name one request, never two). Nothing to check without ``--request``.
+
+    Raises:
+        CliError: ``run R has no steering request N``, or ``request N of run R was asked at 'x', not at 'y'``.
+    """
+    if request_id is None:
+        return
+    found = next((r for r in hazel.requests(run_id=run_id) if r.id == request_id), None)
+    if found is None:
+        raise common.CliError(f"run {run_id} has no steering request {request_id} (see `hazel show {run_id}`)")
+    if point is not None and found.point != point:
+        raise common.CliError(f"request {request_id} of run {run_id} was asked at {found.point!r}, not at {point!r}")
 
 
 def continue_stranded(hazel: Hazel, *, run_id: str, refusal: Exception, action: str, actor: Actor, detach: bool,

@@ -237,7 +237,7 @@ def show_cmd(
         lines.append(f"waiting at {e(repr(request.point))}: {e(request.title)} · {e(request.channel)}"
                      + (f" · {request.approvals}/{request.approvals_required} approvals"
                         if request.approvals_required > 1 else "")
-                     + (f" · request {request.id}" if len(waiting) > 1 else ""))
+                     + f" · request {request.id}")  # what `--request N` names
     if run.error:
         lines.append(f"error      {e(run.error)}")
     common.out.print(Panel("\n".join(lines), title=f"run {run.id}", title_align="left"))

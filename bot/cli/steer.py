@@ -15,6 +15,7 @@ from bot.cli.common import (
     AsOpt,
     DetachOpt,
     JsonOpt,
+    RequestOpt,
     actor,
     apply_sets,
     edit_sets,
@@ -24,7 +25,7 @@ from bot.cli.common import (
     read_file,
     usage_error,
 )
-from bot.cli.continuation import decide
+from bot.cli.continuation import check_request, decide
 from bot.cli.runs import finish, retry_notice
 
 if TYPE_CHECKING:
@@ -32,9 +33,11 @@ if TYPE_CHECKING:
 
 app = typer.Typer()
 RunArg = Annotated[str, typer.Argument(metavar="RUN", help="Run id (or a unique prefix).")]
-AtOpt = Annotated[str | None, typer.Option("--at", help="The steering point you answer (printed with the request). "
-                                           "If that request was decided meanwhile, you are told by whom, instead "
-                                           "of answering the run's next request.")]
+AtOpt = Annotated[str | None, typer.Option("--at", help="The steering point you answer (printed with the request): "
+                                           "its latest request. If that one was decided meanwhile, you are told by "
+                                           "whom, instead of answering a request of the run's next point; a point "
+                                           "that asked again (a redraft after feedback) is answered anew: "
+                                           "--request N pins the version you reviewed.")]
 
 
 def _after(hazel: Hazel, outcome: DecisionOutcome, detach: bool, json_out: bool) -> None:
@@ -67,12 +70,12 @@ def _after(hazel: Hazel, outcome: DecisionOutcome, detach: bool, json_out: bool)
 
 @app.command("approve")
 @handle_errors
-def approve_cmd(run_ref: RunArg, at: AtOpt = None, detach: DetachOpt = False, as_: AsOpt = None,
-                json_out: JsonOpt = False) -> None:
+def approve_cmd(run_ref: RunArg, at: AtOpt = None, request: RequestOpt = None, detach: DetachOpt = False,
+                as_: AsOpt = None, json_out: JsonOpt = False) -> None:
     """Approve the run's pending steering request."""
     hazel = engine(json_out)
     outcome = decide(hazel, run_id=hazel.resolve(ref=run_ref), action="approve", actor=actor(hazel, as_), point=at,
-                     detach=detach, json_out=json_out)
+                     request_id=request, detach=detach, json_out=json_out)
     _after(hazel, outcome, detach, json_out)
 
 
@@ -87,7 +90,8 @@ def edit_cmd(
                                                    "field (VALUE may be @file); repeatable.")] = None,
     allow_empty: Annotated[bool, typer.Option("--allow-empty", help="Accept an empty or blank new value (an "
                                               "empty file or VALUE is refused without it).")] = False,
-    at: AtOpt = None, detach: DetachOpt = False, as_: AsOpt = None, json_out: JsonOpt = False,
+    at: AtOpt = None, request: RequestOpt = None, detach: DetachOpt = False, as_: AsOpt = None,
+    json_out: JsonOpt = False,
 ) -> None:
     """Replace the shown field with your version (validated against the state model), then continue."""
     if bool(file) == bool(set_):
@@ -99,11 +103,12 @@ def edit_cmd(
     if file:
         payload: dict[str, Any] = {"text": read_file(file)}  # the engine parses it (text, or JSON)
     else:
-        shown = hazel.shown(request_id=hazel.request_for(run_id=run_id, point=at).id)
+        check_request(hazel, run_id=run_id, request_id=request, point=at)
+        shown = hazel.shown(request_id=hazel.request_for(run_id=run_id, request_id=request, point=at).id)
         payload = edit_sets(set_ or [], shown.field)
     payload["allow_empty"] = allow_empty  # the engine refuses an empty or blank value without it
     outcome = decide(hazel, run_id=run_id, action="edit", actor=actor(hazel, as_), payload=payload, point=at,
-                     detach=detach, json_out=json_out)
+                     request_id=request, detach=detach, json_out=json_out)
     _after(hazel, outcome, detach, json_out)
 
 
@@ -112,12 +117,14 @@ def edit_cmd(
 def reject_cmd(
     run_ref: RunArg,
     reason: Annotated[str, typer.Option("--reason", "-r", help="Why (required; @file reads a file).")],
-    at: AtOpt = None, detach: DetachOpt = False, as_: AsOpt = None, json_out: JsonOpt = False,
+    at: AtOpt = None, request: RequestOpt = None, detach: DetachOpt = False, as_: AsOpt = None,
+    json_out: JsonOpt = False,
 ) -> None:
     """Reject: the run goes to the steering point's on_reject step, or ends as rejected."""
     hazel = engine(json_out)
     outcome = decide(hazel, run_id=hazel.resolve(ref=run_ref), action="reject", actor=actor(hazel, as_),
-                     payload={"reason": read_arg(reason)}, point=at, detach=detach, json_out=json_out)
+                     payload={"reason": read_arg(reason)}, point=at, request_id=request, detach=detach,
+                     json_out=json_out)
     _after(hazel, outcome, detach, json_out)
 
 
@@ -126,12 +133,14 @@ def reject_cmd(
 def feedback_cmd(
     run_ref: RunArg,
     text: Annotated[str, typer.Argument(help="Your feedback (@file reads a file).")],
-    at: AtOpt = None, detach: DetachOpt = False, as_: AsOpt = None, json_out: JsonOpt = False,
+    at: AtOpt = None, request: RequestOpt = None, detach: DetachOpt = False, as_: AsOpt = None,
+    json_out: JsonOpt = False,
 ) -> None:
     """Send feedback: the run goes back to the step that drafts the artefact, with your words."""
     hazel = engine(json_out)
     outcome = decide(hazel, run_id=hazel.resolve(ref=run_ref), action="feedback", actor=actor(hazel, as_),
-                     payload={"text": read_arg(text)}, point=at, detach=detach, json_out=json_out)
+                     payload={"text": read_arg(text)}, point=at, request_id=request, detach=detach,
+                     json_out=json_out)
     _after(hazel, outcome, detach, json_out)
 
 
@@ -146,13 +155,17 @@ def rewind_cmd(
                                                    "target (repeatable).")] = None,
     allow_empty: Annotated[bool, typer.Option("--allow-empty", help="Accept a --set that leaves a field (or an "
                                               "entry) empty or blank (refused without it).")] = False,
-    detach: DetachOpt = False, as_: AsOpt = None, json_out: JsonOpt = False,
+    request: RequestOpt = None, detach: DetachOpt = False, as_: AsOpt = None, json_out: JsonOpt = False,
 ) -> None:
     """Fork the run from an earlier checkpoint; the abandoned branch stays in the history."""
-    if to.lstrip("#").isdigit() and int(to.lstrip("#")) > INT_MAX:
-        raise usage_error("--to", f"{to.lstrip('#')} is out of range: a checkpoint number is at most {INT_MAX}")
+    number = to.strip().lstrip("#")
+    if number.startswith("-") and number[1:].strip().isdigit():  # `--to -5`: no checkpoint number is negative
+        raise usage_error("--to", f"{number} is out of range: a checkpoint number is 0 or more")
+    if number.isdigit() and int(number) > INT_MAX:
+        raise usage_error("--to", f"{number} is out of range: a checkpoint number is at most {INT_MAX}")
     hazel = engine(json_out)
     run_id = hazel.resolve(ref=run_ref)
+    check_request(hazel, run_id=run_id, request_id=request, point=None)
     edits = None
     if set_:  # the edits apply over the target's state, not the head's
         target = hazel.rewind_target(run_id=run_id, to=to)
@@ -163,6 +176,7 @@ def rewind_cmd(
         edits = apply_sets(set_, {**declared, **(tree if isinstance(tree, dict) else {})})
     outcome = hazel.rewind(run_id=run_id, actor=actor(hazel, as_), to=to,
                            feedback=read_arg(feedback) if feedback else None, edits=edits, claim=not detach,
+                           request_id=request,
                            allow_empty=allow_empty)  # the engine refuses an empty or blank --set without it
     _after(hazel, outcome, detach, json_out)
 
