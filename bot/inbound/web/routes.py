@@ -107,13 +107,16 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
     auth: WebAuth | None = None  # (made below; None while the pages are off)
 
     def html(name: str, status: int = 200, **context: Any) -> HTMLResponse:
-        context = {"session": None, "flash": None, "path": "", "sign_in": False, **context}
+        context = {"session": None, "flash": None, "path": "", "sign_in": False, "link": None, **context}
         return HTMLResponse(env.get_template(name).render(**context), status_code=status, headers=HEADERS)
 
-    def message_page(request: Request, status: int, title: str, message: str) -> HTMLResponse:
-        """A page that says one thing (an error), its header showing who is signed in."""
+    def message_page(request: Request, status: int, title: str, message: str,
+                     link: tuple[str, str] | None = None) -> HTMLResponse:
+        """A page that says one thing (an error), its header showing who is signed in; ``link``: ``(href,
+        text)`` of where to go instead (the runs list, for an unknown run)."""
         session = auth.session(request) if auth is not None else None
-        return html("message.html", status, title=title, message=message, session=session, path=request.url.path)
+        return html("message.html", status, title=title, message=message, session=session, path=request.url.path,
+                    link=link)
 
     class WebRoute(APIRoute):
         """A page's malformed query, path or form (``page=-1``, ``a=x``, a number past ``INT_MAX``) answers
@@ -175,8 +178,8 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
                     return handler(request, *args, **kwargs)
                 except Refused as exc:
                     return refused(request, exc)
-                except RunNotFoundError as exc:
-                    return message_page(request, 404, "No such run", str(exc))
+                except RunNotFoundError as exc:  # the message without its console hint (`hazel runs`)
+                    return message_page(request, 404, "No such run", exc.message, link=("/runs", "See all runs"))
         return wrapper
 
     # -- sign-in ---------------------------------------------------------------------------------------
@@ -224,10 +227,10 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
 
     @router.get("/runs")
     @guarded
-    def runs(request: Request, status: Annotated[list[str] | None, Query()] = None, workflow: str | None = None,
-             mine: bool = False, page: Page = 0) -> Response:
+    def runs(request: Request, status: Annotated[list[RunStatus] | None, Query()] = None,
+             workflow: str | None = None, mine: bool = False, page: Page = 0) -> Response:
         session = auth.viewer(request)
-        valid = [s for s in (status or []) if s in {x.value for x in RunStatus}]
+        valid = list(dict.fromkeys(s.value for s in status or []))  # an unknown status answered 422 (WebRoute)
         actor = auth.actor(session, "") if session.identity else None
         found = pages.runs_page(hazel, statuses=valid, workflow=workflow, page=page, mine=mine, actor=actor)
         query = [("status", s) for s in valid] + ([("workflow", workflow)] if workflow else []) + \
