@@ -80,7 +80,8 @@ def db_downgrade(revision: Annotated[str, typer.Argument(help="The revision to g
 @db_app.command("current")
 @handle_errors
 def db_current(json_out: JsonOpt = False) -> None:
-    """Show the database's schema revision and the one this Hazel needs."""
+    """Show the database's schema revision and the one this Hazel needs. Exit status 1 when the database is
+    newer than this Hazel (a revision it has no script for), as every other command then refuses to run."""
     from bot.settings import Settings
     from store import Store
     from store.migrate import current_revision, head_revision, known_revisions
@@ -96,6 +97,8 @@ def db_current(json_out: JsonOpt = False) -> None:
     else:
         common.out.print(f"current {current or 'none'}; this Hazel needs {head}"
                          + ("; the database is newer than this Hazel: use a newer Hazel" if newer else ""))
+    if newer:
+        raise typer.Exit(1)
 
 
 @app.command("serve")
