@@ -5,7 +5,8 @@ token, so a worker that lost its lease can never write), and, when the next node
 pending steering request and its outbox notification. Then the executing thread returns: nothing stays
 behind for a waiting run. A step that raises is retried with exponential backoff and jitter by handing the
 run back to the queue with a ``wake_at``; after its last attempt the run is ``failed`` with the error and
-traceback.
+traceback. An error outside a step (a state that cannot be loaded or decoded) fails the run at once, as it would
+fail the same way on every attempt; only a database that is unreachable leaves the run to recovery.
 
 A run arrives as a ``Claim``: leased by a claim (``Runner.claim``), or by the transaction that made it runnable
 (a start or a decision that executes in this process). A claim made by such a transaction carries the run's
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Callable
 
+import sqlalchemy.exc
 from pydantic import BaseModel, ValidationError
 
 from bot.engine import lgraph, transitions, versions
@@ -39,6 +41,11 @@ from store.steps import StepWriter
 from store.models import SYSTEM, Run, RunStatus
 
 log = logging.getLogger("hazel.runner")
+
+TRANSIENT_ERRORS = (sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError, sqlalchemy.exc.TimeoutError,
+                    sqlalchemy.exc.DisconnectionError)
+"""Errors of a database that is down or unreachable: a drive that meets one leaves its run to recovery (it
+is handed back when its lease runs out), where any other error outside a step fails the run (``Runner.drive``)."""
 
 
 @dataclass(frozen=True)
@@ -152,7 +159,14 @@ class Runner:
     def drive(self, claim: Claim, *, hand_back: threading.Event | None = None) -> DriveResult:
         """Execute the leased run until it waits at a steering point, ends, fails, is scheduled for a retry,
         or loses its lease; or, once ``hand_back`` is set (the process is stopping), until the step in flight
-        is checkpointed, handing the run back as ``ready``. Never raises for a step's own error."""
+        is checkpointed, handing the run back as ``ready``. Never raises for a step's own error; an error of
+        Hazel's own outside a step (the state cannot be loaded, decoded or written) fails the run with it
+        (``run.failed``, ``outside_step``) rather than leave it to crash again after each recovery.
+
+        Raises:
+            sqlalchemy.exc.OperationalError and the other ``TRANSIENT_ERRORS``: the database is unreachable (the
+                run stays ``running`` until recovery hands it back).
+        """
         run = claim.run
         token = run.lease_token
         assert token is not None, "drive() needs a run claimed by this runner"
@@ -168,9 +182,43 @@ class Runner:
             except LeaseLostError:
                 log.warning("run %s: lease lost (cancelled or taken over); stopping here", run.id)
                 result.lease_lost = True
+            except TRANSIENT_ERRORS:  # the database is unreachable: recovery hands the run back once it is
+                raise
+            except Exception as exc:  # Hazel's own error outside a step (loading, decoding, writing the state):
+                # the same every time, so the run fails, saying why, rather than crash and be handed back forever
+                self._crashed(run, token, exc, result)
             finally:
                 self.leases.drop(token)
         return result
+
+    def _crashed(self, run: Run, token: str, exc: Exception, result: DriveResult) -> None:
+        """Fail ``run`` (leased with ``token``) after its drive raised ``exc`` outside a step: ``failed`` with the
+        error and its traceback, audited as ``run.failed`` (``outside_step``), its progress reported.
+
+        Raises:
+            ``exc`` (chained) when failing the run cannot be written either (the worker's loop logs it; recovery
+            hands the run back when its lease runs out).
+        """
+        now = self.clock()
+        message = f"{type(exc).__name__}: {exc}"[:2000]
+        trace = "".join(traceback.format_exception(exc))
+        log.error("run %s: its execution failed outside a step (%s); the run is failed", run.id, message,
+                  exc_info=exc)
+        try:
+            with self.store.transaction() as tx:
+                tx.runs.advance(run.id, token=token, now=now, status=RunStatus.FAILED, error=message,
+                                error_traceback=trace)
+                tx.events.add(action="run.failed", actor=SYSTEM, now=now, run_id=run.id, error=message,
+                              outside_step=True)
+                transitions.progress(tx, run_id=run.id, now=now, event="failed", error=message)
+        except LeaseLostError:
+            log.warning("run %s: lease lost (cancelled or taken over); stopping here", run.id)
+            result.lease_lost = True
+            return
+        except Exception as failing:
+            raise failing from exc
+        result.status = RunStatus.FAILED
+        self.on_outbox()
 
     def _load_head(self, run: Run) -> Head:
         with self.store.read() as tx:

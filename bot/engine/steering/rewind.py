@@ -135,6 +135,9 @@ class Rewinding(SteeringCore):
         if graph:  # the graph's own state takes the feedback and edits
             tree = wf.fork_tree(tree, feedback=feedback, edits=edits, run_id=run.id, seq=target.seq,
                                 parent_seq=target.parent_seq)
+            if edits:  # the limits an edit's state meets (size, depth), as a native rewind's and an edit's
+                tree = state_tree(wf, wf.codec.validate(tree), max_bytes=self.max_state_bytes,
+                                  what="the edited state", refuse=InvalidDecisionError)
         elif edits:
             tree = state_tree(wf, apply_edits(wf, wf.codec.decode(tree), edits), max_bytes=self.max_state_bytes,
                               what="the edited state", refuse=InvalidDecisionError)
