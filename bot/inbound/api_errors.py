@@ -99,6 +99,11 @@ def hazel_error_response(exc: HazelError) -> JSONResponse:
     return error_response(status, type(exc).__name__, exc.message, **extra)
 
 
+_UNION_MEMBERS = frozenset({"int", "constrained-int", "str", "constrained-str", "bool", "float"})
+"""The last part of pydantic's error location for one alternative of a union of plain types (``to: int | str``):
+left out, the alternatives' messages joined (``payload.to: Input should be a valid integer or a valid string``)."""
+
+
 def _loc_part(part: object) -> str:
     text = str(part)
     return text if len(text) <= LOC_MAX_CHARS else f"{text[:LOC_MAX_CHARS]}…"
@@ -117,10 +122,15 @@ def validation_message(exc: RequestValidationError, body: bytes | None = None) -
                 except UnicodeDecodeError as not_utf8:
                     return unreadable_reason(not_utf8)
             return f"the body is not valid JSON ({(err.get('ctx') or {}).get('error', 'decode error')})"
-        loc = ".".join(_loc_part(x) for x in err.get("loc", ()) if x not in ("body",)) or "body"
+        path = [x for x in err.get("loc", ()) if x not in ("body",)]
+        member = bool(path) and path[-1] in _UNION_MEMBERS  # one alternative of `int | str` (rewind's `to`)
+        loc = ".".join(_loc_part(x) for x in (path[:-1] if member else path)) or "body"
         msg = err.get("msg")
         if loc == "body" and err.get("type") in ("model_attributes_type", "dict_type"):
             msg = f"{msg}: send a JSON object with Content-Type: application/json"
+        if member and parts and parts[-1].startswith(f"{loc}: Input should be "):
+            parts[-1] += f" or {str(msg).removeprefix('Input should be ')}"  # `to: … a valid integer or a valid string`
+            continue
         parts.append(f"{loc}: {msg}")
         if len(parts) == 10:
             break

@@ -29,6 +29,8 @@ def test_a_boolean_or_float_is_not_a_number(served, body: dict, field: str) -> N
     run_id = _waiting(api)
     error = error_of(api.decide(run_id, body, token=ALICE), 422)
     assert error["type"] == "InvalidRequestError" and field in error["message"], error
+    if field == "to" and not isinstance(body["payload"]["to"], float):
+        assert error["message"] == "rewind.payload.to: Input should be a valid integer or a valid string", error
     assert hazel.decisions(run_id=run_id) == [] and hazel.get(run_id=run_id).status.value == "waiting"
 
 
