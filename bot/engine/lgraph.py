@@ -40,7 +40,8 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from bot.engine.errors import InvalidDecisionError, WorkflowDefinitionError
 from bot.engine.transitions import close_request
-from bot.engine.lgraph_run import MARK, GraphRunState, graph_values, nodes_label, superstep, writers_at
+from bot.engine.lgraph_run import (MARK, UPDATE_STEP, GraphRunState, graph_values, nodes_label, superstep,
+                                   writers_at)
 from bot.engine.workflow import _CHANNEL, _NAME, Step, SteeringPoint, Workflow, _blank
 from store.codec import StateCodec
 from store.interrupts import answers_at
@@ -222,8 +223,10 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
         """What people see of a Hazel checkpoint of this graph's run ``run_id`` whose stored tree is ``tree``
         (a ``GraphRunState``): the graph's values at the graph checkpoint it points at (``lg_checkpoint``), as
         JSON (pydantic models dumped, tuples and sets as lists, anything else as its ``repr``); before the
-        first super-step (no pointer), the input the graph starts from (with a rewind's values). ``tree``
-        itself when the graph checkpoint is not found (or cannot be read: logged): a view never fails here."""
+        first super-step (no pointer), the input the graph starts from (with a rewind's values); at a rewind's
+        fork (``lg_fork``), those values with what the rewind changes written as ``update_state`` writes them
+        (``_updated``: a reducer channel combines). ``tree`` itself when the graph checkpoint is not found (or
+        cannot be read: logged): a view never fails here."""
         if not isinstance(tree, dict):
             return tree
         pointer = tree.get("lg_checkpoint")
@@ -238,7 +241,18 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
             return tree
         if values is None:
             return tree
+        if tree.get("lg_fork") and isinstance(tree.get("lg_update"), dict) and isinstance(values, dict):
+            values = _updated(self.graph, values, tree["lg_update"])  # a rewind's fork: with what it changes
         return json.loads(json.dumps(values, default=_shown_json, ensure_ascii=False))
+
+    def fork_next(self, tree: Any, next_step: str | None) -> str | None:
+        """The step a rewind's fork with ``tree`` (``fork_tree``'s) continues at, when the checkpoint rewound
+        to runs ``next_step`` next: ``next_step``, or ``UPDATE_STEP`` when it runs nothing next (the graph had
+        finished there) and the rewind brings feedback or edits: that step writes them on the fork
+        (``update_state``) rather than the run completing again without them."""
+        if next_step is None and isinstance(tree, dict) and tree.get("lg_update") and tree.get("lg_checkpoint"):
+            return UPDATE_STEP
+        return next_step
 
     @cached_property
     def input_adapter(self) -> TypeAdapter[Any] | None:
@@ -385,6 +399,24 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
                     f"cannot tell which of them feedback or edits would come from; rewind there without "
                     f"feedback or edits, or to {before}")
         return {**_without_asks(tree), "lg_fork": True, "lg_update": update or None}
+
+
+def _updated(graph: Any, values: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    """``values`` with ``update`` written as ``graph.update_state`` writes it: a channel with a reducer
+    (``Annotated[list, operator.add]``: LangGraph's ``BinaryOperatorAggregate``) combines its value with the
+    new one, any other channel takes the new value (so does a channel whose reducer fails here)."""
+    channels = getattr(graph, "channels", None) or {}
+    out = dict(values)
+    for key, value in update.items():
+        reducer = getattr(channels.get(key), "operator", None)
+        if reducer is not None and key in out:
+            try:
+                out[key] = reducer(out[key], value)
+                continue
+            except Exception:  # noqa: BLE001  (a view: the new value as it is)
+                pass
+        out[key] = value
+    return out
 
 
 def _without_asks(tree: dict[str, Any]) -> dict[str, Any]:

@@ -39,6 +39,10 @@ RESERVED_PREFIX = "lg_"
 """Fields of ``GraphRunState``; a steering point's name never starts with it."""
 COPY = "__copy__"
 """``update_state``'s ``as_node`` that copies a checkpoint as it is (a fork without values: LangGraph's own)."""
+UPDATE_STEP = "__update__"
+"""The step after a rewind with feedback or edits to a graph checkpoint from which no node runs next (the
+graph had finished there): ``update_state`` writes the values on the fork, and the graph goes on from there
+(nowhere, unless its edges say otherwise), so that the values are not dropped."""
 SOURCE_LOOP = "loop"
 SOURCE_UPDATE = "update"
 """``source`` in the metadata of a graph checkpoint written by a super-step / by ``update_state``."""

@@ -142,6 +142,8 @@ class Rewinding(SteeringCore):
             tree = state_tree(wf, apply_edits(wf, wf.codec.decode(tree), edits), max_bytes=self.max_state_bytes,
                               what="the edited state", refuse=InvalidDecisionError)
         next_node, handoff = target.next_step, None
+        if graph:  # a graph that had finished there: a step writes the rewind's values (lgraph.UPDATE_STEP)
+            next_node = wf.fork_next(tree, next_node)
         if feedback:
             handoff = {"feedback": feedback, "by": actor.acting_for or actor.label}
             node = wf.nodes.get(next_node) if next_node else None
