@@ -192,7 +192,8 @@ def show_cmd(
                                       "`hazel edit RUN --file plan.txt` (which drops a file's final newline: "
                                       "an unchanged file gives back the value byte for byte).")] = False,
     at: Annotated[str | None, typer.Option("--at", help="With several requests pending (parallel LangGraph "
-                                           "nodes): the steering point whose value --raw prints.")] = None,
+                                           "nodes): the steering point whose value --raw prints (--raw "
+                                           "without it refuses, naming them).")] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Show a run: status, the pending steering request, and the field it shows (the whole state with
@@ -222,6 +223,10 @@ def show_cmd(
         emit_json({"run": run, "pending_request": pending, "pending_requests": waiting, "state": tree,
                    "seq": run.head_seq if seq is None else seq})
         return
+    if raw and at is None and seq is None and len(waiting) > 1:  # which one's value: the person says
+        points = ", ".join(repr(r.point) for r in waiting)
+        raise CliError(f"run {run.id} waits at {len(waiting)} steering points ({points}): choose the one whose "
+                       f"value --raw prints with --at (hazel show {run.id} --raw --at {waiting[0].point})")
     if raw:
         # the value alone, as text (a text field as it is, anything else as JSON), ended by one added line end
         # that `read_file` drops again: `--raw > f` then `edit --file f` gives back the value byte for byte
