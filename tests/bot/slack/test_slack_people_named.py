@@ -96,6 +96,7 @@ def test_an_edit_modal_leaving_a_script_blank_is_refused_under_it(env: SlackEnv)
     run_id = env.start(by=SAM)
     env.settle()
     env.sender.click(PRIYA, "approve", env.request_message(run_id, "review_plan"), name="priya")
+    env.wait(lambda: env.hazel.decisions(run_id=run_id), "priya's approval")  # (decided after Bolt's ack)
     env.settle()
     message = env.request_message(run_id, "review_artefacts")
     scripts = env.hazel.state_at(run_id=run_id).scripts
