@@ -77,6 +77,9 @@ REWIND_NODE = "__rewind__"
 """Name of the node of the checkpoint a rewind writes (its parent is the checkpoint rewound to)."""
 MIGRATE_NODE = "__migrate__"
 """Name of the node of the checkpoint that carries a run's state over to a newer workflow version."""
+UPDATE_NODE = "__update__"
+"""Name of the step a LangGraph rewind with feedback or edits to the graph's final checkpoint runs next: it
+writes them on the fork (``update_state``; ``bot.engine.lgraph_run``)."""
 
 
 NODES_JOIN = " + "
@@ -93,8 +96,8 @@ def node_names(step: str | None) -> list[str]:
 
 
 def node_label(step: str) -> str:
-    """A checkpoint's node for people: Hazel's own nodes as ``start``, ``↩ rewind``, ``⇪ migrate``."""
-    return {START: "start", REWIND_NODE: "↩ rewind", MIGRATE_NODE: "⇪ migrate"}.get(step, step)
+    """A checkpoint's node for people: Hazel's own nodes as ``start``, ``↩ rewind``, ``⇪ migrate``, ``✎ update``."""
+    return {START: "start", REWIND_NODE: "↩ rewind", MIGRATE_NODE: "⇪ migrate", UPDATE_NODE: "✎ update"}.get(step, step)
 
 
 class OutboxKind(str, enum.Enum):

@@ -65,7 +65,7 @@ def history_tree(run: Run, checkpoints: list[CheckpointInfo], decisions: list[De
                 "feedback")
             if detail:
                 text += f": “{escape(_short(detail))}”"
-        text += f" → {escape(cp.next_step) if cp.next_step else '[green]end[/green]'}"
+        text += f" → {escape(node_label(cp.next_step)) if cp.next_step else '[green]end[/green]'}"
         text += f"  [dim]{when(cp.created_at)}[/dim]"
         if cp.seq == run.head_seq:
             text += "  [bold yellow]◀ head[/bold yellow]"

@@ -31,7 +31,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from bot.engine.workflow import StepContext
-from store.models import NODES_JOIN, node_names
+from store.models import NODES_JOIN, UPDATE_NODE, node_names
 
 MARK = "hazel.steer"
 """Key of an interrupt payload made by ``hazel.langgraph.steer`` (its value: the payload's format, 1)."""
@@ -39,7 +39,7 @@ RESERVED_PREFIX = "lg_"
 """Fields of ``GraphRunState``; a steering point's name never starts with it."""
 COPY = "__copy__"
 """``update_state``'s ``as_node`` that copies a checkpoint as it is (a fork without values: LangGraph's own)."""
-UPDATE_STEP = "__update__"
+UPDATE_STEP = UPDATE_NODE
 """The step after a rewind with feedback or edits to a graph checkpoint from which no node runs next (the
 graph had finished there): ``update_state`` writes the values on the fork, and the graph goes on from there
 (nowhere, unless its edges say otherwise), so that the values are not dropped."""

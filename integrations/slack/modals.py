@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from integrations.slack import text as T
 from integrations.slack.blocks import context, plain_text
-from store.models import CheckpointInfo, RequestView
+from store.models import CheckpointInfo, RequestView, node_label
 
 MAX_VIEW_BLOCKS = 100
 MAX_TITLE_CHARS = 24
@@ -170,7 +170,8 @@ def reason_modal(kind: Literal["reject", "feedback"], view: RequestView, meta: d
 
 def checkpoint_label(cp: CheckpointInfo) -> str:
     """``#3 → write_scripts · 11-29 14:05 · branch 0`` (at most 75 characters)."""
-    return T.truncate(f"#{cp.seq} → {cp.next_step} · {cp.created_at:%m-%d %H:%M} UTC · branch {cp.branch}",
+    return T.truncate(f"#{cp.seq} → {node_label(cp.next_step or '')} · {cp.created_at:%m-%d %H:%M} UTC · branch "
+                      f"{cp.branch}",
                       MAX_OPTION_TEXT_CHARS)
 
 

@@ -77,7 +77,7 @@ def history_text(run: Run, checkpoints: list[CheckpointInfo], decisions: list[De
             words = d.payload.get("text") or d.payload.get("reason") or d.payload.get("feedback")
             if words:
                 text += f": “{T.truncate(T.escape(str(words)).replace(chr(10), ' '), 60)}”"
-        text += f" → {T.escape(cp.next_step) if cp.next_step else '*end*'} · {B.date(cp.created_at, '{time}')}"
+        text += f" → {T.escape(node_label(cp.next_step)) if cp.next_step else '*end*'} · {B.date(cp.created_at, '{time}')}"
         return text + ("  ◀ *head*" if cp.seq == run.head_seq else "")
 
     def chain(cp: CheckpointInfo, depth: int) -> None:

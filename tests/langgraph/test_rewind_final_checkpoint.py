@@ -58,7 +58,9 @@ def test_a_rewind_to_the_final_checkpoint_writes_its_edits_and_feedback(cli: Cal
     assert {k: saved.checkpoint["channel_values"][k] for k in changed} == changed
     fork = json.loads(cli("show", run_id, "--seq", str(final + 1), "--json").stdout)
     assert fork["state"] == {**before, **changed}  # the fork checkpoint's own view shows it too
-    assert f"rewind to #{final}" in cli("history", run_id).stdout
+    history = cli("history", run_id).stdout
+    assert f"rewind to #{final}" in history
+    assert "✎ update" in history and "__update__" not in history  # Hazel's own step, named for people
 
 
 class Par(TypedDict, total=False):
