@@ -408,6 +408,13 @@ class RequestView(_Record):
     still_pending: tuple[SteeringRequest, ...] = ()
     """Once this request is settled: the other requests asked with it (a LangGraph super-step's other
     interrupts) that are still pending, oldest first; the run waits on them (``still_waiting_text``)."""
+    waiting_for: Approvers | None = None
+    """A pending request: who can still move it now, as its channel shows them (``bot.engine.permissions.
+    still_deciding``): its approvers, plus the backup approvers once escalated, minus the people whose vote is
+    in and the starter where self-approval is off; ``Approvers()`` (empty): anyone; None: not known (a view
+    built elsewhere: channels fall back to ``approvers``) or, with ``nobody_left``, nobody."""
+    nobody_left: bool = False
+    """True when the request has approvers but none of them can still decide (``waiting_for`` is None)."""
 
 
 def still_waiting_text(requests: "tuple[SteeringRequest, ...] | list[SteeringRequest]") -> str:

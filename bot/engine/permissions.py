@@ -175,6 +175,30 @@ def shown_approvers(approvers: Approvers, people: People, channel: str) -> Appro
     return approvers.model_copy(update={key: tuple(values) for key, values in kept.items()})
 
 
+def still_deciding(lists: list[Approvers], people: People, channel: str, *, voted: set[str],
+                   starter: str | None) -> Approvers | None:
+    """Who can still move a pending request, as its channel (``slack:#…``, ``jira:KEY``, ``console``) shows
+    them (``shown_approvers``): the entries of ``lists`` (the approvers in force, ``approvers_of``) whose
+    person (the people file; a listed identity nobody claims is its own person) is not in ``voted`` (the
+    people whose vote is in) and is not ``starter`` (the person who started the run, when self-approval is
+    off; None: no ban). Groups (Slack user groups, Jira groups) stay: their members are not known here.
+    ``Approvers()`` (empty) when the lists name nobody (anyone may); None when they name people and none of
+    them is left (nobody can decide)."""
+    merged = Approvers(**{key: tuple(dict.fromkeys(v for a in lists for v in getattr(a, key)))
+                          for key in ("people", "users", "slack_users", "slack_usergroups", "jira_users",
+                                      "jira_groups")})
+    if merged.empty:
+        return merged
+    gone = set(voted) | ({starter} if starter else set())
+    shown = shown_approvers(merged, people, channel)
+    kinds = {"people": None, "users": "console", "slack_users": "slack", "jira_users": "jira"}
+    kept = {key: tuple(i for i in getattr(shown, key)
+                       if (i if kind is None else people.person_of(kind, i)) not in gone)
+            for key, kind in kinds.items()}
+    left = shown.model_copy(update=kept)
+    return None if left.empty else left
+
+
 def started_it(run: Run, actor: Actor) -> bool:
     """True when ``actor``'s person started ``run``."""
     if run.started_by_person is not None:

@@ -89,6 +89,7 @@ class Views:
         point = find_point(wf, request.point, tree)
         show = getattr(point, "show", None)
         shown = tree.get(show) if show and isinstance(tree, dict) else tree
+        decisions = tx.decisions.for_request(request.id)
         return RequestView(
             request=request, run=run, workflow=run.workflow, workflow_version=run.workflow_version,
             point=request.point, title=request.title, show=show, shown_value=shown,
@@ -100,12 +101,28 @@ class Views:
             escalate_channel=getattr(point, "escalate_channel", None),
             notify_approvers=bool(getattr(point, "notify_approvers", False)),
             options=dict(getattr(point, "options", {}) or {}),
-            decisions=tuple(tx.decisions.for_request(request.id)),
+            decisions=tuple(decisions),
             checkpoints=tuple(tx.checkpoints.list(run.id, newest=HISTORY_IN_VIEW)),
             reminder=reminder, escalation=escalation,
             still_pending=tuple(pending_siblings(tx, wf, request)) if request.status is not RequestStatus.PENDING
             else (),
+            **self._waiting_for(point, request, run, decisions),
         )
+
+    def _waiting_for(self, point: SteeringPoint | None, request: SteeringRequest, run: Run,
+                     decisions: list[Decision]) -> dict[str, Approvers | bool | None]:
+        """``waiting_for`` and ``nobody_left`` of a request's view (``permissions.still_deciding``): who can
+        still move pending ``request``, given the votes in (``decisions``) and the self-approval ban; nothing
+        for a settled request or an unknown point."""
+        if point is None or request.status is not RequestStatus.PENDING:
+            return {}
+        lists = permissions.approvers_of(point, escalated=request.escalated_at is not None)
+        voted = {d.person or self.people.person_of(d.channel, d.actor_id) for d in decisions
+                 if d.channel not in permissions.HAZEL_ITSELF}
+        starter = None if point.allow_self_approval else (
+            run.started_by_person or self.people.person_of(run.started_via, run.started_by))
+        left = permissions.still_deciding(lists, self.people, request.channel, voted=voted, starter=starter)
+        return {"waiting_for": left, "nobody_left": left is None}
 
     def progress_view(self, tx: Tx, message: OutboxMessage) -> ProgressView | None:
         """A ``run.progress`` outbox message as channels render it (None: the run is gone)."""

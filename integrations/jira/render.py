@@ -284,9 +284,11 @@ def reminder_comment(view: RequestView, *, cloud: bool, identities: JiraIdentiti
     if view.escalation and view.escalate_to is not None:
         return (f"(!) Escalated: {who_may(view.escalate_to, cloud=cloud, identities=identities)} may now decide "
                 f"as well. This request has waited since {view.request.created_at:%Y-%m-%d %H:%M} UTC.")
-    return (f"Reminder: this request is still waiting for "
-            f"{who_may(view.approvers, cloud=cloud, identities=identities)} "
-            f"(since {view.request.created_at:%Y-%m-%d %H:%M} UTC).")
+    since = f"(since {view.request.created_at:%Y-%m-%d %H:%M} UTC)"
+    if view.nobody_left:  # every approver has voted, or may not (self-approval): nobody left to ask
+        return f"Reminder: this request is still waiting {since}, but none of its approvers can decide it any more."
+    who = who_may(view.waiting_for or view.approvers, cloud=cloud, identities=identities)
+    return f"Reminder: this request is still waiting for {who} {since}."
 
 
 def revised_comment(view: RequestView) -> str:

@@ -248,8 +248,10 @@ def reminder_text(view: RequestView) -> str:
         extra = approvers_text(view.escalate_to) if view.escalate_to else approvers_text(view.approvers)
         return (f"⚠️ *{T.escape(view.title)}* (run `{view.run.id}`) has waited too long and is escalated to "
                 f"{extra}.")
-    return (f"⏰ Reminder: *{T.escape(view.title)}* (run `{view.run.id}`) still waits for "
-            f"{approvers_text(view.approvers)}.")
+    title = f"⏰ Reminder: *{T.escape(view.title)}* (run `{view.run.id}`)"
+    if view.nobody_left:  # every approver has voted, or may not (self-approval): nobody left to ask
+        return f"{title} still waits, but none of its approvers can decide it any more."
+    return f"{title} still waits for {approvers_text(view.waiting_for or view.approvers)}."
 
 
 def progress_text(view: ProgressView) -> str:
