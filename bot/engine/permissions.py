@@ -133,13 +133,19 @@ def describe(approvers: Approvers, people: People) -> str:
     name, a Slack user id, a Jira account) as its person, others as ``Approvers.describe`` does (a Slack id as
     ``<@U…>``), user groups as groups, and each person once (``priya`` listed by name and by her Slack id is
     ``priya``); ``anyone`` when the list is empty."""
+    parts = _described(approvers, people)
+    return ", ".join(parts) if parts else "anyone"
+
+
+def _described(approvers: Approvers, people: People) -> list[str]:
+    """The names ``describe`` joins, each once, in the list's order."""
     parts = [*approvers.people]
     parts += [people.claimed("console", u) or people.claimed("api", u) or u for u in approvers.users]
     parts += [people.claimed("slack", u) or f"<@{u}>" for u in approvers.slack_users]
     parts += [f"<!subteam^{g}>" for g in approvers.slack_usergroups]
     parts += [people.claimed("jira", u) or u for u in approvers.jira_users]
     parts += [f"group {g}" for g in approvers.jira_groups]
-    return ", ".join(dict.fromkeys(parts)) if parts else "anyone"
+    return list(dict.fromkeys(parts))
 
 
 def shown_approvers(approvers: Approvers, people: People, channel: str) -> Approvers:
@@ -268,3 +274,13 @@ def may_run_action(points: list[SteeringPoint], actor: Actor, run: Run, people: 
     if actor.channel in ("console", *HAZEL_ITSELF) or started_it(run, actor):
         return True
     return any(is_approver(p.approvers, actor, people) for p in points)
+
+
+def run_action_refusal(points: list[SteeringPoint], verb: str, actor: Actor, run: Run, people: People) -> str:
+    """Why ``actor`` may not ``verb`` (``retry``, ``cancel``) ``run``, naming who may as a rewind refusal
+    does: ``sam may not cancel run 1a2b: only priya, dan may, or who started the run`` (the approvers of
+    ``points``, each person once, ``describe``); ``only who started the run may`` when ``points`` name
+    nobody (for ``may_run_action``'s refusals: it does not check)."""
+    who = ", ".join(dict.fromkeys(name for p in points for name in _described(p.approvers, people)))
+    rule = f"only {who} may, or who started the run" if who else "only who started the run may"
+    return f"{actor.label} may not {verb} run {run.id}: {rule}"

@@ -122,7 +122,7 @@ class RunActions(SteeringCore):
         points = graph_points if graph_points is not None else points
         if permissions.may_run_action(points, actor, run, self.people):
             return run
-        reason = f"{actor.label} may not {verb} run {run.id}: only who started it or its approvers may"
+        reason = permissions.run_action_refusal(points, verb, actor, run, self.people)
         self.refuse(run_id=run.id, request_id=request.id if request else None, actor=actor, action=verb,
                     reason=reason)
         raise NotAllowedError(reason)
