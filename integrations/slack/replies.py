@@ -18,7 +18,8 @@ from store.models import (REWIND_NODE, CheckpointInfo, Decision, RequestView, Ru
 def already_text(*, action: str | None, by_id: str | None, by_channel: str | None, by_label: str | None,
                  at: datetime | None, own: bool = False, pending: bool = False, plain: bool = False) -> str:
     """"Already approved by @x at hh:mm" (the time in the reader's time zone); ``own``: the reader's own
-    earlier vote (``pending``: the request still needs more approvals). ``plain``: as plain text (the person
+    earlier vote, with the channel it came through and the rule (``pending``: the request still needs more
+    approvals). ``plain``: as plain text (the person
     by name, the time in UTC), for a modal's field error: ``response_action: errors`` maps a block_id to a
     plain string, which Slack shows as typed, never as mrkdwn (https://docs.slack.dev/surfaces/modals,
     displaying errors), so a mention or a ``<!date^…>`` token would show as its raw markup."""
@@ -26,10 +27,28 @@ def already_text(*, action: str | None, by_id: str | None, by_channel: str | Non
     who = plain_person(by_id, by_label) if plain else B.person(by_id, by_channel, by_label)
     if action == "cancel":
         return f"This request was cancelled by {who} at {when}."
-    if own:
-        tail = "; it still needs more approvals." if pending else ". One person has one vote, whichever channel."
-        return f"You already {past_tense(action)} this request at {when}{tail}"
+    if own:  # the engine's rule, with the channel the earlier vote came through (as the audit log says it)
+        tail = "; it still needs more approvals." if pending else "."
+        return (f"You already {past_tense(action)} this request{through(by_channel, by_id, plain=plain)} at "
+                f"{when}: one person has one vote, whichever channel they use{tail}")
     return f"Already {past_tense(action)} by {who} at {when}."
+
+
+CHANNEL_NAMES = {"slack": "Slack", "api": "the API", "jira": "Jira", "console": "the CLI",
+                 "web": "the run pages"}
+"""How a vote's channel is named to the person who cast it (``through``)."""
+
+
+def through(channel: str | None, identity: str | None, *, plain: bool = False) -> str:
+    """`` through the API (sam-ci)``: the channel of an earlier vote and the identity used there (the REST
+    token's name, a Jira account, a console name); `` through Slack`` alone for Slack (the reader is that
+    identity); ``""`` when the channel is not known. ``plain``: not escaped (a modal's field error)."""
+    if not channel:
+        return ""
+    name = CHANNEL_NAMES.get(channel, channel if plain else T.escape(channel))
+    if channel == "slack" or not identity:
+        return f" through {name}"
+    return f" through {name} ({identity if plain else T.escape(identity)})"
 
 
 def plain_date(at: datetime | None) -> str:

@@ -299,8 +299,10 @@ def second_vote(person: str, through: str, earlier: Decision) -> str:
 def already_voted(earlier: Decision) -> str:
     """What Slack tells a person whose earlier vote (``earlier``) counted, the request needing more approvals (the
     time in the reader's time zone)."""
-    return (f"You already approved this request at <!date^{int(earlier.created_at.timestamp())}^{{time}}|"
-            f"{earlier.created_at:%Y-%m-%d %H:%M} UTC>; it still needs more approvals.")
+    through = {"api": "the API", "jira": "Jira", "console": "the CLI"}.get(earlier.channel, earlier.channel)
+    return (f"You already approved this request through {through} ({earlier.actor_id}) at "
+            f"<!date^{int(earlier.created_at.timestamp())}^{{time}}|{earlier.created_at:%Y-%m-%d %H:%M} UTC>: one "
+            "person has one vote, whichever channel they use; it still needs more approvals.")
 
 
 def still_one_of_two(d: Deployment, run_id: str, request: SteeringRequest) -> None:
@@ -499,7 +501,7 @@ def test_slack_then_jira_and_jira_then_slack(deploy) -> None:  # noqa: ANN001
     assert d.sender.home_opened(PRIYA_SLACK).status_code == 200
     d.home(PRIYA_SLACK, "Waiting on you (0)")  # her Jira vote was hers in Slack too: nothing waits on her
     d.sender.send_payload(d.sender.home_click_payload(PRIYA_SLACK, "approve", stale, request.id, name="priya.s"))
-    d.home(PRIYA_SLACK, "You already approved this request at")
+    d.home(PRIYA_SLACK, f"You already approved this request through Jira ({PRIYA_JIRA}) at")
     assert "it still needs more approvals." in str(d.slack.homes[PRIYA_SLACK])
     audited_second_vote(d, run_id, second_vote("priya", f"jira ({PRIYA_JIRA})", first), by=("slack", PRIYA_SLACK),
                         person="priya")

@@ -85,7 +85,7 @@ def test_quorum_and_the_self_approval_ban_apply_in_slack(make_env) -> None:  # n
     voted = env.fake.message(DEPLOYS, message.ts)
     assert "1 of 2 approvals so far: <@U0000000001>" in str(voted.blocks) and voted.blocks[-1]["type"] == "actions"
     env.sender.click(PRIYA, "approve", message)
-    env.ephemeral(PRIYA, "You already approved this request at")
+    env.ephemeral(PRIYA, "You already approved this request through Slack at")
     env.sender.click(SAM, "approve", message)
     env.wait(lambda: env.pending(run_id) is None, "the quorum")
     env.settle()
