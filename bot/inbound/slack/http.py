@@ -21,9 +21,13 @@ from slack_bolt.adapter.starlette.handler import to_bolt_request, to_starlette_r
 from slack_sdk.signature import SignatureVerifier
 from starlette.concurrency import run_in_threadpool
 
+from integrations.slack import blocks as B
 from integrations.slack import modals as M
 
 EVENTS_PATH = "/slack/events"
+ACTION_IDS = frozenset(B.ACTION_PREFIX + action for action in B.BUTTON_LABELS)
+"""The ``action_id`` of every button Hazel posts (``hazel_approve``, …; ``blocks.button``): the only ones a
+``block_actions`` payload may carry (``interactions.BUTTON`` listens to these)."""
 TIMESTAMP, SIGNATURE = "x-slack-request-timestamp", "x-slack-signature"
 
 
@@ -112,8 +116,9 @@ def malformed_reason(body: dict[str, Any]) -> str | None:
     they read, of the right kind (Bolt indexes them before any listener could refuse, e.g. ``actions: "x"`` was
     a TypeError, 500; ``event: "x"`` too): a modal's inputs are objects of input states (an edit input that
     was a string was an AttributeError) and the rewind modal's target a checkpoint number
-    (``modals.read_checkpoint``; ``abc`` was a ValueError). Anything else answered 404 ``unhandled request``
-    from Bolt."""
+    (``modals.read_checkpoint``; ``abc`` was a ValueError), and a ``block_actions`` action's ``action_id`` one of
+    Hazel's buttons (``ACTION_IDS``; any other was Bolt's 404 ``unhandled request``). Anything else (an event or
+    payload type Hazel has no listener for) is answered 404 ``unhandled request`` by Bolt."""
     if not any(k in body for k in ("type", "command", "ssl_check")):
         return "the body is not a Slack payload (no type or command)"
     kind = body.get("type")
@@ -141,6 +146,9 @@ def malformed_reason(body: dict[str, Any]) -> str | None:
         for a in actions:
             if not isinstance(a.get("action_id"), str) or not isinstance(a.get("value", ""), str):
                 return "an action has no action_id, or a value that is not text"
+            if a["action_id"] not in ACTION_IDS:
+                return (f"action_id {a['action_id'][:100]!r} is not one of Hazel's buttons "
+                        f"({', '.join(sorted(ACTION_IDS))})")
         return None
     view = body.get("view")
     if not isinstance(view, dict) or not all(isinstance(view.get(k), str) for k in ("id", "type", "callback_id")):
