@@ -61,6 +61,14 @@ class Access:
         """True when they may approve, edit or reject (the request waits on them)."""
         return any(a in self.allowed for a in DECIDING)
 
+    @property
+    def waits_on(self) -> bool:
+        """True when the request waits on them ("waiting on you", the DMs Slack sends approvers): they may
+        decide it and, when the point offers approve, they may approve it (the starter of a run under a
+        self-approval ban may still reject, but the request waits on someone else)."""
+        offers_approve = "approve" in self.allowed or "approve" in self.refused
+        return self.may_decide and (not offers_approve or self.may("approve"))
+
 
 class Views:
     """Builds views from ``store`` with the workflows of ``lookup`` (``(name, version) -> Workflow | None``)."""
@@ -184,7 +192,8 @@ class Views:
         channel) come from a skip scan of an index, each with its oldest request; whether ``actor`` may decide
         there at all (an approver, or a backup approver of escalated requests only) is decided once per place,
         on that request; then only the pending requests of the places left are read, oldest first, a page at a
-        time, and each is checked as ``access`` checks it (the self-approval ban, a vote already in), until
+        time, and each is checked as ``access`` checks it (``Access.waits_on``: the self-approval ban, a vote
+        already in), until
         ``limit`` are found or none are left."""
         out: list[RequestView] = []
         with self.store.read() as tx:
@@ -208,7 +217,7 @@ class Views:
     def _waits_on(self, tx: Tx, request: SteeringRequest, run: Run, actor: Actor, anyone: bool) -> bool:
         """Whether pending ``request`` is one ``waiting_on`` lists for ``actor``."""
         point = self.point_of(tx, run, request)
-        return _listed(point, request.channel, anyone) and self.access(tx, request, run, actor).may_decide
+        return _listed(point, request.channel, anyone) and self.access(tx, request, run, actor).waits_on
 
     def _place_for(self, tx: Tx, place: Place, request: SteeringRequest, run: Run, actor: Actor,
                    anyone: bool) -> Place | None:

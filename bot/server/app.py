@@ -46,10 +46,29 @@ class HazelApp(Engine):
         if jira is not None and getattr(jira, "identities", False) is None:  # every process that delivers
             # approvers listed as people are mentioned (and watch) by their Jira identities in the people file
             jira.identities = lambda person: self.people.identities_of(person).get("jira", frozenset())
+        slack = self.channels.get("slack")
+        if slack is not None and getattr(slack, "identities", False) is None:  # likewise on Slack: mentioned
+            # and DMed by their Slack ids
+            slack.identities = lambda person: self.people.identities_of(person).get("slack", frozenset())
+        if slack is not None and getattr(slack, "waits_on", False) is None:  # no DM to an approver the request
+            # does not wait on (the starter under a self-approval ban)
+            slack.waits_on = self._waits_on_slack_user
         self.router = ChannelRouter(self.channels, fallback=self.console)
         self.deliverer = Deliverer(self, self.router)
         self.deliverer.senders[HOOK_KIND] = HookSender(self.settings).send
         self.on_outbox(self.deliverer.wake)  # a commit that wrote outbox rows wakes delivery, not its sweep
+
+    def _waits_on_slack_user(self, view: Any, user: str) -> bool:
+        """Whether request ``view.request`` waits on Slack user ``user`` (``Access.waits_on``) or they already
+        voted on it (a reminder still reaches them): the Slack channel DMs only those.
+
+        Raises:
+            DirectoryError: Slack could not list a user group's members (nothing cached)."""
+        directory = self.channels["slack"].directory
+        actor = self.identify(channel="slack", id=user, groups=lambda wanted: directory.groups_of(user, wanted),
+                              email=lambda: directory.email_of(user))
+        access = self.access(request_id=view.request.id, actor=actor)
+        return access.waits_on or access.earlier is not None
 
     def drive(self, **kwargs: Any) -> DriveResult:
         """``bot.engine.Hazel.drive``, then deliver the due notifications of the run driven (only that run's:

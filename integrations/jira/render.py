@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable
 
 from integrations.jira.options import JiraOptions
 from store.models import (Approvers, Decision, ProgressView, RequestStatus, RequestView, node_names, past_tense,
-                          still_waiting_text)
+                          person_label, still_waiting_text)
 
 MAX_TEXT_CHARS = 30_000
 """Characters of artefact Hazel puts in one description (Jira's limit per field is 32,767)."""
@@ -198,7 +198,9 @@ def description(view: RequestView, opts: JiraOptions, *, cloud: bool, max_chars:
     r = view.request
     lines = [f"Hazel asks: *{inline(view.title)}*", "",
              f"*Run:* {view.run.id} · *Workflow:* {inline(view.workflow)} v{view.workflow_version} · *Step:* "
-             f"{inline(view.point)} · *Started by:* {inline(view.run.started_by)} ({inline(view.run.started_via)})",
+             f"{inline(view.point)} · *Started by:* "
+             f"{inline(person_label(view.run.started_by_person, None, view.run.started_by))} "
+             f"({inline(view.run.started_via)})",
              f"*Who may decide:* {who_may(view.approvers, cloud=cloud, identities=identities)}"]
     if r.approvals_required > 1:
         lines.append(f"*Approvals needed:* {r.approvals_required} ({r.approvals} so far)")

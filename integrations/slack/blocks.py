@@ -17,7 +17,7 @@ from typing import Any
 
 from integrations.slack import text as T
 from store.models import (Approvers, Decision, ProgressView, RequestView, Run, SteeringRequest, past_tense,
-                          still_waiting_text)
+                          person_label, still_waiting_text)
 
 MAX_MESSAGE_BLOCKS = 50
 MAX_VIEW_BLOCKS = 100
@@ -128,8 +128,9 @@ def channel_ref(channel: str) -> str:
 
 
 def started_by(run: Run) -> str:
-    """Who started ``run``, as a mention when they started it from Slack."""
-    return person(run.started_by, run.started_via)
+    """Who started ``run``: a mention when they started it from Slack, else the person (``person_label``: the
+    people file's name for a REST token or console name, as ``hazel show`` says)."""
+    return person(run.started_by, run.started_via, person_label(run.started_by_person, None, run.started_by))
 
 
 def button(action: str, request_id: int, *, label: str | None = None) -> dict[str, Any]:

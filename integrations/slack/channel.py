@@ -62,14 +62,24 @@ class SlackChannel(Channel):
         on_change: called with the view after a request was posted or updated (Hazel refreshes App Home tabs);
             its failures are logged, never raised.
         link_for: ``run_id -> URL | None``, the signed "View run" link each request message carries.
+        identities: ``person -> their Slack user ids`` (the people file), so that approvers listed as ``people``
+            are mentioned and DMed by their Slack identity (``with_identities``); None (also settable later as
+            ``.identities``, as ``bot.server.app.HazelApp`` does): people are named by name and not DMed.
+        waits_on: ``(view, Slack user id) -> bool``, the engine's word on whether the request waits on that
+            user (``bot.engine.views.Access.waits_on``, or they already voted): an approver it does not wait
+            on (the run's starter under a self-approval ban) gets no DM; None: every approver is DMed.
     """
 
     name = "slack"
 
     def __init__(self, client: WebClient, *, directory: SlackDirectory | None = None,
                  on_change: Callable[[RequestView], None] | None = None,
-                 link_for: Callable[[str], str | None] | None = None) -> None:
+                 link_for: Callable[[str], str | None] | None = None,
+                 identities: Callable[[str], frozenset[str]] | None = None,
+                 waits_on: Callable[[RequestView, str], bool] | None = None) -> None:
         self.client = client
+        self.identities = identities
+        self.waits_on = waits_on
         self.link_for = link_for
         self.directory = directory or SlackDirectory(client)
         self.on_change = on_change
@@ -79,6 +89,31 @@ class SlackChannel(Channel):
     def _message(self, view: RequestView, **kwargs: Any) -> tuple[str, list[dict[str, Any]], bool]:
         """``blocks.request_message`` with the run's "View run" link."""
         return B.request_message(view, link=self.link_for(view.run.id) if self.link_for else None, **kwargs)
+
+    def with_identities(self, view: RequestView) -> RequestView:
+        """``view`` with every approver list (``approvers``, ``escalate_to``, ``waiting_for``) showing a person
+        listed in ``people`` who has a Slack identity (``identities``) as that Slack user (the first of their
+        ids, in order) instead of by name, once: as a mention (``<@U…>``), DMed with ``notify_approvers`` and on
+        escalation, their Home tab refreshed. A person one of whose Slack ids is listed already is left out
+        (``permissions.shown_approvers`` already named them by it)."""
+        if self.identities is None:
+            return view
+        update = {key: self._slack_approvers(getattr(view, key)) for key in ("approvers", "escalate_to",
+                                                                              "waiting_for")
+                  if isinstance(getattr(view, key, None), Approvers)}
+        return view.model_copy(update=update)
+
+    def _slack_approvers(self, approvers: Approvers) -> Approvers:
+        """``approvers`` with its ``people`` who have Slack ids moved to ``slack_users`` (see
+        ``with_identities``)."""
+        people, users = [], list(approvers.slack_users)
+        for name in approvers.people:
+            ids = sorted(self.identities(name)) if self.identities is not None else []
+            if not ids:
+                people.append(name)
+            elif not set(ids) & set(users):
+                users.append(ids[0])
+        return approvers.model_copy(update={"people": tuple(people), "slack_users": tuple(users)})
 
     # -- the Channel interface ---------------------------------------------------------------------------------
 
@@ -93,6 +128,7 @@ class SlackChannel(Channel):
             DeliveryError: a call failed (429 after slack_sdk's own retries carries ``retry_after_sec``).
             PermanentDeliveryError: Slack refused the message as invalid.
         """
+        view = self.with_identities(view)
         memo = self._memo(("open", view.request.id))
         if "ts" not in memo:
             fallback, blocks, _ = self._message(view)
@@ -108,7 +144,7 @@ class SlackChannel(Channel):
             dms = memo.setdefault("dms", {})
             where = f"in the thread of the request in <#{memo['channel']}>"
             fallback, blocks, _ = self._message(view, file_where=where)
-            for user in self._approver_ids(view.approvers):
+            for user in self._approver_ids(view.approvers, view):
                 if user not in dms:
                     response = self._call("chat.postMessage", f"DM {user}", self.client.chat_postMessage,
                                           channel=user, text=fallback, blocks=blocks, unfurl_links=False)
@@ -130,6 +166,7 @@ class SlackChannel(Channel):
             DeliveryError: a call failed (the outbox retries the whole update: ``chat.update`` is idempotent).
             PermanentDeliveryError: Slack refused the channel message or a DM as invalid.
         """
+        view = self.with_identities(view)
         ref = view.request.message_ref or {}
         messages = ([{"channel": ref["channel"], "ts": ref["ts"]}] if ref.get("channel") and ref.get("ts") else [])
         if not messages and not ref.get("copies"):
@@ -189,6 +226,7 @@ class SlackChannel(Channel):
         """
         if view.request.status is not RequestStatus.PENDING:
             return None
+        view = self.with_identities(view)
         key = ("remind", view.request.id, view.escalation, view.request.reminders_sent)
         memo = self._memo(key)
         copies: list[dict[str, Any]] = memo.setdefault("copies", [])
@@ -228,7 +266,7 @@ class SlackChannel(Channel):
         have = {m["user"]: m for m in [*(ref.get("dms") or []), *slack_copies(ref)] if m.get("user")}
         fallback, blocks, _ = self._message(view, file_where=f"in the thread of the request in "
                                                                    f"<#{ref.get('channel', '')}>")
-        for user in self._approver_ids(people):
+        for user in self._approver_ids(people, view):
             if user in sent:
                 continue
             mine = have.get(user)
@@ -260,8 +298,14 @@ class SlackChannel(Channel):
         file = response.get("file") or {}
         return file.get("id")
 
-    def _approver_ids(self, approvers: Approvers) -> list[str]:
-        """Slack users named as approvers plus the members of their user groups, in a stable order."""
+    def _approver_ids(self, approvers: Approvers, view: RequestView) -> list[str]:
+        """Slack users named as approvers (people by their Slack id: ``with_identities``) plus the members of
+        their user groups, in a stable order, less those the request does not wait on (``waits_on``: the run's
+        starter under a self-approval ban).
+
+        Raises:
+            DeliveryError: Slack could not list a group's members, or tell who a user is, now.
+        """
         users = list(dict.fromkeys(approvers.slack_users))
         for group in approvers.slack_usergroups:
             try:
@@ -269,7 +313,12 @@ class SlackChannel(Channel):
             except DirectoryError as exc:
                 raise DeliveryError(str(exc)) from exc
             users += [u for u in sorted(members) if u not in users]
-        return users
+        if self.waits_on is None:
+            return users
+        try:
+            return [u for u in users if self.waits_on(view, u)]
+        except DirectoryError as exc:
+            raise DeliveryError(str(exc)) from exc
 
     @staticmethod
     def _call(method: str, where: str, fn: Callable[..., Any], **kwargs: Any) -> Any:

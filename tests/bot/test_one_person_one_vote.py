@@ -692,7 +692,9 @@ def test_a_slack_request_names_the_people_who_may_decide(deploy) -> None:  # noq
     message = d.slack_message(run_id)
     approvers = next(e["text"] for b in message.blocks if b["type"] == "context" for e in b["elements"]
                      if e.get("text", "").startswith("Approvers:"))
-    assert "anyone" not in approvers and "priya" in approvers and "alice" in approvers, approvers
+    # (a person with a Slack identity is their mention, which Slack shows as their name)
+    assert "anyone" not in approvers and f"<@{PRIYA_SLACK}>" in approvers and f"<@{ALICE_SLACK}>" in approvers, \
+        approvers
 
 
 def test_a_jira_request_names_the_people_who_may_decide(deploy) -> None:  # noqa: ANN001
