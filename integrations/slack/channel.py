@@ -258,8 +258,12 @@ class SlackChannel(Channel):
                 self._call("chat.postMessage", view.request.channel, self.client.chat_postMessage,
                            channel=target(view.request.channel), text=text)
             memo["thread"] = True
-        people = view.escalate_to if view.escalation and view.escalate_to else (
-            view.approvers if view.notify_approvers else None)
+        if view.escalation and view.escalate_to:
+            people = view.escalate_to
+        elif view.notify_approvers and not view.nobody_left:  # those who can still decide (the engine's view)
+            people = view.waiting_for or view.approvers
+        else:
+            people = None
         if people is None:
             return
         sent = memo.setdefault("dms", set())

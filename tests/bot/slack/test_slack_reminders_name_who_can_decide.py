@@ -86,3 +86,29 @@ def test_a_reminder_says_so_when_nobody_left_can_decide(make_env) -> None:  # no
     [text] = reminders(env, run_id)
     assert "none of its approvers can decide it any more" in text, text
     assert "<@" not in text, text
+
+
+
+def _posted_to(env: SlackEnv, since: int) -> set[str]:
+    """The ``channel`` of every ``chat.postMessage`` after the first ``since`` calls (a DM: a user id)."""
+    return {str(c.params.get("channel")) for c in env.fake.calls_to("chat.postMessage")[since:]}
+
+
+def test_reminder_dms_go_only_to_those_who_can_still_decide(make_env) -> None:  # noqa: ANN001
+    """With ``notify_approvers=True`` a reminder also reaches approvers by DM: not someone whose vote is in, nor
+    the starter under a self-approval ban (the same people the reminder's text names)."""
+    clock = FakeClock()
+    env: SlackEnv = make_env(quorum(Approvers(slack_users=(PRIYA, SAM, DAN)), notify_approvers=True,
+                                    escalate_after_sec=None, escalate_to=None), clock=clock)
+    scheduler = Scheduler(env.hazel)
+    run_id = env.start("quorum-remind", {"text": "x"}, by=PRIYA)  # priya started it: she may not approve
+    env.settle()
+    message = env.request_message(run_id)
+    env.sender.click(SAM, "approve", message)
+    env.ephemeral(SAM, "1 of 2")
+    env.settle()
+    since = len(env.fake.calls_to("chat.postMessage"))
+    tick(env, scheduler, clock, 5)    # reminder 1
+    assert reminders(env, run_id), "no reminder"
+    dms = _posted_to(env, since) - {MIGRATIONS}  # replies in each one's DM with the buttons (the fake: D… of U…)
+    assert dms == {"D" + DAN[1:]}, dms  # not sam's (his vote is in), not priya's (she started it)
