@@ -6,6 +6,7 @@ import functools
 import gc
 import json
 import os
+import re
 import shutil
 import sys
 from typing import TYPE_CHECKING, Annotated, Any, Callable, TypeVar
@@ -32,7 +33,21 @@ AsOpt = Annotated[str | None, typer.Option("--as", help="Act for this person: re
                                                         "$HAZEL_OPERATOR, else your login name.")]
 DetachOpt = Annotated[bool, typer.Option("--detach", help="Only record it; let a worker (`hazel serve`) "
                                                           "continue the run.")]
-RequestOpt = Annotated[int | None, typer.Option("--request", min=1, max=INT_MAX, metavar="N",
+def _request_id(text: str) -> int:
+    """``--request N``: digits only, 1..2**31-1 (``int()`` would also take ``41_0``, `` 41`` and ``+41``: a
+    typo could pin another request).
+
+    Raises:
+        typer.BadParameter: anything else (a usage error: exit status 2).
+    """
+    text = str(text)
+    if not re.fullmatch(r"[0-9]+", text) or not 1 <= int(text) <= INT_MAX:
+        raise typer.BadParameter(f"{text!r} is not a request id: a whole number 1..{INT_MAX} (hazel show RUN gives "
+                                 "it)")
+    return int(text)
+
+
+RequestOpt = Annotated[int | None, typer.Option("--request", parser=_request_id, metavar="N",
                                                help="The request you answer (its id: `hazel show RUN` and the "
                                                     "printed commands give it). Refused, with who decided and when, "
                                                     "once that request was settled, even if its point asked again "

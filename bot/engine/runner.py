@@ -202,8 +202,8 @@ class Runner:
         now = self.clock()
         message = f"{type(exc).__name__}: {exc}"[:2000]
         trace = "".join(traceback.format_exception(exc))
-        log.error("run %s: its execution failed outside a step (%s); the run is failed", run.id, message,
-                  exc_info=exc)
+        log.error("run %s: its execution failed outside a step (%s); the run is failed (its traceback: hazel show "
+                  "%s --full)", run.id, message.splitlines()[0] if message else type(exc).__name__, run.id)
         try:
             with self.store.transaction() as tx:
                 tx.runs.advance(run.id, token=token, now=now, status=RunStatus.FAILED, error=message,

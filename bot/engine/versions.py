@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from bot.engine import lgraph
-from bot.engine.errors import VersionUnavailableError
+from bot.engine.errors import RunStateError, VersionUnavailableError
 from bot.engine.registry import Registry
 from bot.engine.workflow import MIGRATE_NODE, SteeringPoint, Workflow
 from store import NewCheckpoint, Tx
@@ -108,6 +108,23 @@ def write_migration(tx: Tx, *, run: Run, target: Workflow, parent_seq: int, now:
     tx.events.add(action="run.migrated", actor=SYSTEM, now=now, run_id=run.id, from_version=run.workflow_version,
                   to_version=target.version, checkpoint=seq)
     return seq
+
+
+def decode_stored(wf: Workflow, tree: Any) -> Any:
+    """The state tree a run stored, as ``wf``'s state model, for a decision to change it (an edit, a rewind's
+    edits).
+
+    Raises:
+        RunStateError: the stored state no longer fits the model (it changed under the same version): the
+            decision is refused (REST 409) instead of failing as an invalid edit of fields nobody touched.
+    """
+    try:
+        return wf.codec.decode(tree)
+    except ValidationError as exc:
+        details = "; ".join(f"{'.'.join(str(x) for x in e['loc']) or '(state)'}: {e['msg']}" for e in exc.errors())
+        raise RunStateError(f"the run's stored state no longer loads as {wf.label}'s state ({details}): its state "
+                            "model changed under the same version; deploy the model the run was written with, "
+                            "or a new version with a migration") from None
 
 
 def decode_state(registry: Registry, run: Run, version: int, tree: Any) -> Any:

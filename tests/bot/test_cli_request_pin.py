@@ -88,7 +88,7 @@ def test_request_must_be_the_runs_and_at_its_point(cli) -> None:  # noqa: ANN001
     assert cli.json("show", run_id)["run"]["status"] == "waiting"
 
 
-@pytest.mark.parametrize("value", ["0", "-1", "2147483648", "abc"])
+@pytest.mark.parametrize("value", ["0", "-1", "2147483648", "abc", "41_0", "1.0", " 41", "+41"])
 def test_request_out_of_range_is_a_usage_error(cli, value: str) -> None:  # noqa: ANN001
     run_id, _ = _started(cli)
     for command in (("approve",), ("feedback", "x"), ("reject", "--reason", "r"), ("rewind", "--to", "0")):

@@ -125,3 +125,42 @@ def test_a_run_whose_state_cannot_be_loaded_fails_rather_than_crash_for_ever(db_
     fixed.retry(run_id=run.id, actor=person("olga"))
     fixed.drive(run_id=run.id)
     assert fixed.get(run_id=run.id).status is RunStatus.COMPLETED
+
+
+def test_an_edit_or_rewind_of_a_state_that_no_longer_loads_is_refused_as_such(db_url: str) -> None:
+    """An edit (or a rewind's edits) on a run whose stored state no longer fits its workflow's state model (the
+    model changed under the same version): refused as a run state problem, naming it (REST 409), nothing
+    written; it was a 500 (the model's ValidationError) and, on the CLI, an 'invalid edit' of fields nobody
+    touched."""
+    from bot.engine.errors import RunStateError
+
+    hz = make_hazel(db_url, _numbers(Numbers))
+    run = hz.start(workflow="numbers", input={"n": 1}, actor=person("olga"))
+    hz.drive(run_id=run.id)
+    broken = make_hazel(db_url, _numbers(Renamed))
+    before = broken.checkpoints(run_id=run.id)
+    for attempt in (lambda: broken.decide(run_id=run.id, action="edit", actor=person("olga"),
+                                          payload={"value": {"count": 2}}),
+                    lambda: broken.rewind(run_id=run.id, actor=person("olga"), to=1, edits={"count": 2})):
+        with pytest.raises(RunStateError, match="stored state no longer loads as numbers v1's state"):
+            attempt()
+    assert broken.checkpoints(run_id=run.id) == before
+    assert broken.get(run_id=run.id).status is RunStatus.WAITING
+
+
+def test_a_failure_outside_a_step_is_logged_in_one_line(db_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    """The failure is one log line naming where its traceback is (``hazel show RUN --full``): the CLI prints its
+    log on stderr, and a traceback there broke the CLI's one-line errors."""
+    import logging
+
+    hz = make_hazel(db_url, _numbers(Numbers))
+    run = hz.start(workflow="numbers", input={"n": 1}, actor=person("olga"))
+    hz.drive(run_id=run.id)
+    broken = make_hazel(db_url, _numbers(Renamed))
+    broken.decide(run_id=run.id, action="approve", actor=person("olga"), claim=True)
+    with caplog.at_level(logging.ERROR, logger="hazel.runner"):
+        broken.drive(run_id=run.id)
+    assert broken.get(run_id=run.id).status is RunStatus.FAILED
+    (record,) = [r for r in caplog.records if r.name == "hazel.runner"]
+    assert record.exc_info is None and "\n" not in record.getMessage(), record.getMessage()
+    assert f"hazel show {run.id} --full" in record.getMessage()

@@ -31,7 +31,7 @@ from bot.engine.logcontext import bind_log_context
 from bot.engine.steering.core import DecisionOutcome, SteeringCore
 from bot.engine.steering.edits import apply_edit, edited_value
 from bot.engine.transitions import Asked, close_request, end_run, vote_request
-from bot.engine.versions import point_in, resolve_workflow, write_migration
+from bot.engine.versions import decode_stored, point_in, resolve_workflow, write_migration
 from bot.engine.workflow import SteeringPoint, Workflow
 from store import DuplicateDecisionError, NewCheckpoint, Tx
 from store.hooks import actor_facts
@@ -279,7 +279,7 @@ class Deciding(SteeringCore):
         if action == Action.EDIT.value:
             shown = tree.get(point.show) if point.show and isinstance(tree, dict) else tree
             value = edited_value(shown, point.show, payload)
-            state = apply_edit(wf, wf.codec.decode(tree), point.show, value)
+            state = apply_edit(wf, decode_stored(wf, tree), point.show, value)
             return state_tree(wf, state, max_bytes=self.max_state_bytes, what="the edited state",
                               refuse=InvalidDecisionError), {"value": value}
         return None, {}

@@ -23,7 +23,7 @@ from bot.engine.reads import missing_checkpoint_in
 from bot.engine.steering.core import REWINDABLE, DecisionOutcome, SteeringCore
 from bot.engine.steering.edits import apply_edits, refuse_empty_edits
 from bot.engine.transitions import close_request
-from bot.engine.versions import migrate_tree, point_in, request_point, resolve_workflow
+from bot.engine.versions import decode_stored, migrate_tree, point_in, request_point, resolve_workflow
 from bot.engine.workflow import REWIND_NODE, SteeringPoint, Workflow
 from store import DuplicateDecisionError, NewCheckpoint, Tx
 from store.hooks import actor_facts
@@ -139,7 +139,7 @@ class Rewinding(SteeringCore):
                 tree = state_tree(wf, wf.codec.validate(tree), max_bytes=self.max_state_bytes,
                                   what="the edited state", refuse=InvalidDecisionError)
         elif edits:
-            tree = state_tree(wf, apply_edits(wf, wf.codec.decode(tree), edits), max_bytes=self.max_state_bytes,
+            tree = state_tree(wf, apply_edits(wf, decode_stored(wf, tree), edits), max_bytes=self.max_state_bytes,
                               what="the edited state", refuse=InvalidDecisionError)
         next_node, handoff = target.next_step, None
         if graph:  # a graph that had finished there: a step writes the rewind's values (lgraph.UPDATE_STEP)
