@@ -61,6 +61,10 @@ def test_a_rewind_to_the_final_checkpoint_writes_its_edits_and_feedback(cli: Cal
     history = cli("history", run_id).stdout
     assert f"rewind to #{final}" in history
     assert "✎ update" in history and "__update__" not in history  # Hazel's own step, named for people
+    own = cli("rewind", run_id, "--to", "__update__", code=1)  # Hazel's own step is no node to rewind to
+    assert "'__update__' is a step of Hazel's own" in own.stderr, own.stderr
+    unknown = cli("rewind", run_id, "--to", "nonode", code=1)
+    assert "never reached 'nonode'" in unknown.stderr and "__update__" not in unknown.stderr, unknown.stderr
 
 
 class Par(TypedDict, total=False):
