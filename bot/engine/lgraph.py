@@ -374,7 +374,8 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
         again), ``lg_fork`` set and ``lg_update`` holding ``{feedback_key: feedback, **edits}`` (None: none).
 
         Raises:
-            InvalidDecisionError: an edit of a channel the graph does not declare (``declared_fields``);
+            InvalidDecisionError: an edit of a channel the graph does not declare (``declared_fields``), or
+                feedback where it declares no ``feedback_key`` channel;
                 feedback or edits for a graph checkpoint that several nodes wrote at once
                 (``writers_at``: LangGraph cannot tell which node the values would come from); ``seq`` /
                 ``parent_seq`` (the Hazel checkpoint and the one before it) name them in the message.
@@ -385,6 +386,11 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
             raise InvalidDecisionError(
                 f"the graph of {self.label} has no channel {', '.join(map(repr, unknown))} (channels: "
                 f"{', '.join(declared)})")
+        if feedback and declared and self.feedback_key not in declared:  # update_state would drop it too
+            raise InvalidDecisionError(
+                f"the graph of {self.label} has no channel {self.feedback_key!r} for a rewind's feedback (channels: "
+                f"{', '.join(declared)}): declare it in the graph's state, or give register() another "
+                f"feedback_key")
         update = dict(edits or {})
         if feedback:
             update[self.feedback_key] = feedback

@@ -53,3 +53,18 @@ def test_rest_refuses_an_edit_of_a_channel_the_graph_does_not_declare(db_url):
         assert api.run(run.id) == before
         answer = api.decide(run.id, {"action": "rewind", "payload": {"to": 1, "edits": {"draft": "Mine"}}})
         assert answer.status_code == 201, answer.text
+
+
+def test_a_rewinds_feedback_is_refused_where_the_graph_has_no_feedback_channel(db_url):
+    """``update_state`` would drop it without a word (the fork's view showed it, the graph never held it)."""
+    hz = make_hazel(db_url, workflow(intake_graph(), name="lg-intake"))
+    run = hz.start(workflow="lg-intake", input={"topic": "tides"}, actor=person("olga"))
+    hz.drive(run_id=run.id)
+    with LiveServer(create_app(hz, routers=[api_router(hz, Settings(**TOKENS))])) as server:
+        api = Api(server.url)
+        before = api.run(run.id)
+        answer = api.decide(run.id, {"action": "rewind", "payload": {"to": 1, "feedback": "shorter"}})
+        assert answer.status_code == 422, answer.text
+        message = answer.json()["error"]["message"]
+        assert "has no channel 'feedback' for a rewind's feedback (channels: topic, draft, log)" in message, message
+        assert api.run(run.id) == before
