@@ -88,3 +88,17 @@ def test_the_starter_may_rewind_through_the_rest_api(db_url: str) -> None:
         allowed = as_("sam").post(f"/api/runs/{run_id}/decisions", json=body)
         assert allowed.status_code == 201, allowed.text
         assert hazel.decisions(run_id=run_id)[-1].person == "sam"
+
+
+def test_with_nothing_pending_a_refused_rewind_names_who_may(db_url: str) -> None:
+    """A completed run: the refusal names the approvers of the points that allow rewinding, and the starter
+    (it said "no steering point of W lets them")."""
+    hazel = make_hazel(db_url, reviewed())
+    run = hazel.start(workflow="reviewed", input={}, actor=person("sam"))
+    hazel.drive(run_id=run.id)
+    hazel.decide(run_id=run.id, action="approve", actor=person("priya"), claim=True)
+    assert hazel.drive(run_id=run.id).run.status is RunStatus.COMPLETED
+    with pytest.raises(NotAllowedError, match=f"^carl may not rewind run {run.id}: only priya may, or who "
+                                              "started the run$"):
+        hazel.rewind(run_id=run.id, actor=person("carl"), to="draft")
+    assert hazel.rewind(run_id=run.id, actor=person("sam"), to="draft").decision.person == "sam"

@@ -218,7 +218,9 @@ class Rewinding(SteeringCore):
             return None
         if actor.channel in ("console", "system") and not points:
             return None
-        return f"{actor.label} may not rewind run {run.id}: no steering point of {wf.label} lets them"
+        if not points:
+            return f"{actor.label} may not rewind run {run.id}: no steering point of {wf.label} allows rewinding"
+        return permissions.run_action_refusal(points, "rewind", actor, run, self.people)  # who may, by name
 
     def target_seq(self, run_id: str, to: int | str | None) -> int:
         """The checkpoint a rewind of ``run_id`` to ``to`` would fork from (``rewind``'s ``to``: a number, or a
