@@ -174,7 +174,8 @@ def transaction(engine: Engine, *, write: bool = True, durable: bool = True) -> 
     the same database, whose wait for the disk covers everything written before it.
 
     On SQLite a write transaction first waits for its turn among this process's writers to the same file (at
-    most the busy timeout; after that ``BEGIN IMMEDIATE`` waits and fails as it would have)."""
+    most the busy timeout; after that ``BEGIN IMMEDIATE`` waits and fails as it would have). A transaction that
+    fails closes the cursors it left unread (``opened_cursor``) before its rollback."""
     with write_turn(engine) if write else nullcontext(), engine.connect() as conn:
         conn = conn.execution_options(hazel_write=write, hazel_durable=durable)
         cursors = conn.info.setdefault(_OPEN_CURSORS, [])
