@@ -95,9 +95,14 @@ def node_names(step: str | None) -> list[str]:
     return step.split(NODES_JOIN) if NODES_JOIN in step else [step]
 
 
+HAZEL_NODES = {START: "start", REWIND_NODE: "↩ rewind", MIGRATE_NODE: "⇪ migrate", UPDATE_NODE: "✎ update"}
+"""The nodes Hazel writes itself (never a workflow's), with their names for people."""
+
+
 def node_label(step: str) -> str:
-    """A checkpoint's node for people: Hazel's own nodes as ``start``, ``↩ rewind``, ``⇪ migrate``, ``✎ update``."""
-    return {START: "start", REWIND_NODE: "↩ rewind", MIGRATE_NODE: "⇪ migrate", UPDATE_NODE: "✎ update"}.get(step, step)
+    """A checkpoint's node for people: Hazel's own nodes (``HAZEL_NODES``) as ``start``, ``↩ rewind``,
+    ``⇪ migrate``, ``✎ update``."""
+    return HAZEL_NODES.get(step, step)
 
 
 class OutboxKind(str, enum.Enum):

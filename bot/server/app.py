@@ -9,6 +9,8 @@ that a CLI command prints the next steering request before it exits.
 
 from __future__ import annotations
 
+import functools
+
 from datetime import datetime
 from typing import Any, Callable, Collection
 
@@ -42,14 +44,12 @@ class HazelApp(Engine):
                          load_workflows=load_workflows)
         self.console = console or ConsoleChannel()
         self.channels: dict[str, Channel] = {"console": self.console, **(channels or {})}
-        jira = self.channels.get("jira")
-        if jira is not None and getattr(jira, "identities", False) is None:  # every process that delivers
-            # approvers listed as people are mentioned (and watch) by their Jira identities in the people file
-            jira.identities = lambda person: self.people.identities_of(person).get("jira", frozenset())
+        for kind in ("jira", "slack"):  # in every process that delivers: approvers listed as people are
+            # mentioned (on Jira: watch, on Slack: DMed) by their identities of that channel in the people file
+            channel = self.channels.get(kind)
+            if channel is not None and getattr(channel, "identities", False) is None:
+                channel.identities = functools.partial(self._identities, kind)
         slack = self.channels.get("slack")
-        if slack is not None and getattr(slack, "identities", False) is None:  # likewise on Slack: mentioned
-            # and DMed by their Slack ids
-            slack.identities = lambda person: self.people.identities_of(person).get("slack", frozenset())
         if slack is not None and getattr(slack, "waits_on", False) is None:  # no DM to an approver the request
             # does not wait on (the starter under a self-approval ban)
             slack.waits_on = self._waits_on_slack_user
@@ -57,6 +57,10 @@ class HazelApp(Engine):
         self.deliverer = Deliverer(self, self.router)
         self.deliverer.senders[HOOK_KIND] = HookSender(self.settings).send
         self.on_outbox(self.deliverer.wake)  # a commit that wrote outbox rows wakes delivery, not its sweep
+
+    def _identities(self, kind: str, person: str) -> frozenset[str]:
+        """``person``'s identities on channel ``kind`` (``slack``, ``jira``) in the people file."""
+        return self.people.identities_of(person).get(kind, frozenset())
 
     def _waits_on_slack_user(self, view: Any, user: str) -> bool:
         """Whether request ``view.request`` waits on Slack user ``user`` (``Access.waits_on``) or they already

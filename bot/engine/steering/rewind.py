@@ -25,7 +25,7 @@ from bot.engine.steering.edits import apply_edits, refuse_empty_edits
 from bot.engine.transitions import close_request
 from bot.engine.versions import decode_stored, migrate_tree, point_in, request_point, resolve_workflow
 from bot.engine.workflow import REWIND_NODE, SteeringPoint, Workflow
-from store.models import MIGRATE_NODE, START, UPDATE_NODE
+from store.models import HAZEL_NODES
 from store import DuplicateDecisionError, NewCheckpoint, Tx
 from store.hooks import actor_facts
 from store.models import (Action, Actor, CheckpointInfo, Decision, LoadedCheckpoint, RequestStatus, Run,
@@ -253,7 +253,7 @@ class Rewinding(SteeringCore):
             if loaded is not None:
                 return loaded.info, loaded
             raise missing_checkpoint_in(tx, run, seq)  # pruned, or never there: the wording of every read
-        if to in HAZEL_NODES:  # Hazel's own steps (a LangGraph fork's ``__update__``) are no node to rewind to
+        if isinstance(to, str) and to in HAZEL_NODES:  # Hazel's own steps (a LangGraph fork's ``__update__``) are no node to rewind to
             raise CheckpointNotFoundError(f"{to!r} is a step of Hazel's own, not one of the workflow's: rewind to "
                                           "a node of the workflow, or to a checkpoint by number")
         history = tx.checkpoints.list(run.id)
@@ -265,16 +265,13 @@ class Rewinding(SteeringCore):
         for cp in lineage + list(reversed(history)):  # (a LangGraph super-step's next step names its nodes)
             if cp.next_step == to or to in label_names(cp.next_step):
                 return cp, None
-        steps = sorted({name for cp in history for name in label_names(cp.next_step)} - HAZEL_NODES)
+        steps = sorted({name for cp in history for name in label_names(cp.next_step)} - HAZEL_NODES.keys())
         if len(history) < run.last_seq + 1:
             raise CheckpointNotFoundError(
                 f"no kept checkpoint of run {run.id} runs {to!r} next: its history was pruned (kept: "
                 + ", ".join(f"#{c.seq}" for c in history[-5:]) + "); rewind to a kept checkpoint by number")
         raise CheckpointNotFoundError(f"run {run.id} never reached {to!r} (known: {', '.join(steps)})")
 
-
-HAZEL_NODES = frozenset({START, REWIND_NODE, MIGRATE_NODE, UPDATE_NODE})
-"""Steps Hazel writes itself; never a rewind's named target."""
 
 
 def _seq(to: int | str | None) -> int | None:
