@@ -26,6 +26,8 @@ echoes an oversized value back.
 
 from __future__ import annotations
 
+from typing import Any
+
 from datetime import datetime
 
 
@@ -41,6 +43,11 @@ def quoted(value: object, *, max_chars: int = QUOTE_MAX_CHARS) -> str:
         return repr(text)
     return f"{text[:max_chars]!r}… ({len(text):,} characters)"
 
+
+def validation_details(exc: Any, *, root: str = "") -> str:
+    """A pydantic ``ValidationError`` in one line: ``loc: msg`` for each error, joined by ``; `` (an error of
+    the whole value, whose ``loc`` is empty, named ``root``)."""
+    return "; ".join(f"{'.'.join(str(x) for x in e['loc']) or root}: {e['msg']}" for e in exc.errors())
 
 class HazelError(Exception):
     """Base of Hazel's errors; ``str(err)`` is a one-line message fit to show the person who acted.

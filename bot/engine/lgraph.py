@@ -38,7 +38,7 @@ from typing import Any, Callable
 import typing_extensions
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
-from bot.engine.errors import InvalidDecisionError, WorkflowDefinitionError
+from bot.engine.errors import InvalidDecisionError, WorkflowDefinitionError, validation_details
 from bot.engine.transitions import close_request
 from bot.engine.lgraph_run import (MARK, UPDATE_STEP, GraphRunState, graph_values, nodes_label, superstep,
                                    writers_at)
@@ -110,7 +110,7 @@ def point_from(name: str, settings: dict[str, Any]) -> SteeringPoint:
         settings = {"title": name.replace("_", " ").capitalize(), **settings}
         return _point(name, json.dumps(settings, sort_keys=True, default=_jsonable))
     except ValidationError as exc:
-        details = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
+        details = validation_details(exc)
         raise WorkflowDefinitionError(f"steering point {name!r}: {details}") from None
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from bot.engine import lgraph
-from bot.engine.errors import RunStateError, VersionUnavailableError
+from bot.engine.errors import RunStateError, VersionUnavailableError, validation_details
 from bot.engine.registry import Registry
 from bot.engine.workflow import MIGRATE_NODE, SteeringPoint, Workflow
 from store import NewCheckpoint, Tx
@@ -121,7 +121,7 @@ def decode_stored(wf: Workflow, tree: Any) -> Any:
     try:
         return wf.codec.decode(tree)
     except ValidationError as exc:
-        details = "; ".join(f"{'.'.join(str(x) for x in e['loc']) or '(state)'}: {e['msg']}" for e in exc.errors())
+        details = validation_details(exc, root="(state)")
         raise RunStateError(f"the run's stored state no longer loads as {wf.label}'s state ({details}): its state "
                             "model changed under the same version; deploy the model the run was written with, "
                             "or a new version with a migration") from None

@@ -43,7 +43,7 @@ from typing import Any, Callable, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bot.engine.errors import WorkflowDefinitionError
+from bot.engine.errors import WorkflowDefinitionError, validation_details
 from bot.engine.routes import _CHANNEL, END, problems  # noqa: F401  (_CHANNEL: also bot.engine.lgraph's)
 from store.codec import StateCodec
 from store.models import ALL_ACTIONS, MIGRATE_NODE, REWIND_NODE, START, Approvers, node_label
@@ -234,7 +234,7 @@ class Workflow(Generic[S]):
                 timeout_sec=timeout_sec, on_timeout=on_timeout, options=options,
             )
         except ValidationError as exc:
-            details = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
+            details = validation_details(exc)
             raise WorkflowDefinitionError(
                 f"workflow {self.label} is invalid: steering point {name!r}: {details}") from None
         self._add(point)
