@@ -10,17 +10,20 @@ queries read the index ``ix_hazel_steering_requests_status_place`` (``status``, 
 ``created_at, id``).
 
 - ``places``: a loose index scan (skip scan). The first statement reads the first pending entry of the index;
-  each next one seeks the first entry after the previous place, ``status = 'pending' AND (workflow, …,
-  channel) > (:previous…)`` (a row value comparison) ``ORDER BY`` the index's columns ``LIMIT 1``: one index
-  descent per place, however many requests wait there. Plans: SQLite ``SEARCH n USING COVERING INDEX
-  ix_hazel_steering_requests_status_place (status=? AND (workflow,workflow_version,point,point_key,channel)>
-  (?,?,?,?,?))``, no temporary B-tree; PostgreSQL ``Limit`` over ``Index Only Scan using
-  ix_hazel_steering_requests_status_place`` with ``Index Cond: ((status = …) AND (ROW(workflow, …) >
-  ROW(…)))``. The steps are separate statements with the previous place bound, not one recursive CTE: SQLite
-  seeks a row value only on its first column when the other side refers to the CTE's row (``workflow>?``, then
-  every entry of that workflow is read), and seeks all five when they are parameters. The oldest pending request
-  of each place comes with it (``created_at, id`` follow in the index); they and their runs are then read by
-  primary key in one statement.
+  each next one seeks the first entry after the previous place: ``(workflow, …, channel) > (:previous…)``
+  spelled as five branches of one ``UNION ALL``, branch ``j`` equal to the previous place on its first ``j``
+  columns and greater on the next (``channel > :c`` with the other four equal, …, ``workflow > :w``), each
+  ``ORDER BY`` the index's columns ``LIMIT 1``, and the least of their (at most five) rows: five index descents
+  per place, however many requests wait there. Not the row value comparison itself: SQLite (3.40) seeks
+  ``(workflow, …, channel) > (?, …)`` only on its first column and then reads every entry of the previous place
+  (17 ms for 40,000 requests waiting at one place, 0.2 ms with 400). Plans: SQLite ``SEARCH n USING COVERING
+  INDEX ix_hazel_steering_requests_status_place (status=? AND workflow=? AND … AND channel>?)`` per branch,
+  its temporary B-tree sorting at most five rows; PostgreSQL ``Limit`` over ``Index Only Scan using
+  ix_hazel_steering_requests_status_place`` per branch under an ``Append`` and a ``Sort`` of five rows. The
+  steps are separate statements with the previous place bound, not one recursive CTE (SQLite seeks only
+  parameters, not the CTE's row, as index keys). The oldest pending request of each place comes with it
+  (``created_at, id`` follow in the index); they and their runs are then read by primary key in one
+  statement.
 - ``pending_at``: per place one index range, ``status = 'pending' AND workflow = … AND … AND channel = …`` and
   ``(created_at, id) > after``, read in index order for its first ``limit`` rows (``Limit`` over an index
   scan, no sort), merged by ``UNION ALL`` and ordered again: the same rows and order as one ``ORDER BY
@@ -58,7 +61,21 @@ _PLACE = (_t.workflow, _t.workflow_version, _t.point, _t.point_key, _t.channel)
 _FIRST_PLACE = (select(_t.id, *_PLACE).where(_t.status == _PENDING)
                 .order_by(_t.status, *_PLACE, _t.created_at, _t.id)
                 .limit(bindparam("one", 1, type_=Integer, literal_execute=True)))
-_NEXT_PLACE = _FIRST_PLACE.where(tuple_(*_PLACE) > tuple_(*(bindparam(f"after_{c.name}") for c in _PLACE)))
+
+
+def _next_place() -> Any:
+    """The first pending request of the place after ``:after_…`` (see the module docstring)."""
+    after = [bindparam(f"after_{c.name}") for c in _PLACE]
+    branches = []
+    for j in range(len(_PLACE) - 1, -1, -1):
+        same = [col == value for col, value in zip(_PLACE[:j], after[:j])]
+        branches.append(_FIRST_PLACE.where(*same, _PLACE[j] > after[j]).subquery(f"p{j}"))
+    merged = union_all(*(select(b.c.id, *(b.c[c.name] for c in _PLACE)) for b in branches)).subquery("next")
+    return (select(merged.c.id, *(merged.c[c.name] for c in _PLACE))
+            .order_by(*(merged.c[c.name] for c in _PLACE)).limit(1))
+
+
+_NEXT_PLACE = _next_place()
 """The first pending request of the first place, and of the place after ``:after_…`` (built once)."""
 
 

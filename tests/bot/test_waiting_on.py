@@ -173,9 +173,16 @@ def test_the_queries_read_the_place_index(big: Store) -> None:  # noqa: F811
 
     plan = plans(big, lambda tx: tx.requests.pending_places())
     seeks = [line for line in plan.splitlines() if "ix_hazel_steering_requests_status_place" in line]
-    assert len(seeks) == len(places) + 1, plan  # one seek per place, one that finds none after the last
-    assert all(("TEMP B-TREE" not in line) if sqlite else ("Sort" not in line) for line in seeks), plan
-    assert ("(workflow,workflow_version,point,point_key,channel)>(" if sqlite else "ROW(") in seeks[-1], plan
+    assert len(seeks) == len(places) + 1, plan  # one statement per place, one that finds none after the last
+    assert ("TEMP B-TREE" not in seeks[0]) if sqlite else ("Sort" not in seeks[0]), plan  # the first place
+    columns = ("workflow", "workflow_version", "point", "point_key", "channel")
+    for line in seeks[1:]:  # the next place: five seeks, each equal on j columns and greater on the next one
+        # (not the row value (workflow, …) > (…): SQLite seeks it on workflow only, then reads the whole place)
+        assert line.count("ix_hazel_steering_requests_status_place") == 5, line
+        assert not re.search(r"SCAN hazel_steering_requests\b" if sqlite else r"Seq Scan", line), line
+        for j, column in enumerate(columns):
+            equal = " AND ".join(f"{c}=?" for c in ("status", *columns[:j]))
+            assert (f"({equal} AND {column}>?)" if sqlite else f"({column} > ") in line, (column, line)
     for chosen in ([places[0][0]], [p for p, _, _ in places]):
         plan = plans(big, lambda tx: tx.requests.pending_at(chosen, after=None, limit=50)).splitlines()[0]
         assert plan.count("ix_hazel_steering_requests_status_place") == len(chosen), plan
