@@ -132,9 +132,19 @@ def edit_payload(original: Any, show: str | None, values: dict[str, Any]) -> dic
     """The edit an edit modal's ``state.values`` ask for, laid out as ``edit_layout(original)``, as the
     engine takes it (``Hazel.decide(action="edit", payload=...)``, which parses and validates it): the text
     typed (parts joined) of the whole value as ``{"text": …}``, or of each entry of a mapping as
-    ``{"entries": {key: …}}``; an input left empty (all its parts) means ``null``."""
+    ``{"entries": {key: …}}``; an input left empty (all its parts) means ``null``.
+
+    Raises:
+        ValueError: an input of the layout is missing from ``values`` (Slack sends every input block of a
+            submitted modal, an empty one with ``"value": null``: a form without one is not the form Hazel
+            laid out, and reading it as empty would set that entry to null).
+    """
     entries: dict[str, Any] = {}
     for f in edit_layout(original, show):
+        missing = [f.block_id(p) for p in range(f.parts) if not isinstance(values.get(f.block_id(p)), dict)]
+        if missing:
+            raise ValueError(f"this form is not the one Hazel laid out (its input {missing[0]!r} is missing); "
+                             "nothing was changed: open the form again")
         parts = [_value(values, f.block_id(p)) for p in range(f.parts)]
         typed = None if all(p is None for p in parts) else "".join(p or "" for p in parts)
         if f.key is None:

@@ -221,7 +221,10 @@ class Submission:
         """
         run_id, rid, delivery = view.run.id, view.request.id, f"view:{self.view['id']}"
         if self.kind == "edit":
-            payload = M.edit_payload(view.shown_value, view.show, self.values)
+            try:
+                payload = M.edit_payload(view.shown_value, view.show, self.values)
+            except ValueError as exc:  # a form without one of its inputs
+                raise InvalidDecisionError(str(exc)) from exc
         elif self.kind == "reject":
             payload = {"reason": M.read_text(self.values, "reason")}
         elif self.kind == "feedback":
