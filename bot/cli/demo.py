@@ -63,8 +63,9 @@ def demo_cmd(
     cmd = command_prefix()
     out.print(render.drive_summary(result))
     point = pending.point if pending else "review_plan"
+    pin = f" --request {pending.id}" if pending else ""  # (as the commands above: a late click lands nowhere else)
     out.print("\nThe run has stopped: nothing is running while it waits. Answer it whenever you like, e.g.")
-    for line in (f"{cmd} approve {run.id} --at {point}", "then follow it with:", f"{cmd} show {run.id}",
+    for line in (f"{cmd} approve {run.id} --at {point}{pin}", "then follow it with:", f"{cmd} show {run.id}",
                  f"{cmd} history {run.id}", f"{cmd} runs", "or let a whole run be driven for you:",
                  f"{cmd} demo --walkthrough"):
         out.print(escape(line if line.endswith(":") else "  " + line), soft_wrap=True)  # whole, to copy

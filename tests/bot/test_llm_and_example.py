@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -83,6 +84,8 @@ def test_example_walkthrough_completes_and_deploys(db_url: str, tmp_path: Path,
 
     plain = CliRunner().invoke(app, ["demo"])
     assert plain.exit_code == 0 and "Approve the migration plan" in plain.stdout and "approve " in plain.stdout
+    hint = plain.stdout.split("Answer it whenever", 1)[1]  # the example pins the request, as those above
+    assert re.search(r"approve \w+ --at review_plan --request \d+\n", " ".join(hint.split("\n  "))), hint
 
 
 def test_example_builds_with_channels() -> None:
