@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
 import os
@@ -81,11 +82,21 @@ class Registry:
         return loaded
 
 
+def module_name(path: str | os.PathLike) -> str:
+    """The name in ``sys.modules`` of the workflow file at ``path`` (``hazel_workflows_<stem>_<12 hex>``): one
+    module per file, named by its whole resolved path, so that two files of the same name in different folders
+    are two modules (named by the stem alone, the second file was taken for the first and its workflows were
+    never registered)."""
+    resolved = Path(path).resolve()
+    digest = hashlib.sha256(str(resolved).encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"hazel_workflows_{resolved.stem}_{digest}"
+
+
 def _import(target: str, base: str):  # noqa: ANN202
     try:
         if target.endswith(".py") or os.sep in target:
-            path = Path(target if os.path.isabs(target) else os.path.join(base, target))
-            name = "hazel_workflows_" + path.stem
+            path = Path(target if os.path.isabs(target) else os.path.join(base, target)).resolve()
+            name = module_name(path)
             if name in sys.modules:
                 return sys.modules[name]
             if not path.is_file():
@@ -99,7 +110,11 @@ def _import(target: str, base: str):  # noqa: ANN202
                 raise WorkflowDefinitionError(f"cannot load workflows from {target!r}: not a Python module")
             module = importlib.util.module_from_spec(spec)
             sys.modules[name] = module
-            spec.loader.exec_module(module)
+            try:
+                spec.loader.exec_module(module)
+            except BaseException:  # not half a module for the next load to take as loaded
+                sys.modules.pop(name, None)
+                raise
             return module
         return importlib.import_module(target)
     except WorkflowDefinitionError:

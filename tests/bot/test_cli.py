@@ -6,6 +6,9 @@ import json
 import sys
 from pathlib import Path
 
+from bot.engine.registry import module_name
+from tests.bot.conftest import SAMPLE
+
 
 
 def test_run_steer_and_inspect(cli) -> None:  # noqa: ANN001
@@ -58,7 +61,7 @@ def test_edit_file_reject_and_validation(cli, tmp_path: Path) -> None:  # noqa: 
     wrong_field = cli("edit", run_id, "--set", "purpose=phones", code=1)
     assert wrong_field.exit_code == 1 and "edit 'amount' only" in wrong_field.stderr
     (tmp_path / "amount.txt").write_text("75\n")
-    sys.modules["hazel_workflows_sample"].FAIL["spend"] = 0
+    sys.modules[module_name(SAMPLE)].FAIL["spend"] = 0
     done = cli.json("edit", run_id, "--file", str(tmp_path / "amount.txt"))
     assert done["run"]["status"] == "completed"
     assert cli.json("show", run_id)["state"]["amount"] == 75
@@ -74,7 +77,7 @@ def test_edit_file_reject_and_validation(cli, tmp_path: Path) -> None:  # noqa: 
 
 def test_failed_run_retry_and_cancel(cli) -> None:  # noqa: ANN001
     cli("workflows")  # loads the module
-    module = sys.modules["hazel_workflows_sample"]
+    module = sys.modules[module_name(SAMPLE)]
     module.FAIL["spend"] = 1
     run_id = cli.json("run", "budget", "--input", '{"purpose": "chairs"}')["run"]["id"]
     result = cli("approve", run_id, "--json", code=1)

@@ -8,6 +8,9 @@ import sys
 
 import pytest
 
+from bot.engine.registry import module_name
+from tests.bot.conftest import SAMPLE
+
 TRICKY = "DROP TABLE [users] and - [x] confirm [/bold] [/]"
 
 
@@ -39,7 +42,7 @@ def test_a_repeated_decision_never_lands_on_the_next_request(cli) -> None:  # no
 
 def test_a_run_that_fails_exits_non_zero(cli) -> None:  # noqa: ANN001
     cli("workflows")
-    sys.modules["hazel_workflows_sample"].FAIL["spend"] = 1
+    sys.modules[module_name(SAMPLE)].FAIL["spend"] = 1
     run_id = json.loads(cli("run", "budget", "--input", '{"purpose": "x"}', "--json").stdout)["run"]["id"]
     failed = cli("approve", run_id, "--at", "approve_budget", "--json", code=1)
     assert json.loads(failed.stdout)["run"]["status"] == "failed"

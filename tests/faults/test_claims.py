@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.engine.registry import module_name
 from store.models import Actor, RunStatus
 from tests.support.fleet import FLEET, ROOT, STEP_SEQS, Fleet
 from tests.support.waiting import wait_until
@@ -34,7 +35,7 @@ def _effects(tmp: Path) -> Counter:
 
 def _fleet_module_logging_to(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The fleet workflow, as loaded in this process, logs its effects next to the workers'."""
-    module = sys.modules.get("hazel_workflows_" + FLEET.stem)
+    module = sys.modules.get(module_name(FLEET))
     assert module is not None
     monkeypatch.setattr(module, "DIR", tmp)
 
