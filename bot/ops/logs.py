@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 from typing import TextIO
 
@@ -68,8 +69,15 @@ def json_formatter() -> logging.Formatter:
                          reserved_attrs=[*RESERVED_ATTRS, "color_message", "hazel_context"])
 
 
+LINK_TOKEN = re.compile(r"([?&]t=)[^&\s\"']+")
+"""The token of a signed run link in a URL (``/runs/{id}?t=…``, ``bot.inbound.web.links``): uvicorn's access
+log records every request's path with its query; a link ``hazel link --for`` made lets whoever holds it act as
+that person until it expires."""
+
+
 class RedactingFormatter(logging.Formatter):
-    """Formats with ``inner``, then replaces each of ``secrets`` (and its JSON-escaped form) by ``**********``."""
+    """Formats with ``inner``, then replaces each of ``secrets`` (and its JSON-escaped form), and the token of
+    every signed run link (``LINK_TOKEN``), by ``**********``."""
 
     def __init__(self, inner: logging.Formatter, secrets: list[str]) -> None:
         super().__init__()
@@ -84,6 +92,8 @@ class RedactingFormatter(logging.Formatter):
         text = self.inner.format(record)
         for secret in self.secrets:
             text = text.replace(secret, REDACTED)
+        if "t=" in text:
+            text = LINK_TOKEN.sub(r"\g<1>" + REDACTED, text)
         return text
 
 

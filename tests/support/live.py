@@ -73,10 +73,13 @@ class _Server(uvicorn.Server):
 class LiveServer:
     """``with LiveServer(app) as server: httpx.post(server.url + "/path", …)``."""
 
-    def __init__(self, app, *, port: int | None = None) -> None:  # noqa: ANN001
+    def __init__(self, app, *, port: int | None = None, access_log: bool = False) -> None:  # noqa: ANN001
+        """``access_log``: uvicorn logs every request at INFO through the root logger's handlers (as
+        ``hazel serve`` configures it: ``log_config=None``)."""
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off")
+        logs = {"log_level": "info", "log_config": None} if access_log else {"log_level": "warning"}
+        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, lifespan="off", **logs)
         self.server = _Server(config)
         self.thread = threading.Thread(target=self.server.run, name="live-server", daemon=True)
 

@@ -1,0 +1,50 @@
+"""The token of a signed run link never reaches the log: uvicorn's access log records each request's path with
+its query (``GET /runs/ID?t=…``), and a link made with ``hazel link --for`` lets whoever holds it act as that
+person until it expires. ``hazel serve``'s log handler (``bot.ops.logs.configure_logging``) redacts it, in text
+and JSON logs."""
+
+from __future__ import annotations
+
+import io
+import logging
+from typing import Iterator
+
+import httpx
+import pytest
+
+from bot.inbound.web import Signer, web_router
+from bot.ops.logs import configure_logging
+from bot.server.http import create_app
+from tests.bot.web.scenario import run_with_two_rewinds, web_settings
+from tests.support.engine import make_hazel
+from tests.support.live import LiveServer
+from tests.workflows.doc import doc_workflow
+
+
+@pytest.fixture
+def root_logging() -> Iterator[None]:
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+@pytest.mark.parametrize("log_format", ["text", "json"])
+def test_a_signed_link_is_logged_without_its_token(db_url: str, root_logging: None, log_format: str) -> None:
+    hazel = make_hazel(db_url, doc_workflow())
+    run_id = run_with_two_rewinds(hazel)
+    settings = web_settings(HAZEL_LOG_FORMAT=log_format, HAZEL_LOG_LEVEL="info")
+    stream = io.StringIO()
+    configure_logging(settings, stream=stream)
+    app = create_app(hazel, routers=[web_router(hazel, settings)])
+    token = Signer(settings).token(run_id, "alice")
+    with LiveServer(app, access_log=True) as server:
+        opened = httpx.get(f"{server.url}/runs/{run_id}?t={token}", follow_redirects=False)
+        assert opened.status_code == 303, opened.text  # the link worked (it drops its token: a redirect)
+        tampered = httpx.get(f"{server.url}/runs/{run_id}?x=1&t={token[:-3]}abc", follow_redirects=False)
+        assert tampered.status_code == 401
+    text = stream.getvalue()
+    assert f"/runs/{run_id}?t=**********" in text, text  # the request is logged, its token is not
+    assert "?x=1&t=**********" in text, text
+    assert token not in text and token[:-3] not in text, text
