@@ -23,11 +23,22 @@ from tests.workflows.doc import doc_workflow
 
 @pytest.fixture
 def root_logging() -> Iterator[None]:
+    """The root logger restored after the test; uvicorn's loggers as in a fresh ``hazel serve`` process (a
+    server started with uvicorn's own logging config, as other tests' are, gave them handlers of their own and
+    stopped them propagating)."""
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
+    uvicorns = [logging.getLogger(name) for name in ("uvicorn", "uvicorn.access", "uvicorn.error")]
+    kept = [(lg, list(lg.handlers), lg.propagate, lg.level) for lg in uvicorns]
+    for lg in uvicorns:
+        lg.handlers[:], lg.propagate = [], True
+        lg.setLevel(logging.NOTSET)
     yield
     root.handlers[:] = handlers
     root.setLevel(level)
+    for lg, its_handlers, propagate, its_level in kept:
+        lg.handlers[:], lg.propagate = its_handlers, propagate
+        lg.setLevel(its_level)
 
 
 @pytest.mark.parametrize("log_format", ["text", "json"])
