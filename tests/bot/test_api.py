@@ -308,6 +308,11 @@ def test_idempotency_key_records_a_decision_once(served) -> None:  # noqa: ANN00
     long_key = {"Idempotency-Key": "k" * 151}
     assert error_of(api.decide(other, {"action": "approve"}, headers=long_key), 422)["type"] == \
         "InvalidRequestError"
+    third = api.wait_status(api.start()["id"], "waiting")["id"]
+    for odd in ("ключ".encode(), b"a\tb"):  # (the bytes sent; the server reads header values as Latin-1)
+        error = error_of(api.decide(third, {"action": "approve"}, headers={"Idempotency-Key": odd}), 422)
+        assert error["type"] == "InvalidRequestError" and "printable ASCII" in error["message"], error
+    assert hazel.decisions(run_id=third) == []
 
 
 # -- retry and cancel --------------------------------------------------------------------------------------------
