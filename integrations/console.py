@@ -12,7 +12,7 @@ from rich.text import Text
 
 from integrations.base import Channel
 from integrations.terminal import SafeConsole, for_terminal
-from store.models import ProgressView, RequestStatus, RequestView, past_tense, person_label
+from store.models import ProgressView, RequestStatus, RequestView, past_tense, person_label, plain_mentions
 
 
 def render_value(value: Any) -> str:
@@ -72,7 +72,7 @@ class ConsoleChannel(Channel):
                                             f"show {view.run.id} --full)"
         lines = [f"{view.workflow} v{view.workflow_version} · run {view.run.id} · step {view.point}",
                  f"started by {person_label(view.run.started_by_person, None, view.run.started_by)} · "
-                 f"approvers: {view.approvers.describe()}"]
+                 f"approvers: {plain_mentions(view.approvers.describe())}"]
         if view.request.approvals_required > 1:
             lines.append(f"needs {view.request.approvals_required} approvals ({view.request.approvals} so far)")
         if view.request.due_at:

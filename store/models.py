@@ -8,6 +8,7 @@ reads and writes them. Every timestamp is UTC and timezone-aware; every duration
 from __future__ import annotations
 
 import enum
+import re
 from datetime import datetime
 from typing import Any, Literal
 
@@ -128,6 +129,20 @@ def person_label(person: str | None, name: str | None, identity: str) -> str:
     if person and not person.startswith(("slack:", "jira:")):
         return person
     return name or identity
+
+
+_SLACK_MENTION = re.compile(r"<@([UW][A-Z0-9]+)>|<!subteam\^([A-Z0-9]+)(?:\|[^>]*)?>")
+
+
+def plain_mentions(text: str) -> str:
+    """``text`` with the Slack mentions the engine's messages carry for identities no person claims, as a
+    channel that is not Slack shows them: ``<@U0123>`` as ``Slack user U0123``, ``<!subteam^S0123>`` as
+    ``Slack group S0123`` (Slack itself shows them as the user's and the group's names: https://api.slack.com/
+    reference/surfaces/formatting#mentioning-users)."""
+    if "<" not in text:
+        return text
+    return _SLACK_MENTION.sub(lambda m: f"Slack user {m.group(1)}" if m.group(1) else f"Slack group {m.group(2)}",
+                              text)
 
 
 class Actor(_Record):

@@ -273,7 +273,11 @@ def _one_line(exc: BaseException) -> str:
     first = text.splitlines()[0] if text else type(exc).__name__
     if type(exc).__name__ == "UnsupportedDatabaseError":
         return f"HAZEL_DATABASE_URL: {first}"
-    return first if _reported(exc) else f"unexpected {type(exc).__name__}: {first} (HAZEL_DEBUG=1 shows where)"
+    if not _reported(exc):
+        return f"unexpected {type(exc).__name__}: {first} (HAZEL_DEBUG=1 shows where)"
+    from store.models import plain_mentions
+
+    return plain_mentions(first)  # (the engine names unclaimed Slack ids as Slack mentions: <@U…>)
 
 
 def when(ts: Any) -> str:
