@@ -402,18 +402,24 @@ class Hazel(Reads, Requests):
 
     def rewind(self, *, run_id: str, actor: Actor, to: int | str | None, feedback: str | None = None,
                edits: dict[str, Any] | None = None, request_id: int | None = None,
-               delivery_id: str | None = None, claim: bool = False, allow_empty: bool = False) -> DecisionOutcome:
+               delivery_id: str | None = None, claim: bool = False, allow_empty: bool = False,
+               expect_head: int | None = None) -> DecisionOutcome:
         """Fork the run from checkpoint ``to`` (a number, or a step name: just before it ran), optionally with
         ``feedback`` for the next step and state ``edits`` (an edit leaving a field or an entry empty or blank
         is refused unless ``allow_empty``, as an edit's). One transaction (``bot.engine.steering.rewind``).
+        ``expect_head``: the head checkpoint the caller showed (a run page's); if the run's head is another
+        one by the time the rewind's transaction locks the run, nothing is written and the rewind is refused
+        (``AlreadyDecidedError``: ``the run changed since this page was loaded (it is now at #7, waiting, not
+        #3; last rewound to #0 by sam at …): reload the page``). None (the default): not checked.
 
         Raises:
             RunNotFoundError, CheckpointNotFoundError, NotAllowedError, InvalidDecisionError,
-            AlreadyDecidedError, RunStateError, VersionUnavailableError.
+            AlreadyDecidedError (also: the head is not ``expect_head``), RunStateError,
+            VersionUnavailableError.
         """
         outcome = self.steering.rewind(run_id, actor, to=to, feedback=feedback, edits=edits,
                                        request_id=request_id, delivery_id=delivery_id, claim=claim,
-                                       allow_empty=allow_empty)
+                                       allow_empty=allow_empty, expect_head=expect_head)
         return self._keep(outcome)
 
     def rewind_target(self, *, run_id: str, to: int | str | None) -> int:

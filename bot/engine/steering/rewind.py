@@ -20,7 +20,7 @@ from bot.engine.limits import check_text, refuse_nul, state_tree
 from bot.engine.lgraph_run import label_names
 from bot.engine.logcontext import bind_log_context
 from bot.engine.reads import missing_checkpoint_in
-from bot.engine.steering.core import REWINDABLE, DecisionOutcome, SteeringCore
+from bot.engine.steering.core import REWINDABLE, DecisionOutcome, SteeringCore, when
 from bot.engine.steering.edits import apply_edits, refuse_empty_edits
 from bot.engine.transitions import close_request
 from bot.engine.versions import decode_stored, migrate_tree, point_in, request_point, resolve_workflow
@@ -29,7 +29,7 @@ from store.models import HAZEL_NODES
 from store import DuplicateDecisionError, NewCheckpoint, Tx
 from store.hooks import actor_facts
 from store.models import (Action, Actor, CheckpointInfo, Decision, LoadedCheckpoint, RequestStatus, Run,
-                          RunStatus, SteeringRequest)
+                          RunStatus, SteeringRequest, past_tense)
 
 
 class _Refused(Exception):
@@ -44,18 +44,22 @@ class Rewinding(SteeringCore):
     @bind_log_context(run_id="run_id", request_id="request_id")
     def rewind(self, run_id: str, actor: Actor, *, to: int | str | None, feedback: str | None = None,
                edits: dict[str, Any] | None = None, request_id: int | None = None,
-               delivery_id: str | None = None, claim: bool = False, allow_empty: bool = False) -> DecisionOutcome:
+               delivery_id: str | None = None, claim: bool = False, allow_empty: bool = False,
+               expect_head: int | None = None) -> DecisionOutcome:
         """Fork the run from an earlier checkpoint: ``to`` is a sequence number, or a node name (the latest
         checkpoint on the current branch from which that node runs next). ``feedback`` goes to the node that
         runs next (to the steering point's feedback step when the target waits at one); ``edits`` replace
         state fields (an empty or blank text is refused unless ``allow_empty``, as an edit's:
         ``bot.engine.steering.edits.refuse_empty_edits``); ``claim``: lease the run for the caller
-        (``DecisionOutcome.claim``).
+        (``DecisionOutcome.claim``). ``expect_head``: the head checkpoint the caller saw (a run page's); when
+        the run's head is another one now (someone rewound it, or it ran on), nothing is written and the
+        rewind is refused as a stale decision is (``AlreadyDecidedError``, audited as ``decision.refused``),
+        checked in the rewind's transaction with the run locked; None: not checked.
 
         Raises:
             RunNotFoundError, CheckpointNotFoundError, NotAllowedError, InvalidDecisionError (also a NUL
-            character in the target, the feedback or the edits), AlreadyDecidedError, RunStateError,
-            VersionUnavailableError.
+            character in the target, the feedback or the edits), AlreadyDecidedError (also: the head is not
+            ``expect_head``), RunStateError, VersionUnavailableError.
         """
         feedback = (feedback or "").strip() or None
         if delivery_id is not None:
@@ -65,7 +69,7 @@ class Rewinding(SteeringCore):
         try:
             with self.store.transaction() as tx:
                 outcome = self._rewind(tx, run_id, actor, to, feedback, edits, request_id, delivery_id, claim,
-                                       allow_empty)
+                                       allow_empty, expect_head)
         except _Refused as refused:
             self.refuse(run_id=refused.run_id, request_id=refused.request_id, actor=actor, action="rewind",
                         reason=refused.reason)
@@ -94,7 +98,7 @@ class Rewinding(SteeringCore):
 
     def _rewind(self, tx: Tx, run_id: str, actor: Actor, to: int | str | None, feedback: str | None,
                 edits: dict[str, Any] | None, request_id: int | None, delivery_id: str | None,
-                claim: bool, allow_empty: bool) -> DecisionOutcome:
+                claim: bool, allow_empty: bool, expect_head: int | None = None) -> DecisionOutcome:
         seq_to = _seq(to)
         with tx.pipeline():  # PostgreSQL: the run (locked), its pending request, the target and an id at once
             run_later = tx.runs.get_later(run_id, for_update=True)
@@ -112,6 +116,8 @@ class Rewinding(SteeringCore):
             stale = tx.requests.get(request_id)
             if stale is not None and stale.status is not RequestStatus.PENDING:
                 raise self._already(tx, stale)
+        if expect_head is not None and run.head_seq != expect_head:
+            raise self._moved_on(tx, run, expect_head)
         reason = self._rewind_refusal(wf, run, request, actor, tx)
         if reason is not None:
             raise _Refused(reason, run.id, request.id if request else None)
@@ -199,6 +205,23 @@ class Rewinding(SteeringCore):
             return DecisionOutcome(decision=decision, request=after, settled=True, next_node=next_node,
                                    run_status=RunStatus.RUNNING if made else RunStatus.READY, claim=made)
         return outcome
+
+    @staticmethod
+    def _moved_on(tx: Tx, run: Run, seen: int) -> AlreadyDecidedError:
+        """The refusal of a rewind sent from a view of ``run`` at head ``seen`` after the run moved on: where
+        it is now and the last decision (who, what, when), if any."""
+        last = max(tx.decisions.for_run(run.id), key=lambda d: d.id, default=None)
+        now = f"it is now at #{run.head_seq}, {run.status.value}, not #{seen}"
+        if last is not None:
+            what = past_tense(last.action.value) + (f" to #{last.payload.get('to')}"
+                                                    if last.action is Action.REWIND else "")
+            now += f"; last {what} by {last.label} at {when(last.created_at)}"
+        return AlreadyDecidedError(f"the run changed since this page was loaded ({now}): reload the page",
+                                   decided_by=last.label if last else None,
+                                   decided_at=last.created_at if last else None,
+                                   action=last.action.value if last else None,
+                                   decided_by_id=last.actor_id if last else None,
+                                   channel=last.channel if last else None, request_id=None)
 
     def _rewind_refusal(self, wf: Workflow, run: Run, request: SteeringRequest | None, actor: Actor,
                         tx: Tx) -> str | None:

@@ -73,11 +73,15 @@ def run_page(hazel: "Hazel", run_id: str, actor: "Actor | None") -> RunPage:
 
 @dataclass
 class RunsPage:
+    """A page of ``/runs``: ``page`` is the query's ``page`` (0: the newest runs), ``size`` the runs per page;
+    the page labels its runs by position (``runs 26–50``), which a 0-based ``page`` cannot contradict."""
+
     runs: list[Run]
     pending: dict[str, SteeringRequest]
     page: int
     more: bool
     mine: bool
+    size: int = PAGE_SIZE
 
 
 def runs_page(hazel: "Hazel", *, statuses: list[str], workflow: str | None, page: int, mine: bool,
@@ -90,12 +94,12 @@ def runs_page(hazel: "Hazel", *, statuses: list[str], workflow: str | None, page
                 and (not workflow or r.workflow == workflow)]
         chunk = runs[page * PAGE_SIZE:(page + 1) * PAGE_SIZE]
         pending = {run_id: v.request for run_id, v in waiting.items()}
-        return RunsPage(chunk, pending, page, len(runs) > (page + 1) * PAGE_SIZE, True)
+        return RunsPage(chunk, pending, page, len(runs) > (page + 1) * PAGE_SIZE, True, PAGE_SIZE)
     found = hazel.runs(statuses=statuses or None, workflow=workflow or None, limit=PAGE_SIZE + 1,
                        offset=page * PAGE_SIZE)
     runs = found[:PAGE_SIZE]
     return RunsPage(runs, hazel.pending_requests(run_ids=[r.id for r in runs]), page, len(found) > PAGE_SIZE,
-                    False)
+                    False, PAGE_SIZE)
 
 
 def pretty(value: Any) -> str:

@@ -31,6 +31,7 @@ from fastapi import APIRouter, Form, Path as InPath, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from fastapi.routing import APIRoute
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from bot.engine import AlreadyDecidedError, HazelError, NotAllowedError, RunNotFoundError, log_context
 from bot.inbound.api import api_tokens, hazel_error_response
@@ -52,10 +53,10 @@ log = logging.getLogger("hazel.web")
 HERE = Path(__file__).parent
 WEB_ACTIONS = ("approve", "reject", "feedback")
 """Decisions the pages offer (``edit`` stays with Slack, Jira, the CLI and the REST API)."""
-MAX_TEXT_CHARS = 20_000
 Page = Annotated[int, Query(ge=0, le=INT_MAX)]
 Seq = Annotated[int | None, Query(ge=0, le=INT_MAX)]
 FormSeq = Annotated[int, Form(ge=0, le=INT_MAX)]
+FormHead = Annotated[int | None, Form(ge=0, le=INT_MAX)]
 FormId = Annotated[int | None, Form(ge=1, le=INT_MAX)]
 
 
@@ -85,6 +86,19 @@ def environment() -> jinja2.Environment:
     return env
 
 
+def typed(text: str) -> str:
+    """Text typed into a page's form as the CLI and the REST API store it: newlines as ``\\n`` (browsers send
+    a textarea's line breaks as ``\\r\\n``; a lone ``\\r`` is a line break too), surrounding blanks dropped."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").strip()
+
+
+def form_part_bytes(max_state_bytes: int) -> int:
+    """The largest form field the pages parse (``max_part_size``): a text of ``HAZEL_MAX_STATE_BYTES`` bytes
+    however it is sent (URL-encoding writes a byte as ``%XX``, three), plus room for the form's other fields,
+    so that a text the engine would refuse reaches it and is refused with the engine's own line."""
+    return 3 * max_state_bytes + 4096
+
+
 def form_delivery(actor_id: str, nonce: str, request_id: int | None, action: str) -> str | None:
     """The delivery id of one form's submission: a page's nonce with the form's request and action, so that a
     second submit of the same form is recorded once while another card's form (or another button) of the same
@@ -105,6 +119,8 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
     env = environment()
     tokens = api_tokens(settings)
     auth: WebAuth | None = None  # (made below; None while the pages are off)
+    state_bytes = hazel.settings.max_state_bytes  # the engine's limit on a decision's text
+    part_bytes = form_part_bytes(state_bytes)
 
     def html(name: str, status: int = 200, **context: Any) -> HTMLResponse:
         context = {"session": None, "flash": None, "path": "", "sign_in": False, "link": None, **context}
@@ -120,8 +136,9 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
 
     class WebRoute(APIRoute):
         """A page's malformed query, path or form (``page=-1``, ``a=x``, a number past ``INT_MAX``) answers
-        an HTML page with pydantic's errors on one line (422), not FastAPI's JSON; the REST API's routes keep
-        their own error body (``bot.inbound.api.ApiRoute``)."""
+        an HTML page with pydantic's errors on one line (422), not FastAPI's JSON; a form the parser refuses
+        (a field over ``form_part_bytes``: 413) an HTML page too. The REST API's routes keep their own error
+        body (``bot.inbound.api.ApiRoute``)."""
 
         def get_route_handler(self):  # noqa: ANN202
             handler = super().get_route_handler()
@@ -131,10 +148,25 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
                     return await handler(request)
                 except RequestValidationError as exc:
                     return message_page(request, 422, "Bad request", validation_message(exc))
+                except StarletteHTTPException as exc:  # the form parser's (FastAPI raises it as a 400)
+                    if exc.status_code != 400:
+                        raise
+                    if "exceeded maximum size" in str(exc.detail):
+                        return message_page(request, 413, "Too long",
+                                            f"a field of this form is over {part_bytes:,} bytes; a text may be "
+                                            f"at most {state_bytes:,} bytes (HAZEL_MAX_STATE_BYTES)"
+                                            ": go back and shorten it", link=back_link(request))
+                    return message_page(request, 400, "Bad request", f"the form could not be read: {exc.detail}",
+                                        link=back_link(request))
 
             return route
 
-    router = APIRouter(include_in_schema=False, route_class=WebRoute)
+    def back_link(request: Request) -> tuple[str, str] | None:
+        """Where a refused form goes back to: its run's page."""
+        run_id = request.path_params.get("run_id")
+        return (f"/runs/{quote(run_id, safe='')}", "Back to the run") if run_id else None
+
+    router = APIRouter(include_in_schema=False, route_class=WebRoute, form_limits={"max_part_size": part_bytes})
 
     @router.get("/static/hazel.css")
     def css() -> FileResponse:
@@ -164,8 +196,13 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
         if exc.status == 401 and request.method == "GET" and "t" not in request.query_params:
             target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
             return RedirectResponse(f"/login?next={quote(target)}", status_code=303, headers=HEADERS)
+        session = auth.session(request)  # a signed-in person is still shown as signed in (a stale form's 403)
+        run_id = request.path_params.get("run_id")
+        may_act = session is not None and (session.identity_for(run_id) if run_id else session.identity)
         return html("message.html", exc.status, title="Not allowed" if exc.status == 403 else "Sign in",
-                    message=str(exc), session=None, sign_in=True)
+                    message=str(exc), session=session, sign_in=exc.status == 401 or not may_act,
+                    path=request.url.path if request.method == "GET" else f"/runs/{run_id}" if run_id else "",
+                    link=back_link(request) if exc.status == 403 and may_act else None)
 
     def guarded(handler):  # noqa: ANN001, ANN202
         """Answers ``Refused`` with the sign-in page (401) or a refusal (403), and an unknown run with 404."""
@@ -331,7 +368,7 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
         session, actor = acting(request, run_id, csrf)
         if action not in WEB_ACTIONS:
             return failed(request, session, run_id, NotAllowedError(f"{action!r} cannot be decided from the page"))
-        text = text.strip()[:MAX_TEXT_CHARS]
+        text = typed(text)
         payload = {"reject": {"reason": text}, "feedback": {"text": text}}.get(action, {})
         try:
             outcome = hazel.decide(run_id=run_id, action=action, actor=actor, payload=payload,
@@ -344,12 +381,14 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
     @router.post("/runs/{run_id}/rewind")
     @guarded
     def rewind(request: Request, run_id: str, to: FormSeq, csrf: Annotated[str, Form()] = "",
-               request_id: FormId = None, feedback: Annotated[str, Form()] = "",
+               request_id: FormId = None, head: FormHead = None, feedback: Annotated[str, Form()] = "",
                nonce: Annotated[str, Form(max_length=64)] = "") -> Response:
+        """A rewind from the page; ``head``: the head checkpoint the page showed (the engine refuses the rewind
+        when the run has moved on since: ``Hazel.rewind``'s ``expect_head``)."""
         session, actor = acting(request, run_id, csrf)
         try:
-            outcome = hazel.rewind(run_id=run_id, actor=actor, to=to, feedback=feedback.strip()[:MAX_TEXT_CHARS]
-                                   or None, request_id=request_id,
+            outcome = hazel.rewind(run_id=run_id, actor=actor, to=to, feedback=typed(feedback) or None,
+                                   request_id=request_id, expect_head=head,
                                    delivery_id=form_delivery(actor.id, nonce, request_id, f"rewind:{to}"))
         except HazelError as exc:
             return failed(request, session, run_id, exc)
