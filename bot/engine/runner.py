@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import random
 import secrets
+import sys
 import threading
 import time
 import traceback
@@ -44,8 +45,25 @@ log = logging.getLogger("hazel.runner")
 
 TRANSIENT_ERRORS = (sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError, sqlalchemy.exc.TimeoutError,
                     sqlalchemy.exc.DisconnectionError)
-"""Errors of a database that is down or unreachable: a drive that meets one leaves its run to recovery (it
-is handed back when its lease runs out), where any other error outside a step fails the run (``Runner.drive``)."""
+"""SQLAlchemy's errors of a database that is down or unreachable (``is_transient`` adds the drivers' own)."""
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether ``exc`` says the database is down or unreachable: one of ``TRANSIENT_ERRORS``, or the driver's
+    own ``OperationalError`` / ``InterfaceError`` (raised where Hazel talks to the driver's connection directly:
+    a ``psycopg.OperationalError`` "connection failed" once failed a run that an outage had only interrupted).
+    A drive that meets one leaves its run to recovery (it is handed back when its lease runs out), where any
+    other error outside a step fails the run (``Runner.drive``)."""
+    drivers = [m for m in map(sys.modules.get, ("sqlite3", "psycopg")) if m is not None]  # (not imported: raised
+    seen: BaseException | None = exc                                                       # nothing)
+    for _ in range(5):  # the error, and what it was raised from (a wrapper's cause)
+        if seen is None:
+            break
+        if isinstance(seen, TRANSIENT_ERRORS) or any(
+                isinstance(seen, (m.OperationalError, m.InterfaceError)) for m in drivers):
+            return True
+        seen = seen.__cause__
+    return False
 
 
 @dataclass(frozen=True)
@@ -164,7 +182,7 @@ class Runner:
         (``run.failed``, ``outside_step``) rather than leave it to crash again after each recovery.
 
         Raises:
-            sqlalchemy.exc.OperationalError and the other ``TRANSIENT_ERRORS``: the database is unreachable (the
+            sqlalchemy.exc.OperationalError and the other errors of ``is_transient``: the database is unreachable (the
                 run stays ``running`` until recovery hands it back).
         """
         run = claim.run
@@ -182,9 +200,9 @@ class Runner:
             except LeaseLostError:
                 log.warning("run %s: lease lost (cancelled or taken over); stopping here", run.id)
                 result.lease_lost = True
-            except TRANSIENT_ERRORS:  # the database is unreachable: recovery hands the run back once it is
-                raise
             except Exception as exc:  # Hazel's own error outside a step (loading, decoding, writing the state):
+                if is_transient(exc):  # the database is unreachable: recovery hands the run back once it is
+                    raise
                 # the same every time, so the run fails, saying why, rather than crash and be handed back forever
                 self._crashed(run, token, exc, result)
             finally:

@@ -17,11 +17,15 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from bot.engine import is_transient
 
 if TYPE_CHECKING:
     from bot.engine import Claim, Hazel
 
 log = logging.getLogger("hazel.worker")
+
+OUTAGE_PAUSE_MAX_SEC = 10.0
+"""Longest pause of a worker thread between tries while the database is unreachable (1, 2, 4, 8, 10, 10 … s)."""
 
 
 class WorkerPool:
@@ -123,14 +127,24 @@ class WorkerPool:
         self.hazel.recover()
 
     def _loop(self) -> None:
+        pause_sec = 0.0  # after errors of a database that is down: doubling from 1 s up to OUTAGE_PAUSE_MAX_SEC
         while not self._stop.is_set():
             try:
                 self._recover_if_due()
-                if self.work_once():
+                worked = self.work_once()
+                pause_sec = 0.0
+                if worked:
                     continue
-            except Exception:
-                log.exception("worker loop error; continuing")
-                self._stop.wait(1.0)
+            except Exception as exc:
+                if is_transient(exc):  # one line per try, not a traceback of the driver's every layer
+                    pause_sec = min(OUTAGE_PAUSE_MAX_SEC, max(1.0, pause_sec * 2))
+                    first = (str(exc).strip().splitlines() or [""])[0][:300]
+                    log.warning("the database is unreachable (%s: %s); trying again in %.0f s", type(exc).__name__,
+                                first, pause_sec)
+                else:
+                    pause_sec = 1.0
+                    log.exception("worker loop error; continuing")
+                self._stop.wait(pause_sec)
                 continue
             with self._wake:
                 if self._pending_wakes == 0 and not self._claims:
