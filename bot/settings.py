@@ -331,3 +331,53 @@ class Settings(BaseSettings):
 
         host = urlparse(self.jira_url or "").hostname or ""
         return host.endswith((".atlassian.net", ".jira.com"))
+
+
+REDACTED = "**********"
+MIN_SECRET_LEN = 4
+"""Shorter values are not redacted (replacing every ``a`` in a text would hide more than it protects)."""
+
+
+def secret_values(settings: Settings) -> list[str]:
+    """The plain values of every ``SecretStr`` setting, each token of ``HAZEL_API_TOKENS`` and the database
+    URL's password (``user:password@`` or ``?password=``)."""
+    values = []
+    for name in type(settings).model_fields:
+        value = getattr(settings, name)
+        if isinstance(value, SecretStr):
+            values.append(value.get_secret_value())
+    if settings.api_tokens is not None:
+        for pair in settings.api_tokens.get_secret_value().split(","):
+            values.append(pair.partition("=")[2].strip())
+    from sqlalchemy.engine import make_url
+
+    try:
+        url = make_url(settings.database_url)
+    except Exception:  # an unparsable URL fails elsewhere, with its own message
+        url = None
+    if url is not None:
+        query_password = url.query.get("password")  # (libpq takes ?password=… too)
+        values += [str(p) for p in (url.password, *(query_password if isinstance(query_password, tuple)
+                                                   else (query_password,))) if p]
+    return [v for v in values if v]
+
+
+class Redactor:
+    """``redactor(text)``: ``text`` with each of ``secrets`` (of at least ``MIN_SECRET_LEN`` characters, and its
+    JSON-escaped form) replaced by ``REDACTED``; for what Hazel stores and shows of an error it did not write
+    (a step's exception may quote a token from the environment)."""
+
+    def __init__(self, secrets: list[str]) -> None:
+        import json
+
+        forms = set()
+        for secret in secrets:
+            if len(secret) >= MIN_SECRET_LEN:
+                forms.update({secret, json.dumps(secret)[1:-1]})
+        self.secrets = sorted(forms, key=len, reverse=True)
+
+    def __call__(self, text: str) -> str:
+        for secret in self.secrets:
+            if secret in text:
+                text = text.replace(secret, REDACTED)
+        return text

@@ -166,11 +166,15 @@ def actor(hazel: Any, name: str | None) -> "Actor":
 
 
 def safe_url(url: str) -> str:
-    """A database URL fit to print: the password masked."""
+    """A database URL fit to print: the password masked (``user:***@``, and ``?password=hidden``, which libpq
+    takes as well)."""
     from sqlalchemy.engine import make_url
 
     try:
-        return make_url(url).render_as_string(hide_password=True)
+        parsed = make_url(url)
+        if "password" in parsed.query:
+            parsed = parsed.update_query_dict({"password": "hidden"})
+        return parsed.render_as_string(hide_password=True)
     except Exception:  # not a URL at all: say so without echoing it
         return _NOT_A_URL
 

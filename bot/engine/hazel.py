@@ -50,7 +50,7 @@ from bot.engine.timeouts import Timeouts
 from bot.engine.versions import target_workflow
 from bot.engine.views import Views
 from bot.engine.workflow import START, Workflow
-from bot.settings import Settings
+from bot.settings import Redactor, Settings, secret_values
 from store import NewCheckpoint, Store
 from store.codec import is_text
 from store.models import (
@@ -111,6 +111,7 @@ class Hazel(Reads, Requests):
         self._held_lock = threading.Lock()
         self.runner = Runner(self.store, self.registry, lease_sec=self.settings.lease_sec, clock=clock)
         self.runner.on_outbox = self._outbox
+        self.runner.redact = Redactor(secret_values(self.settings))  # (what a step's error quotes of them)
         self.steering = Steering(self.store, self.registry, self.people, self.runner, clock=clock,
                                  on_ready=self._ready, on_outbox=self._outbox,
                                  max_state_bytes=self.settings.max_state_bytes)

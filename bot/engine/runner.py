@@ -127,6 +127,9 @@ class Runner:
         self.rng = rng or random.Random()
         self.leases = Leases(store, owner=owner or make_owner(), lease_sec=lease_sec, clock=clock)
         self.on_outbox: Callable[[], None] = lambda: None
+        self.redact: Callable[[str], str] = lambda text: text
+        """Applied to an error's message and traceback before they are stored, shown or sent (``Hazel`` sets
+        ``bot.settings.Redactor`` of the settings' secrets: a step's exception may quote a token)."""
         """Called after a commit that wrote outbox rows (wakes the deliverer)."""
         self.on_step: Callable[[str, str], None] | None = None
         """Called with ``(run_id, step_name)`` just before a step executes (benchmarks, tests)."""
@@ -218,8 +221,8 @@ class Runner:
             hands the run back when its lease runs out).
         """
         now = self.clock()
-        message = f"{type(exc).__name__}: {exc}"[:2000]
-        trace = "".join(traceback.format_exception(exc))
+        message = self.redact(f"{type(exc).__name__}: {exc}")[:2000]
+        trace = self.redact("".join(traceback.format_exception(exc)))
         log.error("run %s: its execution failed outside a step (%s); the run is failed (its traceback: hazel show "
                   "%s --full)", run.id, message.splitlines()[0] if message else type(exc).__name__, run.id)
         try:
@@ -404,8 +407,8 @@ class Runner:
 
     def _failed(self, run: Run, wf: Workflow, step: Step, token: str, attempts: int, exc: Exception) -> RunStatus:
         now = self.clock()
-        message = f"{type(exc).__name__}: {exc}"
-        trace = "".join(traceback.format_exception(exc))
+        message = self.redact(f"{type(exc).__name__}: {exc}")
+        trace = self.redact("".join(traceback.format_exception(exc)))
         if isinstance(exc, StepContractError):
             attempts = step.max_attempts  # a broken contract fails the same way every time: no retry
         log.warning("run %s step %s attempt %d/%d failed: %s", run.id, step.name, attempts, step.max_attempts,

@@ -15,24 +15,19 @@ never logs a secret on purpose. The context itself lives in ``bot.engine.logcont
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import sys
 from typing import TextIO
 
-from pydantic import SecretStr
 from pythonjsonlogger.core import RESERVED_ATTRS
 from pythonjsonlogger.json import JsonFormatter
-from sqlalchemy.engine import make_url
 
 from bot.engine import LOG_CONTEXT_VARS as _VARS
 from bot.settings import Settings
 from integrations.terminal import for_terminal
 
-REDACTED = "**********"
-MIN_SECRET_LEN = 4
-"""Shorter values are not redacted (replacing every ``a`` in a log line would hide more than it protects)."""
+from bot.settings import REDACTED, Redactor, secret_values
 
 
 class ContextFilter(logging.Filter):
@@ -76,45 +71,21 @@ that person until it expires."""
 
 
 class RedactingFormatter(logging.Formatter):
-    """Formats with ``inner``, then replaces each of ``secrets`` (and its JSON-escaped form), and the token of
-    every signed run link (``LINK_TOKEN``), by ``**********``."""
+    """Formats with ``inner``, then replaces each of ``secrets`` (and its JSON-escaped form: ``Redactor``), and
+    the token of every signed run link (``LINK_TOKEN``), by ``**********``."""
 
     def __init__(self, inner: logging.Formatter, secrets: list[str]) -> None:
         super().__init__()
         self.inner = inner
-        forms = set()
-        for secret in secrets:
-            if len(secret) >= MIN_SECRET_LEN:
-                forms.update({secret, json.dumps(secret)[1:-1]})
-        self.secrets = sorted(forms, key=len, reverse=True)
+        self.redact = Redactor(secrets)
 
     def format(self, record: logging.LogRecord) -> str:
-        text = self.inner.format(record)
-        for secret in self.secrets:
-            text = text.replace(secret, REDACTED)
+        text = self.redact(self.inner.format(record))
         if "t=" in text:
             text = LINK_TOKEN.sub(r"\g<1>" + REDACTED, text)
         return text
 
 
-def secret_values(settings: Settings) -> list[str]:
-    """The plain values of every ``SecretStr`` setting, each token of ``HAZEL_API_TOKENS`` and the database
-    URL's password."""
-    values = []
-    for name in type(settings).model_fields:
-        value = getattr(settings, name)
-        if isinstance(value, SecretStr):
-            values.append(value.get_secret_value())
-    if settings.api_tokens is not None:
-        for pair in settings.api_tokens.get_secret_value().split(","):
-            values.append(pair.partition("=")[2].strip())
-    try:
-        password = make_url(settings.database_url).password
-    except Exception:  # an unparsable URL fails elsewhere, with its own message
-        password = None
-    if password:
-        values.append(str(password))
-    return [v for v in values if v]
 
 
 _HANDLER_MARK = "_hazel_handler"

@@ -1,0 +1,75 @@
+"""A step whose exception quotes a secret setting (a token read from the environment, the database password)
+never has it stored, shown or sent: the run's error and traceback, the audit log's events and the outbox's
+progress message hold ``**********`` where the secret was (as the logs do)."""
+
+from __future__ import annotations
+
+import json
+
+from pydantic import BaseModel
+from sqlalchemy import select
+
+from bot.engine import Hazel, Registry
+from bot.engine.workflow import StepContext, Workflow
+from bot.settings import Settings
+from store.models import RunStatus
+from store.schema import events, outbox, runs
+from tests.support.engine import person
+
+TOKEN = "ApiTok3nSECRETaaaa"
+HOOK_SECRET = "hook-s3cret-value"
+
+
+class S(BaseModel):
+    n: int = 0
+
+
+def leaky() -> Workflow:
+    wf = Workflow("leaky", version=1, state=S)
+
+    @wf.step(max_attempts=2, backoff_sec=0)
+    def call(state: S, ctx: StepContext) -> S:
+        raise RuntimeError(f"upstream refused token={TOKEN} (hook {HOOK_SECRET!r})")
+
+    return wf
+
+
+def test_a_steps_error_is_stored_without_the_secrets_it_quotes(db_url: str) -> None:
+    registry = Registry()
+    registry.add(leaky())
+    settings = Settings(HAZEL_DATABASE_URL=db_url, HAZEL_API_TOKEN=TOKEN, HAZEL_HOOK_SECRET=HOOK_SECRET)
+    hazel = Hazel(settings, registry=registry, load_workflows=False)
+    try:
+        hazel.prepare()
+        run = hazel.start(workflow="leaky", input={}, actor=person("olga"))
+        hazel.drive(run_id=run.id)
+        for _ in range(3):  # the retry, then the failure
+            if hazel.get(run_id=run.id).status is RunStatus.FAILED:
+                break
+            hazel.drive(run_id=run.id)
+        failed = hazel.get(run_id=run.id)
+        assert failed.status is RunStatus.FAILED
+        assert "token=********** (hook '**********')" in failed.error, failed.error
+        with hazel.store.read() as tx:
+            stored = [*tx.conn.execute(select(runs.c.error, runs.c.error_traceback).where(runs.c.id == run.id)).one(),
+                      *(json.dumps(d) for d in tx.conn.execute(select(events.c.detail).where(
+                          events.c.run_id == run.id)).scalars()),
+                      *(json.dumps(p) for p in tx.conn.execute(select(outbox.c.payload).where(
+                          outbox.c.run_id == run.id)).scalars())]
+        text = "\n".join(str(v) for v in stored)
+        assert TOKEN not in text and HOOK_SECRET not in text, text
+        assert text.count("**********") >= 4, text  # error, traceback, the events', the progress message
+    finally:
+        hazel.close()
+
+
+def test_a_database_password_in_the_urls_query_is_not_echoed(monkeypatch) -> None:  # noqa: ANN001
+    from typer.testing import CliRunner
+
+    from bot.cli import app
+
+    url = "postgresql+psycopg://postgres@127.0.0.1:1/db?password=Sup3rS3cret&connect_timeout=2"
+    monkeypatch.setenv("HAZEL_DATABASE_URL", url)
+    result = CliRunner().invoke(app, ["runs"])
+    assert result.exit_code == 1
+    assert "Sup3rS3cret" not in result.output and "password=hidden" in result.output, result.output
