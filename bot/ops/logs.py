@@ -44,7 +44,9 @@ class ContextFilter(logging.Filter):
 class TextFormatter(logging.Formatter):
     """``time LEVEL logger [run=… request=…] message``; control characters a message carries (stored text in
     an error, say) shown as escapes (``integrations.terminal.for_terminal``): a log read in a terminal is never
-    controlled by it."""
+    controlled by it. The further lines of a record (a message's own line breaks, a traceback) are indented by
+    four spaces: only a record's first line starts at the margin, so no text a message carries can pass for a
+    record of its own (``…\n2026-03-01 09:00:00,000 CRITICAL …`` in a step's error)."""
 
     def __init__(self) -> None:
         super().__init__("%(asctime)s %(levelname)s %(name)s%(hazel_context)s %(message)s")
@@ -54,7 +56,8 @@ class TextFormatter(logging.Formatter):
                  f"request={record.request_id}" if getattr(record, "request_id", None) is not None else ""]
         context = " ".join(p for p in parts if p)
         record.hazel_context = f" [{context}]" if context else ""
-        return for_terminal(super().format(record))
+        text = for_terminal(super().format(record))
+        return text.replace("\n", "\n    ") if "\n" in text else text
 
 
 def json_formatter() -> logging.Formatter:

@@ -218,3 +218,12 @@ def test_text_logs_and_the_worker_command(db_url: str, monkeypatch: pytest.Monke
     first, second = stream.getvalue().splitlines()
     assert first.endswith("WARNING hazel.test [run=ab12cd34ef56 request=7] waiting on the SME")
     assert second.endswith("WARNING hazel.test outside")
+    forged = "line1\n2026-12-02 00:00:00,000 CRITICAL hazel.fake forged entry"  # a step's error, say
+    try:
+        raise ValueError(forged)
+    except ValueError:
+        logging.getLogger("hazel.test").exception("step failed: %s", forged)
+    lines = stream.getvalue().splitlines()[2:]
+    assert lines[0].endswith("ERROR hazel.test step failed: line1"), lines
+    assert len(lines) > 3 and all(line.startswith("    ") for line in lines[1:]), lines  # traceback included
+    assert "    2026-12-02 00:00:00,000 CRITICAL hazel.fake forged entry" in lines, lines
