@@ -15,6 +15,8 @@ Status of each (the README's REST API section documents the same table):
         InvalidDecisionError, InvalidInputError, UnknownWorkflowError, IdempotencyKeyReusedError
     500 InternalError                  an unexpected failure (logged with its traceback; the answer has none)
     503 ApiDisabledError               no token is configured
+        DatabaseUnavailableError       the database cannot be reached (``Retry-After`` says when to try again;
+                                       the answer names no host, port or credentials)
 
 Messages are Hazel's own, for the person who called: they never name a console command (``HazelError.message``
 leaves the console's hint out) and never echo a long input back.
@@ -23,9 +25,13 @@ leaves the console's hint out) and never echo a long input back.
 from __future__ import annotations
 
 import json
+import logging
 import re
+import sqlite3
 from typing import Any
 
+import psycopg
+import sqlalchemy.exc
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -44,8 +50,11 @@ from bot.engine import (
     RunStateError,
     UnknownWorkflowError,
     VersionUnavailableError,
+    is_transient,
 )
 from bot.inbound.api_models import ErrorBody
+
+log = logging.getLogger("hazel.api")
 
 STATUS_OF: tuple[tuple[type[HazelError], int], ...] = (
     (AmbiguousRunIdError, 409),
@@ -61,6 +70,18 @@ STATUS_OF: tuple[tuple[type[HazelError], int], ...] = (
     (UnknownWorkflowError, 422),
 )
 """HTTP status of each error (first match); any other ``HazelError`` answers 400."""
+
+DATABASE_RETRY_AFTER_SEC = 5
+"""The ``Retry-After`` (seconds) of a 503 ``DatabaseUnavailableError``."""
+
+DATABASE_DOWN_ERRORS: tuple[type[BaseException], ...] = (
+    sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError, sqlalchemy.exc.TimeoutError,
+    sqlalchemy.exc.DisconnectionError, sqlite3.OperationalError, sqlite3.InterfaceError,
+    psycopg.OperationalError, psycopg.InterfaceError,
+)
+"""The errors answered 503 by their own handler (logged in one line, no traceback); which of them, and which
+other errors raised from one, mean the database is down is ``bot.engine.is_transient``'s to say (the worker
+pool's outage pause reads the same)."""
 
 LOC_MAX_CHARS = 40
 """Characters of one part of a validation error's location (a key the caller sent) quoted in the message."""
@@ -97,6 +118,13 @@ def hazel_error_response(exc: HazelError) -> JSONResponse:
         extra = {"decided_by": exc.decided_by, "decided_at": exc.decided_at, "action": exc.action,
                  "channel": exc.channel}
     return error_response(status, type(exc).__name__, exc.message, **extra)
+
+
+def database_unavailable_response() -> JSONResponse:
+    """503 ``DatabaseUnavailableError`` with ``Retry-After: DATABASE_RETRY_AFTER_SEC``: the database cannot be
+    reached (``bot.engine.is_transient``). The message names no host, port, path or credentials."""
+    return error_response(503, "DatabaseUnavailableError", "the database is unavailable; try again shortly",
+                          headers={"Retry-After": str(DATABASE_RETRY_AFTER_SEC)})
 
 
 _UNION_MEMBERS = frozenset({"int", "constrained-int", "str", "constrained-str", "bool", "float"})
@@ -217,16 +245,31 @@ async def _hazel_error(request: Request, exc: Exception) -> JSONResponse:
     return hazel_error_response(exc)
 
 
+async def _database_down(request: Request, exc: Exception) -> JSONResponse:
+    if not is_transient(exc):  # (not one of DATABASE_DOWN_ERRORS' outages: answered as _unexpected would)
+        log.error("api: %s %s failed", request.method, request.url.path, exc_info=exc)
+        return error_response(500, "InternalError", "an unexpected error; the server's log has the details")
+    first = (str(exc).strip().splitlines() or [""])[0][:300]  # one line per request, not the driver's traceback
+    log.warning("api: the database is unreachable (%s: %s); answered %s %s with 503", type(exc).__name__, first,
+                request.method, request.url.path)
+    return database_unavailable_response()
+
+
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     # (Starlette's ServerErrorMiddleware raises it again after this answer: the server logs the traceback.)
+    if is_transient(exc):  # raised from an outage's error (its __cause__)
+        return database_unavailable_response()
     return error_response(500, "InternalError", "an unexpected error; the server's log has the details")
 
 
 def install_error_handlers(app: FastAPI) -> None:
     """Answer every error of ``app`` in the one shape: the framework's HTTP errors (404, 405, a body FastAPI
-    could not parse), validation errors, Hazel's errors raised outside the API's routes, and anything
+    could not parse), validation errors, Hazel's errors raised outside the API's routes, a database that cannot
+    be reached (503 ``DatabaseUnavailableError``, ``Retry-After``; ``bot.engine.is_transient``), and anything
     unexpected (500, logged)."""
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(HazelError, _hazel_error)
+    for cls in DATABASE_DOWN_ERRORS:
+        app.add_exception_handler(cls, _database_down)
     app.add_exception_handler(Exception, _unexpected)
