@@ -4,11 +4,20 @@ Every command checks the schema before it starts (``ensure``). That check reads 
 query and compares it with ``HEAD``; Alembic (and the Mako templates it pulls in, ~65 ms of imports) is loaded
 only to migrate or when the revisions differ. ``tests/store/test_migrations.py`` keeps ``HEAD`` equal to the
 newest script's revision.
+
+Creating or upgrading the schema is serialized across processes (``schema_lock``): two or three first starts
+at once on an empty database (``hazel serve`` beside two ``hazel worker``) used to race, one creating the tables
+while another saw them half-made ("schema revision unknown") or, on PostgreSQL, created them too ("duplicate
+key value violates unique constraint pg_type_typname_nsp_index"). Now one migrates; the others wait for its
+lock, read the revision again and go on.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import contextlib
+import os
+import time
+from typing import TYPE_CHECKING, Iterator
 
 from sqlalchemy import inspect, text
 from sqlalchemy.exc import DBAPIError
@@ -23,6 +32,13 @@ if TYPE_CHECKING:
 SCRIPT_LOCATION = "store:migrations"
 HEAD = "0006"
 """The revision of the newest script in ``store/migrations/versions`` (what ``hazel db upgrade`` reaches)."""
+LOCK_WAIT_SEC = 60.0
+"""How long a process waits for another one's schema creation or upgrade before giving up."""
+PG_LOCK_KEY = 0x48617A656C_01
+"""The PostgreSQL advisory lock key (``pg_advisory_lock``) of schema changes: "Hazel" in ASCII, then 01."""
+SQLITE_LOCK_SUFFIX = ".hazel-migrate.lock"
+"""Next to the SQLite file: the file ``flock``ed while the schema is changed (removed by its holder)."""
+_POLL_SEC = 0.05
 
 
 def _config(engine: Engine | None = None) -> Config:
@@ -81,12 +97,108 @@ def check_not_newer(engine: Engine, current: str | None = None) -> None:
         raise SchemaTooNewError(current, head_revision())
 
 
+class SchemaLockTimeoutError(SchemaNotReadyError):
+    """Another process kept the schema lock (it was creating or upgrading the schema) longer than we waited."""
+
+
+@contextlib.contextmanager
+def schema_lock(engine: Engine, *, wait_sec: float = LOCK_WAIT_SEC) -> Iterator[None]:
+    """Hold the cross-process lock of schema changes on ``engine``'s database for the ``with`` block.
+
+    PostgreSQL: the session advisory lock ``PG_LOCK_KEY``, on a connection of its own (Alembic migrates on
+    another one). SQLite file: ``flock`` on ``<file>.hazel-migrate.lock``, which the holder removes before it
+    lets go (a waiter that then holds a removed file's lock tries again). An in-memory SQLite database (one
+    process) takes no lock. Not re-entrant: a process holding it must not ask for it again.
+
+    Raises:
+        SchemaLockTimeoutError: another process held the lock longer than ``wait_sec`` seconds.
+    """
+    deadline = time.monotonic() + wait_sec
+    if engine.dialect.name == "postgresql":
+        with _pg_lock(engine, deadline, wait_sec):
+            yield
+        return
+    database = engine.url.database
+    if engine.dialect.name != "sqlite" or not database or database == ":memory:" or database.startswith("file:"):
+        yield
+        return
+    try:
+        import fcntl  # noqa: F401  (POSIX only)
+    except ImportError:  # pragma: no cover - Windows: no cross-process lock
+        yield
+        return
+    with _file_lock(os.path.realpath(database) + SQLITE_LOCK_SUFFIX, deadline, wait_sec):
+        yield
+
+
+def _timeout(wait_sec: float) -> SchemaLockTimeoutError:
+    return SchemaLockTimeoutError(
+        f"another process has been creating or upgrading the database schema for over {wait_sec:g} s: "
+        "try again once it is done (or run `hazel db upgrade`)")
+
+
+@contextlib.contextmanager
+def _pg_lock(engine: Engine, deadline: float, wait_sec: float) -> Iterator[None]:
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        while not conn.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": PG_LOCK_KEY}).scalar():
+            if time.monotonic() > deadline:
+                raise _timeout(wait_sec)
+            time.sleep(_POLL_SEC)
+        try:
+            yield
+        finally:
+            try:
+                conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": PG_LOCK_KEY})
+            except DBAPIError:  # the connection broke: the server dropped the lock with the session
+                conn.invalidate()
+
+
+@contextlib.contextmanager
+def _file_lock(path: str, deadline: float, wait_sec: float) -> Iterator[None]:
+    import fcntl
+
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise _timeout(wait_sec) from None
+                    time.sleep(_POLL_SEC)
+            try:
+                on_disk = os.stat(path)
+            except FileNotFoundError:
+                on_disk = None
+            mine = os.fstat(fd)
+            if on_disk is not None and (on_disk.st_dev, on_disk.st_ino) == (mine.st_dev, mine.st_ino):
+                break  # the lock of the file that is still there: ours
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)  # its holder removed it before we got it: lock the new one
+    try:
+        yield
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)  # before letting go: a waiter finds it gone and tries again
+        os.close(fd)
+
+
 def upgrade(engine: Engine, revision: str = "head") -> None:
-    """Run every migration up to ``revision`` on ``engine``'s database.
+    """Run every migration up to ``revision`` on ``engine``'s database, holding ``schema_lock``.
 
     Raises:
         SchemaTooNewError: the database is at a revision newer than this Hazel's scripts.
+        SchemaLockTimeoutError: another process kept changing the schema longer than ``LOCK_WAIT_SEC``.
     """
+    with schema_lock(engine):
+        _upgrade(engine, revision)
+
+
+def _upgrade(engine: Engine, revision: str = "head") -> None:
     from alembic import command
 
     check_not_newer(engine)
@@ -100,24 +212,38 @@ def downgrade(engine: Engine, revision: str) -> None:
     Raises:
         SchemaTooNewError: the database is at a revision newer than this Hazel's scripts.
         ValueError: ``revision`` is not one of this Hazel's revisions.
+        SchemaLockTimeoutError: another process kept changing the schema longer than ``LOCK_WAIT_SEC``.
     """
     from alembic import command
 
-    check_not_newer(engine)
-    if revision not in known_revisions():
-        raise ValueError(f"unknown schema revision {revision!r}; this Hazel knows "
-                         f"{', '.join(sorted(known_revisions()))}")
-    command.downgrade(_config(engine), revision)
+    with schema_lock(engine):
+        check_not_newer(engine)
+        if revision not in known_revisions():
+            raise ValueError(f"unknown schema revision {revision!r}; this Hazel knows "
+                             f"{', '.join(sorted(known_revisions()))}")
+        command.downgrade(_config(engine), revision)
 
 
 def ensure(engine: Engine, *, upgrade_if_empty: bool = True) -> None:
     """Create the schema on an empty database; refuse to run on an out-of-date one.
 
+    A database at ``HEAD`` is answered with one query, without a lock. Otherwise the check (and the creation)
+    runs under ``schema_lock``, reading the revision again once it holds it: a process that started beside
+    another one creating the schema waits for it, then finds the schema made.
+
     Raises:
         SchemaTooNewError: the database is at a revision newer than this Hazel (a newer Hazel is needed).
         SchemaNotReadyError: the database has Hazel tables at an older revision, or is empty and
             ``upgrade_if_empty`` is False.
+        SchemaLockTimeoutError: another process kept changing the schema longer than ``LOCK_WAIT_SEC``.
     """
+    if current_revision(engine) == HEAD:
+        return
+    with schema_lock(engine):
+        _ensure(engine, upgrade_if_empty=upgrade_if_empty)
+
+
+def _ensure(engine: Engine, *, upgrade_if_empty: bool) -> None:
     current = current_revision(engine)
     if current == HEAD:
         return
@@ -126,7 +252,7 @@ def ensure(engine: Engine, *, upgrade_if_empty: bool = True) -> None:
         return
     if current is None and not any(t.startswith("hazel_") for t in inspect(engine).get_table_names()):
         if upgrade_if_empty:
-            upgrade(engine)
+            _upgrade(engine)
             return
         raise SchemaNotReadyError("the database has no Hazel tables: run `hazel db upgrade`")
     check_not_newer(engine, current)

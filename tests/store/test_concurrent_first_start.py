@@ -1,0 +1,101 @@
+"""Several processes starting at once on an empty database: one creates the schema, the others wait for it.
+
+Each case starts ``PROCESSES`` real Python processes that build a ``Store`` and call ``ensure_schema`` (what
+every ``hazel`` command does on first use) at the same instant, on a fresh SQLite file or a fresh PostgreSQL
+database, a few times over. Without the schema lock (``store.migrate.schema_lock``) one or two of them failed:
+"schema revision unknown" on SQLite, "duplicate key value violates unique constraint
+pg_type_typname_nsp_index" on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from store import Store
+from store.migrate import HEAD, SQLITE_LOCK_SUFFIX, current_revision
+from tests.conftest import BACKENDS, PG_ADMIN_URL
+
+PROCESSES = 4
+ROUNDS = 3
+ROOT = Path(__file__).resolve().parents[2]
+
+_CHILD = """
+import sys, time
+from store import Store
+start = float(sys.argv[2])
+store = Store(sys.argv[1])
+time.sleep(max(0.0, start - time.time()))
+store.ensure_schema()
+store.dispose()
+"""
+
+
+@pytest.fixture(params=BACKENDS)
+def fresh_url_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator:
+    """Makes fresh, empty databases (SQLite files in tmp_path, or PostgreSQL databases dropped at the end)."""
+    made: list[str] = []
+    admin = None
+    if request.param == "postgresql":
+        request.getfixturevalue("pg_url")  # skips when PostgreSQL is unreachable
+        admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+
+    def make() -> str:
+        if admin is None:
+            return f"sqlite:///{tmp_path / f'fresh_{len(made)}.db'}"
+        name = f"hazel_test_mig_{secrets.token_hex(4)}"
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+        made.append(name)
+        return make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+
+    make.backend = request.param  # type: ignore[attr-defined]
+    try:
+        yield make
+    finally:
+        if admin is not None:
+            with admin.connect() as conn:
+                for name in made:
+                    conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            admin.dispose()
+
+
+def _race(url: str) -> list[tuple[int, str]]:
+    """Start ``PROCESSES`` first starts on ``url`` at one instant; their exit codes and stderr."""
+    start = time.time() + 3.0  # every child has imported Hazel by then
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    children = [subprocess.Popen([sys.executable, "-c", _CHILD, url, repr(start)], cwd=ROOT, env=env,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                for _ in range(PROCESSES)]
+    results = []
+    for child in children:
+        _, err = child.communicate(timeout=120)
+        results.append((child.returncode, err))
+    return results
+
+
+def test_first_starts_at_once_all_succeed(fresh_url_factory) -> None:  # noqa: ANN001
+    for _ in range(ROUNDS):
+        url = fresh_url_factory()
+        results = _race(url)
+        failures = [next((line for line in reversed(err.splitlines()) if "Error" in line), f"exit {code}")
+                    for code, err in results if code != 0]
+        assert not failures, failures
+        store = Store(url)
+        try:
+            assert current_revision(store.engine) == HEAD
+            store.ensure_schema()
+        finally:
+            store.dispose()
+        if fresh_url_factory.backend == "sqlite":  # the lock file is gone with its last holder
+            path = Path(make_url(url).database)
+            assert not Path(str(path) + SQLITE_LOCK_SUFFIX).exists()
