@@ -224,7 +224,8 @@ def refusal(point: SteeringPoint, action: str, actor: Actor, run: Run | None, pe
             is_approver(a, actor, people) for a in lists):
         who = "; ".join(describe(a, people) for a in lists)
         also = ", or who started the run" if action == Action.REWIND.value else ""
-        return f"{actor.label} may not {action} at {point.title!r}: only {who} may{also}"
+        verb = "give feedback" if action == Action.FEEDBACK.value else action  # (not "may not feedback")
+        return f"{actor.label} may not {verb} at {point.title!r}: only {who} may{also}"
     if action in APPROVING and not point.allow_self_approval and run is not None and started_it(run, actor):
         starter = run.started_by_person or run.started_by
         return (f"{actor.label} may not {action} at {point.title!r}: {starter} started this run "
