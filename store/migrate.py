@@ -237,8 +237,12 @@ def ensure(engine: Engine, *, upgrade_if_empty: bool = True) -> None:
             ``upgrade_if_empty`` is False.
         SchemaLockTimeoutError: another process kept changing the schema longer than ``LOCK_WAIT_SEC``.
     """
-    if current_revision(engine) == HEAD:
-        return
+    try:
+        if current_revision(engine) == HEAD:
+            return
+    except DBAPIError as exc:  # SQLite: another process is turning a new file into WAL and its schema, its
+        if "locked" not in str(exc):  # lock held (a mode change does not wait out the busy timeout): wait on
+            raise                     # ours, then read again
     with schema_lock(engine):
         _ensure(engine, upgrade_if_empty=upgrade_if_empty)
 
