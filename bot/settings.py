@@ -13,6 +13,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 _MORE_THAN_ZERO = frozenset({"workers"})
+MAX_WORKERS = 1000
+"""Most worker threads of one process (``HAZEL_WORKERS``, ``--workers``)."""
 """Numeric settings (besides ``*_sec`` and ports) for which 0 makes no sense."""
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 _NUMBER_MAX = 2**31 - 1
@@ -254,6 +256,8 @@ class Settings(BaseSettings):
             elif name.endswith("_sec") or name in _MORE_THAN_ZERO:
                 if value <= 0:
                     raise ValueError("must be more than 0")
+                if name == "workers" and value > MAX_WORKERS:  # (as `--workers`)
+                    raise ValueError(f"must be at most {MAX_WORKERS:,}")
             elif value < 0:
                 raise ValueError("must be 0 or more")
         elif isinstance(value, str) and not value.strip():
@@ -280,13 +284,21 @@ class Settings(BaseSettings):
             raise ValueError(f"must be one of {', '.join(SQLITE_SYNCHRONOUS)}")
         return value.strip().upper()
 
-    @field_validator("base_url")
+    @field_validator("base_url", "jira_url", "llm_base_url")
     @classmethod
-    def _base_url(cls, value: str | None) -> str | None:
-        """An http(s) URL with a host: the run pages' links start with it."""
-        if value is not None and not _http_url(value.strip()):
-            raise ValueError(f"must be an http(s) URL such as https://hazel.example.com, not {_url_shown(value)!r}")
-        return value.strip() if value is not None else None
+    def _base_url(cls, value: str | None, info: ValidationInfo) -> str | None:
+        """An http(s) URL with a host (the run pages' links, Jira's REST API, the LLM's API start with it),
+        checked when a command starts rather than at the first delivery or call; Jira's without a query or
+        fragment (the ``jira`` library appends its paths to it)."""
+        if value is None:
+            return None
+        example = {"jira_url": "https://yourcompany.atlassian.net", "llm_base_url": "https://api.openai.com/v1"}
+        if not _http_url(value.strip()):
+            raise ValueError(f"must be an http(s) URL such as {example.get(info.field_name or '', 'https://hazel.example.com')}"
+                             f", not {_url_shown(value)!r}")
+        if info.field_name == "jira_url" and ("?" in value or "#" in value):
+            raise ValueError(f"must be the site's URL without a query or fragment, not {_url_shown(value)!r}")
+        return value.strip()
 
     @field_validator("hook_urls")
     @classmethod

@@ -310,6 +310,28 @@ def test_every_setting_fed_malformed_values_answers_one_line(hostile, db_url: st
     assert snapshot(db_url) == before
 
 
+@pytest.mark.parametrize(("name", "value", "says"), [
+    ("JIRA_URL", "notaurl", "JIRA_URL: must be an http(s) URL such as https://yourcompany.atlassian.net, not 'notaurl'"),
+    ("JIRA_URL", "https://x.atlassian.net/?token=QQsecret", "JIRA_URL: must be the site's URL without a query"),
+    ("HAZEL_LLM_BASE_URL", "notaurl", "HAZEL_LLM_BASE_URL: must be an http(s) URL such as https://api.openai.com/v1"),
+    ("HAZEL_WORKERS", "5000", "HAZEL_WORKERS: must be at most 1,000"),
+])
+def test_urls_and_workers_are_checked_at_start(name: str, value: str, says: str, db_url: str,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """``JIRA_URL`` and ``HAZEL_LLM_BASE_URL`` are checked when a command starts (they were first found wrong at
+    the first delivery or call, retried over and over; a query was glued into every Jira path), and
+    ``HAZEL_WORKERS`` has ``--workers``'s bound; the query is never echoed."""
+    from typer.testing import CliRunner
+
+    from bot.cli import app
+
+    monkeypatch.setenv("HAZEL_DATABASE_URL", db_url)
+    monkeypatch.setenv(name, value)
+    result = CliRunner().invoke(app, ["runs"])
+    assert result.exit_code == 1 and says in result.output, result.output
+    assert "QQsecret" not in result.output
+
+
 def test_a_blank_optional_setting_means_unset(monkeypatch: pytest.MonkeyPatch) -> None:
     """``JIRA_URL=`` (or any setting that may be None) is the setting unset, not an empty value: a blank
     ``SLACK_BOT_TOKEN`` used to count as Slack configured."""
