@@ -54,8 +54,9 @@ def is_transient(exc: BaseException) -> bool:
     a ``psycopg.OperationalError`` "connection failed" once failed a run that an outage had only interrupted).
     A drive that meets one leaves its run to recovery (it is handed back when its lease runs out), where any
     other error outside a step fails the run (``Runner.drive``)."""
-    drivers = [m for m in map(sys.modules.get, ("sqlite3", "psycopg")) if m is not None]  # (not imported: raised
-    seen: BaseException | None = exc                                                       # nothing)
+    # (a driver not imported has raised nothing: none is imported here)
+    drivers = [m for m in map(sys.modules.get, ("sqlite3", "psycopg")) if m is not None]
+    seen: BaseException | None = exc
     for _ in range(5):  # the error, and what it was raised from (a wrapper's cause)
         if seen is None:
             break
@@ -127,10 +128,10 @@ class Runner:
         self.rng = rng or random.Random()
         self.leases = Leases(store, owner=owner or make_owner(), lease_sec=lease_sec, clock=clock)
         self.on_outbox: Callable[[], None] = lambda: None
+        """Called after a commit that wrote outbox rows (wakes the deliverer)."""
         self.redact: Callable[[str], str] = lambda text: text
         """Applied to an error's message and traceback before they are stored, shown or sent (``Hazel`` sets
         ``bot.settings.Redactor`` of the settings' secrets: a step's exception may quote a token)."""
-        """Called after a commit that wrote outbox rows (wakes the deliverer)."""
         self.on_step: Callable[[str, str], None] | None = None
         """Called with ``(run_id, step_name)`` just before a step executes (benchmarks, tests)."""
         self.on_step_end: Callable[[str, str, float, bool], None] | None = None
