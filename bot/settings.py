@@ -368,9 +368,8 @@ def secret_values(settings: Settings) -> list[str]:
     except Exception:  # an unparsable URL fails elsewhere, with its own message
         url = None
     if url is not None:
-        query_password = url.query.get("password")  # (libpq takes ?password=… too)
-        values += [str(p) for p in (url.password, *(query_password if isinstance(query_password, tuple)
-                                                   else (query_password,))) if p]
+        in_query = url.query.get("password") or ()  # (libpq takes ?password=… too; a tuple when given twice)
+        values += [str(p) for p in (url.password, *((in_query,) if isinstance(in_query, str) else in_query)) if p]
     return [v for v in values if v]
 
 

@@ -240,9 +240,11 @@ def ensure(engine: Engine, *, upgrade_if_empty: bool = True) -> None:
     try:
         if current_revision(engine) == HEAD:
             return
-    except DBAPIError as exc:  # SQLite: another process is turning a new file into WAL and its schema, its
-        if "locked" not in str(exc):  # lock held (a mode change does not wait out the busy timeout): wait on
-            raise                     # ours, then read again
+    except DBAPIError as exc:
+        # SQLite: another process is turning a new file into WAL and creating its schema, and a journal mode
+        # change does not wait out the busy timeout: wait on the schema lock instead, then read again
+        if "locked" not in str(exc):
+            raise
     with schema_lock(engine):
         _ensure(engine, upgrade_if_empty=upgrade_if_empty)
 

@@ -29,7 +29,7 @@ from bot.engine.logcontext import bind_log_context, log_context
 from bot.engine.people import People, Person
 from bot.engine.registry import Registry
 from bot.engine.reads import Shown
-from bot.engine.runner import Claim, DriveResult, is_transient
+from bot.engine.runner import Claim, DriveResult, is_transient, transient_error_classes
 from bot.engine.steering import DecisionOutcome
 from bot.engine.steering.edits import entry_value, value_from_text
 from bot.engine.timeouts import TIMEOUT_RETRY_SEC, Fired
@@ -42,6 +42,6 @@ __all__ = [
     "InvalidInputError", "LOG_CONTEXT_VARS", "NoPendingRequestError", "NotAllowedError", "People", "Person",
     "Registry", "RunNotFoundError", "RunStateError", "Shown", "Step", "StepContext", "SteeringPoint",
     "StepContractError", "TIMEOUT_RETRY_SEC", "UnaskedPointError", "UnknownWorkflowError", "VersionUnavailableError", "Workflow",
-    "WorkflowDefinitionError", "bind_log_context", "is_transient", "log_context", "utcnow", "entry_value",
-    "value_from_text",
+    "WorkflowDefinitionError", "bind_log_context", "is_transient", "log_context", "transient_error_classes",
+    "utcnow", "entry_value", "value_from_text",
 ]

@@ -16,6 +16,7 @@ reading anything; the state then stays in memory from step to step.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import random
 import secrets
@@ -46,6 +47,25 @@ log = logging.getLogger("hazel.runner")
 TRANSIENT_ERRORS = (sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError, sqlalchemy.exc.TimeoutError,
                     sqlalchemy.exc.DisconnectionError)
 """SQLAlchemy's errors of a database that is down or unreachable (``is_transient`` adds the drivers' own)."""
+_DRIVERS = ("sqlite3", "psycopg")
+"""The drivers whose own ``OperationalError`` / ``InterfaceError`` also mean the database is down."""
+
+
+def transient_error_classes(*, import_drivers: bool = False) -> tuple[type[BaseException], ...]:
+    """``TRANSIENT_ERRORS`` and the drivers' own ``OperationalError`` / ``InterfaceError``: of the drivers
+    already imported (a driver not imported has raised nothing: none is imported here), or of every one
+    installed with ``import_drivers`` (an exception handler registered before any connection is made)."""
+    found: list[type[BaseException]] = list(TRANSIENT_ERRORS)
+    for name in _DRIVERS:
+        module = sys.modules.get(name)
+        if module is None and import_drivers:
+            try:
+                module = importlib.import_module(name)
+            except ImportError:  # (psycopg is a dependency; a build without it has no PostgreSQL)
+                continue
+        if module is not None:
+            found += [module.OperationalError, module.InterfaceError]
+    return tuple(found)
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -54,14 +74,12 @@ def is_transient(exc: BaseException) -> bool:
     a ``psycopg.OperationalError`` "connection failed" once failed a run that an outage had only interrupted).
     A drive that meets one leaves its run to recovery (it is handed back when its lease runs out), where any
     other error outside a step fails the run (``Runner.drive``)."""
-    # (a driver not imported has raised nothing: none is imported here)
-    drivers = [m for m in map(sys.modules.get, ("sqlite3", "psycopg")) if m is not None]
+    classes = transient_error_classes()
     seen: BaseException | None = exc
     for _ in range(5):  # the error, and what it was raised from (a wrapper's cause)
         if seen is None:
             break
-        if isinstance(seen, TRANSIENT_ERRORS) or any(
-                isinstance(seen, (m.OperationalError, m.InterfaceError)) for m in drivers):
+        if isinstance(seen, classes):
             return True
         seen = seen.__cause__
     return False

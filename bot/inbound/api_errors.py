@@ -27,11 +27,8 @@ from __future__ import annotations
 import json
 import logging
 import re
-import sqlite3
 from typing import Any
 
-import psycopg
-import sqlalchemy.exc
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -51,6 +48,7 @@ from bot.engine import (
     UnknownWorkflowError,
     VersionUnavailableError,
     is_transient,
+    transient_error_classes,
 )
 from bot.inbound.api_models import ErrorBody
 
@@ -74,14 +72,6 @@ STATUS_OF: tuple[tuple[type[HazelError], int], ...] = (
 DATABASE_RETRY_AFTER_SEC = 5
 """The ``Retry-After`` (seconds) of a 503 ``DatabaseUnavailableError``."""
 
-DATABASE_DOWN_ERRORS: tuple[type[BaseException], ...] = (
-    sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError, sqlalchemy.exc.TimeoutError,
-    sqlalchemy.exc.DisconnectionError, sqlite3.OperationalError, sqlite3.InterfaceError,
-    psycopg.OperationalError, psycopg.InterfaceError,
-)
-"""The errors answered 503 by their own handler (logged in one line, no traceback); which of them, and which
-other errors raised from one, mean the database is down is ``bot.engine.is_transient``'s to say (the worker
-pool's outage pause reads the same)."""
 
 LOC_MAX_CHARS = 40
 """Characters of one part of a validation error's location (a key the caller sent) quoted in the message."""
@@ -246,9 +236,7 @@ async def _hazel_error(request: Request, exc: Exception) -> JSONResponse:
 
 
 async def _database_down(request: Request, exc: Exception) -> JSONResponse:
-    if not is_transient(exc):  # (not one of DATABASE_DOWN_ERRORS' outages: answered as _unexpected would)
-        log.error("api: %s %s failed", request.method, request.url.path, exc_info=exc)
-        return error_response(500, "InternalError", "an unexpected error; the server's log has the details")
+    """An error of ``transient_error_classes``: the database is down."""
     first = (str(exc).strip().splitlines() or [""])[0][:300]  # one line per request, not the driver's traceback
     log.warning("api: the database is unreachable (%s: %s); answered %s %s with 503", type(exc).__name__, first,
                 request.method, request.url.path)
@@ -270,6 +258,6 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(HazelError, _hazel_error)
-    for cls in DATABASE_DOWN_ERRORS:
+    for cls in transient_error_classes(import_drivers=True):  # (one line logged each, not a traceback)
         app.add_exception_handler(cls, _database_down)
     app.add_exception_handler(Exception, _unexpected)

@@ -24,10 +24,8 @@ from pythonjsonlogger.core import RESERVED_ATTRS
 from pythonjsonlogger.json import JsonFormatter
 
 from bot.engine import LOG_CONTEXT_VARS as _VARS
-from bot.settings import Settings
+from bot.settings import REDACTED, Redactor, Settings, secret_values
 from integrations.terminal import for_terminal
-
-from bot.settings import REDACTED, Redactor, secret_values
 
 
 class ContextFilter(logging.Filter):
