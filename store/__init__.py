@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from functools import cached_property
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import IntegrityError
@@ -22,14 +22,16 @@ from store.checkpoints import ChainPosition, CheckpointRepo, Fence, NewCheckpoin
 from store.dialect import Dialect, dialect_named
 from store.errors import DuplicateDecisionError, LeaseLostError, SchemaNotReadyError, StoreError
 from store.hooks import HookRepo
-from store.metrics import MetricsRepo
 from store.notify import ReadyListener, notify_ready
 from store.outbox import OutboxRepo
-from store.retention import RetentionRepo
 from store.runs import RunRepo
 from store.steering import DecisionRepo, RequestRepo, duplicate_decision
 from store.steps import StepWriter
 from store.timers import TimerRepo
+
+if TYPE_CHECKING:  # imported where first used: a CLI command that neither scrapes nor prunes skips them
+    from store.metrics import MetricsRepo
+    from store.retention import RetentionRepo
 
 __all__ = [
     "ChainPosition", "Dialect", "DuplicateDecisionError", "Fence", "LeaseLostError", "NewCheckpoint",
@@ -78,6 +80,7 @@ class Tx:
 
     @cached_property
     def metrics(self) -> MetricsRepo:
+        from store.metrics import MetricsRepo
         return MetricsRepo(self.conn, self.dialect)
 
     @cached_property
@@ -86,6 +89,7 @@ class Tx:
 
     @cached_property
     def retention(self) -> RetentionRepo:
+        from store.retention import RetentionRepo
         return RetentionRepo(self.conn, self.checkpoints)
 
     @contextmanager

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 from rich.table import Table
-from rich.tree import Tree
 
 from bot.cli.common import when
 from bot.engine import DriveResult
 from store.models import REWIND_NODE, continuation, node_label, person_label
 from store.models import AuditEvent, CheckpointInfo, Decision, Run, SteeringRequest
+
+if TYPE_CHECKING:
+    from rich.tree import Tree
 
 STATUS_STYLE = {"completed": "green", "failed": "red", "rejected": "red", "cancelled": "yellow",
                 "waiting": "cyan", "running": "blue", "ready": "blue"}
@@ -45,6 +47,7 @@ def runs_table(runs: list[Run], pending: dict[str, list[SteeringRequest]]) -> Ta
 
 def history_tree(run: Run, checkpoints: list[CheckpointInfo], decisions: list[Decision]) -> Tree:
     """The checkpoint tree: children under their parent; a fork shows as a second child (a new branch)."""
+    from rich.tree import Tree  # only `hazel history` draws one
     by_decision = {d.id: d for d in decisions}
     children: dict[int | None, list[CheckpointInfo]] = {}
     for cp in checkpoints:

@@ -27,7 +27,6 @@ naming both. Quorum counts distinct people and the self-approval ban compares pe
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
@@ -103,6 +102,7 @@ class People:
         """
         if path is None or str(path).strip() == "":
             return cls()
+        import tomllib  # only a configured people file is parsed
         try:
             data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
         except OSError as exc:
