@@ -44,9 +44,19 @@ def make_engine(
 
     Raises:
         ValueError: unknown ``sqlite_synchronous``.
-        UnsupportedDatabaseError: neither SQLite nor PostgreSQL.
+        UnsupportedDatabaseError: neither SQLite nor PostgreSQL; an in-memory SQLite database (it would keep
+            nothing past the process, and each pooled connection would see a database of its own); a PostgreSQL
+            driver other than psycopg 3 (``postgresql+psycopg2://``: the statements of ``store.steps`` are
+            psycopg's).
     """
     parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:"):
+        raise UnsupportedDatabaseError(
+            "an in-memory SQLite database keeps no run past the process: use sqlite:///FILE (a file path)")
+    if parsed.get_backend_name() == "postgresql" and parsed.get_driver_name() != "psycopg":
+        raise UnsupportedDatabaseError(
+            f"PostgreSQL driver {parsed.get_driver_name()!r}: Hazel talks to PostgreSQL through psycopg 3, "
+            "use postgresql+psycopg://…")
     if parsed.get_backend_name() == "sqlite":
         if sqlite_synchronous.upper() not in SQLITE_SYNCHRONOUS:
             raise ValueError(f"sqlite_synchronous must be one of {SQLITE_SYNCHRONOUS}")
@@ -57,7 +67,7 @@ def make_engine(
             max_overflow=20,
         )
         _sqlite_hooks(engine, sqlite_synchronous.upper(), busy_timeout_ms)
-        if parsed.database and parsed.database != ":memory:" and not parsed.database.startswith("file:"):
+        if not parsed.database.startswith("file:"):
             _WRITE_TURNS[engine] = _WriteTurns.of(os.path.realpath(parsed.database), busy_timeout_ms / 1000)
         return engine
     if parsed.get_backend_name() == "postgresql":

@@ -69,3 +69,10 @@ def test_bad_input_is_one_line(cli, monkeypatch: pytest.MonkeyPatch) -> None:  #
     assert len(down.stderr.strip().splitlines()) == 1 and "s3cret" not in down.stderr
     monkeypatch.setenv("HAZEL_DATABASE_URL", "mysql://x")
     assert "unsupported database 'mysql'" in cli("runs", code=1).stderr
+    # a URL SQLAlchemy takes but Hazel cannot keep runs in: one line naming the fix, not "unexpected"
+    for url, says in (("sqlite://", "in-memory SQLite"), ("sqlite:///:memory:", "in-memory SQLite"),
+                      ("postgresql+psycopg2://someone:s3cret@127.0.0.1:1/none", "driver 'psycopg2'")):
+        monkeypatch.setenv("HAZEL_DATABASE_URL", url)
+        refused = cli("runs", code=1).stderr
+        assert refused.startswith("error: HAZEL_DATABASE_URL: ") and says in refused, refused
+        assert len(refused.strip().splitlines()) == 1 and "unexpected" not in refused and "s3cret" not in refused
