@@ -37,21 +37,44 @@ def log_context(*, run_id: Any = UNSET, request_id: Any = UNSET) -> Iterator[Non
 def bind_log_context(**paths: str) -> Callable[[F], F]:
     """Decorator: bind log context fields from the call's arguments, e.g.
     ``@bind_log_context(run_id="message.run_id", request_id="message.request_id")``: each value is an argument
-    name, optionally followed by attribute names. A missing argument or attribute binds None."""
+    name, optionally followed by attribute names. An argument the call does not pass, or a missing attribute,
+    binds None.
+
+    Raises:
+        ValueError: an unknown field, or a path whose first name is no argument of the function (when
+            decorating).
+    """
     unknown = set(paths) - set(VARS)
     if unknown:
         raise ValueError(f"unknown log context fields: {sorted(unknown)}")
 
     def decorate(fn: F) -> F:
         signature = inspect.signature(fn)
+        params = list(signature.parameters.values())
+        # each field's argument: its name, its position when it can be passed positionally (None: keyword
+        # only), and the attributes after it; read straight from the call's args and kwargs (binding the
+        # signature on every call cost about 10 µs of a 1.2 ms decision)
+        fields = []
+        for name, path in paths.items():
+            first, *rest = path.split(".")
+            param = signature.parameters.get(first)
+            if param is None or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                raise ValueError(f"{fn.__qualname__} has no argument {first!r} to bind {name} from")
+            position = params.index(param) if param.kind in (param.POSITIONAL_ONLY,
+                                                              param.POSITIONAL_OR_KEYWORD) else None
+            keyword = first if param.kind is not param.POSITIONAL_ONLY else None
+            fields.append((name, keyword, position, tuple(rest)))
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            arguments = signature.bind_partial(*args, **kwargs).arguments
             values = {}
-            for name, path in paths.items():
-                first, *rest = path.split(".")
-                value = arguments.get(first)
+            for name, keyword, position, rest in fields:
+                if keyword is not None and keyword in kwargs:
+                    value = kwargs[keyword]
+                elif position is not None and position < len(args):
+                    value = args[position]
+                else:
+                    value = None
                 for attr in rest:
                     value = getattr(value, attr, None)
                 values[name] = value
