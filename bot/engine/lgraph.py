@@ -464,7 +464,14 @@ def close_siblings(tx: Any, wf: Workflow | None, request: SteeringRequest, *, no
                    status: RequestStatus = RequestStatus.DECIDED, **facts: Any) -> None:
     """When a rewind, a cancel or a timeout that ends the run closes ``request``: the other requests still
     pending at its checkpoint (a LangGraph super-step's other interrupts) are closed the same way, so that
-    none is left to resume a run that moved on. Nothing for a native workflow (one request at a time)."""
+    none is left to resume a run that moved on. Nothing for a native workflow (one request at a time). With
+    ``wf`` None (the run's version is not deployed: whether it is a graph is not known), every other pending
+    request of the run is closed."""
+    if wf is None:
+        for other in tx.requests.pending(run_ids=[request.run_id]):
+            if other.id != request.id:
+                close_request(tx, other, now=now, by=by, action=action, status=status, **facts)
+        return
     if not isinstance(wf, LangGraphWorkflow):
         return
     for name, answer in answers_at(tx, request.run_id, request.checkpoint_seq).get().items():

@@ -9,11 +9,14 @@ import operator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, TypedDict
 
+import pytest
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 
+from bot.engine.errors import NotAllowedError
+from hazel import Approvers
 from hazel.langgraph import HazelSaver, steer
-from store.models import RequestStatus, RunStatus
+from store.models import Actor, RequestStatus, RunStatus
 from tests.langgraph.graphs import pair_graph, review_graph, workflow
 from tests.support.engine import make_hazel, person
 
@@ -261,3 +264,22 @@ def test_an_interrupt_inside_a_subgraph_is_asked_and_resumed(db_url):
     hz.drive(run_id=run.id)
     assert hz.get(run_id=run.id).status is RunStatus.COMPLETED
     assert _values(wf, run.id)["log"] == ["inner: approve", "after"]
+
+
+def test_a_cancel_while_the_runs_version_is_not_deployed_closes_every_request_and_approvers_may_cancel(db_url):
+    def on_api(name: str) -> Actor:  # a REST caller: not the console operator, who may always cancel
+        return Actor(id=name, channel="api", name=name, person=name)
+
+    hz = make_hazel(db_url, workflow(pair_graph(), name="lg-pair", approvers=Approvers(users=("priya",))))
+    run = hz.start(workflow="lg-pair", input={"topic": "launch"}, actor=on_api("olga"))
+    hz.drive(run_id=run.id)
+    assert len([r for r in hz.requests(run_id=run.id) if r.status is RequestStatus.PENDING]) == 2
+
+    only_v2 = make_hazel(db_url, workflow(pair_graph(), name="lg-pair", version=2,
+                                          approvers=Approvers(users=("priya",))))
+    with pytest.raises(NotAllowedError):  # neither its starter nor an approver
+        only_v2.cancel(run_id=run.id, actor=on_api("mallory"))
+    only_v2.cancel(run_id=run.id, actor=on_api("priya"), reason="gone")  # an approver of its points (v2's)
+    assert [r.status for r in only_v2.requests(run_id=run.id)] == [RequestStatus.CANCELLED] * 2
+    assert only_v2.get(run_id=run.id).status is RunStatus.CANCELLED
+    assert only_v2.pending_request(run_id=run.id) is None

@@ -106,7 +106,9 @@ class RunActions(SteeringCore):
 
     def _check_run_action(self, run_id: str, actor: Actor, verb: str) -> Run:
         """Retry and cancel may be done by the person who started the run, the console operator, or an
-        approver of the pending request's point (of any point when nothing is pending).
+        approver of the pending request's point (of any point when nothing is pending). When the run's version
+        is not deployed, the newest deployed version of its workflow names the approvers (as it is the one a
+        decision would continue the run on).
 
         Raises:
             RunNotFoundError, NotAllowedError (recorded in the audit log).
@@ -115,6 +117,8 @@ class RunActions(SteeringCore):
             run = self._run(tx, run_id)
             request = tx.requests.pending_for_run(run.id)
             wf = self.registry.find(run.workflow, run.workflow_version)
+            if wf is None and self.registry.versions(run.workflow):
+                wf = self.registry.find(run.workflow, self.registry.versions(run.workflow)[-1])
             graph_points = lgraph.points_of_run(tx, wf, run, request)  # a LangGraph run's: its own requests'
         points = [] if wf is None else ([wf.point(request.point)] if request is not None and
                                         isinstance(wf.nodes.get(request.point), SteeringPoint)
