@@ -119,6 +119,9 @@ class Deciding(SteeringCore):
                 request_id: int | None, point_name: str | None, delivery_id: str | None,
                 claim: bool) -> DecisionOutcome:
         run, request, head, decision_id = self._read(tx, run_id, request_id, point_name)
+        if run.status.ended:  # (a request left pending on an ended run must not bring it back)
+            raise RunStateError(f"run {run.id} is {run.status.value}; nothing to decide",
+                                hint=f"hazel show {run.id}")
         wf, run, request = self._current(tx, run, request)
         if head is None or head.info.seq != request.checkpoint_seq:
             head = tx.checkpoints.load(run.id, request.checkpoint_seq)
