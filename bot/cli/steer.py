@@ -62,7 +62,9 @@ def _after(hazel: Hazel, outcome: DecisionOutcome, detach: bool, json_out: bool)
                              soft_wrap=True)
     result = None
     if outcome.resumes and not detach:
-        result = hazel.drive(run_id=outcome.run_id, on_retry=retry_notice)
+        result = hazel.drive(run_id=outcome.run_id, on_retry=retry_notice)  # (delivers the run's notifications)
+    else:  # a decision that ended the run, left it waiting, or left it to a worker: its notifications now
+        hazel.deliver_due(run_ids=[outcome.run_id])
     finish(hazel, outcome.run_id, result, json_out, extra={
         "decision": outcome.decision, "request": outcome.request, "settled": outcome.settled,
         "duplicate": outcome.duplicate, "still_pending": list(outcome.still_pending)})
