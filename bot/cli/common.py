@@ -262,7 +262,7 @@ def _one_line(exc: BaseException) -> str:
     if SQLAlchemyError is not None and isinstance(exc, SQLAlchemyError):
         cause = getattr(exc, "orig", None) or exc
         text = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
-        url = safe_url(os.environ.get("HAZEL_DATABASE_URL", "sqlite:///hazel.db"))
+        url = safe_url(_database_url())
         if url == _NOT_A_URL:
             return f"HAZEL_DATABASE_URL is not a valid database URL: {text}"
         return f"database {url}: {text}"
@@ -282,6 +282,17 @@ def _one_line(exc: BaseException) -> str:
     from store.models import plain_mentions
 
     return plain_mentions(first)  # (the engine names unclaimed Slack ids as Slack mentions: <@U…>)
+
+
+def _database_url() -> str:
+    """The database URL the command used: the settings' (the environment, else ``.env``, else the default), or
+    the environment's when the settings cannot be read."""
+    try:
+        from bot.settings import Settings
+
+        return Settings().database_url
+    except Exception:  # settings that fail to load are reported on their own; name what the environment says
+        return os.environ.get("HAZEL_DATABASE_URL", "sqlite:///hazel.db")
 
 
 def when(ts: Any) -> str:
