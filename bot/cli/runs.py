@@ -135,7 +135,7 @@ def runs_cmd(
             raise usage_error("--status", f"{s!r} is not a run status (one of: {', '.join(sorted(valid))})")
     hazel = engine(json_out)
     if versions:
-        _versions(hazel, json_out)
+        _versions(hazel, json_out, statuses=status or None, workflow=workflow)
         return
     runs = hazel.runs(statuses=status or None, limit=limit, workflow=workflow)
     waiting = hazel.pending_requests_by_run(run_ids=[r.id for r in runs])
@@ -159,14 +159,22 @@ def runs_cmd(
         common.out.print(f"[dim](the {limit} newest; --limit N for more)[/dim]")
 
 
-def _versions(hazel: Hazel, json_out: bool) -> None:
+def _versions(hazel: Hazel, json_out: bool, *, statuses: list[str] | None, workflow: str | None) -> None:
+    """``hazel runs --version``: runs counted per workflow version and status (the counters' rows: a few per
+    version), only those of ``statuses`` and ``workflow`` when given."""
     deployed = {(wf.name, wf.version) for wf in hazel.workflows()}
     data = [{"workflow": w, "version": v, "status": s, "runs": n, "deployed": (w, v) in deployed}
-            for w, v, s, n in hazel.count_by_version()]
+            for w, v, s, n in hazel.count_by_version()
+            if (statuses is None or s in statuses) and (workflow is None or w == workflow)]
     if json_out:
         emit_json(data)
         return
     from rich.markup import escape
+
+    if not data:
+        common.out.print(escape("no runs" + (f" of workflow {workflow!r}" if workflow is not None else "")
+                                + (f" with status {', '.join(statuses)}" if statuses else "")))
+        return
     from rich.table import Table
 
     from bot.cli import render

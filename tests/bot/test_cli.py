@@ -143,6 +143,11 @@ def test_quick_commands(cli) -> None:  # noqa: ANN001
     assert cli.json("show", detached["run"]["id"])["run"]["status"] == "waiting"
     assert cli.json("runs", "--version") == [
         {"workflow": "doc-review", "version": 1, "status": "waiting", "runs": 1, "deployed": True}]
+    cli("cancel", detached["run"]["id"])  # --version counts what --status and --workflow let through
+    assert cli.json("runs", "--version", "--status", "cancelled") == [
+        {"workflow": "doc-review", "version": 1, "status": "cancelled", "runs": 1, "deployed": True}]
+    assert cli.json("runs", "--version", "--workflow", "budget") == []
+    assert cli("runs", "--version", "--status", "waiting").stdout.strip() == "no runs with status waiting"
     assert cli.json("outbox")["backlog"].get("pending", 0) == 0
 
 
