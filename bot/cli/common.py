@@ -373,18 +373,19 @@ def _max_file_bytes() -> int:
     return Settings().max_state_bytes
 
 
-def apply_sets(pairs: list[str], current: dict[str, Any]) -> dict[str, Any]:
+def apply_sets(pairs: list[str], current: dict[str, Any], entries: dict[str, Any] | None = None) -> dict[str, Any]:
     """``--set FIELD=VALUE`` / ``--set FIELD.KEY=VALUE`` (VALUE may be ``@file``) applied over ``current``
     (a state tree), each VALUE parsed as the engine parses typed edits (text for a text field, else JSON:
     ``bot.engine.value_from_text``). Returns the changed fields with their new whole values (a rewind's
-    ``edits``).
+    ``edits``). ``entries``: what a new entry of each mapping field is parsed like, as its workflow declares it
+    (``Hazel.declared_entries``).
 
     Raises:
         typer.BadParameter: malformed ``--set`` (no ``=``, no FIELD): a usage error, exit status 2.
         CliError: an unknown field, a key of something that is not a mapping.
         InvalidDecisionError: a value that must be JSON is not.
     """
-    from bot.engine import entry_value, value_from_text
+    from bot.engine import UNDECLARED, entry_value, value_from_text
 
     changed: dict[str, Any] = {}
     for field, sub, raw in _parse_sets(pairs):
@@ -394,7 +395,9 @@ def apply_sets(pairs: list[str], current: dict[str, Any]) -> dict[str, Any]:
             base = changed.get(field, current.get(field))
             if not isinstance(base, dict):
                 raise CliError(f"--set {field}.{sub}: {field} is not a mapping")
-            changed[field] = {**base, sub: value_from_text(entry_value(base, sub), raw, field=field, key=sub)}
+            declared = (entries or {}).get(field, UNDECLARED)
+            changed[field] = {**base, sub: value_from_text(entry_value(base, sub, declared), raw, field=field,
+                                                           key=sub)}
         else:
             changed[field] = value_from_text(current.get(field), raw, field=field)
     return changed

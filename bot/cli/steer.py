@@ -175,7 +175,8 @@ def rewind_cmd(
         if tree is None:
             raise hazel.missing_checkpoint(run_id=run_id, seq=target)
         declared = hazel.declared_fields(run_id=run_id)  # a graph's channel no node has written yet, too
-        edits = apply_sets(set_, {**declared, **(tree if isinstance(tree, dict) else {})})
+        edits = apply_sets(set_, {**declared, **(tree if isinstance(tree, dict) else {})},
+                           hazel.declared_entries(run_id=run_id))
     outcome = hazel.rewind(run_id=run_id, actor=actor(hazel, as_), to=to,
                            feedback=read_arg(feedback) if feedback else None, edits=edits, claim=not detach,
                            request_id=request,

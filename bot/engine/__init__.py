@@ -31,7 +31,7 @@ from bot.engine.registry import Registry
 from bot.engine.reads import Shown
 from bot.engine.runner import Claim, DriveResult, is_transient, transient_error_classes
 from bot.engine.steering import DecisionOutcome
-from bot.engine.steering.edits import entry_value, value_from_text
+from bot.engine.steering.edits import UNDECLARED, entry_value, value_from_text
 from bot.engine.timeouts import TIMEOUT_RETRY_SEC, Fired
 from bot.engine.views import DECIDING, Access
 from bot.engine.workflow import Approvers, Step, StepContext, SteeringPoint, Workflow
@@ -43,5 +43,5 @@ __all__ = [
     "Registry", "RunNotFoundError", "RunStateError", "Shown", "Step", "StepContext", "SteeringPoint",
     "StepContractError", "TIMEOUT_RETRY_SEC", "UnaskedPointError", "UnknownWorkflowError", "VersionUnavailableError", "Workflow",
     "WorkflowDefinitionError", "bind_log_context", "is_transient", "log_context", "transient_error_classes",
-    "utcnow", "entry_value", "value_from_text",
+    "utcnow", "entry_value", "value_from_text", "UNDECLARED",
 ]

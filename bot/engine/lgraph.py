@@ -295,6 +295,10 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
                 _log.warning("workflow %s: no JSON schema for the graph's input", self.label, exc_info=True)
         return {"type": "object", "title": self.name}
 
+    def declared_entries(self) -> dict[str, Any]:
+        """``{}``: a new entry of a channel's mapping is parsed as its other entries are (``entry_value``)."""
+        return {}
+
     def declared_fields(self) -> dict[str, Any]:
         """The channels of the graph's state (``StateGraph``'s, its private ones too; LangGraph's own
         ``__…__`` and ``branch:…`` channels left out), written yet or not, each with the value a new value

@@ -205,6 +205,18 @@ class Reads:
         wf = self.registry.find(run.workflow, run.workflow_version)
         return wf.declared_fields() if wf is not None else {}
 
+    def declared_entries(self, *, run_id: str) -> dict[str, Any]:
+        """The mapping fields of the run's workflow (its pinned version), each with the value a new entry is
+        parsed like (``""``: text, None: JSON; ``Workflow.declared_entries``): ``hazel rewind --set F.KEY=…`` of
+        a mapping still empty. ``{}`` when that version is not registered here, or for a LangGraph run.
+
+        Raises:
+            RunNotFoundError.
+        """
+        run = self.get(run_id=run_id)
+        wf = self.registry.find(run.workflow, run.workflow_version)
+        return wf.declared_entries() if wf is not None else {}
+
     def state_tree_at(self, *, run_id: str, seq: int | None = None) -> Any:
         """The run's state at checkpoint ``seq`` (default: its head) as a JSON tree, as people see it (None: no
         such checkpoint): the stored tree for a native workflow; for a LangGraph run, the graph's values at the

@@ -293,6 +293,17 @@ class Workflow(Generic[S]):
         channels."""
         return {name: _blank(f.annotation) for name, f in self.state.model_fields.items()}
 
+    def declared_entries(self) -> dict[str, Any]:
+        """The state's mapping fields (``dict[str, V]``, ``Mapping[str, V]``, optional or not), each with the value
+        a new entry's text is parsed like (``value_from_text``): ``""`` when ``V`` is text, else None (JSON).
+        ``LangGraphWorkflow``: ``{}`` (a graph's channels declare no entry types Hazel reads)."""
+        found = {}
+        for name, f in self.state.model_fields.items():
+            entry = _entry_annotation(f.annotation)
+            if entry is not _NOT_A_MAPPING:
+                found[name] = _blank(entry)
+        return found
+
     def declared_after(self, name: str) -> str | None:
         i = self._order.index(name)
         return self._order[i + 1] if i + 1 < len(self._order) else None
@@ -331,6 +342,31 @@ class Workflow(Generic[S]):
         found = problems(self)
         if found:
             raise WorkflowDefinitionError(f"workflow {self.label} is invalid: " + "; ".join(found))
+
+
+_NOT_A_MAPPING = object()
+
+
+def _entry_annotation(annotation: Any) -> Any:
+    """The value type of a mapping annotation (``dict[str, V]``, ``Mapping[str, V]``, ``… | None``,
+    ``Annotated[…]``; a bare ``dict``: ``Any``), else ``_NOT_A_MAPPING``."""
+    import collections.abc
+    import types
+    import typing
+
+    if typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(args) != 1:
+            return _NOT_A_MAPPING
+        annotation = args[0]
+    if annotation is dict:
+        return Any
+    if typing.get_origin(annotation) in (dict, collections.abc.Mapping, collections.abc.MutableMapping):
+        args = typing.get_args(annotation)
+        return args[1] if len(args) == 2 else Any
+    return _NOT_A_MAPPING
 
 
 def _blank(annotation: Any) -> Any:

@@ -24,3 +24,31 @@ def test_a_new_entry_of_a_mixed_mapping_is_json_as_before() -> None:
         edited_value(plan, "plan", {"entries": {"owner": "bob"}})
     with pytest.raises(InvalidDecisionError, match="must be given as JSON"):
         apply_sets(["plan.owner=bob"], {"plan": plan})
+
+
+def test_a_first_entry_of_an_empty_mapping_follows_the_declared_entry_type(db_url: str) -> None:
+    """An empty ``dict[str, str]`` takes a new entry as text (its type says so); a ``dict[str, int]`` as JSON."""
+    from pydantic import BaseModel, Field
+
+    from hazel import Workflow
+    from tests.support.engine import make_hazel, person
+
+    class S(BaseModel):
+        parts: dict[str, str] = Field(default_factory=dict)
+        counts: dict[str, int] | None = None
+        title: str = ""
+
+    wf = Workflow("parts", version=1, state=S)
+    wf.steer("sign", show="parts", actions=["approve", "edit"])
+    assert wf.declared_entries() == {"parts": "", "counts": None}
+
+    hz = make_hazel(db_url, wf)
+    run = hz.start(workflow="parts", input={}, actor=person("olga"))
+    hz.drive(run_id=run.id)
+    hz.decide(run_id=run.id, action="edit", actor=person("ana"), payload={"entries": {"a.sql": "hello"}})
+    assert hz.state_tree_at(run_id=run.id)["parts"] == {"a.sql": "hello"}
+    assert hz.declared_entries(run_id=run.id) == {"parts": "", "counts": None}
+    assert apply_sets(["parts.b=plain text", "counts.n=3"], {"parts": {}, "counts": {}},
+                      hz.declared_entries(run_id=run.id)) == {"parts": {"b": "plain text"}, "counts": {"n": 3}}
+    with pytest.raises(InvalidDecisionError, match="entry 'n' of field 'counts' must be given as JSON"):
+        apply_sets(["counts.n=three"], {"counts": {}}, {"counts": None})

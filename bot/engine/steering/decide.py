@@ -29,7 +29,7 @@ from bot.engine.errors import (
 from bot.engine.limits import check_text, refuse_nul, state_tree
 from bot.engine.logcontext import bind_log_context
 from bot.engine.steering.core import DecisionOutcome, SteeringCore
-from bot.engine.steering.edits import apply_edit, edited_value
+from bot.engine.steering.edits import UNDECLARED, apply_edit, edited_value
 from bot.engine.transitions import Asked, close_request, end_run, vote_request
 from bot.engine.versions import decode_stored, point_in, resolve_workflow, write_migration
 from bot.engine.workflow import SteeringPoint, Workflow
@@ -281,7 +281,8 @@ class Deciding(SteeringCore):
                                              refuse=InvalidDecisionError)}
         if action == Action.EDIT.value:
             shown = tree.get(point.show) if point.show and isinstance(tree, dict) else tree
-            value = edited_value(shown, point.show, payload)
+            blank = wf.declared_entries().get(point.show, UNDECLARED) if point.show else UNDECLARED
+            value = edited_value(shown, point.show, payload, entry_blank=blank)
             state = apply_edit(wf, decode_stored(wf, tree), point.show, value)
             return state_tree(wf, state, max_bytes=self.max_state_bytes, what="the edited state",
                               refuse=InvalidDecisionError), {"value": value}

@@ -75,12 +75,19 @@ def value_from_text(current: Any, text: str, *, field: str | None = None, key: s
         raise InvalidDecisionError(f"invalid edit: {named(field, key)} must be given as JSON here ({exc})") from None
 
 
-def entry_value(mapping: dict[str, Any], key: str) -> Any:
-    """What ``value_from_text`` shapes a new text for entry ``key`` of ``mapping`` like: its value, or for a
-    key it does not have yet, text (``""``) when every entry it has is text (a mapping of texts takes a new
-    text as it is, as its other entries do), else None (JSON)."""
+UNDECLARED = object()
+"""``entry_value``'s ``declared`` when the state model says nothing of the mapping's entries."""
+
+
+def entry_value(mapping: dict[str, Any], key: str, declared: Any = UNDECLARED) -> Any:
+    """What ``value_from_text`` shapes a new text for entry ``key`` of ``mapping`` like: its value; for a key it
+    does not have yet, ``declared`` when the state model declares the entries' type (``""``: text, None: JSON;
+    ``Workflow.declared_entries``), else text (``""``) when every entry it has is text (a mapping of texts takes
+    a new text as it is, as its other entries do), else None (JSON)."""
     if key in mapping:
         return mapping[key]
+    if declared is not UNDECLARED:
+        return declared
     values = list(mapping.values())
     return "" if values and all(isinstance(v, str) for v in values) else None
 
@@ -135,8 +142,9 @@ def refuse_empty_edits(edits: dict[str, Any] | None, current: Any) -> None:
             _refuse_blank_entries(field, value, current.get(field), hint=hint)
 
 
-def edited_value(shown: Any, field: str | None, payload: dict[str, Any]) -> Any:
-    """The new value of the shown field from an edit payload (see the module docstring).
+def edited_value(shown: Any, field: str | None, payload: dict[str, Any], *, entry_blank: Any = UNDECLARED) -> Any:
+    """The new value of the shown field from an edit payload (see the module docstring). ``entry_blank``: what a
+    new entry of the field is parsed like when the state model declares it (``entry_value``'s ``declared``).
 
     Raises:
         InvalidDecisionError: no value given, empty text with ``allow_empty`` false, text that should be JSON,
@@ -175,8 +183,8 @@ def edited_value(shown: Any, field: str | None, payload: dict[str, Any]) -> Any:
             _refuse_blank_entries(field, {k: v for k, v in entries.items() if v is not None}, shown)
         out = dict(shown)
         for key, raw in entries.items():  # None: the entry was emptied, which means null
-            out[key] = None if raw is None else value_from_text(entry_value(shown, key), str(raw), field=field,
-                                                                key=key)
+            out[key] = None if raw is None else value_from_text(entry_value(shown, key, entry_blank), str(raw),
+                                                                field=field, key=key)
             if allow_empty is False and raw is not None:
                 _refuse_empty(named(field, key), out[key])  # JSON text of an empty mapping or list
         return out
