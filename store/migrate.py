@@ -205,13 +205,19 @@ def _upgrade(engine: Engine, revision: str = "head") -> None:
     command.upgrade(_config(engine), revision)
 
 
-def downgrade(engine: Engine, revision: str) -> None:
+GRAPH_STATE_REVISION = "0004"
+"""The migration that created the LangGraph saver's tables: undoing it drops every graph run's checkpoints."""
+
+
+def downgrade(engine: Engine, revision: str, *, discard_graph_state: bool = False) -> None:
     """Undo the migrations after ``revision`` (one of this Hazel's revisions, e.g. ``0003``) on ``engine``'s
-    database: the step before rolling back to an older Hazel whose newest revision is ``revision``.
+    database: the step before rolling back to an older Hazel whose newest revision is ``revision``. Going
+    below ``GRAPH_STATE_REVISION`` drops the LangGraph saver's tables; while they hold checkpoints it is
+    refused unless ``discard_graph_state`` (the graph runs they belong to could not resume).
 
     Raises:
         SchemaTooNewError: the database is at a revision newer than this Hazel's scripts.
-        ValueError: ``revision`` is not one of this Hazel's revisions.
+        ValueError: ``revision`` is not one of this Hazel's revisions; graph checkpoints would be dropped.
         SchemaLockTimeoutError: another process kept changing the schema longer than ``LOCK_WAIT_SEC``.
     """
     from alembic import command
@@ -221,6 +227,15 @@ def downgrade(engine: Engine, revision: str) -> None:
         if revision not in known_revisions():
             raise ValueError(f"unknown schema revision {revision!r}; this Hazel knows "
                              f"{', '.join(sorted(known_revisions()))}")
+        current = current_revision(engine)
+        if (not discard_graph_state and current is not None and current >= GRAPH_STATE_REVISION > revision):
+            with engine.connect() as conn:
+                threads = conn.execute(text("SELECT COUNT(DISTINCT thread_id) FROM hazel_lg_checkpoints")).scalar()
+            if threads:
+                raise ValueError(
+                    f"downgrading to {revision} drops the LangGraph checkpoints of {threads} graph thread(s) "
+                    f"(the tables of migration {GRAPH_STATE_REVISION}): their runs could not resume; end them "
+                    "first (finish, cancel or prune them), or discard their state (--discard-graph-state)")
         command.downgrade(_config(engine), revision)
 
 

@@ -54,6 +54,9 @@ def db_upgrade(json_out: JsonOpt = False) -> None:
 @handle_errors
 def db_downgrade(revision: Annotated[str, typer.Argument(help="The revision to go back to (e.g. 0003: the newest "
                                                                   "revision of the release you roll back to).")],
+                 discard_graph_state: Annotated[bool, typer.Option(
+                     "--discard-graph-state", help="Below 0004: drop the LangGraph checkpoints of graph runs "
+                     "(refused without it while there are any: those runs could not resume).")] = False,
                  json_out: JsonOpt = False) -> None:
     """Undo the migrations after REVISION, before rolling back to an older Hazel (see docs/deploy.md)."""
     from bot.settings import Settings
@@ -64,7 +67,7 @@ def db_downgrade(revision: Annotated[str, typer.Argument(help="The revision to g
     try:
         before = current_revision(store.engine)
         try:
-            downgrade(store.engine, revision)
+            downgrade(store.engine, revision, discard_graph_state=discard_graph_state)
         except ValueError as exc:
             raise CliError(str(exc)) from None
         after = current_revision(store.engine)

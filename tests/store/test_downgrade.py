@@ -51,3 +51,36 @@ def test_an_unknown_revision_is_one_line_and_changes_nothing(empty_url: str,
         assert current_revision(store.engine) == head_revision()
     finally:
         store.dispose()
+
+
+def test_a_downgrade_that_drops_graph_checkpoints_is_refused_unless_told(empty_url: str,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+
+    from hazel.langgraph import HazelSaver
+
+    class S(TypedDict):
+        n: int
+
+    graph = StateGraph(S)
+    graph.add_node("one", lambda state: {"n": state["n"] + 1})
+    graph.add_edge(START, "one")
+    graph.add_edge("one", END)
+    with HazelSaver.from_conn_string(empty_url) as saver:
+        graph.compile(checkpointer=saver).invoke({"n": 0}, {"configurable": {"thread_id": "t1"}})
+    store = Store(empty_url)
+    try:
+        assert _cli(empty_url, "db", "downgrade", "0004", monkeypatch=monkeypatch).exit_code == 0  # keeps them
+        refused = _cli(empty_url, "db", "downgrade", "0003", monkeypatch=monkeypatch)
+        assert refused.exit_code == 1, refused.output
+        assert "drops the LangGraph checkpoints of 1 graph thread(s)" in refused.output
+        assert "--discard-graph-state" in refused.output and "Traceback" not in refused.output
+        assert current_revision(store.engine) == "0004"
+        assert "hazel_lg_checkpoints" in inspect(store.engine).get_table_names()
+        done = _cli(empty_url, "db", "downgrade", "0003", "--discard-graph-state", monkeypatch=monkeypatch)
+        assert done.exit_code == 0, done.output
+        assert current_revision(store.engine) == "0003"
+    finally:
+        store.dispose()
