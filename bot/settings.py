@@ -143,9 +143,10 @@ class Settings(BaseSettings):
     scheduler_tick_sec: float = Field(5.0, gt=0, validation_alias="HAZEL_SCHEDULER_TICK_SEC")
     """Seconds between the scheduler's periodic looks at what is due (reminders, escalations, timeouts,
     retries); the earliest due item is also fired at its exact time."""
-    retention_days: float | None = Field(None, ge=0, validation_alias="HAZEL_RETENTION_DAYS")
+    retention_days: float | None = Field(None, ge=0, lt=1_000_000, allow_inf_nan=False,
+                                         validation_alias="HAZEL_RETENTION_DAYS")
     """When set, ``hazel serve`` / ``hazel worker`` prune daily the checkpoints of runs that ended more than
-    this many days ago (as ``hazel prune --older-than DAYS``)."""
+    this many days ago (as ``hazel prune --older-than DAYS``: 0 or more, below 1,000,000)."""
 
     slack_bot_token: SecretStr | None = Field(None, validation_alias="SLACK_BOT_TOKEN")
     slack_signing_secret: SecretStr | None = Field(None, validation_alias="SLACK_SIGNING_SECRET")

@@ -37,7 +37,8 @@ def prune_cmd(
     from bot.ops.retention import prune
 
     if not 0 <= older_than < 1e6:  # NaN fails this too
-        raise usage_error("--older-than", f"must be 0 or more days, below 1,000,000 (not {older_than:g})")
+        given = f"{int(older_than):,}" if older_than.is_integer() else f"{older_than:,}"  # as typed, not 1e+11
+        raise usage_error("--older-than", f"must be 0 or more days, below 1,000,000 (not {given})")
     hazel = engine(json_out)
     try:
         report = prune(hazel.store, older_than_days=older_than, now=utcnow(), dry_run=dry_run,

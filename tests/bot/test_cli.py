@@ -117,6 +117,7 @@ def test_a_filter_value_no_run_can_have_is_a_usage_error(cli) -> None:  # noqa: 
                         (["runs", "--status", "waiting", "-s", "sleeping", "--json"], ["'sleeping'"]),
                         (["outbox", "--status", "lost"], ["'lost' is not an outbox status", "pending, sent, dead"]),
                         (["prune", "--older-than", "-1"], ["--older-than", "0 or more days"]),
+                        (["prune", "--older-than", "99999999999"], ["(not 99,999,999,999)"]),  # not "1e+11"
                         (["runs", "--limit", "0"], ["--limit"])):
         result = cli(*argv, code=2)
         line = result.stderr.strip()

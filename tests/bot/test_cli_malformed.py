@@ -59,6 +59,7 @@ def setting_extras(tmp: Path) -> dict[str, list[str]]:
         "log_level": ["loud"],
         "hook_urls": ["not-a-url", "hello"],
         "base_url": ["notaurl", "ftp://hazel.example.com", "https://"],
+        "retention_days": ["1e9", "inf"],  # as hazel prune --older-than: below 1,000,000 days
     }
 
 

@@ -294,3 +294,18 @@ def test_a_request_left_pending_on_an_ended_run_does_not_bring_it_back(db_url: s
         hz.decide(run_id=run.id, action="approve", actor=person("ana"), request_id=request.id)
     assert hz.get(run_id=run.id).status is RunStatus.CANCELLED
     assert len(hz.checkpoints(run_id=run.id)) == written  # nothing written by the refused decision
+
+
+def test_a_rewind_target_in_other_scripts_digits_names_no_checkpoint(db_url: str) -> None:
+    from bot.engine.errors import HazelError
+
+    hz = make_hazel(db_url, loop_workflow(Counter(), threading.Lock()))
+    run = hz.start(workflow="looper", input={}, actor=person("olga"))
+    hz.drive(run_id=run.id)
+    before = len(hz.checkpoints(run_id=run.id))
+    for target in ("１", "²", "#１"):  # str.isdigit and int() take them; a checkpoint number is ASCII digits
+        with pytest.raises(HazelError):
+            hz.rewind(run_id=run.id, actor=person("olga"), to=target)
+    assert len(hz.checkpoints(run_id=run.id)) == before
+    hz.rewind(run_id=run.id, actor=person("olga"), to=" #1 ")  # ASCII digits, padded: still a number
+    assert len(hz.checkpoints(run_id=run.id)) == before + 1

@@ -303,6 +303,7 @@ def _seq(to: int | str | None) -> int | None:
         return None
     if isinstance(to, int):
         return to
-    if isinstance(to, str) and to.strip().lstrip("#").isdigit():
-        return int(to.strip().lstrip("#"))
+    number = to.strip().lstrip("#") if isinstance(to, str) else ""
+    if number.isascii() and number.isdigit():  # (str.isdigit and int take "１" and "²" too: not a number here)
+        return int(number)
     return None
