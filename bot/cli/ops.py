@@ -85,20 +85,35 @@ def db_downgrade(revision: Annotated[str, typer.Argument(help="The revision to g
 def db_current(json_out: JsonOpt = False) -> None:
     """Show the database's schema revision and the one this Hazel needs. Exit status 1 when the database is
     newer than this Hazel (a revision it has no script for), as every other command then refuses to run."""
+    import os
+
+    from rich.markup import escape
+    from sqlalchemy.engine import make_url
+
     from bot.settings import Settings
     from store import Store
     from store.migrate import current_revision, head_revision, known_revisions
 
-    store = Store(Settings().database_url)
-    try:
-        current, head = current_revision(store.engine), head_revision()
-    finally:
-        store.dispose()
+    url = Settings().database_url
+    parsed = make_url(url)
+    missing = None  # a SQLite file that does not exist: said so, not created (a mistyped path stays a typo)
+    if parsed.get_backend_name() == "sqlite" and parsed.database and not parsed.database.startswith("file:") \
+            and not os.path.exists(parsed.database):
+        missing, current, head = parsed.database, None, head_revision()
+    else:
+        store = Store(url)
+        try:
+            current, head = current_revision(store.engine), head_revision()
+        finally:
+            store.dispose()
     newer = current is not None and current not in known_revisions()
     if json_out:
-        emit_json({"current": current, "head": head, "newer_than_this_hazel": newer})
+        emit_json({"current": current, "head": head, "newer_than_this_hazel": newer,
+                   **({"missing_file": missing} if missing else {})})
     else:
-        common.out.print(f"current {current or 'none'}; this Hazel needs {head}"
+        common.out.print(f"current {current or 'none'}"
+                         + (f" (no database file at {escape(missing)!s}: nothing created)" if missing else "")
+                         + f"; this Hazel needs {head}"
                          + ("; the database is newer than this Hazel: use a newer Hazel" if newer else ""))
     if newer:
         raise typer.Exit(1)

@@ -84,3 +84,12 @@ def test_a_downgrade_that_drops_graph_checkpoints_is_refused_unless_told(empty_u
         assert current_revision(store.engine) == "0003"
     finally:
         store.dispose()
+
+
+def test_db_current_on_a_sqlite_path_that_does_not_exist_creates_nothing(
+        tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    missing = tmp_path / "typo" / "hazel.db"
+    shown = _cli(f"sqlite:///{missing}", "db", "current", monkeypatch=monkeypatch)
+    assert shown.exit_code == 0, shown.output
+    assert "current none (no database file at" in shown.output and "nothing created" in shown.output
+    assert not missing.exists() and not missing.parent.exists()
