@@ -255,6 +255,15 @@ def continuation(parent: CheckpointInfo, children: list[CheckpointInfo]) -> Chec
     return None
 
 
+def branch_heading(parent: CheckpointInfo, child: CheckpointInfo) -> str:
+    """The heading of a branch drawn below ``parent`` where its line splits (``continuation`` None): ``fork
+    from #1 → branch 2`` for a branch a rewind started, ``branch 0, on from #1`` for the line that went on
+    from there before any fork (it is no fork)."""
+    if child.branch == parent.branch:
+        return f"branch {child.branch}, on from #{parent.seq}"
+    return f"fork from #{parent.seq} → branch {child.branch}"
+
+
 class LoadedCheckpoint(_Record):
     info: CheckpointInfo
     tree: Any

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from bot.cli.common import when
 from bot.engine import DriveResult
-from store.models import REWIND_NODE, continuation, node_label, person_label
+from store.models import REWIND_NODE, branch_heading, continuation, node_label, person_label
 from store.models import AuditEvent, CheckpointInfo, Decision, Run, SteeringRequest
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ def history_tree(run: Run, checkpoints: list[CheckpointInfo], decisions: list[De
                 current = following
                 continue
             for kid in kids:
-                add_chain(container.add(f"[dim]fork from #{current.seq} → branch {kid.branch}[/dim]"), kid)
+                add_chain(container.add(f"[dim]{branch_heading(current, kid)}[/dim]"), kid)
             return
 
     for cp in children.get(None, []):

@@ -11,8 +11,8 @@ from datetime import datetime
 
 from integrations.slack import blocks as B
 from integrations.slack import text as T
-from store.models import (REWIND_NODE, CheckpointInfo, Decision, RequestView, Run, continuation, node_label,
-                          past_tense)
+from store.models import (REWIND_NODE, CheckpointInfo, Decision, RequestView, Run, branch_heading, continuation,
+                          node_label, past_tense)
 
 
 def already_text(*, action: str | None, by_id: str | None, by_channel: str | None, by_label: str | None,
@@ -109,7 +109,7 @@ def history_text(run: Run, checkpoints: list[CheckpointInfo], decisions: list[De
                 current = following
                 continue
             for kid in kids:
-                lines.append("\u2003" * (depth + 1) + f"_fork from #{current.seq} → branch {kid.branch}_")
+                lines.append("\u2003" * (depth + 1) + f"_{branch_heading(current, kid)}_")
                 chain(kid, depth + 2)
             return
 

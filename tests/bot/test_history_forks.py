@@ -35,6 +35,8 @@ def test_a_second_rewind_to_an_abandoned_branch_end_is_its_own_branch(cli) -> No
     assert _nested_under(tree, "fork from #3 → branch 2", "#5 ↩ rewind to #3"), tree
     assert _nested_under(tree, "fork from #1 → branch 1", "#4 ↩ rewind to #1"), tree
     assert "#3 publish → end" in tree and "#2 review approve" in tree  # the old branch is kept
+    assert "branch 0, on from #1" in tree and "→ branch 0" not in tree, tree  # the original line is no fork
+    assert _nested_under(tree, "branch 0, on from #1", "#2 review approve"), tree
 
     from bot.engine import Hazel
     from bot.settings import Settings
@@ -51,6 +53,7 @@ def test_a_second_rewind_to_an_abandoned_branch_end_is_its_own_branch(cli) -> No
         fork = next(i for i, x in enumerate(lines) if "_fork from #3 → branch 2_" in x)
         assert "#5 ↩ rewind" in lines[fork + 1] and len(lines[fork + 1]) - len(lines[fork + 1].lstrip("\u2003")) > \
             len(lines[fork]) - len(lines[fork].lstrip("\u2003")), text
+        assert "_branch 0, on from #1_" in text and "→ branch 0_" not in text, text  # the original line: no fork
 
         drawn = layout(cps, head_seq=run.head_seq, decisions=decisions)
         lanes = {n.cp.seq: n.lane for n in drawn.nodes}
