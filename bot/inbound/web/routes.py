@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import secrets
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -124,6 +125,10 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
 
     def html(name: str, status: int = 200, **context: Any) -> HTMLResponse:
         context = {"session": None, "flash": None, "path": "", "sign_in": False, "link": None, **context}
+        session, on_run = context["session"], re.match(r"^/runs/([^/]+)", context["path"] or "")
+        # a page of a run opened by a link that names a person: the header names who acts (``hazel link --for``)
+        context["link_person"] = (session.runs.get(on_run.group(1)) if session is not None and on_run
+                                  and not session.all_runs else None)
         return HTMLResponse(env.get_template(name).render(**context), status_code=status, headers=HEADERS)
 
     def message_page(request: Request, status: int, title: str, message: str,

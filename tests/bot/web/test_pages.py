@@ -213,3 +213,12 @@ def test_the_pages_leave_other_routes_alone(db_url: str) -> None:
     for settings in (Settings(), web_settings()):
         with LiveServer(create_app(hazel, routers=[web_router(hazel, settings), later])) as server:
             assert Browserless(server.url).post("/jira/webhook").json() == {"ok": True}
+
+
+def test_a_page_opened_by_a_link_for_a_person_names_who_acts(served: Served, client: Browserless) -> None:
+    client.get(served.link("alice<b>"))  # (escaped as every stored text is)
+    page = client.get(f"/runs/{served.run_id}").text
+    assert '<span class="me">alice&lt;b&gt; (by link)</span>' in page and "opened by link" not in page
+    client.get(served.link())  # a view-only link of the same run: nobody named any more
+    page = client.get(f"/runs/{served.run_id}").text
+    assert "opened by link" in page and "(by link)" not in page
