@@ -178,11 +178,12 @@ class Store:
             return type(exc).__name__
         return None
 
-    def upgrade(self) -> None:
-        """Bring the schema to the latest Alembic revision (idempotent)."""
+    def upgrade(self) -> str | None:
+        """Bring the schema to the latest Alembic revision (idempotent); returns the revision it was at (None:
+        empty), read under the schema lock."""
         from store.migrate import upgrade
 
-        upgrade(self.engine)
+        return upgrade(self.engine)
 
     def ensure_schema(self, *, upgrade_if_empty: bool = True) -> None:
         """Check the schema is current; create it on an empty database.

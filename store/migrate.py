@@ -187,15 +187,19 @@ def _file_lock(path: str, deadline: float, wait_sec: float) -> Iterator[None]:
         os.close(fd)
 
 
-def upgrade(engine: Engine, revision: str = "head") -> None:
-    """Run every migration up to ``revision`` on ``engine``'s database, holding ``schema_lock``.
+def upgrade(engine: Engine, revision: str = "head") -> str | None:
+    """Run every migration up to ``revision`` on ``engine``'s database, holding ``schema_lock``. Returns the
+    revision the database was at when the lock was taken (None: empty), so that of two upgrades at once only the
+    one that migrated reports a change.
 
     Raises:
         SchemaTooNewError: the database is at a revision newer than this Hazel's scripts.
         SchemaLockTimeoutError: another process kept changing the schema longer than ``LOCK_WAIT_SEC``.
     """
     with schema_lock(engine):
+        before = current_revision(engine)
         _upgrade(engine, revision)
+    return before
 
 
 def _upgrade(engine: Engine, revision: str = "head") -> None:

@@ -38,8 +38,7 @@ def db_upgrade(json_out: JsonOpt = False) -> None:
     settings = Settings()
     store = Store(settings.database_url)
     try:
-        before = current_revision(store.engine)
-        store.upgrade()
+        before = store.upgrade()  # (read under the schema lock: of two upgrades at once, one reports the change)
         after = current_revision(store.engine)
     finally:
         store.dispose()

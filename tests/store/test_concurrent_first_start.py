@@ -99,3 +99,20 @@ def test_first_starts_at_once_all_succeed(fresh_url_factory) -> None:  # noqa: A
         if fresh_url_factory.backend == "sqlite":  # the lock file is gone with its last holder
             path = Path(make_url(url).database)
             assert not Path(str(path) + SQLITE_LOCK_SUFFIX).exists()
+
+
+def test_of_upgrades_at_once_only_the_one_that_migrated_found_an_empty_database(
+        fresh_url_factory) -> None:  # noqa: ANN001
+    """``hazel db upgrade`` reports what it changed from the revision read under the schema lock: two at once
+    used to both print "(was empty)"."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    url = fresh_url_factory()
+    stores = [Store(url) for _ in range(PROCESSES)]
+    try:
+        with ThreadPoolExecutor(PROCESSES) as pool:
+            found = list(pool.map(lambda s: s.upgrade(), stores))
+        assert found.count(None) == 1 and found.count(HEAD) == PROCESSES - 1, found
+    finally:
+        for store in stores:
+            store.dispose()
