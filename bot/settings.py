@@ -6,10 +6,13 @@ Secrets are ``SecretStr``: they print as ``**********`` and never reach logs, me
 from __future__ import annotations
 
 import getpass
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 
 _MORE_THAN_ZERO = frozenset({"workers"})
@@ -393,3 +396,56 @@ class Redactor:
             if secret in text:
                 text = text.replace(secret, REDACTED)
         return text
+
+
+NOT_SETTINGS_PREFIXES = ("HAZEL_TEST_", "HAZEL_BENCH_", "HAZEL_EXAMPLE_")
+"""``HAZEL_*`` names that are no setting by design: the test suite's, the bench's, the examples' own."""
+NOT_SETTINGS = frozenset({"HAZEL_DEBUG"})
+
+
+def setting_names() -> set[str]:
+    """Every environment variable ``Settings`` reads (each field's aliases)."""
+    names: set[str] = set()
+    for field in Settings.model_fields.values():
+        alias = field.validation_alias
+        if isinstance(alias, str):
+            names.add(alias)
+        elif isinstance(alias, AliasChoices):
+            names.update(c for c in alias.choices if isinstance(c, str))
+    return names
+
+
+def unknown_settings(environ: "Mapping[str, str]", env_file: str | None = ".env") -> list[str]:
+    """One warning line per ``HAZEL_*`` name in ``environ`` or in ``env_file`` (when it exists) that no setting
+    reads (a typo: ``HAZEL_PROT``), naming the closest setting when there is one; ``[]`` when every name is
+    known. Names of ``NOT_SETTINGS_PREFIXES`` and ``NOT_SETTINGS`` are never reported."""
+    import difflib
+    import os
+
+    names = {n for n in environ if n.startswith("HAZEL_")}
+    if env_file is not None and os.path.isfile(env_file):
+        from dotenv import dotenv_values
+
+        try:
+            names |= {n for n in dotenv_values(env_file) if n and n.startswith("HAZEL_")}
+        except (OSError, UnicodeDecodeError, ValueError):  # (an unreadable .env fails on its own elsewhere)
+            pass
+    known = setting_names()
+    lines = []
+    for name in sorted(names - known - NOT_SETTINGS):
+        if name.startswith(NOT_SETTINGS_PREFIXES):
+            continue
+        close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.8)
+        lines.append(f"{name} is not a Hazel setting: it is ignored"
+                     + (f" (did you mean {close[0]}?)" if close else ""))
+    return lines
+
+
+def warn_unknown_settings() -> None:
+    """Log ``unknown_settings`` of this process's environment and ``.env`` as warnings (logger
+    ``hazel.settings``): a command prints them on stderr, ``serve`` / ``worker`` in their log."""
+    import logging
+    import os
+
+    for line in unknown_settings(os.environ):
+        logging.getLogger("hazel.settings").warning(line)

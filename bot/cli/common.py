@@ -113,10 +113,11 @@ def engine(json_mode: bool = False, *, prepare: bool = True):  # noqa: ANN201
     from bot.cli.console import CommandConsole
     from bot.server.app import HazelApp
     from bot.server.wiring import channels_from_settings
-    from bot.settings import Settings
+    from bot.settings import Settings, warn_unknown_settings
 
     settings = Settings()
     _log_warnings(settings)
+    warn_unknown_settings()
     if json_mode:
         from rich.console import Console
 

@@ -132,13 +132,14 @@ def serve_cmd(
     """Run the HTTP app (Slack, Jira, REST API, health), the workers and the scheduler."""
     from bot.ops.logs import configure_logging
     from bot.server.processes import bind_problem, serve
-    from bot.settings import Settings
+    from bot.settings import Settings, warn_unknown_settings
 
     settings = Settings()
     problem = bind_problem(host or settings.host, port or settings.port)
     if problem:
         raise CliError(problem)
     configure_logging(settings)
+    warn_unknown_settings()
     common.started()
     if socket_mode and settings.slack_app_token is None:
         raise CliError("--socket-mode needs SLACK_APP_TOKEN (an app-level token, xapp-…)")
@@ -157,7 +158,7 @@ def worker_cmd(
     """Execute ready runs (new, decided, recovered, retries due) without serving HTTP."""
     from bot.ops.logs import configure_logging
     from bot.server.processes import bind_problem, work
-    from bot.settings import Settings
+    from bot.settings import Settings, warn_unknown_settings
     from integrations.console import ConsoleChannel
 
     settings = Settings()
@@ -166,6 +167,7 @@ def worker_cmd(
     if problem:
         raise CliError(f"HAZEL_METRICS_PORT: {problem}")
     configure_logging(settings)
+    warn_unknown_settings()
     common.started()
     console = ConsoleChannel(console=common.err if json_out else common.out, command=command_prefix())
     n = work(settings, workers=workers, until_idle=until_idle, console=console)

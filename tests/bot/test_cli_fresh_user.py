@@ -173,3 +173,18 @@ def test_a_second_at_dash_is_refused_not_read_as_empty(cli) -> None:  # noqa: AN
     assert cli.json("history", run_id) == before  # nothing rewound
     again = runner.invoke(app, ["feedback", run_id, "@-"], input="the next command reads it again\n")
     assert again.exit_code == 0, again.output
+
+
+def test_a_misspelled_setting_is_named_on_stderr_and_the_command_goes_on(cli, monkeypatch) -> None:  # noqa: ANN001
+    from pathlib import Path
+
+    monkeypatch.setenv("HAZEL_PROT", "9000")
+    monkeypatch.setenv("HAZEL_TEST_ANYTHING", "1")  # the suite's own names are no typo
+    Path(".env").write_text("HAZEL_WORKFLWS=flows.py\n")
+    listed = cli("runs")
+    assert listed.stdout.strip() == "no runs"
+    lines = listed.stderr.splitlines()  # (a handler an earlier test of this process installed may repeat them)
+    for expected in ("HAZEL_PROT is not a Hazel setting: it is ignored (did you mean HAZEL_PORT?)",
+                     "HAZEL_WORKFLWS is not a Hazel setting: it is ignored (did you mean HAZEL_WORKFLOWS?)"):
+        assert expected in lines, lines  # the command's own line, as it is
+    assert "HAZEL_TEST_ANYTHING" not in listed.stderr
