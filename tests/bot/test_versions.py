@@ -109,6 +109,20 @@ def test_without_a_migration_the_decision_is_refused_and_the_run_stays(db_url: s
     assert new.get(run_id=run_id) == before[0]
 
 
+def test_a_retry_of_a_failed_run_whose_version_is_gone_is_refused_and_the_run_stays_failed(db_url: str) -> None:
+    run_id = waiting_v1_run(db_url)
+    old = make_hazel(db_url, v1())
+    old.decide(run_id=run_id, action="reject", actor=person("sme"), payload={"reason": "no"})
+    with old.store.transaction() as tx:  # a failed v1 run (as a step that ran out of attempts leaves it)
+        tx.runs.transition(run_id, from_statuses=[RunStatus.REJECTED], now=old.clock(), status=RunStatus.FAILED)
+    new = make_hazel(db_url, v2(with_migration=False))
+    with pytest.raises(VersionUnavailableError, match="version 1, which is not deployed .*deployed: v2"):
+        new.retry(run_id=run_id, actor=person("me"))
+    assert new.get(run_id=run_id).status is RunStatus.FAILED  # not queued where no worker can take it
+    migrating = make_hazel(db_url, v2())
+    assert migrating.retry(run_id=run_id, actor=person("me")).status is RunStatus.READY  # v2 migrates from v1
+
+
 def test_a_migration_to_a_version_without_the_waiting_point_is_refused(db_url: str) -> None:
     run_id = waiting_v1_run(db_url)
     new = make_hazel(db_url, v2(has_review=False))

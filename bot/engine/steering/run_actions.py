@@ -14,6 +14,7 @@ from bot.engine.limits import check_text
 from bot.engine.logcontext import bind_log_context
 from bot.engine.steering.core import SteeringCore
 from bot.engine.transitions import close_request, end_run
+from bot.engine.versions import resolve_workflow
 from bot.engine.workflow import SteeringPoint
 from store.models import TIMEOUT, Actor, RequestStatus, Run, RunStatus, SteeringRequest
 
@@ -29,11 +30,13 @@ class RunActions(SteeringCore):
         already ``ready`` is returned as it is.
 
         Raises:
-            RunNotFoundError, RunStateError (not failed), NotAllowedError.
+            RunNotFoundError, RunStateError (not failed), NotAllowedError, VersionUnavailableError (its version
+            is not deployed here and no deployed version migrates from it: no worker could take it up).
         """
         run = self._check_run_action(run_id, actor, "retry")
         if run.status is RunStatus.READY:
             return run
+        resolve_workflow(self.registry, run)  # (a run queued that nothing can execute would wait unseen)
         now = self.clock()
         with self.store.transaction() as tx:
             if not tx.runs.transition(run.id, from_statuses=[RunStatus.FAILED], now=now, status=RunStatus.READY,
