@@ -49,6 +49,19 @@ def db_upgrade(json_out: JsonOpt = False) -> None:
                                                              " (already current)"))
 
 
+def _missing_sqlite_file(url: str) -> str | None:
+    """The path of ``url``'s SQLite file when it does not exist (connecting would create it), else None."""
+    import os
+
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database and not parsed.database.startswith("file:") \
+            and not os.path.exists(parsed.database):
+        return parsed.database
+    return None
+
+
 @db_app.command("downgrade")
 @handle_errors
 def db_downgrade(revision: Annotated[str, typer.Argument(help="The revision to go back to (e.g. 0003: the newest "
@@ -62,7 +75,11 @@ def db_downgrade(revision: Annotated[str, typer.Argument(help="The revision to g
     from store import Store
     from store.migrate import current_revision, downgrade
 
-    store = Store(Settings().database_url)
+    url = Settings().database_url
+    missing = _missing_sqlite_file(url)
+    if missing is not None:
+        raise CliError(f"no database file at {missing}: nothing to downgrade (nothing created)")
+    store = Store(url)
     try:
         before = current_revision(store.engine)
         try:
@@ -84,21 +101,16 @@ def db_downgrade(revision: Annotated[str, typer.Argument(help="The revision to g
 def db_current(json_out: JsonOpt = False) -> None:
     """Show the database's schema revision and the one this Hazel needs. Exit status 1 when the database is
     newer than this Hazel (a revision it has no script for), as every other command then refuses to run."""
-    import os
-
     from rich.markup import escape
-    from sqlalchemy.engine import make_url
 
     from bot.settings import Settings
     from store import Store
     from store.migrate import current_revision, head_revision, known_revisions
 
     url = Settings().database_url
-    parsed = make_url(url)
-    missing = None  # a SQLite file that does not exist: said so, not created (a mistyped path stays a typo)
-    if parsed.get_backend_name() == "sqlite" and parsed.database and not parsed.database.startswith("file:") \
-            and not os.path.exists(parsed.database):
-        missing, current, head = parsed.database, None, head_revision()
+    missing = _missing_sqlite_file(url)  # said so, not created (a mistyped path stays a typo)
+    if missing is not None:
+        current, head = None, head_revision()
     else:
         store = Store(url)
         try:

@@ -93,3 +93,6 @@ def test_db_current_on_a_sqlite_path_that_does_not_exist_creates_nothing(
     assert shown.exit_code == 0, shown.output
     assert "current none (no database file at" in shown.output and "nothing created" in shown.output
     assert not missing.exists() and not missing.parent.exists()
+    refused = _cli(f"sqlite:///{missing}", "db", "downgrade", "0003", monkeypatch=monkeypatch)
+    assert refused.exit_code == 1 and "nothing to downgrade (nothing created)" in refused.output, refused.output
+    assert not missing.exists() and not missing.parent.exists()
