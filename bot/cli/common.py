@@ -436,7 +436,8 @@ def _parse_sets(pairs: list[str]) -> list[tuple[str, str | None, str]]:
     """``(field, key or None, value)`` of each ``--set FIELD[.KEY]=VALUE`` (``@file`` values read).
 
     Raises:
-        typer.BadParameter: a pair without ``=`` or without FIELD (a usage error, exit status 2).
+        typer.BadParameter: a pair without ``=``, without FIELD, or with an empty KEY (``scripts.=x``, ``.a=x``: a
+            usage error, exit status 2).
     """
     out = []
     for pair in pairs:
@@ -445,5 +446,7 @@ def _parse_sets(pairs: list[str]) -> list[tuple[str, str | None, str]]:
         if not sep or not key:
             raise usage_error("--set", f"needs FIELD=VALUE, got {pair!r}")
         field, dot, sub = key.partition(".")
+        if not field.strip() or (dot and not sub.strip()):
+            raise usage_error("--set", f"needs FIELD=VALUE or FIELD.KEY=VALUE with a FIELD and a KEY, got {pair!r}")
         out.append((field, sub if dot else None, read_arg(raw)))
     return out

@@ -215,6 +215,8 @@ def hand_written_with_run(run_id: str) -> list[tuple[list[str], list[str]]]:
         (["edit", run_id], ["--file"]),
         (["edit", run_id, "--set", "nofield=1"], ["nofield"]),
         (["edit", run_id, "--set", "novalue"], ["novalue"]),
+        (["edit", run_id, "--set", "draft.=x"], ["with a FIELD and a KEY, got 'draft.=x'"]),  # an empty KEY
+        (["rewind", run_id, "--to", "0", "--set", ".a=x"], ["with a FIELD and a KEY, got '.a=x'"]),
         (["edit", run_id, "--set", "draft="], ["--allow-empty"]),
         (["rewind", run_id, "--to", "nosuchstep"], ["nosuchstep"]),
         (["rewind", run_id, "--to", "999"], ["999"]),
