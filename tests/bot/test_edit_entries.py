@@ -52,3 +52,9 @@ def test_a_first_entry_of_an_empty_mapping_follows_the_declared_entry_type(db_ur
                       hz.declared_entries(run_id=run.id)) == {"parts": {"b": "plain text"}, "counts": {"n": 3}}
     with pytest.raises(InvalidDecisionError, match="entry 'n' of field 'counts' must be given as JSON"):
         apply_sets(["counts.n=three"], {"counts": {}}, {"counts": None})
+
+
+def test_an_entry_with_an_empty_or_blank_key_is_refused() -> None:
+    for key in ("", "  "):
+        with pytest.raises(InvalidDecisionError, match="needs a key"):
+            edited_value({"a": "x"}, "parts", {"entries": {key: "y"}})

@@ -176,6 +176,8 @@ def edited_value(shown: Any, field: str | None, payload: dict[str, Any], *, entr
         entries = payload["entries"]
         if not isinstance(shown, dict) or not isinstance(entries, dict):
             raise InvalidDecisionError(f"invalid edit: {what} is not a mapping: it has no entries to set")
+        if any(not str(key).strip() for key in entries):
+            raise InvalidDecisionError(f"invalid edit: an entry of {what} needs a key (not empty or blank)")
         if allow_empty is False:
             for key, raw in entries.items():
                 _refuse_empty(named(field, key), raw)
