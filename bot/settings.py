@@ -292,15 +292,15 @@ class Settings(BaseSettings):
     @classmethod
     def _base_url(cls, value: str | None, info: ValidationInfo) -> str | None:
         """An http(s) URL with a host (the run pages' links, Jira's REST API, the LLM's API start with it),
-        checked when a command starts rather than at the first delivery or call; Jira's without a query or
-        fragment (the ``jira`` library appends its paths to it)."""
+        checked when a command starts rather than at the first delivery or call; Jira's and Hazel's own
+        without a query or fragment (the ``jira`` library, and the run pages' links, append paths to them)."""
         if value is None:
             return None
         example = {"jira_url": "https://yourcompany.atlassian.net", "llm_base_url": "https://api.openai.com/v1"}
         if not _http_url(value.strip()):
             raise ValueError(f"must be an http(s) URL such as {example.get(info.field_name or '', 'https://hazel.example.com')}"
                              f", not {_url_shown(value)!r}")
-        if info.field_name == "jira_url" and ("?" in value or "#" in value):
+        if info.field_name in ("jira_url", "base_url") and ("?" in value or "#" in value):
             raise ValueError(f"must be the site's URL without a query or fragment, not {_url_shown(value)!r}")
         return value.strip()
 

@@ -58,7 +58,7 @@ def setting_extras(tmp: Path) -> dict[str, list[str]]:
         "people_file": [str(tmp / "nowhere.toml"), str(people), str(binary)],
         "log_level": ["loud"],
         "hook_urls": ["not-a-url", "hello"],
-        "base_url": ["notaurl", "ftp://hazel.example.com", "https://"],
+        "base_url": ["notaurl", "ftp://hazel.example.com", "https://", "https://hazel.example.com/?x=1#frag"],
         "retention_days": ["1e9", "inf"],  # as hazel prune --older-than: below 1,000,000 days
     }
 
