@@ -322,6 +322,14 @@ class Settings(BaseSettings):
             raise ValueError(f"must be one of {', '.join(_LOG_LEVELS)} (any case)")
         return value.strip().upper()
 
+    @field_validator("workflows")
+    @classmethod
+    def _workflows(cls, value: str) -> str:
+        """At least one module or ``.py`` file (``,`` or blank alone would load no workflow, silently)."""
+        if not any(m.strip() for m in value.split(",")):
+            raise ValueError(f"must name at least one module or .py file (comma-separated), not {value!r}")
+        return value
+
     @property
     def workflow_modules(self) -> list[str]:
         return [m.strip() for m in self.workflows.split(",") if m.strip()]

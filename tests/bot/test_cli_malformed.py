@@ -52,7 +52,7 @@ def setting_extras(tmp: Path) -> dict[str, list[str]]:
     binary.write_bytes(b"\xff\xfe[people]\n")
     return {
         "database_url": ["not-a-url", "mysql://someone@localhost/db"],
-        "workflows": [str(tmp / "nowhere.py"), str(notpy), "no.such.module", str(tmp)],
+        "workflows": [str(tmp / "nowhere.py"), str(notpy), "no.such.module", str(tmp), ",", " , "],
         "sqlite_synchronous": ["sometimes"],
         "operator": ["hazel"],
         "people_file": [str(tmp / "nowhere.toml"), str(people), str(binary)],
