@@ -189,7 +189,10 @@ def still_deciding(lists: list[Approvers], people: People, channel: str, *, vote
     people whose vote is in) and is not ``starter`` (the person who started the run, when self-approval is
     off; None: no ban). Groups (Slack user groups, Jira groups) stay: their members are not known here.
     ``Approvers()`` (empty) when the lists name nobody (anyone may); None when they name people and none of
-    them is left (nobody can decide)."""
+    them is left (nobody can decide). One empty list is enough for anyone (``is_approver``): a point open to
+    everyone stays so once its backup approvers are added by an escalation."""
+    if any(a.empty for a in lists):
+        return Approvers()
     merged = Approvers(**{key: tuple(dict.fromkeys(v for a in lists for v in getattr(a, key)))
                           for key in ("people", "users", "slack_users", "slack_usergroups", "jira_users",
                                       "jira_groups")})
