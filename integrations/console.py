@@ -73,6 +73,10 @@ class ConsoleChannel(Channel):
         lines = [f"{view.workflow} v{view.workflow_version} · run {view.run.id} · step {view.point}",
                  f"started by {person_label(view.run.started_by_person, None, view.run.started_by)} · "
                  f"approvers: {plain_mentions(view.approvers.describe())}"]
+        if view.reminder and view.nobody_left:  # (as Slack's reminder says: every approver voted, or may not)
+            lines.append("none of its approvers can decide it any more")
+        elif view.reminder and view.waiting_for is not None and not view.waiting_for.empty:
+            lines.append(f"still waits for: {plain_mentions(view.waiting_for.describe())}")
         if view.request.approvals_required > 1:
             lines.append(f"needs {view.request.approvals_required} approvals ({view.request.approvals} so far)")
         if view.request.due_at:
@@ -84,6 +88,10 @@ class ConsoleChannel(Channel):
         text.append(for_terminal(body))
         title = Text(for_terminal(f"{kind}: {view.title}", one_line=True))
         self.console.print(Panel(text, title=title, title_align="left", border_style="yellow"))
+        if view.reminder and view.nobody_left:  # no command would be taken: say what can still move it
+            self.console.print(Text(for_terminal(f"nobody left to decide: rewind, cancel or reconfigure the "
+                                                 f"point ({self.command} cancel {view.run.id})", one_line=True)))
+            return {"console": True}
         self.console.print(Text("Answer with:", style="bold"))
         for command in answer_commands(view, self.command):  # never wrapped, so they can be copied whole
             self.console.print(Text("  " + for_terminal(command, one_line=True)), soft_wrap=True)
