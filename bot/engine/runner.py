@@ -242,8 +242,7 @@ class Runner:
         now = self.clock()
         message = self.redact(f"{type(exc).__name__}: {exc}")[:2000]
         trace = self.redact("".join(traceback.format_exception(exc)))
-        log.error("run %s: its execution failed outside a step (%s); the run is failed (its traceback: hazel show "
-                  "%s --full)", run.id, message.splitlines()[0] if message else type(exc).__name__, run.id)
+        first = message.splitlines()[0] if message else type(exc).__name__
         try:
             with self.store.transaction() as tx:
                 tx.runs.advance(run.id, token=token, now=now, status=RunStatus.FAILED, error=message,
@@ -255,8 +254,13 @@ class Runner:
             log.warning("run %s: lease lost (cancelled or taken over); stopping here", run.id)
             result.lease_lost = True
             return
-        except Exception as failing:
+        except Exception as failing:  # (said so: it is not failed, it stays leased until its lease runs out)
+            log.error("run %s: its execution failed outside a step (%s), and marking it failed failed too (%s): "
+                      "it stays as it is, and is handed back when its lease runs out", run.id, first,
+                      self.redact(f"{type(failing).__name__}: {failing}").splitlines()[0])
             raise failing from exc
+        log.error("run %s: its execution failed outside a step (%s); the run is failed (its traceback: hazel show "
+                  "%s --full)", run.id, first, run.id)
         result.status = RunStatus.FAILED
         self.on_outbox()
 

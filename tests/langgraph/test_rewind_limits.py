@@ -164,3 +164,29 @@ def test_a_failure_outside_a_step_is_logged_in_one_line(db_url: str, caplog: pyt
     (record,) = [r for r in caplog.records if r.name == "hazel.runner"]
     assert record.exc_info is None and "\n" not in record.getMessage(), record.getMessage()
     assert f"hazel show {run.id} --full" in record.getMessage()
+
+
+def test_when_failing_the_run_cannot_be_written_the_log_does_not_say_it_failed(
+        db_url: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A schema changed under a serving process (``hazel db downgrade`` while it runs): the run's failure cannot
+    be written either, so the run stays leased and is handed back later; the log says that, not "failed"."""
+    import logging
+
+    from store import Store
+
+    hz = make_hazel(db_url, _numbers(Numbers))
+    run = hz.start(workflow="numbers", input={"n": 1}, actor=person("olga"))
+    hz.drive(run_id=run.id)
+    broken = make_hazel(db_url, _numbers(Renamed))
+    broken.decide(run_id=run.id, action="approve", actor=person("olga"), claim=True)
+
+    def gone(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        raise RuntimeError("relation hazel_runs has no column error")
+
+    monkeypatch.setattr(Store, "transaction", gone)
+    with caplog.at_level(logging.ERROR, logger="hazel.runner"), pytest.raises(RuntimeError):
+        broken.drive(run_id=run.id)
+    monkeypatch.undo()
+    (record,) = [r for r in caplog.records if r.name == "hazel.runner"]
+    assert "marking it failed failed too" in record.getMessage() and "the run is failed" not in record.getMessage()
+    assert broken.get(run_id=run.id).status is RunStatus.RUNNING  # as the log says: left leased
