@@ -28,7 +28,7 @@ from integrations.slack import blocks as B
 from integrations.slack import text as T
 from integrations.slack.directory import DirectoryError
 from integrations.slack.replies import history_text, run_line
-from store.models import Actor
+from store.models import Actor, plain_mentions
 
 COMMAND = "/hazel"
 MAX_REPLY_CHARS = 3900
@@ -80,10 +80,10 @@ class Commands:
             reply = T.escape(str(exc).replace("`hazel runs`", f"`{COMMAND} runs`"))
             if f"{COMMAND} runs" not in reply:
                 reply += f". `{COMMAND} runs` lists the runs."
-        except NotAllowedError as exc:
-            reply = f"🚫 {T.escape(str(exc))}"
+        except NotAllowedError as exc:  # (mentions named as plain text: escaped, they would read as "&lt;@U…")
+            reply = f"🚫 {T.escape(plain_mentions(str(exc)))}"
         except (HazelError, DirectoryError) as exc:
-            reply = T.escape(str(exc))
+            reply = T.escape(plain_mentions(str(exc)))
         return T.truncate(reply, MAX_REPLY_CHARS)
 
     def _run(self, rest: str, usage: str) -> tuple[str, str]:

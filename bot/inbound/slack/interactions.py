@@ -29,7 +29,7 @@ from integrations.slack import text as T
 from integrations.slack.blocks import ACTION_PREFIX
 from integrations.slack.directory import DirectoryError
 from integrations.slack.replies import already_from_view
-from store.models import Actor, RequestView, still_waiting_text
+from store.models import Actor, RequestView, plain_mentions, still_waiting_text
 
 log = logging.getLogger("hazel.slack")
 
@@ -189,13 +189,13 @@ class Submission:
             actor = self.bridge.actor(self.body["user"])
             self.decide(view, actor)
         except InvalidDecisionError as exc:
-            ack(response_action="errors", errors={self.block_for(view, str(exc), first): _short(str(exc))})
+            ack(response_action="errors", errors={self.block_for(view, str(exc), first): _short(_field_error(exc))})
             return
         except AlreadyDecidedError as exc:  # (a field error is plain text: no mention, no <!date^…>)
             ack(response_action="errors", errors={first: _short(already_from_error(exc, plain=True))})
             return
         except (HazelError, DirectoryError) as exc:
-            ack(response_action="errors", errors={first: _short(str(exc))})
+            ack(response_action="errors", errors={first: _short(_field_error(exc))})
             return
         ack()
         try:
@@ -238,6 +238,13 @@ class Submission:
             return
         self.hazel.decide(run_id=run_id, action=self.kind, actor=actor, payload=payload, request_id=rid,
                           delivery_id=delivery)
+
+
+def _field_error(exc: Exception) -> str:
+    """An error as a modal's field shows it: plain text (Slack renders no mention there: ``<@U0123>`` reads as
+    ``Slack user U0123``), without the console's hint (``hazel edit --allow-empty`` is nothing a Slack user
+    can run)."""
+    return plain_mentions(exc.message if isinstance(exc, HazelError) else str(exc))
 
 
 def _request_view(hazel: Hazel, request_id: int) -> RequestView | None:

@@ -52,7 +52,9 @@ def test_rewind_retry_cancel_with_permissions(make_env) -> None:  # noqa: ANN001
     env.settle()
     assert "shorter please" in env.hazel.state_at(run_id=run_id).plan
     assert "only failed runs can be retried" in reply(env, PRIYA, f"retry {run_id}")
-    assert reply(env, OUTSIDER, f"cancel {run_id} no").startswith("🚫")
+    refused = reply(env, OUTSIDER, f"cancel {run_id} no")
+    assert refused.startswith("🚫") and "&lt;@" not in refused, refused  # not an escaped mention, read literally
+    assert f"only Slack user {PRIYA}" in refused, refused
     assert reply(env, STARTER, f"cancel {run_id} changed my mind") == f"🚫 Run `{run_id}` is cancelled."
     assert env.hazel.get(run_id=run_id).status.value == "cancelled"
     assert "nothing to cancel" in reply(env, STARTER, f"cancel {run_id}")

@@ -210,3 +210,18 @@ def test_home_tab_lists_what_waits_and_its_buttons_decide(make_env) -> None:  # 
     env.wait(lambda: len(env.fake.calls_to("views.publish")) > publishes
              and "Waiting on you (0)" in str(env.fake.homes[PRIYA]), "the Home tab refreshed")
     assert [d.actor_id for d in env.hazel.decisions(run_id=run_id)] == [PRIYA]
+
+
+def test_a_refused_modal_names_approvers_in_plain_text_without_a_console_hint(make_env) -> None:  # noqa: ANN001
+    env: SlackEnv = make_env()
+    run_id = env.start()
+    env.settle()
+    message = env.request_message(run_id)
+    env.sender.click(PRIYA, "reject", message)
+    modal = env.wait(lambda: env.fake.views and env.fake.views[-1], "the reject modal")
+    response = env.sender.submit(OUTSIDER, modal, {"reason": "not ready"})  # the form, sent by a non-approver
+    assert response.status_code == 200, (response.status_code, response.text)
+    [error] = response.json()["errors"].values()
+    assert "may not" in error and f"Slack user {PRIYA}" in error, error  # a field error shows no mention
+    assert "<@" not in error and "(see `hazel" not in error, error
+    assert env.hazel.decisions(run_id=run_id) == []
