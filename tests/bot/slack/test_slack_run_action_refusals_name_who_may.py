@@ -16,8 +16,8 @@ def test_cancel_and_retry_refusals_name_the_approvers(make_env) -> None:  # noqa
         response = env.sender.command(OUTSIDER, f"{verb} {run_id}")
         assert response.status_code == 200, response.text
         text = response.json()["text"]
-        # (the command's answer escapes the engine's text: the ids show as written, not as mentions)
-        assert f"may not {verb} run {run_id}: only &lt;@{PRIYA}&gt;, &lt;!subteam^S0000000001&gt; may, or who " \
+        # (the command's answer names them in plain words, as the CLI does: no mention syntax, escaped or not)
+        assert f"may not {verb} run {run_id}: only Slack user {PRIYA}, Slack group S0000000001 may, or who " \
                "started the run" in text, text
     assert env.pending(run_id) is not None  # nothing changed
     refused = [e for e in env.hazel.audit(run_id=run_id) if e.action == "decision.refused"]
