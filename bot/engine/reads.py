@@ -201,8 +201,7 @@ class Reads:
         Raises:
             RunNotFoundError.
         """
-        run = self.get(run_id=run_id)
-        wf = self.registry.find(run.workflow, run.workflow_version)
+        wf = self._pinned_workflow(run_id)
         return wf.declared_fields() if wf is not None else {}
 
     def declared_entries(self, *, run_id: str) -> dict[str, Any]:
@@ -213,9 +212,17 @@ class Reads:
         Raises:
             RunNotFoundError.
         """
-        run = self.get(run_id=run_id)
-        wf = self.registry.find(run.workflow, run.workflow_version)
+        wf = self._pinned_workflow(run_id)
         return wf.declared_entries() if wf is not None else {}
+
+    def _pinned_workflow(self, run_id: str) -> "Workflow | None":
+        """The registered definition of the version run ``run_id`` is pinned to (None: not registered here).
+
+        Raises:
+            RunNotFoundError.
+        """
+        run = self.get(run_id=run_id)
+        return self.registry.find(run.workflow, run.workflow_version)
 
     def state_tree_at(self, *, run_id: str, seq: int | None = None) -> Any:
         """The run's state at checkpoint ``seq`` (default: its head) as a JSON tree, as people see it (None: no

@@ -351,16 +351,12 @@ def _entry_annotation(annotation: Any) -> Any:
     """The value type of a mapping annotation (``dict[str, V]``, ``Mapping[str, V]``, ``… | None``,
     ``Annotated[…]``; a bare ``dict``: ``Any``), else ``_NOT_A_MAPPING``."""
     import collections.abc
-    import types
     import typing
 
-    if typing.get_origin(annotation) is typing.Annotated:
-        annotation = typing.get_args(annotation)[0]
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(annotation) if a is not type(None)]
-        if len(args) != 1:
-            return _NOT_A_MAPPING
-        annotation = args[0]
+    args = _not_none(annotation)
+    if len(args) != 1:
+        return _NOT_A_MAPPING
+    annotation = args[0]
     if annotation is dict:
         return Any
     if typing.get_origin(annotation) in (dict, collections.abc.Mapping, collections.abc.MutableMapping):
@@ -369,14 +365,20 @@ def _entry_annotation(annotation: Any) -> Any:
     return _NOT_A_MAPPING
 
 
-def _blank(annotation: Any) -> Any:
-    """``""`` when ``annotation`` is text (``str``, ``str | None``, ``Annotated[str, …]``), else None."""
+def _not_none(annotation: Any) -> list[Any]:
+    """The types ``annotation`` admits besides None: ``Annotated[X, …]`` is ``X``, a union gives its members but
+    ``None`` (``str | None``: ``[str]``), any other annotation itself."""
     import types
     import typing
 
     if typing.get_origin(annotation) is typing.Annotated:
         annotation = typing.get_args(annotation)[0]
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(annotation) if a is not type(None)]
-        return "" if args and all(a is str for a in args) else None
-    return "" if annotation is str else None
+        return [a for a in typing.get_args(annotation) if a is not type(None)]
+    return [annotation]
+
+
+def _blank(annotation: Any) -> Any:
+    """``""`` when ``annotation`` is text (``str``, ``str | None``, ``Annotated[str, …]``), else None."""
+    args = _not_none(annotation)
+    return "" if args and all(a is str for a in args) else None

@@ -120,8 +120,9 @@ class RunActions(SteeringCore):
             run = self._run(tx, run_id)
             request = tx.requests.pending_for_run(run.id)
             wf = self.registry.find(run.workflow, run.workflow_version)
-            if wf is None and self.registry.versions(run.workflow):
-                wf = self.registry.find(run.workflow, self.registry.versions(run.workflow)[-1])
+            deployed = self.registry.versions(run.workflow) if wf is None else []
+            if deployed:  # its version is gone: the newest deployed one names the approvers
+                wf = self.registry.find(run.workflow, deployed[-1])
             graph_points = lgraph.points_of_run(tx, wf, run, request)  # a LangGraph run's: its own requests'
         points = [] if wf is None else ([wf.point(request.point)] if request is not None and
                                         isinstance(wf.nodes.get(request.point), SteeringPoint)
