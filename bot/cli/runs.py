@@ -149,14 +149,19 @@ def runs_cmd(
 
         registered = sorted({wf.name for wf in hazel.workflows()})
         unknown = workflow is not None and workflow not in registered
-        common.out.print(escape("no runs" + (f" of workflow {workflow!r}" if workflow is not None else "")
-                                + (f" with status {', '.join(status)}" if status else "")
+        common.out.print(escape(_no_runs(workflow, status)
                                 + (f" ({workflow!r} is not a registered workflow; registered: "
                                    f"{', '.join(registered) or 'none'})" if unknown else "")))
         return
     common.out.print(render.runs_table(runs, waiting))
     if len(runs) == limit:
         common.out.print(f"[dim](the {limit} newest; --limit N for more)[/dim]")
+
+
+def _no_runs(workflow: str | None, statuses: list[str] | None) -> str:
+    """What a listing whose filters match nothing says: ``no runs of workflow 'x' with status failed``."""
+    return ("no runs" + (f" of workflow {workflow!r}" if workflow is not None else "")
+            + (f" with status {', '.join(statuses)}" if statuses else ""))
 
 
 def _versions(hazel: Hazel, json_out: bool, *, statuses: list[str] | None, workflow: str | None) -> None:
@@ -172,8 +177,7 @@ def _versions(hazel: Hazel, json_out: bool, *, statuses: list[str] | None, workf
     from rich.markup import escape
 
     if not data:
-        common.out.print(escape("no runs" + (f" of workflow {workflow!r}" if workflow is not None else "")
-                                + (f" with status {', '.join(statuses)}" if statuses else "")))
+        common.out.print(escape(_no_runs(workflow, statuses)))
         return
     from rich.table import Table
 
