@@ -119,7 +119,7 @@ class OutboxKind(str, enum.Enum):
 
 
 class _Record(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
 
 def person_label(person: str | None, name: str | None, identity: str) -> str:
