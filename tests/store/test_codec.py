@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import enum
+import json
+import threading
 import uuid
+import zlib
 from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
 
 from pydantic import BaseModel
+from sqlalchemy import text
 
 from store import NewCheckpoint, Store
 from store.codec import StateCodec, dump_payload, load_payload, load_payloads
@@ -95,3 +99,53 @@ def test_many_payloads_decode_as_each_would_alone() -> None:
     assert any(compressed for _, compressed in stored) and not all(compressed for _, compressed in stored)
     assert load_payloads(stored) == [load_payload(p, c) for p, c in stored] == trees
     assert load_payloads([]) == []
+
+
+def test_payloads_are_zstd_frames_and_zlib_rows_of_earlier_versions_still_load(store: Store) -> None:
+    """New payloads are zstd frames; a chain whose snapshot and first patch were written as zlib streams (by
+    Hazel before zstd) and whose last patch is zstd loads as one state."""
+    big = {"items": ["word " * 100]}
+    payload, compressed = dump_payload(big)
+    assert compressed and payload[:4] == b"\x28\xb5\x2f\xfd" and load_payload(payload, True) == big
+    now = datetime.now(timezone.utc)
+    with store.transaction() as tx:
+        tx.runs.insert(run_id="r1", workflow="w", workflow_version=1, started_by="me", started_via="console",
+                       now=now, status=RunStatus.READY)
+        pos = None
+        for seq, items in enumerate((["word " * 100], ["word " * 100, "more " * 80],
+                                     ["word " * 100, "more " * 80, "last " * 90])):
+            pos = tx.checkpoints.write(NewCheckpoint(run_id="r1", seq=seq, parent_seq=seq - 1 if seq else None,
+                                                     branch=0, step=f"s{seq}", next_step=None, workflow_version=1,
+                                                     created_at=now), {"items": items}, pos)
+    with store.transaction() as tx:  # the first two rows as an earlier Hazel wrote them
+        for seq in (0, 1):
+            row = tx.conn.execute(text("SELECT payload, compressed FROM hazel_checkpoints WHERE run_id = 'r1'"
+                                       " AND seq = :seq"), {"seq": seq}).one()
+            legacy = zlib.compress(json.dumps(load_payload(bytes(row.payload), row.compressed),
+                                              separators=(",", ":")).encode(), 1)
+            tx.conn.execute(text("UPDATE hazel_checkpoints SET payload = :p, compressed = :c WHERE run_id = 'r1'"
+                                 " AND seq = :seq"), {"p": legacy, "c": True, "seq": seq})
+    with store.read() as tx:
+        loaded = tx.checkpoints.load("r1", 2)
+    assert loaded.chain_len == 2 and loaded.tree == {"items": ["word " * 100, "more " * 80, "last " * 90]}
+
+
+def test_threads_compress_and_decompress_at_once() -> None:
+    """Each thread has its own zstd contexts (python-zstandard's are not thread-safe): eight threads encoding
+    and decoding different trees at once all get their own back."""
+    errors: list[BaseException] = []
+
+    def work(i: int) -> None:
+        try:
+            for j in range(300):
+                tree = {"who": i, "text": f"thread {i} step {j} " * 40}
+                assert load_payload(*dump_payload(tree)) == tree
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
