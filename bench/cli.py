@@ -137,6 +137,12 @@ def rows(sizes: Sizes) -> list[Row]:
         Row("2", f"Hazel checkpoint per step, {large} steps, µs", f"hz_step{large}_us"),
         Row("2", f"per step ÷ floor, {small} steps", f"hz_step{small}_us/floor_us", 2, per_step),
         Row("2", f"per step ÷ floor, {large} steps", f"hz_step{large}_us/floor_us", 2, per_step),
+        Row("2", f"floor over a fresh database's first {hazel_side.WARM_UP_STEPS} + {small} commits, µs",
+            f"floor_run{small}_us"),
+        Row("2", f"floor over a fresh database's first {hazel_side.WARM_UP_STEPS} + {large} commits, µs",
+            f"floor_run{large}_us"),
+        Row("2", f"per step ÷ that floor, {small} steps (the same commits)", f"hz_step{small}_us/floor_run{small}_us", 2),
+        Row("2", f"per step ÷ that floor, {large} steps (the same commits)", f"hz_step{large}_us/floor_run{large}_us", 2),
         Row("2", f"growth: last 20 ÷ first 20 steps ({large} steps)", f"hz_growth{large}", 2, Goal(LOWER, 1.1, "≤ 1.1")),
         Row("3", f"bytes on disk per checkpoint after {large} steps", "hz_bytes_cp", 0, Goal(LOWER, 1536, "≤ 1,536")),
         Row("4", f"pause: runs to their steering point per s (in-process, {n} runs)", "hz_pause_ps"),
@@ -247,6 +253,12 @@ def _measure_all(backends: list, sizes: Sizes, *, langgraph: bool, workers: bool
             if us is not None:
                 s.add("floor_us", name, us)
                 s.add("floor_cps", name, 1e6 / us)
+            for steps in (small, large):  # the floor in the regime of item 2's runs (a fresh file, as many commits)
+                key = f"floor_run{steps}_us"
+                us = _measure(s, [key], name, lambda: floor.floor_us_per_commit(
+                    b.fresh_url(f"floor{steps}", migrate=False), steps, warm_up_rows=hazel_side.WARM_UP_STEPS))
+                if us is not None:
+                    s.add(key, name, us)
             for steps in (small, large):
                 keep = steps == large
                 _cost(s, "hz", name, steps, keep, lambda: hazel_side.checkpoint_cost(b, steps, measure_storage=keep))

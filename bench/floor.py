@@ -17,8 +17,10 @@ from store import db
 from bench.workload import step_text
 
 
-def floor_us_per_commit(url: str, n_rows: int) -> float:
-    """Mean microseconds of one INSERT + COMMIT of a 1 KB row, over ``n_rows`` commits."""
+def floor_us_per_commit(url: str, n_rows: int, *, warm_up_rows: int = 0) -> float:
+    """Mean microseconds of one INSERT + COMMIT of a 1 KB row, over ``n_rows`` commits after ``warm_up_rows``
+    untimed ones (on a fresh database: as many as item 2's warm-up run has steps, so that the timed commits
+    meet the same state of SQLite's WAL as the run's steps; see ``bench/README.md``, item 1)."""
     engine = db.make_engine(url, pool_size=1)
     row = step_text(0).encode()
     sqlite = db.is_sqlite(engine)
@@ -36,6 +38,13 @@ def floor_us_per_commit(url: str, n_rows: int) -> float:
         raw.commit()
         if not sqlite:
             raw.driver_connection.autocommit = True
+        for _ in range(warm_up_rows):
+            if sqlite:
+                cur.execute("BEGIN IMMEDIATE")
+                cur.execute(insert, (row,))
+                raw.commit()
+            else:
+                cur.execute(insert, (row,))
         started = time.perf_counter()
         for _ in range(n_rows):
             if sqlite:

@@ -13,7 +13,7 @@ from bench.workload import linear_workflow, step_text
 TINY = cli.Sizes(reps=1, floor_rows=10, steps=(5, 30), pause_runs=5, worker_runs=5, worker_latency_runs=3,
                  waiting_runs=20, history_steps=20, rewind_to=10, slack_clicks=3, dbos_pause_runs=3, db_small_runs=20,
                  db_big_runs=40, cli_repeats=1)
-HAZEL_KEYS = ("floor_us", "floor_cps", "hz_step5_us", "hz_step30_us", "hz_growth30", "hz_bytes_cp", "hz_pause_ps",
+HAZEL_KEYS = ("floor_us", "floor_cps", "floor_run5_us", "floor_run30_us", "hz_step5_us", "hz_step30_us", "hz_growth30", "hz_bytes_cp", "hz_pause_ps",
               "hz_resume_p50_ms", "hz_resume_p99_ms", "hz_resumes_ps", "hz_history_ms", "hz_rewind_ms")
 
 
@@ -46,6 +46,7 @@ def test_every_measurement_lands_in_the_table(backends) -> None:  # noqa: ANN001
     table = report.markdown()
     assert table.count("\n| ") == len(cli.rows(TINY)) + 1  # header + one line per row
     assert "per step ÷ floor, 30 steps" in table
+    assert "per step ÷ that floor, 30 steps (the same commits)" in table  # the floor in the runs' regime
     judged = {(row.key, backend) for row, backend, _ in report.judged}
     assert ("hz_step30_us/floor_us", "sqlite") in judged
 
