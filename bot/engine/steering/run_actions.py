@@ -21,6 +21,17 @@ from store.models import TIMEOUT, Actor, RequestStatus, Run, RunStatus, Steering
 CANCELLABLE = (RunStatus.READY, RunStatus.RUNNING, RunStatus.WAITING, RunStatus.FAILED)
 
 
+def _not_retryable(run: Run) -> str:
+    """Why ``retry`` refuses ``run`` (neither ``failed`` nor ``ready``), and what moves it instead."""
+    rule = "retry resumes a failed run, or continues a ready run that no process is continuing"
+    if run.status is RunStatus.WAITING:
+        return f"run {run.id} is waiting on a steering request: answer it instead; {rule}"
+    if run.status is RunStatus.RUNNING:
+        owner = f" by {run.lease_owner}" if run.lease_owner else ""
+        return f"run {run.id} is running: it is being continued{owner}; {rule}"
+    return f"run {run.id} is {run.status.value}: nothing to retry; {rule}"
+
+
 class RunActions(SteeringCore):
     """``retry``, ``cancel`` and ``end_waiting``: see the module docstring."""
 
@@ -30,7 +41,8 @@ class RunActions(SteeringCore):
         already ``ready`` is returned as it is.
 
         Raises:
-            RunNotFoundError, RunStateError (not failed), NotAllowedError, VersionUnavailableError (its version
+            RunNotFoundError, RunStateError (neither failed nor ready: the message says what moves the run
+            instead), NotAllowedError, VersionUnavailableError (its version
             is not deployed here and no deployed version migrates from it: no worker could take it up).
         """
         run = self._check_run_action(run_id, actor, "retry")
@@ -41,8 +53,7 @@ class RunActions(SteeringCore):
         with self.store.transaction() as tx:
             if not tx.runs.transition(run.id, from_statuses=[RunStatus.FAILED], now=now, status=RunStatus.READY,
                                       attempt=0, wake_at=None):
-                current = self._run(tx, run_id)
-                raise RunStateError(f"run {run.id} is {current.status.value}; only failed runs can be retried")
+                raise RunStateError(_not_retryable(self._run(tx, run_id)))
             tx.events.add(action="run.retried", actor=actor, now=now, run_id=run.id, from_seq=run.head_seq)
             tx.notify_ready(run.id)
             after = self._run(tx, run_id)

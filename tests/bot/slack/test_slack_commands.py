@@ -51,13 +51,16 @@ def test_rewind_retry_cancel_with_permissions(make_env) -> None:  # noqa: ANN001
     assert answer.startswith(f"↩️ Run `{run_id}` rewound to checkpoint #0") and "`draft_plan`" in answer
     env.settle()
     assert "shorter please" in env.hazel.state_at(run_id=run_id).plan
-    assert "only failed runs can be retried" in reply(env, PRIYA, f"retry {run_id}")
+    refused = reply(env, PRIYA, f"retry {run_id}")
+    assert refused == (f"run {run_id} is waiting on a steering request: answer it instead; retry resumes a failed run, "
+                       "or continues a ready run that no process is continuing"), refused
     refused = reply(env, OUTSIDER, f"cancel {run_id} no")
     assert refused.startswith("🚫") and "&lt;@" not in refused, refused  # not an escaped mention, read literally
     assert f"only Slack user {PRIYA}" in refused, refused
     assert reply(env, STARTER, f"cancel {run_id} changed my mind") == f"🚫 Run `{run_id}` is cancelled."
     assert env.hazel.get(run_id=run_id).status.value == "cancelled"
     assert "nothing to cancel" in reply(env, STARTER, f"cancel {run_id}")
+    assert reply(env, PRIYA, f"retry {run_id}").startswith(f"run {run_id} is cancelled: nothing to retry; ")
     refused_actions = [(e.actor_id, e.detail.get("attempted")) for e in env.hazel.audit(run_id=run_id)
                        if e.action == "decision.refused"]
     assert (OUTSIDER, "rewind") in refused_actions and (OUTSIDER, "cancel") in refused_actions
