@@ -9,10 +9,13 @@ starts, ``Hazel.prepare``) or under a lease that lapses. Run again, the decision
 holds the lease, it says who and until when, and runs nothing. With ``--detach`` it prints the command that
 continues the run instead.
 
-The exit status is 0 when the earlier decision is the one asked for, by the same person (your own
-``approve`` recorded before the crash: what you asked stands), else 1, with who decided (another person's
-``approve`` that came first, or another decision: yours was not taken, even though the run went on); 1 also
-when the run this command continued ends ``failed``.
+The exit status is 0 when the earlier decision is the one asked for, by the same person, and the run was
+stranded (your own ``approve`` recorded before the crash: what you asked stands), else 1, with who decided
+(another person's ``approve`` that came first, or another decision: yours was not taken, even though the run
+went on). A run that a live process holds is not stranded: the same decision sent twice at once (a double
+submit) gets the refusal and exit 1 on the second, whether the first is still running the steps or has
+finished them, as it does once the run has moved on. 1 also when the run this command continued ends
+``failed``, or when another process claimed it first.
 """
 
 from __future__ import annotations
@@ -90,7 +93,9 @@ def continue_stranded(hazel: Hazel, *, run_id: str, refusal: Exception, action: 
         run = hazel.get(run_id=run_id)
     if run.status not in (RunStatus.READY, RunStatus.RUNNING):
         return
-    stands = _stands(hazel, run, refusal, action, actor)
+    # Yours stands only where the run was stranded (the command that took it died): while a live process holds
+    # it (the first of a double submit, still running), this one is a refusal as any other.
+    stands = run.status is not RunStatus.RUNNING and _stands(hazel, run, refusal, action, actor)
     say = common.console("err" if json_out else "out").print
     if stands:
         say(escape(common._one_line(refusal)), soft_wrap=True)
@@ -99,7 +104,7 @@ def continue_stranded(hazel: Hazel, *, run_id: str, refusal: Exception, action: 
     refused = {"type": type(refusal).__name__, "message": str(refusal)}
     result = None
     if run.status is RunStatus.RUNNING:
-        say(_held(run), soft_wrap=True)
+        common.console("err").print(_held(run), soft_wrap=True)
     elif detach:
         say(f"run {run.id} is {run.status.value} and no process is continuing it: "
             f"`{common.command_prefix()} retry {run.id}` continues it here (or start `hazel worker`)", soft_wrap=True)
@@ -110,8 +115,8 @@ def continue_stranded(hazel: Hazel, *, run_id: str, refusal: Exception, action: 
         if result.status is None and not result.steps and not result.lease_lost:  # another process claimed it
             current = result.run
             if current is not None and current.status is RunStatus.RUNNING:
-                say(_held(current), soft_wrap=True)
-            result = None
+                common.console("err").print(_held(current), soft_wrap=True)
+            result, stands = None, False
     finish(hazel, run.id, result, json_out, extra={"refused": refused, "continued": result is not None},
            queued_hint=not detach)  # with --detach, the hint above says what continues the run
     raise typer.Exit(0 if stands else 1)

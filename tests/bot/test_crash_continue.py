@@ -1,6 +1,6 @@
 """After a crash: ``hazel approve`` SIGKILLed in the middle of the step it executes after recording the decision,
 then run again, continues the run (the decision stands; completed steps never run again); while a live process
-holds the run's lease, the command names that process and runs nothing."""
+holds the run's lease, the command names that process, runs nothing and exits 1 (the second of a double submit)."""
 
 from __future__ import annotations
 
@@ -170,10 +170,11 @@ def test_a_live_lease_is_named_and_nothing_runs_twice(db_url: str, tmp_path: Pat
     try:
         wait_for(tmp_path / "slow.started", first)
         for args in (["approve", run_id], ["approve", run_id, "--at", "review"]):
-            again = cli(args, env)
-            assert again.returncode == 0, again.stdout + again.stderr
-            assert f"run {run_id} is being continued by " in again.stdout
-            assert f":{first.pid}:" in again.stdout and "(lease until " in again.stdout
+            again = cli(args, env)  # the same person's approve again (a double submit): refused, as once it ended
+            assert again.returncode == 1, again.stdout + again.stderr
+            assert "error: already approved by tester at " in again.stderr, again.stderr
+            assert f"run {run_id} is being continued by " in again.stderr
+            assert f":{first.pid}:" in again.stderr and "(lease until " in again.stderr
         assert shown(run_id, reader)["run"]["status"] == "running"
     finally:
         (tmp_path / "block").unlink()
