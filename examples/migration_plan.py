@@ -16,7 +16,7 @@ import re
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from hazel import Approvers, StepContext, Workflow
 from hazel.llm import OFFLINE_NOTICE, complete
@@ -31,6 +31,21 @@ class MigrationState(BaseModel):
     script_revisions: int = 0
     deployed_to: str | None = None
     deployed_at: datetime | None = None
+
+    @field_validator("scripts")
+    @classmethod
+    def _file_names(cls, scripts: dict[str, str]) -> dict[str, str]:
+        """Each script is written as its own file in the run's output folder by ``deploy``: a plain ``.sql``
+        file name (letters, digits, ``.``, ``_``, ``-``; no folder, no ``..``), so that an edit can neither
+        leave the folder nor overwrite ``plan.md`` or the ``DEPLOYED`` marker."""
+        bad = [name for name in scripts if not SCRIPT_NAME.fullmatch(name)]
+        if bad:
+            raise ValueError(f"script file names must be plain .sql file names (such as 001_add_column.up.sql), "
+                             f"not {', '.join(map(repr, bad[:3]))}")
+        return scripts
+
+
+SCRIPT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}\.sql")
 
 
 # -- the offline drafter: deterministic text from the request and the SME's feedback ------------------------
@@ -145,12 +160,14 @@ def _as_files(files: dict[str, str]) -> str:
 
 
 def _parse_files(text: str) -> dict[str, str]:
+    """The model's ``-- file: NAME`` sections; a NAME that is not a plain ``.sql`` file name (``SCRIPT_NAME``)
+    is numbered instead (``002_migration.sql``), as the state accepts no other."""
     files: dict[str, str] = {}
     current = None
     for line in text.splitlines(keepends=True):
         m = re.match(r"^--\s*file:\s*(\S+)\s*$", line)
         if m:
-            current = m.group(1)
+            current = m.group(1) if SCRIPT_NAME.fullmatch(m.group(1)) else f"{len(files) + 1:03d}_migration.sql"
             files[current] = ""
         elif current is not None:
             files[current] += line

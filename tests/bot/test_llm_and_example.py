@@ -92,3 +92,31 @@ def test_example_builds_with_channels() -> None:
     wf = build(plan_channel="slack:#migrations", review_channel="jira:MIG", signoff_channel="console")
     wf.validate()
     assert wf.point("review_plan").channel == "slack:#migrations" and wf.point("review_artefacts").channel == "jira:MIG"
+
+
+@pytest.mark.parametrize("name", ["plan.md", "DEPLOYED.sql/..", "../escape.sql", "sub/x.sql", ".hidden.sql"])
+def test_an_edit_cannot_name_a_script_outside_the_folder_or_over_the_plan(db_url: str, tmp_path: Path, name: str,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HAZEL_DATABASE_URL", db_url)
+    monkeypatch.setenv("HAZEL_WORKFLOWS", "examples.migration_plan")
+    monkeypatch.setenv("HAZEL_OPERATOR", "priya")
+    for var in ("HAZEL_LLM_BASE_URL", "HAZEL_LLM_API_KEY", "HAZEL_LLM_MODEL"):
+        monkeypatch.delenv(var, raising=False)
+    cli = CliRunner()
+    started = cli.invoke(app, ["run", "migration-plan", "--input", '{"request": "add a column"}', "--json"])
+    run_id = json.loads(started.stdout)["run"]["id"]
+    assert cli.invoke(app, ["approve", run_id, "--at", "review_plan", "--as", "priya"]).exit_code == 0
+    before = json.loads(cli.invoke(app, ["show", run_id, "--json"]).stdout)["state"]["scripts"]
+    refused = cli.invoke(app, ["edit", run_id, "--at", "review_artefacts", "--as", "priya", "--set",
+                               f"scripts.{name}=DROP TABLE x;"])
+    assert refused.exit_code == 1 and "script file names must be plain .sql file names" in refused.output, \
+        refused.output
+    after = json.loads(cli.invoke(app, ["show", run_id, "--json"]).stdout)
+    assert after["state"]["scripts"] == before and after["pending_request"]["point"] == "review_artefacts"
+
+
+def test_a_models_file_names_are_numbered_when_not_plain() -> None:
+    from examples.migration_plan import _parse_files
+
+    text = "-- file: ../../etc/x.sql\nSELECT 1;\n-- file: 002_ok.up.sql\nSELECT 2;\n"
+    assert _parse_files(text) == {"001_migration.sql": "SELECT 1;\n", "002_ok.up.sql": "SELECT 2;\n"}
