@@ -9,6 +9,7 @@ from pydantic import BaseModel, ValidationError
 
 from bot.engine.errors import ConfigurationError, InvalidInputError, quoted
 from bot.engine.lgraph import LangGraphWorkflow
+from bot.engine.limits import not_text
 from bot.engine.steering.edits import format_validation_error
 from bot.engine.workflow import Workflow
 from bot.settings import Settings
@@ -30,7 +31,17 @@ def validate_input(wf: Workflow, data: dict[str, Any] | BaseModel | None) -> Bas
     try:
         return wf.codec.validate(data if data is not None else {})
     except ValidationError as exc:
-        raise InvalidInputError(f"invalid input for {wf.label}: {format_validation_error(exc)}") from None
+        raise _invalid(wf, exc) from None
+
+
+def _invalid(wf: Workflow, exc: ValidationError) -> InvalidInputError:
+    """pydantic's refusal as an ``InvalidInputError``; a string that is not Unicode text (``string_unicode``:
+    a byte that is not UTF-8 on the command line) is said as every other channel says it (``limits.not_text``)."""
+    for error in exc.errors():
+        if error["type"] == "string_unicode" and isinstance(error.get("input"), str):
+            where = ".".join(map(str, error["loc"]))
+            return InvalidInputError(f"invalid input for {wf.label}: {where} {not_text(error['input'])}")
+    return InvalidInputError(f"invalid input for {wf.label}: {format_validation_error(exc)}")
 
 
 def _unknown(wf: Workflow, unknown: list[str], fields: list[str]) -> InvalidInputError:
@@ -57,7 +68,7 @@ def _check_graph_input(wf: LangGraphWorkflow, data: object) -> None:
     try:
         adapter.validate_python(data if data is not None else {})
     except ValidationError as exc:
-        raise InvalidInputError(f"invalid input for {wf.label}: {format_validation_error(exc)}") from None
+        raise _invalid(wf, exc) from None
 
 
 def _unknown_fields(model: type[BaseModel], data: object) -> list[str]:

@@ -33,8 +33,22 @@ MAX_STATE_DEPTH = 250
 LIMIT_SETTING = "HAZEL_MAX_STATE_BYTES"
 
 
-NOT_TEXT = ("holds a character that is not Unicode text (a lone surrogate such as U+DC9B: what a byte that is not "
-            "UTF-8 becomes); send it as UTF-8")
+
+
+def not_text(text: str) -> str:
+    """Why ``text`` (which ``is_text`` refused) is not Unicode text, naming its first lone surrogate: U+DC80..U+DCFF
+    is what a byte 0x80..0xFF that is not UTF-8 becomes (Python's ``surrogateescape``: the command line, the
+    environment, a file read as UTF-8); any other is a lone surrogate (``\\ud83d`` without its pair, in JSON).
+    The message never quotes the text itself."""
+    code = next((ord(c) for c in text if 0xD800 <= ord(c) <= 0xDFFF), None)
+    if code is None:
+        found = "a lone surrogate"
+    elif 0xDC80 <= code <= 0xDCFF:
+        found = f"U+{code:04X}, what the byte 0x{code - 0xDC00:02X} becomes where it is not UTF-8"
+    else:
+        found = f"U+{code:04X}, a lone surrogate (half of a UTF-16 pair)"
+    return f"holds a character that is not Unicode text ({found}); send it as UTF-8"
+
 NUL = ("holds a NUL character (U+0000, \\u0000 in JSON), which is not text a database stores (PostgreSQL "
        "refuses it); take it out")
 _NUL_IN_JSON = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
@@ -65,7 +79,7 @@ def state_tree(wf: Workflow, state: BaseModel, *, max_bytes: int, what: str,
         tree = wf.codec.encode(state)
         dumped = json.dumps(tree, ensure_ascii=False, separators=(",", ":"))
         if not is_text(dumped):
-            raise refuse(f"{what} {NOT_TEXT}")
+            raise refuse(f"{what} {not_text(dumped)}")
         if _has_nul(dumped):
             raise refuse(f"{what} {NUL}")
         size = len(dumped.encode("utf-8"))
@@ -87,7 +101,7 @@ def check_text(text: str, *, max_bytes: int, what: str, refuse: type[HazelError]
             (a lone surrogate), or holding a NUL (U+0000).
     """
     if not is_text(text):
-        raise refuse(f"{what} {NOT_TEXT}")
+        raise refuse(f"{what} {not_text(text)}")
     if "\x00" in text:
         raise refuse(f"{what} {NUL}")
     if len(text) * 4 > max_bytes:  # (a cheap bound first: at most 4 bytes a character)

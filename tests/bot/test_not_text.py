@@ -31,8 +31,10 @@ def raw(api: Any, method: str, path: str, body: dict[str, Any]) -> Any:
 
 def test_lone_surrogates_are_refused_on_the_api_and_nothing_is_written(served) -> None:  # noqa: ANN001,F811
     hazel, api = served
-    error_of(raw(api, "POST", "/api/runs", {"workflow": "doc", "input": {"topic": "ab\udc9b"}}), 422,
-             "InvalidInputError")  # (the state model's own str field refuses it)
+    assert error_of(raw(api, "POST", "/api/runs", {"workflow": "doc", "input": {"topic": "ab\udc9b"}}), 422,
+                    "InvalidInputError").endswith(  # (the state model's own str field refuses it: said as ours)
+        "topic holds a character that is not Unicode text (U+DC9B, what the byte 0x9B becomes where it is not "
+        "UTF-8); send it as UTF-8")
     assert NOT_TEXT in error_of(raw(api, "POST", "/api/runs", {"workflow": "loose", "input": {"data": ["\udc9b"]}}),
                                 422, "InvalidInputError")
     assert hazel.runs() == []
@@ -91,8 +93,9 @@ def test_the_engine_refuses_lone_surrogates_from_any_channel(served) -> None:  #
     run_id = api.wait_status(api.start()["id"], "waiting")["id"]
     before = snapshot(hazel, run_id)
     olga = Actor(channel="api", id="alice")  # an approver: the text is what is refused
-    for action, payload in (("feedback", {"text": "bad\udc9b"}), ("reject", {"reason": "no\udc9b"})):
-        with pytest.raises(InvalidDecisionError, match=NOT_TEXT):
+    for action, payload, named in (("feedback", {"text": "bad\udc9b"}, r"\(U\+DC9B, what the byte 0x9B becomes"),
+                                   ("reject", {"reason": "no\ud83d"}, r"\(U\+D83D, a lone surrogate \(half of")):
+        with pytest.raises(InvalidDecisionError, match=named):
             hazel.decide(run_id=run_id, action=action, actor=olga, payload=payload)
     with pytest.raises(InvalidDecisionError, match=NOT_TEXT):
         hazel.cancel(run_id=run_id, actor=olga, reason="c\udc9b")
