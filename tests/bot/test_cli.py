@@ -42,10 +42,13 @@ def test_run_steer_and_inspect(cli) -> None:  # noqa: ANN001
     assert rewound["run"]["status"] == "waiting" and rewound["steps"] == ["write_draft"]
     tree = cli("history", run_id).stdout
     assert "fork from #2" in tree and "rewind to #2 by olga" in tree  # the latest time write_draft was next
+    cli.json("rewind", run_id, "--to", "1", "--set", "topic=Caching, again")
+    tree = " ".join(cli("history", run_id).stdout.split())  # (the tree wraps long lines)
+    assert "rewind to #1 by olga set topic → " in tree, tree  # which fields a rewind's --set changed
 
     audit = cli.json("audit", run_id)
     assert [e["action"] for e in audit if e["action"].startswith("decision")] == [
-        "decision.feedback", "decision.edit", "decision.rewind"]
+        "decision.feedback", "decision.edit", "decision.rewind", "decision.rewind"]
     proxied = [e for e in audit if e["action"] in ("decision.feedback", "decision.edit")]
     assert {(e["actor_id"], e["person"], e["detail"]["acting_for"]) for e in proxied} == {("olga", "sue", "sue")}
     assert "decision.rewind" in cli("audit", run_id).stdout

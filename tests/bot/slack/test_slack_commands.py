@@ -3,6 +3,7 @@ resent ``start`` that starts nothing new."""
 
 from __future__ import annotations
 
+from store.models import Actor
 from tests.bot.slack.conftest import OUTSIDER, PRIYA, STARTER, SlackEnv
 
 
@@ -51,6 +52,10 @@ def test_rewind_retry_cancel_with_permissions(make_env) -> None:  # noqa: ANN001
     assert answer.startswith(f"↩️ Run `{run_id}` rewound to checkpoint #0") and "`draft_plan`" in answer
     env.settle()
     assert "shorter please" in env.hazel.state_at(run_id=run_id).plan
+    env.hazel.rewind(run_id=run_id, actor=Actor(channel="slack", id=PRIYA), to=0, edits={"request": "Add a column"},
+                     claim=False)
+    assert "_set_ request → draft_plan" in reply(env, PRIYA, f"history {run_id}")  # the fields a rewind set
+    env.settle()
     refused = reply(env, PRIYA, f"retry {run_id}")
     assert refused == (f"run {run_id} is waiting on a steering request: answer it instead; retry resumes a failed run, "
                        "or continues a ready run that no process is continuing"), refused
