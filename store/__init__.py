@@ -21,6 +21,7 @@ from store.audit import EventRepo
 from store.checkpoints import ChainPosition, CheckpointRepo, Fence, NewCheckpoint, SnapshotPolicy
 from store.dialect import Dialect, dialect_named
 from store.errors import DuplicateDecisionError, LeaseLostError, SchemaNotReadyError, StoreError
+from store.heads import HeadCache, published
 from store.hooks import HookRepo
 from store.notify import ReadyListener, notify_ready
 from store.outbox import OutboxRepo
@@ -49,6 +50,8 @@ class Tx:
         self.dialect = dialect
         self.hook_urls = hook_urls
         self._piped = False
+        self.written: dict[str, tuple[NewCheckpoint, ChainPosition, int]] = {}
+        """The checkpoints this transaction wrote, the latest of each run (``store.heads``)."""
 
     @cached_property
     def runs(self) -> RunRepo:
@@ -56,7 +59,7 @@ class Tx:
 
     @cached_property
     def checkpoints(self) -> CheckpointRepo:
-        return CheckpointRepo(self.conn, self.policy, self.dialect)
+        return CheckpointRepo(self.conn, self.policy, self.dialect, self.written)
 
     @cached_property
     def requests(self) -> RequestRepo:
@@ -140,6 +143,8 @@ class Store:
         self.policy = snapshot_policy or SnapshotPolicy()
         self.hook_urls = tuple(hook_urls)
         self.dialect_hooks = dialect_named(self.engine.dialect.name)
+        self.heads = HeadCache()
+        """The latest checkpoint this process committed for each run (bounded; ``store.heads``)."""
 
     @property
     def dialect(self) -> str:
@@ -152,7 +157,10 @@ class Store:
         does not wait for the disk (``store.db.transaction``): it survives a process crash at once, a power
         loss from the next durable commit on."""
         with db.transaction(self.engine, write=write, durable=durable) as conn:
-            yield Tx(conn, self.policy, self.dialect_hooks, self.hook_urls)
+            tx = Tx(conn, self.policy, self.dialect_hooks, self.hook_urls)
+            yield tx
+        if tx.written:  # committed: what it wrote is what a decision in this process reads next
+            published(tx.written, self.heads)
 
     def read(self) -> "contextmanager[Tx]":
         """A read-only transaction (no write lock on SQLite)."""

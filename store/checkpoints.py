@@ -230,10 +230,15 @@ def _loaded(run_id: str, res: fast.Result) -> LoadedCheckpoint | None:
 
 
 class CheckpointRepo:
-    def __init__(self, conn: Connection, policy: SnapshotPolicy, dialect: Dialect) -> None:
+    """``written``: where the checkpoints this transaction wrote are noted (run id -> checkpoint, position,
+    stored bytes), for ``Store.transaction`` to publish to its ``HeadCache`` once committed."""
+
+    def __init__(self, conn: Connection, policy: SnapshotPolicy, dialect: Dialect,
+                 written: dict[str, Any] | None = None) -> None:
         self.conn = conn
         self.policy = policy
         self.dialect = dialect
+        self.written = written if written is not None else {}
 
     def write(self, cp: NewCheckpoint, tree: Any, parent: ChainPosition | None, *,
               fence: Fence | None = None) -> ChainPosition:
@@ -252,6 +257,7 @@ class CheckpointRepo:
         its own; ``get`` raises ``LeaseLostError``: roll the transaction back)."""
         values, position = encode_checkpoint(cp, tree, parent, self.policy)
         row = dict(zip(ROW_COLUMNS, values))
+        noted = (cp, position, row["stored_bytes"])
         if fence is None:
             fast.execute(self.conn, _INSERT, row)
         elif self.dialect.one_statement_step:
@@ -263,11 +269,13 @@ class CheckpointRepo:
             def fenced() -> ChainPosition:
                 if res.rowcount != 1:
                     raise LeaseLostError(f"run {fence.run_id} is no longer leased by this worker")
+                self.written[cp.run_id] = noted  # (only a row that was written)
                 return position
             return fast.Later(fenced)
         else:  # SQLite: two statements in process, no round trip to save
             RunRepo(self.conn, self.dialect).advance(fence.run_id, token=fence.token, now=fence.now, **fence.values)
             fast.execute(self.conn, _INSERT, row)
+        self.written[cp.run_id] = noted
         return fast.Later(lambda: position)
 
     def load(self, run_id: str, seq: int) -> LoadedCheckpoint | None:
