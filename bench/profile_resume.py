@@ -52,10 +52,14 @@ def _counting(counts: dict[str, int]):  # noqa: ANN202
     return undo
 
 
-def profile(backend, n_runs: int, *, top: int = 25, sort: str = "cumulative") -> str:  # noqa: ANN001
+def profile(backend, n_runs: int, *, top: int = 25, sort: str = "cumulative",  # noqa: ANN001
+            head_cache: bool = True) -> str:
     """Profile ``n_runs`` resumes on ``backend``; the report as text, functions ordered by ``sort`` (a
-    ``pstats`` key: ``cumulative``, ``tottime``)."""
+    ``pstats`` key: ``cumulative``, ``tottime``). ``head_cache=False``: the decision reads the paused
+    checkpoint from the database, as one taken by another process does (``store.heads`` keeps nothing)."""
     hazel = make_engine(backend.fresh_url("profile"), bench_pause)
+    if not head_cache:
+        hazel.store.heads.max_entries = 0
     counts = {"transactions": 0}
     try:
         run_ids = []
@@ -85,10 +89,11 @@ def profile(backend, n_runs: int, *, top: int = 25, sort: str = "cumulative") ->
     commits = (_calls(stats, "commit", "sqlite3.Connection") if sqlite
                else _calls(stats, "psycopg/connection.py", "commit"))
     transactions = counts["transactions"]
+    held = _calls(stats, "store/heads.py", "_loaded")
     out = io.StringIO()
     out.write(f"{backend.name}: {n_runs} resumes, {elapsed / n_runs * 1e3:.2f} ms each under the profiler; per "
               f"resume: {transactions / n_runs:.1f} transactions, {statements / n_runs:.1f} statements, "
-              f"{commits / n_runs:.1f} commits\n")
+              f"{commits / n_runs:.1f} commits; paused checkpoints read from memory: {held / n_runs:.0%}\n")
     stats.stream = out  # type: ignore[attr-defined]
     stats.sort_stats(sort).print_stats(top)
     return out.getvalue()
@@ -100,11 +105,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--sort", default="cumulative", help="pstats order: cumulative (default) or tottime")
     parser.add_argument("--top", type=int, default=25, help="how many functions to list")
+    parser.add_argument("--no-head-cache", action="store_true",
+                        help="read the paused checkpoint from the database (as a decision taken in another "
+                             "process does) instead of the deciding process's memory (store.heads)")
     args = parser.parse_args(argv)
     logging.disable(logging.WARNING)
     backend = databases.postgres_backend() if args.postgres else databases.sqlite_backend()
     with backend as b:
-        print(profile(b, args.runs, top=args.top, sort=args.sort))
+        print(profile(b, args.runs, top=args.top, sort=args.sort, head_cache=not args.no_head_cache))
     return 0
 
 

@@ -77,3 +77,14 @@ def test_summary_and_percentile() -> None:
 def test_cli_refuses_fewer_than_three_repetitions() -> None:
     with pytest.raises(SystemExit):
         cli.main(["--reps", "2"])
+
+
+@pytest.mark.parametrize("head_cache", [True, False], ids=["held", "read"])
+def test_the_resume_profile_says_where_the_paused_checkpoint_came_from(backends, head_cache: bool) -> None:  # noqa: ANN001
+    from bench import profile_resume
+
+    for b in backends:
+        report = profile_resume.profile(b, 3, top=3, head_cache=head_cache)
+        first = report.splitlines()[0]
+        assert first.startswith(f"{b.name}: 3 resumes") and " 2.0 transactions" in first, first
+        assert first.endswith(f"paused checkpoints read from memory: {'100%' if head_cache else '0%'}"), first
