@@ -142,11 +142,15 @@ def build(*, plan_channel: str | None = None, review_channel: str | None = None,
 
     @wf.step(max_attempts=5, backoff_sec=2.0)
     def deploy(state: MigrationState, ctx: StepContext) -> MigrationState:
-        """Write the artefacts to HAZEL_OUTPUT_DIR/<run id>/ (idempotent: a rerun rewrites the same files)."""
+        """Write the artefacts to HAZEL_OUTPUT_DIR/<run id>/ (idempotent: a rerun rewrites the same files; a
+        script the state no longer holds, from a deploy before a rewind, is removed)."""
         folder = Path(os.environ.get("HAZEL_OUTPUT_DIR", "out")) / ctx.run_id
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "plan.md").write_text(state.plan + "\n", encoding="utf-8")
         (folder / "test_strategy.md").write_text(state.test_strategy + "\n", encoding="utf-8")
+        for stale in folder.glob("*.sql"):
+            if stale.name not in state.scripts:
+                stale.unlink()
         for filename, sql in state.scripts.items():
             (folder / Path(filename).name).write_text(sql, encoding="utf-8")
         (folder / "DEPLOYED").write_text(ctx.idempotency_key + "\n", encoding="utf-8")

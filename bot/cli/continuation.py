@@ -54,7 +54,7 @@ def decide(hazel: Hazel, *, run_id: str, action: str, actor: Actor, detach: bool
         raise
     except (AlreadyDecidedError, NoPendingRequestError) as refusal:
         continue_stranded(hazel, run_id=run_id, refusal=refusal, action=action, actor=actor, detach=detach,
-                          json_out=json_out)
+                          json_out=json_out, payload=payload)
         raise
 
 
@@ -75,7 +75,7 @@ def check_request(hazel: Hazel, *, run_id: str, request_id: int | None, point: s
 
 
 def continue_stranded(hazel: Hazel, *, run_id: str, refusal: Exception, action: str, actor: Actor, detach: bool,
-                      json_out: bool) -> None:
+                      json_out: bool, payload: dict[str, Any] | None = None) -> None:
     """Continue ``run_id`` here if it is ``ready`` (or ``running`` under a lapsed lease), or say which live
     process holds it; returns (nothing done) when the run is waiting or has ended.
 
@@ -95,7 +95,7 @@ def continue_stranded(hazel: Hazel, *, run_id: str, refusal: Exception, action: 
         return
     # Yours stands only where the run was stranded (the command that took it died): while a live process holds
     # it (the first of a double submit, still running), this one is a refusal as any other.
-    stands = run.status is not RunStatus.RUNNING and _stands(hazel, run, refusal, action, actor)
+    stands = run.status is not RunStatus.RUNNING and _stands(hazel, run, refusal, action, actor, payload or {})
     say = common.console("err" if json_out else "out").print
     if stands:
         say(escape(common._one_line(refusal)), soft_wrap=True)
@@ -117,9 +117,27 @@ def continue_stranded(hazel: Hazel, *, run_id: str, refusal: Exception, action: 
             if current is not None and current.status is RunStatus.RUNNING:
                 common.console("err").print(_held(current), soft_wrap=True)
             result, stands = None, False
+    if result is not None and not stands:
+        _asks_now(hazel, run.id, action)
     finish(hazel, run.id, result, json_out, extra={"refused": refused, "continued": result is not None},
            queued_hint=not detach)  # with --detach, the hint above says what continues the run
     raise typer.Exit(0 if stands else 1)
+
+
+def _asks_now(hazel: Hazel, run_id: str, action: str) -> None:
+    """After continuing a run whose decision was refused: the request it asks now, which the refused
+    ``action`` did not answer (the refusal above named an earlier one, or none)."""
+    from rich.markup import escape
+
+    pending = hazel.pending_request(run_id=run_id)
+    if pending is None:
+        return
+    common.console("err").print(
+        f"your {action} was not taken: run {run_id} now waits at {escape(repr(pending.point))} (request "
+        f"{pending.id}, {escape(repr(pending.title))}); answer that request if you mean it: "
+        f"`{common.command_prefix()} {action} {run_id} --at {escape(pending.point)} --request {pending.id}"
+        f"{'' if action == 'approve' else ' …'}`",
+        soft_wrap=True)
 
 
 def _held(run: Run) -> str:
@@ -127,9 +145,11 @@ def _held(run: Run) -> str:
     return f"run {run.id} is being continued by {run.lease_owner or 'another process'}{until}"
 
 
-def _stands(hazel: Hazel, run: Run, refusal: Exception, action: str, actor: Actor) -> bool:
+def _stands(hazel: Hazel, run: Run, refusal: Exception, action: str, actor: Actor, payload: dict[str, Any]) -> bool:
     """Whether the decision that settled the request is the one this command asked for, and ``actor``'s own
-    (the same person's, through any channel): another person's ``approve`` that came first is not yours."""
+    (the same person's, through any channel): another person's ``approve`` that came first is not yours, and
+    neither is your own feedback, rejection or edit with other words than this command's (the words typed now
+    were not taken)."""
     from bot.engine import AlreadyDecidedError
 
     decisions = hazel.decisions(run_id=run.id)
@@ -142,4 +162,16 @@ def _stands(hazel: Hazel, run: Run, refusal: Exception, action: str, actor: Acto
         settled = last.decided_action if last is not None else None
         winner = next((d for d in reversed(decisions) if last is not None and d.request_id == last.id
                        and d.action.value == last.decided_action), None)
-    return settled == action and winner is not None and (winner.person or winner.actor_id) == actor.who
+    return (settled == action and winner is not None and (winner.person or winner.actor_id) == actor.who
+            and _same_words(winner.payload, payload))
+
+
+def _same_words(recorded: dict[str, Any], sent: dict[str, Any]) -> bool:
+    """A feedback's text, a rejection's reason, an edit's new text: the recorded decision's against this
+    command's (an edit of entries is compared by the engine's recorded value only when it is text)."""
+    for key in ("text", "reason"):
+        if key in sent and key in recorded:
+            return str(sent[key]).strip() == str(recorded[key]).strip()
+    if isinstance(sent.get("text"), str) and isinstance(recorded.get("value"), str):
+        return sent["text"].strip() == recorded["value"].strip()
+    return True

@@ -107,7 +107,9 @@ def edit_cmd(
     else:
         check_request(hazel, run_id=run_id, request_id=request, point=at)
         shown = hazel.shown(request_id=hazel.request_for(run_id=run_id, request_id=request, point=at).id)
-        payload = edit_sets(set_ or [], shown.field)
+        # where the point allows no edit, the engine's refusal says so (not which field --set may name)
+        refused = shown.actions and "edit" not in shown.actions
+        payload = {"entries": {}} if refused else edit_sets(set_ or [], shown.field)
     payload["allow_empty"] = allow_empty  # the engine refuses an empty or blank value without it
     outcome = decide(hazel, run_id=run_id, action="edit", actor=actor(hazel, as_), payload=payload, point=at,
                      request_id=request, detach=detach, json_out=json_out)

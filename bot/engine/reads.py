@@ -33,6 +33,8 @@ class Shown:
 
     field: str | None
     value: Any
+    actions: tuple[str, ...] = ()
+    """The decisions its steering point allows (``edit`` among them or not)."""
 
 
 def run_in(tx: "Tx", run_id: str, *, for_update: bool = False) -> Run:
@@ -298,7 +300,8 @@ class Reads:
         point = find_point(wf, request.point, loaded.tree if loaded is not None else None)
         field = getattr(point, "show", None)
         tree = loaded.tree if loaded is not None else None
-        return Shown(field, tree.get(field) if field and isinstance(tree, dict) else tree)
+        return Shown(field, tree.get(field) if field and isinstance(tree, dict) else tree,
+                     tuple(getattr(point, "actions", ()) or ()))
 
     # -- operations -----------------------------------------------------------------------------------------
 

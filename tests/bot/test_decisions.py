@@ -249,7 +249,7 @@ def test_cancel_and_retry_states(db_url: str) -> None:
 
     with pytest.raises(RunStateError):
         hazel.cancel(run_id=run_id, actor=person("sme"))
-    with pytest.raises(RunStateError, match="is cancelled: nothing to retry; retry resumes a failed run"):
+    with pytest.raises(RunStateError, match=r"is cancelled: nothing to retry \(rewind it to run it again from an earlier checkpoint\); retry resumes"):
         hazel.retry(run_id=run_id, actor=person("sme"))
 
 

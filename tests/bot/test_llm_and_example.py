@@ -120,3 +120,31 @@ def test_a_models_file_names_are_numbered_when_not_plain() -> None:
 
     text = "-- file: ../../etc/x.sql\nSELECT 1;\n-- file: 002_ok.up.sql\nSELECT 2;\n"
     assert _parse_files(text) == {"001_migration.sql": "SELECT 1;\n", "002_ok.up.sql": "SELECT 2;\n"}
+
+
+def test_sign_off_allows_no_edit_and_a_redeploy_after_a_rewind_matches_the_state(
+        db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HAZEL_DATABASE_URL", db_url)
+    monkeypatch.setenv("HAZEL_WORKFLOWS", "examples.migration_plan")
+    monkeypatch.setenv("HAZEL_OPERATOR", "priya")
+    monkeypatch.setenv("HAZEL_OUTPUT_DIR", str(tmp_path / "out"))
+    for var in ("HAZEL_LLM_BASE_URL", "HAZEL_LLM_API_KEY", "HAZEL_LLM_MODEL"):
+        monkeypatch.delenv(var, raising=False)
+    cli = CliRunner()
+    run_id = json.loads(cli.invoke(app, ["run", "migration-plan", "--input", '{"request": "add a column"}',
+                                         "--json"]).stdout)["run"]["id"]
+    for point in ("review_plan", "review_artefacts"):
+        assert cli.invoke(app, ["approve", run_id, "--at", point, "--as", "priya"]).exit_code == 0
+    for field in ("plan", "test_strategy"):  # sign-off shows the test strategy but allows no edit at all
+        refused = cli.invoke(app, ["edit", run_id, "--as", "priya", "--set", f"{field}=x"])
+        assert refused.exit_code == 1 and "'edit' is not allowed at 'Sign off the deployment' (allowed: " \
+            in refused.output and "lets you edit" not in refused.output, refused.output
+    assert cli.invoke(app, ["approve", run_id, "--at", "sign_off", "--as", "priya"]).exit_code == 0
+    folder = Path(json.loads(cli.invoke(app, ["show", run_id, "--json"]).stdout)["state"]["deployed_to"])
+    first = sorted(p.name for p in folder.glob("*.sql"))
+    rewound = cli.invoke(app, ["rewind", run_id, "--to", "review_artefacts", "--as", "priya", "--set",
+                               'scripts={"002_x.up.sql": "SELECT 1;\\n"}'])
+    assert rewound.exit_code == 0, rewound.output
+    for point in ("review_artefacts", "sign_off"):
+        assert cli.invoke(app, ["approve", run_id, "--at", point, "--as", "priya"]).exit_code == 0
+    assert len(first) == 2 and sorted(p.name for p in folder.glob("*.sql")) == ["002_x.up.sql"]

@@ -99,6 +99,8 @@ def test_the_engine_refuses_lone_surrogates_from_any_channel(served) -> None:  #
             hazel.decide(run_id=run_id, action=action, actor=olga, payload=payload)
     with pytest.raises(InvalidDecisionError, match=NOT_TEXT):
         hazel.cancel(run_id=run_id, actor=olga, reason="c\udc9b")
+    with pytest.raises(InvalidDecisionError, match=r"the rewind's target holds .* \(U\+DCFF, what the byte 0xFF"):
+        hazel.rewind(run_id=run_id, actor=olga, to="dr\udcffaft")  # not "never reached 'dr\udcffaft'"
     with pytest.raises(InvalidInputError, match="--as: the name is not UTF-8 text"):
         hazel.operator(acting_for="x\udc9b")  # the console's --as, as it came from argv
     assert snapshot(hazel, run_id) == before

@@ -16,7 +16,7 @@ from typing import Any, Callable
 from bot.engine import lgraph, permissions
 from bot.engine.errors import CheckpointNotFoundError, InvalidDecisionError, NotAllowedError, no_run
 from bot.engine.errors import AlreadyDecidedError, RunStateError, VersionUnavailableError
-from bot.engine.limits import check_text, refuse_nul, state_tree
+from bot.engine.limits import check_text, not_text, refuse_nul, state_tree
 from bot.engine.lgraph_run import label_names
 from bot.engine.logcontext import bind_log_context
 from bot.engine.reads import missing_checkpoint_in
@@ -27,6 +27,7 @@ from bot.engine.versions import decode_stored, migrate_tree, point_in, request_p
 from bot.engine.workflow import REWIND_NODE, SteeringPoint, Workflow
 from store.models import HAZEL_NODES
 from store import DuplicateDecisionError, NewCheckpoint, Tx
+from store.codec import is_text
 from store.hooks import actor_facts
 from store.models import (Action, Actor, CheckpointInfo, Decision, LoadedCheckpoint, RequestStatus, Run,
                           RunStatus, SteeringRequest, past_tense)
@@ -271,6 +272,8 @@ class Rewinding(SteeringCore):
         """
         if to is None or (isinstance(to, str) and not to.strip()):
             raise InvalidDecisionError("rewind needs a target: a checkpoint number or a step name")
+        if isinstance(to, str) and not is_text(to):  # (a byte that is not UTF-8 on the command line)
+            raise InvalidDecisionError(f"the rewind's target {not_text(to)}")
         seq = _seq(to)
         if seq is not None:  # a numbered target never reads the whole history
             if loaded is not None:

@@ -29,7 +29,8 @@ def _not_retryable(run: Run) -> str:
     if run.status is RunStatus.RUNNING:
         owner = f" by {run.lease_owner}" if run.lease_owner else ""
         return f"run {run.id} is running: it is being continued{owner}; {rule}"
-    return f"run {run.id} is {run.status.value}: nothing to retry; {rule}"
+    return (f"run {run.id} is {run.status.value}: nothing to retry (rewind it to run it again from an earlier "
+            f"checkpoint); {rule}")
 
 
 class RunActions(SteeringCore):

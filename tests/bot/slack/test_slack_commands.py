@@ -65,7 +65,7 @@ def test_rewind_retry_cancel_with_permissions(make_env) -> None:  # noqa: ANN001
     assert reply(env, STARTER, f"cancel {run_id} changed my mind") == f"🚫 Run `{run_id}` is cancelled."
     assert env.hazel.get(run_id=run_id).status.value == "cancelled"
     assert "nothing to cancel" in reply(env, STARTER, f"cancel {run_id}")
-    assert reply(env, PRIYA, f"retry {run_id}").startswith(f"run {run_id} is cancelled: nothing to retry; ")
+    assert reply(env, PRIYA, f"retry {run_id}").startswith(f"run {run_id} is cancelled: nothing to retry (rewind it to run it again from an earlier checkpoint); ")
     refused_actions = [(e.actor_id, e.detail.get("attempted")) for e in env.hazel.audit(run_id=run_id)
                        if e.action == "decision.refused"]
     assert (OUTSIDER, "rewind") in refused_actions and (OUTSIDER, "cancel") in refused_actions
