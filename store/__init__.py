@@ -132,18 +132,20 @@ class Store:
         snapshot_policy: when checkpoints store a full snapshot instead of a patch.
         hook_urls: where run events are posted (``store.hooks``); empty: no hook rows are written.
         pool_size: connections kept open by the pool.
+        head_cache_bytes: stored bytes of the checkpoints kept in memory for this process's own decisions
+            (``store.heads``; 0: none).
     """
 
     def __init__(self, url: str, *, sqlite_synchronous: str = "FULL",
                  snapshot_policy: SnapshotPolicy | None = None, hook_urls: tuple[str, ...] = (),
-                 pool_size: int = 10) -> None:
+                 pool_size: int = 10, head_cache_bytes: int = 4 << 20) -> None:
         self.url = url
         self.sqlite_synchronous = sqlite_synchronous.upper()
         self.engine: Engine = db.make_engine(url, sqlite_synchronous=sqlite_synchronous, pool_size=pool_size)
         self.policy = snapshot_policy or SnapshotPolicy()
         self.hook_urls = tuple(hook_urls)
         self.dialect_hooks = dialect_named(self.engine.dialect.name)
-        self.heads = HeadCache()
+        self.heads = HeadCache(max_bytes=head_cache_bytes, max_entries=4096 if head_cache_bytes > 0 else 0)
         """The latest checkpoint this process committed for each run (bounded; ``store.heads``)."""
 
     @property

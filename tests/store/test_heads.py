@@ -87,3 +87,12 @@ def test_what_another_process_moved_on_is_read_from_the_database(db_url: str) ->
     here.drive(run_id=run_id)
     state = there.state_at(run_id=run_id)
     assert state.done and state.seen_feedback == ["sme:more"] and state.plan == "plan 1/0 for move"
+
+
+def test_the_setting_bounds_it_and_zero_keeps_none(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HAZEL_HEAD_CACHE_BYTES", "0")
+    hazel = make_hazel(db_url, planner())
+    run_id = start_waiting(hazel)
+    assert hazel.store.heads.max_bytes == 0 and hazel.store.heads.held(run_id) is None
+    hazel.decide(run_id=run_id, action="approve", actor=person("sme"))
+    assert hazel.store.heads.hits == 0 and hazel.drive(run_id=run_id).run.status is RunStatus.COMPLETED
