@@ -218,6 +218,10 @@ def show_cmd(
     from integrations.console import render_value
     from integrations.terminal import for_terminal
 
+    if raw and json_out:
+        from typer._click.exceptions import UsageError  # the Click that typer vendors: a usage error, exit 2
+
+        raise UsageError("--raw prints the value undecorated and --json as JSON: give one of them")
     hazel = engine(json_out)
     run = hazel.get(run_id=hazel.resolve(ref=run_ref))
     waiting = hazel.pending_requests_of(run_id=run.id)

@@ -88,6 +88,10 @@ def test_failed_run_retry_and_cancel(cli) -> None:  # noqa: ANN001
     failed = json.loads(result.stdout)
     assert failed["run"]["status"] == "failed" and "payment provider down" in failed["run"]["error"]
     assert "Traceback" in cli("show", run_id, "--full").stdout
+    again = cli("approve", run_id, code=1)  # a decision on the failed run says what resumes it
+    assert "failed, not waiting on a steering request; its last request was 'Approve the budget'; it failed: " \
+           "retry it to resume it from its last good checkpoint)" in " ".join(again.stderr.split()), again.stderr
+    assert cli("show", run_id, "--raw", "--json", code=2).exit_code == 2
     retried = cli.json("retry", run_id)
     assert retried["run"]["status"] == "completed" and retried["steps"] == ["spend"]
 

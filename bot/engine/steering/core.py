@@ -133,11 +133,15 @@ class SteeringCore:
             request = tx.requests.pending_for_run(run.id)
             if request is None:
                 last = tx.requests.latest_for_run(run.id)
+                failed = ("; it failed: retry it to resume it from its last good checkpoint"
+                          if run.status is RunStatus.FAILED else "")
                 if last is not None and last.status is not RequestStatus.PENDING:
                     # the run's last request was settled: refused as a decision naming it is (who, how)
                     raise self._already(tx, last, tail=f" (run {run.id} is {run.status.value}, not waiting on a "
-                                                       f"steering request; its last request was {last.title!r})")
-                raise NoPendingRequestError(f"run {run.id} is {run.status.value}, not waiting on a steering request")
+                                                       f"steering request; its last request was {last.title!r}"
+                                                       f"{failed})")
+                raise NoPendingRequestError(f"run {run.id} is {run.status.value}, not waiting on a steering request"
+                                            f"{failed}")
             return request
         request = tx.requests.get(request_id)
         if request is None or request.run_id != run.id:
