@@ -221,10 +221,10 @@ class Settings(BaseSettings):
     default 2 MiB. A larger body (by ``Content-Length``, or counted as a chunked body arrives) is answered 413
     before any of it is parsed: nothing is written. Twice the state limit, so that every state the engine
     accepts can be sent whole, JSON-escaped, in a REST body."""
-    head_cache_bytes: int = Field(4 * 1024 * 1024, ge=0, validation_alias="HAZEL_HEAD_CACHE_BYTES")
+    head_cache_bytes: int = Field(4 * 1024 * 1024, ge=0, le=1 << 34, validation_alias="HAZEL_HEAD_CACHE_BYTES")
     """Stored (compressed) bytes of the paused checkpoints a process keeps in memory for the decisions it takes
     itself (``store.heads``: at most 4,096 runs, a checkpoint stored in more than 64 KiB never); default 4 MiB,
-    0 keeps none (every decision reads its checkpoint from the database)."""
+    0 keeps none (every decision reads its checkpoint from the database); at most 16 GiB."""
     max_state_bytes: int = Field(1024 * 1024, ge=1024, validation_alias="HAZEL_MAX_STATE_BYTES")
     """Largest run state, in bytes of its compact UTF-8 JSON, that a person may send: a run's input, the state
     an edit (or a rewind's edits) produces, and every input file the CLI reads (``--input @FILE``,
