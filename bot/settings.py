@@ -16,9 +16,11 @@ if TYPE_CHECKING:
 
 
 _MORE_THAN_ZERO = frozenset({"workers"})
+"""Numeric settings (besides ``*_sec`` and ports) for which 0 makes no sense."""
+MIN_DURATION_SEC = 0.001
+"""The shortest duration a ``*_sec`` setting takes (1 ms): below it a sweep, a lease or a tick spins."""
 MAX_WORKERS = 1000
 """Most worker threads of one process (``HAZEL_WORKERS``, ``--workers``)."""
-"""Numeric settings (besides ``*_sec`` and ports) for which 0 makes no sense."""
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 _NUMBER_MAX = 2**31 - 1
 """The largest number a setting takes (seconds: 68 years; bytes: 2 GiB)."""
@@ -247,7 +249,7 @@ class Settings(BaseSettings):
     @classmethod
     def _in_range(cls, value: object, info: ValidationInfo) -> object:
         """Every setting in its range, whatever its field says: numbers finite, not negative and at most
-        2**31 - 1, ports ``1``-``65535``, durations (``*_sec``) and ``HAZEL_WORKERS`` above 0; text that has a
+        2**31 - 1, ports ``1``-``65535``, durations (``*_sec``) at least 1 ms and ``HAZEL_WORKERS`` above 0; text that has a
         non-blank default never blank. A new field gets these checks without asking (``tests/bot/test_cli_malformed.py``
         feeds every field malformed values)."""
         name = info.field_name or ""
@@ -264,6 +266,8 @@ class Settings(BaseSettings):
             elif name.endswith("_sec") or name in _MORE_THAN_ZERO:
                 if value <= 0:
                     raise ValueError("must be more than 0")
+                if name.endswith("_sec") and value < MIN_DURATION_SEC:  # (1e-300: a loop that never sleeps)
+                    raise ValueError(f"must be at least {MIN_DURATION_SEC} s")
                 if name == "workers" and value > MAX_WORKERS:  # (as `--workers`)
                     raise ValueError(f"must be at most {MAX_WORKERS:,}")
             elif value < 0:

@@ -89,6 +89,7 @@ def malformed_settings(tmp: Path) -> list[tuple[str, str, str]]:
             values += ["not-a-number", "nan", "-5", "1e999", "99999999999999999999"]
             values += [] if name in NUMBER_ZERO_OK else ["0"]
             values += ["99999", "65536"] if name == "port" or name.endswith("_port") else []
+            values += ["1e-300", "0.0009"] if name.endswith("_sec") else []  # a loop that never sleeps
         elif kind is bool:
             values += ["not-a-bool"]
         elif typing.get_origin(kind) is typing.Literal:

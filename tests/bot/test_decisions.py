@@ -276,3 +276,20 @@ def test_progress_is_reported_in_the_decided_requests_thread(db_url: str, claim:
         assert progress == [("waiting", request.id, request.channel), ("completed", second.id, second.channel)]
     finally:
         hazel.close()
+
+
+def test_a_rewind_naming_a_settled_request_says_so_while_the_run_executes(db_url: str) -> None:
+    """The request was answered and the run is executing the step after it: a rewind pinned to that request
+    is refused as already decided (who, how), not as "executing a step: rewind when it stops"."""
+    hazel = make_hazel(db_url, planner())
+    run_id = start_waiting(hazel)
+    asked = hazel.requests(run_id=run_id)[-1].id
+    hazel.decide(run_id=run_id, action="feedback", actor=person("sme"), payload={"text": "more"}, request_id=asked,
+                 claim=True)  # leased to this process, its next step not executed yet: the run is running
+    assert hazel.get(run_id=run_id).status is RunStatus.RUNNING
+    with pytest.raises(AlreadyDecidedError, match="already answered with feedback by sme"):
+        hazel.rewind(run_id=run_id, actor=person("sme"), to=0, request_id=asked)
+    from bot.engine.errors import RunStateError
+
+    with pytest.raises(RunStateError, match="executing a step"):  # unpinned: the run's state is the answer
+        hazel.rewind(run_id=run_id, actor=person("sme"), to=0)

@@ -109,14 +109,14 @@ class Rewinding(SteeringCore):
         run = run_later.get()
         if run is None:
             raise no_run(run_id)
+        request = pending.get() if run.status is RunStatus.WAITING else None
+        if request_id is not None and (request is None or request.id != request_id):
+            stale = tx.requests.get(request_id)  # settled: said as such, even while the run executes a step
+            if stale is not None and stale.status is not RequestStatus.PENDING:
+                raise self._already(tx, stale)
         if run.status not in REWINDABLE:
             raise RunStateError(f"run {run.id} is {run.status.value} (executing a step): rewind when it stops")
         wf = resolve_workflow(self.registry, run)
-        request = pending.get() if run.status is RunStatus.WAITING else None
-        if request_id is not None and (request is None or request.id != request_id):
-            stale = tx.requests.get(request_id)
-            if stale is not None and stale.status is not RequestStatus.PENDING:
-                raise self._already(tx, stale)
         if expect_head is not None and run.head_seq != expect_head:
             raise self._moved_on(tx, run, expect_head)
         reason = self._rewind_refusal(wf, run, request, actor, tx)
