@@ -72,14 +72,12 @@ def run_cmd(
 
 
 def retry_notice(run: Run) -> None:
-    """Printed while the CLI sleeps through a failed step's backoff."""
-    from rich.markup import escape
-
+    """Printed while the CLI sleeps through a failed step's backoff: when the next attempt starts (the failure
+    itself is the engine's log line just above: ``run R step S attempt 1/3 failed: …``)."""
     from bot.engine import utcnow
 
     wait = (run.wake_at - utcnow()).total_seconds() if run.wake_at else 0
-    common.err.print(f"[yellow]run {run.id}: attempt {run.attempt} failed ({escape(run.error or '')}); retrying in "
-                     f"{max(wait, 0):.1f}s[/yellow]")
+    common.err.print(f"[yellow]run {run.id}: attempt {run.attempt + 1} in {max(wait, 0):.1f}s[/yellow]")
 
 
 def finish(hazel: Hazel, run_id: str, result: DriveResult | None, json_out: bool,
