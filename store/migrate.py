@@ -265,7 +265,21 @@ def ensure(engine: Engine, *, upgrade_if_empty: bool = True) -> None:
         if "locked" not in str(exc):
             raise
     with schema_lock(engine):
-        _ensure(engine, upgrade_if_empty=upgrade_if_empty)
+        _ensure_while_locked(engine, upgrade_if_empty=upgrade_if_empty)
+
+
+def _ensure_while_locked(engine: Engine, *, upgrade_if_empty: bool, wait_sec: float = LOCK_WAIT_SEC) -> None:
+    """``_ensure``; on SQLite, while another process's first connection is turning the new file into WAL (a
+    journal mode change neither waits out the busy timeout nor takes the schema lock), "database is locked"
+    is waited out (tries every 50 ms, at most ``wait_sec``)."""
+    deadline = time.monotonic() + wait_sec
+    while True:
+        try:
+            return _ensure(engine, upgrade_if_empty=upgrade_if_empty)
+        except DBAPIError as exc:
+            if "locked" not in str(exc) or engine.dialect.name != "sqlite" or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def _ensure(engine: Engine, *, upgrade_if_empty: bool) -> None:

@@ -89,7 +89,7 @@ def test_first_starts_at_once_all_succeed(fresh_url_factory) -> None:  # noqa: A
         results = _race(url)
         failures = [next((line for line in reversed(err.splitlines()) if "Error" in line), f"exit {code}")
                     for code, err in results if code != 0]
-        assert not failures, failures
+        assert not failures, (failures, [err[-4000:] for code, err in results if code != 0][:1])  # (its traceback)
         store = Store(url)
         try:
             assert current_revision(store.engine) == HEAD
