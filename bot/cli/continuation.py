@@ -15,7 +15,7 @@ stranded (your own ``approve`` recorded before the crash: what you asked stands)
 went on). A run that a live process holds is not stranded: the same decision sent twice at once (a double
 submit) gets the refusal and exit 1 on the second, whether the first is still running the steps or has
 finished them, as it does once the run has moved on. 1 also when the run this command continued ends
-``failed``, or when another process claimed it first.
+``failed``.
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ def continue_stranded(hazel: Hazel, *, run_id: str, refusal: Exception, action: 
             current = result.run
             if current is not None and current.status is RunStatus.RUNNING:
                 common.console("err").print(_held(current), soft_wrap=True)
-            result, stands = None, False
+            result = None
     if result is not None and not stands:
         _asks_now(hazel, run.id, action)
     finish(hazel, run.id, result, json_out, extra={"refused": refused, "continued": result is not None},
