@@ -2,8 +2,9 @@
 
 A run pauses at a steering point in one transaction (its checkpoint and the request); the decision that
 answers it loads that checkpoint's state again (a chain query: its snapshot plus patches, decompressed and
-decoded). When the same process takes the decision (one ``hazel serve`` with its workers, the CLI's ``hazel
-run`` then ``approve`` in one process, the bench's in-process rows), the state it wrote is still at hand:
+decoded). When the same process takes the decision (one ``hazel serve`` with its in-process workers, an
+application embedding Hazel, the bench's in-process rows; not a CLI command, a new process each), the state
+it wrote is still at hand:
 ``HeadCache.get`` returns it and the decision skips that query. A checkpoint never changes once committed
 (``(run_id, seq)`` is its key; a rewind or a migration writes a new one), so an entry is right for as long as
 that checkpoint exists, whatever other processes do; only what this process's own transactions committed
