@@ -264,6 +264,13 @@ def branch_heading(parent: CheckpointInfo, child: CheckpointInfo) -> str:
     return f"fork from #{parent.seq} → branch {child.branch}"
 
 
+def rewound_fields(cp: CheckpointInfo, decision: Decision) -> list[str]:
+    """The state fields a rewind's edits set, for a drawing of the tree: the names in ``decision``'s payload
+    when ``cp`` is that rewind's checkpoint; empty otherwise (another node's, or a rewind without edits)."""
+    edits = decision.payload.get("edits") if cp.step == REWIND_NODE else None
+    return [str(name) for name in edits] if isinstance(edits, dict) else []
+
+
 class LoadedCheckpoint(_Record):
     info: CheckpointInfo
     tree: Any

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from bot.cli.common import when
 from bot.engine import DriveResult
-from store.models import REWIND_NODE, branch_heading, continuation, node_label, person_label
+from store.models import REWIND_NODE, branch_heading, continuation, node_label, person_label, rewound_fields
 from store.models import AuditEvent, CheckpointInfo, Decision, Run, SteeringRequest
 
 if TYPE_CHECKING:
@@ -68,9 +68,9 @@ def history_tree(run: Run, checkpoints: list[CheckpointInfo], decisions: list[De
                 "feedback")
             if detail:
                 text += f": “{escape(_short(detail))}”"
-            edits = decision.payload.get("edits") if cp.step == REWIND_NODE else None
-            if isinstance(edits, dict) and edits:  # a rewind's --set: which fields it changed (their values: show)
-                text += f" [magenta]set[/magenta] {escape(_short(', '.join(map(str, edits)), 80))}"
+            fields = rewound_fields(cp, decision)
+            if fields:  # a rewind's --set: which fields it changed (their values: show)
+                text += f" [magenta]set[/magenta] {escape(_short(', '.join(fields), 80))}"
         text += f" → {escape(node_label(cp.next_step)) if cp.next_step else '[green]end[/green]'}"
         text += f"  [dim]{when(cp.created_at)}[/dim]"
         if cp.seq == run.head_seq:

@@ -12,7 +12,7 @@ from datetime import datetime
 from integrations.slack import blocks as B
 from integrations.slack import text as T
 from store.models import (REWIND_NODE, CheckpointInfo, Decision, RequestView, Run, branch_heading, continuation,
-                          node_label, past_tense)
+                          node_label, past_tense, rewound_fields)
 
 
 def already_text(*, action: str | None, by_id: str | None, by_channel: str | None, by_label: str | None,
@@ -96,9 +96,9 @@ def history_text(run: Run, checkpoints: list[CheckpointInfo], decisions: list[De
             words = d.payload.get("text") or d.payload.get("reason") or d.payload.get("feedback")
             if words:
                 text += f": “{T.truncate(T.escape(str(words)).replace(chr(10), ' '), 60)}”"
-            edits = d.payload.get("edits") if cp.step == REWIND_NODE else None
-            if isinstance(edits, dict) and edits:  # a rewind's edits: the fields it set
-                text += f" _set_ {T.truncate(T.escape(', '.join(map(str, edits))), 80)}"
+            fields = rewound_fields(cp, d)
+            if fields:  # a rewind's edits: the fields it set
+                text += f" _set_ {T.truncate(T.escape(', '.join(fields)), 80)}"
         text += f" → {T.escape(node_label(cp.next_step)) if cp.next_step else '*end*'} · {B.date(cp.created_at, '{time}')}"
         return text + ("  ◀ *head*" if cp.seq == run.head_seq else "")
 
