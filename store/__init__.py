@@ -145,7 +145,7 @@ class Store:
         self.policy = snapshot_policy or SnapshotPolicy()
         self.hook_urls = tuple(hook_urls)
         self.dialect_hooks = dialect_named(self.engine.dialect.name)
-        self.heads = HeadCache(max_bytes=head_cache_bytes, max_entries=4096 if head_cache_bytes > 0 else 0)
+        self.heads = HeadCache(max_bytes=head_cache_bytes)
         """The latest checkpoint this process committed for each run (bounded; ``store.heads``)."""
 
     @property

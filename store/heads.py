@@ -34,7 +34,8 @@ class HeadCache:
 
     Args:
         max_entries: runs kept (default 4,096).
-        max_bytes: stored bytes (the snapshot and patches a load would read) kept in all (default 4 MiB).
+        max_bytes: stored bytes (the snapshot and patches a load would read) kept in all (default 4 MiB; 0 keeps
+            nothing).
         max_entry_bytes: a checkpoint stored in more bytes than this is not kept (default 64 KiB).
     """
 
@@ -55,7 +56,7 @@ class HeadCache:
         weight = position.base_bytes + position.delta_bytes
         with self._lock:
             self._drop(cp.run_id)
-            if weight > self.max_entry_bytes or self.max_entries <= 0:
+            if weight > self.max_entry_bytes or self.max_entries <= 0 or self.max_bytes <= 0:
                 return
             self._entries[cp.run_id] = (cp.seq, cp, position, stored_bytes, weight)
             self._bytes += weight
