@@ -57,8 +57,12 @@ def test_a_too_deep_rewind_edit_of_a_langgraph_run_is_422_and_writes_nothing(db_
             # a value within the limit still forks the run there
             response = api.decide(run_id, {"action": "rewind", "payload": {"to": 1, "edits": {field: deep(100)}}})
             assert response.status_code == 201, response.text
-    hz.drive(run_id=graph_run.id)
-    assert hz.get(run_id=graph_run.id).status is RunStatus.WAITING
+    # The REST decision continues the run on a background thread: until that lets go, drive() finds it leased.
+    def paused_again() -> bool:
+        hz.drive(run_id=graph_run.id)
+        return hz.get(run_id=graph_run.id).status is RunStatus.WAITING
+
+    wait_for(paused_again, what="the forked LangGraph run to pause at its review again")
     assert hz.state_tree_at(run_id=graph_run.id)["draft"] == deep(100)
 
 
