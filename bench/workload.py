@@ -1,8 +1,10 @@
 """The workload: linear workflows whose every step appends about 1 KB of text to a list in the state, and a
 pause workflow (3 steps, a steering point, 1 step). Shared by the Hazel and LangGraph sides.
 
-This module is also named in ``HAZEL_WORKFLOWS`` for the ``hazel serve`` and worker subprocesses, so its
-top-level ``Workflow`` objects (``bench_pause``) are registered there too.
+This module is also named in ``HAZEL_WORKFLOWS`` for the ``hazel serve`` and worker subprocesses and for the
+``hazel`` commands ``bench.cli_speed`` times, so its top-level ``Workflow`` objects (``bench_pause``) are
+registered there too. Its top level imports only what defining them needs; the helpers that build an engine
+(``make_engine``, ``make_hazel``, ``silent_console``, ``settings_for``) import the rest when called.
 """
 
 from __future__ import annotations
@@ -10,18 +12,18 @@ from __future__ import annotations
 import io
 import random
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
-from rich.console import Console
 
-from bot.engine.registry import Registry
-from bot.engine import Hazel as Engine
-from bot.server.app import HazelApp as Hazel
-from bot.settings import Settings
 from bot.engine.workflow import StepContext, Workflow
-from integrations.console import ConsoleChannel
-from store import Store
 from store.models import Actor
+
+if TYPE_CHECKING:
+    from bot.engine import Hazel as Engine
+    from bot.server.app import HazelApp as Hazel
+    from bot.settings import Settings
+    from integrations.console import ConsoleChannel
 
 TEXT_BYTES = 1024
 """Bytes of text each step appends (ASCII words: one byte per character)."""
@@ -37,8 +39,25 @@ _ALPHABET = "abcdefghijklmnopqrstuvwxyz"
 
 @lru_cache(maxsize=1)
 def _vocabulary() -> tuple[str, ...]:
-    rng = random.Random(6)
-    return tuple("".join(rng.choice(_ALPHABET) for _ in range(rng.randint(2, 10))) for _ in range(5000))
+    """5,000 words of 2 to 10 letters: the words of ``random.Random(6)``'s
+    ``"".join(rng.choice(_ALPHABET) for _ in range(rng.randint(2, 10)))``, drawn the way CPython's ``randint``
+    and ``choice`` draw (``_randbelow``: ``getrandbits`` of the bound's bit length, drawn again while out of
+    range), in a third of their time (10 ms at every import of this module, ``hazel runs`` included)."""
+    bits = random.Random(6).getrandbits
+    alphabet = _ALPHABET
+    words = []
+    for _ in range(5000):
+        length = bits(4)  # randint(2, 10): 2 + a draw below 9
+        while length >= 9:
+            length = bits(4)
+        letters = []
+        for _ in range(length + 2):
+            k = bits(5)  # choice(_ALPHABET): a draw below 26
+            while k >= 26:
+                k = bits(5)
+            letters.append(alphabet[k])
+        words.append("".join(letters))
+    return tuple(words)
 
 
 @lru_cache(maxsize=4096)
@@ -97,23 +116,33 @@ class _Discard(io.TextIOBase):
         return len(text)
 
 
-class _Unrendered(Console):
-    """A rich Console that lays nothing out: ``print`` returns at once. Laying out a steering request's panel
-    (3 KB of state wrapped at 100 columns) took 8-12 ms of a worker process's CPU per message on a slow
-    2-core VM, more than the decision or the step it reports; no peer renders anything."""
+@lru_cache(maxsize=1)
+def _unrendered() -> type:
+    from rich.console import Console
 
-    def print(self, *objects: object, **kwargs: object) -> None:  # noqa: D102
-        return None
+    class _Unrendered(Console):
+        """A rich Console that lays nothing out: ``print`` returns at once. Laying out a steering request's panel
+        (3 KB of state wrapped at 100 columns) took 8-12 ms of a worker process's CPU per message on a slow
+        2-core VM, more than the decision or the step it reports; no peer renders anything."""
+
+        def print(self, *objects: object, **kwargs: object) -> None:  # noqa: D102
+            return None
+
+    return _Unrendered
 
 
 def silent_console() -> ConsoleChannel:
     """The console channel printing nowhere: deliveries still happen (each message claimed, its view read
     from the store, the channel's texts built, the message marked sent), nothing is laid out or written."""
-    return ConsoleChannel(console=_Unrendered(file=_Discard(), width=100))
+    from integrations.console import ConsoleChannel
+
+    return ConsoleChannel(console=_unrendered()(file=_Discard(), width=100))
 
 
 def settings_for(url: str) -> Settings:
     """Settings for ``url`` that ignore the environment's and ``.env``'s Hazel settings."""
+    from bot.settings import Settings
+
     return Settings(_env_file=None, database_url=url, workflows="bench.workload")
 
 
@@ -121,6 +150,10 @@ def make_engine(url: str, *workflows: Workflow) -> Engine:
     """The engine alone (``bot.engine.Hazel``) on ``url`` with only ``workflows``: runs execute as a worker
     executes them, their outbox rows are written in the same transactions and never delivered (the peers
     deliver nothing either)."""
+    from bot.engine import Hazel as Engine
+    from bot.engine.registry import Registry
+    from store import Store
+
     registry = Registry()
     for wf in workflows:
         registry.add(wf)
@@ -129,6 +162,10 @@ def make_engine(url: str, *workflows: Workflow) -> Engine:
 
 def make_hazel(url: str, *workflows: Workflow) -> Hazel:
     """A ``Hazel`` on ``url`` with only ``workflows`` registered and a silent console."""
+    from bot.engine.registry import Registry
+    from bot.server.app import HazelApp as Hazel
+    from store import Store
+
     registry = Registry()
     for wf in workflows:
         registry.add(wf)
