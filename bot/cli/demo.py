@@ -2,7 +2,6 @@
 its first steering point; ``--walkthrough`` drives one run through approve, feedback, edit, a rewind and the
 sign-off, then prints its history tree."""
 
-from __future__ import annotations
 
 import json
 import shlex
@@ -71,7 +70,7 @@ def demo_cmd(
         out.print(escape(line if line.endswith(":") else "  " + line), soft_wrap=True)  # whole, to copy
 
 
-def _walkthrough(hazel: Hazel, request: str, json_out: bool) -> None:
+def _walkthrough(hazel: "Hazel", request: str, json_out: bool) -> None:
     from rich.markup import escape
     from rich.rule import Rule
 

@@ -1,6 +1,5 @@
 """``hazel db``, ``serve``, ``worker``, ``outbox``: running and operating Hazel."""
 
-from __future__ import annotations
 
 from typing import Annotated
 

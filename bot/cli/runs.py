@@ -1,6 +1,5 @@
 """``hazel run``, ``runs``, ``show``, ``history``, ``audit``, ``workflows``."""
 
-from __future__ import annotations
 
 import json
 import sys
@@ -71,7 +70,7 @@ def run_cmd(
     finish(hazel, run.id, result, json_out)
 
 
-def retry_notice(run: Run) -> None:
+def retry_notice(run: "Run") -> None:
     """Printed while the CLI sleeps through a failed step's backoff: when the next attempt starts (the failure
     itself is the engine's log line just above: ``run R step S attempt 1/3 failed: …``)."""
     from bot.engine import utcnow
@@ -80,7 +79,7 @@ def retry_notice(run: Run) -> None:
     common.err.print(f"[yellow]run {run.id}: attempt {run.attempt + 1} in {max(wait, 0):.1f}s[/yellow]")
 
 
-def finish(hazel: Hazel, run_id: str, result: DriveResult | None, json_out: bool,
+def finish(hazel: "Hazel", run_id: str, result: "DriveResult | None", json_out: bool,
            extra: dict | None = None, *, queued_hint: bool = True) -> None:
     """Report a run after the CLI drove it (or only recorded something, ``result`` None: a ``ready`` run is
     then said to be queued for ``hazel serve`` / ``hazel worker``, unless ``queued_hint`` is False because the
@@ -162,7 +161,7 @@ def _no_runs(workflow: str | None, statuses: list[str] | None) -> str:
             + (f" with status {', '.join(statuses)}" if statuses else ""))
 
 
-def _versions(hazel: Hazel, json_out: bool, *, statuses: list[str] | None, workflow: str | None) -> None:
+def _versions(hazel: "Hazel", json_out: bool, *, statuses: list[str] | None, workflow: str | None) -> None:
     """``hazel runs --version``: runs counted per workflow version and status (the counters' rows: a few per
     version), only those of ``statuses`` and ``workflow`` when given."""
     deployed = {(wf.name, wf.version) for wf in hazel.workflows()}
@@ -274,7 +273,8 @@ def show_cmd(
         common.out.print(Panel(Text(for_terminal(text)), title=escape(title), title_align="left"))
 
 
-def _shown_value(hazel: Hazel, run: Run, pending: SteeringRequest | None, tree: object, seq: int | None) -> object:
+def _shown_value(hazel: "Hazel", run: "Run", pending: "SteeringRequest | None", tree: object,
+                 seq: int | None) -> object:
     """The value the pending request shows (its field's, as it was asked: for a LangGraph run, the interrupt's
     value), else ``tree`` (the whole state, at ``seq`` when given)."""
     shown = hazel.shown(request_id=pending.id) if pending is not None and seq is None else None

@@ -3,7 +3,6 @@ channel's decisions. Each goes through the same engine path as Slack's and Jira'
 ``--detach``) continues the run in this process until it waits again, ends or fails. A decision refused as
 already taken on a run that a stopped process left behind continues that run (``bot.cli.continuation``)."""
 
-from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -40,7 +39,7 @@ AtOpt = Annotated[str | None, typer.Option("--at", help="The steering point you 
                                            "--request N pins the version you reviewed.")]
 
 
-def _after(hazel: Hazel, outcome: DecisionOutcome, detach: bool, json_out: bool) -> None:
+def _after(hazel: "Hazel", outcome: "DecisionOutcome", detach: bool, json_out: bool) -> None:
     from rich.markup import escape
 
     from store.models import still_waiting_text
