@@ -5,8 +5,6 @@ These are plain data (pydantic models, frozen). ``bot`` builds them, ``integrati
 reads and writes them. Every timestamp is UTC and timezone-aware; every duration carries its unit in its name.
 """
 
-from __future__ import annotations
-
 import enum
 import re
 from datetime import datetime
@@ -264,7 +262,7 @@ def branch_heading(parent: CheckpointInfo, child: CheckpointInfo) -> str:
     return f"fork from #{parent.seq} → branch {child.branch}"
 
 
-def rewound_fields(cp: CheckpointInfo, decision: Decision) -> list[str]:
+def rewound_fields(cp: CheckpointInfo, decision: "Decision") -> list[str]:
     """The state fields a rewind's edits set, for a drawing of the tree: the names in ``decision``'s payload
     when ``cp`` is that rewind's checkpoint; empty otherwise (another node's, or a rewind without edits)."""
     edits = decision.payload.get("edits") if cp.step == REWIND_NODE else None
