@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import Connection, Integer, bindparam, select, tuple_, union_all
@@ -58,25 +59,29 @@ MAX_BRANCHES = 200
 _PENDING = RequestStatus.PENDING.value
 _t = steering_requests.c
 _PLACE = (_t.workflow, _t.workflow_version, _t.point, _t.point_key, _t.channel)
-_FIRST_PLACE = (select(_t.id, *_PLACE).where(_t.status == _PENDING)
-                .order_by(_t.status, *_PLACE, _t.created_at, _t.id)
-                .limit(bindparam("one", 1, type_=Integer, literal_execute=True)))
 
 
+@lru_cache(maxsize=1)
+def _first_place() -> Any:
+    """The first pending request of the first place (built once, on first use: a command that never reads
+    "waiting on me", ``hazel runs`` among them, imports this module through the engine)."""
+    return (select(_t.id, *_PLACE).where(_t.status == _PENDING)
+            .order_by(_t.status, *_PLACE, _t.created_at, _t.id)
+            .limit(bindparam("one", 1, type_=Integer, literal_execute=True)))
+
+
+@lru_cache(maxsize=1)
 def _next_place() -> Any:
-    """The first pending request of the place after ``:after_…`` (see the module docstring)."""
+    """The first pending request of the place after ``:after_…`` (see the module docstring; built once, on
+    first use)."""
     after = [bindparam(f"after_{c.name}") for c in _PLACE]
     branches = []
     for j in range(len(_PLACE) - 1, -1, -1):
         same = [col == value for col, value in zip(_PLACE[:j], after[:j])]
-        branches.append(_FIRST_PLACE.where(*same, _PLACE[j] > after[j]).subquery(f"p{j}"))
+        branches.append(_first_place().where(*same, _PLACE[j] > after[j]).subquery(f"p{j}"))
     merged = union_all(*(select(b.c.id, *(b.c[c.name] for c in _PLACE)) for b in branches)).subquery("next")
     return (select(merged.c.id, *(merged.c[c.name] for c in _PLACE))
             .order_by(*(merged.c[c.name] for c in _PLACE)).limit(1))
-
-
-_NEXT_PLACE = _next_place()
-"""The first pending request of the first place, and of the place after ``:after_…`` (built once)."""
 
 
 @dataclass(frozen=True)
@@ -108,10 +113,10 @@ def _with_runs(conn: Connection, ids_query: Any, order: bool) -> list[tuple[Stee
 def places(conn: Connection) -> list[tuple[Place, SteeringRequest, Run]]:
     """Every place pending requests wait at, with the oldest pending request there and its run (by place)."""
     ids = []
-    row = conn.execute(_FIRST_PLACE).first()
+    row = conn.execute(_first_place()).first()
     while row is not None:
         ids.append(row[0])
-        row = conn.execute(_NEXT_PLACE, {f"after_{c.name}": v for c, v in zip(_PLACE, row[1:])}).first()
+        row = conn.execute(_next_place(), {f"after_{c.name}": v for c, v in zip(_PLACE, row[1:])}).first()
     if not ids:
         return []
     out = []
