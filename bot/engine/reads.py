@@ -14,13 +14,13 @@ from bot.engine.errors import AmbiguousRunIdError, CheckpointNotFoundError, RunN
 from bot.engine.errors import quoted
 from bot.engine.versions import decode_state, find_point
 from store.codec import is_text
-from store.metrics import MetricsSnapshot
 from store.models import AuditEvent, CheckpointInfo, Decision, OutboxMessage, Run, SteeringRequest
 
 if TYPE_CHECKING:
     from bot.engine.registry import Registry
     from bot.engine.workflow import Workflow
     from store import Store, Tx
+    from store.metrics import MetricsSnapshot  # imported by Tx.metrics when /metrics is first scraped
 
 MIN_PREFIX = 4
 """Characters a shortened run id needs."""
