@@ -5,7 +5,6 @@ Secrets are ``SecretStr``: they print as ``**********`` and never reach logs, me
 
 from __future__ import annotations
 
-import getpass
 from typing import TYPE_CHECKING, Literal, get_args
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationInfo, field_validator
@@ -84,6 +83,8 @@ def api_token_pairs(api_token: SecretStr | None, api_tokens: SecretStr | None) -
 
 
 def _default_operator() -> str:
+    import getpass  # (and termios): only when HAZEL_OPERATOR is unset
+
     try:
         return getpass.getuser()
     except Exception:  # no user name in a bare container

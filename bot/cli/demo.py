@@ -2,9 +2,7 @@
 its first steering point; ``--walkthrough`` drives one run through approve, feedback, edit, a rewind and the
 sign-off, then prints its history tree."""
 
-
 import json
-import shlex
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -98,6 +96,8 @@ def _walkthrough(hazel: "Hazel", request: str, json_out: bool) -> None:
 
     say("1. start a run: the agent drafts a plan and stops for review")
     if not json_out:
+        import shlex
+
         out.print(f"[bold]$ {escape(cmd)} run {WORKFLOW} --input {escape(shlex.quote(json.dumps({'request': request})))}"
                   "[/bold]")
     run = hazel.start(workflow=WORKFLOW, input={"request": request}, actor=author, claim=True)

@@ -1,6 +1,5 @@
 """``hazel link RUN [--for PERSON]``: a signed "View run" link to a run's page (``bot.inbound.web.links``)."""
 
-
 from typing import Annotated
 
 import typer

@@ -1,6 +1,5 @@
 """``hazel db``, ``serve``, ``worker``, ``outbox``: running and operating Hazel."""
 
-
 from typing import Annotated
 
 import typer

@@ -1,6 +1,5 @@
 """``hazel prune``: drop the checkpoint history of runs that ended long ago (see ``bot.ops.retention``)."""
 
-
 from typing import Annotated
 
 import typer

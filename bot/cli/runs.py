@@ -1,6 +1,5 @@
 """``hazel run``, ``runs``, ``show``, ``history``, ``audit``, ``workflows``."""
 
-
 import json
 import sys
 from typing import TYPE_CHECKING, Annotated

@@ -3,7 +3,6 @@ channel's decisions. Each goes through the same engine path as Slack's and Jira'
 ``--detach``) continues the run in this process until it waits again, ends or fails. A decision refused as
 already taken on a run that a stopped process left behind continues that run (``bot.cli.continuation``)."""
 
-
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer

@@ -24,7 +24,6 @@ not finished runs again (LangGraph keeps the writes of its nodes that did finish
 from __future__ import annotations
 
 import asyncio
-from concurrent.futures import ThreadPoolExecutor
 import re
 from typing import Any
 
@@ -223,6 +222,8 @@ def _run(coro: Any) -> Any:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(coro)
+    from concurrent.futures import ThreadPoolExecutor  # (and queue): only inside a running event loop
+
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="hazel-lg-async") as pool:
         return pool.submit(asyncio.run, coro).result()
 
