@@ -200,9 +200,12 @@ def _info(row: Any) -> CheckpointInfo:
     )
 
 
-_INFOS = TypeAdapter(list[CheckpointInfo])
-"""A history's rows validated as one list: pydantic-core validates 200 in ~0.2 ms, one by one in ~0.3 ms
-(``model_construct``, which skips validation, takes ~0.7 ms)."""
+@lru_cache(maxsize=None)
+def _infos() -> TypeAdapter[list[CheckpointInfo]]:
+    """A history's rows validated as one list: pydantic-core validates 200 in ~0.2 ms, one by one in ~0.3 ms
+    (``model_construct``, which skips validation, takes ~0.7 ms). Built on first use: building it (the
+    schema of ``CheckpointInfo``) is ~2 ms of the start of every ``hazel`` command, most of which list none."""
+    return TypeAdapter(list[CheckpointInfo])
 
 
 def _loaded(run_id: str, res: fast.Result) -> LoadedCheckpoint | None:
@@ -318,7 +321,7 @@ class CheckpointRepo:
             rows = fast.execute(self.conn, _NEWEST_INFO, {"run_id": run_id, "newest": newest}).rows()
         for row in rows:
             row["is_snapshot"] = row.pop("chain_len") == 0
-        return _INFOS.validate_python(rows)
+        return _infos().validate_python(rows)
 
     def stored_bytes(self, run_id: str) -> int:
         """Payload bytes of all the run's checkpoints (without row and index overhead)."""
