@@ -323,6 +323,16 @@ class Settings(BaseSettings):
                 raise ValueError(f"{_url_shown(url)!r} is not an http(s) URL")
         return value
 
+    @field_validator("log_format", mode="before")
+    @classmethod
+    def _log_format(cls, value: object) -> object:
+        """``text`` or ``json``, any case (as ``HAZEL_LOG_LEVEL``)."""
+        if isinstance(value, str):
+            if value.strip().lower() not in ("text", "json"):
+                raise ValueError("must be text or json (any case)")
+            return value.strip().lower()
+        return value
+
     @field_validator("log_level")
     @classmethod
     def _log_level(cls, value: str) -> str:

@@ -66,15 +66,22 @@ def json_formatter() -> logging.Formatter:
                          reserved_attrs=[*RESERVED_ATTRS, "color_message", "hazel_context"])
 
 
-LINK_TOKEN = re.compile(r"([?&]t=)[^&\s\"']+")
+LINK_TOKEN = re.compile(r"((?:[?&;]|%3[bB]|%26)(?:t|%74)=)[^&;\s\"']+")
 """The token of a signed run link in a URL (``/runs/{id}?t=…``, ``bot.inbound.web.links``): uvicorn's access
-log records every request's path with its query; a link ``hazel link --for`` made lets whoever holds it act as
-that person until it expires."""
+log records every request's path with its query as the client sent it; a link ``hazel link --for`` made lets
+whoever holds it act as that person until it expires. The key in any spelling a client may send: ``t`` or
+percent-encoded (``%74``: the query parser decodes keys, so the server accepts it), after ``?``, ``&`` or ``;``
+(a path parameter: not accepted, but a valid token all the same), or an encoded ``&`` / ``;``."""
+SIGNED_TOKEN = re.compile(r"eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{20,}")
+"""A signed token by its shape, wherever it stands in a line (a URL mangled past ``LINK_TOKEN``, a double-encoded
+key): itsdangerous' ``URLSafeTimedSerializer`` writes the payload (JSON, so base64 of ``{"`` is ``eyJ``), the
+timestamp and the signature (27 characters for HMAC-SHA1), each URL-safe base64, joined by dots."""
 
 
 class RedactingFormatter(logging.Formatter):
-    """Formats with ``inner``, then replaces each of ``secrets`` (and its JSON-escaped form: ``Redactor``), and
-    the token of every signed run link (``LINK_TOKEN``), by ``**********``."""
+    """Formats with ``inner``, then replaces each of ``secrets`` (and its JSON-escaped form: ``Redactor``), the
+    token of every signed run link (``LINK_TOKEN``) and any other signed token (``SIGNED_TOKEN``) by
+    ``**********``."""
 
     def __init__(self, inner: logging.Formatter, secrets: list[str]) -> None:
         super().__init__()
@@ -83,8 +90,10 @@ class RedactingFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         text = self.redact(self.inner.format(record))
-        if "t=" in text:
+        if "t=" in text or "%74=" in text:
             text = LINK_TOKEN.sub(r"\g<1>" + REDACTED, text)
+        if "eyJ" in text:
+            text = SIGNED_TOKEN.sub(REDACTED, text)
         return text
 
 
@@ -109,10 +118,13 @@ class StderrHandler(logging.StreamHandler):
 
 class MessageFormatter(logging.Formatter):
     """The message alone, as Python prints a warning when nothing configured logging, with the control
-    characters it carries (a step's error) shown as escapes (``integrations.terminal.for_terminal``)."""
+    characters it carries (a step's error) shown as escapes (``integrations.terminal.for_terminal``) and its
+    further lines indented by four spaces, as ``TextFormatter`` does: only a message's first line starts at the
+    margin, so no text it carries passes for a message of its own."""
 
     def format(self, record: logging.LogRecord) -> str:
-        return for_terminal(super().format(record))
+        text = for_terminal(super().format(record))
+        return text.replace("\n", "\n    ") if "\n" in text else text
 
 
 def command_handler(settings: Settings) -> logging.Handler:

@@ -227,3 +227,29 @@ def test_text_logs_and_the_worker_command(db_url: str, monkeypatch: pytest.Monke
     assert lines[0].endswith("ERROR hazel.test step failed: line1"), lines
     assert len(lines) > 3 and all(line.startswith("    ") for line in lines[1:]), lines  # traceback included
     assert "    2026-12-02 00:00:00,000 CRITICAL hazel.fake forged entry" in lines, lines
+
+
+def test_a_cli_commands_warning_keeps_its_further_lines_indented(capsys: pytest.CaptureFixture[str],
+                                                                root_logging: None) -> None:
+    """A CLI command other than serve/worker prints warnings one message a line (``command_handler``): a line
+    break a message carries (stored text in a step's error) is followed by four spaces, as in ``serve``'s text
+    log, so the text cannot pass for a message of its own; control characters stay escaped."""
+    from bot.ops.logs import command_handler
+
+    handler = command_handler(Settings(_env_file=None))
+    try:
+        logging.getLogger("hazel.test").warning("user said: %s", "\x1b[2Jhi\n2026-12-05 14:00:00,000 ERROR forged")
+    finally:
+        logging.getLogger().removeHandler(handler)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == ["user said: \\x1b[2Jhi", "    2026-12-05 14:00:00,000 ERROR forged"], lines
+
+
+@pytest.mark.parametrize("given, kept", [("JSON", "json"), (" Text ", "text")])
+def test_the_log_format_is_read_in_any_case(given: str, kept: str) -> None:
+    assert Settings(_env_file=None, HAZEL_LOG_FORMAT=given).log_format == kept
+
+
+def test_an_unknown_log_format_is_refused_naming_both() -> None:
+    with pytest.raises(ValueError, match="(?s)HAZEL_LOG_FORMAT.*must be text or json"):
+        Settings(_env_file=None, HAZEL_LOG_FORMAT="xml")
