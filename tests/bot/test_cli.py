@@ -42,7 +42,8 @@ def test_run_steer_and_inspect(cli) -> None:  # noqa: ANN001
     assert rewound["run"]["status"] == "waiting" and rewound["steps"] == ["write_draft"]
     tree = cli("history", run_id).stdout
     assert "fork from #2" in tree and "rewind to #2 by olga" in tree  # the latest time write_draft was next
-    cli.json("rewind", run_id, "--to", "1", "--set", "topic=Caching, again")
+    said = cli("rewind", run_id, "--to", "1", "--set", "topic=Caching, again").stdout
+    assert "✓ rewind recorded for 'Review the draft', forked from checkpoint #1" in said, said  # which checkpoint
     tree = " ".join(cli("history", run_id).stdout.split())  # (the tree wraps long lines)
     assert "rewind to #1 by olga set topic → " in tree, tree  # which fields a rewind's --set changed
 
