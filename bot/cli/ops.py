@@ -219,7 +219,9 @@ def outbox_list(
     if json_out:
         emit_json({"backlog": backlog, "messages": messages})
         return
-    common.out.print("backlog: " + (", ".join(f"{k} {v}" for k, v in sorted(backlog.items())) or "empty"))
+    # the backlog is what is not delivered (pending, dead: as /metrics' hazel_outbox_messages); sent beside it
+    stuck = ", ".join(f"{k} {v}" for k, v in sorted(backlog.items()) if k != "sent" and v) or "empty"
+    common.out.print(f"backlog: {stuck}" + (f" (sent {backlog['sent']:,})" if backlog.get("sent") else ""))
     if not messages:
         return
     from rich.markup import escape

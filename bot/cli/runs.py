@@ -74,8 +74,9 @@ def retry_notice(run: "Run") -> None:
     itself is the engine's log line just above: ``run R step S attempt 1/3 failed: …``)."""
     from bot.engine import utcnow
 
-    wait = (run.wake_at - utcnow()).total_seconds() if run.wake_at else 0
-    common.err.print(f"[yellow]run {run.id}: attempt {run.attempt + 1} in {max(wait, 0):.1f}s[/yellow]")
+    wait = max((run.wake_at - utcnow()).total_seconds() if run.wake_at else 0, 0)
+    when = f"{wait:.1f}s" if wait >= 1 else f"{wait * 1000:.0f} ms"  # (a 0.1 s backoff read "in 0.0s")
+    common.err.print(f"[yellow]run {run.id}: attempt {run.attempt + 1} in {when}[/yellow]")
 
 
 def finish(hazel: "Hazel", run_id: str, result: "DriveResult | None", json_out: bool,

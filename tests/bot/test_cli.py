@@ -158,6 +158,8 @@ def test_quick_commands(cli) -> None:  # noqa: ANN001
     assert cli.json("runs", "--version", "--workflow", "budget") == []
     assert cli("runs", "--version", "--status", "waiting").stdout.strip() == "no runs with status waiting"
     assert cli.json("outbox")["backlog"].get("pending", 0) == 0
+    sent = cli.json("outbox")["backlog"]["sent"]
+    assert cli("outbox").stdout.splitlines()[0] == f"backlog: empty (sent {sent:,})"  # sent is not backlog
 
 
 def test_rewind_to_a_step_sets_over_the_target_state_not_the_head(cli, monkeypatch) -> None:  # noqa: ANN001
@@ -170,3 +172,19 @@ def test_rewind_to_a_step_sets_over_the_target_state_not_the_head(cli, monkeypat
     rewound = cli.json("rewind", run_id, "--to", "expand", "--set", "plan.title=Move it twice")
     assert rewound["run"]["status"] == "completed" and rewound["steps"] == ["expand"]
     assert cli.json("show", run_id)["state"]["plan"] == {"title": "Move it twice", "steps": 5, "owner": "bob"}
+
+
+def test_the_retry_notice_says_a_short_backoff_in_milliseconds(capsys) -> None:  # noqa: ANN001
+    """A backoff under a second is not rounded to "in 0.0s"; a longer one is in seconds."""
+    from datetime import timedelta
+    from types import SimpleNamespace
+
+    from bot.cli.runs import retry_notice
+    from bot.engine import utcnow
+
+    retry_notice(SimpleNamespace(id="ab12cd34ef56", attempt=1, wake_at=utcnow() + timedelta(milliseconds=90)))
+    retry_notice(SimpleNamespace(id="ab12cd34ef56", attempt=2, wake_at=utcnow() + timedelta(seconds=12.04)))
+    first, second = capsys.readouterr().err.splitlines()
+    assert first.startswith("run ab12cd34ef56: attempt 2 in ") and first.endswith(" ms"), first
+    assert 0 < int(first.split(" in ")[1].removesuffix(" ms")) <= 90, first
+    assert second in ("run ab12cd34ef56: attempt 3 in 12.0s", "run ab12cd34ef56: attempt 3 in 11.9s"), second
