@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import io
 import logging
-from typing import Iterator
+from typing import Any, Iterator
 
 import httpx
 import pytest
@@ -41,15 +41,21 @@ def root_logging() -> Iterator[None]:
         lg.setLevel(its_level)
 
 
-@pytest.mark.parametrize("log_format", ["text", "json"])
-def test_a_signed_link_is_logged_without_its_token(db_url: str, root_logging: None, log_format: str) -> None:
+def _logged_app(db_url: str, log_format: str) -> tuple[Any, str, str, io.StringIO]:
+    """The run pages' app over a steered run, logging (as ``hazel serve`` does) into the returned stream; with
+    the run's id and a signed link token for alice."""
     hazel = make_hazel(db_url, doc_workflow())
     run_id = run_with_two_rewinds(hazel)
     settings = web_settings(HAZEL_LOG_FORMAT=log_format, HAZEL_LOG_LEVEL="info")
     stream = io.StringIO()
     configure_logging(settings, stream=stream)
     app = create_app(hazel, routers=[web_router(hazel, settings)])
-    token = Signer(settings).token(run_id, "alice")
+    return app, run_id, Signer(settings).token(run_id, "alice"), stream
+
+
+@pytest.mark.parametrize("log_format", ["text", "json"])
+def test_a_signed_link_is_logged_without_its_token(db_url: str, root_logging: None, log_format: str) -> None:
+    app, run_id, token, stream = _logged_app(db_url, log_format)
     with LiveServer(app, access_log=True) as server:
         opened = httpx.get(f"{server.url}/runs/{run_id}?t={token}", follow_redirects=False)
         assert opened.status_code == 303, opened.text  # the link worked (it drops its token: a redirect)
@@ -67,13 +73,7 @@ def test_a_token_under_another_spelling_of_its_key_is_not_logged_either(db_url: 
     """The query parser decodes keys, so ``?%74=TOKEN`` opens the run as ``?t=`` does; uvicorn logs the path as
     the client sent it. Path parameters (``;t=``), an encoded separator (``%26t=``) and a double-encoded key
     (``%2574=``) are not accepted, but their token is valid all the same: none reaches the log."""
-    hazel = make_hazel(db_url, doc_workflow())
-    run_id = run_with_two_rewinds(hazel)
-    settings = web_settings(HAZEL_LOG_FORMAT=log_format, HAZEL_LOG_LEVEL="info")
-    stream = io.StringIO()
-    configure_logging(settings, stream=stream)
-    app = create_app(hazel, routers=[web_router(hazel, settings)])
-    token = Signer(settings).token(run_id, "alice")
+    app, run_id, token, stream = _logged_app(db_url, log_format)
     with LiveServer(app, access_log=True) as server:
         encoded = httpx.get(f"{server.url}/runs/{run_id}?%74={token}", follow_redirects=False)
         assert encoded.status_code == 303, encoded.text  # accepted: the key decodes to t
