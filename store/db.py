@@ -42,6 +42,12 @@ def make_engine(
     ``sqlite_synchronous`` is SQLite's ``PRAGMA synchronous`` (FULL: a committed checkpoint survives power
     loss; NORMAL: it survives a process crash). Ignored on PostgreSQL.
 
+    The pool lends its most recently returned connection first (``pool_use_lifo``): its statements are
+    already prepared (the sqlite3 module's statement cache, psycopg's prepared statements) and, on SQLite,
+    its page cache is warm, where the default order cycles through every pooled connection
+    (``python -m bench``, in-process resumes on SQLite: 600 → 660 per second, resume latency 0.93 → 0.85 ms,
+    the first rewind after a run 2.2 → 1.9 ms; A/B alternated on one machine).
+
     Raises:
         ValueError: unknown ``sqlite_synchronous``.
         UnsupportedDatabaseError: neither SQLite nor PostgreSQL; an in-memory SQLite database (it would keep
@@ -65,6 +71,7 @@ def make_engine(
             connect_args={"timeout": busy_timeout_ms / 1000, "check_same_thread": False},
             pool_size=pool_size,
             max_overflow=20,
+            pool_use_lifo=True,
         )
         _sqlite_hooks(engine, sqlite_synchronous.upper(), busy_timeout_ms)
         if not parsed.database.startswith("file:"):
@@ -72,7 +79,8 @@ def make_engine(
         return engine
     if parsed.get_backend_name() == "postgresql":
         # connect_timeout: an unreachable server fails fast (health checks answer 503 instead of hanging)
-        engine = create_engine(url, pool_size=pool_size, max_overflow=20, connect_args={"connect_timeout": 10})
+        engine = create_engine(url, pool_size=pool_size, max_overflow=20, pool_use_lifo=True,
+                               connect_args={"connect_timeout": 10})
         _ping_idle_connections(engine)
         return engine
     raise UnsupportedDatabaseError(
