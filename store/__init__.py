@@ -153,12 +153,24 @@ class Store:
         """``sqlite`` or ``postgresql``."""
         return self.engine.dialect.name
 
+    @cached_property
+    def relaxed_engine(self) -> Engine:
+        """Where commits that need not wait for the disk go (``transaction(durable=False)``, the LangGraph
+        saver's pending writes). On SQLite at ``synchronous`` FULL or EXTRA: a second, small pool on the same
+        file whose connections stay at NORMAL, so that no connection switches its level back and forth (the
+        pool lends its most recently used connection first: one connection would switch twice per LangGraph
+        step, two ``PRAGMA`` more per step). Anywhere else: ``engine``."""
+        if self.dialect != "sqlite" or self.sqlite_synchronous not in ("FULL", "EXTRA"):
+            return self.engine
+        return db.make_engine(self.url, sqlite_synchronous="NORMAL", pool_size=2)
+
     @contextmanager
     def transaction(self, *, write: bool = True, durable: bool = True) -> Iterator[Tx]:
         """One transaction; commits when the block ends, rolls back if it raises. ``durable=False``: its commit
         does not wait for the disk (``store.db.transaction``): it survives a process crash at once, a power
         loss from the next durable commit on."""
-        with db.transaction(self.engine, write=write, durable=durable) as conn:
+        engine = self.engine if durable else self.relaxed_engine
+        with db.transaction(engine, write=write, durable=durable) as conn:
             tx = Tx(conn, self.policy, self.dialect_hooks, self.hook_urls)
             yield tx
         if tx.written:  # committed: what it wrote is what a decision in this process reads next
@@ -207,3 +219,6 @@ class Store:
 
     def dispose(self) -> None:
         self.engine.dispose()
+        relaxed = self.__dict__.get("relaxed_engine")
+        if relaxed is not None and relaxed is not self.engine:
+            relaxed.dispose()

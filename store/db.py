@@ -94,6 +94,7 @@ def _sqlite_hooks(engine: Engine, synchronous: str, busy_timeout_ms: int) -> Non
         cur = dbapi_conn.cursor()
         cur.execute("PRAGMA journal_mode=WAL")
         cur.execute(f"PRAGMA synchronous={synchronous}")
+        _record.info["hazel_synchronous"] = synchronous  # the connection's level (changed per transaction)
         cur.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
         cur.execute("PRAGMA foreign_keys=ON")
         cur.close()

@@ -27,19 +27,23 @@ class LangGraphWriter:
     machinery cost more than the database's own work. On PostgreSQL a checkpoint is ONE statement in autocommit
     (one round trip, its own transaction), writes one statement or, not waiting for the disk, one pipelined
     ``BEGIN; SET LOCAL synchronous_commit TO OFF; INSERT; COMMIT``. On SQLite each is ONE statement too, its own
-    transaction (the connection is in autocommit mode: ``store.db``), at ``synchronous`` (the store's level) or
-    NORMAL for a write that need not wait for the disk. One call into the driver instead of three (``BEGIN
+    transaction (the connection is in autocommit mode: ``store.db``), at ``synchronous`` (the store's level) or,
+    for a write that need not wait for the disk, on a connection of ``relaxed`` at NORMAL. One call into the driver instead of three (``BEGIN
     IMMEDIATE``, the INSERT, ``COMMIT``) matters here more than its microseconds: LangGraph calls ``put_writes``
     and ``put`` from its executor threads while its own loop holds the GIL, and every return from SQLite waits
     to take the GIL back (``python -m bench.langgraph_saver``, SQLite, 500 steps: 1,140-1,232 µs per step with
     the three calls, 1,078-1,139 µs with one, A/B alternated on one machine). A single INSERT takes the write
     lock when it starts, waiting in the busy handler as ``BEGIN IMMEDIATE`` would.
 
+    ``relaxed``: the engine for writes that need not wait for the disk (``Store.relaxed_engine``: on SQLite
+    its connections stay at NORMAL); None: ``engine``, its connection switched to NORMAL for such a write.
+
     Driver errors are raised as SQLAlchemy's ``DBAPIError`` and the connection is dropped from the pool.
     """
 
-    def __init__(self, engine: Engine, *, synchronous: str = "FULL") -> None:
+    def __init__(self, engine: Engine, *, synchronous: str = "FULL", relaxed: Engine | None = None) -> None:
         self.engine = engine
+        self.relaxed = relaxed or engine
         self.postgresql = engine.dialect.name == "postgresql"
         self.synchronous = synchronous.upper()
         mark = "%s" if self.postgresql else "?"
@@ -61,7 +65,7 @@ class LangGraphWriter:
         if row["chain_len"] > 0:
             sql = self._cp_child_sql
             values += [row["thread_id"], row["checkpoint_ns"], row["parent_checkpoint_id"]]
-        with self._raw() as fairy:
+        with self._raw(self.engine) as fairy:
             raw = fairy.driver_connection
             if self.postgresql:
                 with raw.cursor() as cur:
@@ -76,7 +80,7 @@ class LangGraphWriter:
         sql = (f"INSERT INTO hazel_lg_writes ({_W_NAMES}) VALUES " + ", ".join(self._w_row for _ in rows)
                + (_W_UPSERT if upsert else " ON CONFLICT DO NOTHING"))
         values = [row[c] for row in rows for c in _W_COLUMNS]
-        with self._raw() as fairy:
+        with self._raw(self.engine if durable else self.relaxed) as fairy:
             raw = fairy.driver_connection
             if self.postgresql:
                 if durable:
@@ -109,18 +113,18 @@ class LangGraphWriter:
         return json.dumps(value)
 
     @contextmanager
-    def _raw(self) -> Iterator[Any]:
-        with write_turn(self.engine):  # SQLite: this process's writers take turns (store.db)
-            fairy = self.engine.raw_connection()
+    def _raw(self, engine: Engine) -> Iterator[Any]:
+        with write_turn(engine):  # SQLite: this process's writers take turns (store.db)
+            fairy = engine.raw_connection()
             raw = fairy.driver_connection
             try:
                 if self.postgresql:
                     raw.autocommit = True
                 yield fairy
-            except self.engine.dialect.loaded_dbapi.Error as exc:
+            except engine.dialect.loaded_dbapi.Error as exc:
                 fairy.invalidate(exc)
                 fairy.close()
-                raise DBAPIError.instance("(langgraph write)", None, exc, self.engine.dialect.loaded_dbapi.Error,
+                raise DBAPIError.instance("(langgraph write)", None, exc, engine.dialect.loaded_dbapi.Error,
                                           connection_invalidated=True) from exc
             except BaseException as exc:
                 fairy.invalidate(exc)

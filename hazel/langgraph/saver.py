@@ -82,7 +82,8 @@ class HazelSaver(Deleting, BaseCheckpointSaver[str]):
         self.cache_size = cache_size
         self._cache: OrderedDict[tuple[str, str], Position] = OrderedDict()
         self._lock = threading.Lock()
-        self._writer = LangGraphWriter(store.engine, synchronous=getattr(store, "sqlite_synchronous", "FULL"))
+        self._writer = LangGraphWriter(store.engine, synchronous=getattr(store, "sqlite_synchronous", "FULL"),
+                                       relaxed=None if durable_writes else store.relaxed_engine)
 
     # -- construction -----------------------------------------------------------------------------------------
 
