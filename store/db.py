@@ -18,6 +18,7 @@ trip on every transaction of a run executing steps back to back).
 from __future__ import annotations
 
 import os
+import select
 import threading
 import time
 import weakref
@@ -118,9 +119,16 @@ def _sqlite_hooks(engine: Engine, synchronous: str, busy_timeout_ms: int) -> Non
 
 
 def _ping_idle_connections(engine: Engine) -> None:
-    """``pool_pre_ping`` for connections idle ``PING_IDLE_SEC`` or more. A failed ping raises
-    ``DisconnectionError``, on which the pool discards the connection and checks out another (SQLAlchemy,
-    "Disconnect Handling - Pessimistic", custom checkout event)."""
+    """``pool_pre_ping`` for connections idle ``PING_IDLE_SEC`` or more, and for any connection the server has
+    written to since its last answer. A failed ping raises ``DisconnectionError``, on which the pool discards
+    the connection and checks out another (SQLAlchemy, "Disconnect Handling - Pessimistic", custom checkout
+    event).
+
+    A connection idle in the pool has nothing to read, unless the server spoke on its own: a backend ended by
+    ``pg_terminate_backend``, a server shutting down or restarting sends its error and closes the socket. That
+    is checked without a round trip (``select`` with no wait on the socket): the pool lends the connection used
+    last first, which is the one least likely to have been idle long enough to be pinged, and without this the
+    first request after a restart met the dead connection (answered 503)."""
 
     @event.listens_for(engine.pool, "connect")
     def _on_connect(_dbapi_conn, record):  # noqa: ANN001
@@ -133,12 +141,21 @@ def _ping_idle_connections(engine: Engine) -> None:
 
     @event.listens_for(engine.pool, "checkout")
     def _on_checkout(dbapi_conn, record, _proxy):  # noqa: ANN001
-        if time.monotonic() - record.info.get("hazel_idle_since", 0.0) < PING_IDLE_SEC:
+        if time.monotonic() - record.info.get("hazel_idle_since", 0.0) < PING_IDLE_SEC and not _spoke(dbapi_conn):
             return
         try:
             engine.dialect.do_ping(dbapi_conn)
         except Exception as error:  # any failure: let the pool replace the connection
             raise exc.DisconnectionError(f"pooled connection failed its ping: {error}") from error
+
+
+def _spoke(dbapi_conn: object) -> bool:
+    """True when the server wrote to this idle connection's socket (or closed it), or the socket is gone."""
+    try:
+        readable, _, _ = select.select([dbapi_conn.fileno()], [], [], 0)  # type: ignore[attr-defined]
+    except (OSError, ValueError, AttributeError):  # closed, or no socket to look at: let the ping decide
+        return True
+    return bool(readable)
 
 
 class _WriteTurns:
