@@ -31,9 +31,10 @@ class LangGraphWriter:
     for a write that need not wait for the disk, on a connection of ``relaxed`` at NORMAL. One call into the
     driver instead of three (``BEGIN IMMEDIATE``, the INSERT, ``COMMIT``) matters here more than its
     microseconds: LangGraph calls ``put_writes`` and ``put`` from its executor threads while its own loop holds
-    the GIL, and every return from SQLite waits to take the GIL back (``python -m bench.langgraph_saver``, SQLite, 500 steps: 1,140-1,232 µs per step with
-    the three calls, 1,078-1,139 µs with one, A/B alternated on one machine). A single INSERT takes the write
-    lock when it starts, waiting in the busy handler as ``BEGIN IMMEDIATE`` would.
+    the GIL, and every return from SQLite waits to take the GIL back (``python -m bench.langgraph_saver``,
+    SQLite, 500 steps: 1,140-1,232 µs per step with the three calls, 1,078-1,139 µs with one, A/B alternated on
+    one machine). A single INSERT takes the write lock when it starts, waiting in the busy handler as ``BEGIN
+    IMMEDIATE`` would.
 
     ``relaxed``: the engine for writes that need not wait for the disk (``Store.relaxed_engine``: on SQLite
     its connections stay at NORMAL); None: ``engine``, its connection switched to NORMAL for such a write.
