@@ -160,9 +160,10 @@ class Store:
         file whose connections stay at NORMAL, so that no connection switches its level back and forth (the
         pool lends its most recently used connection first: one connection would switch twice per LangGraph
         step, two ``PRAGMA`` more per step). Anywhere else: ``engine``."""
-        if self.dialect != "sqlite" or self.sqlite_synchronous not in ("FULL", "EXTRA"):
+        relaxed = db.relaxed_level(self.sqlite_synchronous)
+        if self.dialect != "sqlite" or relaxed == self.sqlite_synchronous:
             return self.engine
-        return db.make_engine(self.url, sqlite_synchronous="NORMAL", pool_size=2)
+        return db.make_engine(self.url, sqlite_synchronous=relaxed, pool_size=2)
 
     @contextmanager
     def transaction(self, *, write: bool = True, durable: bool = True) -> Iterator[Tx]:

@@ -88,6 +88,13 @@ def make_engine(
         f"unsupported database {parsed.get_backend_name()!r}: use sqlite:///FILE or postgresql+psycopg://…")
 
 
+def relaxed_level(synchronous: str) -> str:
+    """SQLite's ``synchronous`` for a commit that need not wait for the disk, under the store's ``synchronous``:
+    NORMAL under FULL or EXTRA, the store's own level otherwise (already as relaxed or more)."""
+    level = synchronous.upper()
+    return "NORMAL" if level in ("FULL", "EXTRA") else level
+
+
 def _sqlite_hooks(engine: Engine, synchronous: str, busy_timeout_ms: int) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn, _record):  # noqa: ANN001
@@ -100,7 +107,7 @@ def _sqlite_hooks(engine: Engine, synchronous: str, busy_timeout_ms: int) -> Non
         cur.execute("PRAGMA foreign_keys=ON")
         cur.close()
 
-    relaxed = "NORMAL" if synchronous in ("FULL", "EXTRA") else synchronous
+    relaxed = relaxed_level(synchronous)
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:

@@ -10,7 +10,7 @@ from typing import Any, Iterator, Sequence
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
-from store.db import write_turn
+from store.db import relaxed_level, write_turn
 from store.lgraph import ROW_COLUMNS
 
 _CP_NAMES = ", ".join(ROW_COLUMNS)
@@ -18,7 +18,6 @@ _W_COLUMNS = ("thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx", "
 _W_NAMES = ", ".join(_W_COLUMNS)
 _W_UPSERT = " ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET" \
     " channel = excluded.channel, type = excluded.type, blob = excluded.blob"
-_RELAXED = {"FULL": "NORMAL", "EXTRA": "NORMAL"}
 
 
 class LangGraphWriter:
@@ -100,7 +99,7 @@ class LangGraphWriter:
     def _level(self, fairy: Any, *, durable: bool) -> None:
         """Set the connection's ``synchronous`` for the next commit (the store's level, or NORMAL for a write
         that need not wait for the disk), unless it is already there."""
-        level = self.synchronous if durable else _RELAXED.get(self.synchronous, self.synchronous)
+        level = self.synchronous if durable else relaxed_level(self.synchronous)
         raw, info = fairy.driver_connection, fairy.info
         if info.get("hazel_synchronous", self.synchronous) != level:  # the key store.db's begin hook keeps
             raw.execute(f"PRAGMA synchronous={level}")
