@@ -19,6 +19,16 @@ _W_NAMES = ", ".join(_W_COLUMNS)
 _W_UPSERT = " ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET" \
     " channel = excluded.channel, type = excluded.type, blob = excluded.blob"
 
+LEASE_KEY = "__hazel_lease__"
+"""The ``configurable`` key of a LangGraph config under which a Hazel run's step passes its lease token
+(``bot.engine.lgraph_run``): the saver then writes that thread's checkpoints and pending writes only while the run
+(its ``thread_id``) is still leased by that token, so a worker that lost its lease (paused, then taken over) cannot
+add a checkpoint beside the one its successor wrote. LangGraph passes ``configurable`` to ``put`` and
+``put_writes`` as given, and keeps keys starting with ``__`` out of a checkpoint's metadata."""
+
+Fence = tuple[str, str]
+"""``(run_id, lease_token)``: a write happens only while the run is ``running`` under that lease."""
+
 
 class LangGraphWriter:
     """The saver's two hot writes, ``put`` and ``put_writes``, on a raw driver connection lent by the pool for
@@ -38,6 +48,10 @@ class LangGraphWriter:
     ``relaxed``: the engine for writes that need not wait for the disk (``Store.relaxed_engine``: on SQLite
     its connections stay at NORMAL); None: ``engine``, its connection switched to NORMAL for such a write.
 
+    A write given a ``fence`` (``Fence``) is the same one statement, as ``INSERT … SELECT … WHERE EXISTS`` the
+    run still leased by its token (on PostgreSQL the run's row locked ``FOR SHARE`` until the commit, so that a
+    takeover, which updates that row, comes wholly before or after it).
+
     Driver errors are raised as SQLAlchemy's ``DBAPIError`` and the connection is dropped from the pool.
     """
 
@@ -48,23 +62,33 @@ class LangGraphWriter:
         self.synchronous = synchronous.upper()
         mark = "%s" if self.postgresql else "?"
         marks = ", ".join(mark for _ in ROW_COLUMNS)
+        self._mark = mark
         self._cp_sql = f"INSERT INTO hazel_lg_checkpoints ({_CP_NAMES}) VALUES ({marks}) ON CONFLICT DO NOTHING"
         # a change is written only while the parent it is a change of exists (a primary-key lookup in the same
         # statement): another process may have deleted it since this one read it
-        self._cp_child_sql = (f"INSERT INTO hazel_lg_checkpoints ({_CP_NAMES}) SELECT {marks} WHERE EXISTS"
-                              " (SELECT 1 FROM hazel_lg_checkpoints WHERE thread_id = {m} AND checkpoint_ns = {m}"
-                              " AND checkpoint_id = {m}) ON CONFLICT DO NOTHING").replace("{m}", mark)
+        parent = (" EXISTS (SELECT 1 FROM hazel_lg_checkpoints WHERE thread_id = {m} AND checkpoint_ns = {m}"
+                  " AND checkpoint_id = {m})").replace("{m}", mark)
+        self._fence = (f" EXISTS (SELECT 1 FROM hazel_runs WHERE id = {mark} AND lease_token = {mark}"
+                       f" AND status = 'running'{' FOR SHARE' if self.postgresql else ''})")
+        select = f"INSERT INTO hazel_lg_checkpoints ({_CP_NAMES}) SELECT {marks} WHERE"
+        self._cp_child_sql = f"{select}{parent} ON CONFLICT DO NOTHING"
+        self._cp_fenced_sql = f"{select}{self._fence} ON CONFLICT DO NOTHING"
+        self._cp_child_fenced_sql = f"{select}{parent} AND{self._fence} ON CONFLICT DO NOTHING"
         self._w_row = "(" + ", ".join(mark for _ in _W_COLUMNS) + ")"
 
-    def insert_checkpoint(self, row: dict[str, Any]) -> bool:
-        """Commit a checkpoint row (``ROW_COLUMNS``); False, writing nothing, when its key already exists, or
-        when it is a change (``chain_len`` > 0) and its parent row does not exist."""
+    def insert_checkpoint(self, row: dict[str, Any], *, fence: Fence | None = None) -> bool:
+        """Commit a checkpoint row (``ROW_COLUMNS``); False, writing nothing, when its key already exists, when
+        it is a change (``chain_len`` > 0) and its parent row does not exist, or when ``fence`` is given and the
+        run is no longer leased by its token (``fence_held`` tells which)."""
         values = [row[c] for c in ROW_COLUMNS]
         values[ROW_COLUMNS.index("metadata")] = self._json(row["metadata"])
-        sql = self._cp_sql
-        if row["chain_len"] > 0:
-            sql = self._cp_child_sql
+        child = row["chain_len"] > 0
+        if child:
             values += [row["thread_id"], row["checkpoint_ns"], row["parent_checkpoint_id"]]
+        if fence is not None:
+            values += list(fence)
+        sql = ((self._cp_child_fenced_sql if child else self._cp_fenced_sql) if fence is not None
+               else self._cp_child_sql if child else self._cp_sql)
         with self._raw(self.engine) as fairy:
             raw = fairy.driver_connection
             if self.postgresql:
@@ -74,27 +98,43 @@ class LangGraphWriter:
             self._level(fairy, durable=True)
             return raw.execute(sql, values).rowcount == 1  # one statement: its own transaction
 
-    def insert_writes(self, rows: Sequence[dict[str, Any]], *, upsert: bool, durable: bool) -> None:
+    def insert_writes(self, rows: Sequence[dict[str, Any]], *, upsert: bool, durable: bool,
+                      fence: Fence | None = None) -> int:
         """Commit pending writes (all or none); ``upsert``: a write already stored under its key is replaced,
-        else kept. ``durable=False``: the commit does not wait for the disk (``store.db.transaction``)."""
-        sql = (f"INSERT INTO hazel_lg_writes ({_W_NAMES}) VALUES " + ", ".join(self._w_row for _ in rows)
-               + (_W_UPSERT if upsert else " ON CONFLICT DO NOTHING"))
+        else kept. ``durable=False``: the commit does not wait for the disk (``store.db.transaction``).
+        ``fence``: none is written unless the run is still leased by its token (``fence_held`` tells).
+        Returns the number of rows inserted or replaced (0: all kept as they were, or the fence failed)."""
+        rows_sql = ", ".join(self._w_row for _ in rows)
         values = [row[c] for row in rows for c in _W_COLUMNS]
+        conflict = _W_UPSERT if upsert else " ON CONFLICT DO NOTHING"
+        if fence is None:
+            sql = f"INSERT INTO hazel_lg_writes ({_W_NAMES}) VALUES {rows_sql}{conflict}"
+        else:  # (SQLite parses an upsert after INSERT … SELECT only when the SELECT has a WHERE: it has)
+            sql = (f"INSERT INTO hazel_lg_writes ({_W_NAMES}) SELECT * FROM (VALUES {rows_sql}) AS w WHERE"
+                   f"{self._fence}{conflict}")
+            values += list(fence)
         with self._raw(self.engine if durable else self.relaxed) as fairy:
             raw = fairy.driver_connection
             if self.postgresql:
                 if durable:
                     with raw.cursor() as cur:
                         cur.execute(sql, values)
-                    return
-                with raw.pipeline(), raw.cursor() as cur:
+                        return cur.rowcount
+                with raw.pipeline(), raw.cursor() as cur, raw.cursor() as insert:
                     cur.execute("BEGIN")
                     cur.execute("SET LOCAL synchronous_commit TO OFF")
-                    cur.execute(sql, values)
+                    insert.execute(sql, values)
                     cur.execute("COMMIT")
-                return
+                return insert.rowcount  # (known once the pipeline is synced, as it is on leaving it)
             self._level(fairy, durable=durable)
-            raw.execute(sql, values)  # one statement: its own transaction
+            return raw.execute(sql, values).rowcount  # one statement: its own transaction
+
+    def fence_held(self, fence: Fence) -> bool:
+        """Whether the run of ``fence`` is ``running`` under its lease token now (a read, for the rare write that
+        wrote nothing: was it refused by the fence, or by what was already there?)."""
+        sql = f"SELECT 1 FROM hazel_runs WHERE id = {self._mark} AND lease_token = {self._mark} AND status = 'running'"
+        with self.engine.connect() as conn:
+            return conn.exec_driver_sql(sql, tuple(fence)).first() is not None
 
     def _level(self, fairy: Any, *, durable: bool) -> None:
         """Set the connection's ``synchronous`` for the next commit (the store's level, or NORMAL for a write

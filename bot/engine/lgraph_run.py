@@ -18,7 +18,10 @@ else its next node is the next step, else the graph has finished and so has the 
 Every graph checkpoint the step writes carries ``hazel_seq`` (the Hazel checkpoint the step started from) in
 its metadata. A step that runs again after its process died (SIGKILL, a lost lease) finds the super-step
 its first attempt completed and records it instead of running its nodes again; only a super-step that had
-not finished runs again (LangGraph keeps the writes of its nodes that did finish).
+not finished runs again (LangGraph keeps the writes of its nodes that did finish). The step's lease token goes
+to the saver in ``configurable`` (``store.lgraph_writer.LEASE_KEY``): a worker that lost its lease in the middle
+of a super-step (paused, then taken over) has its graph writes refused (``LeaseLostError``), so it cannot add a
+checkpoint beside the one its successor wrote.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from bot.engine.workflow import StepContext
+from store.lgraph_writer import LEASE_KEY
 from store.models import NODES_JOIN, UPDATE_NODE, node_names
 
 MARK = "hazel.steer"
@@ -80,6 +84,7 @@ def superstep(wf: Any, state: Any, ctx: StepContext) -> Any:
 
     graph = _Async(wf.graph) if _is_async(wf.graph) else wf.graph
     thread = {"thread_id": ctx.run_id, "checkpoint_ns": ""}
+    fence = {} if ctx._lease is None else {LEASE_KEY: ctx._lease}  # the saver writes only under the run's lease
     meta = {"hazel_run": ctx.run_id, "hazel_seq": ctx.seq}
     latest = graph.get_state({"configurable": thread})
     done_before = _meta(latest).get("hazel_seq") == ctx.seq and _meta(latest).get("source") == SOURCE_LOOP
@@ -92,12 +97,12 @@ def superstep(wf: Any, state: Any, ctx: StepContext) -> Any:
             if _meta(latest).get("hazel_seq") == ctx.seq and _meta(latest).get("source") == SOURCE_UPDATE:
                 config = latest.config  # the fork was made before a crash: not twice
             elif not state.lg_update and writers_at(wf.graph, config):  # nodes wrote it at once: a copy
-                config = graph.update_state({**config, "metadata": meta}, None, as_node=COPY)
+                config = graph.update_state(_with(config, fence, meta), None, as_node=COPY)
             else:  # a new checkpoint after the one rewound to (its old nodes' writes stay on the old branch)
-                config = graph.update_state({**config, "metadata": meta}, state.lg_update or None)
+                config = graph.update_state(_with(config, fence, meta), state.lg_update or None)
         elif state.lg_resume:
             inp = Command(resume=state.lg_resume)
-        for _ in graph.stream(inp, {**config, "metadata": meta}, stream_mode="updates", interrupt_after="*",
+        for _ in graph.stream(inp, _with(config, fence, meta), stream_mode="updates", interrupt_after="*",
                              durability="sync"):
             pass
         latest = graph.get_state({"configurable": thread})
@@ -119,6 +124,11 @@ def superstep(wf: Any, state: Any, ctx: StepContext) -> Any:
     elif latest.next:  # every node of the next super-step
         ctx.goto(nodes_label(list(latest.next)))
     return GraphRunState(lg_input=state.lg_input, lg_checkpoint=pointer, lg_asks=asks, **shown)
+
+
+def _with(config: dict[str, Any], fence: dict[str, str], meta: dict[str, Any]) -> dict[str, Any]:
+    """``config`` with the step's lease token in ``configurable`` (``fence``) and ``meta`` as its metadata."""
+    return {**config, "configurable": {**config["configurable"], **fence}, "metadata": meta}
 
 
 JOIN = NODES_JOIN

@@ -340,6 +340,7 @@ class Runner:
                 idempotency_key=f"{run.id}:{seq}:{node.name}", started_by=run.started_by, workflow=wf.name,
                 workflow_version=wf.version, feedback=handoff.get("feedback"), rejection=handoff.get("rejection"),
                 feedback_by=handoff.get("by"), log=logging.getLogger(f"hazel.step.{wf.name}.{node.name}"),
+                _lease=token,
             )
             if self.on_step is not None:
                 self.on_step(run.id, node.name)
@@ -349,6 +350,8 @@ class Runner:
                 new_tree = wf.codec.encode(new_state)
                 if next_name is not None and lgraph.find_node(wf, next_name, lambda: new_tree) is None:
                     raise StepContractError(f"step {node.name!r} routed to unknown node {next_name!r}")
+            except LeaseLostError:  # a fenced write inside the step (a LangGraph run's graph checkpoint)
+                raise
             except Exception as exc:  # the step's own error: retry or fail, never crash the worker
                 result.status = self._failed(run, wf, node, token, attempt + 1, exc)
                 return

@@ -133,6 +133,9 @@ class StepContext:
     feedback_by: str | None = None
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("hazel.step"))
     _goto: str | None = None
+    _lease: str | None = None
+    """The lease token the runner executes the step under (``bot.engine.lgraph_run`` fences the graph's writes
+    with it); None outside a runner."""
 
     def goto(self, node: str) -> None:
         """Continue at ``node`` (a step or steering point) after this step instead of the declared next;

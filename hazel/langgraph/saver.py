@@ -44,12 +44,21 @@ from hazel.langgraph.encoding import Position
 from store import Store
 from store.checkpoints import SnapshotPolicy
 from store.lgraph import Key, LangGraphRepo, StoredRow, StoredWrite
-from store.lgraph_writer import LangGraphWriter
+from store.errors import LeaseLostError
+from store.lgraph_writer import LEASE_KEY, Fence, LangGraphWriter
+from store.models import RunStatus
 
 
 def _key_of(config: RunnableConfig) -> tuple[str, str, str | None]:
     conf = config["configurable"]
     return str(conf["thread_id"]), conf.get("checkpoint_ns", "") or "", get_checkpoint_id(config)
+
+
+def _fence_of(config: RunnableConfig) -> Fence | None:
+    """``(run_id, lease_token)`` when ``config`` is a Hazel run's step's (``store.lgraph_writer.LEASE_KEY``)."""
+    conf = config["configurable"]
+    token = conf.get(LEASE_KEY)
+    return None if token is None else (str(conf["thread_id"]), str(token))
 
 
 def _config(key: Key) -> RunnableConfig:
@@ -192,7 +201,11 @@ class HazelSaver(Deleting, BaseCheckpointSaver[str]):
             new_versions: ChannelVersions) -> RunnableConfig:
         """Store ``checkpoint`` as a child of ``config``'s checkpoint, in ONE transaction of one INSERT: a
         change against its parent when the saver holds the parent's position (and the parent is still stored),
-        else a snapshot. Returns the checkpoint's config."""
+        else a snapshot. Returns the checkpoint's config.
+
+        Raises:
+            store.LeaseLostError: ``config`` is a step's of a Hazel run (its lease token under ``LEASE_KEY``) and
+                the run is no longer leased by that token; nothing was written."""
         thread_id, ns, parent_id = _key_of(config)
         key = (thread_id, ns, checkpoint["id"])
         parent = self._recall(thread_id, ns, parent_id) if parent_id != checkpoint["id"] else None
@@ -202,13 +215,19 @@ class HazelSaver(Deleting, BaseCheckpointSaver[str]):
         row = {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"],
                "parent_checkpoint_id": parent_id, "run_id": None if run_id is None else str(run_id),
                "metadata": meta, **enc.columns()}
-        inserted = self._writer.insert_checkpoint(row)  # (the writer takes the turn to write, as ``_write``)
+        fence = _fence_of(config)
+        inserted = self._writer.insert_checkpoint(row, fence=fence)  # (it takes the turn to write, as ``_write``)
         if not inserted:  # rare: a re-put of a stored checkpoint, or the parent was deleted meanwhile
+            self._check_fence(fence)
             tree, extras = encoding._tree_of(checkpoint)
             enc, position = encoding.snapshot(checkpoint["id"], tree,
                                               encoding._own(checkpoint.get("channel_values") or {}), extras,
                                               self.serde)
             with self._write() as tx:
+                if fence is not None:  # (the run's row locked: no takeover until this commits)
+                    run = tx.runs.get(fence[0], for_update=True)
+                    if run is None or run.lease_token != fence[1] or run.status is not RunStatus.RUNNING:
+                        raise LeaseLostError(f"run {fence[0]} is no longer leased by this worker")
                 repo = LangGraphRepo(tx.conn, tx.dialect)
                 if repo.exists(key):  # rewrite it whole, and first what hangs on its old content
                     self._snapshot_children(repo, [key])
@@ -221,7 +240,10 @@ class HazelSaver(Deleting, BaseCheckpointSaver[str]):
     def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
                    task_path: str = "") -> None:
         """Store a task's writes against ``config``'s checkpoint (one transaction). Special channels (errors,
-        interrupts, resumes) replace what the task stored under them before; others are written once."""
+        interrupts, resumes) replace what the task stored under them before; others are written once.
+
+        Raises:
+            store.LeaseLostError: as ``put``'s; nothing was written."""
         thread_id, ns, checkpoint_id = _key_of(config)
         rows = []
         for i, (channel, value) in enumerate(writes):
@@ -231,8 +253,16 @@ class HazelSaver(Deleting, BaseCheckpointSaver[str]):
                          "type": type_, "blob": blob, "task_path": task_path})
         if not rows:
             return
-        self._writer.insert_writes(rows, upsert=all(w[0] in WRITES_IDX_MAP for w in writes),
-                                   durable=self.durable_writes)
+        fence = _fence_of(config)
+        written = self._writer.insert_writes(rows, upsert=all(w[0] in WRITES_IDX_MAP for w in writes),
+                                             durable=self.durable_writes, fence=fence)
+        if not written:  # all kept as they were, or refused by the fence
+            self._check_fence(fence)
+
+    def _check_fence(self, fence: Fence | None) -> None:
+        """Raise ``LeaseLostError`` when ``fence`` is given and its run is no longer leased by its token."""
+        if fence is not None and not self._writer.fence_held(fence):
+            raise LeaseLostError(f"run {fence[0]} is no longer leased by this worker")
 
     def get_next_version(self, current: str | int | float | None, channel: None = None) -> str:
         """A channel's next version: ``<n, 32 digits>.<random>``, as LangGraph's PostgreSQL saver makes them
