@@ -120,13 +120,16 @@ class _Record(BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)
 
 
+def claimed_person(person: str | None) -> str | None:
+    """``person`` when it names a person (the people file's name, or a console or REST API name, which is its
+    own person); None for an identity no person claims (``slack:U…`` / ``jira:…``, ``bot.engine.people``)."""
+    return person if person and not person.startswith(("slack:", "jira:")) else None
+
+
 def person_label(person: str | None, name: str | None, identity: str) -> str:
-    """How messages name who acted: ``person`` (the people file's name, or a console or REST API name, which is
-    its own person) when it is one; else (``slack:U…`` / ``jira:…``: an identity no person claims) the
-    channel's name for the identity (``name``, e.g. Slack's ``user.name``), else the identity."""
-    if person and not person.startswith(("slack:", "jira:")):
-        return person
-    return name or identity
+    """How messages name who acted: ``person`` when it is one (``claimed_person``); else (an identity no person
+    claims) the channel's name for the identity (``name``, e.g. Slack's ``user.name``), else the identity."""
+    return claimed_person(person) or name or identity
 
 
 _SLACK_MENTION = re.compile(r"<@([UW][A-Z0-9]+)>|<!subteam\^([A-Z0-9]+)(?:\|[^>]*)?>")

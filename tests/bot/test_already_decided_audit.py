@@ -71,3 +71,17 @@ def test_already_decided_names_the_person_beside_the_identity(db_url: str) -> No
                                                               person="priya"))
     with pytest.raises(AlreadyDecidedError, match=r"already approved by priya at "):
         hazel.decide(run_id=run_id, action="approve", actor=person("bob"), request_id=request_id)
+
+
+def test_a_slack_identity_no_person_claims_is_named_by_its_slack_name_alone(db_url: str) -> None:
+    from store.models import Actor
+
+    hazel = make_hazel(db_url, reviewed())
+    run_id, _ = waiting(hazel)
+    sam = Actor(id="U0SLACK1", channel="slack", name="sam", person="slack:U0SLACK1")  # in no people file
+    hazel.decide(run_id=run_id, action="approve", actor=sam)
+    with pytest.raises(AlreadyDecidedError) as refusal:
+        hazel.decide(run_id=run_id, action="reject", actor=person("bob"), payload={"reason": "no"})
+    assert refusal.value.message.startswith("already approved by sam at "), refusal.value.message
+    [event] = refused(hazel, run_id)
+    assert event.detail["reason"].startswith("already approved by sam at ")

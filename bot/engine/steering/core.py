@@ -36,6 +36,7 @@ from store.models import (
     Run,
     RunStatus,
     SteeringRequest,
+    claimed_person,
     past_tense,
 )
 
@@ -174,9 +175,10 @@ class SteeringCore:
         winner = next((d for d in reversed(tx.decisions.for_request(request.id))
                        if d.action.value == request.decided_action), None)
         by = request.decided_by or "someone"
-        if winner is not None and winner.person and winner.person != by and not by.endswith(f" for {winner.person}"):
+        person = claimed_person(winner.person) if winner is not None else None
+        if person and person != by and not by.endswith(f" for {person}"):
             # the person, beside the identity they used (a token, a Slack or Jira account)
-            by = f"{winner.person} ({by})"
+            by = f"{person} ({by})"
         return AlreadyDecidedError(f"already {past_tense(request.decided_action)} by {by} at "
                                    f"{when(request.decided_at)}{tail}", decided_by=request.decided_by,
                                    decided_at=request.decided_at, action=request.decided_action,
@@ -215,7 +217,8 @@ class SteeringCore:
         counted = (f"; {current.approvals} of {current.approvals_required} approvals so far"
                    if current is not None and current.approvals_required > 1 else "")
         return AlreadyDecidedError(
-            f"{earlier.person} already {past_tense(earlier.action.value)} this request through {through} at "
+            f"{claimed_person(earlier.person) or earlier.label} already {past_tense(earlier.action.value)} this request "
+            f"through {through} at "
             f"{when(earlier.created_at)}: one person has one vote, whichever channel they use{counted}",
             decided_by=earlier.label, decided_at=earlier.created_at, action=earlier.action.value,
             decided_by_id=earlier.actor_id, channel=earlier.channel, own=True, request_id=request.id)
