@@ -97,14 +97,16 @@ def continue_stranded(hazel: Hazel, *, run_id: str, refusal: Exception, action: 
     # it (the first of a double submit, still running), this one is a refusal as any other.
     stands = run.status is not RunStatus.RUNNING and _stands(hazel, run, refusal, action, actor, payload or {})
     say = common.console("err" if json_out else "out").print
+    held = f"; {_held(run)}" if run.status is RunStatus.RUNNING else ""  # (one error line, with who holds it)
     if stands:
         say(escape(common._one_line(refusal)), soft_wrap=True)
     else:
-        common.console("err").print(f"[red]error:[/red] {escape(common._one_line(refusal))}", soft_wrap=True)
+        common.console("err").print(f"[red]error:[/red] {escape(common._one_line(refusal) + held)}",
+                                    soft_wrap=True)
     refused = {"type": type(refusal).__name__, "message": str(refusal)}
     result = None
     if run.status is RunStatus.RUNNING:
-        common.console("err").print(_held(run), soft_wrap=True)
+        pass  # a live process holds it (said above): nothing runs here
     elif detach:
         say(f"run {run.id} is {run.status.value} and no process is continuing it: "
             f"`{common.command_prefix()} retry {run.id}` continues it here (or start `hazel worker`)", soft_wrap=True)

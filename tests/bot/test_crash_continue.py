@@ -173,7 +173,8 @@ def test_a_live_lease_is_named_and_nothing_runs_twice(db_url: str, tmp_path: Pat
             again = cli(args, env)  # the same person's approve again (a double submit): refused, as once it ended
             assert again.returncode == 1, again.stdout + again.stderr
             assert "error: already approved by tester at " in again.stderr, again.stderr
-            assert f"run {run_id} is being continued by " in again.stderr
+            assert f"; run {run_id} is being continued by " in again.stderr
+            assert len(again.stderr.strip().splitlines()) == 1, again.stderr  # one error line
             assert f":{first.pid}:" in again.stderr and "(lease until " in again.stderr
         assert shown(run_id, reader)["run"]["status"] == "running"
     finally:
