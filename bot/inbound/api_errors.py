@@ -50,6 +50,7 @@ from bot.engine import (
     is_transient,
     transient_error_classes,
 )
+from bot.engine.limits import not_text
 from bot.inbound.api_models import ErrorBody
 
 log = logging.getLogger("hazel.api")
@@ -144,6 +145,9 @@ def validation_message(exc: RequestValidationError, body: bytes | None = None) -
         member = bool(path) and path[-1] in _UNION_MEMBERS  # one alternative of `int | str` (rewind's `to`)
         loc = ".".join(_loc_part(x) for x in (path[:-1] if member else path)) or "body"
         msg = err.get("msg")
+        if err.get("type") == "string_unicode" and isinstance(err.get("input"), str):  # a lone surrogate: said
+            parts.append(f"{loc} {not_text(err['input'])}")  # as the engine says it of any text a person sends
+            continue
         if loc == "body" and err.get("type") in ("model_attributes_type", "dict_type"):
             msg = f"{msg}: send a JSON object with Content-Type: application/json"
         if member and parts and parts[-1].startswith(f"{loc}: Input should be "):

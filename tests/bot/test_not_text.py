@@ -46,7 +46,14 @@ def test_lone_surrogates_are_refused_on_the_api_and_nothing_is_written(served) -
                  {"action": "reject", "payload": {"reason": "no\udc9b"}},
                  {"action": "rewind", "payload": {"to": 1, "feedback": "f\udc9b"}}):
         refused = raw(api, "POST", path, body)  # the request's model or the engine: 422, never a 500
-        assert refused.status_code == 422 and refused.json()["error"]["message"], (body, refused.text)
+        assert refused.status_code == 422, (body, refused.text)  # said alike, whichever refused it
+        assert refused.json()["error"]["message"].endswith(
+            "holds a character that is not Unicode text (U+DC9B, what the byte 0x9B becomes where it is not "
+            "UTF-8); send it as UTF-8"), (body, refused.text)
+    pair = raw(api, "POST", path, {"action": "feedback", "payload": {"text": "half \ud83d"}})
+    assert error_of(pair, 422, "InvalidRequestError") == (
+        "feedback.payload.text holds a character that is not Unicode text (U+D83D, a lone surrogate (half of a "
+        "UTF-16 pair)); send it as UTF-8")
     # an unknown field named with a lone surrogate: refused, its name shown escaped (the answer is valid JSON)
     refused = raw(api, "POST", path, {"action": "rewind", "payload": {"to": 1, "edits": {"req\udc9b": "abc"}}})
     assert refused.status_code == 422, refused.text
