@@ -82,7 +82,8 @@ class BodyLimit:
         await self.app(scope, replay, send)
 
     async def _refuse(self, send: Send, message: str) -> None:
-        body = json.dumps(error_body("PayloadTooLargeError", f"{message} ({LIMIT_SETTING})")).encode()
+        body = json.dumps(error_body("PayloadTooLargeError", f"{message} ({LIMIT_SETTING})"), ensure_ascii=False,
+                          separators=(",", ":")).encode()  # (as the other answers: Starlette's JSONResponse)
         await send({"type": "http.response.start", "status": 413,
                     "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                                 (b"connection", b"close")]})

@@ -85,6 +85,7 @@ def test_a_body_over_the_limit_with_content_length_is_413_and_starts_nothing(ser
     message = error_of(response, 413, "PayloadTooLargeError")
     assert f"{BODY_LIMIT:,}" in message and "HAZEL_MAX_BODY_BYTES" in message and "xxxx" not in message
     assert response.headers["connection"] == "close"
+    assert response.content.startswith(b'{"error":{"type":"PayloadTooLargeError","message":')  # compact, as all
     assert hazel.runs() == []
     # the same limit for every endpoint: a hostile POST anywhere is refused before routing or auth
     for path in ("/api/runs/0123456789ab/decisions", "/healthz", "/nowhere"):
