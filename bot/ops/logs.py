@@ -167,3 +167,16 @@ def configure_logging(settings: Settings, *, stream: TextIO | None = None) -> lo
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logging.NOTSET if level <= logging.DEBUG else max(level, logging.WARNING))
     return handler
+
+
+def log_failure(log: logging.Logger, what: str, exc: BaseException) -> None:
+    """Log that ``what`` failed with ``exc``: one WARNING line when the database is unreachable
+    (``bot.engine.is_transient``: a restart, a brief disconnect; the caller tries again), with the error's first
+    line; else an ERROR with the traceback (a bug to look at)."""
+    from bot.engine import is_transient
+
+    if is_transient(exc):
+        first = (str(exc).strip().splitlines() or [""])[0][:300]
+        log.warning("%s: the database is unreachable (%s: %s); trying again", what, type(exc).__name__, first)
+    else:
+        log.error("%s failed", what, exc_info=exc)

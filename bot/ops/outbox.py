@@ -18,6 +18,7 @@ from typing import Callable, Collection
 
 from bot.engine import Hazel
 from bot.engine import bind_log_context
+from bot.ops.logs import log_failure
 from integrations.base import Channel, DeliveryError, PermanentDeliveryError
 from store import Tx
 from store.models import SYSTEM, OutboxKind, OutboxMessage, ProgressView, RequestStatus
@@ -207,8 +208,8 @@ class Deliverer:
                 self._wake.clear()
                 try:
                     self.deliver_due()
-                except Exception:
-                    log.exception("outbox delivery pass failed; retrying")
+                except Exception as exc:
+                    log_failure(log, "outbox delivery pass", exc)
                     self._stop.wait(1.0)
 
         self._thread = threading.Thread(target=loop, name="hazel-outbox", daemon=True)

@@ -26,6 +26,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from bot.ops import retention
 from bot.ops import timers
+from bot.ops.logs import log_failure
 from bot.ops.timers import TickReport
 
 if TYPE_CHECKING:
@@ -147,8 +148,8 @@ class Scheduler:
     def _run_tick(self) -> None:
         try:
             report = self.tick()
-        except Exception:  # the database is unreachable, …: the next tick tries again
-            log.exception("scheduler tick failed")
+        except Exception as exc:  # the database is unreachable, …: the next tick tries again
+            log_failure(log, "scheduler tick", exc)
             return
         if report.fired or report.errors:
             log.info("scheduler: %d reminder(s), %d escalation(s), %d timeout(s), %d error(s)",
@@ -157,5 +158,5 @@ class Scheduler:
     def _run_prune(self) -> None:
         try:
             self.prune()
-        except Exception:
-            log.exception("scheduled prune failed")
+        except Exception as exc:
+            log_failure(log, "scheduled prune", exc)
