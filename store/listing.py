@@ -3,7 +3,8 @@
 
 - Runs newest first: one index range per status (``ix_hazel_runs_status_created_at_id``, or
   ``ix_hazel_runs_workflow_status_created_at_id`` with a workflow), each read in index order for its first
-  ``limit + offset`` rows, merged by ``UNION ALL`` and ordered again (created_at, then id): the same rows and
+  ``limit + offset`` rows (running runs, which those indexes leave out, through ``ix_hazel_runs_status_wake_at``
+  and sorted: as many as there are runs in flight), merged by ``UNION ALL`` and ordered again (created_at, then id): the same rows and
   order as one ``ORDER BY created_at DESC, id`` over the whole table, without reading or sorting the rest. With
   no filter at all, ``ix_hazel_runs_created_at_id`` alone.
 - A run id prefix: a range of the primary key, ``id >= prefix AND id < next`` (``next``: the prefix with its
@@ -15,11 +16,11 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from sqlalchemy import Integer, bindparam, literal_column, select, union_all
+from sqlalchemy import Integer, bindparam, func, literal_column, select, union_all
 from sqlalchemy.sql import Select
 
 from store.models import RunStatus
-from store.schema import runs
+from store.schema import LISTED, runs
 
 ALL_STATUSES = tuple(s.value for s in RunStatus)
 """Every status a run row can hold (``Run.status`` is a ``RunStatus``): a workflow's listing unions them."""
@@ -58,17 +59,22 @@ def run_list_statement(statuses: tuple[str, ...] | None, by_workflow: bool, newe
     if statuses is not None and any(s not in ALL_STATUSES for s in statuses):
         raise ValueError(f"unknown run status in {statuses!r}")
 
-    def ordered(columns):  # noqa: ANN001, ANN202
-        created = columns.created_at.desc() if newest_first else columns.created_at.asc()
-        return created, columns.id
+    def ordered(columns, *, by_index: bool = True):  # noqa: ANN001, ANN202
+        created = columns.created_at if by_index else func.coalesce(columns.created_at, columns.created_at)
+        return (created.desc() if newest_first else created.asc()), columns.id
 
     def branch(status: str | None) -> Select:
         stmt = select(runs)
+        running = status == RunStatus.RUNNING.value
         if status is not None:
             stmt = stmt.where(runs.c.status == literal_column(f"'{status}'"))
+            if not running:  # on the listing indexes, which say so (``store.schema.LISTED``)
+                stmt = stmt.where(literal_column(LISTED))
         if by_workflow:
             stmt = stmt.where(runs.c.workflow == bindparam("workflow"))
-        return stmt.order_by(*ordered(runs.c))
+        # running runs are in no listing index: read by status (``ix_hazel_runs_status_wake_at``) and sorted,
+        # ordered by an expression no index gives, else SQLite walks every run in ``created_at`` order for them
+        return stmt.order_by(*ordered(runs.c, by_index=not running))
 
     if not statuses or len(statuses) == 1:
         stmt = branch(statuses[0] if statuses else None)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Iterable
 
-from sqlalchemy import Connection, bindparam, case, func, select, update
+from sqlalchemy import Connection, bindparam, case, func, literal_column, select, update
 from sqlalchemy.exc import IntegrityError
 
 from store import fast
@@ -275,15 +275,19 @@ class DecisionRepo:
             (decisions.c.channel == channel) & (decisions.c.delivery_id == delivery_id))).first()
         return _decision(row) if row else None
 
-    def for_request(self, request_id: int) -> list[Decision]:
-        rows = self.conn.execute(select(decisions).where(decisions.c.request_id == request_id)
-                                 .order_by(decisions.c.id))
+    def for_request(self, request_id: int, run_id: str) -> list[Decision]:
+        """The decisions on request ``request_id`` of run ``run_id`` (rewinds from it included), oldest first:
+        read among the run's decisions (``ix_hazel_decisions_run_id``)."""
+        rows = self.conn.execute(select(decisions).where(
+            (decisions.c.run_id == run_id) & (decisions.c.request_id == request_id)).order_by(decisions.c.id))
         return [_decision(r) for r in rows]
 
     def by_person(self, request_id: int, person: str) -> Decision | None:
-        """This person's decision on the request (whatever identity they used), if any."""
+        """This person's vote on the request (whatever identity they used; a rewind is no vote), if any: on the
+        partial unique index of votes (``uq_hazel_decisions_request_id_person``), whose condition it states."""
         row = self.conn.execute(select(decisions).where(
-            (decisions.c.request_id == request_id) & (decisions.c.person == person))).first()
+            (decisions.c.request_id == request_id) & (decisions.c.person == person)
+            & literal_column("action <> 'rewind'"))).first()
         return _decision(row) if row else None
 
     def for_run(self, run_id: str) -> list[Decision]:

@@ -97,7 +97,7 @@ class Views:
         point = find_point(wf, request.point, tree)
         show = getattr(point, "show", None)
         shown = tree.get(show) if show and isinstance(tree, dict) else tree
-        decisions = tx.decisions.for_request(request.id)
+        decisions = tx.decisions.for_request(request.id, request.run_id)
         return RequestView(
             request=request, run=run, workflow=run.workflow, workflow_version=run.workflow_version,
             point=request.point, title=request.title, show=show, shown_value=shown,

@@ -343,6 +343,9 @@ def test_every_changed_query_uses_its_index(big: Store) -> None:
     plan = plans(big, lambda tx: tx.runs.list(statuses=["waiting"], limit=50))
     index("ix_hazel_runs_status_created_at_id", plan)
     unsorted(plan)
+    plan = plans(big, lambda tx: tx.runs.list(statuses=["running"], limit=50))  # in no listing index (0007)
+    index("ix_hazel_runs_status_wake_at", plan)
+    no_scan_of("hazel_runs", plan)
     plan = plans(big, lambda tx: tx.runs.list(statuses=["completed", "failed"], limit=50))
     index("ix_hazel_runs_status_created_at_id", plan, times=2)
     no_scan_of("hazel_runs", plan)
@@ -364,10 +367,12 @@ def test_every_changed_query_uses_its_index(big: Store) -> None:
     plan = plans(big, lambda tx: tx.requests.pending(run_ids=waiting[:50]))
     index("ix_hazel_steering_requests_run_id_status_id", plan)
     no_scan_of("hazel_steering_requests", plan)
-    for call in (lambda tx: tx.decisions.by_person(100_005, "sme"), lambda tx: tx.decisions.for_request(100_005)):
-        plan = plans(big, call)  # what App Home asks of each request it shows
-        index("ix_hazel_decisions_request_id_person", plan)
-        no_scan_of("hazel_decisions", plan)
+    plan = plans(big, lambda tx: tx.decisions.by_person(100_005, "sme"))  # what App Home asks of each request
+    index("uq_hazel_decisions_request_id_person", plan)  # (votes only: the query says so)
+    no_scan_of("hazel_decisions", plan)
+    plan = plans(big, lambda tx: tx.decisions.for_request(100_005, waiting[3]))
+    index("ix_hazel_decisions_run_id", plan)
+    no_scan_of("hazel_decisions", plan)
     plan = plans(big, lambda tx: tx.requests.pending(limit=500))
     index("ix_hazel_steering_requests_status_created_at_id", plan)
     unsorted(plan)

@@ -67,7 +67,7 @@ def test_a_second_vote_inside_a_pipeline_is_a_duplicate_and_nothing_stays(store:
                                         decision_id=tx.decisions.next_id().get())
         assert caught.value.by_delivery is by_delivery
     with store.read() as tx:
-        assert len(tx.decisions.for_request(request_id)) == 1
+        assert len(tx.decisions.for_request(request_id, "r1")) == 1
         assert tx.events.for_run("r1") == []
 
 
@@ -116,4 +116,4 @@ def test_a_read_after_a_failed_statement_inside_the_block_reports_that_failure_q
                     raise ValueError("the caller's own error")
     assert [r.getMessage() for r in caplog.records if r.name.startswith("psycopg")] == []
     with store.read() as tx:
-        assert len(tx.decisions.for_request(request_id)) == 1
+        assert len(tx.decisions.for_request(request_id, "r1")) == 1

@@ -172,7 +172,7 @@ class SteeringCore:
             return AlreadyDecidedError(f"this request was cancelled ({when(request.decided_at)}, "
                                        f"by {request.decided_by or 'Hazel'}){tail}", decided_by=request.decided_by,
                                        decided_at=request.decided_at, action="cancel", request_id=request.id)
-        winner = next((d for d in reversed(tx.decisions.for_request(request.id))
+        winner = next((d for d in reversed(tx.decisions.for_request(request.id, request.run_id))
                        if d.action.value == request.decided_action), None)
         by = request.decided_by or "someone"
         person = claimed_person(winner.person) if winner is not None else None
