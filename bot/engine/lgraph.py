@@ -315,6 +315,40 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
                 continue
         return {c: _blank(hints.get(c)) for c in channels}
 
+    @cached_property
+    def _channel_adapters(self) -> dict[str, TypeAdapter[Any]]:
+        """A ``TypeAdapter`` per channel whose type the graph's state schemas declare (a reducer's
+        ``Annotated`` metadata is left to pydantic, which ignores it); channels it cannot read are left out."""
+        builder = getattr(self._unbound, "builder", None)
+        adapters: dict[str, TypeAdapter[Any]] = {}
+        for schema in (getattr(builder, "schemas", None) or {}):
+            try:
+                hints = typing.get_type_hints(schema, include_extras=True)
+            except Exception:  # noqa: BLE001  (hints that cannot be resolved: not checked)
+                continue
+            for name, hint in hints.items():
+                try:
+                    adapters[name] = TypeAdapter(hint)
+                except Exception:  # noqa: BLE001  (a type pydantic cannot validate: not checked)
+                    continue
+        return adapters
+
+    def edit_errors(self, edits: dict[str, Any]) -> str:
+        """Why ``edits`` (a rewind's ``{channel: value}``) do not fit the channels' declared types, on one line
+        (``revisions: Input should be a valid integer, …``), as the run's input is checked; ``""`` when they
+        do. The values are checked, not converted: the graph gets them as they were given."""
+        problems = []
+        for name, value in edits.items():
+            adapter = self._channel_adapters.get(name)
+            if adapter is None:
+                continue
+            try:
+                adapter.validate_python(value)
+            except ValidationError as exc:
+                problems += [f"{'.'.join(str(x) for x in (name, *e.get('loc', ())))}: {e.get('msg')}"
+                             for e in exc.errors()]
+        return "; ".join(problems)
+
     def validate(self) -> None:
         if self._problems:
             raise WorkflowDefinitionError(f"workflow {self.label} is invalid: " + "; ".join(self._problems))
@@ -390,6 +424,9 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
             raise InvalidDecisionError(
                 f"the graph of {self.label} has no channel {', '.join(map(repr, unknown))} (channels: "
                 f"{', '.join(declared)})")
+        wrong = self.edit_errors(edits or {})
+        if wrong:  # stored, they would fail the step that reads them (the input is checked alike)
+            raise InvalidDecisionError(f"invalid edit: {wrong}")
         if feedback and declared and self.feedback_key not in declared:  # update_state would drop it too
             raise InvalidDecisionError(
                 f"the graph of {self.label} has no channel {self.feedback_key!r} for a rewind's feedback (channels: "

@@ -423,6 +423,12 @@ class Runner:
         if isinstance(out, wf.state):
             return out
         if isinstance(out, dict):
+            unknown = [] if wf.state.model_config.get("extra") == "allow" else sorted(
+                str(k) for k in out if k not in wf.state.model_fields)
+            if unknown:  # pydantic would drop them without a word, and with them the step's work
+                raise StepContractError(
+                    f"step {step.name!r} returned {', '.join(map(repr, unknown))}, which {wf.state.__name__} does "
+                    f"not declare (fields: {', '.join(wf.state.model_fields)})")
             try:
                 return wf.state.model_validate({**state.model_dump(), **out})
             except ValidationError as exc:

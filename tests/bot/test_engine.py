@@ -309,3 +309,40 @@ def test_a_rewind_target_in_other_scripts_digits_names_no_checkpoint(db_url: str
     assert len(hz.checkpoints(run_id=run.id)) == before
     hz.rewind(run_id=run.id, actor=person("olga"), to=" #1 ")  # ASCII digits, padded: still a number
     assert len(hz.checkpoints(run_id=run.id)) == before + 1
+
+
+def test_a_step_returning_a_field_its_state_does_not_declare_fails_naming_it(db_url: str) -> None:
+    """A misspelled key in a returned dict (``{"nn": 1}`` for ``n``) would be dropped by pydantic, and with it
+    the step's work: the step fails instead, saying which key, and the state stays as it was."""
+    wf = Workflow("typo", version=1, state=Counted)
+
+    @wf.step(max_attempts=3)
+    def count(state: Counted, ctx: StepContext) -> dict:
+        return {"nn": state.n + 1, "log": ["counted"]}
+
+    hazel = make_hazel(db_url, wf)
+    run = hazel.start(workflow="typo", input={}, actor=person("me"))
+    result = hazel.drive(run_id=run.id, wait_for_retries=False)
+    assert result.run.status is RunStatus.FAILED
+    assert "step 'count' returned 'nn', which Counted does not declare (fields: n, log, keys)" in result.run.error
+    assert not [e for e in hazel.audit(run_id=run.id) if e.action == "step.retry_scheduled"], "no retry can help"
+    assert [c.seq for c in hazel.checkpoints(run_id=run.id)] == [0]
+
+
+def test_a_state_that_allows_extra_fields_takes_them(db_url: str) -> None:
+    from pydantic import ConfigDict
+
+    class Open(BaseModel):
+        model_config = ConfigDict(extra="allow")
+        n: int = 0
+
+    wf = Workflow("open", version=1, state=Open)
+
+    @wf.step()
+    def add(state: Open, ctx: StepContext) -> dict:
+        return {"note": "kept"}
+
+    hazel = make_hazel(db_url, wf)
+    run = hazel.start(workflow="open", input={}, actor=person("me"))
+    assert hazel.drive(run_id=run.id).run.status is RunStatus.COMPLETED
+    assert hazel.state_tree_at(run_id=run.id)["note"] == "kept"

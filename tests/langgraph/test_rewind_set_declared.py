@@ -68,3 +68,27 @@ def test_a_rewinds_feedback_is_refused_where_the_graph_has_no_feedback_channel(d
         message = answer.json()["error"]["message"]
         assert "has no channel 'feedback' for a rewind's feedback (channels: topic, draft, log)" in message, message
         assert api.run(run.id) == before
+
+
+def test_a_rewinds_edits_are_checked_against_the_channels_types(db_url):
+    """As the run's input is: a value the graph's state schema does not take is refused before anything is
+    written (stored, it failed the step that read it); a fitting one is taken as it was given."""
+    from bot.engine import InvalidDecisionError
+    from tests.langgraph.graphs import review_graph
+
+    hz = make_hazel(db_url, workflow(review_graph()))
+    run = hz.start(workflow="lg-review", input={"topic": "tides"}, actor=person("olga"))
+    hz.drive(run_id=run.id)
+    before = [c.seq for c in hz.checkpoints(run_id=run.id)]
+    for edits, says in (({"published": "maybe"}, "published: Input should be a valid boolean"),
+                        ({"log": [1, 2]}, "log.0: Input should be a valid string"),
+                        ({"draft": {"not": "text"}}, "draft: Input should be a valid string")):
+        try:
+            hz.rewind(run_id=run.id, actor=person("olga"), to=1, edits=edits)
+        except InvalidDecisionError as exc:
+            assert str(exc).startswith("invalid edit: ") and says in str(exc), exc
+        else:
+            raise AssertionError(f"{edits} was taken")
+    assert [c.seq for c in hz.checkpoints(run_id=run.id)] == before  # nothing written
+    hz.rewind(run_id=run.id, actor=person("olga"), to=1, edits={"draft": "Mine", "published": False})
+    assert hz.drive(run_id=run.id).run.status.value == "waiting"
