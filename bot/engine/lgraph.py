@@ -424,9 +424,6 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
             raise InvalidDecisionError(
                 f"the graph of {self.label} has no channel {', '.join(map(repr, unknown))} (channels: "
                 f"{', '.join(declared)})")
-        wrong = self.edit_errors(edits or {})
-        if wrong:  # stored, they would fail the step that reads them (the input is checked alike)
-            raise InvalidDecisionError(f"invalid edit: {wrong}")
         if feedback and declared and self.feedback_key not in declared:  # update_state would drop it too
             raise InvalidDecisionError(
                 f"the graph of {self.label} has no channel {self.feedback_key!r} for a rewind's feedback (channels: "

@@ -20,7 +20,7 @@ from hazel import StepContext, Workflow
 from store.models import RunStatus
 from tests.bot.test_api import TOKENS, Api, wait_for
 from tests.bot.test_api_limits import error_of, loose_workflow, snapshot
-from tests.langgraph.graphs import review_graph, workflow
+from tests.langgraph.graphs import workflow
 from tests.support.cli import in_process_cli
 from tests.support.engine import make_hazel, person
 from tests.support.live import LiveServer
@@ -36,19 +36,47 @@ def deep(levels: int) -> dict[str, Any]:
     return value
 
 
+def notes_graph():  # noqa: ANN201
+    """write (a ``notes`` channel of any JSON object) -> review (steer): a channel a deep value fits."""
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+
+    from hazel.langgraph.steer import steer
+
+    class NotesState(TypedDict, total=False):
+        topic: str
+        notes: dict
+
+    def write(state: NotesState) -> dict:
+        return {"notes": {"about": state["topic"]}}
+
+    def review(state: NotesState) -> dict:
+        steer(title="Approve the notes", show=state["notes"])
+        return {}
+
+    g = StateGraph(NotesState)
+    g.add_node("write", write)
+    g.add_node("review", review)
+    g.add_edge(START, "write")
+    g.add_edge("write", "review")
+    g.add_edge("review", END)
+    return g.compile()
+
+
 def _events(hz: Any, run_id: str) -> list[str]:
     return [e.action for e in hz.audit(run_id=run_id)]
 
 
 def test_a_too_deep_rewind_edit_of_a_langgraph_run_is_422_and_writes_nothing(db_url: str) -> None:
-    hz = make_hazel(db_url, workflow(review_graph()), loose_workflow())
-    graph_run = hz.start(workflow="lg-review", input={"topic": "tides"}, actor=person("olga"))
+    hz = make_hazel(db_url, workflow(notes_graph(), name="lg-notes"), loose_workflow())
+    graph_run = hz.start(workflow="lg-notes", input={"topic": "tides"}, actor=person("olga"))
     hz.drive(run_id=graph_run.id)
     native_run = hz.start(workflow="loose", input={"data": 1}, actor=person("alice"))
     hz.drive(run_id=native_run.id)
     with LiveServer(create_app(hz, routers=[api_router(hz, Settings(**TOKENS))])) as server:
         api = Api(server.url)
-        for run_id, field in ((graph_run.id, "draft"), (native_run.id, "data")):
+        for run_id, field in ((graph_run.id, "notes"), (native_run.id, "data")):
             before, events = snapshot(hz, run_id), _events(hz, run_id)
             response = api.decide(run_id, {"action": "rewind", "payload": {"to": 1, "edits": {field: deep(300)}}})
             assert error_of(response, 422, "InvalidDecisionError") == TOO_DEEP
@@ -63,7 +91,7 @@ def test_a_too_deep_rewind_edit_of_a_langgraph_run_is_422_and_writes_nothing(db_
         return hz.get(run_id=graph_run.id).status is RunStatus.WAITING
 
     wait_for(paused_again, what="the forked LangGraph run to pause at its review again")
-    assert hz.state_tree_at(run_id=graph_run.id)["draft"] == deep(100)
+    assert hz.state_tree_at(run_id=graph_run.id)["notes"] == deep(100)
 
 
 def test_a_too_deep_rewind_edit_from_the_cli_is_refused(db_url: str, monkeypatch: pytest.MonkeyPatch,

@@ -146,6 +146,9 @@ class Rewinding(SteeringCore):
             if edits:  # the limits an edit's state meets (size, depth), as a native rewind's and an edit's
                 tree = state_tree(wf, wf.codec.validate(tree), max_bytes=self.max_state_bytes,
                                   what="the edited state", refuse=InvalidDecisionError)
+                wrong = wf.edit_errors(edits)  # then the channels' types, as the input's: stored, a value that
+                if wrong:  # does not fit would fail the step that reads it
+                    raise InvalidDecisionError(f"invalid edit: {wrong}")
         elif edits:
             tree = state_tree(wf, apply_edits(wf, decode_stored(wf, tree), edits), max_bytes=self.max_state_bytes,
                               what="the edited state", refuse=InvalidDecisionError)
