@@ -111,12 +111,16 @@ class Rewinding(SteeringCore):
             raise no_run(run_id)
         request = pending.get() if run.status is RunStatus.WAITING else None
         if request_id is not None and (request is None or request.id != request_id):
-            stale = tx.requests.get(request_id)  # settled: said as such, even while the run executes a step
-            if stale is not None and stale.status is not RequestStatus.PENDING:
-                raise self._already(tx, stale)
+            named = tx.requests.get(request_id)  # settled: said as such, even while the run executes a step
+            if named is not None and named.status is not RequestStatus.PENDING:
+                raise self._already(tx, named)
+            if named is not None and request is not None and named.run_id == run.id:
+                request = named  # another request the run waits on (a LangGraph super-step's): its point decides
         if run.status not in REWINDABLE:
             raise RunStateError(f"run {run.id} is {run.status.value} (executing a step): rewind when it stops")
         wf = resolve_workflow(self.registry, run)
+        if request is not None and request_id is None and isinstance(wf, lgraph.LangGraphWorkflow):
+            request = self._rewinding_request(tx, wf, run, request, actor)
         if expect_head is not None and run.head_seq != expect_head:
             raise self._moved_on(tx, run, expect_head)
         reason = self._rewind_refusal(wf, run, request, actor, tx)
@@ -226,6 +230,22 @@ class Rewinding(SteeringCore):
                                    action=last.action.value if last else None,
                                    decided_by_id=last.actor_id if last else None,
                                    channel=last.channel if last else None, request_id=None)
+
+    def _rewinding_request(self, tx: Tx, wf: Workflow, run: Run, newest: SteeringRequest,
+                           actor: Actor) -> SteeringRequest:
+        """Of the requests a run waits on at once (a LangGraph super-step's interrupts), the first whose point
+        lets ``actor`` rewind, when no request was named; ``newest`` when none does (its point then says why
+        not) or it is the only one."""
+        waiting = tx.requests.pending(run_ids=[run.id])
+        if len(waiting) < 2:
+            return newest
+        for candidate in waiting:
+            point = request_point(tx, wf, run, candidate)
+            if point is not None and Action.REWIND.value in point.actions and permissions.refusal(
+                    point, Action.REWIND.value, actor, run, self.people,
+                    escalated=candidate.escalated_at is not None) is None:
+                return candidate
+        return newest
 
     def _rewind_refusal(self, wf: Workflow, run: Run, request: SteeringRequest | None, actor: Actor,
                         tx: Tx) -> str | None:
