@@ -53,7 +53,8 @@ from bot.inbound.api_models import (
 )
 from bot.inbound.continuing import continue_soon
 from bot.engine import ConfigurationError, HazelError
-from bot.inbound.api_errors import ApiError, error_response, hazel_error_response, unmatched, validation_message
+from bot.inbound.api_errors import (ApiError, error_response, hazel_error_response, not_utf8_json, unmatched,
+                                    validation_message)
 from bot.engine import log_context
 from bot.settings import Settings, api_token_pairs
 from store.models import Actor, RunStatus
@@ -74,6 +75,10 @@ class ApiRoute(APIRoute):
 
         async def route(request: Request) -> Response:
             with log_context(run_id=request.path_params.get("run_id")):
+                if request.method in ("POST", "PUT", "PATCH"):  # FastAPI's json.loads of the bytes would take
+                    refused = not_utf8_json(await request.body())  # UTF-16 and UTF-32 too (read once: cached)
+                    if refused is not None:
+                        return error_response(422, "InvalidRequestError", refused)
                 try:
                     return await handler(request)
                 except ApiError as exc:

@@ -173,6 +173,20 @@ def unreadable_reason(cause: BaseException | None) -> str | None:
     return None
 
 
+def not_utf8_json(body: bytes) -> str | None:
+    """Why ``body`` cannot be JSON in UTF-8 (RFC 8259 section 8.1: JSON exchanged between systems is UTF-8),
+    before it is parsed: a byte that is not UTF-8, or a NUL byte (JSON has none outside an escape, and UTF-16
+    and UTF-32 put one beside every ASCII character); None when it may be."""
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return unreadable_reason(exc)
+    nul = body.find(b"\x00")
+    if nul >= 0:
+        return f"the body is not JSON in UTF-8 (byte {nul} is NUL, as in UTF-16 or UTF-32): send JSON in UTF-8"
+    return None
+
+
 class UnreadableBodyError(ValueError):
     """A body that is not JSON in UTF-8 or is nested too deeply to read; the message says which."""
 

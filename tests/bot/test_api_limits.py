@@ -198,6 +198,17 @@ def test_a_body_that_is_not_utf8_is_answered_so_not_as_not_json(served) -> None:
         message = error_of(api.call("POST", path, content=b"\xff\xfe", headers=json_type), 422,
                            "InvalidRequestError")
         assert message == "the body is not valid UTF-8 (byte 0): send JSON in UTF-8", path
+    # JSON in UTF-16 or UTF-32 (which json.loads of bytes would read): refused too, and starts nothing
+    start = json.dumps({"workflow": "doc", "input": {"topic": "backups"}})
+    for encoding in ("utf-16", "utf-16-be", "utf-32", "utf-32-le"):
+        message = error_of(api.call("POST", "/api/runs", content=start.encode(encoding), headers=json_type), 422,
+                           "InvalidRequestError")
+        assert message.startswith(("the body is not valid UTF-8 (byte ", "the body is not JSON in UTF-8 (byte ")), \
+            (encoding, message)
+        assert message.endswith("send JSON in UTF-8"), message
+    message = error_of(api.call("POST", "/api/runs", content=b'\xff\xfe{"workflow":"slow"}', headers=json_type),
+                       422, "InvalidRequestError")
+    assert message == "the body is not valid UTF-8 (byte 0): send JSON in UTF-8"
     assert [r.id for r in hazel.runs()] == [run_id]
 
 
