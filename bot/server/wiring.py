@@ -70,6 +70,9 @@ def http_routers(hazel: "HazelApp", settings: Settings) -> list["APIRouter"]:
         from bot.inbound.slack import slack_routers
 
         routers.extend(slack_routers(hazel, settings, channel=_channel(hazel, "slack")))
+    if not any(getattr(r, "path", None) == "/slack/events" for router in routers for r in router.routes):
+        need = "SLACK_SIGNING_SECRET" if settings.slack_configured else "SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET"
+        routers.append(_off("/slack/events", f"Slack is off on this server: set {need}"))
     from bot.inbound.api import api_router
 
     routers.append(api_router(hazel, settings))  # always mounted; without a token it answers 503
@@ -80,7 +83,26 @@ def http_routers(hazel: "HazelApp", settings: Settings) -> list["APIRouter"]:
         from bot.inbound.jira import jira_router
 
         routers.append(jira_router(hazel, settings, channel=_channel(hazel, "jira") or jira_channel(settings)))
+    else:
+        routers.append(_off("/jira/webhook", "Jira is off on this server: set JIRA_URL and JIRA_API_TOKEN (or "
+                                             "JIRA_PAT)"))
     return routers
+
+
+def _off(path: str, message: str) -> "APIRouter":
+    """``POST path`` answering 503 ``ChannelOffError`` with ``message`` (what to set), as the REST API and the
+    run pages answer when they are off: a Slack or Jira admin testing the URL learns why, not "no such endpoint"."""
+    from fastapi import APIRouter
+
+    from bot.inbound.api_errors import error_response
+
+    router = APIRouter(include_in_schema=False)
+
+    @router.post(path, response_model=None)
+    async def off():  # noqa: ANN202  (a JSONResponse)
+        return error_response(503, "ChannelOffError", message)
+
+    return router
 
 
 def start_socket_mode(hazel: "HazelApp", settings: Settings):  # noqa: ANN201

@@ -25,6 +25,7 @@ from integrations.slack import SlackChannel
 from store.models import Actor
 from tests.bot.slack.conftest import DBA, PRIYA, SAM, SECRET, SlackEnv, example
 from tests.support.fake_slack import FakeSlack
+from tests.support.live import LiveServer
 from tests.support.fake_slack_socket import FakeSocketMode
 from tests.support.live import LiveServer
 from tests.support.slack_payloads import fixture
@@ -86,7 +87,14 @@ def test_wiring_builds_the_channel_and_route_only_when_configured(db_url: str) -
     bare = Settings(HAZEL_DATABASE_URL=db_url)
     assert "slack" not in channels_from_settings(bare)
     hazel = Hazel(bare, registry=Registry(), load_workflows=False)
-    assert "/slack/events" not in [r.path for router in http_routers(hazel, bare) for r in router.routes]
+    with LiveServer(create_app(hazel, routers=http_routers(hazel, bare))) as server:  # off: said so, not 404
+        for path, says in (("/slack/events", "Slack is off on this server: set SLACK_BOT_TOKEN and "
+                                             "SLACK_SIGNING_SECRET"),
+                           ("/jira/webhook", "Jira is off on this server: set JIRA_URL and JIRA_API_TOKEN (or "
+                                             "JIRA_PAT)")):
+            answer = httpx.post(server.url + path, content=b"{}", headers={"Content-Type": "application/json"})
+            assert answer.status_code == 503, answer.text
+            assert answer.json() == {"error": {"type": "ChannelOffError", "message": says}}
     hazel.close()
 
 
@@ -109,7 +117,7 @@ def test_without_slack_settings_requests_fall_back_to_the_console_and_nothing_is
         assert tx.outbox.list(status="pending", run_id=run.id) == [] and tx.outbox.list(status="dead") == []
     assert hazel.pending_request(run_id=run.id) is not None  # still pending, answerable from the CLI
     with LiveServer(create_app(hazel, routers=http_routers(hazel, settings))) as server:
-        assert httpx.post(server.url + "/slack/events", content=b"x").status_code in (404, 405)
+        assert httpx.post(server.url + "/slack/events", content=b"x").status_code == 503  # off, saying why
     hazel.decide(run_id=run.id, action="approve", actor=Actor(id="ops", channel="console"))
     hazel.close()
 
