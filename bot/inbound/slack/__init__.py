@@ -60,10 +60,14 @@ def build_app(hazel: Hazel, settings: Settings, *, channel: SlackChannel | None 
 
 
 def _not_token_skipped(record: logging.LogRecord) -> bool:
-    """Drop Bolt's warning that ``token`` is ignored when ``authorize`` is given (slack_bolt 1.30,
-    ``App.__init__``: ``warning_token_skipped``): the client carries the same token, ``settings_authorize``
-    hands it back, and the line would open every ``hazel serve`` log as if something were misconfigured."""
-    return "`token` (or SLACK_BOT_TOKEN env variable) will be ignored" not in record.getMessage()
+    """Drop Bolt's warnings that ``token`` is ignored when ``authorize`` or ``client`` is given (slack_bolt
+    1.30, ``App.__init__``: ``warning_token_skipped``, and ``warning_client_prioritized_and_token_skipped``
+    when ``SLACK_BOT_TOKEN`` is in the environment, which Bolt reads itself): the client carries the same
+    token, ``settings_authorize`` hands it back, and the lines would open every ``hazel serve`` log as if
+    something were misconfigured."""
+    message = record.getMessage()
+    return ("`token` (or SLACK_BOT_TOKEN env variable) will be ignored" not in message
+            and "As you gave `client` as well, `token` will be unused" not in message)
 
 
 def settings_authorize(token: str) -> Callable[..., AuthorizeResult]:
