@@ -327,7 +327,8 @@ def workflows_cmd(json_out: JsonOpt = False) -> None:
     from rich.markup import escape
 
     hazel = engine(json_out, prepare=False)
-    data = [{"name": wf.name, "version": wf.version, "state": wf.state.__name__, "description": wf.description,
+    data = [{"name": wf.name, "version": wf.version, "state": wf.state_label, "linear": wf.linear,
+             "description": wf.description,
              "nodes": [{"name": n, "kind": "steer" if hasattr(node, "title") else "step"}
                        for n, node in wf.nodes.items()],
              "warnings": hazel.workflow_warnings(name=wf.name, version=wf.version)} for wf in hazel.workflows()]
@@ -337,8 +338,8 @@ def workflows_cmd(json_out: JsonOpt = False) -> None:
     if not data:
         common.out.print("no workflows registered: set HAZEL_WORKFLOWS to your modules")
     for d in data:
-        nodes = " → ".join(f"[cyan]{escape(n['name'])}[/cyan]" if n["kind"] == "steer" else escape(n["name"])
-                           for n in d["nodes"])
+        nodes = (" → " if d["linear"] else ", ").join(  # a graph's nodes: not one after another
+            f"[cyan]{escape(n['name'])}[/cyan]" if n["kind"] == "steer" else escape(n["name"]) for n in d["nodes"])
         common.out.print(f"[bold]{escape(d['name'])}[/bold] v{d['version']} ({escape(d['state'])}): {nodes}")
         for warning in d["warnings"]:
             common.out.print(f"  [yellow]warning:[/yellow] {escape(warning)}", soft_wrap=True)

@@ -274,6 +274,14 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
                          "they are", self.label, schema, exc_info=True)
             return None
 
+    linear = False
+
+    @property
+    def state_label(self) -> str:
+        """``LangGraph graph over ReviewState``: the graph's state schema, not Hazel's pointer state."""
+        schema = getattr(getattr(self._unbound, "builder", None), "state_schema", None)
+        return f"LangGraph graph over {getattr(schema, '__name__', 'its state')}"
+
     def input_fields(self) -> list[str] | None:
         """The keys the graph's input schema declares (None: it does not say)."""
         schema = getattr(getattr(self._unbound, "builder", None), "input_schema", None)

@@ -174,6 +174,15 @@ class Workflow(Generic[S]):
     def label(self) -> str:
         return f"{self.name} v{self.version}"
 
+    @property
+    def state_label(self) -> str:
+        """What ``hazel workflows`` says the workflow's state is: its model's name."""
+        return self.state.__name__
+
+    linear: bool = True
+    """Whether ``nodes`` run one after another in their order (``hazel workflows`` joins them with arrows); a
+    LangGraph graph's nodes need not."""
+
     # -- declaring --------------------------------------------------------------------------------------
 
     def step(self, fn: StepFn | None = None, *, name: str | None = None, next: str | None = None,

@@ -70,3 +70,16 @@ def test_run_feedback_approve_rewind_from_the_cli(db_url, tmp_path, monkeypatch)
     branches = {c["branch"] for c in history["checkpoints"]}
     assert branches == {0, 1}
     assert [c["step"] for c in history["checkpoints"] if c["branch"] == 1][:2] == ["__rewind__", "draft"]
+
+
+def test_hazel_workflows_names_a_graph_s_state_schema_and_does_not_chain_its_nodes(db_url, tmp_path,  # noqa: ANN001
+                                                                                  monkeypatch) -> None:
+    env = _env(db_url, tmp_path)
+    read = _reader(env, monkeypatch)
+    printed = read("workflows")
+    [line] = [line for line in printed.splitlines() if line.startswith("langgraph-review ")]
+    assert "(LangGraph graph over ReviewState)" in line and "GraphRunState" not in line, line
+    assert "→" not in line and ", " in line, line  # a graph's nodes, not a chain
+    listed = json.loads(read("workflows", "--json"))
+    [graph] = [w for w in listed if w["name"] == "langgraph-review"]
+    assert graph["state"] == "LangGraph graph over ReviewState" and graph["linear"] is False
