@@ -48,12 +48,14 @@ def _after(hazel: "Hazel", outcome: "DecisionOutcome", detach: bool, json_out: b
         if outcome.duplicate:
             who = outcome.decision.actor_name or outcome.decision.actor_id
             common.out.print(f"already recorded: {verb} by {escape(who)}")
+        elif outcome.settled and outcome.request is None:  # a rewind of a run that waited on no one
+            common.out.print(f"[green]✓[/green] {verb} recorded: forked from checkpoint "
+                             f"#{escape(str(outcome.decision.payload.get('to')))}")
         elif outcome.settled:
-            title = outcome.request.title if outcome.request else f"checkpoint #{outcome.decision.payload.get('to')}"
             # a rewind names the checkpoint it forked from (a step name resolves to one: which, on which branch)
             fork = f", forked from checkpoint #{outcome.decision.payload['to']}" if (
-                verb == "rewind" and outcome.request and isinstance(outcome.decision.payload.get("to"), int)) else ""
-            common.out.print(f"[green]✓[/green] {verb} recorded for {escape(repr(title))}{fork}")
+                verb == "rewind" and isinstance(outcome.decision.payload.get("to"), int)) else ""
+            common.out.print(f"[green]✓[/green] {verb} recorded for {escape(repr(outcome.request.title))}{fork}")
         else:
             r = outcome.request
             common.out.print(f"[green]✓[/green] approval recorded: {r.approvals} of {r.approvals_required}; "

@@ -55,6 +55,13 @@ def test_run_steer_and_inspect(cli) -> None:  # noqa: ANN001
     assert "decision.rewind" in cli("audit", run_id).stdout
 
 
+def test_a_rewind_of_a_run_that_waited_on_no_one_says_where_it_forked_from(cli) -> None:  # noqa: ANN001
+    run_id = cli.json("run", "doc-review", "--input", '{"topic": "caching"}')["run"]["id"]
+    assert cli.json("approve", run_id)["run"]["status"] == "completed"
+    said = cli("rewind", run_id, "--to", "1", "--detach").stdout
+    assert "✓ rewind recorded: forked from checkpoint #1" in said, said  # not "for 'checkpoint #1'"
+
+
 def test_edit_file_reject_and_validation(cli, tmp_path: Path) -> None:  # noqa: ANN001
     run_id = cli.json("run", "budget", "--input", '{"purpose": "laptops"}')["run"]["id"]
     bad = cli("edit", run_id, "--set", "amount=-5", code=1)
