@@ -40,8 +40,10 @@ def answer_commands(view: RequestView, command: str) -> list[str]:
                 out.append(f"{command} show {run} --raw --at {shlex.quote(view.point)} > {field}.txt   "
                            "# change it, then:")
                 out.append(f"{command} edit {run} {at} --file {field}.txt")
-            else:
+            elif isinstance(view.shown_value, dict):  # a mapping: its entries can be set one by one
                 out.append(f"{command} edit {run} {at} --set {field}=JSON   (or --set {field}.KEY=@file)")
+            else:
+                out.append(f"{command} edit {run} {at} --set {field}=JSON")
         elif action == "reject":
             out.append(f"{command} reject {run} {at} --reason {shlex.quote('why')}")
         elif action == "feedback":

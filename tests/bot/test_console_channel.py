@@ -35,3 +35,30 @@ def test_a_settled_request_reads_as_english(db_url: str, action: str) -> None:
     hazel.deliver_due()
     printed = re.sub(r"\s+", " ", hazel.console_buffer.getvalue())
     assert re.search(rf"run {run.id}: '[^']+' {words} by olga\b", printed), printed
+
+
+@pytest.mark.parametrize("shown, entries", [(5, False), ({"a": "x"}, True), ([1, 2], False)])
+def test_the_edit_command_offers_entries_only_for_a_mapping(db_url: str, shown: object, entries: bool) -> None:
+    from typing import Any
+
+    from pydantic import BaseModel
+
+    from hazel import StepContext, Workflow
+
+    class S(BaseModel):
+        value: Any = None
+
+    wf = Workflow("shown", version=1, state=S)
+
+    @wf.step
+    def make(state: S, ctx: StepContext) -> S:
+        return S(value=shown)
+
+    wf.steer("look", show="value", actions=["approve", "edit"])
+    hazel = make_hazel(db_url, wf)
+    run = hazel.start(workflow="shown", input={}, actor=person("author"))
+    assert hazel.drive(run_id=run.id).run.status is RunStatus.WAITING
+    hazel.deliver_due()
+    printed = re.sub(r"\s+", " ", hazel.console_buffer.getvalue())
+    assert "--set value=JSON" in printed, printed
+    assert ("--set value.KEY=@file" in printed) is entries, printed
