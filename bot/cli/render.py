@@ -45,10 +45,20 @@ def runs_table(runs: list[Run], pending: dict[str, list[SteeringRequest]]) -> Ta
     return table
 
 
-def history_tree(run: Run, checkpoints: list[CheckpointInfo], decisions: list[Decision]) -> Tree:
-    """The checkpoint tree: children under their parent; a fork shows as a second child (a new branch)."""
+def history_tree(run: Run, checkpoints: list[CheckpointInfo], decisions: list[Decision],
+                 asked: dict[int, tuple[int, str]] | None = None) -> Tree:
+    """The checkpoint tree: children under their parent; a fork shows as a second child (a new branch). A
+    decision that wrote no checkpoint (a quorum's vote before the last, the answer to one of a LangGraph
+    super-step's interrupts while others wait) shows under the checkpoint its request was asked at
+    (``asked``: request id -> ``(checkpoint number, steering point)``)."""
     from rich.tree import Tree  # only `hazel history` draws one
     by_decision = {d.id: d for d in decisions}
+    recorded = {cp.decision_id for cp in checkpoints if cp.decision_id}
+    votes: dict[int, list[tuple[Decision, str]]] = {}
+    for d in decisions:
+        where = (asked or {}).get(d.request_id) if d.request_id is not None else None
+        if d.id not in recorded and where is not None:
+            votes.setdefault(where[0], []).append((d, where[1]))
     children: dict[int | None, list[CheckpointInfo]] = {}
     for cp in checkpoints:
         children.setdefault(cp.parent_seq, []).append(cp)
@@ -81,7 +91,10 @@ def history_tree(run: Run, checkpoints: list[CheckpointInfo], decisions: list[De
         """A linear stretch of checkpoints at one level; at a fork, each branch nests below."""
         current = cp
         while True:
-            container.add(label(current))
+            node = container.add(label(current))
+            for vote, point in votes.get(current.seq, []):  # decisions that wrote no checkpoint of their own
+                node.add(f"[magenta]{vote.action.value}[/magenta] by {escape(vote.label)} at {escape(repr(point))}"
+                         f" (no checkpoint of its own)  [dim]{when(vote.created_at)}[/dim]")
             kids = children.get(current.seq, [])
             following = continuation(current, kids)
             if following is not None:

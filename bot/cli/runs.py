@@ -299,7 +299,8 @@ def history_cmd(
         return
     from bot.cli import render
 
-    common.out.print(render.history_tree(run, checkpoints, decisions))
+    asked = {r.id: (r.checkpoint_seq, r.point) for r in hazel.requests(run_id=run.id)}
+    common.out.print(render.history_tree(run, checkpoints, decisions, asked))
 
 
 @app.command("audit")

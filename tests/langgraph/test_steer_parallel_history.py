@@ -66,6 +66,9 @@ def test_history_names_them_on_the_cli_rest_and_the_run_page(db_url, tmp_path, m
 
     pair = json.loads(hazel("run", "lg-pair", "--input", '{"topic": "launch"}', "--json").stdout)["run"]["id"]
     assert "#1 legal + security → legal + security" in hazel("history", pair).stdout
+    hazel("approve", pair, "--at", "legal", "--detach")  # one answer of two: no checkpoint, the run waits
+    tree = " ".join(hazel("history", pair).stdout.split())
+    assert "approve by olga at 'legal' (no checkpoint of its own)" in tree, tree  # listed all the same
 
     hz = make_hazel(db_url, workflow(intake_graph(), name="lg-intake"), workflow(pair_graph(), name="lg-pair"))
     settings = web_settings()
