@@ -4,9 +4,9 @@
 - Runs newest first: one index range per status (``ix_hazel_runs_status_created_at_id``, or
   ``ix_hazel_runs_workflow_status_created_at_id`` with a workflow), each read in index order for its first
   ``limit + offset`` rows (running runs, which those indexes leave out, through ``ix_hazel_runs_status_wake_at``
-  and sorted: as many as there are runs in flight), merged by ``UNION ALL`` and ordered again (created_at, then id): the same rows and
-  order as one ``ORDER BY created_at DESC, id`` over the whole table, without reading or sorting the rest. With
-  no filter at all, ``ix_hazel_runs_created_at_id`` alone.
+  and sorted: as many as there are runs in flight), merged by ``UNION ALL`` and ordered again (created_at, then
+  id): the same rows and order as one ``ORDER BY created_at DESC, id`` over the whole table, without reading or
+  sorting the rest. With no filter at all, ``ix_hazel_runs_created_at_id`` alone.
 - A run id prefix: a range of the primary key, ``id >= prefix AND id < next`` (``next``: the prefix with its
   last character incremented), instead of ``LIKE 'prefix%'``, which no index serves (SQLite's LIKE ignores
   ASCII case, PostgreSQL's collation may not be C). The LIKE stays as a filter on the rows the range returns.

@@ -423,8 +423,10 @@ class Runner:
         if isinstance(out, wf.state):
             return out
         if isinstance(out, dict):
+            fields = wf.state.model_fields
+            known = {*fields, *(f.alias for f in fields.values() if f.alias)}
             unknown = [] if wf.state.model_config.get("extra") == "allow" else sorted(
-                str(k) for k in out if k not in wf.state.model_fields)
+                str(k) for k in out if k not in known)
             if unknown:  # pydantic would drop them without a word, and with them the step's work
                 raise StepContractError(
                     f"step {step.name!r} returned {', '.join(map(repr, unknown))}, which {wf.state.__name__} does "

@@ -217,9 +217,9 @@ class SteeringCore:
         counted = (f"; {current.approvals} of {current.approvals_required} approvals so far"
                    if current is not None and current.approvals_required > 1 else "")
         return AlreadyDecidedError(
-            f"{claimed_person(earlier.person) or earlier.label} already {past_tense(earlier.action.value)} this request "
-            f"through {through} at "
-            f"{when(earlier.created_at)}: one person has one vote, whichever channel they use{counted}",
+            f"{claimed_person(earlier.person) or earlier.label} already {past_tense(earlier.action.value)} this "
+            f"request through {through} at {when(earlier.created_at)}: one person has one vote, whichever channel "
+            f"they use{counted}",
             decided_by=earlier.label, decided_at=earlier.created_at, action=earlier.action.value,
             decided_by_id=earlier.actor_id, channel=earlier.channel, own=True, request_id=request.id)
 
