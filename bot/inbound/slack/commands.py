@@ -168,6 +168,8 @@ class Commands:
         if not isinstance(data, dict):
             raise HazelError("The input must be a JSON object of the workflow's state fields.")
         trigger = command.get("trigger_id")
+        if trigger:  # a resend is the same command, by the same person, with the same trigger id
+            trigger = f"{trigger}\0{actor.id}\0{rest}"
         earlier = self._earlier(trigger)
         if earlier is not None:
             return f"Run `{earlier}` was started by this command already."

@@ -3,6 +3,8 @@ resent ``start`` that starts nothing new."""
 
 from __future__ import annotations
 
+from urllib.parse import parse_qsl
+
 from store.models import Actor
 from tests.bot.slack.conftest import OUTSIDER, PRIYA, STARTER, SlackEnv
 
@@ -86,3 +88,7 @@ def test_start_validates_its_input_and_a_resent_command_starts_one_run(make_env)
     assert first.startswith("▶️ Started run") and again == f"Run `{run_id}` was started by this command already."
     assert [r.id for r in env.hazel.runs()] == [run_id]
     assert env.hazel.get(run_id=run_id).started_by == STARTER and env.hazel.get(run_id=run_id).started_via == "slack"
+    # another command under the same trigger id is not the same command: it is answered as itself
+    trigger = dict(parse_qsl(body))["trigger_id"]
+    other = env.sender.command(STARTER, "start nope", trigger_id=trigger).json()["text"]
+    assert "unknown workflow 'nope'" in other, other
