@@ -32,16 +32,24 @@ class StateCodec(Generic[S]):
         self.model = model
 
     def encode(self, state: S) -> dict[str, Any]:
+        """``state`` as the JSON tree the store keeps.
+
+        Raises:
+            pydantic_core.PydanticSerializationError: a value does not fit its field's type (a model changed in
+                place: pydantic validates no assignment by default); stored, it would no longer load.
+        """
         try:
-            return state.model_dump(mode="json", round_trip=True)
+            return state.model_dump(mode="json", round_trip=True, warnings="error")
         except UnicodeDecodeError:
-            return _tag_bytes(state.model_dump(mode="python", round_trip=True))
+            return _tag_bytes(state.model_dump(mode="python", round_trip=True, warnings="error"))
 
     def decode(self, tree: dict[str, Any]) -> S:
         return self.model.model_validate(_untag_bytes(tree), by_name=True)
 
     def validate(self, data: Any) -> S:
-        """Validate user-supplied data (a dict or a model instance) into the state model.
+        """Validate user-supplied data (a dict or a model instance) into the state model; a field is given by its
+        name or its alias (``model_dump``, which this store and the engine merge edits into, writes names: a
+        model whose fields have aliases would otherwise drop every value given by name).
 
         Raises:
             pydantic.ValidationError: ``data`` does not fit the model.
@@ -50,7 +58,7 @@ class StateCodec(Generic[S]):
             return data
         if isinstance(data, BaseModel):
             data = data.model_dump()
-        return self.model.model_validate(data)
+        return self.model.model_validate(data, by_alias=True, by_name=True)
 
 
 def _tag_bytes(value: Any) -> Any:

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from bot.engine.errors import ConfigurationError, InvalidInputError, quoted
-from bot.engine.lgraph import LangGraphWorkflow
+from bot.engine.lgraph import LangGraphWorkflow, fits
 from bot.engine.limits import not_text
 from bot.engine.steering.edits import format_validation_error
 from bot.engine.workflow import Workflow
@@ -25,7 +25,7 @@ def validate_input(wf: Workflow, data: dict[str, Any] | BaseModel | None) -> Bas
     """
     if isinstance(wf, LangGraphWorkflow):
         _check_graph_input(wf, data)
-    unknown = _unknown_fields(wf.state, data)
+    unknown = unknown_fields(wf.state, data)
     if unknown:
         raise _unknown(wf, unknown, list(wf.state.model_fields))
     try:
@@ -65,15 +65,15 @@ def _check_graph_input(wf: LangGraphWorkflow, data: object) -> None:
         unknown = sorted(str(k) for k in (data or {}) if k not in fields)
         if unknown:
             raise _unknown(wf, unknown, fields)
-    try:
-        adapter.validate_python(data if data is not None else {})
-    except ValidationError as exc:
-        raise _invalid(wf, exc) from None
+    problems = fits(adapter, data if data is not None else {}, strict=wf.input_strict)
+    if problems:
+        raise InvalidInputError(f"invalid input for {wf.label}: {'; '.join(problems)}")
 
 
-def _unknown_fields(model: type[BaseModel], data: object) -> list[str]:
-    """Keys of an input dict that the state model would silently drop (a typo must not start a run with a
-    default in its place). Models that allow extra fields accept anything."""
+def unknown_fields(model: type[BaseModel], data: object) -> list[str]:
+    """Keys of a dict that the state model would silently drop (a typo must not start a run with a default in
+    its place, nor lose a step's output: ``bot.engine.runner``), sorted; a field's name and its aliases are
+    known. Models that allow extra fields accept anything."""
     if not isinstance(data, dict) or model.model_config.get("extra") == "allow":
         return []
     known = set(model.model_fields)

@@ -39,11 +39,12 @@ import typing_extensions
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from bot.engine.errors import InvalidDecisionError, WorkflowDefinitionError, validation_details
+from bot.engine.limits import not_text
 from bot.engine.transitions import close_request
 from bot.engine.lgraph_run import (MARK, UPDATE_STEP, GraphRunState, graph_values, nodes_label, superstep,
                                    writers_at)
 from bot.engine.workflow import _CHANNEL, _NAME, Step, SteeringPoint, Workflow, _blank
-from store.codec import StateCodec
+from store.codec import StateCodec, is_text
 from store.interrupts import answers_at
 from store.models import ALL_ACTIONS, START, Action, Actor, RequestStatus, Run, RunStatus, SteeringRequest
 
@@ -277,6 +278,13 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
     linear = False
 
     @property
+    def input_strict(self) -> bool:
+        """Whether the run's input must be of the input schema's types as it is (``fits``): LangGraph validates
+        (and converts) a pydantic model's values, none of a ``TypedDict``'s."""
+        schema = getattr(getattr(self._unbound, "builder", None), "input_schema", None)
+        return not (isinstance(schema, type) and issubclass(schema, BaseModel))
+
+    @property
     def state_label(self) -> str:
         """``LangGraph graph over ReviewState``: the graph's state schema, not Hazel's pointer state."""
         schema = getattr(getattr(self._unbound, "builder", None), "state_schema", None)
@@ -324,37 +332,35 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
         return {c: _blank(hints.get(c)) for c in channels}
 
     @cached_property
-    def _channel_adapters(self) -> dict[str, TypeAdapter[Any]]:
-        """A ``TypeAdapter`` per channel whose type the graph's state schemas declare (a reducer's
-        ``Annotated`` metadata is left to pydantic, which ignores it); channels it cannot read are left out."""
+    def _channel_adapters(self) -> dict[str, tuple[TypeAdapter[Any], bool]]:
+        """``(TypeAdapter, strict)`` per channel whose type the graph's state schemas declare (a reducer's
+        ``Annotated`` metadata is left to pydantic, which ignores it); channels it cannot read are left out.
+        ``strict``: the schema is no pydantic model, so LangGraph converts nothing and a value must be of the
+        type as it is (``"3"`` is no ``int``); a pydantic schema's values LangGraph validates, converting."""
         builder = getattr(self._unbound, "builder", None)
-        adapters: dict[str, TypeAdapter[Any]] = {}
+        adapters: dict[str, tuple[TypeAdapter[Any], bool]] = {}
         for schema in (getattr(builder, "schemas", None) or {}):
+            strict = not (isinstance(schema, type) and issubclass(schema, BaseModel))
             try:
                 hints = typing.get_type_hints(schema, include_extras=True)
             except Exception:  # noqa: BLE001  (hints that cannot be resolved: not checked)
                 continue
             for name, hint in hints.items():
                 try:
-                    adapters[name] = TypeAdapter(hint)
+                    adapters[name] = (TypeAdapter(hint), strict)
                 except Exception:  # noqa: BLE001  (a type pydantic cannot validate: not checked)
                     continue
         return adapters
 
     def edit_errors(self, edits: dict[str, Any]) -> str:
         """Why ``edits`` (a rewind's ``{channel: value}``) do not fit the channels' declared types, on one line
-        (``revisions: Input should be a valid integer, …``), as the run's input is checked; ``""`` when they
-        do. The values are checked, not converted: the graph gets them as they were given."""
+        (``revisions: Input should be a valid integer, …``), as the run's input is checked (``fits``); ``""``
+        when they do. The values are checked, not converted: the graph gets them as they were given."""
         problems = []
         for name, value in edits.items():
             adapter = self._channel_adapters.get(name)
-            if adapter is None:
-                continue
-            try:
-                adapter.validate_python(value)
-            except ValidationError as exc:
-                problems += [f"{'.'.join(str(x) for x in (name, *e.get('loc', ())))}: {e.get('msg')}"
-                             for e in exc.errors()]
+            if adapter is not None:
+                problems += fits(adapter[0], value, strict=adapter[1], where=(name,))
         return "; ".join(problems)
 
     def validate(self) -> None:
@@ -568,6 +574,43 @@ def paused_nodes(wf: Workflow, tree: Any) -> list[str]:
     if not isinstance(wf, LangGraphWorkflow) or not isinstance(tree, dict):
         return []
     return list(dict.fromkeys(ask.get("node") or name for name, ask in (tree.get("lg_asks") or {}).items()))
+
+
+INT64 = (-(2 ** 63), 2 ** 64 - 1)
+"""The integers LangGraph's serializer stores (msgpack: 64 bits)."""
+
+
+def fits(adapter: TypeAdapter[Any], value: Any, *, strict: bool, where: tuple[str, ...] = ()) -> list[str]:
+    """Why ``value`` (JSON, as a person sent it) does not fit ``adapter``'s type, one ``loc: message`` each;
+    ``[]`` when it does. ``strict``: of the type as it is, without conversion (``"3"`` is no ``int``, ``"yes"``
+    no ``bool``, an ISO text no ``datetime``): what a ``TypedDict`` graph holds is what it was given. An integer
+    past 64 bits never fits: the graph's serializer cannot store it (its step would fail at every attempt)."""
+    if strict:  # (a lone surrogate in a text: said as every channel says it, before it reaches the JSON parser)
+        dumped = json.dumps(value, ensure_ascii=False)
+        if not is_text(dumped):
+            return [f"{'.'.join(where) or 'the value'} {not_text(dumped)}"]
+    big = _past_int64(value)
+    if big is not None:
+        return [f"{'.'.join((*where, *big[0])) or 'value'}: {big[1]} is past the 64-bit integers the graph's "
+                f"checkpoints hold"]
+    try:
+        adapter.validate_python(value, strict=strict)
+    except ValidationError as exc:
+        return [f"{'.'.join(str(x) for x in (*where, *e.get('loc', ()))) or 'value'}: {e.get('msg')}"
+                for e in exc.errors()]
+    return []
+
+
+def _past_int64(value: Any, path: tuple[str, ...] = ()) -> tuple[tuple[str, ...], int] | None:
+    """The path and value of the first integer in ``value`` outside ``INT64``; None when there is none."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (path, value) if not INT64[0] <= value <= INT64[1] else None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        found = _past_int64(item, (*path, str(key)))
+        if found is not None:
+            return found
+    return None
 
 
 def _forbidding_typeddict(schema: Any) -> Any:

@@ -30,11 +30,13 @@ from typing import Any, Callable
 
 import sqlalchemy.exc
 from pydantic import BaseModel, ValidationError
+from pydantic_core import PydanticSerializationError
 
 from bot.engine import lgraph, transitions, versions
 from bot.engine.clock import utcnow
 from bot.engine.errors import StepContractError, VersionUnavailableError
 from bot.engine.leases import Leases, make_owner
+from bot.engine.inputs import unknown_fields
 from bot.engine.logcontext import log_context
 from bot.engine.registry import Registry
 from bot.engine.workflow import END, Step, StepContext, SteeringPoint, Workflow
@@ -66,6 +68,15 @@ def transient_error_classes(*, import_drivers: bool = False) -> tuple[type[BaseE
         if module is not None:
             found += [module.OperationalError, module.InterfaceError]
     return tuple(found)
+
+
+def _first_warning(exc: Exception) -> str:
+    """pydantic's first serializer warning of ``exc``, shortened: ``Expected `str` … [field_name='plan',
+    input_value=123, input_type=int]``."""
+    lines = [line.strip() for line in str(exc).splitlines() if "Expected" in line or "field_name" in line]
+    text = lines[0] if lines else str(exc)
+    text = text.removeprefix("PydanticSerializationUnexpectedValue(").removesuffix(")")
+    return text if len(text) <= 300 else text[:299] + "…"
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -347,7 +358,11 @@ class Runner:
             try:
                 new_state = self._timed_call(node, wf, state, ctx)
                 next_name = wf.target(ctx._goto) if ctx._goto else wf.next_of(node.name)  # END: None, the end
-                new_tree = wf.codec.encode(new_state)
+                try:
+                    new_tree = wf.codec.encode(new_state)
+                except PydanticSerializationError as exc:  # a model the step changed in place, off its types
+                    raise StepContractError(f"step {node.name!r} returned a {wf.state.__name__} holding a value "
+                                            f"its field does not take: {_first_warning(exc)}") from None
                 if next_name is not None and lgraph.find_node(wf, next_name, lambda: new_tree) is None:
                     raise StepContractError(f"step {node.name!r} routed to unknown node {next_name!r}")
             except LeaseLostError:  # a fenced write inside the step (a LangGraph run's graph checkpoint)
@@ -423,16 +438,13 @@ class Runner:
         if isinstance(out, wf.state):
             return out
         if isinstance(out, dict):
-            fields = wf.state.model_fields
-            known = {*fields, *(f.alias for f in fields.values() if f.alias)}
-            unknown = [] if wf.state.model_config.get("extra") == "allow" else sorted(
-                str(k) for k in out if k not in known)
+            unknown = unknown_fields(wf.state, out)
             if unknown:  # pydantic would drop them without a word, and with them the step's work
                 raise StepContractError(
                     f"step {step.name!r} returned {', '.join(map(repr, unknown))}, which {wf.state.__name__} does "
                     f"not declare (fields: {', '.join(wf.state.model_fields)})")
             try:
-                return wf.state.model_validate({**state.model_dump(), **out})
+                return wf.codec.validate({**state.model_dump(), **out})
             except ValidationError as exc:
                 raise StepContractError(f"step {step.name!r} returned fields that fail validation: {exc}") \
                     from exc

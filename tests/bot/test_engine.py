@@ -346,3 +346,50 @@ def test_a_state_that_allows_extra_fields_takes_them(db_url: str) -> None:
     run = hazel.start(workflow="open", input={}, actor=person("me"))
     assert hazel.drive(run_id=run.id).run.status is RunStatus.COMPLETED
     assert hazel.state_tree_at(run_id=run.id)["note"] == "kept"
+
+
+def test_a_field_with_an_alias_is_set_by_its_name_or_its_alias_and_kept(db_url: str) -> None:
+    """``model_dump`` writes names, which pydantic validates by alias only by default: every step returning a
+    dict, every edit and every input by name lost an aliased field's value without a word."""
+    class Aliased(BaseModel):
+        the_count: int = Field(0, alias="theCount")
+        note: str = ""
+
+    wf = Workflow("aliased", version=1, state=Aliased)
+
+    @wf.step
+    def by_name(state: Aliased, ctx: StepContext) -> dict:
+        return {"the_count": state.the_count + 1}
+
+    @wf.step
+    def by_alias(state: Aliased, ctx: StepContext) -> dict:
+        return {"theCount": state.the_count + 10}
+
+    @wf.step
+    def other_field(state: Aliased, ctx: StepContext) -> dict:
+        return {"note": "kept the count"}
+
+    hazel = make_hazel(db_url, wf)
+    run = hazel.start(workflow="aliased", input={"the_count": 5}, actor=person("me"))
+    assert hazel.drive(run_id=run.id).run.status is RunStatus.COMPLETED
+    assert hazel.state_at(run_id=run.id).the_count == 16
+
+
+def test_a_step_that_changed_its_model_off_its_types_fails_and_stores_nothing(db_url: str) -> None:
+    """pydantic checks no assignment by default: ``state.n = "lots"`` returned as the model would be stored,
+    and the run could then no longer be loaded or edited."""
+    wf = Workflow("mutated", version=1, state=Counted)
+
+    @wf.step(max_attempts=3)
+    def mutate(state: Counted, ctx: StepContext) -> Counted:
+        state.n = "lots"  # type: ignore[assignment]
+        return state
+
+    hazel = make_hazel(db_url, wf)
+    run = hazel.start(workflow="mutated", input={}, actor=person("me"))
+    result = hazel.drive(run_id=run.id, wait_for_retries=False)
+    assert result.run.status is RunStatus.FAILED
+    assert "step 'mutate' returned a Counted holding a value its field does not take" in result.run.error
+    assert "field_name='n'" in result.run.error, result.run.error
+    assert not [e for e in hazel.audit(run_id=run.id) if e.action == "step.retry_scheduled"], "no retry can help"
+    assert [c.seq for c in hazel.checkpoints(run_id=run.id)] == [0]

@@ -92,3 +92,43 @@ def test_a_rewinds_edits_are_checked_against_the_channels_types(db_url):
     assert [c.seq for c in hz.checkpoints(run_id=run.id)] == before  # nothing written
     hz.rewind(run_id=run.id, actor=person("olga"), to=1, edits={"draft": "Mine", "published": False})
     assert hz.drive(run_id=run.id).run.status.value == "waiting"
+
+
+def test_a_typeddict_graph_takes_its_values_as_they_are(db_url):
+    """LangGraph converts nothing in a ``TypedDict`` state, so a value must already be of its channel's type:
+    ``"3"`` for an ``int`` (or ``"yes"`` for a ``bool``) would be stored as text and fail the node that reads
+    it; an integer past 64 bits would fail the graph's serializer at every attempt. Refused in the input and
+    in a rewind's edits alike, before anything is written."""
+    import importlib
+
+    from bot.engine import InvalidDecisionError, InvalidInputError
+
+    wf = importlib.import_module("examples.langgraph_review").__hazel_workflows__[-1]
+    hz = make_hazel(db_url, wf)
+    for given, says in (({"topic": "t", "revisions": "4"}, "revisions: Input should be a valid integer"),
+                        ({"topic": "t", "published": "yes"}, "published: Input should be a valid boolean"),
+                        ({"topic": "t", "revisions": 2 ** 70}, "revisions: 1180591620717411303424 is past the "
+                                                                "64-bit integers")):
+        try:
+            hz.start(workflow=wf.name, input=given, actor=person("olga"))
+        except InvalidInputError as exc:
+            assert says in str(exc), exc
+        else:
+            raise AssertionError(f"{given} was taken")
+    assert hz.runs() == []
+    run = hz.start(workflow=wf.name, input={"topic": "t", "revisions": 0}, actor=person("olga"))
+    hz.drive(run_id=run.id)
+    before = [c.seq for c in hz.checkpoints(run_id=run.id)]
+    for edits, says in (({"revisions": "3"}, "revisions: Input should be a valid integer"),
+                        ({"revisions": True}, "revisions: Input should be a valid integer"),
+                        ({"history": ["ok", 2]}, "history.1: Input should be a valid string"),
+                        ({"revisions": 99999999999999999999999}, "past the 64-bit integers")):
+        try:
+            hz.rewind(run_id=run.id, actor=person("olga"), to=1, edits=edits)
+        except InvalidDecisionError as exc:
+            assert says in str(exc), exc
+        else:
+            raise AssertionError(f"{edits} was taken")
+    assert [c.seq for c in hz.checkpoints(run_id=run.id)] == before
+    hz.rewind(run_id=run.id, actor=person("olga"), to=1, edits={"revisions": 3})
+    assert hz.drive(run_id=run.id).run.status.value == "waiting"
