@@ -95,7 +95,9 @@ class Leases:
         """Hand back to the queue every ``running`` run whose worker is dead (same host, pid gone) or whose
         lease has expired. Returns their ids."""
         now = self.clock()
-        recovered = []
+        recovered: list[str] = []
+        died: list[str] = []
+        lapsed: list[str] = []
         with self.store.read() as tx:
             candidates = tx.runs.running()
         for run in candidates:
@@ -110,8 +112,11 @@ class Leases:
                                   previous_owner=run.lease_owner, reason="owner died" if dead else "lease expired")
                     tx.notify_ready(run.id)
                     recovered.append(run.id)
-        if recovered:
-            log.warning("recovered %d run(s) left running by a dead process: %s", len(recovered), recovered)
+                    (died if dead else lapsed).append(run.id)
+        if died:
+            log.warning("recovered %d run(s) left running by a dead process: %s", len(died), died)
+        if lapsed:  # (its process may live on, paused or cut off: its writes are fenced by the lease)
+            log.warning("recovered %d run(s) whose lease ran out: %s", len(lapsed), lapsed)
         return recovered
 
     def close(self) -> None:

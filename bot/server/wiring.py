@@ -71,7 +71,9 @@ def http_routers(hazel: "HazelApp", settings: Settings) -> list["APIRouter"]:
 
         routers.extend(slack_routers(hazel, settings, channel=_channel(hazel, "slack")))
     if not any(getattr(r, "path", None) == "/slack/events" for router in routers for r in router.routes):
-        need = "SLACK_SIGNING_SECRET" if settings.slack_configured else "SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET"
+        missing = [name for name, value in (("SLACK_BOT_TOKEN", settings.slack_bot_token),
+                                            ("SLACK_SIGNING_SECRET", settings.slack_signing_secret)) if value is None]
+        need = " and ".join(missing) or "SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET"
         routers.append(_off("/slack/events", f"Slack is off on this server: set {need}"))
     from bot.inbound.api import api_router
 

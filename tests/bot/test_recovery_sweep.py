@@ -34,3 +34,19 @@ def test_a_run_left_by_a_dead_process_on_this_host_is_resumed_within_a_sweep(db_
                 if e.action == "run.recovered"] == ["owner died"]
     finally:
         pool.stop()
+
+
+def test_recovery_names_a_lapsed_lease_as_such_not_as_a_dead_process(db_url: str, caplog) -> None:  # noqa: ANN001
+    """A lease that ran out may belong to a process that lives on (paused, cut off): the log says which kind
+    of recovery it was, as the audit's ``reason`` does."""
+    from datetime import timedelta
+
+    hazel = make_hazel(db_url, docs, lease_sec=60.0)
+    run = hazel.start(workflow="doc-review", input={"topic": "t"}, actor=hazel.operator(), claim=True)
+    with hazel.store.transaction() as tx:  # a live process elsewhere, whose lease ran out a minute ago
+        tx.conn.execute(update(runs).where(runs.c.id == run.id).values(
+            lease_owner="another-host:1:x", lease_expires_at=hazel.clock() - timedelta(minutes=1)))
+    with caplog.at_level("WARNING"):
+        assert hazel.recover() == [run.id]
+    said = [r.getMessage() for r in caplog.records if "recovered" in r.getMessage()]
+    assert said == [f"recovered 1 run(s) whose lease ran out: ['{run.id}']"], said

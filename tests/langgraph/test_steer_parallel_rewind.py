@@ -73,3 +73,13 @@ def test_a_rewind_naming_the_point_that_forbids_it_is_refused(db_url: str) -> No
     assert [c.seq for c in hz.checkpoints(run_id=run_id)] == before
     assert all(r.status is RequestStatus.PENDING for r in hz.requests(run_id=run_id) if r.id in
                {asked["legal"].id, asked["security"].id})
+
+
+def test_a_decision_not_allowed_at_the_newest_point_says_where_it_is(db_url: str) -> None:
+    hz, run_id, asked = _waiting(db_url)
+    with pytest.raises(InvalidDecisionError) as refused:
+        hz.decide(run_id=run_id, action="feedback", actor=person("ana"),
+                  payload={"text": "more"})
+    assert "'feedback' is not allowed at 'Security review'" in str(refused.value)
+    assert f"; run {run_id} also waits at 'legal', where it is allowed: --at legal" in str(refused.value)
+    hz.decide(run_id=run_id, action="feedback", actor=person("ana"), payload={"text": "more"}, point="legal")

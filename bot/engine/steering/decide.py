@@ -31,7 +31,7 @@ from bot.engine.logcontext import bind_log_context
 from bot.engine.steering.core import DecisionOutcome, SteeringCore
 from bot.engine.steering.edits import UNDECLARED, apply_edit, edited_value
 from bot.engine.transitions import Asked, close_request, end_run, vote_request
-from bot.engine.versions import decode_stored, point_in, resolve_workflow, write_migration
+from bot.engine.versions import decode_stored, point_in, request_point, resolve_workflow, write_migration
 from bot.engine.workflow import SteeringPoint, Workflow
 from store import DuplicateDecisionError, NewCheckpoint, Tx
 from store.hooks import actor_facts
@@ -129,7 +129,8 @@ class Deciding(SteeringCore):
         point = point_in(wf, request.point, run, tree=head.tree)
         if action not in point.actions:
             raise InvalidDecisionError(f"{action!r} is not allowed at {point.title!r} "
-                                       f"(allowed: {', '.join(point.actions)})")
+                                       f"(allowed: {', '.join(point.actions)})"
+                                       f"{self._allowed_elsewhere(tx, wf, run, request, action, point_name)}")
         reason = permissions.refusal(point, action, actor, run, self.people,
                                      escalated=request.escalated_at is not None)
         if reason is not None:
@@ -141,6 +142,21 @@ class Deciding(SteeringCore):
             finish = self._write(tx, wf, point, run, request, head, action, actor, payload, new_tree,
                                  decision_id, delivery_id, claim)
         return finish()
+
+    @staticmethod
+    def _allowed_elsewhere(tx: Tx, wf: Workflow, run: Run, request: SteeringRequest, action: str,
+                           named: str | None) -> str:
+        """When the run waits on other requests too (a LangGraph super-step's) and ``action`` was not aimed at
+        a point (``--at``): ``; run R also waits at 'legal', where it is allowed: --at legal``; else ``""``."""
+        if named is not None:
+            return ""
+        for other in tx.requests.pending(run_ids=[run.id]):
+            if other.id == request.id:
+                continue
+            there = request_point(tx, wf, run, other)
+            if there is not None and action in there.actions:
+                return f"; run {run.id} also waits at {other.point!r}, where it is allowed: --at {other.point}"
+        return ""
 
     def _read(self, tx: Tx, run_id: str, request_id: int | None,
               point_name: str | None) -> tuple[Run, SteeringRequest, LoadedCheckpoint | None, int | None]:

@@ -96,6 +96,12 @@ def test_wiring_builds_the_channel_and_route_only_when_configured(db_url: str) -
             assert answer.status_code == 503, answer.text
             assert answer.json() == {"error": {"type": "ChannelOffError", "message": says}}
     hazel.close()
+    secret_only = Settings(HAZEL_DATABASE_URL=db_url, SLACK_SIGNING_SECRET=SECRET)  # what is missing, only
+    hazel = Hazel(secret_only, registry=Registry(), load_workflows=False)
+    with LiveServer(create_app(hazel, routers=http_routers(hazel, secret_only))) as server:
+        answer = httpx.post(server.url + "/slack/events", content=b"{}")
+        assert answer.json()["error"]["message"] == "Slack is off on this server: set SLACK_BOT_TOKEN", answer.text
+    hazel.close()
 
 
 def test_without_slack_settings_requests_fall_back_to_the_console_and_nothing_is_lost(db_url: str, caplog,  # noqa: ANN001
