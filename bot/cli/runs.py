@@ -35,8 +35,10 @@ def parse_input(text: str | None) -> dict:
     if text is None:
         return {}
     raw = read_arg(text)
+    from bot.engine.steering.edits import strict_json
+
     try:
-        value = json.loads(raw)
+        value = strict_json(raw)
     except ValueError as exc:
         raise CliError(f"--input is not valid JSON: {exc}") from None
     except RecursionError:

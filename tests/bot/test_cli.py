@@ -119,6 +119,9 @@ def test_errors_are_one_line_and_json_errors_are_objects(cli) -> None:  # noqa: 
     assert unknown.exit_code == 1 and "unknown workflow 'nope'" in unknown.stderr
     bad_input = cli("run", "doc-review", "--input", "{not json", code=1)
     assert bad_input.exit_code == 1 and "--input is not valid JSON" in bad_input.stderr
+    for constant in ("NaN", "Infinity", "-Infinity"):  # Python's JSON takes them; a state would store null
+        nan = cli("run", "doc-review", "--input", f'{{"topic": "t", "n": {constant}}}', code=1)
+        assert f"--input is not valid JSON: {constant} is not JSON: a number must be finite" in nan.stderr
     invalid = cli("run", "doc-review", "--input", '{"topic": ""}', code=1)
     assert invalid.exit_code == 1 and "invalid input for doc-review v1: topic" in invalid.stderr
     bad_status = cli("runs", "--status", "sleeping", code=2)
