@@ -35,7 +35,7 @@ def parse_input(text: str | None) -> dict:
     if text is None:
         return {}
     raw = read_arg(text)
-    from bot.engine.steering.edits import strict_json
+    from bot.engine.limits import strict_json
 
     try:
         value = strict_json(raw)

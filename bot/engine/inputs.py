@@ -11,7 +11,7 @@ from bot.engine.errors import ConfigurationError, InvalidInputError, quoted
 from bot.engine.lgraph import LangGraphWorkflow, fits
 from bot.engine.limits import not_text
 from bot.engine.steering.edits import format_validation_error
-from bot.engine.workflow import Workflow
+from bot.engine.workflow import Workflow, unknown_fields
 from bot.settings import Settings
 
 
@@ -50,8 +50,9 @@ def _unknown(wf: Workflow, unknown: list[str], fields: list[str]) -> InvalidInpu
 
 
 def _check_graph_input(wf: LangGraphWorkflow, data: object) -> None:
-    """A LangGraph run's input against its graph's input schema (its keys, then pydantic's validation); the
-    value itself is handed to the graph as it came (LangGraph coerces its own state).
+    """A LangGraph run's input against its graph's input schema (its keys, then its types: ``lgraph.fits``,
+    strictly for a schema LangGraph converts nothing of, a ``TypedDict``); the value itself is handed to the
+    graph as it came.
 
     Raises:
         InvalidInputError: a key the schema does not declare, or a value it refuses.
@@ -68,21 +69,6 @@ def _check_graph_input(wf: LangGraphWorkflow, data: object) -> None:
     problems = fits(adapter, data if data is not None else {}, strict=wf.input_strict)
     if problems:
         raise InvalidInputError(f"invalid input for {wf.label}: {'; '.join(problems)}")
-
-
-def unknown_fields(model: type[BaseModel], data: object) -> list[str]:
-    """Keys of a dict that the state model would silently drop (a typo must not start a run with a default in
-    its place, nor lose a step's output: ``bot.engine.runner``), sorted; a field's name and its aliases are
-    known. Models that allow extra fields accept anything."""
-    if not isinstance(data, dict) or model.model_config.get("extra") == "allow":
-        return []
-    known = set(model.model_fields)
-    for name, field in model.model_fields.items():
-        if field.alias:
-            known.add(field.alias)
-        if isinstance(field.validation_alias, str):
-            known.add(field.validation_alias)
-    return sorted(str(k) for k in data if k not in known)
 
 
 def check_hooks(settings: Settings) -> None:

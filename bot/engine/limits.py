@@ -139,3 +139,18 @@ def too_large(what: str, size: int, max_bytes: int) -> str:
     """``"the edited state is 20,971,520 bytes; the limit is 1,048,576 (HAZEL_MAX_STATE_BYTES)"``: nothing
     of the value itself."""
     return f"{what} is {size:,} bytes; the limit is {max_bytes:,} ({LIMIT_SETTING})"
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON: a number must be finite")
+
+
+def strict_json(text: str) -> Any:
+    """``text`` read as JSON (RFC 8259), without Python's extensions ``NaN``, ``Infinity`` and ``-Infinity``,
+    which a state would store as null.
+
+    Raises:
+        ValueError: not JSON (``json.JSONDecodeError``), or one of those constants; RecursionError: nested too
+            deeply.
+    """
+    return json.loads(text, parse_constant=_no_constant)

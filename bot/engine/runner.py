@@ -36,10 +36,9 @@ from bot.engine import lgraph, transitions, versions
 from bot.engine.clock import utcnow
 from bot.engine.errors import StepContractError, VersionUnavailableError
 from bot.engine.leases import Leases, make_owner
-from bot.engine.inputs import unknown_fields
 from bot.engine.logcontext import log_context
 from bot.engine.registry import Registry
-from bot.engine.workflow import END, Step, StepContext, SteeringPoint, Workflow
+from bot.engine.workflow import END, Step, StepContext, SteeringPoint, Workflow, unknown_fields
 from store import ChainPosition, Fence, LeaseLostError, NewCheckpoint, Store
 from store.steps import StepWriter
 from store.models import SYSTEM, Run, RunStatus

@@ -394,3 +394,18 @@ def _blank(annotation: Any) -> Any:
     """``""`` when ``annotation`` is text (``str``, ``str | None``, ``Annotated[str, …]``), else None."""
     args = _not_none(annotation)
     return "" if args and all(a is str for a in args) else None
+
+
+def unknown_fields(model: type[BaseModel], data: object) -> list[str]:
+    """Keys of a dict that the state model would silently drop (a typo must not start a run with a default in
+    its place, nor lose a step's output: ``bot.engine.runner``), sorted; a field's name and its aliases are
+    known. Models that allow extra fields accept anything."""
+    if not isinstance(data, dict) or model.model_config.get("extra") == "allow":
+        return []
+    known = set(model.model_fields)
+    for name, field in model.model_fields.items():
+        if field.alias:
+            known.add(field.alias)
+        if isinstance(field.validation_alias, str):
+            known.add(field.validation_alias)
+    return sorted(str(k) for k in data if k not in known)

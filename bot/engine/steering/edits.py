@@ -34,6 +34,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from bot.engine.errors import InvalidDecisionError
+from bot.engine.limits import strict_json
 from bot.engine.workflow import Workflow
 
 _JIRA_BLOCK = re.compile(r"^\s*\{(code|noformat)(?::[^}]*)?\}\s*\n?(.*?)\n?\s*\{\1\}\s*$", re.DOTALL)
@@ -73,21 +74,6 @@ def value_from_text(current: Any, text: str, *, field: str | None = None, key: s
         return strict_json(raw)
     except ValueError as exc:
         raise InvalidDecisionError(f"invalid edit: {named(field, key)} must be given as JSON here ({exc})") from None
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON: a number must be finite")
-
-
-def strict_json(text: str) -> Any:
-    """``text`` read as JSON (RFC 8259), without Python's extensions ``NaN``, ``Infinity`` and ``-Infinity``,
-    which a state would store as null.
-
-    Raises:
-        ValueError: not JSON (``json.JSONDecodeError``), or one of those constants; RecursionError: nested too
-            deeply.
-    """
-    return json.loads(text, parse_constant=_no_constant)
 
 
 UNDECLARED = object()
