@@ -19,13 +19,6 @@ _W_NAMES = ", ".join(_W_COLUMNS)
 _W_UPSERT = " ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET" \
     " channel = excluded.channel, type = excluded.type, blob = excluded.blob"
 
-LEASE_KEY = "__hazel_lease__"
-"""The ``configurable`` key of a LangGraph config under which a Hazel run's step passes its lease token
-(``bot.engine.lgraph_run``): the saver then writes that thread's checkpoints and pending writes only while the run
-(its ``thread_id``) is still leased by that token, so a worker that lost its lease (paused, then taken over) cannot
-add a checkpoint beside the one its successor wrote. LangGraph passes ``configurable`` to ``put`` and
-``put_writes`` as given, and keeps keys starting with ``__`` out of a checkpoint's metadata."""
-
 Fence = tuple[str, str]
 """``(run_id, lease_token)``: a write happens only while the run is ``running`` under that lease."""
 
@@ -48,9 +41,10 @@ class LangGraphWriter:
     ``relaxed``: the engine for writes that need not wait for the disk (``Store.relaxed_engine``: on SQLite
     its connections stay at NORMAL); None: ``engine``, its connection switched to NORMAL for such a write.
 
-    A write given a ``fence`` (``Fence``) is the same one statement, as ``INSERT … SELECT … WHERE EXISTS`` the
-    run still leased by its token (on PostgreSQL the run's row locked ``FOR SHARE`` until the commit, so that a
-    takeover, which updates that row, comes wholly before or after it).
+    A write given a ``fence`` (``Fence``: a Hazel run's step's, ``store.models.LEASE_KEY``) is the same one
+    statement, as ``INSERT … SELECT … WHERE EXISTS`` the run still leased by its token (on PostgreSQL the run's
+    row locked ``FOR SHARE`` until the commit, so that a takeover, which updates that row, comes wholly before
+    or after it).
 
     Driver errors are raised as SQLAlchemy's ``DBAPIError`` and the connection is dropped from the pool.
     """

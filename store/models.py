@@ -85,6 +85,13 @@ NODES_JOIN = " + "
 """Between the names of the nodes of one LangGraph super-step in a checkpoint's step or next step
 (``draft + legal``); a node name a workflow declares never holds it (no spaces)."""
 
+LEASE_KEY = "__hazel_lease__"
+"""The ``configurable`` key of a LangGraph config under which a Hazel run's step passes its lease token
+(``bot.engine.lgraph_run``): the saver then writes that thread's checkpoints and pending writes only while the run
+(its ``thread_id``) is still leased by that token, so a worker that lost its lease (paused, then taken over) cannot
+add a checkpoint beside the one its successor wrote. LangGraph passes ``configurable`` to ``put`` and
+``put_writes`` as given, and keeps keys starting with ``__`` out of a checkpoint's metadata."""
+
 
 def node_names(step: str | None) -> list[str]:
     """The node names a checkpoint's step or next step stands for: ``"draft + legal"`` -> ``["draft",

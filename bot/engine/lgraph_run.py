@@ -19,7 +19,7 @@ Every graph checkpoint the step writes carries ``hazel_seq`` (the Hazel checkpoi
 its metadata. A step that runs again after its process died (SIGKILL, a lost lease) finds the super-step
 its first attempt completed and records it instead of running its nodes again; only a super-step that had
 not finished runs again (LangGraph keeps the writes of its nodes that did finish). The step's lease token goes
-to the saver in ``configurable`` (``store.lgraph_writer.LEASE_KEY``): a worker that lost its lease in the middle
+to the saver in ``configurable`` (``store.models.LEASE_KEY``): a worker that lost its lease in the middle
 of a super-step (paused, then taken over) has its graph writes refused (``LeaseLostError``), so it cannot add a
 checkpoint beside the one its successor wrote.
 """
@@ -33,8 +33,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from bot.engine.workflow import StepContext
-from store.lgraph_writer import LEASE_KEY
-from store.models import NODES_JOIN, UPDATE_NODE, node_names
+from store.models import LEASE_KEY, NODES_JOIN, UPDATE_NODE, node_names
 
 MARK = "hazel.steer"
 """Key of an interrupt payload made by ``hazel.langgraph.steer`` (its value: the payload's format, 1)."""

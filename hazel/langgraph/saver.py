@@ -45,8 +45,8 @@ from store import Store
 from store.checkpoints import SnapshotPolicy
 from store.lgraph import Key, LangGraphRepo, StoredRow, StoredWrite
 from store.errors import LeaseLostError
-from store.lgraph_writer import LEASE_KEY, Fence, LangGraphWriter
-from store.models import RunStatus
+from store.lgraph_writer import Fence, LangGraphWriter
+from store.models import LEASE_KEY, RunStatus
 
 
 def _key_of(config: RunnableConfig) -> tuple[str, str, str | None]:
@@ -55,7 +55,7 @@ def _key_of(config: RunnableConfig) -> tuple[str, str, str | None]:
 
 
 def _fence_of(config: RunnableConfig) -> Fence | None:
-    """``(run_id, lease_token)`` when ``config`` is a Hazel run's step's (``store.lgraph_writer.LEASE_KEY``)."""
+    """``(run_id, lease_token)`` when ``config`` is a Hazel run's step's (``store.models.LEASE_KEY``)."""
     conf = config["configurable"]
     token = conf.get(LEASE_KEY)
     return None if token is None else (str(conf["thread_id"]), str(token))

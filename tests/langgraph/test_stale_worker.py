@@ -8,8 +8,7 @@ import threading
 
 from hazel.langgraph import HazelSaver
 from store import LeaseLostError
-from store.lgraph_writer import LEASE_KEY
-from store.models import RunStatus
+from store.models import LEASE_KEY, RunStatus
 from tests.langgraph.graphs import review_graph, workflow
 from tests.support.engine import make_hazel, person
 
