@@ -585,31 +585,37 @@ def fits(adapter: TypeAdapter[Any], value: Any, *, strict: bool, where: tuple[st
     ``[]`` when it does. ``strict``: of the type as it is, without conversion (``"3"`` is no ``int``, ``"yes"``
     no ``bool``, an ISO text no ``datetime``): what a ``TypedDict`` graph holds is what it was given. An integer
     past 64 bits never fits: the graph's serializer cannot store it (its step would fail at every attempt)."""
-    if strict:  # (a lone surrogate in a text: said as every channel says it, before it reaches the JSON parser)
-        dumped = json.dumps(value, ensure_ascii=False)
-        if not is_text(dumped):
-            return [f"{'.'.join(where) or 'the value'} {not_text(dumped)}"]
-    big = _past_int64(value)
-    if big is not None:
-        return [f"{'.'.join((*where, *big[0])) or 'value'}: {big[1]} is past the 64-bit integers the graph's "
-                f"checkpoints hold"]
     try:
+        if strict:  # (a lone surrogate in a text: said as every channel says it, before pydantic sees it)
+            dumped = json.dumps(value, ensure_ascii=False)
+            if not is_text(dumped):
+                return [f"{'.'.join(where) or 'the value'} {not_text(dumped)}"]
+        big = _past_int64(value)
+        if big is not None:
+            return [f"{'.'.join((*where, *big[0])) or 'value'}: {big[1]} is past the 64-bit integers the "
+                    f"graph's checkpoints hold"]
         adapter.validate_python(value, strict=strict)
     except ValidationError as exc:
         return [f"{'.'.join(str(x) for x in (*where, *e.get('loc', ()))) or 'value'}: {e.get('msg')}"
                 for e in exc.errors()]
+    except RecursionError:  # (the state's own depth limit says it better, where it applies first)
+        return [f"{'.'.join(where) or 'value'}: nested too deeply to be checked"]
     return []
 
 
-def _past_int64(value: Any, path: tuple[str, ...] = ()) -> tuple[tuple[str, ...], int] | None:
-    """The path and value of the first integer in ``value`` outside ``INT64``; None when there is none."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return (path, value) if not INT64[0] <= value <= INT64[1] else None
-    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
-    for key, item in items:
-        found = _past_int64(item, (*path, str(key)))
-        if found is not None:
-            return found
+def _past_int64(value: Any) -> tuple[tuple[str, ...], int] | None:
+    """The path and value of the first integer in ``value`` outside ``INT64``; None when there is none (walked
+    without recursion: a value may be nested as deep as JSON allows)."""
+    stack: list[tuple[tuple[str, ...], Any]] = [((), value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, int) and not isinstance(item, bool):
+            if not INT64[0] <= item <= INT64[1]:
+                return path, item
+        elif isinstance(item, dict):
+            stack.extend(((*path, str(k)), v) for k, v in reversed(list(item.items())))
+        elif isinstance(item, list):
+            stack.extend(((*path, str(i)), v) for i, v in reversed(list(enumerate(item))))
     return None
 
 

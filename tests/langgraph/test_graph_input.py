@@ -84,3 +84,22 @@ def test_the_example_graph_checks_its_input_on_every_channel(db_url: str) -> Non
             hazel.start(workflow="langgraph-review", input=given, actor=person("author"))
     assert hazel.runs() == []
     assert wf.input_json_schema()["properties"]["topic"] == {"title": "Topic", "type": "string"}
+
+
+def test_the_type_check_answers_for_any_json_a_person_can_send() -> None:
+    """``lgraph.fits``: an integer past 64 bits named by its path, deep nesting answered (not a RecursionError:
+    JSON reaches about 1,000 levels before the state's own depth limit is checked), a lone surrogate said as
+    every channel says it."""
+    from pydantic import TypeAdapter
+
+    from bot.engine.lgraph import fits
+
+    deep: object = 1
+    for _ in range(2000):
+        deep = [deep]
+    assert fits(TypeAdapter(list), deep, strict=True) == ["value: nested too deeply to be checked"]
+    assert fits(TypeAdapter(dict), {"a": [1, {"b": 2 ** 70}]}, strict=False, where=("notes",)) == [
+        "notes.a.1.b: 1180591620717411303424 is past the 64-bit integers the graph's checkpoints hold"]
+    [said] = fits(TypeAdapter(str), "half \ud83d", strict=True, where=("topic",))
+    assert said.startswith("topic holds a character that is not Unicode text (U+D83D"), said
+    assert fits(TypeAdapter(int), 3, strict=True) == [] and fits(TypeAdapter(int), "3", strict=True)
