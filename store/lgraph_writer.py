@@ -56,14 +56,13 @@ class LangGraphWriter:
         self.synchronous = synchronous.upper()
         mark = "%s" if self.postgresql else "?"
         marks = ", ".join(mark for _ in ROW_COLUMNS)
-        self._mark = mark
         self._cp_sql = f"INSERT INTO hazel_lg_checkpoints ({_CP_NAMES}) VALUES ({marks}) ON CONFLICT DO NOTHING"
         # a change is written only while the parent it is a change of exists (a primary-key lookup in the same
         # statement): another process may have deleted it since this one read it
         parent = (" EXISTS (SELECT 1 FROM hazel_lg_checkpoints WHERE thread_id = {m} AND checkpoint_ns = {m}"
                   " AND checkpoint_id = {m})").replace("{m}", mark)
-        self._fence = (f" EXISTS (SELECT 1 FROM hazel_runs WHERE id = {mark} AND lease_token = {mark}"
-                       f" AND status = 'running'{' FOR SHARE' if self.postgresql else ''})")
+        self._leased = f"SELECT 1 FROM hazel_runs WHERE id = {mark} AND lease_token = {mark} AND status = 'running'"
+        self._fence = f" EXISTS ({self._leased}{' FOR SHARE' if self.postgresql else ''})"
         select = f"INSERT INTO hazel_lg_checkpoints ({_CP_NAMES}) SELECT {marks} WHERE"
         self._cp_child_sql = f"{select}{parent} ON CONFLICT DO NOTHING"
         self._cp_fenced_sql = f"{select}{self._fence} ON CONFLICT DO NOTHING"
@@ -126,9 +125,8 @@ class LangGraphWriter:
     def fence_held(self, fence: Fence) -> bool:
         """Whether the run of ``fence`` is ``running`` under its lease token now (a read, for the rare write that
         wrote nothing: was it refused by the fence, or by what was already there?)."""
-        sql = f"SELECT 1 FROM hazel_runs WHERE id = {self._mark} AND lease_token = {self._mark} AND status = 'running'"
         with self.engine.connect() as conn:
-            return conn.exec_driver_sql(sql, tuple(fence)).first() is not None
+            return conn.exec_driver_sql(self._leased, tuple(fence)).first() is not None
 
     def _level(self, fairy: Any, *, durable: bool) -> None:
         """Set the connection's ``synchronous`` for the next commit (the store's level, or NORMAL for a write

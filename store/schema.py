@@ -116,6 +116,10 @@ Index("ix_hazel_runs_status_created_at_id", runs.c.status, runs.c.created_at.des
 Index("ix_hazel_runs_workflow_status_created_at_id", runs.c.workflow, runs.c.status, runs.c.created_at.desc(),
       runs.c.id, sqlite_where=text(LISTED))
 
+VOTES = "action <> 'rewind'"
+"""The condition of the partial unique index of votes on ``hazel_decisions`` (a rewind is no vote); a query that
+uses it states it (``DecisionRepo.by_person``)."""
+
 checkpoints = Table(
     "hazel_checkpoints",
     metadata,
@@ -204,7 +208,7 @@ decisions = Table(
     # Partial on both databases (the migrations create it so); ``postgresql_where`` is not repeated here
     # because naming a PostgreSQL option makes SQLAlchemy import its PostgreSQL dialect on every CLI command.
     Index("uq_hazel_decisions_request_id_person", "request_id", "person", unique=True,
-          sqlite_where=text("action <> 'rewind'")),
+          sqlite_where=text(VOTES)),
     # One person's vote on a request (``DecisionRepo.by_person``) reads the partial unique index above, saying
     # ``action <> 'rewind'``; a request's decisions (``for_request``) are read among its run's (migration 0007
     # dropped an index on ``request_id, person`` beside it: one page fewer for every decision's commit).

@@ -17,7 +17,7 @@ from store import fast
 from store.dialect import Dialect
 from store.errors import DuplicateDecisionError
 from store.models import Action, Actor, Decision, RequestStatus, Run, SteeringRequest
-from store.schema import decisions, runs, steering_requests
+from store.schema import VOTES, decisions, runs, steering_requests
 
 
 _INSERT_DECISION = decisions.insert().returning(decisions.c.id)
@@ -287,7 +287,7 @@ class DecisionRepo:
         partial unique index of votes (``uq_hazel_decisions_request_id_person``), whose condition it states."""
         row = self.conn.execute(select(decisions).where(
             (decisions.c.request_id == request_id) & (decisions.c.person == person)
-            & literal_column("action <> 'rewind'"))).first()
+            & literal_column(VOTES))).first()
         return _decision(row) if row else None
 
     def for_run(self, run_id: str) -> list[Decision]:

@@ -281,8 +281,7 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
     def input_strict(self) -> bool:
         """Whether the run's input must be of the input schema's types as it is (``fits``): LangGraph validates
         (and converts) a pydantic model's values, none of a ``TypedDict``'s."""
-        schema = getattr(getattr(self._unbound, "builder", None), "input_schema", None)
-        return not (isinstance(schema, type) and issubclass(schema, BaseModel))
+        return _converts_nothing(getattr(getattr(self._unbound, "builder", None), "input_schema", None))
 
     @property
     def state_label(self) -> str:
@@ -340,7 +339,7 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
         builder = getattr(self._unbound, "builder", None)
         adapters: dict[str, tuple[TypeAdapter[Any], bool]] = {}
         for schema in (getattr(builder, "schemas", None) or {}):
-            strict = not (isinstance(schema, type) and issubclass(schema, BaseModel))
+            strict = _converts_nothing(schema)
             try:
                 hints = typing.get_type_hints(schema, include_extras=True)
             except Exception:  # noqa: BLE001  (hints that cannot be resolved: not checked)
@@ -545,6 +544,17 @@ def pending_siblings(tx: Any, wf: Workflow | None, request: SteeringRequest) -> 
     return [r for r in (tx.requests.get(i) for i in ids) if r is not None]
 
 
+def sibling_points(tx: Any, wf: Workflow | None, request: SteeringRequest
+                   ) -> list[tuple[SteeringRequest, SteeringPoint]]:
+    """``pending_siblings`` with the steering point each waits at (read from their checkpoint once)."""
+    siblings = pending_siblings(tx, wf, request)
+    if not siblings:
+        return []
+    loaded = tx.checkpoints.load(request.run_id, request.checkpoint_seq)
+    points = wf.points_in(loaded.tree if loaded is not None else None)  # type: ignore[union-attr]
+    return [(s, points[s.point]) for s in siblings if s.point in points]
+
+
 def points_of_run(tx: Any, wf: Workflow | None, run: Run,
                   request: SteeringRequest | None = None) -> list[SteeringPoint] | None:
     """Whose approvers may rewind, retry or cancel a LangGraph run: the steering points of ``request`` (else of
@@ -574,6 +584,12 @@ def paused_nodes(wf: Workflow, tree: Any) -> list[str]:
     if not isinstance(wf, LangGraphWorkflow) or not isinstance(tree, dict):
         return []
     return list(dict.fromkeys(ask.get("node") or name for name, ask in (tree.get("lg_asks") or {}).items()))
+
+
+def _converts_nothing(schema: Any) -> bool:
+    """Whether LangGraph takes a graph schema's values as they are: anything but a pydantic model (which it
+    validates, converting), a ``TypedDict`` first."""
+    return not (isinstance(schema, type) and issubclass(schema, BaseModel))
 
 
 INT64 = (-(2 ** 63), 2 ** 64 - 1)

@@ -217,14 +217,13 @@ class HazelSaver(Deleting, BaseCheckpointSaver[str]):
                "metadata": meta, **enc.columns()}
         fence = _fence_of(config)
         inserted = self._writer.insert_checkpoint(row, fence=fence)  # (it takes the turn to write, as ``_write``)
-        if not inserted:  # rare: a re-put of a stored checkpoint, or the parent was deleted meanwhile
-            self._check_fence(fence)
+        if not inserted:  # rare: a re-put of a stored checkpoint, or the parent was deleted (or the fence failed)
             tree, extras = encoding._tree_of(checkpoint)
             enc, position = encoding.snapshot(checkpoint["id"], tree,
                                               encoding._own(checkpoint.get("channel_values") or {}), extras,
                                               self.serde)
             with self._write() as tx:
-                if fence is not None:  # (the run's row locked: no takeover until this commits)
+                if fence is not None:  # refused by it? (the run's row locked: no takeover until this commits)
                     run = tx.runs.get(fence[0], for_update=True)
                     if run is None or run.lease_token != fence[1] or run.status is not RunStatus.RUNNING:
                         raise LeaseLostError(f"run {fence[0]} is no longer leased by this worker")

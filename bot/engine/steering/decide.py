@@ -31,7 +31,7 @@ from bot.engine.logcontext import bind_log_context
 from bot.engine.steering.core import DecisionOutcome, SteeringCore
 from bot.engine.steering.edits import UNDECLARED, apply_edit, edited_value
 from bot.engine.transitions import Asked, close_request, end_run, vote_request
-from bot.engine.versions import decode_stored, point_in, request_point, resolve_workflow, write_migration
+from bot.engine.versions import decode_stored, point_in, resolve_workflow, write_migration
 from bot.engine.workflow import SteeringPoint, Workflow
 from store import DuplicateDecisionError, NewCheckpoint, Tx
 from store.hooks import actor_facts
@@ -150,11 +150,8 @@ class Deciding(SteeringCore):
         a point (``--at``): ``; run R also waits at 'legal', where it is allowed: --at legal``; else ``""``."""
         if named is not None:
             return ""
-        for other in tx.requests.pending(run_ids=[run.id]):
-            if other.id == request.id:
-                continue
-            there = request_point(tx, wf, run, other)
-            if there is not None and action in there.actions:
+        for other, there in lgraph.sibling_points(tx, wf, request):
+            if action in there.actions:
                 return f"; run {run.id} also waits at {other.point!r}, where it is allowed: --at {other.point}"
         return ""
 

@@ -119,7 +119,7 @@ class Rewinding(SteeringCore):
         if run.status not in REWINDABLE:
             raise RunStateError(f"run {run.id} is {run.status.value} (executing a step): rewind when it stops")
         wf = resolve_workflow(self.registry, run)
-        if request is not None and request_id is None and isinstance(wf, lgraph.LangGraphWorkflow):
+        if request is not None and request_id is None:  # (several at once: a LangGraph super-step's)
             request = self._rewinding_request(tx, wf, run, request, actor)
         if expect_head is not None and run.head_seq != expect_head:
             raise self._moved_on(tx, run, expect_head)
@@ -233,15 +233,10 @@ class Rewinding(SteeringCore):
 
     def _rewinding_request(self, tx: Tx, wf: Workflow, run: Run, newest: SteeringRequest,
                            actor: Actor) -> SteeringRequest:
-        """Of the requests a run waits on at once (a LangGraph super-step's interrupts), the first whose point
-        lets ``actor`` rewind, when no request was named; ``newest`` when none does (its point then says why
-        not) or it is the only one."""
-        waiting = tx.requests.pending(run_ids=[run.id])
-        if len(waiting) < 2:
-            return newest
-        for candidate in waiting:
-            point = request_point(tx, wf, run, candidate)
-            if point is not None and Action.REWIND.value in point.actions and permissions.refusal(
+        """Of the requests a run waits on at once (a LangGraph super-step's interrupts), an older one whose
+        point lets ``actor`` rewind, when no request was named; else ``newest`` (its point then decides)."""
+        for candidate, point in lgraph.sibling_points(tx, wf, newest):
+            if Action.REWIND.value in point.actions and permissions.refusal(
                     point, Action.REWIND.value, actor, run, self.people,
                     escalated=candidate.escalated_at is not None) is None:
                 return candidate
