@@ -15,7 +15,7 @@ import zlib
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
-from pydantic_core import to_jsonable_python
+from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
 
 S = TypeVar("S", bound=BaseModel)
 
@@ -138,10 +138,34 @@ class _Zstd(threading.local):
 _zstd = _Zstd()
 
 
+def json_bytes(tree: Any) -> bytes:
+    """A JSON tree as compact UTF-8 JSON text: what ``json.dumps(tree, separators=(",", ":"),
+    ensure_ascii=False).encode()`` gives (integers of any size, ``NaN``/``Infinity``, keys that are numbers
+    turned into text), written by pydantic-core's serializer: 1.3 µs for a step's 1 KB patch instead of 8.8,
+    0.14 ms for a 250 KB state instead of 1.26 (the VM of ``bench/``). Floats are written in their shortest
+    form as ``json`` does, with a different exponent style for some (``1e-7``, not ``1e-07``): the same value
+    when read back. The trees given are JSON trees (``StateCodec.encode``, a patch of two, a LangGraph
+    checkpoint's versions); a value outside JSON that pydantic writes (a datetime, a UUID, a set) is written
+    as pydantic's JSON mode writes it, where ``json.dumps`` refused it.
+
+    Raises:
+        UnicodeEncodeError: text that is not UTF-8 (a lone surrogate), as ``str.encode`` raises it.
+        TypeError: a value neither writes.
+    """
+    try:
+        return to_json(tree, inf_nan_mode="constants")
+    except PydanticSerializationError:  # the standard library's error, raised as it always was
+        return json.dumps(tree, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
 def dump_payload(tree: Any) -> tuple[bytes, bool]:
-    """Serialise a JSON tree (a state or a patch) to stored bytes: its compact UTF-8 JSON, as a zstd frame
-    (with its content size) when that is at least 10 % smaller. Returns ``(payload, compressed)``."""
-    raw = json.dumps(tree, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    """Serialise a JSON tree (a state or a patch) to stored bytes: its compact UTF-8 JSON (``json_bytes``), as a
+    zstd frame (with its content size) when that is at least 10 % smaller. Returns ``(payload, compressed)``.
+
+    Raises:
+        UnicodeEncodeError: text that is not UTF-8 (a lone surrogate).
+    """
+    raw = json_bytes(tree)
     if len(raw) >= COMPRESS_MIN_BYTES:
         packed = (_zstd.compress or _zstd.load().compress)(raw)
         if len(packed) < len(raw) * 0.9:

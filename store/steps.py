@@ -10,7 +10,12 @@ pool lends for the drive, with the values converted as SQLAlchemy would store th
 keeps UTC timestamps as ``YYYY-MM-DD HH:MM:SS.ffffff``), so every other query reads these rows as its own.
 On PostgreSQL the two are one statement (a data-modifying CTE: no lease, no row) sent in autocommit mode:
 a single statement is its own transaction, so a step costs one round trip to the server (and its commit)
-instead of three (BEGIN, the statement, COMMIT); psycopg prepares it after its fifth execution.
+instead of three (BEGIN, the statement, COMMIT); psycopg prepares it after its fifth execution. It is
+written with the server's own ``$n`` placeholders and sent through one ``psycopg.RawCursor`` per drive, so
+psycopg neither rewrites the query nor reorders a dict of parameters at every step. Per step, alternated A/B
+on the 2-core VM of ``bench/`` (item 2, 500 steps): SQLite about 347 → 303 µs, PostgreSQL about 402 → 330 µs,
+with the patch's JSON written by pydantic-core (``store.codec.json_bytes``), one timestamp conversion fewer,
+and the drive's cursor kept.
 
 Driver errors are raised as SQLAlchemy's (``sqlalchemy.exc.DBAPIError`` subclasses, ``OperationalError`` for
 a lost connection), and a connection that broke is invalidated, so callers handle them as any store error.
@@ -26,7 +31,8 @@ from sqlalchemy.exc import DBAPIError
 
 from store.checkpoints import ROW_COLUMNS as _COLUMNS
 from store.checkpoints import ChainPosition, NewCheckpoint, SnapshotPolicy, encode_checkpoint
-from store.db import write_turn
+from store.db import write_turns
+from store.fast import sqlite_time_in
 from store.errors import LeaseLostError
 
 _SQLITE_ADVANCE = (
@@ -34,20 +40,12 @@ _SQLITE_ADVANCE = (
     " lease_expires_at = ?, updated_at = ? WHERE id = ? AND lease_token = ? AND status = 'running'")
 _SQLITE_INSERT = (f"INSERT INTO hazel_checkpoints ({', '.join(_COLUMNS)}) VALUES "
                   f"({', '.join('?' for _ in _COLUMNS)})")
-_PG_STEP = (
-    "WITH fenced AS (UPDATE hazel_runs SET head_seq = %(seq)s, last_seq = %(seq)s, attempt = 0, error = NULL,"
-    " error_traceback = NULL, lease_expires_at = %(lease_until)s, updated_at = %(now)s"
-    " WHERE id = %(run_id)s AND lease_token = %(token)s AND status = 'running' RETURNING id)"
+_PG_STEP = (  # positional: psycopg reorders no dict of parameters (its values: _COLUMNS' then the five below)
+    "WITH fenced AS (UPDATE hazel_runs SET head_seq = $2, last_seq = $2, attempt = 0, error = NULL,"
+    f" error_traceback = NULL, lease_expires_at = ${len(_COLUMNS) + 1}, updated_at = ${len(_COLUMNS) + 2}"
+    f" WHERE id = $1 AND lease_token = ${len(_COLUMNS) + 3} AND status = 'running' RETURNING id)"
     f" INSERT INTO hazel_checkpoints ({', '.join(_COLUMNS)})"
-    f" SELECT {', '.join(f'%({c})s' for c in _COLUMNS)} FROM fenced")
-
-
-def sqlite_time(value: datetime) -> str:
-    """A timezone-aware datetime as SQLAlchemy stores it in SQLite (``store.schema.UTCDateTime``):
-    ``YYYY-MM-DD HH:MM:SS.ffffff`` (``store.fast`` converts the same way)."""
-    from store.fast import sqlite_time_in
-
-    return sqlite_time_in(value)
+    f" SELECT {', '.join(f'${i}' for i in range(1, len(_COLUMNS) + 1))} FROM fenced")
 
 
 class StepWriter:
@@ -60,6 +58,22 @@ class StepWriter:
         self.policy = policy
         self.postgresql = engine.dialect.name == "postgresql"
         self._fairy: Any = None
+        self._cursor: Any = None
+        self._turns = write_turns(engine)
+
+    def _open(self) -> Any:
+        """Take the drive's connection from the pool and open the cursor its steps are written with (on
+        PostgreSQL a ``RawCursor``: the statement's ``$n`` placeholders go to the server as they are)."""
+        self._fairy = self.engine.raw_connection()
+        raw = self._fairy.driver_connection
+        if self.postgresql:
+            import psycopg
+
+            raw.autocommit = True  # given back as it came (``close``)
+            self._cursor = psycopg.RawCursor(raw)
+        else:
+            self._cursor = raw.cursor()
+        return self._cursor
 
     def write(self, cp: NewCheckpoint, tree: Any, parent: ChainPosition | None, *, token: str, now: datetime,
               lease_until: datetime) -> ChainPosition:
@@ -72,35 +86,32 @@ class StepWriter:
             sqlalchemy.exc.DBAPIError: the database failed (nothing written).
         """
         row, position = encode_checkpoint(cp, tree, parent, self.policy)
-        if self._fairy is None:
-            self._fairy = self.engine.raw_connection()
-            if self.postgresql:
-                self._fairy.driver_connection.autocommit = True  # given back as it came (``close``)
-        raw = self._fairy.driver_connection
+        cur = self._cursor or self._open()
         try:
             if self.postgresql:
-                params = dict(zip(_COLUMNS, row))
-                params.update(seq=cp.seq, lease_until=lease_until, now=now, token=token)
-                with raw.cursor() as cur:
-                    cur.execute(_PG_STEP, params)  # one statement: committed as it completes
-                    written = cur.rowcount
-                if written != 1:
+                cur.execute(_PG_STEP, (*row, lease_until, now, token))  # one statement: committed as it completes
+                if cur.rowcount != 1:
                     raise LeaseLostError(f"run {cp.run_id} is no longer leased by this worker")
             else:
-                with write_turn(self.engine):  # this process's writers take turns (store.db)
-                    raw.execute("BEGIN IMMEDIATE")
+                at = sqlite_time_in(now)
+                values = list(row)
+                values[7] = at if cp.created_at is now else sqlite_time_in(cp.created_at)
+                turns = self._turns  # this process's writers take turns (store.db.write_turn)
+                held = turns is not None and turns.lock.acquire(timeout=turns.timeout_sec)
+                try:
+                    cur.execute("BEGIN IMMEDIATE")
                     try:
-                        moved = raw.execute(_SQLITE_ADVANCE, (cp.seq, cp.seq, sqlite_time(lease_until),
-                                                              sqlite_time(now), cp.run_id, token)).rowcount
-                        if moved != 1:
+                        if cur.execute(_SQLITE_ADVANCE, (cp.seq, cp.seq, sqlite_time_in(lease_until), at,
+                                                         cp.run_id, token)).rowcount != 1:
                             raise LeaseLostError(f"run {cp.run_id} is no longer leased by this worker")
-                        values = list(row)
-                        values[7] = sqlite_time(cp.created_at)
-                        raw.execute(_SQLITE_INSERT, values)
+                        cur.execute(_SQLITE_INSERT, values)
                     except BaseException:
-                        raw.execute("ROLLBACK")
+                        cur.execute("ROLLBACK")
                         raise
-                    raw.execute("COMMIT")
+                    cur.execute("COMMIT")
+                finally:
+                    if held:
+                        turns.lock.release()
         except LeaseLostError:
             raise
         except self.engine.dialect.loaded_dbapi.Error as exc:
@@ -113,7 +124,7 @@ class StepWriter:
     def _failed(self, exc: Exception) -> None:
         """After a driver error: roll back, and drop the connection (it may be broken; a new one is taken at
         the next write)."""
-        fairy, self._fairy = self._fairy, None
+        fairy, self._fairy, self._cursor = self._fairy, None, None
         if fairy is None:
             return
         try:
@@ -123,7 +134,12 @@ class StepWriter:
 
     def close(self) -> None:
         """Give the connection back to the pool (on PostgreSQL out of autocommit again, as the pool lent it)."""
-        fairy, self._fairy = self._fairy, None
+        fairy, self._fairy, cursor, self._cursor = self._fairy, None, self._cursor, None
+        if cursor is not None:
+            try:
+                cursor.close()
+            except Exception:  # a broken connection's cursor: the connection is dealt with below
+                pass
         if fairy is None:
             return
         try:

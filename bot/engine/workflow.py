@@ -167,6 +167,7 @@ class Workflow(Generic[S]):
         self.codec: StateCodec[S] = StateCodec(state)
         self.nodes: dict[str, Step | SteeringPoint] = {}
         self._order: list[str] = []
+        self._after: dict[str, str | None] = {}  # each node's successor in ``_order`` (a step's default next)
         self._problems: list[str] = []
         self.migrations: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
 
@@ -269,6 +270,9 @@ class Workflow(Generic[S]):
             self._problems.append(f"duplicate name {node.name!r}")
             return
         self.nodes[node.name] = node
+        if self._order:
+            self._after[self._order[-1]] = node.name
+        self._after[node.name] = None
         self._order.append(node.name)
 
     # -- reading ------------------------------------------------------------------------------------------
@@ -317,8 +321,8 @@ class Workflow(Generic[S]):
         return found
 
     def declared_after(self, name: str) -> str | None:
-        i = self._order.index(name)
-        return self._order[i + 1] if i + 1 < len(self._order) else None
+        """The node declared after ``name`` (None for the last). Raises KeyError for an unknown name."""
+        return self._after[name]
 
     @staticmethod
     def target(name: str) -> str | None:
