@@ -142,3 +142,24 @@ def test_threads_compress_and_decompress_at_once() -> None:
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         assert sorted(pool.map(work, range(8))) == list(range(8))  # (an assertion in a thread re-raises here)
+
+
+def test_payload_json_reads_back_as_the_standard_librarys_would() -> None:
+    """``json_bytes`` (pydantic-core's writer) gives what ``json.dumps`` gave for every JSON tree the store
+    keeps: integers past 64 bits, NaN and infinities, numbers as keys, text outside ASCII, floats of every
+    size; and text that is not UTF-8 is refused with the error the runner turns into a failed step."""
+    from store.codec import json_bytes
+
+    floats = [1e-7, 1e-5, 0.1, 1e16, 1e22, 5e-324, 1.7976931348623157e308, -0.0, 123456789012345680.0]
+    tree = {"big": [2**64, -2**70, 2**63 - 1], "odd": [float("inf"), -float("inf")], 3: "three",
+            "text": "é \u2028 / < \U0001F600 \x7f\x00", "floats": floats, "nested": [{"a": None, "b": True}]}
+    ours, theirs = json_bytes(tree), json.dumps(tree, separators=(",", ":"), ensure_ascii=False).encode()
+    assert json.loads(ours) == json.loads(theirs)
+    assert json.loads(json_bytes([float("nan")]))[0] != json.loads(json_bytes([float("nan")]))[0]  # NaN, not null
+    assert json_bytes({"a": [1, "x", None]}) == b'{"a":[1,"x",null]}'
+    try:
+        json_bytes({"bad": "\udc9b"})
+    except UnicodeEncodeError:
+        pass
+    else:
+        raise AssertionError("a lone surrogate was written")
