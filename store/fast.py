@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Callable, Generic, Iterator, TypeVar
 
+from pydantic_core import PydanticSerializationError, to_json
 from sqlalchemy import Boolean, Connection, DateTime, LargeBinary
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.exc import DBAPIError
@@ -38,15 +39,30 @@ T = TypeVar("T")
 _SQLITE_NAMED = sqlite_dialect.dialect(paramstyle="named")
 
 
+_last_time: tuple[datetime | None, str | None] = (None, None)
+"""The last datetime ``sqlite_time_in`` converted and its text: a transaction stores its one ``now`` in
+several rows (the run, the request, the decision, the audit event, the outbox message), converted once."""
+
+
 def sqlite_time_in(value: datetime | None) -> str | None:
-    """A timezone-aware datetime as SQLAlchemy stores it in SQLite: ``YYYY-MM-DD HH:MM:SS.ffffff`` (UTC)."""
+    """A timezone-aware datetime as SQLAlchemy stores it in SQLite: ``YYYY-MM-DD HH:MM:SS.ffffff`` (UTC).
+
+    Raises:
+        ValueError: a naive datetime.
+    """
+    global _last_time
     if value is None:
         return None
-    if value.tzinfo is None:
-        raise ValueError("naive datetime given to the store; use timezone-aware UTC")
+    last = _last_time  # (one tuple read and written whole: safe across threads)
+    if last[0] is value:
+        return last[1]
     if value.tzinfo is not timezone.utc:
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to the store; use timezone-aware UTC")
         value = value.astimezone(timezone.utc)
-    return value.replace(tzinfo=None).isoformat(" ", "microseconds")  # what strftime(...%f) gives, faster
+    text = value.isoformat(" ", "microseconds")[:26]  # what strftime(...%f) gives, without "+00:00"; faster
+    _last_time = (value, text)
+    return text
 
 
 def _sqlite_time_out(value: Any) -> datetime | None:
@@ -67,8 +83,17 @@ def _pg_time_out(value: datetime | None) -> datetime | None:
     return None if value is None else value.astimezone(timezone.utc)
 
 
+def _json_text(value: Any) -> str:
+    """``value`` as JSON text, written by pydantic-core (a few times faster than ``json.dumps``; compact, UTF-8
+    as is); what it refuses (text with a lone surrogate) as ``json.dumps`` writes it (escaped)."""
+    try:
+        return to_json(value, inf_nan_mode="constants").decode()
+    except PydanticSerializationError:
+        return json.dumps(value)
+
+
 def _sqlite_json_in(value: Any) -> str | None:
-    return None if value is None else json.dumps(value)
+    return None if value is None else _json_text(value)
 
 
 def _sqlite_json_out(value: Any) -> Any:
@@ -80,7 +105,7 @@ def _pg_json_in(value: Any) -> Any:
         return None
     from psycopg.types.json import Jsonb
 
-    return Jsonb(value)
+    return Jsonb(value, dumps=_json_text)
 
 
 def _sqlite_bool_out(value: Any) -> Any:

@@ -10,7 +10,7 @@ from typing import Annotated, TypedDict
 import pytest
 from langgraph.graph import END, START, StateGraph
 
-from bot.engine import InvalidDecisionError
+from bot.engine import AlreadyDecidedError, InvalidDecisionError
 from hazel.langgraph.steer import steer
 from store.models import RequestStatus
 from tests.langgraph.graphs import workflow
@@ -83,3 +83,26 @@ def test_a_decision_not_allowed_at_the_newest_point_says_where_it_is(db_url: str
     assert "'feedback' is not allowed at 'Security review'" in str(refused.value)
     assert f"; run {run_id} also waits at 'legal', where it is allowed: --at legal" in str(refused.value)
     hz.decide(run_id=run_id, action="feedback", actor=person("ana"), payload={"text": "more"}, point="legal")
+
+
+def test_a_rewind_after_the_point_that_allows_it_was_answered_says_what_to_do(db_url: str) -> None:
+    """Legal (rewind allowed) answered, security (no rewind) still pending: a rewind is refused at security,
+    saying the run waits there and to answer it first; naming the answered legal request says where the run
+    waits now. Nothing changes; once security is answered the run can be rewound."""
+    hz, run_id, asked = _waiting(db_url)
+    hz.decide(run_id=run_id, action="approve", actor=person("ana"), point="legal")
+    before = [c.seq for c in hz.checkpoints(run_id=run_id)]
+    with pytest.raises(InvalidDecisionError) as refused:
+        hz.rewind(run_id=run_id, actor=person("ana"), to=1)
+    assert str(refused.value) == (f"'rewind' is not allowed at 'Security review' (allowed: approve, reject, edit), "
+                                  f"where run {run_id} waits: answer it first, then rewind (allowed at "
+                                  "'Legal review')")
+    with pytest.raises(AlreadyDecidedError) as settled:
+        hz.rewind(run_id=run_id, actor=person("ana"), to=1, request_id=asked["legal"].id)
+    assert str(settled.value).startswith("already approved by ana at ")
+    assert str(settled.value).endswith(
+        f"; run {run_id} waits at 'Security review' now (request #{asked['security'].id})")
+    assert [c.seq for c in hz.checkpoints(run_id=run_id)] == before
+    hz.decide(run_id=run_id, action="approve", actor=person("ana"), point="security")
+    hz.drive(run_id=run_id)
+    hz.rewind(run_id=run_id, actor=person("ana"), to=1)  # nothing pending: a point allowing it decides

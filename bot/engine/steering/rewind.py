@@ -113,7 +113,9 @@ class Rewinding(SteeringCore):
         if request_id is not None and (request is None or request.id != request_id):
             named = tx.requests.get(request_id)  # settled: said as such, even while the run executes a step
             if named is not None and named.status is not RequestStatus.PENDING:
-                raise self._already(tx, named)
+                tail = (f"; run {run.id} waits at {request.title!r} now (request #{request.id})"
+                        if request is not None and named.run_id == run.id else "")
+                raise self._already(tx, named, tail=tail)
             if named is not None and request is not None and named.run_id == run.id:
                 request = named  # another request the run waits on (a LangGraph super-step's): its point decides
         if run.status not in REWINDABLE:
@@ -251,7 +253,8 @@ class Rewinding(SteeringCore):
             point = request_point(tx, wf, run, request) or point_in(wf, request.point, run)
             if Action.REWIND.value not in point.actions:
                 raise InvalidDecisionError(f"'rewind' is not allowed at {point.title!r} "
-                                           f"(allowed: {', '.join(point.actions)})")
+                                           f"(allowed: {', '.join(point.actions)}), where run {run.id} waits"
+                                           f"{self._rewind_later(tx, wf, run, request, point)}")
             return permissions.refusal(point, Action.REWIND.value, actor, run, self.people,
                                        escalated=request.escalated_at is not None)
         points = [p for p in lgraph.points_of_run(tx, wf, run) or wf.steering_points()
@@ -263,6 +266,17 @@ class Rewinding(SteeringCore):
         if not points:
             return f"{actor.label} may not rewind run {run.id}: no steering point of {wf.label} allows rewinding"
         return permissions.run_action_refusal(points, "rewind", actor, run, self.people)  # who may, by name
+
+    @staticmethod
+    def _rewind_later(tx: Tx, wf: Workflow, run: Run, request: SteeringRequest, point: SteeringPoint) -> str:
+        """What to do when the point a run waits at forbids rewinding and another of its points allows it
+        (a LangGraph super-step's other interrupt, answered already; a later point of the workflow): answer
+        this one first (a run waiting at none is rewound where any point allows it)."""
+        points = lgraph.points_of_run(tx, wf, run, request) or wf.steering_points()
+        others = [p.title for p in points if p.name != point.name and Action.REWIND.value in p.actions]
+        if not others:
+            return ""
+        return f": answer it first, then rewind (allowed at {', '.join(repr(t) for t in others)})"
 
     def target_seq(self, run_id: str, to: int | str | None) -> int:
         """The checkpoint a rewind of ``run_id`` to ``to`` would fork from (``rewind``'s ``to``: a number, or a
