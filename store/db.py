@@ -22,13 +22,16 @@ import select
 import threading
 import time
 import weakref
-from contextlib import contextmanager, nullcontext
-from typing import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Iterator
 
 from sqlalchemy import Connection, Engine, create_engine, event, exc
 from sqlalchemy.engine import make_url
 
 from store.errors import UnsupportedDatabaseError
+
+if TYPE_CHECKING:
+    from store.txconn import TxConnection
 
 SQLITE_SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 PING_IDLE_SEC = 1.0
@@ -107,22 +110,38 @@ def _sqlite_hooks(engine: Engine, synchronous: str, busy_timeout_ms: int) -> Non
         cur.execute("PRAGMA foreign_keys=ON")
         cur.close()
 
-    relaxed = relaxed_level(synchronous)
+    levels = (synchronous, relaxed_level(synchronous))
+    _SQLITE_LEVELS[engine] = levels
 
     @event.listens_for(engine, "begin")
-    def _on_begin(conn: Connection) -> None:
+    def _on_begin(conn: Connection) -> None:  # a transaction SQLAlchemy begins (Alembic's, ``engine.begin()``)
         options = conn.get_execution_options()
-        write = options.get("hazel_write", True)
-        # straight to sqlite3 (as exec_driver_sql would, without its execution context: 4 % of a step)
-        driver = conn.connection.driver_connection
-        # a transaction that need not wait for the disk commits at NORMAL (SQLite refuses the change inside a
-        # transaction); the level is set again only when it differs from the connection's last one
-        level = synchronous if options.get("hazel_durable", True) else relaxed
-        info = conn.connection.info
-        if info.get("hazel_synchronous", synchronous) != level:
-            driver.execute(f"PRAGMA synchronous={level}")
-            info["hazel_synchronous"] = level
-        driver.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        if options.get(BEGUN):  # a ``transaction``'s: begun already
+            return
+        sqlite_begin(conn.connection, levels, write=options.get("hazel_write", True),
+                     durable=options.get("hazel_durable", True))
+
+
+_SQLITE_LEVELS: "weakref.WeakKeyDictionary[Engine, tuple[str, str]]" = weakref.WeakKeyDictionary()
+"""Each SQLite engine's ``synchronous`` and the relaxed level of its commits that need not wait for the disk."""
+
+BEGUN = "hazel_begun"
+"""The execution option of a SQLAlchemy ``Connection`` made over a transaction already begun (``store.txconn``)."""
+
+
+def sqlite_begin(fairy: object, levels: tuple[str, str], *, write: bool, durable: bool) -> None:
+    """Begin a transaction on a pooled SQLite connection: ``BEGIN IMMEDIATE`` for a writer (``BEGIN`` for a
+    reader), after setting the connection's ``synchronous`` to what the transaction needs (NORMAL for a commit
+    that need not wait for the disk; SQLite refuses the change inside a transaction), only when it differs from
+    the connection's last one. Straight to sqlite3, without SQLAlchemy's execution context."""
+    driver = fairy.driver_connection  # type: ignore[attr-defined]
+    synchronous, relaxed = levels
+    level = synchronous if durable else relaxed
+    info = fairy.info  # type: ignore[attr-defined]
+    if info.get("hazel_synchronous", synchronous) != level:
+        driver.execute(f"PRAGMA synchronous={level}")
+        info["hazel_synchronous"] = level
+    driver.execute("BEGIN IMMEDIATE" if write else "BEGIN")
 
 
 def _ping_idle_connections(engine: Engine) -> None:
@@ -208,8 +227,10 @@ def write_turn(engine: Engine) -> Iterator[None]:
 
 
 @contextmanager
-def transaction(engine: Engine, *, write: bool = True, durable: bool = True) -> Iterator[Connection]:
-    """One database transaction: committed when the block ends, rolled back if it raises.
+def transaction(engine: Engine, *, write: bool = True, durable: bool = True) -> Iterator["TxConnection"]:
+    """One database transaction: committed when the block ends, rolled back if it raises. Yields its
+    connection (``store.txconn.TxConnection``: what ``store.fast`` executes on, and a SQLAlchemy ``Connection``
+    for everything else).
 
     ``durable=False``: the commit does not wait for the disk (SQLite ``synchronous=NORMAL`` instead of FULL;
     PostgreSQL ``SET LOCAL synchronous_commit TO OFF``, one more statement). The transaction survives a crash of
@@ -218,20 +239,31 @@ def transaction(engine: Engine, *, write: bool = True, durable: bool = True) -> 
 
     On SQLite a write transaction first waits for its turn among this process's writers to the same file (at
     most the busy timeout; after that ``BEGIN IMMEDIATE`` waits and fails as it would have). A transaction that
-    fails closes the cursors it left unread (``opened_cursor``) before its rollback."""
-    with write_turn(engine) if write else nullcontext(), engine.connect() as conn:
-        conn = conn.execution_options(hazel_write=write, hazel_durable=durable)
+    fails closes the cursors it left unread (``opened_cursor``) before its rollback.
+
+    Raises:
+        sqlalchemy.exc.DBAPIError: the database failed to begin, commit (``OperationalError`` when the
+            connection broke; nothing was committed then, or it is not known) or execute a statement inside.
+    """
+    from store.txconn import TxConnection
+
+    turns = _WRITE_TURNS.get(engine) if write else None
+    held = turns is not None and turns.lock.acquire(timeout=turns.timeout_sec)
+    try:
+        conn = TxConnection.begin(engine, _SQLITE_LEVELS.get(engine), write=write, durable=durable)
         cursors = conn.info.setdefault(_OPEN_CURSORS, [])
-        with conn.begin():
-            try:
-                if not durable and conn.dialect.name == "postgresql":
-                    conn.connection.driver_connection.execute("SET LOCAL synchronous_commit TO OFF")
-                yield conn
-            except BaseException:
-                _close_all(cursors)  # before the rollback and before the connection goes back to the pool
-                raise
-            finally:
-                cursors.clear()
+        try:
+            yield conn
+        except BaseException:
+            _close_all(cursors)  # before the rollback and before the connection goes back to the pool
+            cursors.clear()
+            conn.end(commit=False)
+            raise
+        cursors.clear()
+        conn.end(commit=True)
+    finally:
+        if held:
+            turns.lock.release()
 
 
 _OPEN_CURSORS = "hazel_open_cursors"
