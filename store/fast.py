@@ -296,7 +296,11 @@ def execute(conn: Connection, stmt: ClauseElement, params: dict[str, Any], *, bi
     raw = conn.connection.driver_connection
     cursor = raw.cursor()
     try:
-        if binary and conn.dialect.name == "postgresql":
+        if getattr(conn, "unbegun", None):  # PostgreSQL, the transaction's first statement: BEGIN goes with it
+            with raw.pipeline():
+                conn.send_begin(raw)
+                cursor.execute(c.sql, values, binary=binary or None)
+        elif binary and conn.dialect.name == "postgresql":
             cursor.execute(c.sql, values, binary=True)
         else:
             cursor.execute(c.sql, values)
@@ -334,6 +338,8 @@ def pipeline(conn: Connection) -> Iterator[None]:
     failed: BaseException | None = None
     try:
         with raw.pipeline():
+            if getattr(conn, "unbegun", None):  # the transaction's first statements: BEGIN goes first
+                conn.send_begin(raw)
             try:
                 yield
             except BaseException as exc:  # reported below, once the pipeline has ended quietly

@@ -80,8 +80,7 @@ def test_a_failed_commit_is_sqlalchemys_error_and_writes_nothing(pg_url: str) ->
             tx.conn.execute(text("DELETE FROM hazel_test_deferred"))
         with pytest.raises(IntegrityError):
             with store.transaction() as tx:
-                fast_sql = tx.conn.connection.driver_connection
-                fast_sql.execute("INSERT INTO hazel_test_deferred VALUES (1, 2)")  # 2 does not exist: at COMMIT
+                tx.conn.execute(text("INSERT INTO hazel_test_deferred VALUES (1, 2)"))  # no 2: found at COMMIT
         with store.read() as tx:
             assert tx.conn.execute(text("SELECT count(*) FROM hazel_test_deferred")).scalar_one() == 0
     finally:
@@ -105,6 +104,41 @@ def test_a_connection_broken_inside_a_transaction_is_replaced(pg_url: str) -> No
             assert tx.conn.execute(text("SELECT pg_backend_pid()")).scalar_one() != first
     finally:
         admin.dispose()
+        store.dispose()
+
+
+def test_postgresql_sends_begin_with_the_first_statement_and_commits_atomically(pg_url: str) -> None:
+    """No round trip for BEGIN alone: it is queued with the transaction's first statement, whether that runs in
+    a pipeline or alone; the statements after it are in the same transaction (a rollback undoes them all)."""
+    store = Store(pg_url, pool_size=1)
+    try:
+        before = _count(store)
+        with pytest.raises(RuntimeError):
+            with store.transaction() as tx:
+                _add(tx, "alone")  # the first statement, outside a pipeline
+                with tx.pipeline():
+                    _add(tx, "piped")
+                assert tx.conn.execute(text("SELECT count(*) FROM hazel_events")).scalar_one() == before + 2
+                raise RuntimeError("roll back")
+        assert _count(store) == before
+        with store.transaction(durable=False) as tx:
+            with tx.pipeline():  # the first statements in a pipeline; not durable: SET LOCAL follows BEGIN
+                _add(tx, "piped first")
+            setting = tx.conn.execute(text("SHOW synchronous_commit")).scalar_one()
+        assert setting == "off" and _count(store) == before + 1
+        with store.read() as tx:
+            assert tx.conn.execute(text("SHOW synchronous_commit")).scalar_one() == "on"
+        lent = store.engine.raw_connection()  # (pool_size=1: the connection every transaction above used)
+        try:
+            assert lent.driver_connection.autocommit is False  # back in the pool as it was lent
+        finally:
+            lent.close()
+        with store.transaction() as tx:
+            pass  # nothing sent: nothing to commit
+        with store.transaction() as tx:  # the connection went back to the pool as it was lent
+            _add(tx, "after")
+        assert _count(store) == before + 2
+    finally:
         store.dispose()
 
 
