@@ -135,11 +135,20 @@ class RequestRepo:
         found.sort(key=lambda r: (r.created_at, r.id))
         return found[:limit]
 
-    def vote(self, request_id: int, *, now: datetime, actor: str) -> SteeringRequest | None:
-        """Count one approval; settle the request as approved when it reaches its quorum.
-        Returns the request after the vote, or None if it was no longer pending."""
-        row = fast.execute(self.conn, _VOTE, {"request_id": request_id, "now": now, "actor": actor}).one()
-        return SteeringRequest.model_validate(row) if row else None
+    def vote_later(self, request: SteeringRequest, *, now: datetime, actor: str
+                   ) -> tuple[SteeringRequest, fast.Later[SteeringRequest | None]]:
+        """Count one approval; settle the request as approved when it reaches its quorum. Sent without waiting
+        for its answer (``store.fast.pipeline``: it travels with the writes that follow it, one PostgreSQL
+        round trip fewer per approval), with the request as the vote leaves it, predicted from ``request`` as
+        read. The prediction holds while nothing else can change the request in between: the caller holds the lock every
+        writer of a request takes first (its run's row, ``FOR UPDATE``; on SQLite the write lock), and checks
+        the answer (``Later``: the request after the vote, None if it was no longer pending) before committing."""
+        answer = self._later(_VOTE, {"request_id": request.id, "now": now, "actor": actor})
+        reached = request.approvals + 1 >= request.approvals_required
+        after = request.model_copy(update={"approvals": request.approvals + 1, **(
+            {"status": RequestStatus.DECIDED, "decided_at": now, "decided_by": actor,
+             "decided_action": Action.APPROVE.value} if reached else {})})
+        return after, answer
 
     def settle(self, request_id: int, *, now: datetime, actor: str, action: str,
                status: RequestStatus = RequestStatus.DECIDED) -> SteeringRequest | None:

@@ -14,6 +14,7 @@ from typing import Any, Iterable
 from bot.engine import deadlines, permissions
 from bot.engine.workflow import SteeringPoint, Workflow
 from store import Tx
+from store.fast import Later
 from store.models import SYSTEM, Actor, OutboxKind, RequestStatus, RunStatus, SteeringRequest
 from store.waiting import NATIVE_KEY
 
@@ -86,15 +87,18 @@ def close_request(tx: Tx, request: SteeringRequest, *, now: datetime, by: Actor,
     return after
 
 
-def vote_request(tx: Tx, request: SteeringRequest, *, now: datetime, by: Actor) -> SteeringRequest | None:
-    """Count one approval on the pending ``request``; it settles as approved when it reaches its quorum.
-    Queues the update of its message: ``request.closed`` once settled, else ``request.vote``. Returns the
-    request after the vote, or None when it was no longer pending (nothing was written)."""
-    after = tx.requests.vote(request.id, now=now, actor=by.label)
-    if after is not None:
-        kind = OutboxKind.REQUEST_CLOSED if after.status is RequestStatus.DECIDED else OutboxKind.REQUEST_VOTE
-        tx.outbox.add(channel=request.channel, kind=kind, now=now, run_id=request.run_id, request_id=request.id)
-    return after
+def vote_request_later(tx: Tx, request: SteeringRequest, *, now: datetime, by: Actor
+                       ) -> tuple[SteeringRequest, Later[SteeringRequest | None]]:
+    """Count one approval on the pending ``request``; it settles as approved when it reaches its quorum. Queues
+    the update of its message: ``request.closed`` once settled, else ``request.vote``. The vote is sent without
+    waiting for its answer: the request after it is predicted (``RequestRepo.vote_later``; the caller holds the
+    run's lock, as every decider does) and the message update queued on the prediction. Returns it with the
+    vote's answer, which the caller checks before committing (None: the request was no longer pending; its
+    writes must roll back)."""
+    after, answer = tx.requests.vote_later(request, now=now, actor=by.label)
+    kind = OutboxKind.REQUEST_CLOSED if after.status is RequestStatus.DECIDED else OutboxKind.REQUEST_VOTE
+    tx.outbox.add(channel=request.channel, kind=kind, now=now, run_id=request.run_id, request_id=request.id)
+    return after, answer
 
 
 def progress(tx: Tx, *, run_id: str, now: datetime, event: str, exclude_request_id: int | None = None,

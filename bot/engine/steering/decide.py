@@ -14,6 +14,7 @@ a request, and the loser is told who decided and when.
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import datetime
 from typing import Any, Callable
 
 from bot.engine import lgraph, permissions
@@ -30,7 +31,7 @@ from bot.engine.limits import check_text, refuse_nul, state_tree
 from bot.engine.logcontext import bind_log_context
 from bot.engine.steering.core import DecisionOutcome, SteeringCore
 from bot.engine.steering.edits import UNDECLARED, apply_edit, edited_value
-from bot.engine.transitions import Asked, close_request, end_run, vote_request
+from bot.engine.transitions import Asked, close_request, end_run, vote_request_later
 from bot.engine.versions import decode_stored, point_in, resolve_workflow, write_migration
 from bot.engine.workflow import SteeringPoint, Workflow
 from store import DuplicateDecisionError, NewCheckpoint, Tx
@@ -198,12 +199,32 @@ class Deciding(SteeringCore):
         now = self.clock()
         # The request row is locked first: every decision on it queues here, in one order. A timeout's
         # approval settles the request whatever its quorum (bot.engine.timeouts).
-        if action == Action.APPROVE.value and actor.channel != "timeout":
-            after = vote_request(tx, request, now=now, by=actor)
-        else:
-            after = close_request(tx, request, now=now, by=actor, action=action)
+        if action == Action.APPROVE.value and actor.channel != "timeout":  # (PostgreSQL: its answer read at the end)
+            after, answer = vote_request_later(tx, request, now=now, by=actor)
+            finish = self._writes(tx, wf, point, run, request, after, head, action, actor, payload, new_tree,
+                                  decision_id, delivery_id, claim, now)
+
+            def voted() -> DecisionOutcome:
+                counted = answer.get()
+                if counted is None:  # (cannot happen while deciders lock the run first: rolled back if it does)
+                    raise self._already(tx, tx.requests.get(request.id) or request)
+                if _voted(counted) != _voted(after):  # (its message's fields may have moved meanwhile: delivery)
+                    raise RuntimeError(f"request #{request.id}: the vote left it {_voted(counted)}, "
+                                       f"not {_voted(after)}")
+                return replace(finish(), request=counted)
+            return voted
+        after = close_request(tx, request, now=now, by=actor, action=action)
         if after is None:
             raise self._already(tx, tx.requests.get(request.id) or request)
+        return self._writes(tx, wf, point, run, request, after, head, action, actor, payload, new_tree, decision_id,
+                            delivery_id, claim, now)
+
+    def _writes(self, tx: Tx, wf: Workflow, point: SteeringPoint, run: Run, request: SteeringRequest,
+                after: SteeringRequest, head: LoadedCheckpoint, action: str, actor: Actor, payload: dict[str, Any],
+                new_tree: Any, decision_id: int | None, delivery_id: str | None, claim: bool,
+                now: datetime) -> Callable[[], DecisionOutcome]:
+        """``_write`` once the request is settled or voted on (``after``): the decision, its audit event and
+        hook, and the run moved on."""
         decision_id = tx.decisions.insert(run_id=run.id, request_id=request.id, action=Action(action), actor=actor,
                                           payload=payload, now=now, delivery_id=delivery_id,
                                           decision_id=decision_id)
@@ -354,6 +375,11 @@ def _route(wf: Workflow, point: SteeringPoint, action: str, actor: Actor,
     status = RunStatus.READY if next_node else (
         RunStatus.REJECTED if action == Action.REJECT.value else RunStatus.COMPLETED)
     return next_node, status, handoff
+
+
+def _voted(request: SteeringRequest) -> tuple[Any, ...]:
+    """What a vote decides of a request (``RequestRepo.vote_later``'s prediction is checked on these)."""
+    return (request.status, request.approvals, request.decided_at, request.decided_by, request.decided_action)
 
 
 def _audit_detail(action: str, payload: dict[str, Any], request: SteeringRequest) -> dict[str, Any]:

@@ -1,0 +1,64 @@
+"""An approval's vote is sent without waiting for its answer, with the request's outcome predicted from the row
+read under the run's lock (``RequestRepo.vote_later``). Were the request changed behind that lock, the vote's
+answer disagrees: the decision is refused as already decided and nothing it queued is committed. PostgreSQL
+(on SQLite nothing else can write during the decision's transaction)."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from bot.engine.errors import AlreadyDecidedError
+from store.models import RequestStatus, RunStatus
+from store.steering import RequestRepo
+from tests.bot.test_decisions import planner, start_waiting
+from tests.support.engine import make_hazel, person
+
+
+def _counts(url: str) -> tuple[int, int, int]:
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return tuple(conn.execute(text(f"SELECT count(*) FROM {t}")).scalar_one()  # type: ignore[return-value]
+                         for t in ("hazel_decisions", "hazel_checkpoints", "hazel_outbox"))
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("quorum", [1, 2])
+def test_a_vote_the_request_no_longer_takes_writes_nothing(db_url: str, quorum: int,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    if not db_url.startswith("postgresql"):
+        pytest.skip("SQLite: no other writer can change the request during the decision's transaction")
+    hazel = make_hazel(db_url, planner(quorum=quorum))
+    run_id = start_waiting(hazel)
+    before = _counts(db_url)
+    rogue = create_engine(db_url, isolation_level="AUTOCOMMIT")
+    real = RequestRepo.vote_later
+
+    def behind_the_lock(self, request, **kwargs):  # noqa: ANN001, ANN003, ANN202
+        with rogue.connect() as conn:  # a writer that does not lock the run first (none of Hazel's)
+            conn.execute(text("UPDATE hazel_steering_requests SET status = 'decided', decided_by = 'rogue', "
+                              "decided_action = 'reject', decided_at = now() WHERE id = :id"), {"id": request.id})
+        return real(self, request, **kwargs)
+
+    monkeypatch.setattr(RequestRepo, "vote_later", behind_the_lock)
+    try:
+        with pytest.raises(AlreadyDecidedError, match="already rejected by rogue"):
+            hazel.decide(run_id=run_id, action="approve", actor=person("ana"))
+    finally:
+        rogue.dispose()
+    assert _counts(db_url) == before  # no decision, no checkpoint, no message
+    assert hazel.get(run_id=run_id).status is RunStatus.WAITING
+
+
+def test_votes_reach_the_quorum_as_predicted(db_url: str) -> None:
+    hazel = make_hazel(db_url, planner(quorum=2))
+    run_id = start_waiting(hazel)
+    first = hazel.decide(run_id=run_id, action="approve", actor=person("ana"))
+    assert (first.request.status, first.request.approvals, first.settled) == (RequestStatus.PENDING, 1, False)
+    second = hazel.decide(run_id=run_id, action="approve", actor=person("bo"))
+    assert (second.request.status, second.request.approvals, second.settled) == (RequestStatus.DECIDED, 2, True)
+    assert second.request.decided_by == "bo" and second.request.decided_action == "approve"
+    stored = [r for r in hazel.requests(run_id=run_id)][0]
+    assert (stored.status, stored.approvals, stored.decided_by) == (RequestStatus.DECIDED, 2, "bo")
