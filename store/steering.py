@@ -144,6 +144,8 @@ class RequestRepo:
         writer of a request takes first (its run's row, ``FOR UPDATE``; on SQLite the write lock), and checks
         the answer (``Later``: the request after the vote, None if it was no longer pending) before committing."""
         answer = self._later(_VOTE, {"request_id": request.id, "now": now, "actor": actor})
+        if not self.dialect.postgresql:  # no round trip to spare: read at once (a RETURNING statement left
+            answer.get()  # unread while the decision's other writes ran cost a SQLite resume ~0.15 ms)
         reached = request.approvals + 1 >= request.approvals_required
         after = request.model_copy(update={"approvals": request.approvals + 1, **(
             {"status": RequestStatus.DECIDED, "decided_at": now, "decided_by": actor,
