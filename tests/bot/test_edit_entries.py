@@ -58,3 +58,34 @@ def test_an_entry_with_an_empty_or_blank_key_is_refused() -> None:
     for key in ("", "  "):
         with pytest.raises(InvalidDecisionError, match="needs a key"):
             edited_value({"a": "x"}, "parts", {"entries": {key: "y"}})
+
+
+def test_the_first_entry_of_an_unset_optional_mapping_makes_it() -> None:
+    """``counts: dict[str, int] | None = None``: ``--set counts.n=3`` (rewind) and an ``entries`` edit make the
+    mapping; a field not declared as a mapping is still refused."""
+    assert apply_sets(["counts.n=3"], {"counts": None}, {"counts": None}) == {"counts": {"n": 3}}
+    assert edited_value(None, "counts", {"entries": {"n": "3"}}, entry_blank=None) == {"n": 3}
+    from bot.cli.common import CliError
+
+    with pytest.raises(CliError, match="counts is not a mapping"):
+        apply_sets(["counts.n=3"], {"counts": None}, {})
+    with pytest.raises(InvalidDecisionError, match="is not a mapping"):
+        edited_value(None, "counts", {"entries": {"n": "3"}})
+
+
+def test_an_entries_edit_of_an_unset_optional_mapping_through_the_engine(db_url: str) -> None:
+    from pydantic import BaseModel
+
+    from hazel import Workflow
+    from tests.support.engine import make_hazel, person
+
+    class S(BaseModel):
+        counts: dict[str, int] | None = None
+
+    wf = Workflow("counts", version=1, state=S)
+    wf.steer("sign", show="counts", actions=["approve", "edit"])
+    hz = make_hazel(db_url, wf)
+    run = hz.start(workflow="counts", input={}, actor=person("olga"))
+    hz.drive(run_id=run.id)
+    hz.decide(run_id=run.id, action="edit", actor=person("ana"), payload={"entries": {"n": "3"}})
+    assert hz.state_tree_at(run_id=run.id)["counts"] == {"n": 3}

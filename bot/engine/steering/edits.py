@@ -175,6 +175,8 @@ def edited_value(shown: Any, field: str | None, payload: dict[str, Any], *, entr
         return value
     if "entries" in payload:
         entries = payload["entries"]
+        if shown is None and entry_blank is not UNDECLARED:  # an unset optional mapping: its first entries
+            shown = {}
         if not isinstance(shown, dict) or not isinstance(entries, dict):
             raise InvalidDecisionError(f"invalid edit: {what} is not a mapping: it has no entries to set")
         if any(not str(key).strip() for key in entries):
