@@ -393,3 +393,32 @@ def test_a_step_that_changed_its_model_off_its_types_fails_and_stores_nothing(db
     assert "field_name='n'" in result.run.error, result.run.error
     assert not [e for e in hazel.audit(run_id=run.id) if e.action == "step.retry_scheduled"], "no retry can help"
     assert [c.seq for c in hazel.checkpoints(run_id=run.id)] == [0]
+
+
+def test_the_same_retry_sent_twice_at_once_queues_the_run_once_and_answers_both(db_url: str) -> None:
+    """Both retries read the run failed; the one whose update loses the race finds it ready and returns it, as a
+    retry of a ready run does (no 'nothing to retry'); one ``run.retried`` in the audit log."""
+    from bot.engine.steering.run_actions import RunActions
+
+    hazel = make_hazel(db_url, flaky_workflow(fail_times=3, attempts=1, side_effects=[]))
+    run = hazel.start(workflow="flaky", input={}, actor=person("me"))
+    assert hazel.drive(run_id=run.id).run.status is RunStatus.FAILED
+    both_read = threading.Barrier(2)
+    real = RunActions._check_run_action
+
+    def read_then_wait(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        checked = real(self, *args, **kwargs)
+        both_read.wait(timeout=10)  # each saw it failed before either moved it
+        return checked
+
+    results: list[object] = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(RunActions, "_check_run_action", read_then_wait)
+        threads = [threading.Thread(target=lambda: results.append(hazel.retry(run_id=run.id, actor=person("me"))))
+                   for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=30)
+    assert [r.status for r in results] == [RunStatus.READY, RunStatus.READY]  # type: ignore[attr-defined]
+    assert [e.action for e in hazel.audit(run_id=run.id)].count("run.retried") == 1

@@ -54,7 +54,10 @@ class RunActions(SteeringCore):
         with self.store.transaction() as tx:
             if not tx.runs.transition(run.id, from_statuses=[RunStatus.FAILED], now=now, status=RunStatus.READY,
                                       attempt=0, wake_at=None):
-                raise RunStateError(_not_retryable(self._run(tx, run_id)))
+                current = self._run(tx, run_id)
+                if current.status is RunStatus.READY:  # retried meanwhile (the same retry, sent twice at once)
+                    return current
+                raise RunStateError(_not_retryable(current))
             tx.events.add(action="run.retried", actor=actor, now=now, run_id=run.id, from_seq=run.head_seq)
             tx.notify_ready(run.id)
             after = self._run(tx, run_id)
