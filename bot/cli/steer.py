@@ -108,10 +108,15 @@ def edit_cmd(
     if file:
         payload: dict[str, Any] = {"text": read_file(file)}  # the engine parses it (text, or JSON)
     else:
+        from bot.engine import AlreadyDecidedError, NoPendingRequestError
+
         check_request(hazel, run_id=run_id, request_id=request, point=at)
-        shown = hazel.shown(request_id=hazel.request_for(run_id=run_id, request_id=request, point=at).id)
+        try:
+            shown = hazel.shown(request_id=hazel.request_for(run_id=run_id, request_id=request, point=at).id)
+        except (NoPendingRequestError, AlreadyDecidedError):  # refused below as any decision would be: audited,
+            shown = None  # and, for a run a live process holds, naming it (``continuation.decide``)
         # where the point allows no edit, the engine's refusal says so (not which field --set may name)
-        refused = shown.actions and "edit" not in shown.actions
+        refused = shown is None or (shown.actions and "edit" not in shown.actions)
         payload = {"entries": {}} if refused else edit_sets(set_ or [], shown.field)
     payload["allow_empty"] = allow_empty  # the engine refuses an empty or blank value without it
     outcome = decide(hazel, run_id=run_id, action="edit", actor=actor(hazel, as_), payload=payload, point=at,

@@ -169,8 +169,9 @@ def test_a_live_lease_is_named_and_nothing_runs_twice(db_url: str, tmp_path: Pat
     first = popen(["-m", "bot.cli", "approve", run_id], env)
     try:
         wait_for(tmp_path / "slow.started", first)
-        for args in (["approve", run_id], ["approve", run_id, "--at", "review"]):
-            again = cli(args, env)  # the same person's approve again (a double submit): refused, as once it ended
+        for args in (["approve", run_id], ["approve", run_id, "--at", "review"], ["edit", run_id, "--set", "x=1"]):
+            again = cli(args, env)  # the same person's approve again (a double submit), or an edit: refused, as
+            # once it ended, naming the process that holds the run
             assert again.returncode == 1, again.stdout + again.stderr
             assert "error: already approved by tester at " in again.stderr, again.stderr
             assert f"; run {run_id} is being continued by " in again.stderr
