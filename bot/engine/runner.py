@@ -82,8 +82,9 @@ def is_transient(exc: BaseException) -> bool:
     """Whether ``exc`` says the database is down or unreachable: one of ``TRANSIENT_ERRORS``, or the driver's
     own ``OperationalError`` / ``InterfaceError`` (raised where Hazel talks to the driver's connection directly:
     a ``psycopg.OperationalError`` "connection failed" once failed a run that an outage had only interrupted).
-    A drive that meets one leaves its run to recovery (it is handed back when its lease runs out), where any
-    other error outside a step fails the run (``Runner.drive``)."""
+    A drive that meets one leaves its run leased (a worker pool hands it back as soon as the database answers
+    again: ``bot.ops.worker``; else recovery, when its lease runs out), where any other error outside a step
+    fails the run (``Runner.drive``)."""
     classes = transient_error_classes()
     seen: BaseException | None = exc
     for _ in range(5):  # the error, and what it was raised from (a wrapper's cause)

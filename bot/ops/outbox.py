@@ -17,7 +17,7 @@ from datetime import timedelta
 from typing import Callable, Collection
 
 from bot.engine import Hazel
-from bot.engine import bind_log_context
+from bot.engine import bind_log_context, is_transient
 from bot.ops.logs import log_failure
 from integrations.base import Channel, DeliveryError, PermanentDeliveryError
 from store import Tx
@@ -108,7 +108,8 @@ class Deliverer:
             self._failed(message, exc, permanent=False)
             return 0
         except Exception as exc:  # a bug in a channel must not stop delivery of the rest
-            log.exception("outbox message %s (%s) raised", message.id, message.kind)
+            if not is_transient(exc):  # (a database that went away while the message was rendered: the one
+                log.exception("outbox message %s (%s) raised", message.id, message.kind)  # line of _failed)
             self._failed(message, DeliveryError(f"{type(exc).__name__}: {exc}"), permanent=False)
             return 0
         with self.store.transaction() as tx:

@@ -44,6 +44,7 @@ class WorkerPool:
         self._wake = threading.Condition()
         self._pending_wakes = 0
         self._claims: collections.deque["Claim"] = collections.deque()
+        self._stranded: list["Claim"] = []  # leased here, their drive cut short by the database: handed back
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._listener: Any = None
@@ -93,7 +94,10 @@ class WorkerPool:
         self._threads.clear()
         with self._wake:
             left, self._claims = list(self._claims), collections.deque()
-        for claim in left:  # leased here but not started: ready for the next process
+        with self._wake:
+            left += self._stranded
+            self._stranded = []
+        for claim in left:  # leased here but not started (or cut short): ready for the next process
             try:
                 self.hazel.release(claim=claim)
             except Exception:  # the database is down: recovery hands them back when their lease runs out
@@ -107,8 +111,34 @@ class WorkerPool:
             claim = self.hazel.claim_next()
         if claim is None:
             return False
-        self.hazel.execute(claim=claim, hand_back=self._stop)
+        try:
+            self.hazel.execute(claim=claim, hand_back=self._stop)
+        except Exception as exc:
+            if is_transient(exc):  # the run stays leased here: handed back as soon as the database answers
+                with self._wake:
+                    self._stranded.append(claim)
+            raise
         return True
+
+    def _hand_back_stranded(self) -> None:
+        """Hand back (``ready``, fenced by their lease) the runs whose drive the database cut short, so that
+        any worker continues them from their last checkpoint now, not when their lease runs out.
+
+        Raises:
+            Exception: the database still fails (the claims not handed back stay for the next try).
+        """
+        with self._wake:
+            stranded, self._stranded = self._stranded, []
+        while stranded:
+            claim = stranded[0]
+            try:
+                if self.hazel.release(claim=claim):
+                    log.info("run %s handed back after the database failed during its drive", claim.run.id)
+            except Exception:
+                with self._wake:
+                    self._stranded[:0] = stranded
+                raise
+            stranded.pop(0)
 
     def drain(self) -> int:
         """Execute ready runs in this thread until none is ready now. Returns how many drives happened."""
@@ -130,6 +160,8 @@ class WorkerPool:
         pause_sec = 0.0  # after errors of a database that is down: doubling from 1 s up to OUTAGE_PAUSE_MAX_SEC
         while not self._stop.is_set():
             try:
+                if self._stranded:
+                    self._hand_back_stranded()
                 self._recover_if_due()
                 worked = self.work_once()
                 pause_sec = 0.0
@@ -144,7 +176,10 @@ class WorkerPool:
                 else:
                     pause_sec = 1.0
                     log.exception("worker loop error; continuing")
-                self._stop.wait(pause_sec)
+                with self._wake:  # a new claim or wake-up (a decision committed: the database is back) ends it early
+                    self._pending_wakes = 0  # (those before the failure are the sweep's to catch up)
+                    if not self._claims and not self._stop.is_set():
+                        self._wake.wait(pause_sec)
                 continue
             with self._wake:
                 if self._pending_wakes == 0 and not self._claims:

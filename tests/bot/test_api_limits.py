@@ -245,6 +245,9 @@ def test_a_run_id_prefix_works_as_on_the_cli(served, monkeypatch: pytest.MonkeyP
     for odd in ("abcd%00", "abcd1234%00", "abcd12340001%00", "%00%00%00%00"):  # NUL: no run, not a 500
         error_of(api.call("GET", f"/api/runs/{odd}"), 404, "RunNotFoundError")
         error_of(api.decide(odd, {"action": "approve"}), 404, "RunNotFoundError")
+    for odd in ("%00", "a%00b", "%ED%A0%80"):  # no workflow has such a name (PostgreSQL refused NUL: a 500)
+        listed = api.call("GET", f"/api/runs?workflow={odd}")
+        assert listed.status_code == 200 and listed.json()["runs"] == [], listed.text
 
     response = api.decide("abcd5678", {"action": "approve"})
     assert response.status_code == 201, response.text

@@ -50,3 +50,35 @@ def test_recovery_names_a_lapsed_lease_as_such_not_as_a_dead_process(db_url: str
         assert hazel.recover() == [run.id]
     said = [r.getMessage() for r in caplog.records if "recovered" in r.getMessage()]
     assert said == [f"recovered 1 run(s) whose lease ran out: ['{run.id}']"], said
+
+
+def test_a_drive_the_database_cut_short_is_handed_back_when_it_answers_not_when_the_lease_ends(
+        db_url: str, monkeypatch) -> None:  # noqa: ANN001
+    """A pool's drive that fails on a lost connection (a fresh-user finding: PostgreSQL backends terminated
+    under ``hazel serve``) left its run ``running``, leased by the live process, for the whole lease (60 s):
+    retry and rewind refused meanwhile. It is now handed back once the database answers, and continued."""
+    from sqlalchemy.exc import OperationalError
+
+    from bot.engine.hazel import Hazel
+
+    hazel = make_hazel(db_url, docs, lease_sec=60.0)
+    real, cut = Hazel.execute, []
+
+    def cut_once(self, **kwargs):  # noqa: ANN001, ANN003, ANN202
+        if not cut:
+            cut.append(kwargs["claim"].run.id)
+            raise OperationalError("COMMIT", None, Exception("server closed the connection unexpectedly"))
+        return real(self, **kwargs)
+
+    monkeypatch.setattr(Hazel, "execute", cut_once)
+    pool = WorkerPool(hazel, threads=1, sweep_sec=0.2)
+    pool.start()
+    try:
+        run = hazel.start(workflow="doc-review", input={"topic": "t"}, actor=hazel.operator())
+        deadline = time.monotonic() + 10.0
+        while hazel.get(run_id=run.id).status is not RunStatus.WAITING and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert cut == [run.id]  # its first drive was cut short
+        assert hazel.get(run_id=run.id).status is RunStatus.WAITING  # handed back and continued within seconds
+    finally:
+        pool.stop()
