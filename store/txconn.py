@@ -106,8 +106,11 @@ class TxConnection:
                                           ConnectionError, connection_invalidated=True)
             if self.unbegun:  # (a round trip: rare, the hot paths execute through ``store.fast``)
                 driver = self.connection.driver_connection
-                for sql in self.unbegun:
-                    driver.execute(sql)
+                try:
+                    for sql in self.unbegun:
+                        driver.execute(sql)
+                except self.dialect.loaded_dbapi.Error as exc:
+                    raise self._translated(exc, "BEGIN") from exc
                 self.unbegun = ()
             sa = Connection(self.engine, connection=self.connection)
             sa.execution_options(**{BEGUN: True, "hazel_write": self._write, "hazel_durable": self._durable})
