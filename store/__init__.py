@@ -178,7 +178,9 @@ class Store:
             published(tx.written, self.heads)
 
     def read(self) -> "contextmanager[Tx]":
-        """A read-only transaction (no write lock on SQLite)."""
+        """A read-only transaction: no write lock on SQLite (whose transactions read one snapshot); on
+        PostgreSQL at REPEATABLE READ, so that its statements read one snapshot too (a run and its requests as
+        of one moment). Write nothing in it."""
         return self.transaction(write=False)
 
     def step_writer(self) -> "StepWriter":

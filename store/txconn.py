@@ -79,7 +79,10 @@ class TxConnection:
                 sqlite_begin(fairy, sqlite_levels, write=write, durable=durable)
             elif conn._postgresql:
                 fairy.driver_connection.autocommit = True  # (no I/O) set back by ``end``
-                conn.unbegun = ("BEGIN",) if durable else ("BEGIN", "SET LOCAL synchronous_commit TO OFF")
+                # a reader sees one snapshot for all its statements (READ COMMITTED takes one per statement: a run
+                # read as waiting, then its request as already settled by a decision committed in between)
+                begin = "BEGIN" if write else "BEGIN ISOLATION LEVEL REPEATABLE READ"
+                conn.unbegun = (begin,) if durable else (begin, "SET LOCAL synchronous_commit TO OFF")
         except dbapi_error as exc:
             error = conn._translated(exc, "BEGIN")
             conn._give_back(reset=True)

@@ -39,7 +39,7 @@ from bot.engine.errors import (
 from bot.engine.people import EmailSource, People
 from bot.engine.inputs import check_hooks, validate_input
 from bot.engine.lgraph import LangGraphWorkflow
-from bot.engine.limits import state_tree
+from bot.engine.limits import refuse_not_text, state_tree
 from bot.engine.reads import Reads
 from bot.engine.requests import Requests
 from bot.engine.registry import Registry
@@ -317,6 +317,8 @@ class Hazel(Reads, Requests):
         run_id = new_run_id()
         tree = state_tree(wf, state, max_bytes=self.settings.max_state_bytes, what=f"the input of {wf.label}",
                           refuse=InvalidInputError)
+        if isinstance(input, dict):  # a key that is not Unicode text (the dump above wrote it as U+FFFD)
+            refuse_not_text(input, what=f"the input of {wf.label}", refuse=InvalidInputError)
         # Leased at its insert when the caller continues it (the version is this registry's: runnable here).
         lease = (self.runner.owner, secrets.token_hex(8), self.runner.leases.until(now)) if claim else None
         with self.store.transaction() as tx, tx.pipeline():  # PostgreSQL: one round trip, then the commit

@@ -130,6 +130,24 @@ def refuse_nul(tree: Any, *, what: str, refuse: type[HazelError]) -> None:
         raise refuse(f"{what} {NUL}")
 
 
+def refuse_not_text(tree: Any, *, what: str, refuse: type[HazelError]) -> None:
+    """Refuse a JSON tree holding a lone surrogate anywhere: called after the checks that name the field of a
+    value that holds one, it catches a mapping's KEY that does (pydantic's JSON dump writes such a key as
+    U+FFFD: it was stored changed on SQLite, and refused by PostgreSQL as a 500; a fresh-user finding).
+
+    Raises:
+        ``refuse``: ``"{what} holds a character that is not Unicode text (U+D800, …); send it as UTF-8"``.
+    """
+    if not tree:
+        return
+    try:
+        dumped = json.dumps(tree, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (ValueError, RecursionError):  # (too deep or circular: the checks of the value itself answer)
+        return
+    if not is_text(dumped):
+        raise refuse(f"{what} {not_text(dumped)}")
+
+
 def _has_nul(dumped: str) -> bool:
     """True when compact JSON ``dumped`` holds a NUL character in a string (one cheap ``in`` when it has none)."""
     return "\\u0000" in dumped and _NUL_IN_JSON.search(dumped) is not None

@@ -162,3 +162,21 @@ def test_sqlalchemy_begun_transactions_still_begin_immediate(tmp_path) -> None: 
             assert conn.connection.driver_connection.in_transaction
     finally:
         engine.dispose()
+
+
+def test_a_postgresql_read_sees_one_snapshot(pg_url: str) -> None:
+    """``Store.read`` on PostgreSQL reads every statement from one snapshot (REPEATABLE READ): a commit between
+    two of its statements is not seen by the second (a fresh-user finding: ``GET /api/runs/{id}`` said
+    ``waiting`` with no pending request, the run and its requests read either side of a decision's commit)."""
+    store = Store(pg_url, pool_size=2)
+    try:
+        before = _count(store)
+        with store.read() as tx:
+            first = tx.conn.execute(text("SELECT count(*) FROM hazel_events")).scalar_one()
+            with store.transaction() as other:
+                _add(other, "between")
+            second = tx.conn.execute(text("SELECT count(*) FROM hazel_events")).scalar_one()
+        assert first == second == before
+        assert _count(store) == before + 1
+    finally:
+        store.dispose()

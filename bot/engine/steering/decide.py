@@ -27,7 +27,7 @@ from bot.engine.errors import (
     no_run,
     quoted,
 )
-from bot.engine.limits import check_text, refuse_nul, state_tree
+from bot.engine.limits import check_text, refuse_not_text, refuse_nul, state_tree
 from bot.engine.logcontext import bind_log_context
 from bot.engine.steering.core import DecisionOutcome, SteeringCore
 from bot.engine.steering.edits import UNDECLARED, apply_edit, edited_value
@@ -138,7 +138,9 @@ class Deciding(SteeringCore):
             raise _Refused(reason, run.id, request.id)
         # who, may they, then what they sent: a person not allowed is told so (403), whatever the payload holds
         refuse_nul(payload, what="the decision", refuse=InvalidDecisionError)  # (PostgreSQL cannot store one)
+        sent = payload
         new_tree, payload = self._validate(wf, point, head.tree, action, payload)
+        refuse_not_text(sent, what="the decision", refuse=InvalidDecisionError)  # (a key: the checks above name a value)
         with tx.pipeline():  # PostgreSQL: the writes in two round trips (the vote's answer, the rest)
             finish = self._write(tx, wf, point, run, request, head, action, actor, payload, new_tree,
                                  decision_id, delivery_id, claim)

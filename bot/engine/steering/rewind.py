@@ -16,7 +16,7 @@ from typing import Any, Callable
 from bot.engine import lgraph, permissions
 from bot.engine.errors import CheckpointNotFoundError, InvalidDecisionError, NotAllowedError, no_run
 from bot.engine.errors import AlreadyDecidedError, RunStateError, VersionUnavailableError
-from bot.engine.limits import check_text, not_text, refuse_nul, state_tree
+from bot.engine.limits import check_text, not_text, refuse_not_text, refuse_nul, state_tree
 from bot.engine.lgraph_run import label_names
 from bot.engine.logcontext import bind_log_context
 from bot.engine.reads import missing_checkpoint_in
@@ -158,6 +158,7 @@ class Rewinding(SteeringCore):
         elif edits:
             tree = state_tree(wf, apply_edits(wf, decode_stored(wf, tree), edits), max_bytes=self.max_state_bytes,
                               what="the edited state", refuse=InvalidDecisionError)
+        refuse_not_text(edits, what="the rewind's edits", refuse=InvalidDecisionError)  # a key (values: above)
         next_node, handoff = target.next_step, None
         if graph:  # a graph that had finished there: a step writes the rewind's values (lgraph.UPDATE_STEP)
             next_node = wf.fork_next(tree, next_node)
