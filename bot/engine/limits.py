@@ -120,13 +120,8 @@ def refuse_nul(tree: Any, *, what: str, refuse: type[HazelError]) -> None:
     Raises:
         ``refuse``: ``"{what} holds a NUL character (U+0000, …); take it out"``.
     """
-    if not tree:
-        return
-    try:
-        dumped = json.dumps(tree, ensure_ascii=False, separators=(",", ":"), default=str)
-    except (ValueError, RecursionError):  # (too deep or circular: the checks of the value itself answer)
-        return
-    if _has_nul(dumped):
+    dumped = _looked_at(tree)
+    if dumped is not None and _has_nul(dumped):
         raise refuse(f"{what} {NUL}")
 
 
@@ -138,14 +133,20 @@ def refuse_not_text(tree: Any, *, what: str, refuse: type[HazelError]) -> None:
     Raises:
         ``refuse``: ``"{what} holds a character that is not Unicode text (U+D800, …); send it as UTF-8"``.
     """
-    if not tree:
-        return
-    try:
-        dumped = json.dumps(tree, ensure_ascii=False, separators=(",", ":"), default=str)
-    except (ValueError, RecursionError):  # (too deep or circular: the checks of the value itself answer)
-        return
-    if not is_text(dumped):
+    dumped = _looked_at(tree)
+    if dumped is not None and not is_text(dumped):
         raise refuse(f"{what} {not_text(dumped)}")
+
+
+def _looked_at(tree: Any) -> str | None:
+    """``tree`` as compact JSON text for a look at its strings (values JSON cannot hold as their ``str``); None
+    when empty, too deep or circular (the checks of the value itself answer those)."""
+    if not tree:
+        return None
+    try:
+        return json.dumps(tree, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (ValueError, RecursionError):
+        return None
 
 
 def _has_nul(dumped: str) -> bool:
