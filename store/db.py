@@ -134,14 +134,19 @@ def sqlite_begin(fairy: object, levels: tuple[str, str], *, write: bool, durable
     reader), after setting the connection's ``synchronous`` to what the transaction needs (NORMAL for a commit
     that need not wait for the disk; SQLite refuses the change inside a transaction), only when it differs from
     the connection's last one. Straight to sqlite3, without SQLAlchemy's execution context."""
-    driver = fairy.driver_connection  # type: ignore[attr-defined]
     synchronous, relaxed = levels
-    level = synchronous if durable else relaxed
+    sqlite_level(fairy, synchronous, synchronous if durable else relaxed)
+    fairy.driver_connection.execute("BEGIN IMMEDIATE" if write else "BEGIN")  # type: ignore[attr-defined]
+
+
+def sqlite_level(fairy: object, synchronous: str, level: str) -> None:
+    """Set a pooled SQLite connection's ``synchronous`` to ``level`` for its next commit (outside a
+    transaction: SQLite refuses the change inside one), unless it is there already: the connection's last level
+    is kept in its pool record's ``info`` (``synchronous``, the engine's, until first changed)."""
     info = fairy.info  # type: ignore[attr-defined]
     if info.get("hazel_synchronous", synchronous) != level:
-        driver.execute(f"PRAGMA synchronous={level}")
+        fairy.driver_connection.execute(f"PRAGMA synchronous={level}")  # type: ignore[attr-defined]
         info["hazel_synchronous"] = level
-    driver.execute("BEGIN IMMEDIATE" if write else "BEGIN")
 
 
 def _ping_idle_connections(engine: Engine) -> None:
@@ -218,12 +223,18 @@ def write_turn(engine: Engine) -> Iterator[None]:
     ``store.lgraph_writer``). Waits at most the busy timeout, after which SQLite's own lock decides. Nothing on
     PostgreSQL."""
     turns = _WRITE_TURNS.get(engine)
-    held = turns is not None and turns.lock.acquire(timeout=turns.timeout_sec)
+    held = take_turn(turns)
     try:
         yield
     finally:
         if held:
-            turns.lock.release()
+            turns.lock.release()  # type: ignore[union-attr]
+
+
+def take_turn(turns: _WriteTurns | None) -> bool:
+    """Wait for this process's turn to write (``write_turns``; at most the busy timeout). True when taken: the
+    caller releases ``turns.lock`` when its transaction ends. False on PostgreSQL (None), or after the wait."""
+    return turns is not None and turns.lock.acquire(timeout=turns.timeout_sec)
 
 
 @contextmanager
@@ -248,7 +259,7 @@ def transaction(engine: Engine, *, write: bool = True, durable: bool = True) -> 
     from store.txconn import TxConnection
 
     turns = _WRITE_TURNS.get(engine) if write else None
-    held = turns is not None and turns.lock.acquire(timeout=turns.timeout_sec)
+    held = take_turn(turns)
     try:
         conn = TxConnection.begin(engine, _SQLITE_LEVELS.get(engine), write=write, durable=durable)
         cursors = conn.info.setdefault(_OPEN_CURSORS, [])

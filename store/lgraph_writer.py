@@ -10,7 +10,7 @@ from typing import Any, Iterator, Sequence
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
-from store.db import relaxed_level, write_turn
+from store.db import relaxed_level, sqlite_level, write_turn
 from store.lgraph import ROW_COLUMNS
 
 _CP_NAMES = ", ".join(ROW_COLUMNS)
@@ -131,11 +131,7 @@ class LangGraphWriter:
     def _level(self, fairy: Any, *, durable: bool) -> None:
         """Set the connection's ``synchronous`` for the next commit (the store's level, or NORMAL for a write
         that need not wait for the disk), unless it is already there."""
-        level = self.synchronous if durable else relaxed_level(self.synchronous)
-        raw, info = fairy.driver_connection, fairy.info
-        if info.get("hazel_synchronous", self.synchronous) != level:  # the key store.db's begin hook keeps
-            raw.execute(f"PRAGMA synchronous={level}")
-            info["hazel_synchronous"] = level
+        sqlite_level(fairy, self.synchronous, self.synchronous if durable else relaxed_level(self.synchronous))
 
     def _json(self, value: Any) -> Any:
         if self.postgresql:

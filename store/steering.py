@@ -140,9 +140,10 @@ class RequestRepo:
         """Count one approval; settle the request as approved when it reaches its quorum. Sent without waiting
         for its answer (``store.fast.pipeline``: it travels with the writes that follow it, one PostgreSQL
         round trip fewer per approval), with the request as the vote leaves it, predicted from ``request`` as
-        read. The prediction holds while nothing else can change the request in between: the caller holds the lock every
-        writer of a request takes first (its run's row, ``FOR UPDATE``; on SQLite the write lock), and checks
-        the answer (``Later``: the request after the vote, None if it was no longer pending) before committing."""
+        read. The prediction holds while nothing else can change the request in between: the caller holds the
+        lock every writer of a request takes first (its run's row, ``FOR UPDATE``; on SQLite the write lock),
+        and checks the answer (``Later``: the request after the vote, None if it was no longer pending) before
+        committing."""
         answer = self._later(_VOTE, {"request_id": request.id, "now": now, "actor": actor})
         if not self.dialect.postgresql:  # no round trip to spare: read at once (a RETURNING statement left
             answer.get()  # unread while the decision's other writes ran cost a SQLite resume ~0.15 ms)

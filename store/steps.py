@@ -31,7 +31,7 @@ from sqlalchemy.exc import DBAPIError
 
 from store.checkpoints import ROW_COLUMNS as _COLUMNS
 from store.checkpoints import ChainPosition, NewCheckpoint, SnapshotPolicy, encode_checkpoint
-from store.db import write_turns
+from store.db import take_turn, write_turns
 from store.fast import sqlite_time_in
 from store.errors import LeaseLostError
 
@@ -97,7 +97,7 @@ class StepWriter:
                 values = list(row)
                 values[7] = at if cp.created_at is now else sqlite_time_in(cp.created_at)
                 turns = self._turns  # this process's writers take turns (store.db.write_turn)
-                held = turns is not None and turns.lock.acquire(timeout=turns.timeout_sec)
+                held = take_turn(turns)
                 try:
                     cur.execute("BEGIN IMMEDIATE")
                     try:

@@ -93,7 +93,8 @@ class TxConnection:
         return conn
 
     def send_begin(self, driver: Any) -> None:
-        """Queue ``unbegun`` in the pipeline open on ``driver`` (PostgreSQL; ``store.fast``)."""
+        """Send ``unbegun`` on ``driver`` (PostgreSQL): queued in the pipeline open on it (``store.fast``), or,
+        outside one, each answered before the next."""
         for sql in self.unbegun:
             driver.execute(sql)
         self.unbegun = ()
@@ -108,13 +109,10 @@ class TxConnection:
                 raise DBAPIError.instance(None, None, ConnectionError("the transaction's connection was invalidated"),
                                           ConnectionError, connection_invalidated=True)
             if self.unbegun:  # (a round trip: rare, the hot paths execute through ``store.fast``)
-                driver = self.connection.driver_connection
                 try:
-                    for sql in self.unbegun:
-                        driver.execute(sql)
+                    self.send_begin(self.connection.driver_connection)
                 except self.dialect.loaded_dbapi.Error as exc:
                     raise self._translated(exc, "BEGIN") from exc
-                self.unbegun = ()
             sa = Connection(self.engine, connection=self.connection)
             sa.execution_options(**{BEGUN: True, "hazel_write": self._write, "hazel_durable": self._durable})
             sa.begin()  # SQLAlchemy's own bookkeeping; nothing is sent (``store.db``'s begin hook skips it)
