@@ -93,10 +93,7 @@ class WorkerPool:
             t.join(timeout=timeout_sec)
         self._threads.clear()
         with self._wake:
-            left, self._claims = list(self._claims), collections.deque()
-        with self._wake:
-            left += self._stranded
-            self._stranded = []
+            left, self._claims, self._stranded = [*self._claims, *self._stranded], collections.deque(), []
         for claim in left:  # leased here but not started (or cut short): ready for the next process
             try:
                 self.hazel.release(claim=claim)

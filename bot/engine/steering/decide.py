@@ -140,7 +140,7 @@ class Deciding(SteeringCore):
         refuse_nul(payload, what="the decision", refuse=InvalidDecisionError)  # (PostgreSQL cannot store one)
         sent = payload
         new_tree, payload = self._validate(wf, point, head.tree, action, payload)
-        refuse_not_text(sent, what="the decision", refuse=InvalidDecisionError)  # (a key: the checks above name a value)
+        refuse_not_text(sent, what="the decision", refuse=InvalidDecisionError)  # a key (a value: named above)
         with tx.pipeline():  # PostgreSQL: the writes in two round trips (the vote's answer, the rest)
             finish = self._write(tx, wf, point, run, request, head, action, actor, payload, new_tree,
                                  decision_id, delivery_id, claim)
@@ -201,25 +201,26 @@ class Deciding(SteeringCore):
         now = self.clock()
         # The request row is locked first: every decision on it queues here, in one order. A timeout's
         # approval settles the request whatever its quorum (bot.engine.timeouts).
+        answer = None
         if action == Action.APPROVE.value and actor.channel != "timeout":  # (PostgreSQL: its answer read at the end)
             after, answer = vote_request_later(tx, request, now=now, by=actor)
-            finish = self._writes(tx, wf, point, run, request, after, head, action, actor, payload, new_tree,
-                                  decision_id, delivery_id, claim, now)
+        else:
+            after = close_request(tx, request, now=now, by=actor, action=action)
+            if after is None:
+                raise self._already(tx, tx.requests.get(request.id) or request)
+        finish = self._writes(tx, wf, point, run, request, after, head, action, actor, payload, new_tree,
+                              decision_id, delivery_id, claim, now)
+        if answer is None:
+            return finish
 
-            def voted() -> DecisionOutcome:
-                counted = answer.get()
-                if counted is None:  # (cannot happen while deciders lock the run first: rolled back if it does)
-                    raise self._already(tx, tx.requests.get(request.id) or request)
-                if _voted(counted) != _voted(after):  # (its message's fields may have moved meanwhile: delivery)
-                    raise RuntimeError(f"request #{request.id}: the vote left it {_voted(counted)}, "
-                                       f"not {_voted(after)}")
-                return replace(finish(), request=counted)
-            return voted
-        after = close_request(tx, request, now=now, by=actor, action=action)
-        if after is None:
-            raise self._already(tx, tx.requests.get(request.id) or request)
-        return self._writes(tx, wf, point, run, request, after, head, action, actor, payload, new_tree, decision_id,
-                            delivery_id, claim, now)
+        def voted() -> DecisionOutcome:
+            counted = answer.get()
+            if counted is None:  # (cannot happen while deciders lock the run first: rolled back if it does)
+                raise self._already(tx, tx.requests.get(request.id) or request)
+            if _voted(counted) != _voted(after):  # (its message's fields may have moved meanwhile: delivery)
+                raise RuntimeError(f"request #{request.id}: the vote left it {_voted(counted)}, not {_voted(after)}")
+            return replace(finish(), request=counted)
+        return voted
 
     def _writes(self, tx: Tx, wf: Workflow, point: SteeringPoint, run: Run, request: SteeringRequest,
                 after: SteeringRequest, head: LoadedCheckpoint, action: str, actor: Actor, payload: dict[str, Any],
