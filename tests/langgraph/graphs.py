@@ -12,6 +12,18 @@ from hazel.langgraph.register import register
 from hazel.langgraph.steer import steer
 
 
+def chain(state: type, *nodes: Callable[..., Any]) -> StateGraph:
+    """A graph (not compiled) running ``nodes`` one after another, each named after its function."""
+    g = StateGraph(state)
+    previous = START
+    for node in nodes:
+        g.add_node(node.__name__, node)
+        g.add_edge(previous, node.__name__)
+        previous = node.__name__
+    g.add_edge(previous, END)
+    return g
+
+
 class ReviewState(TypedDict, total=False):
     topic: str
     draft: str

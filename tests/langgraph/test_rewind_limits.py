@@ -20,7 +20,7 @@ from hazel import StepContext, Workflow
 from store.models import RunStatus
 from tests.bot.test_api import TOKENS, Api, wait_for
 from tests.bot.test_api_limits import error_of, loose_workflow, snapshot
-from tests.langgraph.graphs import workflow
+from tests.langgraph.graphs import chain, workflow
 from tests.support.cli import in_process_cli
 from tests.support.engine import make_hazel, person
 from tests.support.live import LiveServer
@@ -40,8 +40,6 @@ def notes_graph():  # noqa: ANN201
     """write (a ``notes`` channel of any JSON object) -> review (steer): a channel a deep value fits."""
     from typing import TypedDict
 
-    from langgraph.graph import END, START, StateGraph
-
     from hazel.langgraph.steer import steer
 
     class NotesState(TypedDict, total=False):
@@ -55,13 +53,7 @@ def notes_graph():  # noqa: ANN201
         steer(title="Approve the notes", show=state["notes"])
         return {}
 
-    g = StateGraph(NotesState)
-    g.add_node("write", write)
-    g.add_node("review", review)
-    g.add_edge(START, "write")
-    g.add_edge("write", "review")
-    g.add_edge("review", END)
-    return g.compile()
+    return chain(NotesState, write, review).compile()
 
 
 def _events(hz: Any, run_id: str) -> list[str]:

@@ -23,6 +23,7 @@ from hazel.langgraph import AsyncHazelSaver, HazelSaver
 from store import Store
 from store.checkpoints import SnapshotPolicy
 from store.schema import lg_checkpoints
+from tests.langgraph.graphs import chain
 
 
 def run_async(coro):  # noqa: ANN001, ANN201
@@ -360,12 +361,7 @@ def test_messages_round_trip_through_changes(db_url: str) -> None:
     def b(state: M) -> dict:
         return {"messages": [AIMessage(content="final", id="x"), HumanMessage(content="thanks", id="y")]}
 
-    builder = StateGraph(M)
-    builder.add_node("a", a)
-    builder.add_node("b", b)
-    builder.add_edge(START, "a")
-    builder.add_edge("a", "b")
-    builder.add_edge("b", END)
+    builder = chain(M, a, b)
     with HazelSaver.from_conn_string(db_url) as saver:
         graph = builder.compile(checkpointer=saver)
         graph.invoke({"messages": [HumanMessage(content="hi", id="h")]}, cfg("m"), durability="sync")
