@@ -200,6 +200,28 @@ def _info(row: Any) -> CheckpointInfo:
     )
 
 
+_LISTED_NAMES = [c.name for c in _INFO_COLUMNS]
+"""The columns of ``_ALL_INFO`` and ``_NEWEST_INFO`` before their last, ``chain_len``."""
+
+
+def _info_rows(res: fast.Result) -> list[dict[str, Any]]:
+    """The rows of ``_ALL_INFO`` / ``_NEWEST_INFO`` as ``CheckpointInfo``'s fields: built from the driver's tuples,
+    converting only the two columns that need it (about half the time of ``rows()`` for a history of 200)."""
+    names = _LISTED_NAMES
+    at, handoff = names.index("created_at"), names.index("handoff")
+    time_out = res.compiled.columns_out.get("created_at") or (lambda v: v)
+    json_out = res.compiled.columns_out.get("handoff") or (lambda v: v)
+    out = []
+    for values in res.tuples():
+        row = dict(zip(names, values))
+        row["created_at"] = time_out(values[at])
+        if values[handoff] is not None:
+            row["handoff"] = json_out(values[handoff])
+        row["is_snapshot"] = values[-1] == 0
+        out.append(row)
+    return out
+
+
 @lru_cache(maxsize=None)
 def _infos() -> TypeAdapter[list[CheckpointInfo]]:
     """A history's rows validated as one list: pydantic-core validates 200 in ~0.2 ms, one by one in ~0.3 ms
@@ -316,12 +338,10 @@ class CheckpointRepo:
         """Every checkpoint of the run, all branches, by sequence number; with ``newest=N`` only the N latest,
         newest first."""
         if newest is None:
-            rows = fast.execute(self.conn, _ALL_INFO, {"run_id": run_id}, binary=True).rows()
+            res = fast.execute(self.conn, _ALL_INFO, {"run_id": run_id}, binary=True)
         else:
-            rows = fast.execute(self.conn, _NEWEST_INFO, {"run_id": run_id, "newest": newest}).rows()
-        for row in rows:
-            row["is_snapshot"] = row.pop("chain_len") == 0
-        return _infos().validate_python(rows)
+            res = fast.execute(self.conn, _NEWEST_INFO, {"run_id": run_id, "newest": newest})
+        return _infos().validate_python(_info_rows(res))
 
     def stored_bytes(self, run_id: str) -> int:
         """Payload bytes of all the run's checkpoints (without row and index overhead)."""

@@ -120,3 +120,41 @@ def test_a_fenced_write_needs_the_lease(store: Store) -> None:
         run = tx.runs.get("r1")
         assert tx.checkpoints.load("r1", 1).tree == {"v": 1}
         assert (run.head_seq, run.last_seq, run.status, run.lease_token) == (1, 1, RunStatus.WAITING, None)
+
+
+def test_a_listing_says_what_each_checkpoint_says_alone(store: Store) -> None:
+    """``list`` builds its rows from the driver's tuples (``_info_rows``); ``info`` reads one checkpoint its own
+    way. Both agree on every field: timestamps UTC and aware, the handoff's JSON, the decision, the snapshot
+    flag, the newest first with ``newest``."""
+    new_run(store)
+    at = datetime(2026, 12, 5, 22, 30, 1, 250, tzinfo=timezone.utc)
+    with store.transaction() as tx:
+        pos = tx.checkpoints.write(NewCheckpoint(run_id="r1", seq=0, parent_seq=None, branch=0, step="__start__",
+                                                 next_step="a", workflow_version=1, created_at=at), {"v": 0}, None)
+        for seq in (1, 2, 3):
+            handoff = {"feedback": "shorter, «please»", "by": "ann"} if seq == 2 else None
+            pos = tx.checkpoints.write(
+                NewCheckpoint(run_id="r1", seq=seq, parent_seq=seq - 1, branch=0, step=f"s{seq}",
+                              next_step=None if seq == 3 else "x", workflow_version=1,
+                              created_at=at.replace(second=seq), handoff=handoff),
+                {"v": seq}, pos)
+    with store.read() as tx:
+        listed = tx.checkpoints.list("r1")
+        alone = [tx.checkpoints.info("r1", seq) for seq in range(4)]
+        newest = tx.checkpoints.list("r1", newest=2)
+    assert listed == alone
+    assert [i.seq for i in newest] == [3, 2] and newest == alone[:1:-1]
+    assert listed[0].created_at == at and listed[0].created_at.tzinfo == timezone.utc
+    assert listed[2].handoff == {"feedback": "shorter, «please»", "by": "ann"} and listed[1].handoff is None
+    assert [i.is_snapshot for i in listed][0] is True and listed[3].next_step is None
+
+
+def test_a_stored_time_with_an_offset_of_its_own_is_read_as_utc() -> None:
+    """SQLite keeps Hazel's times as naive UTC text; a text that carries an offset (not written by Hazel) is
+    read as the instant it names, in UTC."""
+    from store.fast import _sqlite_time_out
+
+    assert _sqlite_time_out("2026-12-05 22:30:01.000250") == datetime(2026, 12, 5, 22, 30, 1, 250, tzinfo=timezone.utc)
+    assert _sqlite_time_out("2026-12-05 22:30:01").tzinfo is timezone.utc
+    shifted = _sqlite_time_out("2026-12-06 00:30:01+02:00")
+    assert shifted == datetime(2026, 12, 5, 22, 30, 1, tzinfo=timezone.utc) and shifted.tzinfo is timezone.utc
