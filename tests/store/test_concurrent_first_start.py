@@ -13,7 +13,6 @@ import os
 import secrets
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Iterator
 
@@ -30,11 +29,11 @@ ROUNDS = 3
 ROOT = Path(__file__).resolve().parents[2]
 
 _CHILD = """
-import sys, time
+import sys
 from store import Store
-start = float(sys.argv[2])
 store = Store(sys.argv[1])
-time.sleep(max(0.0, start - time.time()))
+print("ready", flush=True)
+sys.stdin.readline()  # the start: every child has imported Hazel by then
 store.ensure_schema()
 store.dispose()
 """
@@ -70,12 +69,20 @@ def fresh_url_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterato
 
 
 def _race(url: str) -> list[tuple[int, str]]:
-    """Start ``PROCESSES`` first starts on ``url`` at one instant; their exit codes and stderr."""
-    start = time.time() + 3.0  # every child has imported Hazel by then
+    """Start ``PROCESSES`` first starts on ``url`` at one instant (each told to go once all are ready); their
+    exit codes and stderr."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    children = [subprocess.Popen([sys.executable, "-c", _CHILD, url, repr(start)], cwd=ROOT, env=env,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    children = [subprocess.Popen([sys.executable, "-c", _CHILD, url], cwd=ROOT, env=env, stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                 for _ in range(PROCESSES)]
+    for child in children:  # each has imported Hazel and made its Store (or died: its stderr says why)
+        child.stdout.readline()
+    for child in children:  # then all start at once
+        try:
+            child.stdin.write("go\n")
+            child.stdin.flush()
+        except BrokenPipeError:
+            pass
     results = []
     for child in children:
         _, err = child.communicate(timeout=120)
