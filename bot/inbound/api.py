@@ -191,12 +191,15 @@ def api_router(hazel: "Hazel", settings: Settings) -> APIRouter:
     @router.get("/runs", response_model=RunList, summary="List runs")
     def list_runs(caller: Caller,
                   status: Annotated[list[RunStatus] | None, Query(description="Repeat to allow several.")] = None,
-                  workflow: str | None = None,
+                  workflow: Annotated[list[str] | None, Query(description="One workflow's name.")] = None,
                   limit: Annotated[int, Query(ge=1, le=500)] = 50,
                   offset: Annotated[int, Query(ge=0, le=INT_MAX)] = 0) -> RunList:
-        """Runs, newest first, filtered by status and workflow."""
-        found = hazel.runs(statuses=[s.value for s in status] if status else None, workflow=workflow,
-                           limit=limit, offset=offset)
+        """Runs, newest first, filtered by status (several: any of them) and by one workflow."""
+        if workflow is not None and (len(workflow) > 1 or not workflow[0]):  # (a list: a repeat is seen, not dropped)
+            raise ApiError(422, "InvalidRequestError",
+                           "workflow: give one workflow's name, once" if workflow[0] else "workflow: is empty")
+        found = hazel.runs(statuses=[s.value for s in status] if status else None,
+                           workflow=workflow[0] if workflow else None, limit=limit, offset=offset)
         return RunList(runs=[RunOut.of(r) for r in found], limit=limit, offset=offset,
                        next_offset=offset + limit if len(found) == limit else None)
 

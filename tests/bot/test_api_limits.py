@@ -248,6 +248,12 @@ def test_a_run_id_prefix_works_as_on_the_cli(served, monkeypatch: pytest.MonkeyP
     for odd in ("%00", "a%00b", "%ED%A0%80"):  # no workflow has such a name (PostgreSQL refused NUL: a 500)
         listed = api.call("GET", f"/api/runs?workflow={odd}")
         assert listed.status_code == 200 and listed.json()["runs"] == [], listed.text
+    # an empty name is refused as an empty status is (it listed every run); a repeat is refused (the last one won)
+    assert "empty" in error_of(api.call("GET", "/api/runs?workflow="), 422, "InvalidRequestError")
+    assert "once" in error_of(api.call("GET", "/api/runs?workflow=x&workflow=doc"), 422, "InvalidRequestError")
+    assert "once" in error_of(api.call("GET", "/api/runs?workflow=doc&workflow="), 422, "InvalidRequestError")
+    assert [r["id"] for r in api.call("GET", "/api/runs?workflow=" + hazel.get(run_id=first).workflow)
+            .json()["runs"]] == [second, first]
 
     response = api.decide("abcd5678", {"action": "approve"})
     assert response.status_code == 201, response.text
