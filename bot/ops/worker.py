@@ -17,7 +17,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from bot.engine import is_transient
+from bot.engine import is_transient, log_context
 
 if TYPE_CHECKING:
     from bot.engine import Claim, Hazel
@@ -114,6 +114,7 @@ class WorkerPool:
             if is_transient(exc):  # the run stays leased here: handed back as soon as the database answers
                 with self._wake:
                     self._stranded.append(claim)
+                exc.hazel_run_id = claim.run.id  # type: ignore[attr-defined]  (the loop's one line names it)
             raise
         return True
 
@@ -168,8 +169,9 @@ class WorkerPool:
                 if is_transient(exc):  # one line per try, not a traceback of the driver's every layer
                     pause_sec = min(OUTAGE_PAUSE_MAX_SEC, max(1.0, pause_sec * 2))
                     first = (str(exc).strip().splitlines() or [""])[0][:300]
-                    log.warning("the database is unreachable (%s: %s); trying again in %.0f s", type(exc).__name__,
-                                first, pause_sec)
+                    with log_context(run_id=getattr(exc, "hazel_run_id", None)):  # the drive it cut short, if any
+                        log.warning("the database is unreachable (%s: %s); trying again in %.0f s",
+                                    type(exc).__name__, first, pause_sec)
                 else:
                     pause_sec = 1.0
                     log.exception("worker loop error; continuing")

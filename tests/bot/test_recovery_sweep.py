@@ -9,6 +9,7 @@ import time
 
 from sqlalchemy import update
 
+from bot.ops.logs import ContextFilter
 from bot.ops.worker import WorkerPool
 from store.models import RunStatus
 from store.schema import runs
@@ -53,7 +54,7 @@ def test_recovery_names_a_lapsed_lease_as_such_not_as_a_dead_process(db_url: str
 
 
 def test_a_drive_the_database_cut_short_is_handed_back_when_it_answers_not_when_the_lease_ends(
-        db_url: str, monkeypatch) -> None:  # noqa: ANN001
+        db_url: str, monkeypatch, caplog) -> None:  # noqa: ANN001
     """A pool's drive that fails on a lost connection (a fresh-user finding: PostgreSQL backends terminated
     under ``hazel serve``) left its run ``running``, leased by the live process, for the whole lease (60 s):
     retry and rewind refused meanwhile. It is now handed back once the database answers, and continued."""
@@ -71,6 +72,8 @@ def test_a_drive_the_database_cut_short_is_handed_back_when_it_answers_not_when_
         return real(self, **kwargs)
 
     monkeypatch.setattr(Hazel, "execute", cut_once)
+    caplog.handler.addFilter(ContextFilter())  # as a served process's handlers have it
+    caplog.set_level("WARNING", logger="hazel")
     pool = WorkerPool(hazel, threads=1, sweep_sec=0.2)
     pool.start()
     try:
@@ -82,3 +85,6 @@ def test_a_drive_the_database_cut_short_is_handed_back_when_it_answers_not_when_
         assert hazel.get(run_id=run.id).status is RunStatus.WAITING  # handed back and continued within seconds
     finally:
         pool.stop()
+    # the outage's one line names the run whose drive it cut short (it had no run tag)
+    [line] = [r for r in caplog.records if "the database is unreachable" in r.getMessage()]
+    assert getattr(line, "run_id", None) == run.id and line.exc_info is None
