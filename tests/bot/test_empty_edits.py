@@ -189,3 +189,55 @@ def test_rest_refuses_an_empty_mapping_with_422_unless_allow_empty(db_url: str) 
                             json={"action": "edit", "payload": {"value": {}, "allow_empty": True}})
         assert allowed.status_code == 201, allowed.text
     hazel.close()
+
+
+class Limits(BaseModel):
+    limits: dict[str, int] | None = None
+
+
+def limited() -> Workflow:
+    wf = Workflow("limited", version=1, state=Limits)
+
+    @wf.step
+    def draft(state: Limits, ctx: StepContext) -> Limits:
+        return state.model_copy(update={"limits": {"cpu": 2, "mem": 4}})
+
+    wf.steer("review", show="limits")
+    return wf
+
+
+@pytest.mark.parametrize("payload, what", [
+    ({"text": "null"}, r"^the edit leaves field 'limits' empty \(null\): "),
+    ({"value": None}, r"^the edit leaves field 'limits' empty \(null\): "),
+    ({"entries": {"cpu": "null"}}, r"^the edit leaves entry 'cpu' of field 'limits' empty \(null\): "),
+    ({"entries": {"cpu": None}}, r"^the edit leaves entry 'cpu' of field 'limits' empty \(null\): ")])
+def test_null_clears_only_with_allow_empty_as_an_empty_mapping_does(db_url: str, payload: dict, what: str) -> None:
+    """``--set limits=null`` (a fresh-user finding) cleared an optional mapping that ``--set limits={}`` could not
+    empty without ``--allow-empty``; null now replaces a value with nothing under the same rule."""
+    hazel = make_hazel(db_url, limited())
+    run_id = waiting(hazel, "limited")
+    with pytest.raises(InvalidDecisionError, match=what):
+        hazel.decide(run_id=run_id, action="edit", actor=person("sme"), payload={**payload, "allow_empty": False})
+    assert hazel.state_at(run_id=run_id).limits == {"cpu": 2, "mem": 4} and hazel.decisions(run_id=run_id) == []
+    if "entries" not in payload:  # (an entry of dict[str, int] cannot be null: the state model refuses it)
+        hazel.decide(run_id=run_id, action="edit", actor=person("sme"), payload={**payload, "allow_empty": True})
+        assert hazel.state_at(run_id=run_id).limits is None
+
+
+def test_a_new_entry_or_an_unset_field_given_null_is_no_emptying(db_url: str) -> None:
+    """Null replaces nothing where there was nothing: an edit setting it there is not refused as emptying (the
+    state model decides whether it may be null)."""
+    from bot.engine.steering.edits import edited_value
+
+    assert edited_value(None, "limits", {"text": "null", "allow_empty": False}) is None
+    assert edited_value({"cpu": 2}, "limits", {"entries": {"gpu": "null"}, "allow_empty": False}) == {
+        "cpu": 2, "gpu": None}
+
+
+def test_a_rewinds_edit_to_null_is_refused_as_emptying_where_the_target_had_a_value() -> None:
+    from bot.engine.steering.edits import refuse_empty_edits
+
+    with pytest.raises(InvalidDecisionError, match=r"^the edit leaves field 'limits' empty \(null\): "):
+        refuse_empty_edits({"limits": None}, {"limits": {"cpu": 2}})
+    refuse_empty_edits({"limits": None}, {"limits": None})  # null already: nothing emptied
+    refuse_empty_edits({"limits": None}, None)  # the target's fields not at hand (a LangGraph graph's)

@@ -93,14 +93,20 @@ def entry_value(mapping: dict[str, Any], key: str, declared: Any = UNDECLARED) -
     return "" if values and all(isinstance(v, str) for v in values) else None
 
 
-def _refuse_empty(what: str, value: Any, *, hint: str = "hazel edit --allow-empty") -> None:
-    """Raise when ``value`` is empty or blank text, or an empty mapping or list (``{}``, ``[]``), for an edit
-    with ``allow_empty`` false: ``the edit leaves field 'plan' empty: …`` (``what``: ``named``'s phrase;
-    ``hint``: the console's way to allow it)."""
+_ABSENT = object()
+"""``_refuse_empty``'s ``was`` when the value it replaces is not known (or there was none)."""
+
+
+def _refuse_empty(what: str, value: Any, *, hint: str = "hazel edit --allow-empty", was: Any = _ABSENT) -> None:
+    """Raise when ``value`` is empty or blank text, or an empty mapping or list (``{}``, ``[]``), or null
+    replacing a value ``was`` that was not null, for an edit with ``allow_empty`` false: ``the edit leaves field
+    'plan' empty: …`` (``what``: ``named``'s phrase; ``hint``: the console's way to allow it)."""
     if isinstance(value, str) and not value.strip():
         how = "empty" if not value else "blank (only whitespace)"
     elif isinstance(value, (dict, list)) and not value:
         how = f"empty ({json.dumps(value)})"
+    elif value is None and was is not None and was is not _ABSENT:  # ``--set limits=null`` clears as ``{}`` would
+        how = "empty (null)"
     else:
         return
     raise InvalidDecisionError(f"the edit leaves {what} {how}: that would replace the value with nothing; "
@@ -138,7 +144,8 @@ def refuse_empty_edits(edits: dict[str, Any] | None, current: Any) -> None:
     """
     hint = "hazel rewind --allow-empty"
     for field, value in (edits or {}).items():
-        _refuse_empty(named(field), value, hint=hint)
+        _refuse_empty(named(field), value, hint=hint,
+                      was=current.get(field, _ABSENT) if isinstance(current, dict) else _ABSENT)
         if isinstance(current, dict):
             _refuse_blank_entries(field, value, current.get(field), hint=hint)
 
@@ -155,7 +162,7 @@ def edited_value(shown: Any, field: str | None, payload: dict[str, Any], *, entr
     allow_empty = payload.get("allow_empty")
     if "value" in payload:
         if allow_empty is False:
-            _refuse_empty(what, payload["value"])
+            _refuse_empty(what, payload["value"], was=shown)
         if not allow_empty:  # (a blank entry of a mapping or list too: every channel, REST and Slack alike)
             _refuse_blank_entries(field, payload["value"], shown)
         return payload["value"]
@@ -169,7 +176,7 @@ def edited_value(shown: Any, field: str | None, payload: dict[str, Any], *, entr
             return text  # as it is
         value = value_from_text(shown, text, field=field)
         if allow_empty is False:
-            _refuse_empty(what, value)  # JSON text of an empty mapping or list: ``--set scripts={}``
+            _refuse_empty(what, value, was=shown)  # JSON text of an empty mapping or list: ``--set scripts={}``
         if not allow_empty:  # JSON text of a mapping or list with a blank entry (a Jira ``/edit``)
             _refuse_blank_entries(field, value, shown)
         return value
@@ -183,15 +190,15 @@ def edited_value(shown: Any, field: str | None, payload: dict[str, Any], *, entr
             raise InvalidDecisionError(f"invalid edit: an entry of {what} needs a key (not empty or blank)")
         if allow_empty is False:
             for key, raw in entries.items():
-                _refuse_empty(named(field, key), raw)
+                _refuse_empty(named(field, key), raw, was=shown.get(key, _ABSENT))
         elif allow_empty is None:  # (a Slack modal: an entry typed blank, unless it was so already; None: null)
             _refuse_blank_entries(field, {k: v for k, v in entries.items() if v is not None}, shown)
         out = dict(shown)
         for key, raw in entries.items():  # None: the entry was emptied, which means null
             out[key] = None if raw is None else value_from_text(entry_value(shown, key, entry_blank), str(raw),
                                                                 field=field, key=key)
-            if allow_empty is False and raw is not None:
-                _refuse_empty(named(field, key), out[key])  # JSON text of an empty mapping or list
+            if allow_empty is False and raw is not None:  # JSON text of an empty mapping or list, or null
+                _refuse_empty(named(field, key), out[key], was=shown.get(key, _ABSENT))
         return out
     raise InvalidDecisionError(f"an edit needs a new value for {what} (payload 'value', 'text' or 'entries')")
 
