@@ -148,6 +148,18 @@ def validation_message(exc: RequestValidationError, body: bytes | None = None) -
         if err.get("type") == "string_unicode" and isinstance(err.get("input"), str):  # a lone surrogate: said
             parts.append(f"{loc} {not_text(err['input'])}")  # as the engine says it of any text a person sends
             continue
+        if err.get("type") == "union_tag_invalid":  # an unknown `action`: named, not echoed whole (nor as U+FFFD)
+            ctx = err.get("ctx") or {}
+            field = str(ctx.get("discriminator", "")).strip("'") or "action"
+            sent = err.get("input")  # (the object as sent: pydantic's ctx has the tag's lone surrogates as U+FFFD)
+            tag = str(sent.get(field, "")) if isinstance(sent, dict) else str(ctx.get("tag", ""))
+            where = f"{loc}.{field}" if loc != "body" else field
+            if any(0xD800 <= ord(c) <= 0xDFFF for c in tag):  # (not_text names the first)
+                parts.append(f"{where} {not_text(tag)}")
+            else:
+                parts.append(f"{where}: {_loc_part(json.dumps(tag, ensure_ascii=False))} is not one of "
+                             f"{ctx.get('expected_tags', '')}")
+            continue
         if loc == "body" and err.get("type") in ("model_attributes_type", "dict_type"):
             msg = f"{msg}: send a JSON object with Content-Type: application/json"
         if member and parts and parts[-1].startswith(f"{loc}: Input should be "):

@@ -58,6 +58,13 @@ def test_lone_surrogates_are_refused_on_the_api_and_nothing_is_written(served) -
     refused = raw(api, "POST", path, {"action": "rewind", "payload": {"to": 1, "edits": {"req\udc9b": "abc"}}})
     assert refused.status_code == 422, refused.text
     assert "\\udc9b" in refused.json()["error"]["message"]
+    # an unknown action: named as the engine names text that is not Unicode (it was echoed as U+FFFD), and a long
+    # one cut short (it was echoed whole)
+    assert error_of(raw(api, "POST", path, {"action": "appr\udc9bove"}), 422, "InvalidRequestError") == (
+        "action holds a character that is not Unicode text (U+DC9B, what the byte 0x9B becomes where it is not "
+        "UTF-8); send it as UTF-8")
+    said = error_of(raw(api, "POST", path, {"action": "x" * 5000}), 422, "InvalidRequestError")
+    assert said.startswith('action: "xxx') and "…" in said and len(said) < 200 and said.endswith("'rewind'"), said
     assert snapshot(hazel, run_id) == before
 
 
