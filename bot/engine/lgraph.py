@@ -43,7 +43,8 @@ from bot.engine.limits import not_text
 from bot.engine.transitions import close_request
 from bot.engine.lgraph_run import (MARK, UPDATE_STEP, GraphRunState, graph_values, nodes_label, superstep,
                                    writers_at)
-from bot.engine.workflow import _CHANNEL, _NAME, Step, SteeringPoint, Workflow, _blank
+from bot.engine.routes import point_settings_problems
+from bot.engine.workflow import _NAME, Step, SteeringPoint, Workflow, _blank
 from store.codec import StateCodec, is_text
 from store.interrupts import answers_at
 from store.models import ALL_ACTIONS, START, Action, Actor, RequestStatus, Run, RunStatus, SteeringRequest
@@ -125,21 +126,7 @@ def check_point(point: SteeringPoint) -> SteeringPoint:
     unknown = [a for a in point.actions if a not in ALL_ACTIONS]
     if unknown or not point.actions:
         problems.append(f"actions {list(point.actions)} (allowed: {list(ALL_ACTIONS)})")
-    for channel in (point.channel, point.escalate_channel):
-        if channel is not None and not _CHANNEL.match(channel):
-            problems.append(f"invalid channel {channel!r} (console, slack:#channel, slack:C…, jira:PROJECTKEY)")
-    if point.approvals_required < 1:
-        problems.append("approvals_required must be at least 1")
-    if point.on_timeout and not point.timeout_sec:
-        problems.append("on_timeout without timeout_sec")
-    if point.on_timeout in ALL_ACTIONS and point.on_timeout not in point.actions:
-        problems.append(f"times out with {point.on_timeout!r}, which its actions do not allow")
-    if point.on_timeout == "escalate" and not (point.escalate_to or point.escalate_channel):
-        problems.append("escalates on timeout but names no escalate_to/escalate_channel")
-    for sec_name in ("remind_after_sec", "remind_every_sec", "escalate_after_sec", "timeout_sec"):
-        value = getattr(point, sec_name)
-        if value is not None and value <= 0:
-            problems.append(f"{sec_name} must be positive")
+    problems += point_settings_problems(point)
     if problems:
         raise WorkflowDefinitionError(f"steering point {point.name!r}: " + "; ".join(problems))
     return point

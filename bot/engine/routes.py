@@ -82,24 +82,28 @@ def _point_problems(wf: Any, p: Any, fields: set[str]) -> list[str]:
             out.append(f"steering point {p.name!r} {target_name} names unknown node {target!r}")
     if Action.FEEDBACK.value in p.actions and p.on_feedback is None and wf.feedback_target(p) is None:
         out.append(f"steering point {p.name!r} allows feedback but no step precedes it; set on_feedback")
-    if p.approvals_required < 1:
-        out.append(f"steering point {p.name!r} needs approvals_required >= 1")
-    for channel in (p.channel, p.escalate_channel):
-        if channel is not None and not _CHANNEL.match(channel):
-            out.append(f"steering point {p.name!r} has invalid channel {channel!r} "
-                       "(console, slack:#channel, slack:C…, jira:PROJECTKEY)")
-    if p.on_timeout and not p.timeout_sec:
-        out.append(f"steering point {p.name!r} sets on_timeout without timeout_sec")
-    if p.on_timeout in ALL_ACTIONS and p.on_timeout not in p.actions:
-        out.append(f"steering point {p.name!r} times out with {p.on_timeout!r}, which its actions do not allow "
-                   f"({', '.join(p.actions)})")
-    if p.on_timeout == "escalate" and not (p.escalate_to or p.escalate_channel):
-        out.append(f"steering point {p.name!r} escalates on timeout but names no escalate_to/escalate_channel")
+    out += [f"steering point {p.name!r}: {problem}" for problem in point_settings_problems(p)]
     for action, role in p.permissions.items():
         if action not in ALL_ACTIONS or role not in ("approvers", "anyone"):
             out.append(f"steering point {p.name!r} has invalid permission {action!r}: {role!r}")
-    for sec_name in ("remind_after_sec", "remind_every_sec", "escalate_after_sec", "timeout_sec"):
-        value = getattr(p, sec_name)
-        if value is not None and value <= 0:
-            out.append(f"steering point {p.name!r} {sec_name} must be positive")
+    return out
+
+
+def point_settings_problems(p: Any) -> list[str]:
+    """The problems of a steering point's channels, approvals and timeout (a native workflow's ``SteeringPoint``
+    or a LangGraph graph's ``steer(...)``: one set of rules), each one phrase without the point's name:
+    ``invalid channel 'teams:#x' (…)``. (Its durations are checked by the ``SteeringPoint`` model itself:
+    ``bot.engine.workflow.Seconds``.)"""
+    out = []
+    for channel in (p.channel, p.escalate_channel):
+        if channel is not None and not _CHANNEL.match(channel):
+            out.append(f"invalid channel {channel!r} (console, slack:#channel, slack:C…, jira:PROJECTKEY)")
+    if p.approvals_required < 1:
+        out.append("approvals_required must be at least 1")
+    if p.on_timeout and p.timeout_sec is None:
+        out.append("on_timeout without timeout_sec")
+    if p.on_timeout in ALL_ACTIONS and p.on_timeout not in p.actions:
+        out.append(f"times out with {p.on_timeout!r}, which its actions do not allow ({', '.join(p.actions)})")
+    if p.on_timeout == "escalate" and not (p.escalate_to or p.escalate_channel):
+        out.append("escalates on timeout but names no escalate_to/escalate_channel")
     return out

@@ -39,12 +39,12 @@ import logging
 import random
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generic, Literal, TypeVar
+from typing import Annotated, Any, Callable, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bot.engine.errors import WorkflowDefinitionError, validation_details
-from bot.engine.routes import _CHANNEL, END, problems  # noqa: F401  (_CHANNEL: also bot.engine.lgraph's)
+from bot.engine.routes import END, problems
 from store.codec import StateCodec
 from store.models import ALL_ACTIONS, MIGRATE_NODE, REWIND_NODE, START, Approvers, node_label
 
@@ -79,6 +79,14 @@ class Step:
         return base * (rng or random).uniform(0.5, 1.0)
 
 
+MAX_DURATION_SEC = 2**31 - 1
+"""The longest duration a steering point's ``*_sec`` setting takes (68 years), as for Hazel's settings."""
+
+Seconds = Annotated[float, Field(strict=True, gt=0, le=MAX_DURATION_SEC, allow_inf_nan=False)]
+"""A steering point's duration: a number of seconds (not a bool, not text), finite, positive, at most
+``MAX_DURATION_SEC``. NaN, infinity or 1e300 used to pass and then fail every run at the point."""
+
+
 class SteeringPoint(BaseModel):
     """Where a run stops for an SME. See ``Workflow.steer`` for the meaning of each field."""
 
@@ -97,12 +105,12 @@ class SteeringPoint(BaseModel):
     allow_self_approval: bool = True
     permissions: dict[str, Role] = Field(default_factory=dict)
     notify_approvers: bool = False
-    remind_after_sec: float | None = None
-    remind_every_sec: float | None = None
-    escalate_after_sec: float | None = None
+    remind_after_sec: Seconds | None = None
+    remind_every_sec: Seconds | None = None
+    escalate_after_sec: Seconds | None = None
     escalate_to: Approvers | None = None
     escalate_channel: str | None = None
-    timeout_sec: float | None = None
+    timeout_sec: Seconds | None = None
     on_timeout: TimeoutAction | None = None
     options: dict[str, Any] = Field(default_factory=dict)
 

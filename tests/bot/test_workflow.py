@@ -34,11 +34,19 @@ def base() -> Workflow:
     (lambda wf: wf.step(noop, name="other", next="ghost"), "routes next to unknown node 'ghost'"),
     (lambda wf: wf.steer("review", actions=["approve", "dance"]), "unknown actions ['dance']"),
     (lambda wf: wf.steer("review", channel="teams:#x"), "invalid channel 'teams:#x'"),
-    (lambda wf: wf.steer("review", approvals_required=0), "approvals_required >= 1"),
+    (lambda wf: wf.steer("review", approvals_required=0), "approvals_required must be at least 1"),
     (lambda wf: wf.steer("review", on_timeout="approve"), "on_timeout without timeout_sec"),
     (lambda wf: wf.steer("review", permissions={"approve": "everyone"}),
      "permissions.approve: Input should be 'approvers' or 'anyone'"),
     (lambda wf: wf.step(noop, name="x", max_attempts=0), "max_attempts must be at least 1"),
+    # durations no clock can keep (they passed, then failed every run at the point: a fresh-user finding)
+    (lambda wf: wf.steer("review", timeout_sec=float("nan"), on_timeout="approve"),
+     "timeout_sec: Input should be a finite number"),
+    (lambda wf: wf.steer("review", remind_after_sec=float("inf")), "remind_after_sec: Input should be a finite number"),
+    (lambda wf: wf.steer("review", timeout_sec=1e300), "timeout_sec: Input should be less than or equal to 2147483647"),
+    (lambda wf: wf.steer("review", timeout_sec=True), "timeout_sec: Input should be a valid number"),
+    (lambda wf: wf.steer("review", remind_every_sec="10"), "remind_every_sec: Input should be a valid number"),
+    (lambda wf: wf.steer("review", timeout_sec=0, on_timeout="approve"), "timeout_sec: Input should be greater than 0"),
 ])
 def test_invalid_definitions_are_refused_with_the_problem_named(build, message: str) -> None:  # noqa: ANN001
     wf = base()

@@ -52,3 +52,17 @@ def test_an_invalid_steer_call_names_its_node_or_its_name(db_url):
 def test_steer_outside_a_graph_names_steer():
     with pytest.raises(WorkflowDefinitionError, match="steering point 'steer': on_timeout without timeout_sec"):
         steer(on_timeout="approve")
+
+
+@pytest.mark.parametrize("settings, said", [
+    ({"timeout_sec": float("nan"), "on_timeout": "approve"}, "timeout_sec: Input should be a finite number"),
+    ({"remind_after_sec": float("inf")}, "remind_after_sec: Input should be a finite number"),
+    ({"escalate_after_sec": 1e300, "escalate_to": ["ann"]}, "escalate_after_sec: Input should be less than or equal"),
+    ({"remind_every_sec": True}, "remind_every_sec: Input should be a valid number"),
+    ({"timeout_sec": "10"}, "timeout_sec: Input should be a valid number"),
+])
+def test_a_duration_no_clock_can_keep_is_refused_where_steer_is_called(settings, said):
+    """NaN, infinity, 1e300, True or "10" seconds (a fresh-user finding) passed, and every run then failed at
+    the point with ``ValueError: cannot convert float NaN to integer``; refused as any bad setting is."""
+    with pytest.raises(WorkflowDefinitionError, match=f"steering point 'steer': {said}"):
+        steer(**settings)
