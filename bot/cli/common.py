@@ -297,7 +297,8 @@ def _database_url() -> str:
 
 
 def when(ts: Any) -> str:
-    return ts.strftime("%Y-%m-%d %H:%M:%S") if ts else ""
+    """``YYYY-MM-DD HH:MM:SS`` of ``ts`` (its year zero-padded: strftime's ``%Y`` printed year 3 as ``3``)."""
+    return ts.isoformat(" ", "seconds")[:19] if ts else ""
 
 
 def read_arg(text: str) -> str:

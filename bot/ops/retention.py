@@ -15,7 +15,7 @@ what it removes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING
 
 from store.models import SYSTEM, Actor
@@ -45,6 +45,15 @@ class PruneReport:
     bytes_freed: int = 0
 
 
+def ended_before(now: datetime, older_than_days: float) -> datetime:
+    """``now - older_than_days`` (UTC); the earliest time a datetime holds (year 1) when that is before it: no
+    run ended so long ago (``hazel prune --older-than 999999`` answered ``OverflowError``)."""
+    try:
+        return now - timedelta(seconds=older_than_days * SECONDS_PER_DAY)
+    except OverflowError:
+        return datetime.min.replace(tzinfo=timezone.utc)
+
+
 def prune(store: "Store", *, older_than_days: float, now: datetime, dry_run: bool = False,
           actor: Actor = SYSTEM, batch: int = 100, graph_snapshots: "GraphSnapshots | None" = None) -> PruneReport:
     """Compact the checkpoints of runs that ended before ``now - older_than_days``. ``graph_snapshots``: how a
@@ -56,7 +65,7 @@ def prune(store: "Store", *, older_than_days: float, now: datetime, dry_run: boo
     """
     if older_than_days < 0:
         raise ValueError("older_than_days must be 0 or more")
-    report = PruneReport(ended_before=now - timedelta(seconds=older_than_days * SECONDS_PER_DAY), dry_run=dry_run)
+    report = PruneReport(ended_before=ended_before(now, older_than_days), dry_run=dry_run)
     after = None
     while True:
         with store.read() as tx:

@@ -227,3 +227,19 @@ def test_prune_command(db_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: P
 
     bad = runner.invoke(app, ["prune", "--older-than", "-1"])
     assert bad.exit_code == 2 and "Invalid value for '--older-than': must be 0 or more days" in bad.output
+
+    # days reaching before year 1, within the documented bound: nothing ended so long ago (an OverflowError was
+    # the answer), and the cutoff's year is printed in four digits (year 3 was printed "3-08-13")
+    far = runner.invoke(app, ["prune", "--older-than", "999999", "--dry-run"])
+    assert far.exit_code == 0 and "would prune 0 run(s) that ended before 0001-01-01 00:00:00 UTC" in far.stdout, \
+        far.output
+    near = runner.invoke(app, ["prune", "--older-than", "739000", "--dry-run"])
+    assert near.exit_code == 0 and " that ended before 0003-0" in near.stdout, near.output
+
+
+def test_the_scheduled_prune_with_days_before_year_one_prunes_nothing(db_url: str, clock: FakeClock) -> None:
+    hazel = make_hazel(db_url, chatty(), clock=clock)
+    completed_run(hazel)
+    clock.advance(2 * DAY)
+    report = Scheduler(hazel, retention_days=999_999).prune()
+    assert report.runs == [] and report.ended_before == datetime.min.replace(tzinfo=timezone.utc)
