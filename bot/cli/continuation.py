@@ -169,9 +169,9 @@ def _stands(hazel: Hazel, run: Run, refusal: Exception, action: str, actor: Acto
 
 
 def _same_words(recorded: dict[str, Any], sent: dict[str, Any]) -> bool:
-    """A feedback's text, a rejection's reason, an edit's new text: the recorded decision's against this
-    command's (an edit of entries is compared by the engine's recorded value only when it is text)."""
-    for key in ("text", "reason"):
+    """A feedback's text, a rejection's reason, a rewind's feedback, an edit's new text: the recorded decision's
+    against this command's (an edit of entries is compared by the engine's recorded value only when it is text)."""
+    for key in ("text", "reason", "feedback"):
         if key in sent and key in recorded:
             return str(sent[key]).strip() == str(recorded[key]).strip()
     if isinstance(sent.get("text"), str) and isinstance(recorded.get("value"), str):

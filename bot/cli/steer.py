@@ -23,7 +23,7 @@ from bot.cli.common import (
     read_file,
     usage_error,
 )
-from bot.cli.continuation import check_request, decide
+from bot.cli.continuation import check_request, continue_stranded, decide
 from bot.cli.runs import finish, retry_notice
 
 if TYPE_CHECKING:
@@ -187,10 +187,17 @@ def rewind_cmd(
         declared = hazel.declared_fields(run_id=run_id)  # a graph's channel no node has written yet, too
         edits = apply_sets(set_, {**declared, **(tree if isinstance(tree, dict) else {})},
                            hazel.declared_entries(run_id=run_id))
-    outcome = hazel.rewind(run_id=run_id, actor=actor(hazel, as_), to=to,
-                           feedback=read_arg(feedback) if feedback else None, edits=edits, claim=not detach,
-                           request_id=request,
-                           allow_empty=allow_empty)  # the engine refuses an empty or blank --set without it
+    from bot.engine import AlreadyDecidedError, NoPendingRequestError
+
+    who, words = actor(hazel, as_), read_arg(feedback) if feedback else None
+    try:
+        outcome = hazel.rewind(run_id=run_id, actor=who, to=to, feedback=words, edits=edits, claim=not detach,
+                               request_id=request,
+                               allow_empty=allow_empty)  # the engine refuses an empty or blank --set without it
+    except (AlreadyDecidedError, NoPendingRequestError) as refusal:  # run again after a crash: as a decision is
+        continue_stranded(hazel, run_id=run_id, refusal=refusal, action="rewind", actor=who, detach=detach,
+                          json_out=json_out, payload={"feedback": words} if words is not None else {})
+        raise
     _after(hazel, outcome, detach, json_out)
 
 

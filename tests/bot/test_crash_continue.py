@@ -52,6 +52,12 @@ steered.step(_step("slow", block=True), name="slow")
 steered.step(_step("after"), name="after")
 steered.steer("sign_off", actions=["approve", "reject"])
 steered.step(_step("publish"), name="publish")
+
+reviewed = Workflow("reviewed", version=1, state=Trail)  # rewound at its review to the slow step before it
+reviewed.step(_step("draft"), name="draft")
+reviewed.step(_step("slow", block=True), name="slow")
+reviewed.steer("review")
+reviewed.step(_step("after"), name="after")
 '''
 
 
@@ -139,6 +145,39 @@ def test_approve_killed_mid_step_then_approve_again_continues_the_run(db_url: st
     assert final["run"]["status"] == "completed"
     assert final["state"] == {"trail": ["draft", "slow", "after", "publish"]}
     assert effects(tmp_path).count("publish-start") == 1 and effects(tmp_path).count("draft-start") == 1
+
+
+@pytest.mark.slow
+def test_rewind_killed_mid_step_then_rewind_again_continues_the_run(db_url: str, tmp_path: Path,
+                                                                   reader) -> None:  # noqa: ANN001
+    """A fresh-user finding: ``hazel rewind`` killed in the step after its fork left the run ``ready``, and run
+    again it only said ``already rewound by …`` (exit 1), naming no way forward. It now continues the run as a
+    decision command does: the rewind stands (the same person's, the same words)."""
+    env = environment(db_url, tmp_path)
+    started = cli(["run", "reviewed", "--input", "{}", "--json"], env)  # slow ran once, then review asks
+    run_id = json.loads(started.stdout)["run"]["id"]
+    request = shown(run_id, reader)["pending_request"]["id"]
+    (tmp_path / "slow.started").unlink()
+    (tmp_path / "block").touch()
+    args = ["rewind", run_id, "--to", "slow", "--request", str(request), "--feedback", "faster"]
+    first = popen(["-m", "bot.cli", *args], env)
+    wait_for(tmp_path / "slow.started", first)
+    first.send_signal(signal.SIGKILL)
+    first.wait(timeout=10)
+    (tmp_path / "block").unlink()
+
+    again = cli(args, env)
+    assert again.returncode == 0, again.stdout + again.stderr  # the rewind stands: it was recorded before
+    assert "already rewound by tester at " in again.stdout
+    assert f"run {run_id} is ready and no process is continuing it: continuing it here" in again.stdout
+    after = shown(run_id, reader)
+    assert after["run"]["status"] == "waiting" and after["pending_request"]["point"] == "review"
+    assert effects(tmp_path) == ["draft-start", "draft-end", "slow-start", "slow-end", "slow-start", "slow-start",
+                                 "slow-end"]  # the rewind's step: killed, then run again; nothing else twice
+
+    other = cli(["rewind", run_id, "--to", "slow", "--request", str(request), "--feedback", "other words"], env)
+    assert other.returncode == 1 and "already rewound by tester" in other.stderr, other.stdout + other.stderr
+    assert effects(tmp_path).count("slow-start") == 3  # (the run was not stranded: nothing ran)
 
 
 @pytest.mark.slow
