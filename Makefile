@@ -35,7 +35,7 @@ demo-langgraph: $(VENV)/.installed-langgraph
 	@HAZEL_WORKFLOWS=examples.langgraph_review $(BIN)/hazel run langgraph-review --input '{"topic": "tide pools"}'
 	@echo
 	@echo "Those commands need the example's workflow loaded; in this shell, first:"
-	@echo "  export HAZEL_WORKFLOWS=examples.langgraph_review"
+	@echo "  export HAZEL_WORKFLOWS=examples.migration_plan,examples.langgraph_review"
 	@echo "then answer, e.g.:  $(BIN)/hazel approve RUN   (or feedback RUN 'text', edit, reject, rewind)"
 	@echo "and look:           $(BIN)/hazel history RUN"
 
