@@ -42,14 +42,23 @@ def link_cmd(
                 "person of their own who may decide only where anyone may (people need not be listed: see "
                 "\"Who is who\" in the README); check the spelling")
     url = Signer(settings).link(run_id, person)
-    ttl_h = settings.link_ttl_sec / 3600
     if json_out:
         emit_json({"run_id": run_id, "url": url, "for": person, "ttl_sec": settings.link_ttl_sec, "note": note})
         return
     common.out.print(url, soft_wrap=True, markup=False, highlight=False)
     who = f"acts as {person}" if person else "shows the run only"
-    common.err.print(f"[dim]valid for {ttl_h:g} h; {who}. Anyone holding it can use it.[/dim]")
+    common.err.print(f"[dim]valid for {_span(settings.link_ttl_sec)}; {who}. Anyone holding it can use it.[/dim]")
     if note is not None:
         from rich.markup import escape
 
         common.err.print(f"[yellow]note:[/yellow] {escape(note)}", soft_wrap=True)
+
+
+def _span(seconds: float) -> str:
+    """A link's lifetime as a person reads it: ``168 h``, ``2 min``, ``1 s`` (hours from one hour up; it said
+    ``0.000277778 h`` for a second)."""
+    if seconds >= 3600:
+        return f"{seconds / 3600:.3g} h"
+    if seconds >= 60:
+        return f"{seconds / 60:.3g} min"
+    return f"{seconds:.3g} s"

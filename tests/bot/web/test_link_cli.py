@@ -33,6 +33,9 @@ def test_hazel_link_prints_a_signed_link(cli: Callable[..., Any], monkeypatch: p
     viewer = cli.json("link", run["id"])
     assert viewer["for"] is None and Signer(Settings(HAZEL_WEB_SECRET=SECRET)).grant(
         parse_qs(urlparse(viewer["url"]).query)["t"][0]).person is None
+    for ttl_sec, said in (("1", "valid for 1 s;"), ("120", "valid for 2 min;"), ("5400", "valid for 1.5 h;"), ("604800", "valid for 168 h;")):
+        monkeypatch.setenv("HAZEL_LINK_TTL_SEC", ttl_sec)  # (a second was "valid for 0.000277778 h")
+        assert said in cli("link", run["id"]).stderr
 
 
 def test_a_web_identity_is_its_rest_token_names_person() -> None:
