@@ -12,7 +12,8 @@ transition's issue is first moved back where it came from, through as many trans
 Duplicates decide once: decisions carry ``delivery_id`` (``<site>/issue/<id>/comment/<id>``, ``…/changelog/<id>``:
 ``integrations.jira.webhook.delivery_key``), which the database keeps unique, so Jira's retries and Server's
 ``issue_commented`` companion of a ``comment_created`` find the decision already made, while the same comment
-id on another issue or Jira site is another delivery. Replies are deduplicated in memory (per process).
+id on another issue or Jira site is another delivery. Replies are deduplicated in memory (per process); an
+ignored delivery is not remembered (sent again, it is ignored again: not a "duplicate").
 A refusal is the outcome of its delivery too: when the engine refused a comment or a transition (and audited
 it) but Jira did not take Hazel's answer (503, so Jira sends the webhook again), the retry posts that same
 refusal and decides nothing, so a comment refused on the request the issue showed never lands on the next
@@ -160,6 +161,8 @@ class JiraWebhook:
         except Exception:
             self.seen.release(key)
             raise
+        if "ignored" in answer:  # nothing done: a delivery again is ignored again (not a "duplicate", which
+            self.seen.release(key)  # reads as if it had decided something)
         return status, answer
 
     # -- dispatch ---------------------------------------------------------------------------------------

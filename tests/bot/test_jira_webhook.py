@@ -83,8 +83,11 @@ def test_malformed_payloads_get_400_and_change_nothing(env: JiraEnv) -> None:
 def test_issues_hazel_did_not_create_and_other_events_are_ignored(env: JiraEnv) -> None:
     run_id = env.start()
     stranger_issue = {"id": "99999", "key": "OPS-7", "fields": {"status": {"name": "To Do"}, "labels": []}}
-    answer = env.send(env.comment(stranger_issue, "/approve"))
+    stranger = env.comment(stranger_issue, "/approve")
+    answer = env.send(stranger)
     assert answer.status_code == 200 and answer.json() == {"ignored": "not an issue Hazel created"}
+    again = env.send(stranger)  # the same delivery again: ignored again (it said {"duplicate": true})
+    assert again.status_code == 200 and again.json() == {"ignored": "not an issue Hazel created"}
     answer = env.send({"webhookEvent": "jira:issue_created", "issue": {"id": "1"}})
     assert answer.status_code == 200 and "ignored" in answer.json()
     unchanged(env, run_id)
