@@ -57,7 +57,7 @@ WEB_ACTIONS = ("approve", "reject", "feedback")
 Page = Annotated[int, Query(ge=0, le=INT_MAX)]
 Seq = Annotated[int | None, Query(ge=0, le=INT_MAX)]
 FormSeq = Annotated[int, Form(ge=0, le=INT_MAX)]
-FormHead = Annotated[int | None, Form(ge=0, le=INT_MAX)]
+FormHead = Annotated[int, Form(ge=0, le=INT_MAX)]
 FormId = Annotated[int | None, Form(ge=1, le=INT_MAX)]
 
 
@@ -385,11 +385,12 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
 
     @router.post("/runs/{run_id}/rewind")
     @guarded
-    def rewind(request: Request, run_id: str, to: FormSeq, csrf: Annotated[str, Form()] = "",
-               request_id: FormId = None, head: FormHead = None, feedback: Annotated[str, Form()] = "",
+    def rewind(request: Request, run_id: str, to: FormSeq, head: FormHead, csrf: Annotated[str, Form()] = "",
+               request_id: FormId = None, feedback: Annotated[str, Form()] = "",
                nonce: Annotated[str, Form(max_length=64)] = "") -> Response:
-        """A rewind from the page; ``head``: the head checkpoint the page showed (the engine refuses the rewind
-        when the run has moved on since: ``Hazel.rewind``'s ``expect_head``)."""
+        """A rewind from the page; ``head``: the head checkpoint the page showed, required (the engine refuses
+        the rewind when the run has moved on since: ``Hazel.rewind``'s ``expect_head``; a form without it
+        skipped that check)."""
         session, actor = acting(request, run_id, csrf)
         try:
             outcome = hazel.rewind(run_id=run_id, actor=actor, to=to, feedback=typed(feedback) or None,

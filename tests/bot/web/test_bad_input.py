@@ -36,8 +36,9 @@ def test_integers_out_of_range_answer_a_page_not_a_500(served: Served, client: B
                        (f"/runs/{run}/diff?a=0&b={number}", "b")):
         assert_html_error(client.get(path), path, word)
     csrf = client.csrf(f"/runs/{run}")
-    for path, form, word in ((f"/runs/{run}/rewind", {"to": number}, "to"),
-                             (f"/runs/{run}/rewind", {"to": 1, "request_id": number}, "request_id"),
+    for path, form, word in ((f"/runs/{run}/rewind", {"to": number, "head": 0}, "to"),
+                             (f"/runs/{run}/rewind", {"to": 1, "head": 0, "request_id": number}, "request_id"),
+                             (f"/runs/{run}/rewind", {"to": 1, "head": number}, "head"),
                              (f"/runs/{run}/decide", {"action": "approve", "request_id": number}, "request_id")):
         assert_html_error(client.post(path, data={**form, "csrf": csrf}), path, word)
     assert served.hazel.get(run_id=run).status.value == "waiting"  # nothing decided
@@ -52,7 +53,7 @@ def test_malformed_queries_and_forms_answer_an_html_page(served: Served, client:
         assert_html_error(client.get(path), path, word)
     csrf = client.csrf(f"/runs/{run}")
     assert_html_error(client.post(f"/runs/{run}/decide", data={"csrf": csrf}), "decide", "action")
-    assert_html_error(client.post(f"/runs/{run}/rewind", data={"to": "first", "csrf": csrf}), "rewind", "to")
+    assert_html_error(client.post(f"/runs/{run}/rewind", data={"to": "first", "head": 0, "csrf": csrf}), "rewind", "to")
 
 
 def test_a_bad_request_page_shows_who_is_signed_in(served: Served, client: Browserless) -> None:

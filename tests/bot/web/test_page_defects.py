@@ -76,6 +76,12 @@ def test_an_out_of_date_page_does_not_rewind_away_newer_work(served: Served, cli
     refused = hazel.audit(run_id=run)[-1]
     assert refused.action == "decision.refused" and refused.channel == "web" and refused.person == "alice"
 
+    headless = {k: v for k, v in form.items() if k != "head"}  # a form without the head it showed: refused
+    bare = client.post(f"/runs/{run}/rewind", data=headless)  # (it skipped the check: a fresh-user finding)
+    assert bare.status_code in (400, 422) and bare.headers["content-type"].startswith("text/html"), bare.text
+    assert "head" in text_of(bare), text_of(bare)
+    assert hazel.get(run_id=run).head_seq == moved.head_seq
+
     fresh = rewind_forms(client.get(f"/runs/{run}").text)["1"]  # reloaded: the page's head is the run's
     assert fresh["head"] == str(moved.head_seq) and fresh["request_id"] == str(pending.id)
     assert client.post(f"/runs/{run}/rewind", data=fresh).status_code == 303
@@ -112,7 +118,8 @@ def test_large_feedback_answers_the_run_page_with_the_engines_refusal(served: Se
     assert ("the feedback is 1,100,000 bytes; the limit is 1,048,576 (HAZEL_MAX_STATE_BYTES)"
             in text_of(refused)), refused.text[:500]
     assert 'id="pending"' in refused.text  # the run page itself, the pending request still there
-    rewound = client.post(f"/runs/{run}/rewind", data={"to": 1, "csrf": csrf, "feedback": "b" * 1_100_000})
+    rewound = client.post(f"/runs/{run}/rewind", data={"to": 1, "csrf": csrf, "feedback": "b" * 1_100_000,
+                                                             "head": served.hazel.get(run_id=run).head_seq})
     assert rewound.status_code == 422 and "the feedback is 1,100,000 bytes" in text_of(rewound)
     assert served.hazel.get(run_id=run).status is RunStatus.WAITING
 
@@ -177,6 +184,7 @@ def test_text_typed_on_a_page_is_stored_with_newlines(served: Served, client: Br
     wait_for(served, RunStatus.WAITING)
     request_id = hazel.pending_request(run_id=run).id
     assert client.post(f"/runs/{run}/rewind", data={"to": 1, "csrf": csrf, "request_id": request_id,
+                                                    "head": hazel.get(run_id=run).head_seq,
                                                     "feedback": "a\r\nb"}).status_code == 303
     assert hazel.decisions(run_id=run)[-1].payload["feedback"] == "a\nb"
     wait_for(served, RunStatus.WAITING)
@@ -232,7 +240,7 @@ def test_the_page_label_agrees_with_the_page_query(served: Served, client: Brows
 def test_a_stale_form_shows_the_page_as_the_signed_in_person(served: Served, client: Browserless) -> None:
     sign_in(client, ALICE)
     for path, form in ((f"/runs/{served.run_id}/decide", {"action": "approve"}),
-                       (f"/runs/{served.run_id}/rewind", {"to": 1}), ("/logout", {})):
+                       (f"/runs/{served.run_id}/rewind", {"to": 1, "head": 0}), ("/logout", {})):
         refused = client.post(path, data={**form, "csrf": "stale"})
         assert refused.status_code == 403 and "this form is out of date" in refused.text, path
         header = refused.text.split("<main>", 1)[0]

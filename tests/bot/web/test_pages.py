@@ -170,12 +170,15 @@ def test_decisions_from_the_page_go_through_the_engine_as_the_person(served: Ser
 def test_rewind_to_here(served: Served, client: Browserless) -> None:
     sign_in(client, ALICE)
     csrf = client.csrf(f"/runs/{served.run_id}")
-    response = client.post(f"/runs/{served.run_id}/rewind", data={"to": 1, "csrf": csrf, "feedback": "once more"})
+    head = served.hazel.get(run_id=served.run_id).head_seq
+    response = client.post(f"/runs/{served.run_id}/rewind", data={"to": 1, "csrf": csrf, "feedback": "once more",
+                                                                  "head": head})
     assert response.status_code == 303
     rewinds = [d for d in served.hazel.decisions(run_id=served.run_id) if d.action.value == "rewind"]
     assert (rewinds[-1].channel, rewinds[-1].payload["to"], rewinds[-1].payload["feedback"]) == ("web", 1, "once more")
     wait_status(served, RunStatus.WAITING)
-    bad = client.post(f"/runs/{served.run_id}/rewind", data={"to": 99, "csrf": csrf})
+    bad = client.post(f"/runs/{served.run_id}/rewind", data={"to": 99, "csrf": csrf,
+                                                              "head": served.hazel.get(run_id=served.run_id).head_seq})
     assert bad.status_code in (404, 409) and "#99" in bad.text
 
 
