@@ -18,10 +18,15 @@ else its next node is the next step, else the graph has finished and so has the 
 Every graph checkpoint the step writes carries ``hazel_seq`` (the Hazel checkpoint the step started from) in
 its metadata. A step that runs again after its process died (SIGKILL, a lost lease) finds the super-step
 its first attempt completed and records it instead of running its nodes again; only a super-step that had
-not finished runs again (LangGraph keeps the writes of its nodes that did finish). The step's lease token goes
-to the saver in ``configurable`` (``store.models.LEASE_KEY``): a worker that lost its lease in the middle
-of a super-step (paused, then taken over) has its graph writes refused (``LeaseLostError``), so it cannot add a
-checkpoint beside the one its successor wrote.
+not finished runs again (LangGraph keeps the writes of its nodes that did finish). A step that runs again after
+its node raised (a retry, or ``hazel retry`` of the failed run) finds no such super-step and runs it again.
+From the run's input (the first step, a rewind to the run's start) LangGraph writes two checkpoints before
+the nodes run (the input's, ``source`` "input", and the one after its hidden ``__start__`` node, ``source``
+"loop"): they say that the input was taken, not that the nodes finished (``_input_taken``), and a step that
+runs again continues from them. The step's lease token goes to the saver in ``configurable``
+(``store.models.LEASE_KEY``): a worker that lost its lease in the middle of a super-step (paused, then taken
+over) has its graph writes refused (``LeaseLostError``), so it cannot add a checkpoint beside the one its
+successor wrote.
 """
 
 from __future__ import annotations
@@ -45,9 +50,11 @@ UPDATE_STEP = UPDATE_NODE
 """The step after a rewind with feedback or edits to a graph checkpoint from which no node runs next (the
 graph had finished there): ``update_state`` writes the values on the fork, and the graph goes on from there
 (nowhere, unless its edges say otherwise), so that the values are not dropped."""
+SOURCE_INPUT = "input"
 SOURCE_LOOP = "loop"
 SOURCE_UPDATE = "update"
-"""``source`` in the metadata of a graph checkpoint written by a super-step / by ``update_state``."""
+"""``source`` in the metadata of a graph checkpoint written for a run's input / by a super-step / by
+``update_state``."""
 
 
 class GraphRunState(BaseModel):
@@ -86,12 +93,15 @@ def superstep(wf: Any, state: Any, ctx: StepContext) -> Any:
     fence = {} if ctx._lease is None else {LEASE_KEY: ctx._lease}  # the saver writes only under the run's lease
     meta = {"hazel_run": ctx.run_id, "hazel_seq": ctx.seq}
     latest = graph.get_state({"configurable": thread})
-    done_before = _meta(latest).get("hazel_seq") == ctx.seq and _meta(latest).get("source") == SOURCE_LOOP
+    taken = state.lg_checkpoint is None and _input_taken(wf.graph, latest, ctx.seq)
+    done_before = (not taken and _meta(latest).get("hazel_seq") == ctx.seq
+                   and _meta(latest).get("source") == SOURCE_LOOP)
     if not done_before:
         inp: Any = None
-        config = _at(graph, thread, state.lg_checkpoint, latest)
-        if state.lg_checkpoint is None:  # the first super-step, or a rewind to the run's start: the input
-            inp = {**state.lg_input, **(state.lg_update or {})}
+        config = {"configurable": dict(thread)} if taken else _at(graph, thread, state.lg_checkpoint, latest)
+        if state.lg_checkpoint is None:  # the first super-step, or a rewind to the run's start: the input,
+            # unless an earlier attempt took it and its nodes did not finish (taken): on from there, not twice
+            inp = None if taken else {**state.lg_input, **(state.lg_update or {})}
         elif state.lg_fork:
             if _meta(latest).get("hazel_seq") == ctx.seq and _meta(latest).get("source") == SOURCE_UPDATE:
                 config = latest.config  # the fork was made before a crash: not twice
@@ -156,10 +166,7 @@ def writers_at(graph: Any, config: dict[str, Any]) -> list[str]:
     they are several: ``graph.update_state`` there needs ``as_node`` (LangGraph: "Ambiguous update"), so values
     cannot be written on a fork there, only a copy made (``COPY``). ``[]`` when LangGraph can tell which node
     an update comes from (one node wrote it, or it is the input's), or the checkpoint is not found."""
-    saver = getattr(graph, "checkpointer", None)
-    if saver in (None, False, True):
-        return []
-    saved = _run(saver.aget_tuple(config)) if _is_async(graph) else saver.get_tuple(config)
+    saved = _saved(graph, config)
     if saved is None:
         return []
     seen = saved.checkpoint.get("versions_seen") or {}
@@ -262,6 +269,48 @@ class _Async:
 
 def _meta(snapshot: Any) -> dict[str, Any]:
     return dict(getattr(snapshot, "metadata", None) or {})
+
+
+def _saved(graph: Any, config: dict[str, Any]) -> Any:
+    """The checkpointer's ``CheckpointTuple`` of the graph checkpoint ``config`` names (``get_tuple``, or
+    ``aget_tuple`` for an async graph); None when it has none, or the graph has no checkpointer of its own.
+
+    Raises:
+        whatever the graph's checkpointer raises.
+    """
+    saver = getattr(graph, "checkpointer", None)
+    if saver in (None, False, True):
+        return None
+    return _run(saver.aget_tuple(config)) if _is_async(graph) else saver.get_tuple(config)
+
+
+def _input_taken(graph: Any, latest: Any, seq: int) -> bool:
+    """Whether ``latest`` (the thread's newest snapshot) is where an earlier attempt of the step from Hazel
+    checkpoint ``seq`` left the run's input before its nodes finished (they raised, or the process died):
+
+    - LangGraph's checkpoint of the input (``source`` "input", ``hazel_seq`` = ``seq``), or
+    - the checkpoint after the input's own super-step (its hidden ``__start__`` node: ``source`` "loop",
+      ``hazel_seq`` = ``seq``, whose parent is that input checkpoint), written before the first nodes run.
+
+    The step then continues from there with no input (LangGraph runs the nodes that did not finish and keeps
+    the writes of those that did), rather than take the second one for its finished super-step (the node that
+    raised was recorded as run, and got ``max_attempts`` more attempts) or send the input again. One read of
+    the parent checkpoint, only when ``latest`` is a "loop" checkpoint of this step (a step that runs again).
+
+    Raises:
+        whatever the graph's checkpointer raises.
+    """
+    meta = _meta(latest)
+    if meta.get("hazel_seq") != seq:
+        return False
+    if meta.get("source") == SOURCE_INPUT:
+        return True
+    parent = getattr(latest, "parent_config", None)
+    if meta.get("source") != SOURCE_LOOP or not parent:
+        return False
+    saved = _saved(graph, parent)
+    before = dict(getattr(saved, "metadata", None) or {})
+    return before.get("source") == SOURCE_INPUT and before.get("hazel_seq") == seq
 
 
 def _at(graph: Any, thread: dict[str, str], checkpoint_id: str | None, latest: Any) -> dict[str, Any]:
