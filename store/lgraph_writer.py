@@ -4,13 +4,15 @@
 from __future__ import annotations
 
 import json
+import threading
+import weakref
 from contextlib import contextmanager
 from typing import Any, Iterator, Sequence
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, event
 from sqlalchemy.exc import DBAPIError
 
-from store.db import relaxed_level, sqlite_level, write_turn
+from store.db import relaxed_level, sqlite_level, take_turn, write_turn, write_turns
 from store.lgraph import ROW_COLUMNS
 
 _CP_NAMES = ", ".join(ROW_COLUMNS)
@@ -23,12 +25,49 @@ Fence = tuple[str, str]
 """``(run_id, lease_token)``: a write happens only while the run is ``running`` under that lease."""
 
 
+class _Kept:
+    """The SQLite connection an engine lends this process's LangGraph writers for as long as the engine lives
+    (checked out of its pool once, used by one writer at a time: ``lock``, inside this process's turn to write),
+    so that a write does not check a connection out of the pool and back in: ~10 µs each way, twice per
+    LangGraph step. Closed when the engine is disposed (``Engine.dispose``, as ``Store.dispose`` does), or
+    dropped after a driver error."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.fairy: Any = None
+
+    def drop(self) -> None:
+        """Close the kept connection (the next write checks out another)."""
+        with self.lock:
+            fairy, self.fairy = self.fairy, None
+        if fairy is not None:
+            fairy.detach()  # out of the pool, whichever it is now: closing it closes the driver's connection
+            fairy.close()
+
+
+_KEPT: "weakref.WeakKeyDictionary[Engine, _Kept]" = weakref.WeakKeyDictionary()
+_KEPT_GUARD = threading.Lock()
+
+
+def _kept(engine: Engine) -> _Kept:
+    kept = _KEPT.get(engine)
+    if kept is None:
+        with _KEPT_GUARD:
+            kept = _KEPT.get(engine)
+            if kept is None:
+                kept = _KEPT[engine] = _Kept()
+                event.listen(engine, "engine_disposed", lambda _engine, kept=kept: kept.drop())
+    return kept
+
+
 class LangGraphWriter:
-    """The saver's two hot writes, ``put`` and ``put_writes``, on a raw driver connection lent by the pool for
-    the call (as ``store.steps`` writes a run's steps): SQLAlchemy's connection, transaction and statement
-    machinery cost more than the database's own work. On PostgreSQL a checkpoint is ONE statement in autocommit
-    (one round trip, its own transaction), writes one statement or, not waiting for the disk, one pipelined
-    ``BEGIN; SET LOCAL synchronous_commit TO OFF; INSERT; COMMIT``. On SQLite each is ONE statement too, its own
+    """The saver's two hot writes, ``put`` and ``put_writes``, on a raw driver connection (as ``store.steps``
+    writes a run's steps): SQLAlchemy's connection, transaction and statement machinery cost more than the
+    database's own work. On PostgreSQL the pool lends the connection for the call (its checkout pings one that
+    sat idle: ``store.db``); on SQLite each engine lends its writers one connection for as long as it lives
+    (``_Kept``). On PostgreSQL a checkpoint is ONE statement in autocommit (one round trip, its own
+    transaction), writes one statement or, not waiting for the disk, one pipelined ``BEGIN; SET LOCAL
+    synchronous_commit TO OFF; INSERT; COMMIT``. On SQLite each is ONE statement too, its own
     transaction (the connection is in autocommit mode: ``store.db``), at ``synchronous`` (the store's level) or,
     for a write that need not wait for the disk, on a connection of ``relaxed`` at NORMAL. One call into the
     driver instead of three (``BEGIN IMMEDIATE``, the INSERT, ``COMMIT``) matters here more than its
@@ -46,7 +85,7 @@ class LangGraphWriter:
     row locked ``FOR SHARE`` until the commit, so that a takeover, which updates that row, comes wholly before
     or after it).
 
-    Driver errors are raised as SQLAlchemy's ``DBAPIError`` and the connection is dropped from the pool.
+    Driver errors are raised as SQLAlchemy's ``DBAPIError`` and the connection is dropped (closed).
     """
 
     def __init__(self, engine: Engine, *, synchronous: str = "FULL", relaxed: Engine | None = None) -> None:
@@ -82,14 +121,11 @@ class LangGraphWriter:
             values += list(fence)
         sql = ((self._cp_child_fenced_sql if child else self._cp_fenced_sql) if fence is not None
                else self._cp_child_sql if child else self._cp_sql)
-        with self._raw(self.engine) as fairy:
-            raw = fairy.driver_connection
-            if self.postgresql:
-                with raw.cursor() as cur:
-                    cur.execute(sql, values)
-                    return cur.rowcount == 1
-            self._level(fairy, durable=True)
-            return raw.execute(sql, values).rowcount == 1  # one statement: its own transaction
+        if not self.postgresql:
+            return self._sqlite(self.engine, sql, values, durable=True) == 1
+        with self._raw(self.engine) as fairy, fairy.driver_connection.cursor() as cur:
+            cur.execute(sql, values)
+            return cur.rowcount == 1
 
     def insert_writes(self, rows: Sequence[dict[str, Any]], *, upsert: bool, durable: bool,
                       fence: Fence | None = None) -> int:
@@ -106,21 +142,20 @@ class LangGraphWriter:
             sql = (f"INSERT INTO hazel_lg_writes ({_W_NAMES}) SELECT * FROM (VALUES {rows_sql}) AS w WHERE"
                    f"{self._fence}{conflict}")
             values += list(fence)
+        if not self.postgresql:
+            return self._sqlite(self.engine if durable else self.relaxed, sql, values, durable=durable)
         with self._raw(self.engine if durable else self.relaxed) as fairy:
             raw = fairy.driver_connection
-            if self.postgresql:
-                if durable:
-                    with raw.cursor() as cur:
-                        cur.execute(sql, values)
-                        return cur.rowcount
-                with raw.pipeline(), raw.cursor() as cur, raw.cursor() as insert:
-                    cur.execute("BEGIN")
-                    cur.execute("SET LOCAL synchronous_commit TO OFF")
-                    insert.execute(sql, values)
-                    cur.execute("COMMIT")
-                return insert.rowcount  # (known once the pipeline is synced, as it is on leaving it)
-            self._level(fairy, durable=durable)
-            return raw.execute(sql, values).rowcount  # one statement: its own transaction
+            if durable:
+                with raw.cursor() as cur:
+                    cur.execute(sql, values)
+                    return cur.rowcount
+            with raw.pipeline(), raw.cursor() as cur, raw.cursor() as insert:
+                cur.execute("BEGIN")
+                cur.execute("SET LOCAL synchronous_commit TO OFF")
+                insert.execute(sql, values)
+                cur.execute("COMMIT")
+            return insert.rowcount  # (known once the pipeline is synced, as it is on leaving it)
 
     def fence_held(self, fence: Fence) -> bool:
         """Whether the run of ``fence`` is ``running`` under its lease token now (a read, for the rare write that
@@ -140,25 +175,56 @@ class LangGraphWriter:
             return Jsonb(value)
         return json.dumps(value)
 
+    def _sqlite(self, engine: Engine, sql: str, values: Sequence[Any], *, durable: bool) -> int:
+        """Execute ``sql`` (one INSERT, its own transaction: the connection is in autocommit mode, ``store.db``)
+        on ``engine``'s kept connection, in this process's turn to write (``store.db``); its row count."""
+        turns = write_turns(engine)
+        held = take_turn(turns)
+        try:
+            kept = _KEPT.get(engine) or _kept(engine)
+            with kept.lock:
+                fairy = kept.fairy
+                if fairy is None:
+                    fairy = kept.fairy = engine.raw_connection()
+                try:
+                    self._level(fairy, durable=durable)
+                    return fairy.driver_connection.execute(sql, values).rowcount
+                except BaseException as exc:
+                    kept.fairy = None
+                    _invalidate(fairy, exc)
+                    if isinstance(exc, engine.dialect.loaded_dbapi.Error):
+                        raise _dbapi_error(engine, exc) from exc
+                    raise
+        finally:
+            if held:
+                turns.lock.release()  # type: ignore[union-attr]
+
     @contextmanager
     def _raw(self, engine: Engine) -> Iterator[Any]:
-        with write_turn(engine):  # SQLite: this process's writers take turns (store.db)
+        """A connection of ``engine``'s pool for one write in autocommit mode (PostgreSQL)."""
+        with write_turn(engine):
             fairy = engine.raw_connection()
             raw = fairy.driver_connection
             try:
-                if self.postgresql:
-                    raw.autocommit = True
+                raw.autocommit = True
                 yield fairy
-            except engine.dialect.loaded_dbapi.Error as exc:
-                fairy.invalidate(exc)
-                fairy.close()
-                raise DBAPIError.instance("(langgraph write)", None, exc, engine.dialect.loaded_dbapi.Error,
-                                          connection_invalidated=True) from exc
             except BaseException as exc:
-                fairy.invalidate(exc)
-                fairy.close()
+                _invalidate(fairy, exc)
+                if isinstance(exc, engine.dialect.loaded_dbapi.Error):
+                    raise _dbapi_error(engine, exc) from exc
                 raise
             else:
-                if self.postgresql:
-                    raw.autocommit = False  # given back as the pool lent it
+                raw.autocommit = False  # given back as the pool lent it
                 fairy.close()
+
+
+def _invalidate(fairy: Any, exc: BaseException) -> None:
+    """Drop a connection a write failed on from its pool (closed: it may be in a broken state)."""
+    fairy.invalidate(exc)
+    fairy.close()
+
+
+def _dbapi_error(engine: Engine, exc: BaseException) -> DBAPIError:
+    """A driver error as SQLAlchemy's ``DBAPIError`` (the connection invalidated)."""
+    return DBAPIError.instance("(langgraph write)", None, exc, engine.dialect.loaded_dbapi.Error,  # type: ignore[arg-type]
+                               connection_invalidated=True)
