@@ -15,6 +15,7 @@ prints the figures and the ratios (HazelSaver ÷ LangGraph's saver); ``python -m
 from __future__ import annotations
 
 import argparse
+import gc
 import uuid
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -67,6 +68,7 @@ def checkpoint_cost(backend, n_steps: int, *, measure_storage: bool = False) -> 
         warm_up.invoke({"items": []}, langgraph_side._config("warm-up", WARM_UP_STEPS), durability="sync")
         before = _size(backend, url) if measure_storage else 0
         thread = uuid.uuid4().hex
+        gc.collect()  # as every side before its measured run: a full collection lands in none of them
         graph.invoke({"items": []}, langgraph_side._config(thread, n_steps), durability="sync")
         count = sum(1 for _ in saver.list(langgraph_side._config(thread)))
     per_checkpoint = (_size(backend, url) - before) / count if measure_storage else None
