@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from functools import cached_property
+from datetime import datetime
 from typing import TYPE_CHECKING, Callable, Iterator
 
 from sqlalchemy import Connection, Engine, text
@@ -23,7 +24,7 @@ from store.dialect import Dialect, dialect_named
 from store.errors import DuplicateDecisionError, LeaseLostError, SchemaNotReadyError, StoreError
 from store.heads import HeadCache, published
 from store.hooks import HookRepo
-from store.notify import ReadyListener, notify_ready
+from store.notify import ReadyListener, notify_deadline, notify_ready
 from store.outbox import OutboxRepo
 from store.runs import RunRepo
 from store.steering import DecisionRepo, RequestRepo, duplicate_decision
@@ -52,6 +53,9 @@ class Tx:
         self._piped = False
         self.written: dict[str, tuple[NewCheckpoint, ChainPosition, int]] = {}
         """The checkpoints this transaction wrote, the latest of each run (``store.heads``)."""
+        self.deadline: datetime | None = None
+        """The earliest deadline this transaction set (``notify_deadline``): once it commits, the caller tells
+        this process's scheduler (other processes hear the ``NOTIFY``)."""
 
     @cached_property
     def runs(self) -> RunRepo:
@@ -122,6 +126,17 @@ class Tx:
         if self.dialect.notifies:
             notify_ready(self.conn, run_id)
 
+    def notify_deadline(self, at: datetime) -> None:
+        """Record that this transaction sets something due at ``at`` (timezone-aware: a steering request's next
+        reminder, escalation or timeout, a retry's wake-up) in ``deadline`` (the earliest such), and tell the
+        schedulers of other processes once it commits (PostgreSQL ``NOTIFY hazel_deadline``; only a time
+        earlier than one already sent by this transaction is sent)."""
+        if self.deadline is not None and self.deadline <= at:
+            return
+        self.deadline = at
+        if self.dialect.notifies:
+            notify_deadline(self.conn, at)
+
 
 class Store:
     """Hazel's database.
@@ -188,10 +203,14 @@ class Store:
         the drive stops."""
         return StepWriter(self.engine, self.policy)
 
-    def ready_listener(self, on_ready: "Callable[[str], None]") -> "ReadyListener | None":
-        """A ``LISTEN hazel_ready`` connection calling ``on_ready(run_id)`` (not started), or None where the
-        database has no notifications (SQLite: workers share a process or sweep)."""
-        return ReadyListener(self.url, on_ready) if self.dialect_hooks.notifies else None
+    def ready_listener(self, on_ready: "Callable[[str], None]", *,
+                       on_deadline: "Callable[[datetime], None] | None" = None) -> "ReadyListener | None":
+        """A ``LISTEN hazel_ready`` connection calling ``on_ready(run_id)`` (and, with ``on_deadline``, also
+        ``LISTEN hazel_deadline`` calling ``on_deadline(at)``; see ``store.notify``), not started; or None where
+        the database has no notifications (SQLite: workers share a process or sweep, schedulers tick)."""
+        if not self.dialect_hooks.notifies:
+            return None
+        return ReadyListener(self.url, on_ready, on_deadline=on_deadline)
 
     def ping(self) -> str | None:
         """None when the database answers ``SELECT 1``, else the error's class name (no connection details:

@@ -75,10 +75,14 @@ class TimerRepo:
         self.conn.execute(update(steering_requests).where(steering_requests.c.id == request_id)
                           .values(next_action_at=next_action_at))
 
-    def earliest_request_action(self) -> datetime | None:
-        """The earliest ``next_action_at`` among pending requests (None: nothing scheduled)."""
+    def earliest_request_action(self, *, after: datetime | None = None) -> datetime | None:
+        """The earliest ``next_action_at`` among pending requests, only those later than ``after`` when given
+        (None: nothing scheduled then)."""
         t = steering_requests.c
-        return self.conn.execute(select(func.min(t.next_action_at)).where(t.status == _PENDING)).scalar()
+        where = t.status == _PENDING
+        if after is not None:
+            where = where & (t.next_action_at > after)
+        return self.conn.execute(select(func.min(t.next_action_at)).where(where)).scalar()
 
     # -- retry backoffs ----------------------------------------------------------------------------------
 
@@ -88,7 +92,10 @@ class TimerRepo:
                                         & (runs.c.wake_at <= now)).order_by(runs.c.wake_at).limit(limit))
         return [r.id for r in self.conn.execute(stmt)]
 
-    def earliest_retry(self) -> datetime | None:
-        """The earliest ``wake_at`` among ready runs (None: no retry is waiting)."""
-        return self.conn.execute(select(func.min(runs.c.wake_at)).where(
-            runs.c.status == RunStatus.READY.value)).scalar()
+    def earliest_retry(self, *, after: datetime | None = None) -> datetime | None:
+        """The earliest ``wake_at`` among ready runs, only those later than ``after`` when given (None: no
+        retry is waiting then)."""
+        where = runs.c.status == RunStatus.READY.value
+        if after is not None:
+            where = where & (runs.c.wake_at > after)
+        return self.conn.execute(select(func.min(runs.c.wake_at)).where(where)).scalar()

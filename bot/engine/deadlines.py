@@ -7,7 +7,9 @@ schedule:
 - reminder slot ``k`` (k = 0, 1, …) is at ``created_at + first + k * remind_every_sec``, where ``first`` is
   ``remind_after_sec`` (or ``remind_every_sec`` when only that is set); without ``remind_every_sec`` there is
   one slot. ``reminders_sent`` counts the slots already passed: a scheduler that was down while several slots
-  passed sends ONE reminder for them, not a burst.
+  passed sends ONE reminder for them, not a burst. A reminder sent late by half a ``remind_every_sec`` or more
+  (the scheduler was stopped, or behind) also stands for the next slot, which is then at most half a period
+  away: reminders are never less than half a period apart, and the series keeps its slots.
 - escalation is at ``created_at + escalate_after_sec``, once (``escalated_at`` set).
 - the timeout is at ``due_at`` (``created_at + timeout_sec``) when the point has an ``on_timeout``;
   ``on_timeout="escalate"`` is an escalation at ``due_at`` (nothing more once escalated). A point with
@@ -30,14 +32,17 @@ ENDING_TIMEOUTS = ("approve", "reject", "fail", "cancel")
 class Due:
     """What is due on a request at a given time.
 
-    ``reminder``: a reminder is due; ``reminder_slots``: the reminder slots passed by then (the new
-    ``reminders_sent``). ``escalation``: escalation is due (by ``escalate_after_sec``, or by an
+    ``reminder``: a reminder is due; ``reminder_slots``: the reminder slots it stands for (the new
+    ``reminders_sent``: those passed by then, plus the next one when this reminder is late by half a period
+    or more); ``missed``: how many of the slots passed went by without a reminder (besides the one it is
+    for). ``escalation``: escalation is due (by ``escalate_after_sec``, or by an
     ``on_timeout="escalate"`` timeout when ``timed_out``). ``timeout``: an ending timeout is due (the
     point's ``on_timeout`` is one of ``ENDING_TIMEOUTS``); reminders and escalation are then skipped.
     """
 
     reminder: bool = False
     reminder_slots: int = 0
+    missed: int = 0
     escalation: bool = False
     timed_out: bool = False
     timeout: str | None = None
@@ -108,8 +113,13 @@ def due(point: SteeringPoint, *, created_at: datetime, due_at: datetime | None, 
     if timed_out and point.on_timeout in ENDING_TIMEOUTS:
         return Due(timed_out=True, timeout=point.on_timeout)
     slots = reminder_slots_passed(point, created_at=created_at, now=now)
+    reminder = slots > reminders_sent
+    counted = max(slots, reminders_sent)
+    if reminder and point.remind_every_sec:  # late by half a period or more: it stands for the next slot too
+        counted = reminder_slots_passed(point, created_at=created_at,
+                                        now=now + timedelta(seconds=point.remind_every_sec / 2))
     escalate = escalation_at(point, created_at=created_at, escalated_at=escalated_at)
     return Due(
-        reminder=slots > reminders_sent, reminder_slots=max(slots, reminders_sent),
+        reminder=reminder, reminder_slots=counted, missed=max(0, slots - reminders_sent - 1),
         escalation=(escalate is not None and escalate <= now) or timed_out, timed_out=timed_out,
     )

@@ -12,7 +12,8 @@ hazel.decide(run_id=run.id, action="approve", actor=me)
 Every method is keyword-only. Who acts is always an ``Actor`` the engine made (``identify``, ``operator``), so
 that the person behind every channel identity is resolved in one place. The engine writes outbox rows and
 never delivers them: whoever runs delivery (``bot.ops.outbox``) listens with ``on_outbox``; workers listen
-with ``on_ready`` and take claims with ``take_claims``. The reading methods are in ``bot.engine.reads``.
+with ``on_ready`` and take claims with ``take_claims``; the scheduler (``bot.ops.scheduler``) listens with
+``on_deadline``. The reading methods are in ``bot.engine.reads``.
 """
 
 from __future__ import annotations
@@ -108,10 +109,12 @@ class Hazel(Reads, Requests):
             permissions.check_quorums(points, self.people, label=wf.label)
         self._ready_listeners: list[Callable[[str], None]] = []
         self._outbox_listeners: list[Callable[[], None]] = []
+        self._deadline_listeners: list[Callable[[datetime], None]] = []
         self._held: dict[str, Claim] = {}
         self._held_lock = threading.Lock()
         self.runner = Runner(self.store, self.registry, lease_sec=self.settings.lease_sec, clock=clock)
         self.runner.on_outbox = self._outbox
+        self.runner.on_deadline = self._deadline
         self.runner.redact = Redactor(secret_values(self.settings))  # (what a step's error quotes of them)
         self.steering = Steering(self.store, self.registry, self.people, self.runner, clock=clock,
                                  on_ready=self._ready, on_outbox=self._outbox,
@@ -171,6 +174,15 @@ class Hazel(Reads, Requests):
         """Call ``listener()`` after every commit that wrote outbox rows (the deliverer wakes up)."""
         self._outbox_listeners.append(listener)
 
+    def on_deadline(self, listener: Callable[[datetime], None]) -> None:
+        """Call ``listener(at)`` when something is newly due at ``at`` (UTC, timezone-aware; may be past): a
+        steering request was opened with a reminder, escalation or timeout (its first one), or a failed step's
+        retry was scheduled. Called right after this process's own commits, from the committing thread, and,
+        on PostgreSQL, for other processes' commits while this process listens (``ready_listener``, which
+        the worker pool starts), from the listening thread. The listener must be quick (the scheduler
+        re-arms its one timer, with no database round trip)."""
+        self._deadline_listeners.append(listener)
+
     def on_step(self, listener: Callable[[str, str], None] | None) -> None:
         """Call ``listener(run_id, step)`` just before each step executes here (benchmarks, tests)."""
         self.runner.on_step = listener
@@ -197,6 +209,13 @@ class Hazel(Reads, Requests):
     def _outbox(self) -> None:
         for listener in self._outbox_listeners:
             listener()
+
+    def _deadline(self, at: datetime) -> None:
+        for listener in self._deadline_listeners:
+            try:
+                listener(at)
+            except Exception:  # the commit is done: a listener's fault must not fail the caller's drive
+                log.exception("deadline listener failed")
 
     def close(self) -> None:
         self.runner.close()

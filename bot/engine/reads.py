@@ -57,10 +57,11 @@ def missing_checkpoint_in(tx: "Tx", run: Run, seq: int) -> CheckpointNotFoundErr
 
 
 class Reads:
-    """Reading methods of ``Hazel`` (needs ``self.store``, ``self.registry``, ``self.clock``)."""
+    """Reading methods of ``Hazel`` (needs ``self.store``, ``self.registry``, ``self.clock``, ``self._deadline``)."""
 
     store: "Store"
     registry: "Registry"
+    _deadline: Callable[[datetime], None]
 
     def resolve(self, *, ref: str) -> str:
         """A run id from an id or a unique prefix of at least 4 characters.
@@ -338,8 +339,9 @@ class Reads:
 
     def ready_listener(self, *, on_ready: Callable[[str], None]) -> Any:
         """A not yet started listener for runs made ready by other processes (PostgreSQL ``LISTEN``; call
-        ``start()``/``stop()``), or None on SQLite."""
-        return self.store.ready_listener(on_ready)
+        ``start()``/``stop()``), or None on SQLite. The same connection hears the deadlines other processes
+        commit and hands them to the ``on_deadline`` listeners (the scheduler of this process)."""
+        return self.store.ready_listener(on_ready, on_deadline=self._deadline)
 
     def health(self) -> str | None:
         """None when the database answers, else the error's class name."""

@@ -123,9 +123,10 @@ class Requests:
             self._ready(run_id)
         return due
 
-    def next_due_at(self) -> datetime | None:
-        """The earliest moment anything is due: a request's next action or a retry's wake-up (None: none)."""
+    def next_due_at(self, *, after: datetime | None = None) -> datetime | None:
+        """The earliest moment anything is due: a request's next action or a retry's wake-up; with ``after``,
+        the earliest one later than ``after`` (what is due already is left out). None: nothing is."""
         with self.store.read() as tx:
-            times = [tx.timers.earliest_request_action(), tx.timers.earliest_retry()]
+            times = [tx.timers.earliest_request_action(after=after), tx.timers.earliest_retry(after=after)]
         present = [t for t in times if t is not None]
         return min(present) if present else None

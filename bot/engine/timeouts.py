@@ -136,7 +136,7 @@ def _remind_and_escalate(tx: Tx, request: SteeringRequest, point: SteeringPoint,
                       request_id=request.id, payload={"reminder": due.reminder_slots})
         tx.events.add(action="request.reminded", actor=SYSTEM, now=now, run_id=request.run_id,
                       request_id=request.id, reminder=due.reminder_slots, channel=request.channel,
-                      missed=due.reminder_slots - request.reminders_sent - 1 or None)
+                      missed=due.missed or None)
         reminded = True
     if due.escalation and tx.timers.escalate(request.id, now=now):
         target = point.escalate_channel or request.channel

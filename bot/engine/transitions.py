@@ -51,7 +51,8 @@ def open_request(tx: Tx, *, run_id: str, wf: Workflow, point: SteeringPoint, che
                  steps: list[str] | None = None, asked: Asked | None = None, paused: list[str] | None = None) -> int:
     """Insert a pending steering request at ``checkpoint_seq`` and its ``request.opened`` outbox message
     (plus a ``run.progress`` message in the thread of the previous request, when steps ran since), with its
-    ``next_action_at`` set for the scheduler (see ``bot.engine.deadlines``). Returns the request id.
+    ``next_action_at`` set for the scheduler (see ``bot.engine.deadlines``) and noted in ``tx.deadline``, which
+    the caller hands to ``on_deadline`` once the transaction commits. Returns the request id.
     ``asked``: the run's previous request, when the caller knows it (else it is read). ``paused``: the graph
     nodes of the last of ``steps`` that stopped to ask for steering rather than finished (a LangGraph
     super-step's interrupts; reported as such, not as done)."""
@@ -65,6 +66,7 @@ def open_request(tx: Tx, *, run_id: str, wf: Workflow, point: SteeringPoint, che
     first_action_at = deadlines.next_action_at(point, created_at=now, due_at=due_at)
     if first_action_at is not None:  # the scheduler's first look: reminder, escalation or timeout
         tx.timers.reschedule(request_id, first_action_at)
+        tx.notify_deadline(first_action_at)  # schedulers re-arm for it (this process's: after the commit)
     progress(tx, run_id=run_id, now=now, event="waiting", steps=steps or [], next_request_id=request_id,
              exclude_request_id=request_id, asked=asked, paused=paused or None)
     tx.outbox.add(channel=point.channel, kind=OutboxKind.REQUEST_OPENED, now=now, run_id=run_id,

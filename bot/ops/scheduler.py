@@ -1,8 +1,21 @@
 """The clock of ``hazel serve`` / ``hazel worker``: APScheduler 3 wakes Hazel; the database says what is due.
 
-Nothing is scheduled per waiting request or per run. One periodic job (every ``tick_sec``) runs ``tick()``;
-after each tick a one-off date job is re-armed for the earliest future moment anything is due (a request's
-``next_action_at``, a retrying run's ``wake_at``), so that short deadlines fire on time between ticks. A tick:
+Nothing is scheduled per waiting request or per run: two APScheduler jobs serve whatever waits (plus the
+prune job when retention is set).
+
+- The wake job, one date job: armed for the earliest future moment anything is due (a request's
+  ``next_action_at``, a retrying run's ``wake_at``), so that deadlines fire on time, not at the next tick. It
+  is re-armed after each tick (from the database), and whenever a deadline earlier than the armed one is
+  committed (``wake_at``, an ``Hazel.on_deadline`` listener): by this process right after its commit (a
+  request opened by one of its workers, a retry scheduled), and by another process (a CLI command, another
+  ``hazel serve`` or ``hazel worker``) through PostgreSQL ``NOTIFY hazel_deadline``, heard by the worker
+  pool's ``LISTEN`` connection. Never later than an armed deadline: a spare tick costs nothing, a lost one
+  makes a deadline late.
+- The tick, a periodic job (every ``tick_sec``): the safety net for what this process could not hear of: on
+  SQLite, deadlines committed by another process; on PostgreSQL, those committed while the ``LISTEN``
+  connection was down; items another process held when this one looked, left due when it died.
+
+A tick:
 
 1. fires the reminders, escalations and timeouts that are due (``bot.ops.timers.fire_due``: once across
    processes and restarts, settled by the database);
@@ -43,7 +56,8 @@ class Scheduler:
     """Fires reminders, escalations and timeouts, wakes retries, and (optionally) prunes, for ``hazel``.
 
     Args:
-        tick_sec: seconds between periodic ticks (the safety net; due items fire within one tick).
+        tick_sec: seconds between periodic ticks (the safety net: what the wake job was not armed for fires
+            within one tick).
         batch: requests (and retrying runs) handled per database round trip.
         retention_days: prune runs that ended more than this many days ago (None: never prune).
         prune_every_sec: seconds between scheduled prunes (default: daily); the first one runs
@@ -60,7 +74,9 @@ class Scheduler:
         self.retention_days = retention_days
         self.prune_every_sec = prune_every_sec
         self._lock = threading.Lock()
+        self._arm_lock = threading.Lock()
         self._aps: BackgroundScheduler | None = None
+        hazel.on_deadline(self.wake_at)
 
     @classmethod
     def from_settings(cls, hazel: "Hazel") -> "Scheduler":
@@ -98,14 +114,21 @@ class Scheduler:
     # -- one pass ---------------------------------------------------------------------------------------------
 
     def tick(self) -> TickReport:
-        """Fire what is due now, wake retries whose backoff ended, and re-arm the date job. One tick at a time
+        """Fire what is due now, wake retries whose backoff ended, and re-arm the wake job. One tick at a time
         per scheduler; other schedulers (processes) may tick at once: the database settles who fires what."""
         with self._lock:
             now = self.hazel.clock()
             report = timers.fire_due(self.hazel, now=now, batch=self.batch)
             report.retries_woken = self.wake_retries(now)
-            self._rearm()
+            self._rearm(now)
             return report
+
+    def wake_at(self, at: datetime) -> None:
+        """Something is due at ``at`` (UTC, the engine's clock; a past time means now): arm the wake job for it
+        unless it is armed for that moment or earlier. Called by ``Hazel.on_deadline`` (after this process's
+        commits, and for other processes' on PostgreSQL); no database round trip, safe from any thread, a
+        no-op while the scheduler is not started."""
+        self._arm(at)
 
     def wake_retries(self, now: datetime) -> list[str]:
         """Wake the workers for each ready run whose ``wake_at`` has come. Returns their ids."""
@@ -123,27 +146,47 @@ class Scheduler:
                      report.graph_writes_deleted, report.bytes_freed)
         return report
 
-    def next_due_at(self) -> datetime | None:
-        """The earliest ``next_action_at`` of a pending request or ``wake_at`` of a ready run (None: none)."""
-        return self.hazel.next_due_at()
+    def next_due_at(self, *, after: datetime | None = None) -> datetime | None:
+        """The earliest ``next_action_at`` of a pending request or ``wake_at`` of a ready run, later than
+        ``after`` when given (None: none)."""
+        return self.hazel.next_due_at(after=after)
+
+    @property
+    def armed_for(self) -> datetime | None:
+        """When the wake job runs next (UTC, wall clock; None: not armed, or not started)."""
+        aps = self._aps
+        job = aps.get_job(WAKE_JOB) if aps is not None else None
+        return job.next_run_time if job is not None else None
 
     # -- APScheduler glue -------------------------------------------------------------------------------------
 
-    def _rearm(self) -> None:
-        """Arm the one-off date job for the earliest future due time (already due items are the periodic
-        tick's: arming for them would spin when another process holds them)."""
+    def _rearm(self, now: datetime) -> None:
+        """Arm the wake job for the earliest moment after ``now`` anything is due. What is due already is the
+        periodic tick's: this tick fired it, or another process holds it, and arming for it would spin."""
+        if self._aps is None:
+            return
+        due_at = self.next_due_at(after=now)
+        if due_at is not None:
+            self._arm(due_at)
+
+    def _arm(self, due_at: datetime) -> None:
+        """Arm the wake job to run at ``due_at`` (the engine's clock; turned into the wall clock APScheduler
+        runs on, 5 ms late so that the tick finds it due), unless it already runs at that moment or earlier.
+        Never moved later: the armed moment may be a deadline the database did not show the tick that re-arms
+        (committed meanwhile), and waking for one that went away costs one tick."""
         aps = self._aps
         if aps is None:
             return
-        due_at = self.next_due_at()
-        now = self.hazel.clock()
-        if due_at is None or due_at <= now:
-            return
-        run_date = datetime.now(timezone.utc) + (due_at - now) + timedelta(milliseconds=5)
-        try:
-            aps.add_job(self._run_tick, "date", run_date=run_date, id=WAKE_JOB, replace_existing=True)
-        except Exception:  # shutting down
-            log.debug("could not arm the wake job", exc_info=True)
+        run_date = (datetime.now(timezone.utc) + max(due_at - self.hazel.clock(), timedelta(0))
+                    + timedelta(milliseconds=5))
+        with self._arm_lock:
+            try:
+                job = aps.get_job(WAKE_JOB)  # (gone once it ran: APScheduler removes a date job that fired)
+                if job is not None and job.next_run_time is not None and job.next_run_time <= run_date:
+                    return
+                aps.add_job(self._run_tick, "date", run_date=run_date, id=WAKE_JOB, replace_existing=True)
+            except Exception:  # shutting down
+                log.debug("could not arm the wake job", exc_info=True)
 
     def _run_tick(self) -> None:
         try:

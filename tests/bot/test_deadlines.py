@@ -54,3 +54,21 @@ def test_an_ending_timeout_wins_over_reminders_due_at_the_same_time() -> None:
     assert due.reminder and due.escalation and due.timed_out and due.timeout is None
     early = deadlines.due(esc, created_at=T0, due_at=T0 + H, reminders_sent=0, escalated_at=None, now=T0)
     assert not early.anything
+
+
+def test_a_late_reminder_stands_for_a_slot_due_within_half_a_period() -> None:
+    p = point(remind_after_sec=3600, remind_every_sec=3600)  # slots at 1 h, 2 h, 3 h, …
+
+    def due_at(hours: float, sent: int) -> deadlines.Due:
+        return deadlines.due(p, created_at=T0, due_at=None, reminders_sent=sent, escalated_at=None,
+                             now=T0 + hours * H)
+
+    assert (due_at(1, 0).reminder_slots, due_at(1, 0).missed) == (1, 0)  # on time: its own slot
+    assert (due_at(2.4, 1).reminder_slots, due_at(2.4, 1).missed) == (2, 0)  # 0.4 h late: slot 3 stays
+    assert (due_at(2.5, 1).reminder_slots, due_at(2.5, 1).missed) == (3, 0)  # half a period late: slot 3 too
+    assert (due_at(4.9, 0).reminder_slots, due_at(4.9, 0).missed) == (5, 3)  # one reminder for slots 1-4 (and 5)
+    assert not due_at(3, 3).reminder  # slot 3 was counted early: nothing until slot 4
+    assert deadlines.next_action_at(p, created_at=T0, due_at=None, reminders_sent=3) == T0 + 4 * H
+    once = point(remind_after_sec=3600)  # one slot: nothing to stand for
+    assert deadlines.due(once, created_at=T0, due_at=None, reminders_sent=0, escalated_at=None,
+                         now=T0 + 9 * H).reminder_slots == 1
