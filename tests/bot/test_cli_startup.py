@@ -1,0 +1,37 @@
+"""What the ``hazel`` console script builds and imports to run one command: only that command's Click command
+(``bot.cli.for_command``), and none of the modules it does not use. No timing is asserted."""
+
+from __future__ import annotations
+
+import typer
+from typer.testing import CliRunner
+
+from bot.cli import app, for_command
+
+
+def _name(info) -> str:  # noqa: ANN001
+    return info.name or typer.main.get_command_name(info.callback.__name__)
+
+
+def test_each_command_is_built_alone_and_the_app_is_left_whole() -> None:
+    names = [_name(c) for c in app.registered_commands]
+    whole = typer.main.get_command(app)
+    for name in names:
+        one = typer.main.get_command(for_command(name))
+        assert set(one.commands) == {name, "db", "outbox"}, name
+        built, full = one.commands[name], whole.commands[name]
+        assert [p.opts for p in built.params] == [p.opts for p in full.params], name
+        assert built.help == full.help and one.help == whole.help, name
+    assert [_name(c) for c in app.registered_commands] == names  # (a copy was pruned, never app)
+
+
+def test_anything_but_a_command_name_gets_the_whole_app() -> None:
+    for first in (None, "--help", "db", "outbox", "runz", "RUNS", ""):
+        assert for_command(first) is app, first
+
+
+def test_a_pruned_app_answers_as_the_whole_one() -> None:
+    runner = CliRunner()
+    for argv in (["runs", "--bogus"], ["show"], ["runs", "--help"], ["approve", "--help"], ["runs", "extra"]):
+        whole, one = runner.invoke(app, argv), runner.invoke(for_command(argv[0]), argv)
+        assert (one.exit_code, one.output) == (whole.exit_code, whole.output), argv
