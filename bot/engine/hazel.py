@@ -27,7 +27,8 @@ import threading
 import time
 from dataclasses import replace
 from datetime import datetime
-from typing import Any, Callable, Iterable
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from pydantic import BaseModel
 
@@ -46,10 +47,7 @@ from bot.engine.requests import Requests
 from bot.engine.registry import Registry
 from bot.engine.runner import Claim, DriveResult, Head, Runner
 from bot.engine.transitions import NEVER_ASKED
-from bot.engine.steering import DecisionOutcome, Steering
-from bot.engine.timeouts import Timeouts
 from bot.engine.versions import target_workflow
-from bot.engine.views import Views
 from bot.engine.workflow import START, Workflow
 from bot.settings import Redactor, Settings, secret_values
 from store import NewCheckpoint, Store
@@ -61,6 +59,11 @@ from store.models import (
     Run,
     RunStatus,
 )
+
+if TYPE_CHECKING:  # built on first use (``Hazel.steering``, ``views``, ``timeouts``)
+    from bot.engine.steering import DecisionOutcome, Steering
+    from bot.engine.timeouts import Timeouts
+    from bot.engine.views import Views
 
 log = logging.getLogger("hazel")
 GroupSource = frozenset[str] | Callable[[frozenset[str]], frozenset[str]] | None
@@ -116,12 +119,44 @@ class Hazel(Reads, Requests):
         self.runner.on_outbox = self._outbox
         self.runner.on_deadline = self._deadline
         self.runner.redact = Redactor(secret_values(self.settings))  # (what a step's error quotes of them)
-        self.steering = Steering(self.store, self.registry, self.people, self.runner, clock=clock,
-                                 on_ready=self._ready, on_outbox=self._outbox,
-                                 max_state_bytes=self.settings.max_state_bytes)
-        self.views = Views(self.store, self.registry.find, lambda run: target_workflow(self.registry, run),
-                           self.people)
-        self.timeouts = Timeouts(self.store, self.registry, self.steering, clock=clock, on_outbox=self._outbox)
+        self._max_state_bytes = self.settings.max_state_bytes
+        self._parts_lock = threading.RLock()  # (timeouts asks for steering while it is built)
+
+    # -- the parts a command that only reads never uses: built on first use ------------------------------
+
+    @cached_property
+    def steering(self) -> Steering:
+        """Decisions, rewinds, retries and cancels (``bot.engine.steering``)."""
+        from bot.engine.steering import Steering
+
+        return self._part("steering", lambda: Steering(
+            self.store, self.registry, self.people, self.runner, clock=self.clock, on_ready=self._ready,
+            on_outbox=self._outbox, max_state_bytes=self._max_state_bytes))
+
+    @cached_property
+    def views(self) -> Views:
+        """What a person sees of a request and may do on it (``bot.engine.views``)."""
+        from bot.engine.views import Views
+
+        return self._part("views", lambda: Views(self.store, self.registry.find,
+                                                 lambda run: target_workflow(self.registry, run), self.people))
+
+    @cached_property
+    def timeouts(self) -> Timeouts:
+        """Reminders, escalations and timeouts as they fall due (``bot.engine.timeouts``)."""
+        from bot.engine.timeouts import Timeouts
+
+        return self._part("timeouts", lambda: Timeouts(self.store, self.registry, self.steering, clock=self.clock,
+                                                       on_outbox=self._outbox))
+
+    def _part(self, name: str, build: Callable[[], Any]) -> Any:
+        """The part ``name``, built once even when threads ask for it together: stored in the instance under the
+        lock (as ``cached_property`` stores it after; from then on it is a plain attribute, at no cost per call).
+        ``hazel runs`` and ``hazel show`` never import these modules."""
+        with self._parts_lock:
+            if name not in self.__dict__:
+                self.__dict__[name] = build()
+            return self.__dict__[name]
 
     # -- lifecycle ---------------------------------------------------------------------------------------
 

@@ -10,7 +10,6 @@ from pydantic import BaseModel, ValidationError
 from bot.engine.errors import ConfigurationError, InvalidInputError, quoted
 from bot.engine.lgraph import LangGraphWorkflow, fits
 from bot.engine.limits import not_text
-from bot.engine.steering.edits import format_validation_error
 from bot.engine.workflow import Workflow, unknown_fields
 from bot.settings import Settings
 
@@ -41,6 +40,9 @@ def _invalid(wf: Workflow, exc: ValidationError) -> InvalidInputError:
         if error["type"] == "string_unicode" and isinstance(error.get("input"), str):
             where = ".".join(map(str, error["loc"]))
             return InvalidInputError(f"invalid input for {wf.label}: {where} {not_text(error['input'])}")
+    from bot.engine.steering.edits import format_validation_error  # (on this error's path only: a process that
+    # only reads, as `hazel runs`, does not import steering)
+
     return InvalidInputError(f"invalid input for {wf.label}: {format_validation_error(exc)}")
 
 

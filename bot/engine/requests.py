@@ -8,14 +8,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Callable
 
 from bot.engine.errors import InvalidDecisionError, NoPendingRequestError, NotAllowedError
-from bot.engine.timeouts import Fired
-from bot.engine.views import Access
 from store.models import Actor, OutboxMessage, ProgressView, RequestView, SteeringRequest
 
 if TYPE_CHECKING:
     from bot.engine.steering import Steering
-    from bot.engine.timeouts import Timeouts
-    from bot.engine.views import Views
+    from bot.engine.timeouts import Fired, Timeouts
+    from bot.engine.views import Access, Views
     from store import Store
 
 
