@@ -3,10 +3,19 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import typer
 from typer.testing import CliRunner
 
 from bot.cli import app, for_command
+from tests.bot.conftest import ROOT, SAMPLE
+
+HAZEL = ROOT / ".venv" / "bin" / "hazel"
 
 
 def _name(info) -> str:  # noqa: ANN001
@@ -35,3 +44,25 @@ def test_a_pruned_app_answers_as_the_whole_one() -> None:
     for argv in (["runs", "--bogus"], ["show"], ["runs", "--help"], ["approve", "--help"], ["runs", "extra"]):
         whole, one = runner.invoke(app, argv), runner.invoke(for_command(argv[0]), argv)
         assert (one.exit_code, one.output) == (whole.exit_code, whole.output), argv
+
+
+NOT_IMPORTED = ("bot.engine.steering", "bot.engine.views", "bot.engine.timeouts")
+"""What ``hazel runs`` and ``hazel show`` never use: the engine's steering, views and timeouts (``Hazel`` builds
+them on first use)."""
+
+
+def test_runs_and_show_import_nothing_they_do_not_use(db_url: str, tmp_path: Path) -> None:
+    env = {**os.environ, "HAZEL_DATABASE_URL": db_url, "HAZEL_WORKFLOWS": str(SAMPLE), "HAZEL_OPERATOR": "olga",
+           "HAZEL_OUTPUT_DIR": str(tmp_path / "out")}
+    env.pop("HAZEL_DEBUG", None)
+    started = subprocess.run([str(HAZEL), "run", "doc-review", "--input", '{"topic": "t"}', "--json"], env=env,
+                             cwd=tmp_path, capture_output=True, text=True, timeout=60, check=True)
+    run_id = json.loads(started.stdout)["run"]["id"]
+    code = ("import sys\nfrom bot.cli import for_command\n"
+            f"for argv in (['runs'], ['show', {run_id!r}]):\n"
+            "    for_command(argv[0])(argv, standalone_mode=False)\n"
+            f"print(sorted(m for m in sys.modules if m.startswith({NOT_IMPORTED!r})), file=sys.stderr)\n")
+    shown = subprocess.run([sys.executable, "-c", code], env={**env, "PYTHONPATH": str(ROOT)}, cwd=tmp_path,
+                           capture_output=True, text=True, timeout=60, check=True)
+    assert shown.stdout.count(run_id) >= 2  # the listing and the panel's title
+    assert shown.stderr.strip().splitlines()[-1] == "[]", shown.stderr[-2000:]
