@@ -53,9 +53,11 @@ def make(db_url: str, *, clock: Clock | None = None, **env: str) -> Hazel:
 
 @pytest.fixture
 def root_logging() -> Iterator[None]:
-    """Restore the root logger after a test that configures it."""
+    """A root logger with pytest's handlers only, restored after a test that configures it (a handler another
+    test of this worker left, writing to ``sys.stderr`` as it is now, wrote into ``capsys`` too)."""
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
+    root.handlers[:] = [h for h in handlers if type(h).__module__.startswith("_pytest")]
     yield
     root.handlers[:] = handlers
     root.setLevel(level)
