@@ -11,13 +11,12 @@ from __future__ import annotations
 import time
 from datetime import datetime, timedelta, timezone
 
-import pytest
-
 from hazel import StepContext, Workflow
 from bot.ops.scheduler import Scheduler
 from store.models import RunStatus
 from tests.bot.test_timers import (  # noqa: F401 - close_hazels is an autouse fixture
     HOUR, Doc, close_hazels, events, make_hazel, outbox, request_of, timed, waiting)
+from tests.conftest import _truncate
 from tests.support.clock import FakeClock
 from tests.support.engine import person
 from tests.support.waiting import wait_until
@@ -103,12 +102,13 @@ def test_the_wake_job_moves_only_earlier(db_url: str) -> None:
     assert scheduler.armed_for is None
 
 
-def test_a_deadline_committed_by_another_process_fires_on_time(db_url: str) -> None:
+def test_a_deadline_committed_by_another_process_fires_on_time(pg_url: str) -> None:
     """Another process (here: another ``Hazel`` with its own connections, no scheduler) opens the request; this
     one hears ``NOTIFY hazel_deadline`` on the ``LISTEN`` connection its worker pool keeps, and fires it on time.
-    SQLite has no notifications: there the periodic tick is the safety net (the README says so)."""
-    if not db_url.startswith("postgresql"):
-        pytest.skip("notifications between processes need PostgreSQL")
+    PostgreSQL only: SQLite has no notifications, and there the periodic tick is the safety net (the README says
+    so)."""
+    _truncate(pg_url)
+    db_url = pg_url
     wf = asking("near", remind_after_sec=0.5)
     here = make_hazel(db_url, wf)
     listener = here.ready_listener(on_ready=lambda run_id: None)  # what WorkerPool.start() starts
