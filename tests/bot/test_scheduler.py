@@ -132,12 +132,12 @@ def test_two_schedulers_at_once_fire_everything_exactly_once(db_url: str) -> Non
         assert request_of(first, run_id).status is RequestStatus.DECIDED
 
 
-def test_retry_backoffs_wake_the_workers_when_due(db_url: str) -> None:
-    clock = FakeClock()
+def flaky_once(backoff_sec: float) -> Workflow:
+    """``flaky``: its step ``draft`` fails once (a retry after ``backoff_sec``), then asks at ``review``."""
     wf = Workflow("flaky", version=1, state=Doc)
     calls = {"n": 0}
 
-    @wf.step(max_attempts=3, backoff_sec=30)
+    @wf.step(max_attempts=3, backoff_sec=backoff_sec)
     def draft(state: Doc, ctx: StepContext) -> Doc:
         calls["n"] += 1
         if calls["n"] == 1:
@@ -145,7 +145,12 @@ def test_retry_backoffs_wake_the_workers_when_due(db_url: str) -> None:
         return state
 
     wf.steer("review", show="text")
-    hazel = make_hazel(db_url, wf, clock=clock)
+    return wf
+
+
+def test_retry_backoffs_wake_the_workers_when_due(db_url: str) -> None:
+    clock = FakeClock()
+    hazel = make_hazel(db_url, flaky_once(backoff_sec=30), clock=clock)
     woken: list[str] = []
     hazel.on_ready(woken.append)
     scheduler = Scheduler(hazel)

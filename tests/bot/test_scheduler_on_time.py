@@ -11,9 +11,10 @@ from __future__ import annotations
 import time
 from datetime import datetime, timedelta, timezone
 
-from hazel import StepContext, Workflow
+from hazel import Workflow
 from bot.ops.scheduler import Scheduler
 from store.models import RunStatus
+from tests.bot.test_scheduler import flaky_once
 from tests.bot.test_timers import (  # noqa: F401 - close_hazels is an autouse fixture
     HOUR, Doc, close_hazels, events, make_hazel, outbox, request_of, timed, waiting)
 from tests.conftest import _truncate
@@ -130,18 +131,8 @@ def test_a_deadline_committed_by_another_process_fires_on_time(pg_url: str) -> N
 def test_an_overdue_item_nobody_takes_does_not_stop_the_wake_job(db_url: str) -> None:
     """A retry whose backoff ended but that no worker takes (none runs here) stays due; the wake job is armed
     for the next deadline after it (it was not armed at all while something was overdue)."""
-    flaky = Workflow("flaky", version=1, state=Doc)
-    calls = {"n": 0}
-
-    @flaky.step(max_attempts=3, backoff_sec=0.2)
-    def draft(state: Doc, ctx: StepContext) -> Doc:
-        calls["n"] += 1
-        if calls["n"] == 1:
-            raise ConnectionError("upstream down")
-        return state
-
-    flaky.steer("review", show="text")
-    hazel = make_hazel(db_url, flaky, asking("nagging", remind_after_sec=1.0, remind_every_sec=1.0))
+    hazel = make_hazel(db_url, flaky_once(backoff_sec=0.2),
+                       asking("nagging", remind_after_sec=1.0, remind_every_sec=1.0))
     run = hazel.start(workflow="flaky", input={}, actor=person("author"))
     assert hazel.drive(run_id=run.id, wait_for_retries=False).run.status is RunStatus.READY
     nagging = open_run(hazel, "nagging")
