@@ -41,7 +41,19 @@ def owner_is_dead(owner: str | None) -> bool:
         return True
     except PermissionError:
         return False
-    return False
+    return _zombie(int(pid_text))
+
+
+def _zombie(pid: int) -> bool:
+    """Whether process ``pid`` has exited and waits to be reaped (state ``Z`` in ``/proc/PID/stat``, Linux): it
+    runs nothing, though ``kill(pid, 0)`` finds it. A container whose first process does not reap its children
+    keeps a killed ``hazel`` command so, and its run stayed leased to it. False where ``/proc`` does not say."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2:][:1] == b"Z"  # (the name, in parentheses, may hold spaces)
 
 
 class Leases:
