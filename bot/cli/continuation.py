@@ -134,10 +134,11 @@ def _asks_now(hazel: Hazel, run_id: str, action: str) -> None:
     pending = hazel.pending_request(run_id=run_id)
     if pending is None:
         return
+    where = ("--to STEP" if action == "rewind" else f"--at {escape(pending.point)}")  # (rewind has no --at)
     common.console("err").print(
         f"your {action} was not taken: run {run_id} now waits at {escape(repr(pending.point))} (request "
         f"{pending.id}, {escape(repr(pending.title))}); answer that request if you mean it: "
-        f"`{common.command_prefix()} {action} {run_id} --at {escape(pending.point)} --request {pending.id}"
+        f"`{common.command_prefix()} {action} {run_id} {where} --request {pending.id}"
         f"{'' if action == 'approve' else ' …'}`",
         soft_wrap=True)
 

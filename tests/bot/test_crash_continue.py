@@ -179,6 +179,22 @@ def test_rewind_killed_mid_step_then_rewind_again_continues_the_run(db_url: str,
     assert other.returncode == 1 and "already rewound by tester" in other.stderr, other.stdout + other.stderr
     assert effects(tmp_path).count("slow-start") == 3  # (the run was not stranded: nothing ran)
 
+    # killed again, then sent with other words: refused (exit 1), the run continued all the same, and the
+    # command it names for the request asked now is one that runs (it said `--at`, which rewind has not)
+    request = shown(run_id, reader)["pending_request"]["id"]
+    (tmp_path / "slow.started").unlink()
+    (tmp_path / "block").touch()
+    second = popen(["-m", "bot.cli", "rewind", run_id, "--to", "slow", "--request", str(request), "--feedback",
+                    "first words"], env)
+    wait_for(tmp_path / "slow.started", second)
+    second.send_signal(signal.SIGKILL)
+    second.wait(timeout=10)
+    (tmp_path / "block").unlink()
+    other = cli(["rewind", run_id, "--to", "slow", "--request", str(request), "--feedback", "other words"], env)
+    assert other.returncode == 1 and "continuing it here" in other.stdout + other.stderr, other.stdout + other.stderr
+    pending = shown(run_id, reader)["pending_request"]["id"]
+    assert f"`hazel rewind {run_id} --to STEP --request {pending} …`" in other.stderr, other.stderr
+
 
 @pytest.mark.slow
 def test_killed_between_the_decision_and_its_first_step_then_reject_continues_it(db_url: str,
