@@ -44,7 +44,7 @@ from bot.engine.transitions import close_request
 from bot.engine.lgraph_run import (MARK, UPDATE_STEP, GraphRunState, graph_values, nodes_label, superstep,
                                    writers_at)
 from bot.engine.routes import point_settings_problems
-from bot.engine.workflow import _NAME, Step, SteeringPoint, Workflow, _blank
+from bot.engine.workflow import _NAME, Step, retry_problems, SteeringPoint, Workflow, _blank
 from store.codec import StateCodec, is_text
 from store.interrupts import answers_at
 from store.models import ALL_ACTIONS, START, Action, Actor, RequestStatus, Run, RunStatus, SteeringRequest
@@ -175,6 +175,7 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
         self.point_defaults = {"actions": list(ALL_ACTIONS), **(point_defaults or {})}
         self.default_point = check_point(point_from("interrupt", self.point_defaults))
         self._max_attempts, self._backoff_sec = max_attempts, backoff_sec
+        self._problems.extend(retry_problems(max_attempts, backoff_sec, Step.max_backoff_sec))
         self._seen: dict[str, SteeringPoint] = {}
         self._unbound, self._saver_for = graph, saver_for
         if getattr(graph, "checkpointer", None) in (None, False) and saver_for is None:

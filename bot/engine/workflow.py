@@ -36,6 +36,7 @@ Routing, precisely:
 from __future__ import annotations
 
 import logging
+import math
 import random
 import re
 from dataclasses import dataclass, field
@@ -77,6 +78,24 @@ class Step:
         """Seconds to wait before try ``failed_attempts + 1``."""
         base = min(self.max_backoff_sec, self.backoff_sec * (2 ** max(failed_attempts - 1, 0)))
         return base * (rng or random).uniform(0.5, 1.0)
+
+
+def retry_problems(max_attempts: Any, backoff_sec: Any, max_backoff_sec: Any) -> list[str]:
+    """The problems of a step's retry settings: ``max_attempts`` a whole number (not a bool) of at least 1, the
+    backoffs numbers of seconds (not bools, not text), finite, 0 or more and at most ``MAX_DURATION_SEC``
+    (NaN, infinity, ``True`` or -5 were taken: a NaN backoff waited a default, -5 retried at once)."""
+    out = []
+    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int):
+        out.append(f"max_attempts must be a whole number, not {max_attempts!r}")
+    elif max_attempts < 1:
+        out.append("max_attempts must be at least 1")
+    for sec_name, value in (("backoff_sec", backoff_sec), ("max_backoff_sec", max_backoff_sec)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            out.append(f"{sec_name} must be a number of seconds, not {value!r}")
+        elif not math.isfinite(value) or not 0 <= value <= MAX_DURATION_SEC:
+            out.append(f"{sec_name} must be a finite number of seconds, 0 or more and at most "
+                       f"{MAX_DURATION_SEC}, not {value!r}")
+    return out
 
 
 MAX_DURATION_SEC = 2**31 - 1
@@ -202,8 +221,8 @@ class Workflow(Generic[S]):
 
         def register(f: StepFn) -> StepFn:
             step_name = name or f.__name__
-            if max_attempts < 1:
-                self._problems.append(f"step {step_name!r}: max_attempts must be at least 1")
+            self._problems.extend(f"step {step_name!r}: {problem}"
+                                  for problem in retry_problems(max_attempts, backoff_sec, max_backoff_sec))
             self._add(Step(step_name, f, next, max_attempts, backoff_sec, max_backoff_sec))
             return f
 

@@ -39,6 +39,12 @@ def base() -> Workflow:
     (lambda wf: wf.steer("review", permissions={"approve": "everyone"}),
      "permissions.approve: Input should be 'approvers' or 'anyone'"),
     (lambda wf: wf.step(noop, name="x", max_attempts=0), "max_attempts must be at least 1"),
+    # retry settings no clock can keep (taken: a NaN backoff waited a default, -5 retried at once)
+    (lambda wf: wf.step(noop, name="x", backoff_sec=float("nan")), "step 'x': backoff_sec must be a finite number"),
+    (lambda wf: wf.step(noop, name="x", backoff_sec=-5), "step 'x': backoff_sec must be a finite number"),
+    (lambda wf: wf.step(noop, name="x", max_backoff_sec=float("inf")), "max_backoff_sec must be a finite number"),
+    (lambda wf: wf.step(noop, name="x", backoff_sec=True), "backoff_sec must be a number of seconds, not True"),
+    (lambda wf: wf.step(noop, name="x", max_attempts=True), "max_attempts must be a whole number, not True"),
     # durations no clock can keep (they passed, then failed every run at the point: a fresh-user finding)
     (lambda wf: wf.steer("review", timeout_sec=float("nan"), on_timeout="approve"),
      "timeout_sec: Input should be a finite number"),

@@ -66,3 +66,13 @@ def test_a_duration_no_clock_can_keep_is_refused_where_steer_is_called(settings,
     the point with ``ValueError: cannot convert float NaN to integer``; refused as any bad setting is."""
     with pytest.raises(WorkflowDefinitionError, match=f"steering point 'steer': {said}"):
         steer(**settings)
+
+
+@pytest.mark.parametrize("settings, said", [({"backoff_sec": float("nan")}, "backoff_sec must be a finite number"),
+                                            ({"backoff_sec": -5}, "backoff_sec must be a finite number"),
+                                            ({"max_attempts": True}, "max_attempts must be a whole number")])
+def test_a_graphs_retry_settings_no_clock_can_keep_are_refused_when_it_loads(settings, said):
+    from bot.engine.registry import Registry
+
+    with pytest.raises(WorkflowDefinitionError, match=said):
+        Registry().add(workflow(review_graph(), **settings))
