@@ -54,8 +54,8 @@ class Tx:
         self.written: dict[str, tuple[NewCheckpoint, ChainPosition, int]] = {}
         """The checkpoints this transaction wrote, the latest of each run (``store.heads``)."""
         self.deadline: datetime | None = None
-        """The earliest deadline this transaction set (``notify_deadline``): once it commits, the caller tells
-        this process's scheduler (other processes hear the ``NOTIFY``)."""
+        """The earliest deadline this transaction set (``notify_deadline``): once it commits, ``Store`` tells
+        this process's scheduler (``Store.on_deadline``; other processes hear the ``NOTIFY``)."""
 
     @cached_property
     def runs(self) -> RunRepo:
@@ -162,6 +162,9 @@ class Store:
         self.dialect_hooks = dialect_named(self.engine.dialect.name)
         self.heads = HeadCache(max_bytes=head_cache_bytes)
         """The latest checkpoint this process committed for each run (bounded; ``store.heads``)."""
+        self.on_deadline: Callable[[datetime], None] | None = None
+        """Called with ``Tx.deadline`` after each commit of a transaction that set one (the engine hands it to
+        this process's scheduler; other processes hear the ``NOTIFY``)."""
 
     @property
     def dialect(self) -> str:
@@ -191,6 +194,8 @@ class Store:
             yield tx
         if tx.written:  # committed: what it wrote is what a decision in this process reads next
             published(tx.written, self.heads)
+        if tx.deadline is not None and self.on_deadline is not None:
+            self.on_deadline(tx.deadline)
 
     def read(self) -> "contextmanager[Tx]":
         """A read-only transaction: no write lock on SQLite (whose transactions read one snapshot); on

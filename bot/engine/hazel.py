@@ -117,9 +117,8 @@ class Hazel(Reads, Requests):
         self._held_lock = threading.Lock()
         self.runner = Runner(self.store, self.registry, lease_sec=self.settings.lease_sec, clock=clock)
         self.runner.on_outbox = self._outbox
-        self.runner.on_deadline = self._deadline
         self.runner.redact = Redactor(secret_values(self.settings))  # (what a step's error quotes of them)
-        self._max_state_bytes = self.settings.max_state_bytes
+        self.store.on_deadline = self._deadline  # (after every commit that set a deadline: the scheduler re-arms)
         self._parts_lock = threading.RLock()  # (timeouts asks for steering while it is built)
 
     # -- the parts a command that only reads never uses: built on first use ------------------------------
@@ -131,7 +130,7 @@ class Hazel(Reads, Requests):
 
         return self._part("steering", lambda: Steering(
             self.store, self.registry, self.people, self.runner, clock=self.clock, on_ready=self._ready,
-            on_outbox=self._outbox, max_state_bytes=self._max_state_bytes))
+            on_outbox=self._outbox, max_state_bytes=self.settings.max_state_bytes))
 
     @cached_property
     def views(self) -> Views:

@@ -39,7 +39,7 @@ from bot.engine.leases import Leases, make_owner
 from bot.engine.logcontext import log_context
 from bot.engine.registry import Registry
 from bot.engine.workflow import END, Step, StepContext, SteeringPoint, Workflow, unknown_fields
-from store import ChainPosition, Fence, LeaseLostError, NewCheckpoint, Store, Tx
+from store import ChainPosition, Fence, LeaseLostError, NewCheckpoint, Store
 from store.steps import StepWriter
 from store.models import SYSTEM, Run, RunStatus
 
@@ -158,9 +158,6 @@ class Runner:
         self.leases = Leases(store, owner=owner or make_owner(), lease_sec=lease_sec, clock=clock)
         self.on_outbox: Callable[[], None] = lambda: None
         """Called after a commit that wrote outbox rows (wakes the deliverer)."""
-        self.on_deadline: Callable[[datetime], None] = lambda at: None
-        """Called with ``tx.deadline`` after a commit that set one (a request opened with a reminder, escalation
-        or timeout; a retry's wake-up): the scheduler of this process re-arms for it."""
         self.redact: Callable[[str], str] = lambda text: text
         """Applied to an error's message and traceback before they are stored, shown or sent (``Hazel`` sets
         ``bot.settings.Redactor`` of the settings' secrets: a step's exception may quote a token)."""
@@ -278,11 +275,6 @@ class Runner:
         result.status = RunStatus.FAILED
         self.on_outbox()
 
-    def _deadline(self, tx: Tx) -> None:
-        """After ``tx`` committed: ``on_deadline`` with the earliest deadline it set, if any."""
-        if tx.deadline is not None:
-            self.on_deadline(tx.deadline)
-
     def _load_head(self, run: Run) -> Head:
         with self.store.read() as tx:
             loaded = tx.checkpoints.load(run.id, run.head_seq)
@@ -352,7 +344,6 @@ class Runner:
                                               steps=result.steps, asked=asked)
                 result.status = RunStatus.WAITING
                 self.on_outbox()
-                self._deadline(tx)
                 return
 
             ctx = StepContext(
@@ -417,7 +408,6 @@ class Runner:
             if status is not RunStatus.RUNNING:
                 result.status = status
                 self.on_outbox()
-                self._deadline(tx)
                 return
             if hand_back is not None and hand_back.is_set():  # the process is stopping: hand the run back
                 with self.store.transaction() as tx:
@@ -479,7 +469,6 @@ class Runner:
                               attempt=attempts, max_attempts=step.max_attempts, delay_sec=round(delay, 3),
                               error=message)
                 tx.notify_deadline(wake_at)  # the scheduler wakes the workers then
-            self._deadline(tx)
             return RunStatus.READY
         with self.store.transaction() as tx:
             tx.runs.advance(run.id, token=token, now=now, status=RunStatus.FAILED, attempt=attempts,

@@ -52,7 +52,7 @@ def open_request(tx: Tx, *, run_id: str, wf: Workflow, point: SteeringPoint, che
     """Insert a pending steering request at ``checkpoint_seq`` and its ``request.opened`` outbox message
     (plus a ``run.progress`` message in the thread of the previous request, when steps ran since), with its
     ``next_action_at`` set for the scheduler (see ``bot.engine.deadlines``) and noted in ``tx.deadline``, which
-    the caller hands to ``on_deadline`` once the transaction commits. Returns the request id.
+    the store hands to ``on_deadline`` once the transaction commits. Returns the request id.
     ``asked``: the run's previous request, when the caller knows it (else it is read). ``paused``: the graph
     nodes of the last of ``steps`` that stopped to ask for steering rather than finished (a LangGraph
     super-step's interrupts; reported as such, not as done)."""
