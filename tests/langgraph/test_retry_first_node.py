@@ -9,6 +9,7 @@ attempts over (``max_attempts`` + 1 runs, two ``step.retry_scheduled attempt=1``
 from __future__ import annotations
 
 import operator
+import threading
 from typing import Annotated, Any, TypedDict
 
 import pytest
@@ -28,11 +29,16 @@ def _graph(calls: list[str], *, fails: dict[str, int], before: bool = False, bes
            is_async: bool = False):
     """``START -> [before ->] boom -> after -> END`` (``beside``: ``side`` runs in boom's super-step, then
     joins it at ``after``). Each node appends its name to ``calls``; ``boom`` raises while
-    ``fails["boom"]`` is above 0 (a count; -1: always)."""
+    ``fails["boom"]`` is above 0 (a count; -1: always), after ``side`` has finished when it runs beside (else
+    LangGraph may cancel ``side`` when ``boom`` raises first: then ``side`` has no writes to keep, a race that
+    failed this test under load)."""
+    side_done = threading.Event()
 
     def boom_sync(state: Topic) -> dict:
         calls.append("boom")
         if fails["boom"] != 0:
+            if beside:
+                side_done.wait(10)
             fails["boom"] = max(fails["boom"] - 1, -1)
             raise RuntimeError("boom failed")
         return {"log": ["boom"]}
@@ -43,6 +49,8 @@ def _graph(calls: list[str], *, fails: dict[str, int], before: bool = False, bes
     def plain(name: str):  # noqa: ANN202
         def node(state: Topic) -> dict:
             calls.append(name)
+            if name == "side":
+                side_done.set()
             return {"log": [name]}
         return node
 
