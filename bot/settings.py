@@ -13,6 +13,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from pydantic_settings import PydanticBaseSettingsSource
+
 
 _MORE_THAN_ZERO = frozenset({"workers"})
 """Numeric settings (besides ``*_sec`` and ports) for which 0 makes no sense."""
@@ -95,7 +97,28 @@ class Settings(BaseSettings):
     """Every setting Hazel reads. The environment variable names are given with each field."""
 
     model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore", populate_by_name=True,
+                                      dotenv_filtering="only_existing",  # (no other .env line reaches the model)
                                       hide_input_in_errors=True)  # (an error never shows a value: it may be a secret)
+    # (``populate_by_name``: code and tests build ``Settings(port=8001)``; see ``settings_customise_sources``.)
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+                                   env_settings: PydanticBaseSettingsSource,
+                                   dotenv_settings: PydanticBaseSettingsSource,
+                                   file_secret_settings: PydanticBaseSettingsSource,
+                                   ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """pydantic-settings' sources in their usual order, the environment, ``.env`` and secret files read by
+        each field's aliases only (``HAZEL_PORT``, never ``PORT``).
+
+        With ``populate_by_name`` the env sources also read a variable named like the field (``PORT``,
+        ``DATABASE_URL``, ``WORKERS``: names a PaaS or a shell sets for its own use); each source is given the
+        settings' config without name validation, so it looks up the aliases alone while keyword arguments
+        (``init_settings``) still take field names. (``dotenv_filtering="only_existing"`` keeps ``.env`` lines that
+        name no alias, ``PORT=…`` among them, from reaching the model as extra input, which it would take by
+        name.)"""
+        for source in (env_settings, dotenv_settings, file_secret_settings):
+            source.config = {**source.config, "validate_by_name": False}
+        return init_settings, env_settings, dotenv_settings, file_secret_settings
 
     database_url: str = Field("sqlite:///hazel.db", validation_alias="HAZEL_DATABASE_URL")
     """SQLAlchemy URL: ``sqlite:///hazel.db`` (default, WAL) or ``postgresql+psycopg://user@host:5432/db``."""
