@@ -158,7 +158,7 @@ class Settings(BaseSettings):
     port: int = Field(8000, validation_alias="HAZEL_PORT")
     output_dir: str = Field("out", validation_alias="HAZEL_OUTPUT_DIR")
     """Where the example workflow's deploy step writes its artefacts."""
-    scheduler_tick_sec: float = Field(5.0, gt=0, validation_alias="HAZEL_SCHEDULER_TICK_SEC")
+    scheduler_tick_sec: float = Field(5.0, validation_alias="HAZEL_SCHEDULER_TICK_SEC")
     """Seconds between the scheduler's periodic looks at what is due (reminders, escalations, timeouts,
     retries); the earliest due item is also fired at its exact time."""
     retention_days: float | None = Field(None, ge=0, lt=1_000_000, allow_inf_nan=False,
@@ -211,9 +211,9 @@ class Settings(BaseSettings):
     web_secret: SecretStr | None = Field(None, validation_alias="HAZEL_WEB_SECRET")
     """Signs "View run" links and the run pages' session cookies (a long random string, the same on every
     ``hazel serve``; without it the run pages are off and no link is rendered)."""
-    link_ttl_sec: float = Field(7 * 24 * 3600.0, gt=0, validation_alias="HAZEL_LINK_TTL_SEC")
+    link_ttl_sec: float = Field(7 * 24 * 3600.0, validation_alias="HAZEL_LINK_TTL_SEC")
     """How long a "View run" link works after it was made (default 7 days)."""
-    web_session_sec: float = Field(12 * 3600.0, gt=0, validation_alias="HAZEL_WEB_SESSION_SEC")
+    web_session_sec: float = Field(12 * 3600.0, validation_alias="HAZEL_WEB_SESSION_SEC")
     """How long a run pages' session (a sign-in at ``/login`` or an opened link) lasts (default 12 hours)."""
 
     hook_urls: str = Field("", validation_alias="HAZEL_HOOK_URLS")
@@ -251,15 +251,25 @@ class Settings(BaseSettings):
     @classmethod
     def _blank_is_unset(cls, value: object, info: ValidationInfo) -> object:
         """A blank value of a setting that may be None (``JIRA_URL=``, ``SLACK_BOT_TOKEN=``,
-        ``JIRA_APPROVE_STATUS=``) means None: unset, or off. A value from the environment holding a byte that is
-        not UTF-8 (a lone surrogate once decoded) is refused: it could be neither logged nor stored. (One
-        validator for both: each one on every field costs the class ~1.5 ms to build, and every command builds
-        it.)"""
+        ``JIRA_APPROVE_STATUS=``) means None: unset, or off; a blank number or flag (``HAZEL_PORT=``) is refused,
+        naming its default (rather than pydantic's "unable to parse string as an integer"). A value from the
+        environment holding a byte that is not UTF-8 (a lone surrogate once decoded) is refused: it could be
+        neither logged nor stored. (One validator for all three: each one on every field costs the class ~1.5 ms
+        to build, and every command builds it.)"""
         if not isinstance(value, str):
             return value
         field = cls.model_fields.get(info.field_name or "")
-        if not value.strip() and field is not None and type(None) in get_args(field.annotation):
-            return None
+        if not value.strip() and field is not None:
+            if type(None) in get_args(field.annotation):
+                return None
+            default = field.default
+            if field.annotation is bool:
+                raise ValueError("must be true or false, not blank"
+                                 + (f" (default {str(default).lower()})" if isinstance(default, bool) else ""))
+            if field.annotation in (int, float):
+                shown = int(default) if isinstance(default, float) and default.is_integer() else default
+                raise ValueError("must be a number, not blank"
+                                 + (f" (default {shown})" if isinstance(default, (int, float)) else ""))
         from store.codec import is_text
 
         if not is_text(value):

@@ -1,17 +1,20 @@
 """``Settings`` reads only the names README's Configuration lists (each field's aliases: ``HAZEL_PORT``,
 ``SLACK_BOT_TOKEN``, ``JIRA_API_TOKEN``/``JIRA_TOKEN`` …) from the environment and from ``.env``, never a variable
 named like the field (``PORT``, ``DATABASE_URL``: a PaaS sets those for its own use), while code still builds
-``Settings(port=…)`` by field name."""
+``Settings(port=…)`` by field name; and its messages for a non-finite duration and a blank number."""
 
 from __future__ import annotations
 
+import math
+import typing
 from pathlib import Path
 from typing import Any, Callable
 
 import pytest
+from pydantic import ValidationError
 
 from bot.settings import Settings, setting_names
-from tests.bot.test_cli_malformed import hostile  # noqa: F401 (a fixture)
+from tests.bot.test_cli_malformed import hostile, one_line_error  # noqa: F401 (a fixture)
 
 FOREIGN = {"PORT": "1234", "DATABASE_URL": "postgres://x", "WORKERS": "0", "HOST": "0.0.0.0", "OPERATOR": "eve"}
 """Variables a platform or a shell sets for its own use, each named like a setting's field."""
@@ -109,3 +112,77 @@ def test_a_command_runs_whatever_the_platform_sets(hostile: Callable[..., Any], 
     result = hostile("runs")
     assert result.exit_code == 0, result.stderr
 
+
+def _errors(**environ: str) -> list[tuple[str, str]]:
+    """``(variable, message)`` of each error ``Settings()`` raises with ``environ`` set; ``[]`` when none."""
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in environ.items():
+            mp.setenv(name, value)
+        try:
+            Settings()
+        except ValidationError as exc:
+            return [(".".join(map(str, e["loc"])), e["msg"].removeprefix("Value error, ")) for e in exc.errors()]
+    return []
+
+
+def _env_name(field: str) -> str:
+    alias = Settings.model_fields[field].validation_alias
+    assert isinstance(alias, str), field
+    return alias
+
+
+SEC_FIELDS = [name for name in Settings.model_fields if name.endswith("_sec")]
+NUMBER_FIELDS = [name for name, f in Settings.model_fields.items() if f.annotation in (int, float)]
+
+
+def test_these_lists_are_not_empty() -> None:
+    assert {"lease_sec", "link_ttl_sec", "scheduler_tick_sec", "web_session_sec"} <= set(SEC_FIELDS)
+    assert {"port", "workers", "db_pool_size", "lease_sec"} <= set(NUMBER_FIELDS)
+
+
+@pytest.mark.parametrize("field", SEC_FIELDS)
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "NaN", "1e999"])
+def test_every_duration_refuses_a_non_finite_number_alike(clean: Path, field: str, value: str) -> None:
+    assert _errors(**{_env_name(field): value}) == [(_env_name(field), "must be a finite number")]
+
+
+@pytest.mark.parametrize("field", SEC_FIELDS)
+def test_every_duration_refuses_zero_alike(clean: Path, field: str) -> None:
+    assert _errors(**{_env_name(field): "0"}) == [(_env_name(field), "must be more than 0")]
+
+
+@pytest.mark.parametrize("field", NUMBER_FIELDS)
+@pytest.mark.parametrize("value", ["", "  "])
+def test_a_blank_number_says_so_and_names_the_default(clean: Path, field: str, value: str) -> None:
+    default = Settings.model_fields[field].default
+    shown = int(default) if math.isfinite(default) and float(default).is_integer() else default
+    message = f"must be a number, not blank (default {shown})"
+    assert _errors(**{_env_name(field): value}) == [(_env_name(field), message)]
+
+
+def test_a_blank_flag_says_so(clean: Path) -> None:
+    flags = [n for n, f in Settings.model_fields.items() if f.annotation is bool]
+    assert flags
+    for field in flags:
+        message = "must be true or false, not blank (default false)"
+        assert _errors(**{_env_name(field): ""}) == [(_env_name(field), message)]
+
+
+def test_a_blank_optional_number_is_unset(clean: Path) -> None:
+    optional = [n for n, f in Settings.model_fields.items()
+                if type(None) in typing.get_args(f.annotation) and {int, float} & set(typing.get_args(f.annotation))]
+    assert "metrics_port" in optional and "retention_days" in optional
+    for field in optional:
+        assert _errors(**{_env_name(field): ""}) == []
+
+
+@pytest.mark.parametrize(("name", "value", "message"), [
+    ("HAZEL_LINK_TTL_SEC", "nan", "HAZEL_LINK_TTL_SEC: must be a finite number"),
+    ("HAZEL_SCHEDULER_TICK_SEC", "nan", "HAZEL_SCHEDULER_TICK_SEC: must be a finite number"),
+    ("HAZEL_PORT", "", "HAZEL_PORT: must be a number, not blank (default 8000)"),
+])
+def test_a_command_names_the_setting_and_what_is_wrong(hostile: Callable[..., Any],  # noqa: F811
+                                                       monkeypatch: pytest.MonkeyPatch, name: str, value: str,
+                                                       message: str) -> None:
+    monkeypatch.setenv(name, value)
+    one_line_error(hostile("runs"), [f"error: invalid settings: {message}"], ["runs"])
