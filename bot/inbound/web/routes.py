@@ -8,7 +8,9 @@ another host):
 - ``GET /runs/{id}/audit``: the audit log;
 - ``POST /runs/{id}/decide`` (approve, reject, feedback) and ``POST /runs/{id}/rewind``: through
   ``Hazel.decide`` / ``Hazel.rewind`` as the person the session names, on the channel ``web``;
-- ``GET|POST /login``, ``POST /logout``; ``GET /static/hazel.css``.
+- ``GET|POST /login``, ``POST /logout``; ``GET /static/hazel.css``;
+- any other ``GET /runs/...`` (``/runs/abc%2Fdef``: the server decodes ``%2F`` before routing): the "no run"
+  page (404), as for any unknown run id.
 
 A malformed query, path or form (``page=-1``, ``a=x``, a number past ``INT_MAX``) answers an HTML page (422)
 with one line saying what was wrong (``WebRoute``); stored text is printed with its control characters shown
@@ -32,6 +34,7 @@ from fastapi import APIRouter, Form, Path as InPath, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from fastapi.routing import APIRoute
+from starlette.convertors import PathConvertor, register_url_convertor
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from bot.engine import AlreadyDecidedError, HazelError, NotAllowedError, RunNotFoundError, log_context
@@ -59,6 +62,17 @@ Seq = Annotated[int | None, Query(ge=0, le=INT_MAX)]
 FormSeq = Annotated[int, Form(ge=0, le=INT_MAX)]
 FormHead = Annotated[int, Form(ge=0, le=INT_MAX)]
 FormId = Annotated[int | None, Form(ge=1, le=INT_MAX)]
+
+
+class UnroutedRunPath(PathConvertor):
+    """The ``{run_id:unrouted}`` of the last route under ``/runs/``: a path no page took (``/runs/abc%2Fdef``,
+    decoded to ``/runs/abc/def`` before routing), answered as an unknown run. Unlike ``{run_id:path}``, never
+    one ending in ``/``: Starlette's ``redirect_slashes`` still sends ``/runs/ID/`` to ``/runs/ID``."""
+
+    regex = r".*[^/]"
+
+
+register_url_convertor("unrouted", UnroutedRunPath())
 
 
 def shown(value: Any) -> Any:
@@ -401,4 +415,7 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
         log.info("web: %s rewound run %s to #%s", actor.id, run_id, to)
         return done(request, session, run_id, outcome, f"Rewound to checkpoint #{to} as {actor.label}.")
 
+    # last: a path under /runs/ that no page above took is a run id no run has ("no run 'abc/def'", 404), an
+    # HTML page for the browser that asked, not the REST API's JSON "no such endpoint"
+    router.add_api_route("/runs/{run_id:unrouted}", run, methods=["GET"])
     return router
