@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 _ERRORS = (
     "AlreadyDecidedError", "AmbiguousRunIdError", "CheckpointNotFoundError", "ConfigurationError", "HazelError",
-    "InvalidDecisionError", "InvalidInputError", "NoPendingRequestError", "NotAllowedError", "RunNotFoundError",
-    "RunStateError", "StepContractError", "UnaskedPointError", "UnknownWorkflowError", "VersionUnavailableError",
+    "InvalidDecisionError", "InvalidInputError", "NoPendingRequestError", "NotAllowedError", "RequestNotFoundError",
+    "RunNotFoundError", "RunStateError", "StepContractError", "UnaskedPointError", "UnknownWorkflowError", "VersionUnavailableError",
     "WorkflowDefinitionError",
 )
 _WHERE: dict[str, tuple[str, str]] = {
@@ -55,6 +55,7 @@ if TYPE_CHECKING:  # the names as the type checker sees them (imported when used
         InvalidInputError,
         NoPendingRequestError,
         NotAllowedError,
+        RequestNotFoundError,
         RunNotFoundError,
         RunStateError,
         StepContractError,
@@ -80,7 +81,7 @@ __all__ = [
     "Access", "AlreadyDecidedError", "AmbiguousRunIdError", "Approvers", "CheckpointNotFoundError", "Claim", "ConfigurationError",
     "DECIDING", "DecisionOutcome", "DriveResult", "Fired", "Hazel", "HazelError", "InvalidDecisionError",
     "InvalidInputError", "LOG_CONTEXT_VARS", "NoPendingRequestError", "NotAllowedError", "People", "Person",
-    "Registry", "RunNotFoundError", "RunStateError", "Shown", "Step", "StepContext", "SteeringPoint",
+    "Registry", "RequestNotFoundError", "RunNotFoundError", "RunStateError", "Shown", "Step", "StepContext", "SteeringPoint",
     "StepContractError", "TIMEOUT_RETRY_SEC", "UnaskedPointError", "UnknownWorkflowError", "VersionUnavailableError", "Workflow",
     "WorkflowDefinitionError", "bind_log_context", "is_transient", "log_context", "transient_error_classes",
     "utcnow", "entry_value", "value_from_text", "UNDECLARED",

@@ -8,7 +8,8 @@
     │   └── AmbiguousRunIdError: a shortened run id that starts several runs' ids
     ├── CheckpointNotFoundError (LookupError): no checkpoint matches a rewind target
     ├── NoPendingRequestError (LookupError): the run is not waiting on a steering request
-    │   └── UnaskedPointError: the decision names a point the run never asked at (undeclared, not reached)
+    │   ├── UnaskedPointError: the decision names a point the run never asked at (undeclared, not reached)
+    │   └── RequestNotFoundError: the decision names a request id that is not one of the run's
     ├── NotAllowedError (PermissionError): this person may not take this action here
     ├── InvalidDecisionError (ValueError): an edit that fails validation, a reject without reason, …
     ├── InvalidInputError (ValueError): a run's input does not fit the workflow's state model
@@ -121,6 +122,17 @@ class UnaskedPointError(NoPendingRequestError):
     """A decision names a steering point the run has never asked at: one its workflow does not declare (the
     message names those it does), or one the run has not reached. Nothing of the run is worth continuing for
     it: the decision could not be taken even once the run got there."""
+
+
+class RequestNotFoundError(NoPendingRequestError):
+    """A decision names a steering request id that no request of its run has: an unknown id, or another run's
+    request (nothing is said of that one: whether it is pending, who settled it). The REST API answers 404."""
+
+
+def no_request(run_id: str, request_id: int) -> RequestNotFoundError:
+    """The error for a decision on run ``run_id`` naming request ``request_id``, which is not one of its:
+    ``run R has no steering request N``."""
+    return RequestNotFoundError(f"run {run_id} has no steering request {request_id}")
 
 
 class NotAllowedError(HazelError, PermissionError):

@@ -6,7 +6,8 @@ Status of each (the README's REST API section documents the same table):
 
     401 AuthenticationError            no or unknown bearer token
     403 NotAllowedError                this caller may not do this here
-    404 RunNotFoundError, CheckpointNotFoundError, NotFound (no such endpoint)
+    404 RunNotFoundError, CheckpointNotFoundError, RequestNotFoundError (a request id that is not the run's),
+        NotFound (no such endpoint)
     405 MethodNotAllowed               (the ``Allow`` header lists the methods)
     409 AlreadyDecidedError, NoPendingRequestError, RunStateError, VersionUnavailableError,
         AmbiguousRunIdError            (a shortened run id that starts several runs' ids)
@@ -43,6 +44,7 @@ from bot.engine import (
     InvalidInputError,
     NoPendingRequestError,
     NotAllowedError,
+    RequestNotFoundError,
     RunNotFoundError,
     RunStateError,
     UnknownWorkflowError,
@@ -61,6 +63,7 @@ STATUS_OF: tuple[tuple[type[HazelError], int], ...] = (
     (CheckpointNotFoundError, 404),
     (NotAllowedError, 403),
     (AlreadyDecidedError, 409),
+    (RequestNotFoundError, 404),
     (NoPendingRequestError, 409),
     (RunStateError, 409),
     (VersionUnavailableError, 409),

@@ -269,6 +269,35 @@ def test_refusals_map_to_http_errors_and_leave_the_run_intact(served) -> None:  
     assert hazel.get(run_id=run_id).status is RunStatus.REJECTED and len(hazel.decisions(run_id=run_id)) == 1
 
 
+def test_a_request_of_another_run_is_not_found(served) -> None:  # noqa: ANN001
+    """A decision naming a ``request_id`` that is not one of the run's answered 409 ``NoPendingRequestError``
+    (and a rewind naming another run's pending request, or one no run has, rewound the run anyway; naming
+    another run's settled request, it said who settled it): every action answers 404 ``RequestNotFoundError``
+    "run A has no steering request N", and no run changes."""
+    hazel, api = served
+    run_a, run_b, run_c = (api.wait_status(api.start()["id"], "waiting")["id"] for _ in range(3))
+    rejected = {"action": "reject", "payload": {"reason": "not this one"}}
+    assert api.decide(run_c, rejected).status_code == 201  # run C's request: settled
+
+    def snapshot(run_id: str) -> tuple:
+        run = hazel.get(run_id=run_id)
+        return ((run.status, run.head_seq, run.last_seq, run.updated_at), hazel.checkpoints(run_id=run_id),
+                [(r.id, r.status, r.approvals) for r in hazel.requests(run_id=run_id)],
+                hazel.decisions(run_id=run_id))
+
+    before = {run_id: snapshot(run_id) for run_id in (run_a, run_b, run_c)}
+    others = [hazel.pending_request(run_id=run_b).id, hazel.requests(run_id=run_c)[-1].id, 999_999]
+    for request_id in others:
+        for body in ({"action": "approve"}, rejected, {"action": "feedback", "payload": {"text": "more"}},
+                     {"action": "edit", "payload": {"text": "steps: [a]"}},
+                     {"action": "rewind", "payload": {"to": 0}}):
+            error = error_of(api.decide(run_a, {**body, "request_id": request_id}), 404)
+            assert error["type"] == "RequestNotFoundError", (request_id, body, error)
+            assert error["message"] == f"run {run_a} has no steering request {request_id}", error
+            assert "decided_by" not in error  # nothing said of another run's request
+    assert {run_id: snapshot(run_id) for run_id in before} == before
+
+
 def test_concurrent_decisions_settle_once(served) -> None:  # noqa: ANN001
     hazel, api = served
     run_id = api.wait_status(api.start()["id"], "waiting")["id"]

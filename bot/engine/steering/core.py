@@ -18,6 +18,7 @@ from bot.engine.errors import (
     NoPendingRequestError,
     RunStateError,
     UnaskedPointError,
+    no_request,
     quoted,
 )
 from bot.engine.lgraph import LangGraphWorkflow, pending_siblings
@@ -121,7 +122,8 @@ class SteeringCore:
 
         Raises:
             NoPendingRequestError (UnaskedPointError: ``point`` is one the workflow does not declare, or the run
-            never asked at), AlreadyDecidedError (the request named was settled: by whom, when).
+            never asked at; RequestNotFoundError: ``request_id`` is not one of the run's requests),
+            AlreadyDecidedError (the request named was settled: by whom, when).
         """
         if request_id is None and point is not None:
             at_point = tx.requests.latest_at_point(run.id, point)
@@ -146,7 +148,7 @@ class SteeringCore:
             return request
         request = tx.requests.get(request_id)
         if request is None or request.run_id != run.id:
-            raise NoPendingRequestError(f"run {run.id} has no steering request {request_id}")
+            raise no_request(run.id, request_id)
         if request.status is not RequestStatus.PENDING:
             raise self._already(tx, request)
         return request

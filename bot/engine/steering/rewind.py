@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any, Callable
 
 from bot.engine import lgraph, permissions
-from bot.engine.errors import CheckpointNotFoundError, InvalidDecisionError, NotAllowedError, no_run
+from bot.engine.errors import CheckpointNotFoundError, InvalidDecisionError, NotAllowedError, no_request, no_run
 from bot.engine.errors import AlreadyDecidedError, RunStateError, VersionUnavailableError
 from bot.engine.limits import check_text, not_text, refuse_not_text, refuse_nul, state_tree
 from bot.engine.lgraph_run import label_names
@@ -111,12 +111,13 @@ class Rewinding(SteeringCore):
             raise no_run(run_id)
         request = pending.get() if run.status is RunStatus.WAITING else None
         if request_id is not None and (request is None or request.id != request_id):
-            named = tx.requests.get(request_id)  # settled: said as such, even while the run executes a step
-            if named is not None and named.status is not RequestStatus.PENDING:
-                tail = (f"; run {run.id} waits at {request.title!r} now (request #{request.id})"
-                        if request is not None and named.run_id == run.id else "")
+            named = tx.requests.get(request_id)
+            if named is None or named.run_id != run.id:  # (another run's: nothing said of it)
+                raise no_request(run.id, request_id)
+            if named.status is not RequestStatus.PENDING:  # settled: said as such, even while a step executes
+                tail = f"; run {run.id} waits at {request.title!r} now (request #{request.id})" if request else ""
                 raise self._already(tx, named, tail=tail)
-            if named is not None and request is not None and named.run_id == run.id:
+            if request is not None:
                 request = named  # another request the run waits on (a LangGraph super-step's): its point decides
         if run.status not in REWINDABLE:
             raise RunStateError(f"run {run.id} is {run.status.value} (executing a step): rewind when it stops")
