@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from datetime import datetime, timezone
 from typing import Any
 
 from rich.console import Console
@@ -12,7 +13,7 @@ from rich.text import Text
 
 from integrations.base import Channel
 from integrations.terminal import SafeConsole, for_terminal
-from store.models import ProgressView, RequestStatus, RequestView, past_tense, person_label, plain_mentions
+from store.models import Approvers, ProgressView, RequestStatus, RequestView, past_tense, person_label, plain_mentions
 
 
 def render_value(value: Any) -> str:
@@ -22,6 +23,18 @@ def render_value(value: Any) -> str:
     if isinstance(value, dict) and value and all(isinstance(v, str) for v in value.values()):
         return "\n\n".join(f"── {k} ──\n{v}" for k, v in value.items())
     return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def utc_text(ts: datetime) -> str:
+    """``2026-01-05 10:00:37 UTC``: ``ts`` (timezone-aware) in UTC, to the second, as the CLI prints times."""
+    return (ts.astimezone(timezone.utc) if ts.tzinfo else ts).isoformat(" ", "seconds")[:19] + " UTC"
+
+
+def waiting_text(waiting: Approvers) -> str:
+    """Who a reminder still waits for (``RequestView.waiting_for``), plain: the approvers left, or for a point
+    open to anyone (``Approvers()``) ``anyone allowed to decide it`` (not those whose vote is in, nor the
+    starter where self-approval is off)."""
+    return "anyone allowed to decide it" if waiting.empty else plain_mentions(waiting.describe())
 
 
 def answer_commands(view: RequestView, command: str) -> list[str]:
@@ -77,12 +90,13 @@ class ConsoleChannel(Channel):
                  f"approvers: {plain_mentions(view.approvers.describe())}"]
         if view.reminder and view.nobody_left:  # (as Slack's reminder says: every approver voted, or may not)
             lines.append("none of its approvers can decide it any more")
-        elif view.reminder and view.waiting_for is not None and not view.waiting_for.empty:
-            lines.append(f"still waits for: {plain_mentions(view.waiting_for.describe())}")
+        elif view.reminder:  # (None: not known here; then its approvers)
+            waiting = view.waiting_for if view.waiting_for is not None else view.approvers
+            lines.append(f"still waits for: {waiting_text(waiting)}")
         if view.request.approvals_required > 1:
             lines.append(f"needs {view.request.approvals_required} approvals ({view.request.approvals} so far)")
         if view.request.due_at:
-            lines.append(f"due {view.request.due_at:%Y-%m-%d %H:%M UTC}")
+            lines.append(f"due {utc_text(view.request.due_at)}")
         if view.request.channel != "console":
             lines.append(f"(meant for {view.request.channel}; shown here because that channel is not configured)")
         text = Text(for_terminal("\n".join(lines)) + "\n\n", style="dim")

@@ -62,3 +62,39 @@ def test_the_edit_command_offers_entries_only_for_a_mapping(db_url: str, shown: 
     printed = re.sub(r"\s+", " ", hazel.console_buffer.getvalue())
     assert "--set value=JSON" in printed, printed
     assert ("--set value.KEY=@file" in printed) is entries, printed
+
+
+def test_a_reminder_at_a_point_open_to_anyone_says_so_and_its_due_time_to_the_second(db_url: str) -> None:
+    """A console reminder at a point with no approvers had no ``still waits for`` line (README: console
+    reminders have one; Slack's says "still waits for anyone"), and due times were cut to the minute: it
+    says the point is open to anyone allowed, and ``due`` carries the seconds (UTC)."""
+    from datetime import datetime, timezone
+
+    from pydantic import BaseModel
+
+    from bot.ops.scheduler import Scheduler
+    from hazel import Workflow
+    from tests.support.clock import FakeClock
+
+    class Doc(BaseModel):
+        text: str = "x"
+
+    wf = Workflow("open", version=1, state=Doc)
+    wf.steer("review", show="text", actions=["approve"], remind_after_sec=5, remind_every_sec=5,
+             timeout_sec=3600 + 37)  # due at 10:00:37
+    clock = FakeClock(datetime(2026, 1, 5, 9, 0, 0, tzinfo=timezone.utc))
+    hazel = make_hazel(db_url, wf, clock=clock)
+    run = hazel.start(workflow="open", input={}, actor=person("author"))
+    assert hazel.drive(run_id=run.id).run.status is RunStatus.WAITING
+    hazel.deliver_due()
+    first = hazel.console_buffer.getvalue()
+    assert "due 2026-01-05 10:00:37 UTC" in first, first
+    assert "still waits for" not in first  # (a first request names its approvers only)
+    hazel.console_buffer.truncate(0)
+    hazel.console_buffer.seek(0)
+    clock.advance(5)
+    Scheduler(hazel).tick()
+    hazel.deliver_due()
+    printed = re.sub(r"\s+", " ", hazel.console_buffer.getvalue())
+    assert "Reminder" in printed and "still waits for: anyone allowed to decide it" in printed, printed
+    assert "due 2026-01-05 10:00:37 UTC" in printed and "Answer with:" in printed, printed
