@@ -51,6 +51,38 @@ class _OneLineErrors(TyperGroup):
             sys.exit(1)
         sys.exit(code if isinstance(code, int) else 0)
 
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+        """Click's, where an option typed before the command's name that the command has (``hazel --json
+        runs``: Click says only "No such option: --json") is a usage error saying where it goes: ``--json goes
+        after the command: `hazel runs --json``` (see ``hazel runs --help``), exit status 2."""
+        try:
+            return super().parse_args(ctx, args)
+        except click_errors.NoSuchOption as exc:
+            misplaced = self._misplaced(ctx, exc.option_name, args)
+            if misplaced is None:
+                raise
+            raise misplaced from None
+
+    def _misplaced(self, ctx: typer.Context, option: str, args: list[str]) -> click_errors.NoSuchOption | None:
+        """The usage error of ``option`` typed before the command (of ``args``: the first that names one of
+        this group's commands, or of a group's below it: ``hazel --json db current``) that takes it, pointing
+        to that command's ``--help``; None when no command named there takes it."""
+        group: Any = self
+        while True:
+            at = next((i for i, a in enumerate(args) if not a.startswith("-") and group.get_command(ctx, a)), None)
+            if at is None:
+                return None
+            command = group.get_command(ctx, args[at])
+            ctx = typer.Context(command, info_name=args[at], parent=ctx)  # (not parsed: its path, for the hint)
+            param = next((p for p in command.params if option in (*p.opts, *p.secondary_opts)), None)
+            if param is not None:
+                typed = option if getattr(param, "is_flag", False) else f"{option} …"
+                return click_errors.NoSuchOption(option, f"{option} goes after the command: "
+                                                         f"`{ctx.command_path} {typed}`", ctx=ctx)
+            if not hasattr(command, "get_command"):  # (not a group: nothing below it)
+                return None
+            group, args = command, args[at + 1:]
+
 
 app = typer.Typer(
     cls=_OneLineErrors,

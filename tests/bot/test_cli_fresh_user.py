@@ -188,3 +188,20 @@ def test_a_misspelled_setting_is_named_on_stderr_and_the_command_goes_on(cli, mo
                      "HAZEL_WORKFLWS is not a Hazel setting: it is ignored (did you mean HAZEL_WORKFLOWS?)"):
         assert expected in lines, lines  # the command's own line, as it is
     assert "HAZEL_TEST_ANYTHING" not in listed.stderr
+
+
+def test_an_option_typed_before_its_command_says_where_it_goes(cli) -> None:  # noqa: ANN001
+    """``hazel --json runs`` said only "No such option: --json": an option of the command typed before the
+    command's name says to put it after (a usage error, exit 2); one no command there has is still unknown."""
+    expected = {
+        ("--json", "runs"): "error: --json goes after the command: `hazel runs --json` (see `hazel runs --help`)",
+        ("--status", "waiting", "runs"):
+            "error: --status goes after the command: `hazel runs --status …` (see `hazel runs --help`)",
+        ("--json", "db", "current"):
+            "error: --json goes after the command: `hazel db current --json` (see `hazel db current --help`)",
+        ("--json",): "error: No such option: --json (see `hazel --help`)",
+        ("--bogus", "runs"): "error: No such option: --bogus (see `hazel --help`)",
+    }
+    for args, line in expected.items():
+        assert cli(*args, code=2).stderr == line + "\n", args
+    assert isinstance(cli.json("runs"), (list, dict))  # after the command it is taken
