@@ -37,7 +37,7 @@ class _OneLineErrors(TyperGroup):
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         try:
             code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
-        except click_errors.NoArgsIsHelpError as exc:  # `hazel db`: its help, as Click shows it
+        except click_errors.NoArgsIsHelpError as exc:  # `hazel` alone: its help, as Click shows it (exit 2)
             exc.show()
             sys.exit(exc.exit_code)
         except click_errors.ClickException as exc:

@@ -20,9 +20,17 @@ from bot.cli.common import (
 # Each command imports what it uses (see bot.cli.common): `hazel --help` loads none of it.
 
 app = typer.Typer()
-db_app = typer.Typer(help="The database schema (Alembic migrations).", no_args_is_help=True)
+db_app = typer.Typer(help="The database schema (Alembic migrations).", invoke_without_command=True)
 outbox_app = typer.Typer(help="Notifications waiting to be (or that could not be) delivered.",
                          invoke_without_command=True)
+
+
+@db_app.callback()
+def db(ctx: typer.Context) -> None:
+    """``hazel db`` alone prints its help and exits 0, as ``git remote`` lists (``no_args_is_help`` is
+    Click's usage error: exit status 2)."""
+    if ctx.invoked_subcommand is None:
+        typer.echo(ctx.get_help())
 
 
 @db_app.command("upgrade")

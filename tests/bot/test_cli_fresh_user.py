@@ -205,3 +205,14 @@ def test_an_option_typed_before_its_command_says_where_it_goes(cli) -> None:  # 
     for args, line in expected.items():
         assert cli(*args, code=2).stderr == line + "\n", args
     assert isinstance(cli.json("runs"), (list, dict))  # after the command it is taken
+
+
+def test_hazel_db_alone_prints_its_help_and_exits_0(cli) -> None:  # noqa: ANN001
+    """``hazel db`` exited 2 (Click's ``no_args_is_help`` is a usage error): it prints its help and exits 0, as
+    ``git remote`` does; a subcommand still runs, an unknown option is still a usage error."""
+    shown = cli("db", code=0)
+    assert shown.stdout.startswith("Usage: hazel db [OPTIONS] COMMAND"), shown.stdout
+    assert all(name in shown.stdout for name in ("upgrade", "downgrade", "current")), shown.stdout
+    assert cli("db", "--help").stdout == shown.stdout
+    assert cli("db", "current").stdout.startswith("current ")
+    assert cli("db", "--bogus", code=2).stderr == "error: No such option: --bogus (see `hazel db --help`)\n"
