@@ -77,7 +77,8 @@ def check_request(hazel: Hazel, *, run_id: str, request_id: int | None, point: s
 def continue_stranded(hazel: Hazel, *, run_id: str, refusal: Exception, action: str, actor: Actor, detach: bool,
                       json_out: bool, payload: dict[str, Any] | None = None) -> None:
     """Continue ``run_id`` here if it is ``ready`` (or ``running`` under a lapsed lease), or say which live
-    process holds it; returns (nothing done) when the run is waiting or has ended.
+    process holds it; returns (nothing done) when the run is waiting or has ended. ``refusal``: the engine's
+    ``AlreadyDecidedError`` or ``NoPendingRequestError`` (a rewind's ``RunStateError`` too: "run R is running").
 
     Raises:
         typer.Exit: the run was handled (see the module docstring for the status).

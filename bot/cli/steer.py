@@ -187,14 +187,15 @@ def rewind_cmd(
         declared = hazel.declared_fields(run_id=run_id)  # a graph's channel no node has written yet, too
         edits = apply_sets(set_, {**declared, **(tree if isinstance(tree, dict) else {})},
                            hazel.declared_entries(run_id=run_id))
-    from bot.engine import AlreadyDecidedError, NoPendingRequestError
+    from bot.engine import AlreadyDecidedError, NoPendingRequestError, RunStateError
 
     who, words = actor(hazel, as_), read_arg(feedback) if feedback else None
     try:
         outcome = hazel.rewind(run_id=run_id, actor=who, to=to, feedback=words, edits=edits, claim=not detach,
                                request_id=request,
                                allow_empty=allow_empty)  # the engine refuses an empty or blank --set without it
-    except (AlreadyDecidedError, NoPendingRequestError) as refusal:  # run again after a crash: as a decision is
+    except (AlreadyDecidedError, NoPendingRequestError, RunStateError) as refusal:  # run again after a crash, or
+        # while a process runs its steps (RunStateError: "is running"): as a decision is, naming who holds it
         continue_stranded(hazel, run_id=run_id, refusal=refusal, action="rewind", actor=who, detach=detach,
                           json_out=json_out, payload={"feedback": words} if words is not None else {})
         raise

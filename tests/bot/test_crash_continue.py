@@ -232,6 +232,14 @@ def test_a_live_lease_is_named_and_nothing_runs_twice(db_url: str, tmp_path: Pat
             assert f"; run {run_id} is being continued by " in again.stderr
             assert len(again.stderr.strip().splitlines()) == 1, again.stderr  # one error line
             assert f":{first.pid}:" in again.stderr and "(lease until " in again.stderr
+        for args in (["rewind", run_id, "--to", "draft"], ["rewind", run_id, "--to", "0", "--json"]):
+            rewound = cli(args, env)  # said only "run R is running": it names the holder as approve does
+            assert rewound.returncode == 1, rewound.stdout + rewound.stderr
+            assert rewound.stderr.startswith(f"error: run {run_id} is running (executing a step): rewind when it "
+                                             f"stops; run {run_id} is being continued by "), rewound.stderr
+            assert len(rewound.stderr.strip().splitlines()) == 1, rewound.stderr
+            assert f":{first.pid}:" in rewound.stderr and "(lease until " in rewound.stderr
+        assert json.loads(rewound.stdout)["refused"]["type"] == "RunStateError"
         assert shown(run_id, reader)["run"]["status"] == "running"
     finally:
         (tmp_path / "block").unlink()
