@@ -92,6 +92,14 @@ LEASE_KEY = "__hazel_lease__"
 add a checkpoint beside the one its successor wrote. LangGraph passes ``configurable`` to ``put`` and
 ``put_writes`` as given, and keeps keys starting with ``__`` out of a checkpoint's metadata."""
 
+STEP_KEYS = (LEASE_KEY, "hazel_run", "hazel_seq")
+"""The ``configurable`` keys of a Hazel run's step's LangGraph config: its lease token (``LEASE_KEY``) and the
+tags of the graph checkpoints it writes (the run, and the Hazel checkpoint the step started from: LangGraph puts
+``configurable``'s plain keys in a checkpoint's metadata). The saver keeps them on the configs its ``get_tuple``
+hands back for such a config, so that a checkpoint LangGraph writes from one of those (``update_state``'s copy,
+``as_node="__copy__"``, is written under the ``parent_config`` it read) is fenced and tagged as the step's
+others are."""
+
 
 def node_names(step: str | None) -> list[str]:
     """The node names a checkpoint's step or next step stands for: ``"draft + legal"`` -> ``["draft",

@@ -46,7 +46,7 @@ from store.checkpoints import SnapshotPolicy
 from store.lgraph import Key, LangGraphRepo, StoredRow, StoredWrite
 from store.errors import LeaseLostError
 from store.lgraph_writer import Fence, LangGraphWriter
-from store.models import LEASE_KEY, RunStatus
+from store.models import LEASE_KEY, STEP_KEYS, RunStatus
 
 
 def _key_of(config: RunnableConfig) -> tuple[str, str, str | None]:
@@ -61,8 +61,15 @@ def _fence_of(config: RunnableConfig) -> Fence | None:
     return None if token is None else (str(conf["thread_id"]), str(token))
 
 
-def _config(key: Key) -> RunnableConfig:
-    return {"configurable": {"thread_id": key[0], "checkpoint_ns": key[1], "checkpoint_id": key[2]}}
+def _config(key: Key, keep: dict[str, Any] | None = None) -> RunnableConfig:
+    return {"configurable": {"thread_id": key[0], "checkpoint_ns": key[1], "checkpoint_id": key[2], **(keep or {})}}
+
+
+def _step_keys(config: RunnableConfig) -> dict[str, Any]:
+    """The keys of a Hazel run's step (``store.models.STEP_KEYS``: its lease token and tags) ``config`` carries;
+    ``{}`` for any other config."""
+    conf = config.get("configurable") or {}
+    return {k: conf[k] for k in STEP_KEYS if k in conf}
 
 
 class HazelSaver(Deleting, BaseCheckpointSaver[str]):
@@ -153,7 +160,9 @@ class HazelSaver(Deleting, BaseCheckpointSaver[str]):
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint ``config`` names (its newest in the thread's namespace without a ``checkpoint_id``),
-        with its pending writes; None when there is none. One read transaction, two queries."""
+        with its pending writes; None when there is none. One read transaction, two queries. The configs it
+        hands back keep the lease and tags of a Hazel run's step (``store.models.STEP_KEYS``) ``config``
+        carries: what LangGraph writes from them is fenced and tagged as the step's other writes."""
         thread_id, ns, checkpoint_id = _key_of(config)
         with self.store.read() as tx:
             repo = LangGraphRepo(tx.conn, tx.dialect)
@@ -163,7 +172,7 @@ class HazelSaver(Deleting, BaseCheckpointSaver[str]):
             writes = repo.writes(rows[-1].key)
         position = encoding.decode_chain(rows, self.serde)
         self._remember(thread_id, ns, position)
-        return self._tuple(rows[-1], position, writes)
+        return self._tuple(rows[-1], position, writes, _step_keys(config))
 
     def list(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
              before: RunnableConfig | None = None, limit: int | None = None) -> Iterator[CheckpointTuple]:
@@ -186,13 +195,15 @@ class HazelSaver(Deleting, BaseCheckpointSaver[str]):
         for key in keys:
             yield self._tuple(rows[key], positions[key], writes.get(key, []))
 
-    def _tuple(self, row: StoredRow, position: Position, writes: list[StoredWrite]) -> CheckpointTuple:
+    def _tuple(self, row: StoredRow, position: Position, writes: list[StoredWrite],
+               keep: dict[str, Any] | None = None) -> CheckpointTuple:
         pending = [(w.task_id, w.channel, self.serde.loads_typed((w.type, w.blob)))
                    for w in sorted(writes, key=lambda w: writes_sort_key(w.task_path, w.task_id, w.idx))]
         parent = row.parent_key
-        return CheckpointTuple(config=_config(row.key), checkpoint=position.checkpoint(),  # type: ignore[arg-type]
+        return CheckpointTuple(config=_config(row.key, keep),
+                               checkpoint=position.checkpoint(),  # type: ignore[arg-type]
                                metadata=row.metadata,  # type: ignore[arg-type]
-                               parent_config=_config(parent) if parent is not None else None,
+                               parent_config=_config(parent, keep) if parent is not None else None,
                                pending_writes=pending)
 
     # -- writing ---------------------------------------------------------------------------------------------

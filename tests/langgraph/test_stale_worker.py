@@ -70,3 +70,23 @@ def test_the_saver_refuses_a_step_s_writes_under_a_lease_the_run_no_longer_has(d
     after = saver.get_tuple({"configurable": {"thread_id": run.id}})
     assert after is not None and after.config == latest.config
     assert [w for w in after.pending_writes if w[0] == "task-stale"] == []
+
+
+def test_a_copy_of_a_checkpoint_under_a_lease_the_run_no_longer_has_is_refused(db_url: str) -> None:
+    """``update_state(..., as_node="__copy__")`` (a rewind's fork of a checkpoint several nodes wrote) writes its
+    copy under the ``parent_config`` the saver read: the saver keeps the step's lease on it, so it is fenced too
+    (it was written whatever the lease)."""
+    wf = workflow(review_graph())
+    hazel = make_hazel(db_url, wf)
+    run = hazel.start(workflow="lg-review", input={"topic": "tides"}, actor=person("olga"))
+    hazel.drive(run_id=run.id)
+    saver = HazelSaver(hazel.store)
+    before = [c.config for c in saver.list({"configurable": {"thread_id": run.id}})]
+    stale = {"configurable": {**before[0]["configurable"], LEASE_KEY: "a-token-no-one-holds"}}
+    try:
+        wf.graph.update_state(stale, None, as_node="__copy__")
+    except LeaseLostError as exc:
+        assert run.id in str(exc)
+    else:
+        raise AssertionError("a copy under a lost lease was written")
+    assert [c.config for c in saver.list({"configurable": {"thread_id": run.id}})] == before
