@@ -23,10 +23,12 @@ its node raised (a retry, or ``hazel retry`` of the failed run) finds no such su
 From the run's input (the first step, a rewind to the run's start) LangGraph writes two checkpoints before
 the nodes run (the input's, ``source`` "input", and the one after its hidden ``__start__`` node, ``source``
 "loop"): they say that the input was taken, not that the nodes finished (``_input_taken``), and a step that
-runs again continues from them. The step's lease token goes to the saver in ``configurable``
-(``store.models.LEASE_KEY``): a worker that lost its lease in the middle of a super-step (paused, then taken
-over) has its graph writes refused (``LeaseLostError``), so it cannot add a checkpoint beside the one its
-successor wrote.
+runs again continues from them. After a rewind, the step's fork (``update_state``'s checkpoint, or its copy) is
+made once: a step that runs again continues from the fork an earlier attempt made (``_fork_made``), as LangGraph
+resumes a thread, so the nodes that finished there keep their writes. The step's lease token goes to the saver
+in ``configurable`` (``store.models.LEASE_KEY``, with the tags: ``STEP_KEYS``): a worker that lost its lease in
+the middle of a super-step (paused, then taken over) has its graph writes refused (``LeaseLostError``), so it
+cannot add a checkpoint beside the one its successor wrote.
 """
 
 from __future__ import annotations
@@ -53,8 +55,9 @@ graph had finished there): ``update_state`` writes the values on the fork, and t
 SOURCE_INPUT = "input"
 SOURCE_LOOP = "loop"
 SOURCE_UPDATE = "update"
+SOURCE_FORK = "fork"
 """``source`` in the metadata of a graph checkpoint written for a run's input / by a super-step / by
-``update_state``."""
+``update_state`` / by ``update_state``'s copy (``COPY``)."""
 
 
 class GraphRunState(BaseModel):
@@ -103,8 +106,10 @@ def superstep(wf: Any, state: Any, ctx: StepContext) -> Any:
             # unless an earlier attempt took it and its nodes did not finish (taken): on from there, not twice
             inp = None if taken else {**state.lg_input, **(state.lg_update or {})}
         elif state.lg_fork:
-            if _meta(latest).get("hazel_seq") == ctx.seq and _meta(latest).get("source") == SOURCE_UPDATE:
-                config = latest.config  # the fork was made before a crash: not twice
+            if _fork_made(latest, ctx.seq):  # by an earlier attempt (its process died in the super-step after
+                # it, or a node raised): not twice; on from it as LangGraph resumes a thread, so that the
+                # nodes that finished there keep their writes (a config naming it would replay it: run them again)
+                config = {"configurable": dict(thread)}
             elif not state.lg_update and writers_at(wf.graph, config):  # nodes wrote it at once: a copy
                 config = graph.update_state(_with(config, fence, meta), None, as_node=COPY)
             else:  # a new checkpoint after the one rewound to (its old nodes' writes stay on the old branch)
@@ -136,8 +141,10 @@ def superstep(wf: Any, state: Any, ctx: StepContext) -> Any:
 
 
 def _with(config: dict[str, Any], fence: dict[str, str], meta: dict[str, Any]) -> dict[str, Any]:
-    """``config`` with the step's lease token in ``configurable`` (``fence``) and ``meta`` as its metadata."""
-    return {**config, "configurable": {**config["configurable"], **fence}, "metadata": meta}
+    """``config`` with the step's lease token (``fence``) and tags (``meta``) in ``configurable``
+    (``store.models.STEP_KEYS``: the saver keeps them on the configs it reads for it, so that ``update_state``'s
+    copy is fenced and tagged too) and ``meta`` as its metadata."""
+    return {**config, "configurable": {**config["configurable"], **fence, **meta}, "metadata": meta}
 
 
 JOIN = NODES_JOIN
@@ -282,6 +289,15 @@ def _saved(graph: Any, config: dict[str, Any]) -> Any:
     if saver in (None, False, True):
         return None
     return _run(saver.aget_tuple(config)) if _is_async(graph) else saver.get_tuple(config)
+
+
+def _fork_made(latest: Any, seq: int) -> bool:
+    """Whether ``latest`` (the thread's newest snapshot) is the fork an earlier attempt of the rewind's step from
+    Hazel checkpoint ``seq`` made and whose super-step did not finish: ``update_state``'s checkpoint (``source``
+    "update"), or its copy of a checkpoint several nodes wrote (``source`` "fork"), tagged ``hazel_seq`` =
+    ``seq``. A fork made by another step (an earlier rewind to the same checkpoint) is not this one."""
+    meta = _meta(latest)
+    return meta.get("hazel_seq") == seq and meta.get("source") in (SOURCE_UPDATE, SOURCE_FORK)
 
 
 def _input_taken(graph: Any, latest: Any, seq: int) -> bool:
