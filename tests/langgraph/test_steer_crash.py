@@ -16,6 +16,7 @@ import pytest
 
 from bot.engine.lgraph_run import superstep
 from bot.engine.workflow import StepContext
+from hazel.langgraph import HazelSaver
 from store.models import RunStatus
 from tests.langgraph.graphs import review_graph, workflow
 from tests.support.cli import in_process_cli
@@ -23,6 +24,16 @@ from tests.support.engine import make_hazel, person
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / "tests" / "langgraph" / "workflows" / "crashy_graph.py"
+
+
+def _fast_stored(saver: HazelSaver) -> bool:
+    """Whether the newest graph checkpoint of the database's one run holds ``fast``'s write."""
+    with saver.store.read() as tx:
+        runs = tx.runs.list(limit=1)
+    if not runs:
+        return False
+    newest = saver.get_tuple({"configurable": {"thread_id": runs[0].id, "checkpoint_ns": ""}})
+    return newest is not None and any(w[1] == "trail" and w[2] == ["fast"] for w in newest.pending_writes)
 
 
 def _cli(args: list[str], env: dict[str, str], **kwargs) -> subprocess.Popen:  # noqa: ANN003
@@ -46,11 +57,11 @@ def test_sigkill_mid_node_then_another_worker_continues(db_url: str, tmp_path: P
     (tmp_path / "block").touch()
     proc = _cli(["run", "crashy-graph", "--input", '{"total": 1}'], env)
     deadline = time.monotonic() + 60
-    while not (tmp_path / "slow.started").exists():
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "the slow node never started"
+    saver = HazelSaver(make_hazel(db_url).store)
+    while not ((tmp_path / "slow.started").exists() and _fast_stored(saver)):  # fast, beside it, has finished
+        assert proc.poll() is None, proc.communicate()  # and its writes are saved
+        assert time.monotonic() < deadline, "the slow node never started beside a finished fast"
         time.sleep(0.02)
-    time.sleep(0.3)  # fast, beside it, has finished and its writes are saved
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
     (tmp_path / "block").unlink()
