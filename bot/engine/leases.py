@@ -117,8 +117,9 @@ class Leases:
             expired = run.lease_expires_at is not None and run.lease_expires_at < now
             if not (dead or expired):
                 continue
-            with self.store.transaction() as tx:
-                if tx.runs.release_to_ready(run.id, now=now, only_token=None,
+            with self.store.transaction() as tx:  # only the lease read above: another process may have
+                # recovered the run meanwhile and leased it to a live worker, whose lease this must not take
+                if tx.runs.release_to_ready(run.id, now=now, only_token=run.lease_token,
                                             expired_before=None if dead else now):
                     tx.events.add(action="run.recovered", actor=SYSTEM, now=now, run_id=run.id,
                                   previous_owner=run.lease_owner, reason="owner died" if dead else "lease expired")

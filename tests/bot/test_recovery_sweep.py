@@ -88,3 +88,36 @@ def test_a_drive_the_database_cut_short_is_handed_back_when_it_answers_not_when_
     # the outage's one line names the run whose drive it cut short (it had no run tag)
     [line] = [r for r in caplog.records if "the database is unreachable" in r.getMessage()]
     assert getattr(line, "run_id", None) == run.id and line.exc_info is None
+
+
+def test_a_run_recovered_and_leased_by_another_process_meanwhile_is_not_taken_from_it(db_url: str,
+                                                                                       monkeypatch) -> None:  # noqa: ANN001
+    """Two processes recovering a dead worker's runs at once (a fresh-user finding: ``hazel serve`` and a
+    ``hazel worker``): the one that read the run before the other recovered it and leased it to a live worker
+    handed the live lease back to the queue, and the step ran a third time beside it. Recovery now releases
+    only the lease it read."""
+    from bot.engine import leases
+
+    hazel = make_hazel(db_url, docs, lease_sec=60.0)
+    other = make_hazel(db_url, docs, lease_sec=60.0)  # another process's engine on the same database
+    run = hazel.start(workflow="doc-review", input={"topic": "t"}, actor=hazel.operator(), claim=True)
+    with hazel.store.transaction() as tx:  # leased by a process of this host that no longer exists
+        tx.conn.execute(update(runs).where(runs.c.id == run.id)
+                        .values(lease_owner=f"{socket.gethostname()}:999999:x"))
+    real = leases.owner_is_dead
+    taken: list[str] = []
+    asked: list[str | None] = []
+
+    def dead_and_taken_meanwhile(owner: str | None) -> bool:  # between this process's read and its release,
+        asked.append(owner)
+        if len(asked) == 1:  # the other one recovers the run and leases it to one of its workers
+            taken.extend(other.recover())
+            assert other.runner.claim(run_id=run.id) is not None
+        return real(owner)
+
+    monkeypatch.setattr(leases, "owner_is_dead", dead_and_taken_meanwhile)
+    assert hazel.recover() == []
+    assert taken == [run.id]
+    now = hazel.get(run_id=run.id)
+    assert now.status is RunStatus.RUNNING and now.lease_owner == other.runner.owner  # still the live claim
+    assert [e.action for e in hazel.audit(run_id=run.id)].count("run.recovered") == 1
