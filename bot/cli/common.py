@@ -116,6 +116,7 @@ def engine(json_mode: bool = False, *, prepare: bool = True):  # noqa: ANN201
     from bot.settings import Settings, warn_unknown_settings
 
     settings = Settings()
+    _settings[:] = [settings]  # (for the error line: ``_redacted``)
     _log_warnings(settings)
     warn_unknown_settings()
     if json_mode:
@@ -215,7 +216,7 @@ def handle_errors(fn: F) -> F:
                 raise
             if not _reported(exc) and os.environ.get("HAZEL_DEBUG") == "1":
                 raise
-            message = _one_line(exc)
+            message = _redacted(_one_line(exc))
             if json_mode:
                 emit_json({"error": {"type": type(exc).__name__, "message": message}})
             from rich.markup import escape
@@ -224,6 +225,7 @@ def handle_errors(fn: F) -> F:
             raise typer.Exit(1) from None
         finally:
             _stdin_read.clear()
+            _settings.clear()
             while _opened:  # release the engine's connections when the command is done
                 _opened.pop().close()
             while _handlers:
@@ -232,6 +234,24 @@ def handle_errors(fn: F) -> F:
                 logging.getLogger().removeHandler(_handlers.pop())
 
     return wrapper  # type: ignore[return-value]
+
+
+_settings: list[Any] = []
+"""The settings of the running command's engine, once ``engine()`` has read them."""
+
+
+def _redacted(message: str) -> str:
+    """``message`` with every secret setting's value replaced by ``**********`` (``bot.settings.Redactor``): an
+    error may quote the environment (a workflow module that failed to import with a token in its exception,
+    a driver's error with the database URL). The command's settings, else the environment's, read now; as
+    given when the settings cannot be read (their own errors never show a value)."""
+    from bot.settings import Redactor, Settings, secret_values
+
+    try:
+        settings = _settings[0] if _settings else Settings()
+    except Exception:  # noqa: BLE001 (malformed settings: their message holds no value, hide_input_in_errors)
+        return message
+    return Redactor(secret_values(settings))(message)
 
 
 _REPORTED = {"HazelError": "bot.engine", "StoreError": "store.errors", "SQLAlchemyError": "sqlalchemy.exc",

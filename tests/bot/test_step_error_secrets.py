@@ -73,3 +73,29 @@ def test_a_database_password_in_the_urls_query_is_not_echoed(monkeypatch) -> Non
     result = CliRunner().invoke(app, ["runs"])
     assert result.exit_code == 1
     assert "Sup3rS3cret" not in result.output and "password=hidden" in result.output, result.output
+
+
+def test_a_workflow_module_that_fails_to_import_quoting_secrets_is_reported_without_them(
+        tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    """A fresh-user finding: ``cannot load workflows from …: RuntimeError: boom postgresql+psycopg://postgres:
+    PASSWORD@… alice=TOKEN`` printed the secrets on stderr and in ``--json`` (``hazel serve`` and ``hazel worker``
+    too). Every CLI error line is redacted as the logs are."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    module = tmp_path / "bad_import.py"
+    module.write_text('import os\nraise RuntimeError("boom " + os.environ["HAZEL_DATABASE_URL"] + " "'
+                      ' + os.environ["HAZEL_API_TOKENS"] + " " + os.environ["SLACK_BOT_TOKEN"])\n')
+    password, token, bot = "PgPassw0rdXYZ", "tokALICEsecret123456", "xoxb-not-a-real-bot-token"
+    env = {**os.environ, "HAZEL_DATABASE_URL": f"sqlite:///{tmp_path}/x.db?password={password}",
+           "HAZEL_API_TOKENS": f"alice={token}", "SLACK_BOT_TOKEN": bot, "HAZEL_WORKFLOWS": str(module)}
+    root = Path(__file__).resolve().parents[2]
+    for args in (["runs"], ["runs", "--json"], ["worker", "--until-idle"]):
+        done = subprocess.run([sys.executable, "-m", "bot.cli", *args], env=env, cwd=root, capture_output=True,
+                              text=True, timeout=60)
+        said = done.stdout + done.stderr
+        assert done.returncode == 1 and "cannot load workflows" in said and "boom" in said, said
+        assert password not in said and token not in said and bot not in said, said
+        assert said.count("**********") >= 3, said
