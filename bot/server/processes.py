@@ -133,9 +133,15 @@ def work(settings: Settings, *, workers: int | None = None, until_idle: bool = F
         pool.wake()
         hazel.deliverer.start()
         scheduler.start()
+        log.info("worker started: %d thread(s), %s, workflows: %s", pool.threads,
+                 hazel.store.engine.dialect.name,
+                 ", ".join(sorted(f"{wf.name} v{wf.version}" for wf in hazel.registry.all())) or "none")
         stop.wait()
+        log.info("stopping: letting steps in flight finish and checkpoint")
         return 0
     finally:
         scheduler.stop()
         pool.stop()
         hazel.close()
+        if not until_idle:
+            log.info("stopped")

@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -54,3 +55,30 @@ def test_sigterm_lets_the_step_in_flight_checkpoint(db_url: str, tmp_path: Path)
     assert shown["run"]["status"] == "completed" and shown["state"]["total"] == 54
     effects = [line.split()[0] for line in (tmp_path / "effects.log").read_text().splitlines()]
     assert effects == ["first", "second", "slow-start", "slow-end", "last"]
+
+
+def test_a_worker_logs_its_start_and_its_stop(db_url: str, tmp_path: Path) -> None:
+    """``hazel worker`` says when it has started (threads, database, workflows) and when SIGTERM stopped it, as
+    ``serve`` does (a fresh-user finding: it logged nothing of either)."""
+    env = {**os.environ, "HAZEL_DATABASE_URL": db_url, "HAZEL_WORKFLOWS": str(WORKFLOW), "HAZEL_WORKERS": "2",
+           "CRASHY_DIR": str(tmp_path), "HAZEL_OPERATOR": "tester"}
+    worker = subprocess.Popen([sys.executable, "-m", "bot.cli", "worker"], env=env, cwd=ROOT,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(worker.stderr.readline, "")), daemon=True)
+    try:
+        reader.start()
+        wait_until(lambda: any("worker started" in line for line in lines) or worker.poll() is not None, 30,
+                   "the worker to say it has started")
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=30)
+        reader.join(timeout=10)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+    said = "".join(lines)
+    assert worker.returncode == 0, said
+    started = next(line for line in lines if "worker started" in line)
+    dialect = "sqlite" if db_url.startswith("sqlite") else "postgresql"
+    assert f"2 thread(s), {dialect}, workflows: crashy v1" in started, started
+    assert "stopping: letting steps in flight finish and checkpoint" in said and said.rstrip().endswith("stopped")
