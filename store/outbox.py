@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any, Collection
 
-from sqlalchemy import Connection, func, select, update
+from sqlalchemy import ColumnElement, Connection, false, func, or_, select, update
 
 from store import fast
 from store.dialect import Dialect
@@ -23,6 +23,16 @@ def _message(row: Any) -> OutboxMessage:
 
 _INSERT = outbox.insert()
 """Built once and executed with a parameter dict (SQLAlchemy reuses the compiled form; see ``store.checkpoints``)."""
+
+
+def _deliverable(channels: Collection[str], kinds: Collection[str]) -> ColumnElement[bool]:
+    """Rows whose channel is of one of the kinds ``channels`` (``slack`` matches ``slack`` and ``slack:…``) or
+    whose outbox kind is in ``kinds``."""
+    conds: list[ColumnElement[bool]] = [(outbox.c.channel == k) | outbox.c.channel.startswith(f"{k}:", autoescape=True)
+                                        for k in channels]
+    if kinds:
+        conds.append(outbox.c.kind.in_(list(kinds)))
+    return or_(*conds) if conds else false()
 
 
 class OutboxRepo:
@@ -40,12 +50,18 @@ class OutboxRepo:
         ))
 
     def claim_due(self, *, now: datetime, lease_sec: float, limit: int = 20,
-                  run_ids: Collection[str] | None = None) -> list[OutboxMessage]:
+                  run_ids: Collection[str] | None = None, channels: Collection[str] | None = None,
+                  kinds: Collection[str] = ()) -> list[OutboxMessage]:
         """Take up to ``limit`` due pending messages, oldest first, leasing them for ``lease_sec``; with
-        ``run_ids``, only the messages of those runs (a CLI command delivers what its own runs wrote)."""
+        ``run_ids``, only the messages of those runs (a CLI command delivers what its own runs wrote); with
+        ``channels`` (channel kinds: ``console``, ``slack``, ``jira``), only the messages for those kinds of
+        channel (``slack:#x`` is of kind ``slack``) or of an outbox kind in ``kinds`` (``hook.event``): a
+        process claims only what it can deliver."""
         due = (outbox.c.status == OutboxStatus.PENDING.value) & (outbox.c.next_attempt_at <= now)
         if run_ids is not None:
             due &= outbox.c.run_id.in_(list(run_ids))
+        if channels is not None:
+            due &= _deliverable(channels, kinds)
         pick = select(outbox.c.id).where(due).order_by(outbox.c.id).limit(limit)
         pick = self.dialect.lock(pick, skip_locked=True)
         ids = [r.id for r in self.conn.execute(pick)]
@@ -57,6 +73,20 @@ class OutboxRepo:
         ).values(next_attempt_at=now + timedelta(seconds=lease_sec), attempts=outbox.c.attempts + 1)
             .returning(*outbox.c)).all()
         return sorted((_message(r) for r in rows), key=lambda m: m.id)
+
+    def due_elsewhere(self, *, now: datetime, channels: Collection[str], kinds: Collection[str] = (),
+                      run_ids: Collection[str] | None = None, after_id: int = 0, since: datetime | None = None,
+                      limit: int = 50) -> list[OutboxMessage]:
+        """Up to ``limit`` due pending messages, oldest first, that ``claim_due(channels=channels, kinds=kinds)``
+        leaves alone (for channels this process does not have): only those of ``run_ids`` (when given), with
+        an id above ``after_id``, created at or after ``since``. Read only: nothing is claimed or changed."""
+        due = ((outbox.c.status == OutboxStatus.PENDING.value) & (outbox.c.next_attempt_at <= now)
+               & ~_deliverable(channels, kinds) & (outbox.c.id > after_id))
+        if since is not None:
+            due &= outbox.c.created_at >= since
+        if run_ids is not None:
+            due &= outbox.c.run_id.in_(list(run_ids))
+        return [_message(r) for r in self.conn.execute(select(outbox).where(due).order_by(outbox.c.id).limit(limit))]
 
     def mark_sent(self, message_id: int, *, now: datetime) -> None:
         self.conn.execute(update(outbox).where(outbox.c.id == message_id).values(

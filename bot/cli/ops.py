@@ -243,6 +243,14 @@ def outbox_list(
                       str(m.attempts), when(m.next_attempt_at) if m.status.value == "pending" else "",
                       escape((m.last_error or "")[:60]))
     common.out.print(table)
+    # rows for a channel this shell has no settings for: not stuck, waiting for serve / worker with them
+    have = set(hazel.router.kinds()) | set(hazel.deliverer.senders)
+    elsewhere = sorted({k for m in messages if m.status.value == "pending"
+                        for k in [m.channel.split(":", 1)[0]] if k not in have and m.kind not in have})
+    if elsewhere:
+        names = " and ".join(k.capitalize() for k in elsewhere)
+        common.out.print(f"pending {escape(', '.join(elsewhere))} messages wait for a hazel serve or hazel worker "
+                         f"with the {escape(names)} settings (this shell has none)")
 
 
 @outbox_app.command("retry")

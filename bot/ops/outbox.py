@@ -1,7 +1,11 @@
 """Delivering the outbox: notifications committed with the transaction that caused them, sent afterwards.
 
 Each due message is claimed with a short lease, rendered from the store as it is at delivery time, and
-handed to its channel. Success marks it sent (and stores where a request was posted); a ``DeliveryError``
+handed to its channel. A process claims only the messages of channels it has (Slack and Jira when their
+settings are set, the console always): a message for ``slack:…`` in a process without the Slack settings
+stays pending for a process that has them (``hazel serve`` / ``hazel worker``), and is only shown on this
+process's console (``Deliverer.show_elsewhere``), so that a CLI command run in a shell without them never
+consumes it. Success marks it sent (and stores where a request was posted); a ``DeliveryError``
 schedules another attempt with exponential backoff (honouring the channel's ``retry_after_sec``); a
 ``PermanentDeliveryError``, or running out of attempts, marks it dead: visible in ``hazel outbox`` and the
 audit log, and re-queued by ``hazel outbox retry``. A steering request stays pending whatever happens to
@@ -28,12 +32,17 @@ log = logging.getLogger("hazel.outbox")
 
 class ChannelRouter:
     """Finds the channel for a channel string (``console``, ``slack:#x``, ``jira:KEY``). A channel that is
-    not configured falls back to ``fallback`` (the console) with a warning, so that nothing is lost."""
+    not configured falls back to ``fallback`` (the console) with a warning: there its messages are only shown,
+    never marked sent (see ``Deliverer``)."""
 
     def __init__(self, channels: dict[str, Channel], fallback: Channel) -> None:
         self.channels = channels
         self.fallback = fallback
         self._warned: set[str] = set()
+
+    def kinds(self) -> list[str]:
+        """The kinds of channel this process delivers to (``console``, and ``slack`` / ``jira`` when set up)."""
+        return sorted(self.channels)
 
     def for_name(self, channel: str) -> Channel:
         kind = channel.split(":", 1)[0]
@@ -42,8 +51,9 @@ class ChannelRouter:
             return found
         if kind not in self._warned:
             self._warned.add(kind)
-            log.warning("channel %r is not configured (no %s settings): using the console instead", channel,
-                        kind.capitalize())
+            log.warning("channel %r is not configured (no %s settings): shown on the console instead; its "
+                        "notifications stay pending for a process that has the settings (hazel serve or "
+                        "worker)", channel, kind.capitalize())
         return self.fallback
 
 
@@ -72,6 +82,9 @@ class Deliverer:
         self._thread: threading.Thread | None = None
         self._followed_up = False
         """Set when a delivery queued another message that is due at once (``_follow_up``): the pass goes on."""
+        self._since = self.clock() - timedelta(seconds=1)
+        self._shown_upto = 0
+        """``show_elsewhere`` shows messages written since this deliverer was made, with an id above this one."""
         self.senders: dict[str, Callable[[OutboxMessage], None]] = {}
         """Outbox kinds delivered by a plain sender instead of a channel (``hook.event``: ``bot.ops.hooks``). A
         sender raises ``DeliveryError`` / ``PermanentDeliveryError`` like a channel."""
@@ -86,14 +99,38 @@ class Deliverer:
         while True:
             with self.store.transaction() as tx:
                 batch = tx.outbox.claim_due(now=self.clock(), lease_sec=self.lease_sec, limit=limit,
-                                            run_ids=run_ids)
+                                            run_ids=run_ids, channels=self.router.kinds(), kinds=self.senders)
             if not batch:
-                return sent
+                break
             self._followed_up = False
             for message in batch:
                 sent += self._deliver(message)
             if len(batch) < limit and not self._followed_up:
-                return sent
+                break
+        self.show_elsewhere(run_ids=run_ids, limit=limit)
+        return sent
+
+    def show_elsewhere(self, *, run_ids: Collection[str] | None = None, limit: int = 50) -> int:
+        """Show on the console (the router's fallback) the due messages for channels this process does not
+        have (``slack:…`` without the Slack settings), each once per process and only those written since it
+        started, without claiming them or marking them sent: they stay pending for a process that has the
+        channel. With ``run_ids``, only those runs' messages. Returns how many were shown; a message that
+        fails to render is logged and skipped."""
+        shown = 0
+        while True:
+            with self.store.transaction() as tx:
+                batch = tx.outbox.due_elsewhere(now=self.clock(), channels=self.router.kinds(), kinds=self.senders,
+                                                run_ids=run_ids, after_id=self._shown_upto, since=self._since,
+                                                limit=limit)
+            for message in batch:
+                self._shown_upto = max(self._shown_upto, message.id)
+                try:
+                    self._send(self.router.for_name(message.channel), message)
+                    shown += 1
+                except Exception as exc:
+                    log_failure(log, f"showing outbox message {message.id} ({message.kind}) on the console", exc)
+            if len(batch) < limit:
+                return shown
 
     @bind_log_context(run_id="message.run_id", request_id="message.request_id")
     def _deliver(self, message: OutboxMessage) -> int:
