@@ -106,8 +106,11 @@ class JiraChannel(Channel):
             found = self.client.search_issues(f'labels = "{label}" ORDER BY created DESC', maxResults=5,
                                               fields="status,labels")
         for issue in found:
-            if mine in (getattr(issue.fields, "labels", None) or []):
-                return self._ref(issue.id, issue.key, opts)  # created by an attempt whose answer was lost
+            if mine in (getattr(issue.fields, "labels", None) or []):  # created by an attempt whose answer was
+                # lost, maybe before its watchers were added (adding one again changes nothing in Jira)
+                self._add_watchers(issue.id, tuple(render.jira_users_of(view.approvers, self.identities,
+                                                                        cloud=self.cloud)))
+                return self._ref(issue.id, issue.key, opts)
             if issue.fields.status.name.casefold() not in opts.closed_statuses:
                 with jira_call("update the issue"):
                     issue.update(fields={"description": body}, update={"labels": [{"add": mine}]})

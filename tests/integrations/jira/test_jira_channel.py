@@ -142,6 +142,16 @@ def test_an_issue_created_by_an_attempt_whose_answer_was_lost_is_found_not_doubl
     assert fake.bodies(ref["issue_id"]) == [], "not announced as a new version"
 
 
+def test_an_issue_found_after_a_lost_answer_gets_the_approvers_as_watchers(fake: FakeJira) -> None:
+    channel = fake.channel()
+    fake.fail("POST", r"^/issue$", status=504, after=True)  # created, but the answer (and the watchers) lost
+    with pytest.raises(DeliveryError):
+        channel.open_request(view(request(id=7)))
+    assert fake.watchers == {}
+    ref = channel.open_request(view(request(id=7)))
+    assert fake.watchers[ref["issue_id"]] == ["acc-sme", "acc-lead"]
+
+
 def test_a_finished_issue_is_not_reused(fake: FakeJira) -> None:
     channel = fake.channel()
     first = channel.open_request(view(request(id=7)))
