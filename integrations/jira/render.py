@@ -182,7 +182,10 @@ def how_to_answer(view: RequestView, opts: JiraOptions) -> list[str]:
     if "edit" in view.actions:
         what = inline(view.show or "state")
         form = "the new text" if isinstance(view.shown_value, str) else "the new value as JSON"
-        lines.append(f"* {{{{/edit}}}} followed by {form} replaces the {what} and approves it.")
+        required = view.request.approvals_required
+        lines.append(f"* {{{{/edit}}}} followed by {form} replaces the {what} and approves it." if required <= 1 else
+                     f"* {{{{/edit}}}} followed by {form} replaces the {what}; the edited version is asked again "
+                     f"and needs {required} approvals anew.")
     if "rewind" in view.actions:
         steps = sorted({n for c in view.checkpoints for n in node_names(c.next_step)})  # (draft + legal: each)
         lines.append("* {{/rewind STEP [feedback]}} goes back to an earlier step and runs again from there"

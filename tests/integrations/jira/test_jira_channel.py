@@ -152,6 +152,17 @@ def test_an_issue_found_after_a_lost_answer_gets_the_approvers_as_watchers(fake:
     assert fake.watchers[ref["issue_id"]] == ["acc-sme", "acc-lead"]
 
 
+@pytest.mark.parametrize("required", [1, 2])
+def test_how_to_edit_says_what_an_edit_does_under_a_quorum(fake: FakeJira, required: int) -> None:
+    ref = fake.channel().open_request(view(request(required=required)))
+    description = fake.issue(ref["issue_id"])["fields"]["description"]
+    line = next(x for x in description.splitlines() if x.startswith("* {{/edit}}"))
+    if required == 1:
+        assert line.endswith("replaces the scripts and approves it."), line
+    else:  # an edit under a quorum opens a new request at 0 of N (README, Decisions)
+        assert "approves it" not in line and "asked again and needs 2 approvals anew" in line, line
+
+
 def test_a_finished_issue_is_not_reused(fake: FakeJira) -> None:
     channel = fake.channel()
     first = channel.open_request(view(request(id=7)))
