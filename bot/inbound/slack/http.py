@@ -109,6 +109,12 @@ def unreadable_reason(exc: BaseException) -> str:
            "right kind"
 
 
+def _text_id(value: Any) -> bool:
+    """Whether ``value`` is an id Slack could have sent: text, not empty or only whitespace (a user ``""`` was
+    looked up with ``users.info`` and recorded as the actor of a refusal)."""
+    return isinstance(value, str) and bool(value.strip())
+
+
 def malformed_reason(body: dict[str, Any]) -> str | None:
     """Why a signed body is not a Slack payload Hazel can read, or None. A Slack body is a slash command
     (``command``), an ``ssl_check``, or has a ``type`` (Events API envelopes, interactivity payloads); the
@@ -123,7 +129,7 @@ def malformed_reason(body: dict[str, Any]) -> str | None:
         return "the body is not a Slack payload (no type or command)"
     kind = body.get("type")
     if kind is None and "command" in body:  # (https://docs.slack.dev/interactivity/implementing-slash-commands)
-        if not all(isinstance(body.get(k), str) for k in ("command", "user_id")) or not all(
+        if not all(_text_id(body.get(k)) for k in ("command", "user_id")) or not all(
                 isinstance(body.get(k) or "", str) for k in ("text", "user_name", "trigger_id", "channel_id")):
             return "a slash command without a command and a user_id, or with parts that are not text"
         return None
@@ -132,7 +138,7 @@ def malformed_reason(body: dict[str, Any]) -> str | None:
     if kind not in ("block_actions", "view_submission"):
         return None
     user = body.get("user")
-    if not isinstance(user, dict) or not isinstance(user.get("id"), str) \
+    if not isinstance(user, dict) or not _text_id(user.get("id")) \
             or not all(isinstance(user.get(k) or "", str) for k in ("name", "username")):
         return "user is not an object with an id (and a name that is text)"
     if kind == "block_actions":

@@ -237,3 +237,25 @@ def test_a_signed_click_whose_container_channel_or_user_name_is_of_the_wrong_kin
     assert response.status_code == 400, response.text
     assert response.text.startswith("malformed Slack request: "), response.text
     _unchanged(env, run_id)
+
+
+@pytest.mark.parametrize("user_id", ["", "   "])
+def test_a_signed_click_whose_user_id_is_blank_is_refused_like_a_missing_user(make_env, user_id) -> None:  # noqa: ANN001
+    env: SlackEnv = make_env()
+    run_id = env.start()
+    env.settle()
+    before = len(env.fake.calls)
+    payload = {**env.sender.click_payload(PRIYA, "approve", env.request_message(run_id)), "user": {"id": user_id}}
+    response = env.sender.send_payload(payload)
+    assert response.status_code == 400, response.text
+    assert response.text == "malformed Slack request: user is not an object with an id (and a name that is text)"
+    assert len(env.fake.calls) == before, [c.method for c in env.fake.calls[before:]]  # no users.info, no publish
+    _unchanged(env, run_id)
+
+
+@pytest.mark.parametrize("user_id", ["", "  "])
+def test_a_signed_slash_command_whose_user_id_is_blank_answers_400(make_env, user_id) -> None:  # noqa: ANN001
+    env: SlackEnv = make_env()
+    response = env.sender.post(env.sender.command_body(user_id, "runs"))
+    assert response.status_code == 400, response.text
+    assert response.text.startswith("malformed Slack request: a slash command without"), response.text
