@@ -78,7 +78,8 @@ def test_edit_messages_name_the_field_as_a_field(db_url: str) -> None:
     hazel = make_hazel(db_url, noted("parts"))
     run_id = waiting(hazel, "noted-parts")
     for payload, message in (
-            ({"text": "  "}, "an edit needs a new value for field 'parts'"),  # a Slack modal, a Jira /edit
+            ({"text": ""}, "an edit needs a new value for field 'parts'"),  # a Slack modal, a Jira /edit
+            ({"text": "  "}, "the edit leaves field 'parts' blank (only whitespace): "),  # typed as spaces
             ({"text": "{not json"}, "invalid edit: field 'parts' must be given as JSON here ("),
             ({}, "an edit needs a new value for field 'parts' (payload 'value', 'text' or 'entries')"),
             ({"entries": {"b": " "}, "allow_empty": False}, "the edit leaves entry 'b' of field 'parts' blank")):

@@ -11,8 +11,9 @@ An edit arrives in one of three shapes (``Hazel.decide(action="edit", payload=..
 
 Any shape may add ``"allow_empty": bool``. False (the CLI and the REST API send it, False unless asked): an
 empty or blank new text (the value, the typed text, or an entry), or an empty mapping or list (``{}``, ``[]``,
-given as a value or as JSON text), is refused, since it would replace the field with nothing. True: blank typed text is stored as it is. Absent (a Slack modal, a Jira ``/edit``): blank typed
-text is refused as no value given, and a value is taken as it is. Unless True, an entry of a mapping or an item
+given as a value or as JSON text), is refused, since it would replace the field with nothing. True: blank typed text is stored as it is. Absent (a Slack modal, a Jira ``/edit``): empty typed
+text is refused as no value given (``an edit needs a new value for field 'plan'``), text of only whitespace as
+blank (``the edit leaves field 'plan' blank (only whitespace): …``), and a value is taken as it is. Unless True, an entry of a mapping or an item
 of a list that the edit leaves empty or blank (text, or an empty mapping or list) is refused too, whichever
 shape gave it (a whole value ``{"value": {"b": "  "}}``, JSON text, a modal's entries), unless it was so
 already in the shown value.
@@ -169,9 +170,9 @@ def edited_value(shown: Any, field: str | None, payload: dict[str, Any], *, entr
     if "text" in payload:
         text = str(payload["text"])
         if not text.strip():
-            if allow_empty is None:
+            if allow_empty is None and not text:  # (a Slack modal, a Jira /edit: they cannot allow it)
                 raise InvalidDecisionError(f"an edit needs a new value for {what}")
-            if allow_empty is False:
+            if not allow_empty:  # only whitespace: ``the edit leaves field 'plan' blank (only whitespace): …``
                 _refuse_empty(what, text)
             return text  # as it is
         value = value_from_text(shown, text, field=field)

@@ -1,0 +1,31 @@
+"""An edit modal of a text field typed as only whitespace is flagged as README says: ``the edit leaves field
+'plan' blank (only whitespace): …`` (it was ``an edit needs a new value for field 'plan'``, the words for an edit
+that gives no value at all), under the input, without the console's hint; nothing is decided."""
+
+from __future__ import annotations
+
+from tests.bot.slack.conftest import PRIYA, SlackEnv, example
+from tests.bot.slack.test_slack_end_to_end import inputs, opened_modal
+
+
+def test_an_edit_modal_of_only_whitespace_says_the_edit_leaves_the_field_blank(make_env) -> None:  # noqa: ANN001
+    env: SlackEnv = make_env(example())
+    run_id = env.start()
+    env.settle()
+    message = env.request_message(run_id, "review_plan")
+    plan = env.hazel.state_at(run_id=run_id).plan
+    before = len(env.fake.views)
+    env.sender.click(PRIYA, "edit", message, name="priya")
+    modal = opened_modal(env, "hazel_edit", before)
+    [field] = list(inputs(modal))
+    request = env.pending(run_id)
+    for blank in ("   ", " \n\t"):
+        response = env.sender.submit(PRIYA, modal, {field: blank}, name="priya")
+        assert response.status_code == 200
+        body = response.json()
+        assert body["response_action"] == "errors" and list(body["errors"]) == [field], body
+        error = body["errors"][field]
+        assert error.startswith("the edit leaves field 'plan' blank (only whitespace): "), error
+        assert "hazel edit" not in error, error
+    assert env.pending(run_id) == request and env.hazel.state_at(run_id=run_id).plan == plan
+    assert env.hazel.decisions(run_id=run_id) == []
