@@ -19,8 +19,23 @@ from store.models import Actor, OutboxKind
 from tests.bot.slack.conftest import SlackEnv, example
 
 
+def _hazel_outbox(db_url: str, monkeypatch) -> str:  # noqa: ANN001
+    from typer.testing import CliRunner
+
+    from bot.cli import app, common
+
+    monkeypatch.setattr(common.out, "width", 300)
+    for name in ("SLACK_BOT_TOKEN", "JIRA_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HAZEL_DATABASE_URL", db_url)
+    monkeypatch.setenv("HAZEL_WORKFLOWS", "examples/migration_plan.py")
+    result = CliRunner().invoke(app, ["outbox"])
+    assert result.exit_code == 0, (result.output, result.exception)
+    return result.output
+
+
 def test_a_cli_without_slack_settings_leaves_the_slack_notifications_to_serve(make_env, db_url: str,  # noqa: ANN001
-                                                                              caplog) -> None:  # noqa: ANN001
+                                                                              caplog, monkeypatch) -> None:  # noqa: ANN001
     env: SlackEnv = make_env()
     run_id = env.start()
     env.settle()
@@ -49,6 +64,8 @@ def test_a_cli_without_slack_settings_leaves_the_slack_notifications_to_serve(ma
     shell.deliver_due(run_ids=[run_id])
     assert out.getvalue() == shown, "each notification is shown once per process"
     shell.close()
+    listed = _hazel_outbox(db_url, monkeypatch)  # `hazel outbox` in that shell says why they wait
+    assert "wait for a hazel serve or hazel worker with the Slack settings" in listed, listed
 
     updates = len(env.fake.calls_to("chat.update", ok=True))
     env.settle()  # hazel serve, which has Slack, delivers them
