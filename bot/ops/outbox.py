@@ -4,7 +4,7 @@ Each due message is claimed with a short lease, rendered from the store as it is
 handed to its channel. A process claims only the messages of channels it has (Slack and Jira when their
 settings are set, the console always): a message for ``slack:…`` in a process without the Slack settings
 stays pending for a process that has them (``hazel serve`` / ``hazel worker``), and is only shown on this
-process's console (``Deliverer.show_elsewhere``), so that a CLI command run in a shell without them never
+process's console (``Deliverer._show_elsewhere``), so that a CLI command run in a shell without them never
 consumes it. Success marks it sent (and stores where a request was posted); a ``DeliveryError``
 schedules another attempt with exponential backoff (honouring the channel's ``retry_after_sec``); a
 ``PermanentDeliveryError``, or running out of attempts, marks it dead: visible in ``hazel outbox`` and the
@@ -43,6 +43,10 @@ class ChannelRouter:
     def kinds(self) -> list[str]:
         """The kinds of channel this process delivers to (``console``, and ``slack`` / ``jira`` when set up)."""
         return sorted(self.channels)
+
+    def lacks_some(self) -> bool:
+        """Whether a kind of channel a workflow may name (``slack``, ``jira``) is not set up here."""
+        return not {"slack", "jira"} <= self.channels.keys()
 
     def for_name(self, channel: str) -> Channel:
         kind = channel.split(":", 1)[0]
@@ -84,7 +88,7 @@ class Deliverer:
         """Set when a delivery queued another message that is due at once (``_follow_up``): the pass goes on."""
         self._since = self.clock() - timedelta(seconds=1)
         self._shown_upto = 0
-        """``show_elsewhere`` shows messages written since this deliverer was made, with an id above this one."""
+        """``_show_elsewhere`` shows messages written since this deliverer was made, with an id above this one."""
         self.senders: dict[str, Callable[[OutboxMessage], None]] = {}
         """Outbox kinds delivered by a plain sender instead of a channel (``hook.event``: ``bot.ops.hooks``). A
         sender raises ``DeliveryError`` / ``PermanentDeliveryError`` like a channel."""
@@ -94,12 +98,19 @@ class Deliverer:
     def deliver_due(self, *, limit: int = 50, run_ids: Collection[str] | None = None) -> int:
         """Deliver every due message (up to ``limit`` per batch, until none is due); with ``run_ids``, only
         the messages of those runs (what a CLI command's own runs wrote: other runs' messages, and their
-        failures, are ``hazel serve``'s and ``hazel worker``'s business). Returns how many were sent."""
-        sent = 0
+        failures, are ``hazel serve``'s and ``hazel worker``'s business). Then show on the console those due for
+        channels this process does not have (``_show_elsewhere``), read in the first batch's transaction.
+        Returns how many were sent."""
+        sent, elsewhere, first = 0, [], True
         while True:
             with self.store.transaction() as tx:
                 batch = tx.outbox.claim_due(now=self.clock(), lease_sec=self.lease_sec, limit=limit,
                                             run_ids=run_ids, channels=self.router.kinds(), kinds=self.senders)
+                if first and self.router.lacks_some():  # (no statement when Slack and Jira are both set up)
+                    elsewhere = tx.outbox.due_elsewhere(now=self.clock(), channels=self.router.kinds(),
+                                                        kinds=self.senders, run_ids=run_ids, after_id=self._shown_upto,
+                                                        since=self._since, limit=limit)
+            first = False
             if not batch:
                 break
             self._followed_up = False
@@ -107,30 +118,24 @@ class Deliverer:
                 sent += self._deliver(message)
             if len(batch) < limit and not self._followed_up:
                 break
-        self.show_elsewhere(run_ids=run_ids, limit=limit)
+        self._show_elsewhere(elsewhere)
         return sent
 
-    def show_elsewhere(self, *, run_ids: Collection[str] | None = None, limit: int = 50) -> int:
-        """Show on the console (the router's fallback) the due messages for channels this process does not
-        have (``slack:…`` without the Slack settings), each once per process and only those written since it
-        started, without claiming them or marking them sent: they stay pending for a process that has the
-        channel. With ``run_ids``, only those runs' messages. Returns how many were shown; a message that
-        fails to render is logged and skipped."""
+    def _show_elsewhere(self, messages: list[OutboxMessage]) -> int:
+        """Show ``messages`` (due for channels this process does not have: ``slack:…`` without the Slack
+        settings) on the console (the router's fallback), each once per process and only those written since
+        it started (``OutboxRepo.due_elsewhere``), without claiming them or marking them sent: they stay pending
+        for a process that has the channel. Returns how many were shown; a message that fails to render is
+        logged and skipped. (Up to one batch per pass: the next pass shows the rest.)"""
         shown = 0
-        while True:
-            with self.store.transaction() as tx:
-                batch = tx.outbox.due_elsewhere(now=self.clock(), channels=self.router.kinds(), kinds=self.senders,
-                                                run_ids=run_ids, after_id=self._shown_upto, since=self._since,
-                                                limit=limit)
-            for message in batch:
-                self._shown_upto = max(self._shown_upto, message.id)
-                try:
-                    self._send(self.router.for_name(message.channel), message)
-                    shown += 1
-                except Exception as exc:
-                    log_failure(log, f"showing outbox message {message.id} ({message.kind}) on the console", exc)
-            if len(batch) < limit:
-                return shown
+        for message in messages:
+            self._shown_upto = max(self._shown_upto, message.id)
+            try:
+                self._send(self.router.for_name(message.channel), message)
+                shown += 1
+            except Exception as exc:
+                log_failure(log, f"showing outbox message {message.id} ({message.kind}) on the console", exc)
+        return shown
 
     @bind_log_context(run_id="message.run_id", request_id="message.request_id")
     def _deliver(self, message: OutboxMessage) -> int:
