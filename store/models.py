@@ -430,6 +430,21 @@ class Approvers(_Record):
         return ", ".join(dict.fromkeys(parts)) if parts else "anyone"
 
 
+class Delivery(_Record):
+    """Which outbox message a view is rendered for, so that a channel can make a retried post idempotent.
+
+    ``key``: unique per outbox message and installation (``"<run id>/<outbox id>"``, or ``"outbox/<id>"``
+    without a run); a channel tags what it posts with it (Slack message metadata, a Jira comment property) and,
+    on a retry, looks for it before posting again. ``attempt``: this delivery attempt, 1 for the first (an
+    attempt > 1 follows one whose outcome may be unknown: a timeout, a dropped connection, a crash).
+    ``queued_at``: when the message was queued (UTC), no later than its first attempt.
+    """
+
+    key: str
+    attempt: int
+    queued_at: datetime
+
+
 class RequestView(_Record):
     """Everything a channel needs to render a steering request (built by ``bot`` at delivery time).
 
@@ -467,6 +482,8 @@ class RequestView(_Record):
     built elsewhere: channels fall back to ``approvers``) or, with ``nobody_left``, nobody."""
     nobody_left: bool = False
     """True when the request has approvers but none of them can still decide (``waiting_for`` is None)."""
+    delivery: Delivery | None = None
+    """The outbox message this view is delivered for (None: built elsewhere, e.g. for a Home tab)."""
 
 
 def still_waiting_text(requests: "tuple[SteeringRequest, ...] | list[SteeringRequest]") -> str:
@@ -493,3 +510,5 @@ class ProgressView(_Record):
     steps: tuple[str, ...] = ()
     paused: tuple[str, ...] = ()
     facts: dict[str, Any] = Field(default_factory=dict)
+    delivery: Delivery | None = None
+    """The outbox message this view is delivered for (see ``Delivery``)."""

@@ -21,6 +21,7 @@ from store.models import (
     Actor,
     Approvers,
     Decision,
+    Delivery,
     OutboxKind,
     OutboxMessage,
     ProgressView,
@@ -152,11 +153,19 @@ class Views:
         )
 
     def outbox_view(self, tx: Tx, message: OutboxMessage) -> RequestView | ProgressView | None:
-        """What a channel needs to deliver ``message`` (None: its run or request is gone)."""
+        """What a channel needs to deliver ``message`` (None: its run or request is gone), with its
+        ``delivery`` (the message's key and attempt: a channel makes a retried post idempotent with them)."""
+        view: RequestView | ProgressView | None
         if message.kind == OutboxKind.RUN_PROGRESS.value:
-            return self.progress_view(tx, message)
-        return self.request_view(tx, message.request_id, reminder=message.kind == OutboxKind.REMINDER.value,
-                                 escalation=message.kind == OutboxKind.ESCALATION.value)
+            view = self.progress_view(tx, message)
+        else:
+            view = self.request_view(tx, message.request_id, reminder=message.kind == OutboxKind.REMINDER.value,
+                                     escalation=message.kind == OutboxKind.ESCALATION.value)
+        if view is None:
+            return None
+        key = f"{message.run_id}/{message.id}" if message.run_id else f"outbox/{message.id}"
+        return view.model_copy(update={"delivery": Delivery(key=key, attempt=message.attempts,
+                                                            queued_at=message.created_at)})
 
     def access(self, tx: Tx, request: SteeringRequest, run: Run, actor: Actor) -> Access:
         """What ``actor`` may do on ``request`` (see ``Access``)."""

@@ -5,12 +5,18 @@ Web API methods (scope ``chat:write`` unless noted; https://docs.slack.dev/refer
 them), ``chat.update`` (the outcome in place), ``files.getUploadURLExternal`` + ``files.completeUploadExternal``
 through ``files_upload_v2`` (scope ``files:write``; an artefact too long for a message), and
 ``usergroups.users.list`` via ``SlackDirectory`` (scope ``usergroups:read``; DMs to group members).
+
+A retried post looks for its message before posting again (``SlackChannel._post``): ``conversations.history``
+(top-level messages; scopes ``channels:history``, ``groups:history``) or ``conversations.replies`` (thread
+replies; same scopes), and ``conversations.list`` (scopes ``channels:read``, ``groups:read``) to find the id of a
+channel given by name.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from datetime import timezone
 from typing import Any, Callable
 
 from slack_sdk import WebClient
@@ -20,9 +26,21 @@ from integrations.slack import blocks as B
 from integrations.slack import text as T
 from integrations.slack.client import delivery_error
 from integrations.slack.directory import DirectoryError, SlackDirectory
-from store.models import Approvers, ProgressView, RequestStatus, RequestView
+from store.models import Approvers, Delivery, ProgressView, RequestStatus, RequestView
 
 log = logging.getLogger("hazel.slack")
+
+METADATA_EVENT = "hazel_delivery"
+"""The ``event_type`` of the message metadata (https://docs.slack.dev/messaging/message-metadata) Hazel attaches
+to a message it posts for an outbox message; ``event_payload`` is ``{"key": "<Delivery.key>/<part>"}``."""
+LOOKBACK_SEC = 300.0
+"""How long before an outbox message was queued a lookup starts (``oldest``): room for clock skew between
+Hazel's clock and Slack's."""
+LOOKUP_PAGES = 10
+"""Pages (of 200 messages) a lookup reads at most before posting anyway."""
+LOOKUP_REFUSED = frozenset({"missing_scope", "not_in_channel", "channel_not_found", "not_allowed_token_type",
+                            "no_permission", "access_denied", "thread_not_found"})
+"""``error`` codes with which Slack refuses a lookup for good: Hazel posts without it (logged once)."""
 
 
 def target(channel: str) -> str:
@@ -54,7 +72,9 @@ class SlackChannel(Channel):
 
     A call that fails raises ``DeliveryError`` so that the outbox retries. A request needs several calls (the
     message, a file, DMs); what already succeeded is remembered per request in this process, so a retry
-    continues where the failed attempt stopped instead of posting the message twice.
+    continues where the failed attempt stopped instead of posting the message twice. A message whose post had
+    an unknown outcome (a timeout, a dropped connection, a 5xx, a crash) is looked for before it is posted again
+    (``_post``): the channel message, thread replies and an escalation post, not DMs.
 
     Args:
         client: a ``WebClient`` (``integrations.slack.client.make_client``).
@@ -85,6 +105,10 @@ class SlackChannel(Channel):
         self.on_change = on_change
         self._done: dict[tuple, dict[str, Any]] = {}
         self._lock = threading.Lock()
+        self._channel_ids: dict[str, str] = {}
+        """``#name`` -> channel id, learnt from posts' answers and ``conversations.list``."""
+        self._refused: set[str] = set()
+        """Lookup refusals already logged (one warning per ``error`` code)."""
 
     def _message(self, view: RequestView, **kwargs: Any) -> tuple[str, list[dict[str, Any]], bool]:
         """``blocks.request_message`` with the run's "View run" link."""
@@ -132,9 +156,8 @@ class SlackChannel(Channel):
         memo = self._memo(("open", view.request.id))
         if "ts" not in memo:
             fallback, blocks, _ = self._message(view)
-            response = self._call("chat.postMessage", view.request.channel, self.client.chat_postMessage,
-                                  channel=target(view.request.channel), text=fallback, blocks=blocks,
-                                  unfurl_links=False, unfurl_media=False)
+            response = self._post(view.delivery, "request", view.request.channel, channel=target(view.request.channel),
+                                  text=fallback, blocks=blocks, unfurl_links=False, unfurl_media=False)
             memo.update(channel=response["channel"], ts=response["ts"])
         ref = {"channel": memo["channel"], "ts": memo["ts"], "key": f"{memo['channel']}:{memo['ts']}"}
         _, _, needs_file = self._message(view)
@@ -199,11 +222,11 @@ class SlackChannel(Channel):
         ref = view.request.message_ref or {}
         text = B.progress_text(view)
         if ref.get("channel") and ref.get("ts"):
-            self._call("chat.postMessage", ref["channel"], self.client.chat_postMessage, channel=ref["channel"],
-                       thread_ts=ref["ts"], text=text, unfurl_links=False)
+            self._post(view.delivery, "progress", ref["channel"], channel=ref["channel"], thread_ts=ref["ts"],
+                       text=text, unfurl_links=False)
         else:
-            self._call("chat.postMessage", view.request.channel, self.client.chat_postMessage,
-                       channel=target(view.request.channel), text=text, unfurl_links=False)
+            self._post(view.delivery, "progress", view.request.channel, channel=target(view.request.channel),
+                       text=text, unfurl_links=False)
 
     def remind(self, view: RequestView) -> dict[str, Any] | None:
         """A reminder (or an escalation notice) in the request's thread, also sent to the backup approvers on
@@ -247,16 +270,16 @@ class SlackChannel(Channel):
             if elsewhere:  # escalated to another channel (the request may even live in Jira): the whole
                 # request, with its buttons, so that the backup approvers can decide from there
                 _, blocks, _ = self._message(view, file_where="where the request was first asked")
-                response = self._call("chat.postMessage", view.escalate_channel, self.client.chat_postMessage,
+                response = self._post(view.delivery, "escalation", view.escalate_channel,
                                       channel=target(view.escalate_channel), text=text, blocks=blocks,
                                       unfurl_links=False)
                 copies.append({"channel": response["channel"], "ts": response["ts"]})
             elif ref.get("channel") and ref.get("ts"):
-                self._call("chat.postMessage", ref["channel"], self.client.chat_postMessage,
-                           channel=ref["channel"], thread_ts=ref["ts"], text=text, reply_broadcast=True)
+                self._post(view.delivery, "reminder", ref["channel"], channel=ref["channel"], thread_ts=ref["ts"],
+                           text=text, reply_broadcast=True)
             else:
-                self._call("chat.postMessage", view.request.channel, self.client.chat_postMessage,
-                           channel=target(view.request.channel), text=text)
+                self._post(view.delivery, "reminder", view.request.channel, channel=target(view.request.channel),
+                           text=text)
             memo["thread"] = True
         if view.escalation and view.escalate_to:
             people = view.escalate_to
@@ -323,6 +346,101 @@ class SlackChannel(Channel):
             return [u for u in users if self.waits_on(view, u)]
         except DirectoryError as exc:
             raise DeliveryError(str(exc)) from exc
+
+    def _post(self, delivery: Delivery | None, part: str, where: str, *, channel: str, thread_ts: str | None = None,
+              **kwargs: Any) -> dict[str, Any]:
+        """``chat.postMessage`` once per outbox message: the message carries metadata naming ``delivery``'s
+        key and ``part`` (which of the delivery's posts it is); on a retry (``delivery.attempt > 1``: an earlier
+        attempt may have posted it without Hazel learning so) it is first looked for (``_find``) and, when
+        found, not posted again. Without ``delivery`` it is simply posted.
+
+        Returns:
+            ``{"channel": "C…", "ts": "…"}`` of the message posted or found.
+
+        Raises:
+            DeliveryError, PermanentDeliveryError: the post, or the lookup (unless Slack refuses it for good:
+                then it is posted without), failed.
+        """
+        if thread_ts is not None:
+            kwargs["thread_ts"] = thread_ts
+        if delivery is None:
+            response = self._call("chat.postMessage", where, self.client.chat_postMessage, channel=channel, **kwargs)
+            return {"channel": response["channel"], "ts": response["ts"]}
+        key = f"{delivery.key}/{part}"
+        if delivery.attempt > 1:
+            found = self._find(channel, thread_ts, key, since_sec=delivery.queued_at.replace(
+                tzinfo=delivery.queued_at.tzinfo or timezone.utc).timestamp() - LOOKBACK_SEC)
+            if found is not None:
+                log.info("%s: found the message an earlier attempt posted (%s); not posting it again", where,
+                         found["ts"])
+                return found
+        response = self._call("chat.postMessage", where, self.client.chat_postMessage, channel=channel,
+                              metadata={"event_type": METADATA_EVENT, "event_payload": {"key": key}}, **kwargs)
+        if channel.startswith("#"):
+            with self._lock:
+                self._channel_ids[channel] = response["channel"]
+        return {"channel": response["channel"], "ts": response["ts"]}
+
+    def _find(self, channel: str, thread_ts: str | None, key: str, *, since_sec: float) -> dict[str, Any] | None:
+        """The message tagged with ``key`` posted in ``channel`` (a thread's replies with ``thread_ts``) since
+        ``since_sec`` (epoch seconds), as ``{"channel", "ts"}``; None when there is none, or when it cannot be
+        looked for: a DM (a user id), or Slack refusing the lookup (a missing scope, the bot not in the channel;
+        logged once per reason).
+
+        Raises:
+            DeliveryError: Slack could not answer now.
+        """
+        try:
+            channel_id = self._channel_id(channel)
+            if channel_id is None:
+                return None
+            args: dict[str, Any] = {"channel": channel_id, "oldest": f"{since_sec:.6f}", "include_all_metadata": True,
+                                    "limit": 200}
+            if thread_ts is not None:
+                pages = self._call("conversations.replies", channel, self.client.conversations_replies,
+                                   ts=thread_ts, **args)
+            else:
+                pages = self._call("conversations.history", channel, self.client.conversations_history, **args)
+            for number, page in enumerate(pages):  # SlackResponse follows next_cursor
+                for message in page.get("messages") or ():
+                    meta = message.get("metadata") or {}
+                    if meta.get("event_type") == METADATA_EVENT and (meta.get("event_payload") or {}).get("key") == key:
+                        return {"channel": channel_id, "ts": message["ts"]}
+                if number + 1 >= LOOKUP_PAGES:
+                    break
+        except DeliveryError as exc:
+            code = _slack_error(exc)
+            if code not in LOOKUP_REFUSED:
+                raise
+            if code not in self._refused:
+                self._refused.add(code)
+                log.warning("Slack refused to look for a message a failed post may have left (%s): posting again "
+                            "without looking, which may show it twice; see README, Slack, Failures", exc)
+            return None
+        return None
+
+    def _channel_id(self, channel: str) -> str | None:
+        """The id of ``channel`` (an id already, or ``#name``: ``conversations.list``, cached); None for a user id
+        (a DM: not looked up) or a name Slack does not list.
+
+        Raises:
+            DeliveryError: Slack could not answer now (or refused: ``_find`` decides).
+        """
+        if not channel.startswith("#"):
+            return None if channel[:1] in ("U", "W") else channel
+        with self._lock:
+            known = self._channel_ids.get(channel)
+        if known is not None:
+            return known
+        pages = self._call("conversations.list", channel, self.client.conversations_list,
+                           types="public_channel,private_channel", exclude_archived=True, limit=1000)
+        for page in pages:
+            for found in page.get("channels") or ():
+                if isinstance(found, dict) and found.get("name") == channel[1:] and found.get("id"):
+                    with self._lock:
+                        self._channel_ids[channel] = found["id"]
+                    return found["id"]
+        return None
 
     @staticmethod
     def _call(method: str, where: str, fn: Callable[..., Any], **kwargs: Any) -> Any:

@@ -2,7 +2,9 @@
 
 Retries are slack_sdk's own handlers (https://docs.slack.dev/tools/python-slack-sdk/web#retryhandler):
 ``RateLimitErrorRetryHandler`` waits out a 429's ``Retry-After``; ``ServerErrorRetryHandler`` retries 500 and
-503; ``ConnectionErrorRetryHandler`` retries connection resets and URL errors. What still fails after those
+503; ``ConnectionErrorRetryHandler`` retries connection resets and URL errors. A ``chat.postMessage`` whose
+outcome is unknown (a 5xx, a connection dropped after the request was sent) is not retried blindly: Slack may
+have posted it, and ``SlackChannel`` looks for it before posting again (``PostOnce``). What still fails after those
 becomes a ``DeliveryError`` (the outbox retries later, honouring ``Retry-After``) or, for errors that retrying
 cannot fix, a ``PermanentDeliveryError``.
 """
@@ -10,6 +12,7 @@ cannot fix, a ``PermanentDeliveryError``.
 from __future__ import annotations
 
 import random
+import socket
 from urllib.error import URLError
 
 from slack_sdk import WebClient
@@ -21,6 +24,10 @@ from slack_sdk.http_retry.builtin_handlers import (
 )
 from slack_sdk.http_retry.builtin_interval_calculators import BackoffRetryIntervalCalculator
 from slack_sdk.http_retry.jitter import Jitter
+
+from slack_sdk.http_retry.request import HttpRequest
+from slack_sdk.http_retry.response import HttpResponse
+from slack_sdk.http_retry.state import RetryState
 
 from integrations.base import DeliveryError, PermanentDeliveryError
 
@@ -43,18 +50,52 @@ class ScaledJitter(Jitter):
         return duration * random.uniform(1.0, 1.5)
 
 
+def never_sent(error: Exception | None) -> bool:
+    """True when ``error`` shows the request never reached Slack (the connection was refused or the host
+    not found), so that sending it again cannot post anything twice."""
+    reason = getattr(error, "reason", None) if isinstance(error, URLError) else error
+    return isinstance(reason, (ConnectionRefusedError, socket.gaierror))
+
+
+def _posts(request: HttpRequest) -> bool:
+    return request.url.rstrip("/").endswith("/chat.postMessage")
+
+
+class PostOnceConnectionErrorRetryHandler(ConnectionErrorRetryHandler):
+    """``ConnectionErrorRetryHandler`` that does not send a ``chat.postMessage`` again after a connection
+    failure that may have come after Slack received it (a reset, a dropped answer): only a refused connection."""
+
+    def _can_retry(self, *, state: RetryState, request: HttpRequest, response: HttpResponse | None = None,
+                   error: Exception | None = None) -> bool:
+        if _posts(request) and not never_sent(error):
+            return False
+        return super()._can_retry(state=state, request=request, response=response, error=error)
+
+
+class PostOnceServerErrorRetryHandler(ServerErrorRetryHandler):
+    """``ServerErrorRetryHandler`` that does not send a ``chat.postMessage`` again after a 5xx (Slack may
+    have posted it before failing); the outbox retries it, looking for it first."""
+
+    def _can_retry(self, *, state: RetryState, request: HttpRequest, response: HttpResponse | None = None,
+                   error: Exception | None = None) -> bool:
+        if _posts(request):
+            return False
+        return super()._can_retry(state=state, request=request, response=response, error=error)
+
+
 def make_client(token: str, *, base_url: str = SLACK_API_URL, timeout_sec: int = 10, max_retries: int = 2,
                 backoff_sec: float = 0.5) -> WebClient:
     """A ``WebClient`` on ``base_url`` (``HAZEL_SLACK_API_URL``) with the three retry handlers, each retrying
     up to ``max_retries`` times; 5xx and connection retries wait ``backoff_sec * 2**n`` plus jitter, a 429 waits
-    its ``Retry-After``."""
+    its ``Retry-After``. A ``chat.postMessage`` is retried here only after a 429 or a refused connection
+    (``PostOnce…RetryHandler``)."""
     if not base_url.endswith("/"):
         base_url += "/"
     backoff = BackoffRetryIntervalCalculator(backoff_factor=backoff_sec, jitter=ScaledJitter())
     return WebClient(token=token, base_url=base_url, timeout=timeout_sec, retry_handlers=[
         RateLimitErrorRetryHandler(max_retry_count=max_retries),
-        ServerErrorRetryHandler(max_retry_count=max_retries, interval_calculator=backoff),
-        ConnectionErrorRetryHandler(max_retry_count=max_retries, interval_calculator=backoff),
+        PostOnceServerErrorRetryHandler(max_retry_count=max_retries, interval_calculator=backoff),
+        PostOnceConnectionErrorRetryHandler(max_retry_count=max_retries, interval_calculator=backoff),
     ])
 
 

@@ -14,7 +14,10 @@ refuse is refused here too:
 - ``trigger_id``: only ids from ``new_trigger_id()``, usable once (``exchanged_trigger_id``) within
   ``trigger_ttl_sec`` (``expired_trigger_id``); ``expire(trigger_id)`` ages one at once.
 - ``fail(method, ...)`` makes the next calls answer 429 ``ratelimited`` with ``Retry-After``, a 5xx, or an
-  error code; ``fail_connections(method)`` resets the connection.
+  error code; ``fail_connections(method)`` resets the connection; ``lose_answers(method)`` carries the call out
+  and then stalls (the client times out) or closes the connection instead of answering.
+- ``conversations.history`` / ``conversations.replies`` (``oldest``, ``limit``/``cursor`` paging, message
+  ``metadata`` only with ``include_all_metadata``) and ``conversations.list`` read what was posted.
 
 Usage::
 
@@ -56,6 +59,9 @@ class Failure:
     retry_after_sec: int = 1
     times: int | None = 1
     reset: bool = False
+    after: bool = False
+    """Carry the call out first, then withhold the answer (``stall_sec``, or close the connection)."""
+    stall_sec: float = 0.0
 
 
 @dataclass
@@ -65,6 +71,7 @@ class Message:
     text: str | None
     blocks: list[dict[str, Any]]
     thread_ts: str | None = None
+    metadata: dict[str, Any] | None = None
     versions: list[dict[str, Any]] = field(default_factory=list)
     """Earlier (text, blocks) of a message changed by ``chat.update``."""
 
@@ -138,6 +145,13 @@ class FakeSlack:
         with self._lock:
             self._failures.setdefault(method, []).append(Failure(times=times, reset=True))
 
+    def lose_answers(self, method: str, *, stall_sec: float | None = None, times: int | None = 1) -> None:
+        """The next ``times`` calls of ``method`` are carried out (a message is posted), then not answered: the
+        answer stalls ``stall_sec`` (longer than the client's timeout), or, without it, the connection closes."""
+        with self._lock:
+            self._failures.setdefault(method, []).append(
+                Failure(times=times, after=True, reset=stall_sec is None, stall_sec=stall_sec or 0.0))
+
     def clear_failures(self) -> None:
         with self._lock:
             self._failures.clear()
@@ -204,6 +218,13 @@ class FakeSlack:
         with self._lock:
             self.calls.append(call)
             failure = self._take_failure(method)
+        if failure is not None and failure.after:
+            status, body, headers = self._answer(call, method, params, token)
+            if failure.reset:
+                call.error = "connection_reset_after"
+                raise ConnectionResetError
+            time.sleep(failure.stall_sec)
+            return status, body, headers
         if failure is not None:
             call.status, call.error = failure.status, failure.error or f"http_{failure.status}"
             if failure.reset:
@@ -211,6 +232,9 @@ class FakeSlack:
                 raise ConnectionResetError
             headers = {"Retry-After": str(failure.retry_after_sec)} if failure.status == 429 else {}
             return failure.status, {"ok": False, "error": failure.error or "internal_error"}, headers
+        return self._answer(call, method, params, token)
+
+    def _answer(self, call: Call, method: str, params: dict[str, Any], token: str | None) -> tuple[int, dict, dict]:
         expected = self.app_token if method == "apps.connections.open" else self.bot_token
         if token != expected:
             call.error = "invalid_auth" if token else "not_authed"
@@ -265,9 +289,52 @@ class FakeSlack:
         if thread_ts and (channel, thread_ts) not in self.messages:
             return {"ok": False, "error": "thread_not_found"}
         ts = self._ts()
-        self.messages[(channel, ts)] = Message(channel, ts, p.get("text"), _blocks(p), thread_ts)
+        metadata = _json(p.get("metadata")) if p.get("metadata") is not None else None
+        self.messages[(channel, ts)] = Message(channel, ts, p.get("text"), _blocks(p), thread_ts, metadata)
         return {"ok": True, "channel": channel, "ts": ts,
                 "message": {"type": "message", "text": p.get("text"), "ts": ts, "bot_id": "B0000000BOT"}}
+
+    def _page(self, p: dict, found: list[Message], key: str = "messages") -> dict:
+        """One page of ``found`` (``limit``, ``cursor``: an offset), each message as Slack lists it."""
+        start = int(p.get("cursor") or 0)
+        limit = int(p.get("limit") or 100)
+        oldest = float(p.get("oldest") or 0)
+        found = [m for m in found if float(m.ts) > oldest]
+        page = found[start:start + limit]
+        metadata = str(p.get("include_all_metadata")).lower() in ("1", "true")
+        out = []
+        for m in page:
+            item = {"type": "message", "ts": m.ts, "text": m.text, "bot_id": "B0000000BOT"}
+            if m.thread_ts:
+                item["thread_ts"] = m.thread_ts
+            if metadata and m.metadata is not None:
+                item["metadata"] = m.metadata
+            out.append(item)
+        more = start + limit < len(found)
+        return {"ok": True, key: out, "has_more": more,
+                "response_metadata": {"next_cursor": str(start + limit) if more else ""}}
+
+    def _conversations_history(self, p: dict) -> dict:
+        channel = p.get("channel")
+        if channel not in self.channels.values() and not str(channel).startswith("D"):
+            return {"ok": False, "error": "channel_not_found"}
+        top = [m for (c, _), m in self.messages.items() if c == channel and m.thread_ts is None]
+        return self._page(p, sorted(top, key=lambda m: -float(m.ts)))  # newest first, as Slack lists them
+
+    def _conversations_replies(self, p: dict) -> dict:
+        channel, ts = p.get("channel"), p.get("ts")
+        if (channel, ts) not in self.messages:
+            return {"ok": False, "error": "thread_not_found"}
+        thread = [m for (c, t), m in self.messages.items() if c == channel and (t == ts or m.thread_ts == ts)]
+        return self._page(p, sorted(thread, key=lambda m: float(m.ts)))  # the parent, then replies, oldest first
+
+    def _conversations_list(self, p: dict) -> dict:
+        channels = [{"id": cid, "name": name, "is_channel": True} for name, cid in self.channels.items()]
+        start = int(p.get("cursor") or 0)
+        limit = int(p.get("limit") or 100)
+        more = start + limit < len(channels)
+        return {"ok": True, "channels": channels[start:start + limit],
+                "response_metadata": {"next_cursor": str(start + limit) if more else ""}}
 
     def _chat_update(self, p: dict) -> dict:
         key = (p.get("channel"), p.get("ts"))

@@ -30,6 +30,12 @@ SCOPES = {
     "chat.postMessage": {"chat:write"},
     "chat.update": {"chat:write"},
     "chat.postEphemeral": {"chat:write"},
+    # a retried post looks for the message an earlier attempt may have left: public and private channels
+    # (https://docs.slack.dev/reference/methods/conversations.history, .../conversations.replies,
+    # .../conversations.list)
+    "conversations.history": {"channels:history", "groups:history"},
+    "conversations.replies": {"channels:history", "groups:history"},
+    "conversations.list": {"channels:read", "groups:read"},
     "files.getUploadURLExternal": {"files:write"},
     "files.completeUploadExternal": {"files:write"},
     "usergroups.users.list": {"usergroups:read"},
