@@ -8,7 +8,9 @@ as many transitions as the project's workflow needs (``integrations.jira.workflo
 
 REST calls (API v2, through the ``jira`` library): ``POST /issue`` (create), ``GET /search`` or
 ``/search/jql`` (find the run's issue for this point), ``PUT /issue/{id}`` (new description), ``POST
-/issue/{id}/comment``, ``GET``/``POST /issue/{id}/transitions``, ``POST /issue/{id}/watchers``.
+/issue/{id}/comment`` (with a comment property naming the outbox message; ``GET /issue/{id}/comment?expand=
+properties`` on a retry looks for it first), ``GET``/``POST /issue/{id}/transitions``, ``POST
+/issue/{id}/watchers``.
 Every failure raises ``DeliveryError`` / ``PermanentDeliveryError`` (see ``integrations.jira.client``).
 """
 
@@ -25,10 +27,15 @@ from integrations.jira import render
 from integrations.jira.client import jira_call
 from integrations.jira.options import JiraOptions, same_status
 from integrations.jira.workflow import Walk, walk
-from store.models import ProgressView, RequestStatus, RequestView, SteeringRequest
+from store.models import Delivery, ProgressView, RequestStatus, RequestView, SteeringRequest
 
 log = logging.getLogger("hazel.jira")
 APPROVED = ("approve", "edit")
+COMMENT_PROPERTY = "hazel.delivery"
+"""The key of the comment property (``{"key": "<Delivery.key>/<part>"}``) Hazel sets on a comment it adds for an
+outbox message, so that a retry can tell it is there already."""
+LOOKUP_COMMENTS = 100
+"""How many of an issue's newest comments a retry looks through for its own."""
 
 
 def message_key(issue_id: str | int) -> str:
@@ -114,7 +121,7 @@ class JiraChannel(Channel):
             if issue.fields.status.name.casefold() not in opts.closed_statuses:
                 with jira_call("update the issue"):
                     issue.update(fields={"description": body}, update={"labels": [{"add": mine}]})
-                self.comment(issue.id, render.revised_comment(view))
+                self.comment(issue.id, render.revised_comment(view), delivery=view.delivery, part="revised")
                 return self._ref(issue.id, issue.key, opts)
         fields: dict[str, Any] = {
             "project": {"key": view.request.channel.split(":", 1)[1]}, "issuetype": {"name": opts.issue_type},
@@ -159,7 +166,7 @@ class JiraChannel(Channel):
                 note = self.move(issue_id, opts.done_status)
             elif r.decided_action == "reject":
                 note = self.move(issue_id, opts.rejected_status)
-        self.comment(issue_id, render.outcome_comment(view, note=note))
+        self.comment(issue_id, render.outcome_comment(view, note=note), delivery=view.delivery, part="outcome")
 
     def progress(self, view: ProgressView) -> None:
         """Comment the run's progress on the issue of its previous request; when the run completed (or ended
@@ -174,7 +181,8 @@ class JiraChannel(Channel):
         ref = view.request.message_ref or {}  # type: ignore[union-attr]
         target = {"completed": ref.get("done_status"), "rejected": ref.get("rejected_status")}.get(view.event)
         note = self.move(issue_id, target)
-        self.comment(issue_id, render.progress_comment(view) + (f"\n\n{note}" if note else ""))
+        self.comment(issue_id, render.progress_comment(view) + (f"\n\n{note}" if note else ""),
+                     delivery=view.delivery, part="progress")
 
     def remind(self, view: RequestView) -> None:
         """Comment a reminder (or the escalation) on the request's issue, mentioning who may decide.
@@ -193,18 +201,51 @@ class JiraChannel(Channel):
                 "Jira project is not supported (escalate to the request's own channel or to Slack)")
         if issue_id is None:
             raise DeliveryError(f"request {view.request.id} has no Jira issue yet; the reminder waits for it")
-        self.comment(issue_id, render.reminder_comment(view, cloud=self.cloud, identities=self.identities))
+        self.comment(issue_id, render.reminder_comment(view, cloud=self.cloud, identities=self.identities),
+                     delivery=view.delivery, part="reminder")
 
     # -- issue operations (also used by the webhook to answer people) ----------------------------------
 
-    def comment(self, issue_id: str, text: str) -> None:
+    def comment(self, issue_id: str, text: str, *, delivery: Delivery | None = None, part: str = "comment") -> None:
         """Add a comment as Hazel (``POST /rest/api/2/issue/{id}/comment``).
+
+        With ``delivery`` (the outbox message it is for; ``part``: which of its comments) the comment carries the
+        property ``COMMENT_PROPERTY`` naming them, and a retry (``delivery.attempt > 1``: an earlier attempt may
+        have added it without Hazel learning so) first looks for it among the issue's newest comments
+        (``LOOKUP_COMMENTS``) and adds nothing when it is there.
 
         Raises:
             DeliveryError, PermanentDeliveryError.
         """
-        with jira_call("add a comment"):
-            self.client.add_comment(issue_id, text[: render.FIELD_CHARS])
+        body = text[: render.FIELD_CHARS]
+        if delivery is None:
+            with jira_call("add a comment"):
+                self.client.add_comment(issue_id, body)
+            return
+        key = f"{delivery.key}/{part}"
+        if delivery.attempt > 1 and self._commented(issue_id, key):
+            log.info("issue %s: the comment an earlier attempt added is there; not adding it again", issue_id)
+            return
+        data = {"body": body, "properties": [{"key": COMMENT_PROPERTY, "value": {"key": key}}]}
+        with jira_call("add a comment"):  # JIRA.add_comment sets no properties but Service Desk's own
+            self.client._session.post(self.client._get_url(f"issue/{issue_id}/comment"), data=json.dumps(data))
+
+    def _commented(self, issue_id: str, key: str) -> bool:
+        """Whether one of the issue's newest comments carries ``COMMENT_PROPERTY`` ``key``
+        (``GET /rest/api/2/issue/{id}/comment?expand=properties&orderBy=-created``).
+
+        Raises:
+            DeliveryError, PermanentDeliveryError.
+        """
+        with jira_call("list the issue's comments"):
+            comments = self.client.comments(issue_id, expand="properties", order_by="-created",
+                                            max_results=LOOKUP_COMMENTS)
+        for comment in comments:
+            for prop in (getattr(comment, "raw", None) or {}).get("properties") or ():
+                if isinstance(prop, dict) and prop.get("key") == COMMENT_PROPERTY \
+                        and isinstance(prop.get("value"), dict) and prop["value"].get("key") == key:
+                    return True
+        return False
 
     def move(self, issue_id: str, status: str | None) -> str | None:
         """Move the issue to ``status`` through as many transitions as its workflow needs (``walk``) unless

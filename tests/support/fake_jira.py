@@ -153,6 +153,7 @@ class FakeJira:
             ("POST", r"/issue", self._create), ("GET", r"/search(/jql)?", self._search),
             ("GET", r"/issue/([^/]+)", self._get), ("PUT", r"/issue/([^/]+)", self._update),
             ("POST", r"/issue/([^/]+)/comment", self._comment),
+            ("GET", r"/issue/([^/]+)/comment", self._comments),
             ("GET", r"/issue/([^/]+)/transitions", self._transitions),
             ("POST", r"/issue/([^/]+)/transitions", self._transition),
             ("POST", r"/issue/([^/]+)/watchers", self._watch), ("GET", r"/myself", self._myself),
@@ -210,9 +211,21 @@ class FakeJira:
     def _comment(self, ref: str, *, query: dict, body: Any) -> tuple[int, dict[str, str], str]:
         issue = self.issue(ref)
         comment = {"id": str(next(self._comment_ids)), "body": body["body"],
-                   "author": {"accountId": self.me} if self.cloud else {"name": self.me}}
+                   "author": {"accountId": self.me} if self.cloud else {"name": self.me},
+                   "properties": list(body.get("properties") or [])}
         self.comments[issue["id"]].append(comment)
-        return self._json(201, comment)
+        return self._json(201, {k: v for k, v in comment.items() if k != "properties"})
+
+    def _comments(self, ref: str, *, query: dict, body: Any) -> tuple[int, dict[str, str], str]:
+        """``GET /issue/{id}/comment`` (``orderBy``, ``startAt``, ``maxResults``; comment properties only with
+        ``expand=properties``)."""
+        found = list(self.comments.get(self.issue(ref)["id"], []))
+        if (query.get("orderBy") or [""])[0] == "-created":
+            found.reverse()
+        start, limit = int((query.get("startAt") or ["0"])[0]), int((query.get("maxResults") or ["50"])[0])
+        expand = "properties" in (query.get("expand") or [""])[0].split(",")
+        page = [c if expand else {k: v for k, v in c.items() if k != "properties"} for c in found[start:start + limit]]
+        return self._json(200, {"startAt": start, "maxResults": limit, "total": len(found), "comments": page})
 
     def _status_id(self, status: str) -> str:
         """Statuses of ``STATUSES`` are numbered 1…; others (a test's own workflow) from 101."""
