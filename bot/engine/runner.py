@@ -452,14 +452,21 @@ class Runner:
                                 f"or None; got {type(out).__name__}")
 
     def _failed(self, run: Run, wf: Workflow, step: Step, token: str, attempts: int, exc: Exception) -> RunStatus:
+        """Record that ``step``'s try number ``attempts`` (from 1) raised ``exc``: the run is ``ready`` again after
+        its backoff while tries are left, else ``failed`` with ``attempt=attempts``. A ``StepContractError`` (a
+        wrong return type, an undeclared field, a bad in-place assignment) fails it at once: not retried, and its
+        stored ``attempt`` and log line say the try it was, not ``max_attempts``."""
         now = self.clock()
         message = self.redact(f"{type(exc).__name__}: {exc}")
         trace = self.redact("".join(traceback.format_exception(exc)))
-        if isinstance(exc, StepContractError):
-            attempts = step.max_attempts  # a broken contract fails the same way every time: no retry
-        log.warning("run %s step %s attempt %d/%d failed: %s", run.id, step.name, attempts, step.max_attempts,
-                    message)
-        if attempts < step.max_attempts:
+        contract = isinstance(exc, StepContractError)  # fails the same way every time: not retried, and said so
+        if contract:  # (``attempts`` stays the tries made: the stored count and the log say what happened)
+            log.warning("run %s step %s attempt %d failed, not retried (a contract error): %s", run.id, step.name,
+                        attempts, message)
+        else:
+            log.warning("run %s step %s attempt %d/%d failed: %s", run.id, step.name, attempts, step.max_attempts,
+                        message)
+        if not contract and attempts < step.max_attempts:
             delay = step.backoff_for(attempts, self.rng)
             wake_at = now + timedelta(seconds=delay)
             with self.store.transaction() as tx:

@@ -422,3 +422,37 @@ def test_the_same_retry_sent_twice_at_once_queues_the_run_once_and_answers_both(
             t.join(timeout=30)
     assert [r.status for r in results] == [RunStatus.READY, RunStatus.READY]  # type: ignore[attr-defined]
     assert [e.action for e in hazel.audit(run_id=run.id)].count("run.retried") == 1
+
+
+@pytest.mark.parametrize("broken", ["wrong type", "undeclared field", "bad in-place assignment"])
+def test_a_contract_error_is_recorded_and_logged_as_the_one_attempt_it_was(
+        db_url: str, broken: str, caplog: pytest.LogCaptureFixture) -> None:
+    """A broken contract is not retried; the run said ``attempt 3/3 failed`` and stored attempt=3 all the same
+    (the runner jumped to the last attempt to skip the retries). It says what happened: attempt 1, not retried."""
+    import logging
+
+    wf = Workflow("contract", version=1, state=Counted)
+    calls: list[int] = []
+
+    @wf.step(max_attempts=3)
+    def step(state: Counted, ctx: StepContext):  # noqa: ANN202
+        calls.append(ctx.attempt)
+        if broken == "wrong type":
+            return 42
+        if broken == "undeclared field":
+            return {"nn": 1}
+        state.n = "lots"  # type: ignore[assignment]
+        return state
+
+    hazel = make_hazel(db_url, wf)
+    run = hazel.start(workflow="contract", input={}, actor=person("me"))
+    with caplog.at_level(logging.WARNING, logger="hazel.runner"):
+        result = hazel.drive(run_id=run.id, wait_for_retries=False)
+    assert result.run.status is RunStatus.FAILED and calls == [1]
+    assert result.run.attempt == 1
+    [failed] = [e for e in hazel.audit(run_id=run.id) if e.action == "step.failed"]
+    assert failed.detail["attempts"] == 1
+    lines = [r.getMessage() for r in caplog.records if r.name == "hazel.runner"]
+    assert len(lines) == 1 and f"run {run.id} step step attempt 1 failed, not retried (a contract error): " \
+        "StepContractError: step 'step' " in lines[0], lines
+    assert "/3" not in lines[0]
