@@ -15,7 +15,7 @@ import collections
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from bot.engine import is_transient, log_context
 
@@ -24,8 +24,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("hazel.worker")
 
-OUTAGE_PAUSE_MAX_SEC = 10.0
-"""Longest pause of a worker thread between tries while the database is unreachable (1, 2, 4, 8, 10, 10 … s)."""
+OUTAGE_PAUSES_SEC: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0, 10.0)
+"""A worker thread's pauses between tries while the database is unreachable: the n-th failed try in a row is
+followed by the n-th pause, the last one repeating (1, 2, 4, 8, 10, 10 … s)."""
 
 
 class WorkerPool:
@@ -35,12 +36,19 @@ class WorkerPool:
         sweep_sec: how often an idle worker looks for ready runs without being woken, and how often the pool
             looks for runs left by dead processes (``Hazel.recover``: one query of the running runs).
         take_claims: once started, execute the runs this process's decisions claim (default True).
+        outage_pauses_sec: a thread's pauses, in seconds, between tries while the database is unreachable
+            (``OUTAGE_PAUSES_SEC``; the last one repeats). A new claim or wake-up ends a pause early.
     """
 
-    def __init__(self, hazel: "Hazel", *, threads: int = 4, sweep_sec: float = 1.0, take_claims: bool = True) -> None:
+    def __init__(self, hazel: "Hazel", *, threads: int = 4, sweep_sec: float = 1.0, take_claims: bool = True,
+                 outage_pauses_sec: Sequence[float] = OUTAGE_PAUSES_SEC) -> None:
+        if not outage_pauses_sec or any(p < 0 for p in outage_pauses_sec):
+            raise ValueError(f"outage_pauses_sec must be one or more seconds of 0 or more: {outage_pauses_sec!r}")
         self.hazel = hazel
         self.threads = threads
         self.sweep_sec = sweep_sec
+        self.outage_pauses_sec = tuple(float(p) for p in outage_pauses_sec)
+        self._submitted = 0  # claims submitted so far: a pause ends when one arrives
         self._wake = threading.Condition()
         self._pending_wakes = 0
         self._claims: collections.deque["Claim"] = collections.deque()
@@ -62,6 +70,7 @@ class WorkerPool:
         """Execute a run this process leased (a decision's claim) as soon as a worker is free."""
         with self._wake:
             self._claims.append(claim)
+            self._submitted += 1
             self._wake.notify()
 
     def start(self) -> None:
@@ -132,9 +141,10 @@ class WorkerPool:
             try:
                 if self.hazel.release(claim=claim):
                     log.info("run %s handed back after the database failed during its drive", claim.run.id)
-            except Exception:
+            except Exception as exc:
                 with self._wake:
                     self._stranded[:0] = stranded
+                exc.hazel_run_id = claim.run.id  # type: ignore[attr-defined]  (the loop's one line names it)
                 raise
             stranded.pop(0)
 
@@ -145,42 +155,52 @@ class WorkerPool:
             n += 1
         return n
 
-    def _recover_if_due(self) -> None:
-        """``Hazel.recover`` when the pool has not looked for ``sweep_sec``: one of its threads looks, the
-        others go on working."""
+    def _recover_if_due(self, *, now: bool = False) -> None:
+        """``Hazel.recover`` when the pool has not looked for ``sweep_sec`` (or ``now``: a thread whose last try
+        met an outage asks the database so before it takes a claim): one of its threads looks, the others go on
+        working."""
         with self._recovery_lock:
-            if time.monotonic() - self._last_recovery < self.sweep_sec:
+            if not now and time.monotonic() - self._last_recovery < self.sweep_sec:
                 return
             self._last_recovery = time.monotonic()
         self.hazel.recover()
 
     def _loop(self) -> None:
-        pause_sec = 0.0  # after errors of a database that is down: doubling from 1 s up to OUTAGE_PAUSE_MAX_SEC
+        failures = 0  # tries in a row that met an unreachable database (or another error of the loop's own)
         while not self._stop.is_set():
             try:
                 if self._stranded:
                     self._hand_back_stranded()
-                self._recover_if_due()
+                # after a failure, the database must answer before a claim is taken: a queued claim taken while
+                # it is down would only be stranded (its step run for nothing), and the thread back here at once
+                self._recover_if_due(now=failures > 0)
                 worked = self.work_once()
-                pause_sec = 0.0
+                failures = 0
                 if worked:
                     continue
             except Exception as exc:
-                if is_transient(exc):  # one line per try, not a traceback of the driver's every layer
-                    pause_sec = min(OUTAGE_PAUSE_MAX_SEC, max(1.0, pause_sec * 2))
-                    first = (str(exc).strip().splitlines() or [""])[0][:300]
-                    with log_context(run_id=getattr(exc, "hazel_run_id", None)):  # the drive it cut short, if any
-                        log.warning("the database is unreachable (%s: %s); trying again in %.0f s",
+                pause_sec = self.outage_pauses_sec[min(failures, len(self.outage_pauses_sec) - 1)]
+                failures += 1
+                with log_context(run_id=getattr(exc, "hazel_run_id", None)):  # the run it concerns, if one
+                    if is_transient(exc):  # one line per try, not a traceback of the driver's every layer
+                        first = (str(exc).strip().splitlines() or [""])[0][:300]
+                        log.warning("the database is unreachable (%s: %s); trying again in %g s",
                                     type(exc).__name__, first, pause_sec)
-                else:
-                    pause_sec = 1.0
-                    log.exception("worker loop error; continuing")
-                with self._wake:  # a new claim or wake-up (a decision committed: the database is back) ends it early
-                    self._pending_wakes = 0  # (those before the failure are the sweep's to catch up)
-                    if not self._claims and not self._stop.is_set():
-                        self._wake.wait(pause_sec)
+                    else:
+                        log.exception("worker loop error; trying again in %g s", pause_sec)
+                self._pause(pause_sec)
                 continue
             with self._wake:
                 if self._pending_wakes == 0 and not self._claims:
                     self._wake.wait(self.sweep_sec)
                 self._pending_wakes = max(0, self._pending_wakes - 1)
+
+    def _pause(self, pause_sec: float) -> None:
+        """Wait ``pause_sec`` after a failed try, whatever the queue holds (its claims wait for the database), or
+        until a claim is submitted or a wake-up arrives meanwhile (a decision committed: the database is back),
+        or the pool stops."""
+        with self._wake:
+            self._pending_wakes = 0  # (those before the failure are the sweep's to catch up)
+            submitted = self._submitted
+            self._wake.wait_for(lambda: self._stop.is_set() or self._pending_wakes > 0
+                                or self._submitted != submitted, timeout=pause_sec)
