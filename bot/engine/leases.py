@@ -62,10 +62,14 @@ class Leases:
     Args:
         owner: this process's owner id (``make_owner()``).
         lease_sec: how long a claim lasts without renewal.
+        transient: whether an error of a renewal says the database is unreachable (``runner.is_transient``):
+            such a failure is logged in one line, not with its traceback.
     """
 
-    def __init__(self, store: Store, *, owner: str, lease_sec: float, clock: Callable[[], datetime]) -> None:
+    def __init__(self, store: Store, *, owner: str, lease_sec: float, clock: Callable[[], datetime],
+                 transient: Callable[[BaseException], bool] = lambda _exc: False) -> None:
         self.store = store
+        self.transient = transient
         self.owner = owner
         self.lease_sec = lease_sec
         self.clock = clock
@@ -100,8 +104,13 @@ class Leases:
             try:
                 with self.store.transaction() as tx:
                     tx.runs.renew_leases(tokens=tokens, lease_until=self.until(self.clock()))
-            except Exception:  # the next beat tries again; a lost lease is caught by the fenced write
-                log.exception("lease renewal failed")
+            except Exception as exc:  # the next beat tries again; a lost lease is caught by the fenced write
+                if not self.transient(exc):
+                    log.exception("lease renewal failed")
+                    continue
+                first = (str(exc).strip().splitlines() or [""])[0][:300]  # one line, as the workers' (no traceback)
+                log.warning("lease renewal of %d run(s) failed: the database is unreachable (%s: %s); trying again "
+                            "in %g s", len(tokens), type(exc).__name__, first, self.lease_sec / 3)
 
     def recover(self) -> list[str]:
         """Hand back to the queue every ``running`` run whose worker is dead (same host, pid gone) or whose

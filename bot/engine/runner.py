@@ -155,7 +155,8 @@ class Runner:
         self.lease_sec = lease_sec
         self.clock = clock
         self.rng = rng or random.Random()
-        self.leases = Leases(store, owner=owner or make_owner(), lease_sec=lease_sec, clock=clock)
+        self.leases = Leases(store, owner=owner or make_owner(), lease_sec=lease_sec, clock=clock,
+                             transient=is_transient)
         self.on_outbox: Callable[[], None] = lambda: None
         """Called after a commit that wrote outbox rows (wakes the deliverer)."""
         self.redact: Callable[[str], str] = lambda text: text
