@@ -11,6 +11,8 @@ import json
 import re
 from typing import Any, Iterable
 
+from integrations.terminal import for_terminal
+
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
 _BOLD = re.compile(r"\*\*(\S(?:.*?\S)?)\*\*")
 _FENCE = re.compile(r"^\s*```")
@@ -18,8 +20,11 @@ _ENTITY_TAIL = re.compile(r"&[a-z]{0,3}$")
 
 
 def escape(text: str) -> str:
-    """``text`` with Slack's three control characters escaped."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """``text`` with Slack's three control characters escaped, and the characters a display acts on (control
+    characters but newline and tab, C1, and the bidirectional overrides and isolates U+202A–U+202E,
+    U+2066–U+2069, which can make a card read other than it is) shown as visible escapes (``\u202e``), as the
+    CLI and the run pages show them (``integrations.terminal.for_terminal``)."""
+    return for_terminal(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def escape_keeping(text: str, mentions: Iterable[str]) -> str:

@@ -95,3 +95,17 @@ def test_every_mrkdwn_text_of_a_hostile_request_is_escaped() -> None:
         view = ProgressView(run=hostile.run, workflow=HOSTILE, event=event, steps=(HOSTILE,), facts=facts,
                             request=hostile.request)
         never_raw(B.progress_text(view))
+
+
+def test_control_and_bidi_characters_reach_slack_as_visible_escapes(make_env) -> None:  # noqa: ANN001
+    """A fresh-user finding: ``\\u202e`` (right-to-left override), ``\\x1b`` and ``\\x07`` in stored text went
+    into Slack's mrkdwn as they were, so a card could read other than it is (``…\\u202egpj.exe`` shows as
+    ``…exe.jpg``). They reach Slack as the visible escapes the CLI and the run pages show."""
+    env: SlackEnv = make_env()
+    run_id = env.start(data={"request": "plan \u202egpj.exe \x1b[2J bell\x07 done"})
+    env.settle()
+    env.request_message(run_id, "review_plan")
+    sent = posted(env)
+    for raw in ("\u202e", "\x1b", "\x07"):  # (as JSON writes them: itself, or \u001b for a control character)
+        assert raw not in sent and json.dumps(raw, ensure_ascii=False)[1:-1] not in sent, repr(raw)
+    assert "\\\\u202egpj.exe" in sent and "\\\\x1b[2J" in sent, sent[:2000]
