@@ -354,6 +354,8 @@ def test_retry_a_failed_run_and_cancel_a_waiting_one(served) -> None:  # noqa: A
     assert error_of(api.call("POST", f"/api/runs/{run_id}/retry", token=BOB), 403)["type"] == "NotAllowedError"
     response = api.call("POST", f"/api/runs/{run_id}/retry")
     assert response.status_code == 200 and response.json()["status"] == "ready"
+    assert response.json()["error"] is None  # the failure stays in the audit log, not on the queued run
+    assert any(e.action == "step.failed" for e in hazel.audit(run_id=run_id))
     api.wait_status(run_id, "completed")
     assert error_of(api.call("POST", f"/api/runs/{run_id}/retry"), 409)["type"] == "RunStateError"
 

@@ -53,7 +53,8 @@ class RunActions(SteeringCore):
         now = self.clock()
         with self.store.transaction() as tx:
             if not tx.runs.transition(run.id, from_statuses=[RunStatus.FAILED], now=now, status=RunStatus.READY,
-                                      attempt=0, wake_at=None):
+                                      attempt=0, wake_at=None, error=None,
+                                      error_traceback=None):  # (the failure stays in the audit log)
                 current = self._run(tx, run_id)
                 if current.status is RunStatus.READY:  # retried meanwhile (the same retry, sent twice at once)
                     return current
