@@ -255,7 +255,8 @@ def api_router(hazel: "Hazel", settings: Settings) -> APIRouter:
                                f"({earlier.action.value} of request {earlier.request_id} on run {earlier.run_id})")
             response.status_code = 200
         else:
-            log.info("api: %s decided %s on run %s", caller.id, body.action, run_id)
+            with log_context(request_id=outcome.decision.request_id):  # (the request it settled or voted on)
+                log.info("api: %s decided %s on run %s", caller.id, body.action, run_id)
             if outcome.run_status is RunStatus.READY:  # (RUNNING: this process's workers have it already)
                 resume(run_id)
         return DecisionOut(decision=outcome.decision, request=outcome.request, settled=outcome.settled,

@@ -415,3 +415,18 @@ def test_malformed_bodies_and_unknown_paths_get_the_error_body(served) -> None: 
     assert "send a JSON object with Content-Type: application/json" in error_of(no_type, 422)["message"]
     missing = api.call("GET", "/api/nothing/here")
     assert error_of(missing, 404)["message"] == "no such endpoint: /api/nothing/here (see /openapi.json)"
+
+
+def test_a_decisions_log_line_names_its_request(served, caplog) -> None:  # noqa: ANN001
+    """README: ``request_id`` is attached to what is logged while a decision is recorded (a fresh-user finding:
+    ``api: alice decided approve on run R`` carried only ``run_id`` when the body named no request)."""
+    from bot.ops.logs import ContextFilter
+
+    hazel, api = served
+    caplog.handler.addFilter(ContextFilter())  # as a served process's handlers have it
+    caplog.set_level("INFO", logger="hazel")
+    run_id = api.wait_status(api.start()["id"], "waiting")["id"]
+    request_id = hazel.requests(run_id=run_id)[-1].id
+    assert api.decide(run_id, {"action": "approve"}).status_code == 201
+    [line] = [r for r in caplog.records if r.getMessage().startswith("api: ") and " decided " in r.getMessage()]
+    assert (getattr(line, "run_id", None), getattr(line, "request_id", None)) == (run_id, request_id)
