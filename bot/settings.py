@@ -160,7 +160,8 @@ class Settings(BaseSettings):
     """Where the example workflow's deploy step writes its artefacts."""
     scheduler_tick_sec: float = Field(5.0, validation_alias="HAZEL_SCHEDULER_TICK_SEC")
     """Seconds between the scheduler's periodic looks at what is due (reminders, escalations, timeouts,
-    retries); the earliest due item is also fired at its exact time."""
+    retries): the safety net. Deadlines this process commits (and, on PostgreSQL, those other processes commit)
+    fire on time."""
     retention_days: float | None = Field(None, ge=0, lt=1_000_000, allow_inf_nan=False,
                                          validation_alias="HAZEL_RETENTION_DAYS")
     """When set, ``hazel serve`` / ``hazel worker`` prune daily the checkpoints of runs that ended more than

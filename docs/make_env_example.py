@@ -18,7 +18,9 @@ for i, n in enumerate(body):
             docs[n.target.id] = " ".join(body[i+1].value.value.split())
 out = ["# Every setting Hazel reads, with its default (generated from bot/settings.py; tests/bot/test_env_example.py",
        "# keeps it complete). Copy to .env (or /etc/hazel/hazel.env) and uncomment what you change.",
-       "# Secrets (tokens, keys, passwords) come from the environment only and never reach logs or the database.", ""]
+       "# Secrets (tokens, keys, passwords) may be set here or in the environment (the environment wins); they never",
+       "# reach logs, messages or the database. Values set here are Hazel's settings only: they are not put in",
+       "# os.environ, so a step's own code does not see them.", ""]
 for name, f in Settings.model_fields.items():
     alias = f.validation_alias
     envs = [str(c) for c in alias.choices] if isinstance(alias, AliasChoices) else [str(alias)]
