@@ -168,20 +168,27 @@ def actor(hazel: Any, name: str | None) -> "Actor":
 
 
 def safe_url(url: str) -> str:
-    """A database URL fit to print: the password masked (``user:***@``, and ``?password=hidden``, which libpq
-    takes as well)."""
+    """A database URL fit to print: the password masked as the logs mask a secret (``user:**********@``, and
+    ``?password=**********``, which libpq takes as well)."""
     from sqlalchemy.engine import make_url
+
+    from bot.settings import REDACTED
 
     try:
         parsed = make_url(url)
+        if parsed.password is not None:
+            parsed = parsed.set(password=_MASK)
         if "password" in parsed.query:
-            parsed = parsed.update_query_dict({"password": "hidden"})
-        return parsed.render_as_string(hide_password=True)
+            parsed = parsed.update_query_dict({"password": _MASK})
+        return parsed.render_as_string(hide_password=False).replace(_MASK, REDACTED)
     except Exception:  # not a URL at all: say so without echoing it
         return _NOT_A_URL
 
 
 _NOT_A_URL = "(not a valid database URL)"
+_MASK = "hazelpasswordmasked7f3a9c"
+"""Put where a URL's password was, then replaced by ``**********`` once rendered (letters and digits: the
+rendering leaves them as they are, where it would quote ``*``)."""
 
 
 def to_jsonable(value: Any) -> Any:

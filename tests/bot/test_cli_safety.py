@@ -66,12 +66,12 @@ def test_bad_input_is_one_line(cli, monkeypatch: pytest.MonkeyPatch) -> None:  #
     assert "no dead outbox message 999" in cli("outbox", "retry", "999", code=1).stderr
     monkeypatch.setenv("HAZEL_DATABASE_URL", "postgresql+psycopg://someone:s3cret@127.0.0.1:1/none")
     down = cli("runs", code=1)
-    assert down.stderr.startswith("error: database postgresql+psycopg://someone:***@127.0.0.1:1/none: ")
+    assert down.stderr.startswith("error: database postgresql+psycopg://someone:**********@127.0.0.1:1/none: ")
     assert len(down.stderr.strip().splitlines()) == 1 and "s3cret" not in down.stderr
     monkeypatch.delenv("HAZEL_DATABASE_URL")  # the URL from .env is the one named, not the default
     Path(".env").write_text("HAZEL_DATABASE_URL=postgresql+psycopg://someone:s3cret@127.0.0.1:1/in_env\n")
     down = cli("runs", code=1)
-    assert down.stderr.startswith("error: database postgresql+psycopg://someone:***@127.0.0.1:1/in_env: "), down.stderr
+    assert down.stderr.startswith("error: database postgresql+psycopg://someone:**********@127.0.0.1:1/in_env: "), down.stderr
     Path(".env").unlink()
     monkeypatch.setenv("HAZEL_DATABASE_URL", "mysql://x")
     assert "unsupported database 'mysql'" in cli("runs", code=1).stderr

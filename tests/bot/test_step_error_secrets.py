@@ -72,7 +72,7 @@ def test_a_database_password_in_the_urls_query_is_not_echoed(monkeypatch) -> Non
     monkeypatch.setenv("HAZEL_DATABASE_URL", url)
     result = CliRunner().invoke(app, ["runs"])
     assert result.exit_code == 1
-    assert "Sup3rS3cret" not in result.output and "password=hidden" in result.output, result.output
+    assert "Sup3rS3cret" not in result.output and "password=**********" in result.output, result.output
 
 
 def test_a_workflow_module_that_fails_to_import_quoting_secrets_is_reported_without_them(
