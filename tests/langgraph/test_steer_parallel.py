@@ -5,7 +5,11 @@ super-step is offered at once."""
 
 from __future__ import annotations
 
+import operator
+from typing import Annotated, TypedDict
+
 import pytest
+from langgraph.graph import END, START, StateGraph
 
 from bot.engine.errors import InvalidDecisionError
 from store.models import RequestStatus, RunStatus
@@ -69,3 +73,38 @@ def test_a_rewind_with_feedback_or_edits_to_parallel_nodes_checkpoint_is_refused
     hz.drive(run_id=run.id)
     assert hz.get(run_id=run.id).status is RunStatus.COMPLETED
     assert _log(wf, run.id)[2:] == ["join (more)", "review: approve"]
+
+
+def _two_fans():
+    """``a + b`` in one super-step, then ``c + d`` in the next, then ``end``: two checkpoints in a row that
+    several nodes wrote."""
+    class S(TypedDict, total=False):
+        topic: str
+        feedback: str
+        log: Annotated[list[str], operator.add]
+
+    g = StateGraph(S)
+    for name in ("a", "b", "c", "d", "last"):
+        g.add_node(name, lambda state, name=name: {"log": [name]})
+    g.add_edge(START, "a")
+    g.add_edge(START, "b")
+    g.add_edge(["a", "b"], "c")
+    g.add_edge(["a", "b"], "d")
+    g.add_edge(["c", "d"], "last")
+    g.add_edge("last", END)
+    return g.compile()
+
+
+def test_a_refused_rewind_names_the_nearest_checkpoint_that_takes_feedback(db_url):
+    """A fresh-user finding: the refusal named the checkpoint before, which several nodes had written too, so
+    the rewind it suggested was refused in turn. It names the nearest one before that takes the values."""
+    wf = workflow(_two_fans(), name="lg-two-fans")
+    hz = make_hazel(db_url, wf)
+    run = hz.start(workflow="lg-two-fans", input={"topic": "tides"}, actor=person("olga"))
+    hz.drive(run_id=run.id)
+    assert hz.get(run_id=run.id).status is RunStatus.COMPLETED
+    assert [(c.seq, c.next_step) for c in hz.checkpoints(run_id=run.id)][:3] == [
+        (0, "a + b"), (1, "c + d"), (2, "last")]  # #1 and #2: each written by two nodes at once
+    with pytest.raises(InvalidDecisionError, match=r"checkpoint #2 .* at once: .* or to checkpoint #0\b"):
+        hz.rewind(run_id=run.id, actor=person("olga"), to=2, feedback="more")
+    hz.rewind(run_id=run.id, actor=person("olga"), to=0, feedback="more")  # the one named: taken

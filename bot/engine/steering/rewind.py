@@ -149,7 +149,8 @@ class Rewinding(SteeringCore):
             refuse_empty_edits(edits, None if graph else tree)
         if graph:  # the graph's own state takes the feedback and edits
             tree = wf.fork_tree(tree, feedback=feedback, edits=edits, run_id=run.id, seq=target.seq,
-                                parent_seq=target.parent_seq)
+                                parent_seq=target.parent_seq,
+                                earlier=lambda: _takes_values_before(tx, wf, run.id, target.parent_seq))
             if edits:  # the limits an edit's state meets (size, depth), as a native rewind's and an edit's
                 tree = state_tree(wf, wf.codec.validate(tree), max_bytes=self.max_state_bytes,
                                   what="the edited state", refuse=InvalidDecisionError)
@@ -343,4 +344,20 @@ def _seq(to: int | str | None) -> int | None:
     number = to.strip().lstrip("#") if isinstance(to, str) else ""
     if number.isascii() and number.isdigit():  # (str.isdigit and int take "１" and "²" too: not a number here)
         return int(number)
+    return None
+
+
+def _takes_values_before(tx: Tx, wf: Any, run_id: str, seq: int | None) -> int | None:
+    """The nearest checkpoint from ``seq`` back (``seq``, its parent, …) whose graph checkpoint takes a rewind's
+    feedback or edits (``lgraph_run.writers_at`` finds no several nodes there: one node wrote it, or the
+    input); None when none does. Read only when a rewind with values is refused: one load per checkpoint."""
+    while seq is not None:
+        loaded = tx.checkpoints.load(run_id, seq)
+        if loaded is None:
+            return None
+        pointer = loaded.tree.get("lg_checkpoint") if isinstance(loaded.tree, dict) else None
+        if pointer is None or not lgraph.writers_at(wf.graph, {"configurable": {
+                "thread_id": run_id, "checkpoint_ns": "", "checkpoint_id": pointer}}):
+            return seq
+        seq = loaded.info.parent_seq
     return None
