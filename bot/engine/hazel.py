@@ -117,7 +117,10 @@ class Hazel(Reads, Requests):
         self._held_lock = threading.Lock()
         self.runner = Runner(self.store, self.registry, lease_sec=self.settings.lease_sec, clock=clock)
         self.runner.on_outbox = self._outbox
-        self.runner.redact = Redactor(secret_values(self.settings))  # (what a step's error quotes of them)
+        self.redact = Redactor(secret_values(self.settings))
+        """``redact(text)``: ``text`` with every secret setting's value as ``**********``, for what Hazel stores or
+        shows of an error it did not write (a step's exception, a channel's API answer quoting a token)."""
+        self.runner.redact = self.redact
         self.store.on_deadline = self._deadline  # (after every commit that set a deadline: the scheduler re-arms)
         self._parts_lock = threading.RLock()  # (timeouts asks for steering while it is built)
 

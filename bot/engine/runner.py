@@ -302,10 +302,11 @@ class Runner:
                                 workflow_version=target.version, status=RunStatus.RUNNING)
                 migrated = tx.runs.get(run.id)
         except VersionUnavailableError as exc:  # the migration itself failed: a deployment bug, shown loudly
+            error = self.redact(str(exc))  # (a migration's own exception may quote the environment)
             with self.store.transaction() as tx:
-                tx.runs.advance(run.id, token=token, now=now, status=RunStatus.FAILED, error=str(exc))
-                tx.events.add(action="run.failed", actor=SYSTEM, now=now, run_id=run.id, error=str(exc))
-                transitions.progress(tx, run_id=run.id, now=now, event="failed", error=str(exc))
+                tx.runs.advance(run.id, token=token, now=now, status=RunStatus.FAILED, error=error)
+                tx.events.add(action="run.failed", actor=SYSTEM, now=now, run_id=run.id, error=error)
+                transitions.progress(tx, run_id=run.id, now=now, event="failed", error=error)
             self.on_outbox()
             return None
         assert migrated is not None

@@ -226,14 +226,15 @@ class Deliverer:
         delay = exc.retry_after_sec or min(self.max_backoff_sec, self.backoff_sec * 2 ** (attempts - 1))
         delay *= random.uniform(1.0, 1.25)
         retry_at = None if dead else self.clock() + timedelta(seconds=delay)
+        error = self.hazel.redact(str(exc))  # (an API's answer may quote the token it was sent: never stored)
         log.warning("outbox message %s (%s to %s) failed, attempt %d: %s%s", message.id, message.kind,
-                    message.channel, attempts, exc, " (dead)" if dead else f" (retry in {delay:.1f}s)")
+                    message.channel, attempts, error, " (dead)" if dead else f" (retry in {delay:.1f}s)")
         with self.store.transaction() as tx:
-            tx.outbox.mark_failed(message.id, error=str(exc), retry_at=retry_at)
+            tx.outbox.mark_failed(message.id, error=error, retry_at=retry_at)
             if dead or attempts == 1:
                 tx.events.add(action="outbox.dead" if dead else "outbox.failed", actor=SYSTEM, now=self.clock(),
                               run_id=message.run_id, request_id=message.request_id, message_id=message.id,
-                              kind=message.kind, channel=message.channel, error=str(exc)[:500])
+                              kind=message.kind, channel=message.channel, error=error[:500])
 
     # -- background loop (hazel serve) ------------------------------------------------------------------
 

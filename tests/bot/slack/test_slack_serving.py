@@ -193,3 +193,22 @@ def test_socket_mode_connects_with_the_app_token_and_dispatches_to_the_same_hand
             hazel.close()
         [opened] = fake.calls_to("apps.connections.open")
         assert opened.token == fake.app_token
+
+
+def test_a_slack_error_quoting_the_token_is_stored_and_shown_without_it(make_env) -> None:  # noqa: ANN001
+    """A fresh-user finding: an API answer quoting the bot token (an error text, a proxy's page) was redacted in
+    the log line but stored whole in the outbox's ``last_error`` and the audit's ``outbox.failed`` event, which
+    ``hazel outbox --json`` and ``hazel audit --json`` print."""
+    import json
+
+    env: SlackEnv = make_env(max_retries=0)
+    token = env.fake.bot_token
+    env.fake.fail("chat.postMessage", error=f"invalid_auth Bearer {token}", times=None)
+    run_id = env.start()
+    env.settle()
+    with env.hazel.store.read() as tx:
+        [opened] = [m for m in tx.outbox.list(run_id=run_id) if m.kind == "request.opened"]
+    events = [e for e in env.hazel.audit(run_id=run_id) if e.action.startswith("outbox.")]
+    stored = opened.last_error + json.dumps([e.detail for e in events])
+    assert events and "invalid_auth" in opened.last_error, stored
+    assert token not in stored and "Bearer **********" in opened.last_error, stored
