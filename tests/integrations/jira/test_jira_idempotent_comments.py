@@ -4,28 +4,15 @@ retry: the comment carries a property naming its outbox message, and the retry l
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Iterator
 
 import pytest
 import requests
-import responses
 
 from integrations.base import DeliveryError
 COMMENT_PROPERTY = "hazel.delivery"  # the comment property README documents
 from store.models import Delivery, RequestStatus
-from tests.integrations.jira.test_jira_channel import decision, request, view
+from tests.integrations.jira.test_jira_channel import decision, fake, request, rsps, view  # noqa: F401 (fixtures)
 from tests.support.fake_jira import FakeJira
-
-
-@pytest.fixture
-def rsps() -> Iterator[responses.RequestsMock]:
-    with responses.RequestsMock(assert_all_requests_are_fired=False) as mock:
-        yield mock
-
-
-@pytest.fixture(params=["cloud", "server"])
-def fake(request: pytest.FixtureRequest, rsps: responses.RequestsMock) -> FakeJira:
-    return FakeJira(rsps, cloud=request.param == "cloud")
 
 
 def delivery(attempt: int, key: str = "a1b2c3d4e5f6/12") -> Delivery:
