@@ -25,14 +25,23 @@ _INSERT = outbox.insert()
 """Built once and executed with a parameter dict (SQLAlchemy reuses the compiled form; see ``store.checkpoints``)."""
 
 
-def _deliverable(channels: Collection[str], kinds: Collection[str]) -> ColumnElement[bool]:
+def _deliverable(channels: Collection[str], kinds: Collection[str], cols: Any = outbox.c) -> ColumnElement[bool]:
     """Rows whose channel is of one of the kinds ``channels`` (``slack`` matches ``slack`` and ``slack:…``) or
-    whose outbox kind is in ``kinds``."""
-    conds: list[ColumnElement[bool]] = [(outbox.c.channel == k) | outbox.c.channel.startswith(f"{k}:", autoescape=True)
+    whose outbox kind is in ``kinds`` (``cols``: the outbox's columns, or a subquery's with the same names)."""
+    conds: list[ColumnElement[bool]] = [(cols.channel == k) | cols.channel.startswith(f"{k}:", autoescape=True)
                                         for k in channels]
     if kinds:
-        conds.append(outbox.c.kind.in_(list(kinds)))
+        conds.append(cols.kind.in_(list(kinds)))
     return or_(*conds) if conds else false()
+
+
+_PENDING = select(
+    outbox.c.id, outbox.c.run_id, outbox.c.channel, outbox.c.kind, outbox.c.next_attempt_at,
+    func.min(outbox.c.id).over(partition_by=(outbox.c.run_id, outbox.c.channel)).label("first_id"),
+).where(outbox.c.status == OutboxStatus.PENDING.value).subquery("pending")
+"""The pending messages, each with the id of the first pending message of its run and channel (``first_id``):
+``OutboxRepo.claim_due`` takes only a first one. Read from the status index's ``pending`` range, once per
+claim (a correlated ``NOT EXISTS`` would read that range once per candidate on SQLite)."""
 
 
 class OutboxRepo:
@@ -56,13 +65,22 @@ class OutboxRepo:
         ``run_ids``, only the messages of those runs (a CLI command delivers what its own runs wrote); with
         ``channels`` (channel kinds: ``console``, ``slack``, ``jira``), only the messages for those kinds of
         channel (``slack:#x`` is of kind ``slack``) or of an outbox kind in ``kinds`` (``hook.event``): a
-        process claims only what it can deliver."""
-        due = (outbox.c.status == OutboxStatus.PENDING.value) & (outbox.c.next_attempt_at <= now)
+        process claims only what it can deliver.
+
+        A run's messages to one channel are delivered in order: a message is not claimed while an earlier one
+        (a lower id) of the same run and channel is still pending, whether it waits for its retry or another
+        process is sending it (a dead one holds nothing back). So an update never overtakes the post it
+        updates (a post whose answer was lost is found and adopted by its retry first), and a batch holds at
+        most one message per run and channel: the deliverer claims again after sending. (Messages without a
+        run are ordered per channel alike.)"""
+        p = _PENDING.c
+        due = (p.id == p.first_id) & (p.next_attempt_at <= now)
         if run_ids is not None:
-            due &= outbox.c.run_id.in_(list(run_ids))
+            due &= p.run_id.in_(list(run_ids))
         if channels is not None:
-            due &= _deliverable(channels, kinds)
-        pick = select(outbox.c.id).where(due).order_by(outbox.c.id).limit(limit)
+            due &= _deliverable(channels, kinds, p)
+        first = select(p.id).where(due).order_by(p.id).limit(limit)
+        pick = select(outbox.c.id).where(outbox.c.id.in_(first)).order_by(outbox.c.id)
         pick = self.dialect.lock(pick, skip_locked=True)
         ids = [r.id for r in self.conn.execute(pick)]
         if not ids:

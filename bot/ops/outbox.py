@@ -98,7 +98,8 @@ class Deliverer:
     def deliver_due(self, *, limit: int = 50, run_ids: Collection[str] | None = None) -> int:
         """Deliver every due message (up to ``limit`` per batch, until none is due); with ``run_ids``, only
         the messages of those runs (what a CLI command's own runs wrote: other runs' messages, and their
-        failures, are ``hazel serve``'s and ``hazel worker``'s business). Then show on the console those due for
+        failures, are ``hazel serve``'s and ``hazel worker``'s business). A run's messages to one channel go
+        in order (``OutboxRepo.claim_due``): after a batch that sent something it claims again. Then show on the console those due for
         channels this process does not have (``_show_elsewhere``), read in the first batch's transaction.
         Returns how many were sent."""
         sent, elsewhere, first = 0, [], True
@@ -114,9 +115,10 @@ class Deliverer:
             if not batch:
                 break
             self._followed_up = False
-            for message in batch:
-                sent += self._deliver(message)
-            if len(batch) < limit and not self._followed_up:
+            delivered = sum(self._deliver(message) for message in batch)
+            sent += delivered
+            # a batch holds one message per run and channel (``claim_due``): one sent may let the next one go
+            if len(batch) < limit and not self._followed_up and not delivered:
                 break
         self._show_elsewhere(elsewhere)
         return sent

@@ -183,7 +183,9 @@ class SlackChannel(Channel):
         approver's DM, and the copies reminders and escalations posted later (``message_ref["copies"]``
         delivered through Slack: the whole request in an ``escalate_channel``, DMs to backup approvers and to
         approvers who had none). A copy Slack no longer has (``message_not_found``, deleted by its reader) is
-        skipped with a warning: it must not keep the others stale.
+        skipped with a warning: it must not keep the others stale. A request with no Slack message was never
+        posted (its post is dead: logged at INFO); one whose post is still pending cannot get here, as the
+        outbox delivers a run's messages to one channel in order (``OutboxRepo.claim_due``).
 
         Raises:
             DeliveryError: a call failed (the outbox retries the whole update: ``chat.update`` is idempotent).
