@@ -95,16 +95,24 @@ class JiraChannel(Channel):
     def open_request(self, view: RequestView) -> dict[str, Any] | None:
         """Create the issue (or reuse this run's open issue for the same point; or find the one an earlier
         attempt created when its answer was lost, by the request's label). Returns ``{"key":
-        "jira:<issue id>", "issue_id", "issue_key", "url", "done_status", "rejected_status"}``; a request
-        settled before it reached Jira gets no issue (``{"skipped": …}``).
+        "jira:<issue id>", "issue_id", "issue_key", "url", "done_status", "rejected_status"}``. A request
+        settled before it reached Jira gets no new issue (``{"skipped": …}``), but the issue an earlier attempt
+        created (its answer lost) is adopted all the same, so that the outcome (delivered after this: the outbox
+        keeps a run's messages to one channel in order) is commented on it and moves it.
 
         Raises:
             DeliveryError: Jira failed or is unreachable (the outbox retries; the request stays pending).
             PermanentDeliveryError: Jira refused the issue (unknown project or issue type, no permission).
         """
-        if view.request.status is not RequestStatus.PENDING:
-            return {"skipped": f"request was {view.request.status.value} before its issue was created"}
         opts = self.options_for(view.options)
+        if view.request.status is not RequestStatus.PENDING:
+            mine = request_label(view.request.id)
+            with jira_call("search for the request's issue"):
+                found = self.client.search_issues(f'labels = "{mine}" ORDER BY created DESC', maxResults=1,
+                                                  fields="status,labels")
+            if found:
+                return self._ref(found[0].id, found[0].key, opts)
+            return {"skipped": f"request was {view.request.status.value} before its issue was created"}
         body = render.description(view, opts, cloud=self.cloud, max_chars=self.max_chars,
                                   link=self.link_for(view.run.id) if self.link_for else None,
                                   identities=self.identities)
