@@ -408,7 +408,7 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
         return node, RunStatus.READY, None, {**_without_asks(tree), "lg_resume": resume}
 
     def fork_tree(self, tree: Any, *, feedback: str | None, edits: dict[str, Any] | None,
-                  run_id: str | None = None, seq: int | None = None, parent_seq: int | None = None,
+                  run_id: str | None = None, seq: int | None = None,
                   earlier: Callable[[], int | None] | None = None) -> Any:
         """The tree a rewind forks with: nothing asked (a node that interrupted there runs again and asks
         again), ``lg_fork`` set and ``lg_update`` holding ``{feedback_key: feedback, **edits}`` (None: none).
@@ -419,7 +419,7 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
                 feedback or edits for a graph checkpoint that several nodes wrote at once
                 (``writers_at``: LangGraph cannot tell which node the values would come from); ``seq`` (the
                 Hazel checkpoint) and ``earlier()`` (the nearest one before it that takes them: one node wrote
-                it, or the input; None: none) or else ``parent_seq`` name them in the message.
+                it, or the input; None: none) name them in the message.
         """
         declared = self.declared_fields()
         unknown = sorted(set(edits or {}) - set(declared)) if declared else []
@@ -440,9 +440,8 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
             config = {"configurable": {"thread_id": run_id, "checkpoint_ns": "", "checkpoint_id": pointer}}
             writers = writers_at(self.graph, config)
             if writers:
-                takes = earlier() if earlier is not None else parent_seq
-                before = (f"checkpoint #{takes}" if takes is not None
-                          else "a checkpoint one node wrote" if earlier is not None else "the checkpoint before")
+                takes = earlier() if earlier is not None else None
+                before = f"checkpoint #{takes}" if takes is not None else "a checkpoint one node wrote"
                 raise InvalidDecisionError(
                     f"checkpoint #{seq} of run {run_id} was written by {', '.join(writers)} at once: LangGraph "
                     f"cannot tell which of them feedback or edits would come from; rewind there without "

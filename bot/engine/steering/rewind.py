@@ -149,7 +149,6 @@ class Rewinding(SteeringCore):
             refuse_empty_edits(edits, None if graph else tree)
         if graph:  # the graph's own state takes the feedback and edits
             tree = wf.fork_tree(tree, feedback=feedback, edits=edits, run_id=run.id, seq=target.seq,
-                                parent_seq=target.parent_seq,
                                 earlier=lambda: _takes_values_before(tx, wf, run.id, target.parent_seq))
             if edits:  # the limits an edit's state meets (size, depth), as a native rewind's and an edit's
                 tree = state_tree(wf, wf.codec.validate(tree), max_bytes=self.max_state_bytes,
