@@ -184,12 +184,12 @@ class Store:
         return db.make_engine(self.url, sqlite_synchronous=relaxed, pool_size=2)
 
     @contextmanager
-    def transaction(self, *, write: bool = True, durable: bool = True) -> Iterator[Tx]:
+    def transaction(self, *, write: bool = True, durable: bool = True, snapshot: bool = True) -> Iterator[Tx]:
         """One transaction; commits when the block ends, rolls back if it raises. ``durable=False``: its commit
         does not wait for the disk (``store.db.transaction``): it survives a process crash at once, a power
         loss from the next durable commit on."""
         engine = self.engine if durable else self.relaxed_engine
-        with db.transaction(engine, write=write, durable=durable) as conn:
+        with db.transaction(engine, write=write, durable=durable, snapshot=snapshot) as conn:
             tx = Tx(conn, self.policy, self.dialect_hooks, self.hook_urls)
             yield tx
         if tx.written:  # committed: what it wrote is what a decision in this process reads next
@@ -197,11 +197,13 @@ class Store:
         if tx.deadline is not None and self.on_deadline is not None:
             self.on_deadline(tx.deadline)
 
-    def read(self) -> "contextmanager[Tx]":
+    def read(self, *, snapshot: bool = True) -> "contextmanager[Tx]":
         """A read-only transaction: no write lock on SQLite (whose transactions read one snapshot); on
         PostgreSQL at REPEATABLE READ, so that its statements read one snapshot too (a run and its requests as
-        of one moment). Write nothing in it."""
-        return self.transaction(write=False)
+        of one moment). ``snapshot=False``: READ COMMITTED on PostgreSQL, for a reader that takes row locks
+        (``FOR UPDATE SKIP LOCKED`` at REPEATABLE READ raises a serialization failure on a row committed after
+        its snapshot). Write nothing in it."""
+        return self.transaction(write=False, snapshot=snapshot)
 
     def step_writer(self) -> "StepWriter":
         """A writer for the steps of one drive that keep their run running (``store.steps``); close it when

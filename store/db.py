@@ -238,7 +238,8 @@ def take_turn(turns: _WriteTurns | None) -> bool:
 
 
 @contextmanager
-def transaction(engine: Engine, *, write: bool = True, durable: bool = True) -> Iterator["TxConnection"]:
+def transaction(engine: Engine, *, write: bool = True, durable: bool = True,
+                snapshot: bool = True) -> Iterator["TxConnection"]:
     """One database transaction: committed when the block ends, rolled back if it raises. Yields its
     connection (``store.txconn.TxConnection``: what ``store.fast`` executes on, and a SQLAlchemy ``Connection``
     for everything else).
@@ -247,6 +248,9 @@ def transaction(engine: Engine, *, write: bool = True, durable: bool = True) -> 
     PostgreSQL ``SET LOCAL synchronous_commit TO OFF``, one more statement). The transaction survives a crash of
     the process at once, and a power loss (or a crash of the PostgreSQL server) from the next durable commit on
     the same database, whose wait for the disk covers everything written before it.
+
+    ``snapshot`` (readers, ``write=False``, on PostgreSQL): REPEATABLE READ when True, READ COMMITTED when False
+    (``store.txconn.TxConnection.begin``). SQLite's transactions always read one snapshot.
 
     On SQLite a write transaction first waits for its turn among this process's writers to the same file (at
     most the busy timeout; after that ``BEGIN IMMEDIATE`` waits and fails as it would have). A transaction that
@@ -261,7 +265,8 @@ def transaction(engine: Engine, *, write: bool = True, durable: bool = True) -> 
     turns = _WRITE_TURNS.get(engine) if write else None
     held = take_turn(turns)
     try:
-        conn = TxConnection.begin(engine, _SQLITE_LEVELS.get(engine), write=write, durable=durable)
+        conn = TxConnection.begin(engine, _SQLITE_LEVELS.get(engine), write=write, durable=durable,
+                                  snapshot=snapshot)
         cursors = conn.info.setdefault(_OPEN_CURSORS, [])
         try:
             yield conn

@@ -58,9 +58,12 @@ class TxConnection:
 
     @classmethod
     def begin(cls, engine: Engine, sqlite_levels: tuple[str, str] | None, *, write: bool,
-              durable: bool) -> TxConnection:
+              durable: bool, snapshot: bool = True) -> TxConnection:
         """Check a connection out of ``engine``'s pool and begin a transaction on it. ``sqlite_levels``: the
-        SQLite engine's ``synchronous`` and relaxed levels (``store.db``); None on PostgreSQL.
+        SQLite engine's ``synchronous`` and relaxed levels (``store.db``); None on PostgreSQL. ``snapshot``
+        (readers on PostgreSQL): REPEATABLE READ, one snapshot for all statements; False: READ COMMITTED, for a
+        reader that locks rows (``FOR UPDATE SKIP LOCKED`` at REPEATABLE READ fails with a serialization error
+        on a row another transaction changed and committed after the snapshot).
 
         Raises:
             sqlalchemy.exc.DBAPIError: no connection (``OperationalError``: the database is unreachable), or the
@@ -81,7 +84,7 @@ class TxConnection:
                 fairy.driver_connection.autocommit = True  # (no I/O) set back by ``end``
                 # a reader sees one snapshot for all its statements (READ COMMITTED takes one per statement: a run
                 # read as waiting, then its request as already settled by a decision committed in between)
-                begin = "BEGIN" if write else "BEGIN ISOLATION LEVEL REPEATABLE READ"
+                begin = "BEGIN" if write or not snapshot else "BEGIN ISOLATION LEVEL REPEATABLE READ"
                 conn.unbegun = (begin,) if durable else (begin, "SET LOCAL synchronous_commit TO OFF")
         except dbapi_error as exc:
             error = conn._translated(exc, "BEGIN")

@@ -102,7 +102,7 @@ class Requests:
 
     def due_request_ids(self, *, now: datetime, limit: int = 100) -> list[int]:
         """Pending requests whose reminder, escalation or timeout is due at ``now``, most overdue first."""
-        with self.store.read() as tx:
+        with self.store.read(snapshot=False) as tx:  # it locks rows (SKIP LOCKED): READ COMMITTED on PostgreSQL
             return tx.timers.due_request_ids(now=now, limit=limit)
 
     def fire_request(self, *, request_id: int, now: datetime) -> Fired:

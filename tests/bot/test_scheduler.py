@@ -132,6 +132,36 @@ def test_two_schedulers_at_once_fire_everything_exactly_once(db_url: str) -> Non
         assert request_of(first, run_id).status is RequestStatus.DECIDED
 
 
+def test_a_request_another_scheduler_changed_after_the_pick_began_is_no_error(
+        db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pick of due requests locks them (``FOR UPDATE SKIP LOCKED``). Another scheduler that finished a
+    request between the start of the pick's transaction and its lock made PostgreSQL at REPEATABLE READ fail
+    the whole tick ("could not serialize access due to concurrent update"); the pick reads at READ COMMITTED."""
+    from sqlalchemy import text, update
+
+    from store.schema import steering_requests
+    from store.timers import TimerRepo
+
+    clock = FakeClock()
+    hazel, scheduler, run_id = waiting(db_url, clock, remind_after_sec=HOUR, remind_every_sec=HOUR)
+    other = make_hazel(db_url, timed(remind_after_sec=HOUR, remind_every_sec=HOUR), clock=clock)
+    request_id = request_of(hazel, run_id).id
+    pick = TimerRepo.due_request_ids
+
+    def changed_meanwhile(repo: TimerRepo, **kwargs: object) -> list[int]:
+        repo.conn.execute(text("SELECT 1"))  # the transaction's first statement: its snapshot, if it takes one
+        with other.store.transaction() as tx:  # another scheduler commits a change to the request
+            tx.conn.execute(update(steering_requests).where(steering_requests.c.id == request_id)
+                            .values(next_action_at=clock.now))
+        return pick(repo, **kwargs)
+
+    clock.advance(HOUR)
+    monkeypatch.setattr(TimerRepo, "due_request_ids", changed_meanwhile)
+    assert hazel.due_request_ids(now=clock.now) == [request_id]
+    monkeypatch.undo()
+    assert scheduler.tick().reminders == [request_id]
+
+
 def flaky_once(backoff_sec: float) -> Workflow:
     """``flaky``: its step ``draft`` fails once (a retry after ``backoff_sec``), then asks at ``review``."""
     wf = Workflow("flaky", version=1, state=Doc)
