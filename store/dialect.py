@@ -32,13 +32,14 @@ class Dialect:
     def postgresql(self) -> bool:
         return self.name == "postgresql"
 
-    def lock(self, stmt: Select, *, skip_locked: bool = False, key_share: bool = False) -> Select:
+    def lock(self, stmt: Select, *, skip_locked: bool = False, key_share: bool = False, of: Any = None) -> Select:
         """``stmt`` with the row lock it needs on PostgreSQL (``FOR UPDATE``; ``SKIP LOCKED`` to leave rows
         another transaction is taking to it; ``key_share``: ``FOR NO KEY UPDATE``, which does not wait for the
-        KEY SHARE locks that inserting child rows takes). Unchanged on SQLite."""
+        KEY SHARE locks that inserting child rows takes; ``of``: the table whose rows to lock, in a join).
+        Unchanged on SQLite."""
         if not self.postgresql:
             return stmt
-        return stmt.with_for_update(skip_locked=skip_locked, key_share=key_share)
+        return stmt.with_for_update(skip_locked=skip_locked, key_share=key_share, of=of)
 
     def epoch_seconds(self, column: Any) -> Any:
         """SQL for the Unix time (seconds) of a ``UTCDateTime`` column."""

@@ -38,10 +38,19 @@ def _deliverable(channels: Collection[str], kinds: Collection[str], cols: Any = 
 _PENDING = select(
     outbox.c.id, outbox.c.run_id, outbox.c.channel, outbox.c.kind, outbox.c.next_attempt_at,
     func.min(outbox.c.id).over(partition_by=(outbox.c.run_id, outbox.c.channel)).label("first_id"),
+    func.count().over(partition_by=(outbox.c.run_id, outbox.c.channel)).label("queued"),
 ).where(outbox.c.status == OutboxStatus.PENDING.value).subquery("pending")
-"""The pending messages, each with the id of the first pending message of its run and channel (``first_id``):
-``OutboxRepo.claim_due`` takes only a first one. Read from the status index's ``pending`` range, once per
+"""The pending messages, each with the id of the first pending message of its run and channel (``first_id``)
+and how many of that run and channel are pending (``queued``): ``OutboxRepo.claim_due`` takes only a first one. Read from the status index's ``pending`` range, once per
 claim (a correlated ``NOT EXISTS`` would read that range once per candidate on SQLite)."""
+
+
+class Claimed(list[OutboxMessage]):
+    """What ``OutboxRepo.claim_due`` took (a list of messages, by id), and ``held_back``: True when a later
+    message of a claimed message's run and channel is pending behind it (sending this batch lets it go: claim
+    again), False when nothing claimed holds anything back."""
+
+    held_back: bool = False
 
 
 class OutboxRepo:
@@ -60,7 +69,7 @@ class OutboxRepo:
 
     def claim_due(self, *, now: datetime, lease_sec: float, limit: int = 20,
                   run_ids: Collection[str] | None = None, channels: Collection[str] | None = None,
-                  kinds: Collection[str] = ()) -> list[OutboxMessage]:
+                  kinds: Collection[str] = ()) -> Claimed:
         """Take up to ``limit`` due pending messages, oldest first, leasing them for ``lease_sec``; with
         ``run_ids``, only the messages of those runs (a CLI command delivers what its own runs wrote); with
         ``channels`` (channel kinds: ``console``, ``slack``, ``jira``), only the messages for those kinds of
@@ -71,26 +80,29 @@ class OutboxRepo:
         (a lower id) of the same run and channel is still pending, whether it waits for its retry or another
         process is sending it (a dead one holds nothing back). So an update never overtakes the post it
         updates (a post whose answer was lost is found and adopted by its retry first), and a batch holds at
-        most one message per run and channel: the deliverer claims again after sending. (Messages without a
-        run are ordered per channel alike.)"""
+        most one message per run and channel: the deliverer claims again after sending when the batch says
+        some are ``held_back``. (Messages without a run are ordered per channel alike.)"""
         p = _PENDING.c
         due = (p.id == p.first_id) & (p.next_attempt_at <= now)
         if run_ids is not None:
             due &= p.run_id.in_(list(run_ids))
         if channels is not None:
             due &= _deliverable(channels, kinds, p)
-        first = select(p.id).where(due).order_by(p.id).limit(limit)
-        pick = select(outbox.c.id).where(outbox.c.id.in_(first)).order_by(outbox.c.id)
-        pick = self.dialect.lock(pick, skip_locked=True)
-        ids = [r.id for r in self.conn.execute(pick)]
-        if not ids:
-            return []
+        first = select(p.id, p.queued).where(due).order_by(p.id).limit(limit).subquery("first")
+        pick = select(outbox.c.id, first.c.queued).join(first, first.c.id == outbox.c.id).order_by(outbox.c.id)
+        pick = self.dialect.lock(pick, skip_locked=True, of=outbox)
+        queued = {r.id: r.queued for r in self.conn.execute(pick)}
+        claimed = Claimed()
+        if not queued:
+            return claimed
         rows = self.conn.execute(update(outbox).where(
-            outbox.c.id.in_(ids) & (outbox.c.status == OutboxStatus.PENDING.value)
+            outbox.c.id.in_(list(queued)) & (outbox.c.status == OutboxStatus.PENDING.value)
             & (outbox.c.next_attempt_at <= now)
         ).values(next_attempt_at=now + timedelta(seconds=lease_sec), attempts=outbox.c.attempts + 1)
             .returning(*outbox.c)).all()
-        return sorted((_message(r) for r in rows), key=lambda m: m.id)
+        claimed.extend(sorted((_message(r) for r in rows), key=lambda m: m.id))
+        claimed.held_back = any(queued[m.id] > 1 for m in claimed)
+        return claimed
 
     def due_elsewhere(self, *, now: datetime, channels: Collection[str], kinds: Collection[str] = (),
                       run_ids: Collection[str] | None = None, after_id: int = 0, since: datetime | None = None,

@@ -99,9 +99,9 @@ class Deliverer:
         """Deliver every due message (up to ``limit`` per batch, until none is due); with ``run_ids``, only
         the messages of those runs (what a CLI command's own runs wrote: other runs' messages, and their
         failures, are ``hazel serve``'s and ``hazel worker``'s business). A run's messages to one channel go
-        in order (``OutboxRepo.claim_due``): after a batch that sent something it claims again. Then show on the console those due for
-        channels this process does not have (``_show_elsewhere``), read in the first batch's transaction.
-        Returns how many were sent."""
+        in order (``OutboxRepo.claim_due``): after a batch that sent something it claims again when the batch
+        held later messages back. Then show on the console those due for channels this process does not have
+        (``_show_elsewhere``), read in the first batch's transaction. Returns how many were sent."""
         sent, elsewhere, first = 0, [], True
         while True:
             with self.store.transaction() as tx:
@@ -118,7 +118,7 @@ class Deliverer:
             delivered = sum(self._deliver(message) for message in batch)
             sent += delivered
             # a batch holds one message per run and channel (``claim_due``): one sent may let the next one go
-            if len(batch) < limit and not self._followed_up and not delivered:
+            if len(batch) < limit and not self._followed_up and not (delivered and batch.held_back):
                 break
         self._show_elsewhere(elsewhere)
         return sent

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
+import pytest
+
 from store import Store
 from store.models import OutboxKind
 
@@ -30,3 +32,50 @@ def test_a_later_message_waits_for_the_earlier_one_of_its_run_and_channel(store:
         tx.outbox.mark_failed(opened.id, error="given up", retry_at=None)  # dead: holds nothing back
     with store.transaction() as tx:
         assert [m.kind for m in tx.outbox.claim_due(now=later, lease_sec=60, run_ids=["r1"], channels=["slack"])] == ["request.closed"]
+
+
+def test_a_batch_says_whether_it_holds_later_messages_back(store: Store) -> None:
+    now = datetime.now(timezone.utc)
+    with store.transaction() as tx:
+        for run, kind in [("r1", OutboxKind.REQUEST_OPENED), ("r2", OutboxKind.REQUEST_OPENED),
+                          ("r2", OutboxKind.REQUEST_CLOSED)]:
+            tx.outbox.add(channel="console", kind=kind, now=now, run_id=run, request_id=1)
+    with store.transaction() as tx:
+        first = tx.outbox.claim_due(now=now, lease_sec=60)
+    assert [(m.run_id, m.kind) for m in first] == [("r1", "request.opened"), ("r2", "request.opened")]
+    assert first.held_back  # r2's close waits behind its post
+    with store.transaction() as tx:
+        for m in first:
+            tx.outbox.mark_sent(m.id, now=now)
+    with store.transaction() as tx:
+        second = tx.outbox.claim_due(now=now, lease_sec=60)
+    assert [(m.run_id, m.kind) for m in second] == [("r2", "request.closed")] and not second.held_back
+
+
+def test_the_deliverer_claims_again_only_for_what_a_batch_held_back(db_url: str,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two messages of one run to one channel: two claims (the second finds the later message and says
+    nothing waits behind it); one message: one claim. It claimed a third time, and a second for one, before."""
+    from store.outbox import OutboxRepo
+    from tests.support.engine import make_hazel
+
+    hazel = make_hazel(db_url)
+    claims: list[int] = []
+    claim = OutboxRepo.claim_due
+
+    def counted(repo: OutboxRepo, **kwargs: object):  # noqa: ANN202
+        claimed = claim(repo, **kwargs)
+        claims.append(len(claimed))
+        return claimed
+
+    monkeypatch.setattr(OutboxRepo, "claim_due", counted)
+    now = hazel.clock()
+    with hazel.store.transaction() as tx:
+        tx.outbox.add(channel="console", kind=OutboxKind.RUN_PROGRESS, now=now, run_id="r1", payload={"text": "a"})
+        tx.outbox.add(channel="console", kind=OutboxKind.RUN_PROGRESS, now=now, run_id="r1", payload={"text": "b"})
+    assert hazel.deliver_due() == 2 and claims == [1, 1]
+    claims.clear()
+    with hazel.store.transaction() as tx:
+        tx.outbox.add(channel="console", kind=OutboxKind.RUN_PROGRESS, now=now, run_id="r2", payload={"text": "c"})
+    assert hazel.deliver_due() == 1 and claims == [1]
+    hazel.close()
