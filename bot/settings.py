@@ -275,6 +275,10 @@ class Settings(BaseSettings):
 
         if not is_text(value):
             raise ValueError("not UTF-8 text")
+        if field is not None and (field.annotation is int or int in get_args(field.annotation)):
+            import re  # (a whole number as written: not "80.0", "8_000" or "nan", which pydantic's int takes or
+            if not re.fullmatch(r"\s*[+-]?[0-9]+\s*", value):  # names with its own words)
+                raise ValueError(f"must be a whole number, not {value.strip()[:40]!r}")
         return value
 
     @field_validator("*")
@@ -343,6 +347,19 @@ class Settings(BaseSettings):
         if info.field_name in ("jira_url", "base_url") and ("?" in value or "#" in value):
             raise ValueError(f"must be the site's URL without a query or fragment, not {_url_shown(value)!r}")
         return value.strip()
+
+    @field_validator("database_url")
+    @classmethod
+    def _database_url(cls, value: str) -> str:
+        """A port in the URL is a number (SQLAlchemy's parser raises a bare ``ValueError`` at connect time for
+        ``host:notaport``). The URL itself is never echoed: it may hold a password."""
+        from urllib.parse import urlsplit
+
+        try:
+            urlsplit(value.strip()).port  # noqa: B018 (raises ValueError for a port that is not a number)
+        except ValueError:
+            raise ValueError("the port in the URL must be a number from 0 to 65535") from None
+        return value
 
     @field_validator("hook_urls")
     @classmethod
@@ -493,7 +510,8 @@ def unknown_settings(environ: "Mapping[str, str]", env_file: str | None = ".env"
     for name in sorted(names - known - NOT_SETTINGS):
         if name.startswith(NOT_SETTINGS_PREFIXES):
             continue
-        close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.8)
+        bare = name.removeprefix("HAZEL_")  # (HAZEL_JIRA_URL: Jira's and Slack's settings have no prefix)
+        close = [bare] if bare in known else difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.8)
         lines.append(f"{name} is not a Hazel setting: it is ignored"
                      + (f" (did you mean {close[0]}?)" if close else ""))
     return lines

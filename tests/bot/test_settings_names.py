@@ -186,3 +186,36 @@ def test_a_command_names_the_setting_and_what_is_wrong(hostile: Callable[..., An
                                                        message: str) -> None:
     monkeypatch.setenv(name, value)
     one_line_error(hostile("runs"), [f"error: invalid settings: {message}"], ["runs"])
+
+
+INT_FIELDS = [n for n, f in Settings.model_fields.items()
+              if f.annotation is int or int in typing.get_args(f.annotation)]
+
+
+@pytest.mark.parametrize("field", INT_FIELDS)
+@pytest.mark.parametrize("value", ["8_000", "80.0", "nan", "8e3", "0x50"])
+def test_a_whole_number_setting_takes_only_digits(clean: Path, field: str, value: str) -> None:
+    """``HAZEL_PORT=8_000`` and ``=80.0`` were taken as 8000 and 80 (pydantic's lax int), ``nan`` got pydantic's
+    own words."""
+    assert "port" in INT_FIELDS and "workers" in INT_FIELDS and "metrics_port" in INT_FIELDS
+    assert _errors(**{_env_name(field): value}) == [(_env_name(field), f"must be a whole number, not {value!r}")]
+
+
+@pytest.mark.parametrize("field", INT_FIELDS)
+def test_a_whole_number_setting_takes_spaces_and_a_sign_around_its_digits(clean: Path, field: str) -> None:
+    default = Settings.model_fields[field].default
+    assert _errors(**{_env_name(field): f" +{9100 if default is None else default} "}) == []
+
+
+def test_a_database_url_whose_port_is_not_a_number_says_so_without_echoing_it(clean: Path) -> None:
+    url = "postgresql+psycopg://hazel:s3cret-pw@127.0.0.1:notaport/hazel"
+    assert _errors(HAZEL_DATABASE_URL=url) == [
+        ("HAZEL_DATABASE_URL", "the port in the URL must be a number from 0 to 65535")]
+
+
+def test_a_prefixed_name_of_an_unprefixed_setting_is_pointed_at_it(clean: Path) -> None:
+    from bot.settings import unknown_settings
+
+    assert unknown_settings({"HAZEL_JIRA_URL": "https://x.atlassian.net", "HAZEL_SLACK_BOT_TOKEN": "x"}, None) == [
+        "HAZEL_JIRA_URL is not a Hazel setting: it is ignored (did you mean JIRA_URL?)",
+        "HAZEL_SLACK_BOT_TOKEN is not a Hazel setting: it is ignored (did you mean SLACK_BOT_TOKEN?)"]
