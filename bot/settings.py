@@ -430,8 +430,9 @@ MIN_SECRET_LEN = 4
 
 
 def secret_values(settings: Settings) -> list[str]:
-    """The plain values of every ``SecretStr`` setting, each token of ``HAZEL_API_TOKENS`` and the database
-    URL's password (``user:password@`` or ``?password=``)."""
+    """The plain values of every ``SecretStr`` setting, each token of ``HAZEL_API_TOKENS``, the database
+    URL's password (``user:password@`` or ``?password=``) and Jira's Basic credentials as their header carries
+    them (base64 of ``JIRA_USER:JIRA_API_TOKEN``, RFC 7617)."""
     values = []
     for name in type(settings).model_fields:
         value = getattr(settings, name)
@@ -440,6 +441,11 @@ def secret_values(settings: Settings) -> list[str]:
     if settings.api_tokens is not None:
         for pair in settings.api_tokens.get_secret_value().split(","):
             values.append(pair.partition("=")[2].strip())
+    if settings.jira_user and settings.jira_api_token is not None:  # the Basic auth header the jira library sends
+        import base64
+
+        basic = f"{settings.jira_user}:{settings.jira_api_token.get_secret_value()}".encode()
+        values.append(base64.b64encode(basic).decode())
     from sqlalchemy.engine import make_url
 
     try:

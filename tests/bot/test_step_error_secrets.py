@@ -63,6 +63,19 @@ def test_a_steps_error_is_stored_without_the_secrets_it_quotes(db_url: str) -> N
         hazel.close()
 
 
+def test_jiras_basic_credentials_as_the_header_carries_them_are_redacted() -> None:
+    """A step's error may quote the request it failed on: ``Authorization: Basic base64(user:token)``."""
+    import base64
+
+    from bot.settings import Redactor, secret_values
+
+    settings = Settings(JIRA_URL="https://x.atlassian.net", JIRA_USER="bot@example.com", JIRA_API_TOKEN=TOKEN)
+    header = base64.b64encode(f"bot@example.com:{TOKEN}".encode()).decode()
+    redact = Redactor(secret_values(settings))
+    assert redact(f"401 for headers {{'Authorization': 'Basic {header}'}}") == (
+        "401 for headers {'Authorization': 'Basic **********'}")
+
+
 def test_a_database_password_in_the_urls_query_is_not_echoed(monkeypatch) -> None:  # noqa: ANN001
     from typer.testing import CliRunner
 
