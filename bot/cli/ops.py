@@ -224,12 +224,17 @@ def outbox_list(
         messages = (hazel.outbox_messages(status="dead", run_id=run, limit=limit)
                     + hazel.outbox_messages(status="pending", run_id=run, limit=limit))
     backlog = hazel.outbox_backlog()
-    if json_out:
-        emit_json({"backlog": backlog, "messages": messages})
+    # rows for a channel this shell has no settings for: not stuck, waiting for serve / worker with them
+    have = set(hazel.router.kinds()) | set(hazel.deliverer.senders)
+    elsewhere = sorted({k for m in messages if m.status.value == "pending"
+                        for k in [m.channel.split(":", 1)[0]] if k not in have and m.kind not in have})
+    if json_out:  # ("backlog" is the whole outbox's, with --run too: counting one run's would read every row)
+        emit_json({"backlog": backlog, "messages": messages, "waiting_for_settings": elsewhere})
         return
     # the backlog is what is not delivered (pending, dead: as /metrics' hazel_outbox_messages); sent beside it
     stuck = ", ".join(f"{k} {v}" for k, v in sorted(backlog.items()) if k != "sent" and v) or "empty"
-    common.out.print(f"backlog: {stuck}" + (f" (sent {backlog['sent']:,})" if backlog.get("sent") else ""))
+    common.out.print(f"backlog{' (all runs)' if run is not None else ''}: {stuck}"
+                     + (f" (sent {backlog['sent']:,})" if backlog.get("sent") else ""))
     if not messages:
         return
     from rich.markup import escape
@@ -243,10 +248,6 @@ def outbox_list(
                       str(m.attempts), when(m.next_attempt_at) if m.status.value == "pending" else "",
                       escape((m.last_error or "")[:60]))
     common.out.print(table)
-    # rows for a channel this shell has no settings for: not stuck, waiting for serve / worker with them
-    have = set(hazel.router.kinds()) | set(hazel.deliverer.senders)
-    elsewhere = sorted({k for m in messages if m.status.value == "pending"
-                        for k in [m.channel.split(":", 1)[0]] if k not in have and m.kind not in have})
     if elsewhere:
         names = " and ".join(k.capitalize() for k in elsewhere)
         common.out.print(f"pending {escape(', '.join(elsewhere))} messages wait for a hazel serve or hazel worker "

@@ -4,6 +4,8 @@ pending, so that the process with Slack updates the message (no live buttons lef
 
 from __future__ import annotations
 
+import json
+
 import io
 import logging
 
@@ -19,7 +21,7 @@ from store.models import Actor, OutboxKind
 from tests.bot.slack.conftest import SlackEnv, example
 
 
-def _hazel_outbox(db_url: str, monkeypatch) -> str:  # noqa: ANN001
+def _hazel_outbox(db_url: str, monkeypatch, *args: str) -> str:  # noqa: ANN001
     from typer.testing import CliRunner
 
     from bot.cli import app, common
@@ -29,7 +31,7 @@ def _hazel_outbox(db_url: str, monkeypatch) -> str:  # noqa: ANN001
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HAZEL_DATABASE_URL", db_url)
     monkeypatch.setenv("HAZEL_WORKFLOWS", "examples/migration_plan.py")
-    result = CliRunner().invoke(app, ["outbox"])
+    result = CliRunner().invoke(app, ["outbox", *args])
     assert result.exit_code == 0, (result.output, result.exception)
     return result.output
 
@@ -66,6 +68,10 @@ def test_a_cli_without_slack_settings_leaves_the_slack_notifications_to_serve(ma
     shell.close()
     listed = _hazel_outbox(db_url, monkeypatch)  # `hazel outbox` in that shell says why they wait
     assert "wait for a hazel serve or hazel worker with the Slack settings" in listed, listed
+    assert listed.startswith("backlog: ")
+    assert _hazel_outbox(db_url, monkeypatch, "--run", run_id).startswith("backlog (all runs): ")
+    as_json = json.loads(_hazel_outbox(db_url, monkeypatch, "--json"))
+    assert as_json["waiting_for_settings"] == ["slack"], as_json
 
     updates = len(env.fake.calls_to("chat.update", ok=True))
     env.settle()  # hazel serve, which has Slack, delivers them
