@@ -40,18 +40,18 @@ def _http_url(url: str) -> bool:
 
 
 def _url_shown(url: str) -> str:
-    """``url`` as given, for a message; its user name, password and query (which may hold a secret) left out
-    when it has any."""
+    """``url`` as given, for a message; its user name, password, query and fragment (which may hold a secret)
+    left out when it has any (``?…``, ``#…`` in their place)."""
     from urllib.parse import urlsplit
 
     try:
         parts = urlsplit(url)
     except ValueError:
-        return url.partition("?")[0]
-    if "@" not in parts.netloc and not parts.query:
+        return url.partition("?")[0].partition("#")[0]
+    if "@" not in parts.netloc and not parts.query and not parts.fragment:
         return url
     return (f"{parts.scheme}://" if parts.scheme else "") + parts.netloc.rpartition("@")[2] + parts.path \
-        + ("?…" if parts.query else "")
+        + ("?…" if parts.query else "") + ("#…" if parts.fragment else "")
 
 
 IDENTITY_OF_API_TOKEN = "api"

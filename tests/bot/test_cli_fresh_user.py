@@ -136,6 +136,10 @@ def test_url_settings_are_refused_at_start_naming_the_value_as_given(cli, monkey
     monkeypatch.setenv("HAZEL_HOOK_URLS", "https://hooks.example.com/h,ftp://me:pw@files.example.com/x?key=k")
     assert cli("runs", code=1).stderr == \
         "error: invalid settings: HAZEL_HOOK_URLS: 'ftp://files.example.com/x?…' is not an http(s) URL\n"
+    monkeypatch.delenv("HAZEL_HOOK_URLS")
+    monkeypatch.setenv("HAZEL_BASE_URL", "https://hazel.example.com/#access_token=t0ken")
+    assert cli("runs", code=1).stderr == ("error: invalid settings: HAZEL_BASE_URL: must be the site's URL without a "
+                                          "query or fragment, not 'https://hazel.example.com/#…'\n")
 
 
 def test_input_at_dash_reads_standard_input(cli) -> None:  # noqa: ANN001
