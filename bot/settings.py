@@ -496,6 +496,28 @@ def setting_names() -> set[str]:
     return names
 
 
+def env_value(name: str, default: str | None = None, *, env_file: str = ".env") -> str | None:
+    """The value of the environment variable ``name``, else of ``name`` in ``env_file`` (the working directory's
+    ``.env``, read as Hazel reads its own settings: names in any case), else ``default``. For a workflow
+    module's own settings (the examples' ``HAZEL_EXAMPLE_*_CHANNEL``), which a ``.env`` next to Hazel's
+    settings should set as well. An unreadable ``.env`` counts as absent."""
+    import os
+
+    if name in os.environ:
+        return os.environ[name]
+    if os.path.isfile(env_file):
+        from dotenv import dotenv_values
+
+        try:
+            values = dotenv_values(env_file)
+        except (OSError, UnicodeDecodeError, ValueError):
+            values = {}
+        for key, value in values.items():
+            if key and key.upper() == name.upper() and value is not None:
+                return value
+    return default
+
+
 def unknown_settings(environ: "Mapping[str, str]", env_file: str | None = ".env") -> list[str]:
     """One warning line per ``HAZEL_*`` name in ``environ`` or in ``env_file`` (when it exists) that no setting
     reads (a typo: ``HAZEL_PROT``), naming the closest setting when there is one; ``[]`` when every name is

@@ -20,11 +20,11 @@ review is asked (``console`` by default; e.g. ``slack:#reviews`` or ``jira:DOC``
 from __future__ import annotations
 
 import operator
-import os
 from typing import Annotated, TypedDict
 
 from langgraph.graph import END, START, StateGraph
 
+from hazel import env
 from hazel.langgraph import register, steer
 from hazel.llm import OFFLINE_NOTICE, complete
 
@@ -57,7 +57,7 @@ def draft(state: ReviewState) -> dict:
 
 def review(state: ReviewState) -> dict:
     answer = steer(title=f"Approve the article about {state['topic']}", show=state["draft"],
-                   channel=os.environ.get("HAZEL_EXAMPLE_LG_CHANNEL", "console"),
+                   channel=env("HAZEL_EXAMPLE_LG_CHANNEL", "console"),
                    actions=["approve", "edit", "reject", "feedback", "rewind"])
     if answer["action"] == "edit":
         return {"draft": answer["value"], "feedback": "", "history": [f"edited by {answer['by']}"]}

@@ -11,14 +11,13 @@ from ``HAZEL_EXAMPLE_PLAN_CHANNEL``, ``HAZEL_EXAMPLE_REVIEW_CHANNEL`` and ``HAZE
 
 from __future__ import annotations
 
-import os
 import re
 from datetime import datetime, timezone
 from pathlib import Path
 
 from pydantic import BaseModel, Field, field_validator
 
-from hazel import Approvers, StepContext, Workflow
+from hazel import Approvers, StepContext, Workflow, env
 from hazel.llm import OFFLINE_NOTICE, complete
 
 
@@ -95,8 +94,7 @@ def build(*, plan_channel: str | None = None, review_channel: str | None = None,
           signoff_approvers: Approvers | None = None, allow_self_signoff: bool = True,
           name: str = "migration-plan", version: int = 1) -> Workflow[MigrationState]:
     """The example workflow, with its steering points on the given channels (default: the environment's
-    ``HAZEL_EXAMPLE_*_CHANNEL``, else the console)."""
-    env = os.environ.get
+    ``HAZEL_EXAMPLE_*_CHANNEL``, in the environment or ``.env``, else the console)."""
     wf: Workflow[MigrationState] = Workflow(
         name, version=version, state=MigrationState,
         description="Draft a database migration plan, review it and the scripts, sign off, deploy.")
@@ -144,7 +142,7 @@ def build(*, plan_channel: str | None = None, review_channel: str | None = None,
     def deploy(state: MigrationState, ctx: StepContext) -> MigrationState:
         """Write the artefacts to HAZEL_OUTPUT_DIR/<run id>/ (idempotent: a rerun rewrites the same files; a
         script the state no longer holds, from a deploy before a rewind, is removed)."""
-        folder = Path(os.environ.get("HAZEL_OUTPUT_DIR", "out")) / ctx.run_id
+        folder = Path(env("HAZEL_OUTPUT_DIR", "out")) / ctx.run_id
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "plan.md").write_text(state.plan + "\n", encoding="utf-8")
         (folder / "test_strategy.md").write_text(state.test_strategy + "\n", encoding="utf-8")

@@ -11,6 +11,9 @@ What a workflow author writes::
 
     wf.steer("review_plan", show="plan", approvers=Approvers(people=["priya"]), channel="slack:#migrations")
 
+A workflow module's own settings: ``env("MY_CHANNEL", "console")`` reads the environment, else the working
+directory's ``.env`` (as Hazel's own settings are read), else the default.
+
 ``END`` is the end target (``next=END``, ``on_reject=END``, ``on_feedback=END``, ``ctx.goto(END)``); the routing
 rules are in ``bot.engine.workflow``'s docstring.
 
@@ -58,6 +61,7 @@ from bot.engine.errors import (
 )
 from bot.engine.workflow import END, Approvers, Step, StepContext, SteeringPoint, Workflow
 from bot.settings import Settings
+from bot.settings import env_value as env
 
 
 def __getattr__(name: str) -> object:
@@ -71,7 +75,7 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "AlreadyDecidedError", "Approvers", "CheckpointNotFoundError", "ConfigurationError", "END", "Hazel", "HazelError",
-    "InvalidDecisionError", "InvalidInputError", "NoPendingRequestError", "NotAllowedError", "RunNotFoundError",
+    "InvalidDecisionError", "env", "InvalidInputError", "NoPendingRequestError", "NotAllowedError", "RunNotFoundError",
     "RunStateError", "Settings", "Step", "StepContext", "SteeringPoint", "StepContractError", "UnknownWorkflowError",
     "VersionUnavailableError", "Workflow", "WorkflowDefinitionError",
 ]

@@ -148,3 +148,18 @@ def test_sign_off_allows_no_edit_and_a_redeploy_after_a_rewind_matches_the_state
     for point in ("review_artefacts", "sign_off"):
         assert cli.invoke(app, ["approve", run_id, "--at", point, "--as", "priya"]).exit_code == 0
     assert len(first) == 2 and sorted(p.name for p in folder.glob("*.sql")) == ["002_x.up.sql"]
+
+
+def test_the_examples_channels_are_read_from_dotenv_as_hazels_settings_are(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """``.env.example`` offers ``HAZEL_EXAMPLE_PLAN_CHANNEL`` among Hazel's settings: a ``.env`` holding it was
+    ignored (the example read ``os.environ`` only)."""
+    for name in ("HAZEL_EXAMPLE_PLAN_CHANNEL", "HAZEL_EXAMPLE_REVIEW_CHANNEL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".env").write_text("hazel_example_plan_channel=jira:MIG\nHAZEL_EXAMPLE_REVIEW_CHANNEL=slack:#rev\n")
+    monkeypatch.setenv("HAZEL_EXAMPLE_REVIEW_CHANNEL", "slack:#env-wins")
+    wf = build()
+    assert wf.point("review_plan").channel == "jira:MIG"
+    assert wf.point("review_artefacts").channel == "slack:#env-wins"
+    assert wf.point("sign_off").channel == "console"
