@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
@@ -80,6 +81,22 @@ class ConsoleChannel(Channel):
         self.max_chars = max_chars
 
     def open_request(self, view: RequestView) -> dict[str, Any] | None:
+        note = self.request_note(view)
+        text = Text(for_terminal("\n".join(note.facts)) + "\n\n", style="dim")
+        text.append(note.shown + ":\n", style="bold")
+        text.append(for_terminal(note.body))
+        title = Text(for_terminal(note.heading, one_line=True))
+        self.console.print(Panel(text, title=title, title_align="left", border_style="yellow"))
+        if note.commands is None:  # no command would be taken: say what can still move it
+            self.console.print(Text(for_terminal(note.nobody_left, one_line=True)))
+            return {"console": True}
+        self.console.print(Text("Answer with:", style="bold"))
+        for command in note.commands:  # never wrapped, so they can be copied whole
+            self.console.print(Text("  " + for_terminal(command, one_line=True)), soft_wrap=True)
+        return {"console": True}
+
+    def request_note(self, view: RequestView) -> "RequestNote":
+        """What ``open_request`` shows of ``view``, as plain text (no markup, no wrapping, no escapes)."""
         kind = "Escalated" if view.escalation else "Reminder" if view.reminder else "Steering request"
         body = render_value(view.shown_value)
         if len(body) > self.max_chars:
@@ -99,36 +116,60 @@ class ConsoleChannel(Channel):
             lines.append(f"due {utc_text(view.request.due_at)}")
         if view.request.channel != "console":
             lines.append(f"(meant for {view.request.channel}; shown here because that channel is not configured)")
-        text = Text(for_terminal("\n".join(lines)) + "\n\n", style="dim")
-        text.append((view.show or "state") + ":\n", style="bold")
-        text.append(for_terminal(body))
-        title = Text(for_terminal(f"{kind}: {view.title}", one_line=True))
-        self.console.print(Panel(text, title=title, title_align="left", border_style="yellow"))
-        if view.reminder and view.nobody_left:  # no command would be taken: say what can still move it
-            self.console.print(Text(for_terminal(f"nobody left to decide: rewind, cancel or reconfigure the "
-                                                 f"point ({self.command} cancel {view.run.id})", one_line=True)))
-            return {"console": True}
-        self.console.print(Text("Answer with:", style="bold"))
-        for command in answer_commands(view, self.command):  # never wrapped, so they can be copied whole
-            self.console.print(Text("  " + for_terminal(command, one_line=True)), soft_wrap=True)
-        return {"console": True}
+        nobody = view.reminder and view.nobody_left
+        return RequestNote(
+            kind="escalation" if view.escalation else "reminder" if view.reminder else "steering_request",
+            heading=f"{kind}: {view.title}", facts=lines, shown=view.show or "state", body=body,
+            commands=None if nobody else answer_commands(view, self.command),
+            nobody_left=f"nobody left to decide: rewind, cancel or reconfigure the point ({self.command} cancel "
+                        f"{view.run.id})" if nobody else "")
 
     def update_request(self, view: RequestView) -> None:
+        self.console.print(Text(for_terminal(self.update_text(view)), style="dim"))
+
+    @staticmethod
+    def update_text(view: RequestView) -> str:
+        """``run ID: 1/2 approvals at 'TITLE'`` (a vote) or ``run ID: 'TITLE' approved by NAME`` (settled)."""
         r = view.request
         if r.status.value == "pending":
-            self.console.print(Text(for_terminal(f"run {view.run.id}: {r.approvals}/{r.approvals_required} "
-                                                 f"approvals at {view.title!r}"), style="dim"))
-            return
+            return f"run {view.run.id}: {r.approvals}/{r.approvals_required} approvals at {view.title!r}"
         action = r.decided_action or ("cancel" if r.status is RequestStatus.CANCELLED else None)
-        self.console.print(Text(for_terminal(f"run {view.run.id}: {view.title!r} "  # the one table of verbs
-                                             f"{past_tense(action)} by {r.decided_by or 'Hazel'}"), style="dim"))
+        return f"run {view.run.id}: {view.title!r} {past_tense(action)} by {r.decided_by or 'Hazel'}"  # (past_tense:
+        # the one table of verbs)
 
     def progress(self, view: ProgressView) -> None:
         if view.event == "waiting":
             return  # the new request prints itself
         style = {"completed": "green", "failed": "red", "rejected": "red", "cancelled": "yellow"}.get(view.event, "")
-        extra = view.facts.get("error") or view.facts.get("reason") or ""
+        extra = progress_extra(view)
         line = Text(f"run {view.run.id} {view.event}", style=style)
         if extra:
             line.append(for_terminal(f": {extra}"))
         self.console.print(line)
+
+
+def progress_extra(view: ProgressView) -> str:
+    """What follows ``run ID EVENT`` in a progress line: the run's error or the reason it was ended, or ``""``."""
+    return str(view.facts.get("error") or view.facts.get("reason") or "")
+
+
+@dataclass(frozen=True)
+class RequestNote:
+    """A steering request as the console shows it, in plain text: ``kind`` (``steering_request``,
+    ``reminder``, ``escalation``), ``heading`` (``Reminder: TITLE``), ``facts`` (lines: workflow, run, step,
+    approvers, due time …), ``shown`` (the shown field's name, ``state`` for the whole state) and ``body`` (its
+    value, cut at ``max_chars``), ``commands`` (the CLI commands that answer it; None when nobody is left to
+    decide it, then ``nobody_left`` says what can still move it)."""
+
+    kind: str
+    heading: str
+    facts: list[str]
+    shown: str
+    body: str
+    commands: list[str] | None
+    nobody_left: str
+
+    def plain(self) -> str:
+        """The whole notification as plain text, lines separated by ``\n``."""
+        tail = [self.nobody_left] if self.commands is None else ["Answer with:", *("  " + c for c in self.commands)]
+        return "\n".join([self.heading, *self.facts, "", f"{self.shown}:", self.body, "", *tail])
