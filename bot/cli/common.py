@@ -226,11 +226,15 @@ def handle_errors(fn: F) -> F:
             message = _redacted(_one_line(exc))
             if json_mode:
                 emit_json({"error": {"type": type(exc).__name__, "message": message}})
+            if _error_log:  # serve / worker logging JSON: the error is a record of that log too
+                _error_log[0].error("%s", message)
+                raise typer.Exit(1) from None
             from rich.markup import escape
 
             console("err").print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
             raise typer.Exit(1) from None
         finally:
+            _error_log.clear()
             _stdin_read.clear()
             _settings.clear()
             while _opened:  # release the engine's connections when the command is done
@@ -241,6 +245,17 @@ def handle_errors(fn: F) -> F:
                 logging.getLogger().removeHandler(_handlers.pop())
 
     return wrapper  # type: ignore[return-value]
+
+
+_error_log: list[Any] = []
+"""The logger that takes the running command's error line instead of stderr (``log_errors``)."""
+
+
+def log_errors(logger: Any) -> None:
+    """Make the running command's error (``handle_errors``) a record of ``logger`` (a ``logging.Logger``), at
+    ERROR, instead of a line on stderr: ``serve`` and ``worker`` under ``HAZEL_LOG_FORMAT=json``, whose every
+    line is a JSON object. The record goes through the log handler, so its redaction applies too."""
+    _error_log[:] = [logger]
 
 
 _settings: list[Any] = []

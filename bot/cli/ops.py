@@ -1,6 +1,6 @@
 """``hazel db``, ``serve``, ``worker``, ``outbox``: running and operating Hazel."""
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -16,6 +16,9 @@ from bot.cli.common import (
     usage_error,
     when,
 )
+
+if TYPE_CHECKING:
+    from bot.settings import Settings
 
 # Each command imports what it uses (see bot.cli.common): `hazel --help` loads none of it.
 
@@ -136,6 +139,15 @@ def db_current(json_out: JsonOpt = False) -> None:
         raise typer.Exit(1)
 
 
+def _log_errors(settings: "Settings") -> None:
+    """Under ``HAZEL_LOG_FORMAT=json``, the error that ends ``serve`` / ``worker`` is a log record of
+    ``hazel.server`` (one JSON line), not a line of text on stderr (``common.log_errors``)."""
+    if settings.log_format == "json":
+        import logging
+
+        common.log_errors(logging.getLogger("hazel.server"))
+
+
 @app.command("serve")
 @handle_errors
 def serve_cmd(
@@ -153,10 +165,11 @@ def serve_cmd(
     from bot.settings import Settings, warn_unknown_settings
 
     settings = Settings()
+    configure_logging(settings)
+    _log_errors(settings)
     problem = bind_problem(host or settings.host, port or settings.port)
     if problem:
         raise CliError(problem)
-    configure_logging(settings)
     warn_unknown_settings()
     common.started()
     if socket_mode and settings.slack_app_token is None:
@@ -175,23 +188,27 @@ def worker_cmd(
 ) -> None:
     """Execute ready runs (new, decided, recovered, retries due) without serving HTTP."""
     from bot.ops.logs import configure_logging
-    from bot.server.processes import bind_problem, work
+    from bot.server.processes import bind_problem, console_for, work
     from bot.settings import Settings, warn_unknown_settings
-    from integrations.console import ConsoleChannel
 
     settings = Settings()
+    configure_logging(settings)
+    _log_errors(settings)
     problem = None if until_idle or settings.metrics_port is None else bind_problem(settings.host,
                                                                                   settings.metrics_port)
     if problem:
         raise CliError(f"HAZEL_METRICS_PORT: {problem}")
-    configure_logging(settings)
     warn_unknown_settings()
     common.started()
-    console = ConsoleChannel(console=common.err if json_out else common.out, command=command_prefix())
+    console = console_for(settings, printer=common.err if json_out else common.out, command=command_prefix())
     n = work(settings, workers=workers, until_idle=until_idle, console=console)
     if until_idle:
         if json_out:
             emit_json({"drives": n})
+        elif settings.log_format == "json":  # a log line like the rest of what this process wrote
+            import logging
+
+            logging.getLogger("hazel.worker").info("worked on %d run(s); none is ready now", n, extra={"drives": n})
         else:
             common.out.print(f"worked on {n} run(s); none is ready now")
 

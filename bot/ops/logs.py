@@ -11,6 +11,10 @@ The runner, steering and the outbox deliverer bind ``run_id`` / ``request_id`` w
 every record. ``RedactingFormatter`` replaces the value of every ``SecretStr`` setting (and the database URL's
 password) in the formatted line, exceptions included, with ``**********``: a defence in depth, since Hazel
 never logs a secret on purpose. The context itself lives in ``bot.engine.logcontext``.
+
+Under ``json`` the console channel of ``serve`` / ``worker`` logs its notifications (``hazel.console``,
+``integrations.console_log.LoggingConsole``, chosen by ``bot.server.processes.console_for``) instead of printing
+panels, so that every line those processes write is a JSON object and passes this redaction.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ import time
 from typing import Iterator
 
 import uvicorn
+from rich.console import Console
 from sqlalchemy.exc import OperationalError
 
 from bot.ops.metrics import HazelMetrics
@@ -22,21 +23,33 @@ from bot.server.http import create_app
 from bot.server.wiring import channels_from_settings, http_routers, start_socket_mode
 from bot.settings import Settings
 from integrations.console import ConsoleChannel
+from integrations.console_log import LoggingConsole
 
 log = logging.getLogger("hazel.server")
 
 
 def build(settings: Settings, *, workers: int | None = None,
           console: ConsoleChannel | None = None) -> tuple[HazelApp, WorkerPool]:
-    """The engine and its worker pool, with the configured channels; runs left by dead processes are
-    recovered."""
-    hazel = HazelApp(settings, channels=channels_from_settings(settings), console=console)
+    """The engine and its worker pool, with the configured channels (``console``: default ``console_for``);
+    runs left by dead processes are recovered."""
+    hazel = HazelApp(settings, channels=channels_from_settings(settings),
+                     console=console if console is not None else console_for(settings))
     recovered = prepare_when_reachable(hazel)
     if recovered:
         log.warning("recovered %d run(s) on start", len(recovered))
     pool = WorkerPool(hazel, threads=workers if workers is not None else settings.workers,
                       sweep_sec=settings.sweep_sec)
     return hazel, pool
+
+
+def console_for(settings: Settings, *, printer: Console | None = None, command: str = "hazel") -> ConsoleChannel:
+    """The console channel of ``serve`` / ``worker``: with ``HAZEL_LOG_FORMAT=json``, a ``LoggingConsole``
+    (each notification one log record of ``hazel.console``, so that everything the process writes is one JSON
+    object a line); else panels printed to ``printer`` (default: stdout). ``command``: how the reader invokes
+    the CLI, for the answer commands shown."""
+    if settings.log_format == "json":
+        return LoggingConsole(command=command)
+    return ConsoleChannel(console=printer, command=command)
 
 
 def prepare_when_reachable(hazel: HazelApp, *, max_backoff_sec: float = 10.0) -> list[str]:
