@@ -153,7 +153,9 @@ def _ping_idle_connections(engine: Engine) -> None:
     """``pool_pre_ping`` for connections idle ``PING_IDLE_SEC`` or more, and for any connection the server has
     written to since its last answer. A failed ping raises ``DisconnectionError``, on which the pool discards
     the connection and checks out another (SQLAlchemy, "Disconnect Handling - Pessimistic", custom checkout
-    event).
+    event). When that other one fails its ping too, the ping's driver error is raised (marked
+    ``POOL_INVALIDATED``; the pool discards that connection as well): the pool would try once more and then
+    give up with ``InvalidRequestError("This connection is closed")``, which says nothing of an outage.
 
     A connection idle in the pool has nothing to read, unless the server spoke on its own: a backend ended by
     ``pg_terminate_backend``, a server shutting down or restarting sends its error and closes the socket. That
@@ -170,14 +172,29 @@ def _ping_idle_connections(engine: Engine) -> None:
         if record is not None:
             record.info["hazel_idle_since"] = time.monotonic()
 
+    driver_error = engine.dialect.loaded_dbapi.Error
+
     @event.listens_for(engine.pool, "checkout")
-    def _on_checkout(dbapi_conn, record, _proxy):  # noqa: ANN001
+    def _on_checkout(dbapi_conn, record, proxy):  # noqa: ANN001
         if time.monotonic() - record.info.get("hazel_idle_since", 0.0) < PING_IDLE_SEC and not _spoke(dbapi_conn):
             return
         try:
             engine.dialect.do_ping(dbapi_conn)
-        except Exception as error:  # any failure: let the pool replace the connection
+        except Exception as error:
+            if getattr(proxy, _PING_FAILED, False) and isinstance(error, driver_error):
+                # the connection opened in place of a dead one is dead too (backends being terminated, a
+                # server going down): the driver's error, not a third try (after which the pool gives up with
+                # ``InvalidRequestError: This connection is closed``, an error no caller takes for an outage)
+                setattr(error, POOL_INVALIDATED, True)
+                raise
+            setattr(proxy, _PING_FAILED, True)  # (the pool lends a new proxy for each checkout)
             raise exc.DisconnectionError(f"pooled connection failed its ping: {error}") from error
+
+
+_PING_FAILED = "_hazel_ping_failed"
+POOL_INVALIDATED = "hazel_pool_invalidated"
+"""Set (True) on a driver error that the pool's checkout raised after discarding the connection it concerns
+(``store.txconn.TxConnection.begin`` raises it with ``connection_invalidated``)."""
 
 
 def _spoke(dbapi_conn: object) -> bool:

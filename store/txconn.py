@@ -27,7 +27,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
-from store.db import BEGUN, sqlite_begin
+from store.db import BEGUN, POOL_INVALIDATED, sqlite_begin
 
 
 class TxConnection:
@@ -66,16 +66,18 @@ class TxConnection:
         on a row another transaction changed and committed after the snapshot).
 
         Raises:
-            sqlalchemy.exc.DBAPIError: no connection (``OperationalError``: the database is unreachable), or the
+            sqlalchemy.exc.DBAPIError: no connection (``OperationalError``: the database is unreachable; with
+                ``connection_invalidated`` when the pooled connection and the one opened in its place were
+                both found dead: ``store.db``'s checkout ping), or the
                 transaction could not begin (SQLite's lock held past the busy timeout: "database is locked").
         """
         dbapi_error = engine.dialect.loaded_dbapi.Error
         try:
             fairy = engine.raw_connection()
         except dbapi_error as exc:
+            invalidated = getattr(exc, POOL_INVALIDATED, False) or engine.dialect.is_disconnect(exc, None, None)
             raise DBAPIError.instance(None, None, exc, dbapi_error, dialect=engine.dialect,
-                                      connection_invalidated=engine.dialect.is_disconnect(exc, None, None)
-                                      ) from exc
+                                      connection_invalidated=invalidated) from exc
         conn = cls(engine, fairy, write=write, durable=durable)
         try:
             if sqlite_levels is not None:
