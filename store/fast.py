@@ -301,7 +301,7 @@ def execute(conn: Connection, stmt: ClauseElement, params: dict[str, Any], *, bi
     cursor = raw.cursor()
     try:
         if getattr(conn, "unbegun", None):  # PostgreSQL, the transaction's first statement: BEGIN goes with it
-            with raw.pipeline():
+            with driver_pipeline(raw):
                 conn.send_begin(raw)
                 cursor.execute(c.sql, values, binary=binary or None)
         elif binary and conn.dialect.name == "postgresql":
@@ -338,24 +338,37 @@ def pipeline(conn: Connection) -> Iterator[None]:
         yield
         return
     raw = conn.connection.driver_connection
-    dbapi_error = conn.dialect.loaded_dbapi.Error
+    try:
+        with driver_pipeline(raw):
+            if getattr(conn, "unbegun", None):  # the transaction's first statements: BEGIN goes first
+                conn.send_begin(raw)
+            yield
+    except conn.dialect.loaded_dbapi.Error as exc:  # the pipeline's, or a read's inside, straight from the driver
+        raise _translated(conn, raw, exc) from exc
+
+
+@contextmanager
+def driver_pipeline(raw: Any) -> Iterator[None]:
+    """psycopg's pipeline on the driver connection ``raw`` (``raw.pipeline()``), ended quietly when its block
+    raises: the block's error is the one raised, and the pipeline's own at its end ("pipeline aborted", "the
+    connection is lost") only follows from it. psycopg would log that one, ``error ignored terminating
+    <Pipeline [BAD]>: …`` (a WARNING on the logger ``psycopg``: on the logs of ``hazel serve`` and a command's
+    stderr at every statement cut short by a database going away).
+
+    Raises:
+        BaseException: what the block raised; else psycopg's error of the pipeline's end (``psycopg.Error``).
+    """
     failed: BaseException | None = None
     try:
         with raw.pipeline():
-            if getattr(conn, "unbegun", None):  # the transaction's first statements: BEGIN goes first
-                conn.send_begin(raw)
             try:
                 yield
             except BaseException as exc:  # reported below, once the pipeline has ended quietly
                 failed = exc
-    except dbapi_error as exc:
+    except Exception:
         if failed is None:
-            raise _translated(conn, raw, exc) from exc
-        # the block failed first (a read inside met the first error, or the caller raised): that is the one
-        # to report; the pipeline's own error at its end ("pipeline aborted") only follows from it
+            raise
     if failed is not None:
-        if isinstance(failed, dbapi_error):  # raised by a read inside the block, straight from the driver
-            raise _translated(conn, raw, failed) from failed
         raise failed
 
 

@@ -13,6 +13,7 @@ from sqlalchemy import Engine, event
 from sqlalchemy.exc import DBAPIError
 
 from store.db import relaxed_level, sqlite_level, take_turn, write_turn, write_turns
+from store.fast import driver_pipeline
 from store.lgraph import ROW_COLUMNS
 
 _CP_NAMES = ", ".join(ROW_COLUMNS)
@@ -150,7 +151,7 @@ class LangGraphWriter:
                 with raw.cursor() as cur:
                     cur.execute(sql, values)
                     return cur.rowcount
-            with raw.pipeline(), raw.cursor() as cur, raw.cursor() as insert:
+            with driver_pipeline(raw), raw.cursor() as cur, raw.cursor() as insert:
                 cur.execute("BEGIN")
                 cur.execute("SET LOCAL synchronous_commit TO OFF")
                 insert.execute(sql, values)
