@@ -177,10 +177,9 @@ def log_failure(log: logging.Logger, what: str, exc: BaseException) -> None:
     """Log that ``what`` failed with ``exc``: one WARNING line when the database is unreachable
     (``bot.engine.is_transient``: a restart, a brief disconnect; the caller tries again), with the error's first
     line; else an ERROR with the traceback (a bug to look at)."""
-    from bot.engine import is_transient
+    from bot.engine import error_line, is_transient
 
     if is_transient(exc):
-        first = (str(exc).strip().splitlines() or [""])[0][:300]
-        log.warning("%s: the database is unreachable (%s: %s); trying again", what, type(exc).__name__, first)
+        log.warning("%s: the database is unreachable (%s); trying again", what, error_line(exc))
     else:
         log.error("%s failed", what, exc_info=exc)

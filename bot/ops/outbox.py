@@ -21,7 +21,7 @@ from datetime import timedelta
 from typing import Callable, Collection
 
 from bot.engine import Hazel
-from bot.engine import bind_log_context, is_transient
+from bot.engine import bind_log_context, error_line, is_transient
 from bot.ops.logs import log_failure
 from integrations.base import Channel, DeliveryError, PermanentDeliveryError
 from store import Tx
@@ -154,7 +154,7 @@ class Deliverer:
         except Exception as exc:  # a bug in a channel must not stop delivery of the rest
             if not is_transient(exc):  # (a database that went away while the message was rendered: the one
                 log.exception("outbox message %s (%s) raised", message.id, message.kind)  # line of _failed)
-            self._failed(message, DeliveryError(f"{type(exc).__name__}: {exc}"), permanent=False)
+            self._failed(message, DeliveryError(error_line(exc)), permanent=False)  # (no SQL, no parameters)
             return 0
         with self.store.transaction() as tx:
             if ref is not None and message.request_id is not None and message.kind == OutboxKind.REQUEST_OPENED:

@@ -17,7 +17,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Sequence
 
-from bot.engine import is_transient, log_context
+from bot.engine import error_line, is_transient, log_context
 
 if TYPE_CHECKING:
     from bot.engine import Claim, Hazel
@@ -183,9 +183,8 @@ class WorkerPool:
                 failures += 1
                 with log_context(run_id=getattr(exc, "hazel_run_id", None)):  # the run it concerns, if one
                     if is_transient(exc):  # one line per try, not a traceback of the driver's every layer
-                        first = (str(exc).strip().splitlines() or [""])[0][:300]
-                        log.warning("the database is unreachable (%s: %s); trying again in %g s",
-                                    type(exc).__name__, first, pause_sec)
+                        log.warning("the database is unreachable (%s); trying again in %g s", error_line(exc),
+                                    pause_sec)
                     else:
                         log.exception("worker loop error; trying again in %g s", pause_sec)
                 self._pause(pause_sec)
