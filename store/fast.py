@@ -298,8 +298,9 @@ def execute(conn: Connection, stmt: ClauseElement, params: dict[str, Any], *, bi
     """
     c, values = prepared(conn, stmt, params)
     raw = conn.connection.driver_connection
-    cursor = raw.cursor()
+    cursor = None
     try:
+        cursor = raw.cursor()  # (psycopg: fails at once on a connection known to be lost)
         if getattr(conn, "unbegun", None):  # PostgreSQL, the transaction's first statement: BEGIN goes with it
             with driver_pipeline(raw):
                 conn.send_begin(raw)
@@ -309,14 +310,16 @@ def execute(conn: Connection, stmt: ClauseElement, params: dict[str, Any], *, bi
         else:
             cursor.execute(c.sql, values)
     except conn.dialect.loaded_dbapi.Error as exc:
-        cursor.close()
+        if cursor is not None:
+            cursor.close()
         invalid = conn.dialect.is_disconnect(exc, raw, None)
         if invalid:
             conn.invalidate(exc)
         raise DBAPIError.instance(c.sql, values, exc, conn.dialect.loaded_dbapi.Error,
                                   connection_invalidated=invalid, dialect=conn.dialect) from exc
     except BaseException:  # a value the driver cannot send (OverflowError for an int past 64 bits, …)
-        cursor.close()
+        if cursor is not None:
+            cursor.close()
         raise
     if c.returns_rows:  # its rows may stay unread if the transaction fails: closed then (store.db.transaction)
         opened_cursor(conn, cursor)

@@ -109,3 +109,16 @@ def test_a_langgraph_write_on_a_killed_connection_is_one_error(pg_store: Store, 
     assert [r.getMessage() for r in caplog.records if r.name.startswith("psycopg")] == []
     monkeypatch.undo()
     assert writer.insert_writes([row], upsert=False, durable=False) == 1  # on a new connection
+
+
+def test_a_statement_on_a_connection_known_to_be_lost_is_sqlalchemys_error(pg_store: Store, pg_url: str) -> None:
+    """psycopg refuses a cursor on a connection it knows is lost: that error too is raised as SQLAlchemy's, the
+    connection invalidated (it escaped as ``psycopg.OperationalError``, the pooled connection kept)."""
+    with pytest.raises(OperationalError) as caught:
+        with pg_store.transaction() as tx:
+            tx.runs.get("r1")
+            _kill(pg_url, tx.conn.connection.driver_connection)
+            tx.runs.get("r1")
+    assert caught.value.connection_invalidated and is_transient(caught.value)
+    with pg_store.read() as tx:  # a new connection
+        assert tx.runs.get("r1") is None
