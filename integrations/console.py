@@ -13,7 +13,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from integrations.base import Channel
-from integrations.terminal import SafeConsole, for_terminal
+from integrations.terminal import SafeConsole, for_terminal, indented
 from store.models import Approvers, ProgressView, RequestStatus, RequestView, past_tense, person_label, plain_mentions
 
 
@@ -143,8 +143,8 @@ class ConsoleChannel(Channel):
         style = {"completed": "green", "failed": "red", "rejected": "red", "cancelled": "yellow"}.get(view.event, "")
         extra = progress_extra(view)
         line = Text(f"run {view.run.id} {view.event}", style=style)
-        if extra:
-            line.append(for_terminal(f": {extra}"))
+        if extra:  # (a multi-line error's further lines indented: none passes for a line of its own)
+            line.append(indented(for_terminal(f": {extra}")))
         self.console.print(line)
 
 

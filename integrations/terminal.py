@@ -42,6 +42,14 @@ def for_terminal(text: str, *, one_line: bool = False) -> str:
     return pattern.sub(_visible, text) if pattern.search(text) else text
 
 
+def indented(text: str) -> str:
+    """``text`` with every line after its first indented by four spaces, as the text log shows a record's
+    further lines: a step's error printed after ``run ID failed:`` cannot start a line that passes for a log
+    record or a line of Hazel's own (``…\n2026-03-01 09:00:00,000 CRITICAL …``). Apply after ``for_terminal``
+    (which shows ``\r`` as ``\x0d``)."""
+    return text.replace("\n", "\n    ") if "\n" in text else text
+
+
 def unsafe(text: str) -> bool:
     """Whether ``text`` holds a character ``for_terminal`` would replace (besides ``\\n`` and ``\\t``)."""
     return _UNSAFE.search(text) is not None

@@ -8,6 +8,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from bot.cli.common import when
+from integrations.terminal import for_terminal, indented
 from bot.engine import DriveResult
 from store.models import REWIND_NODE, branch_heading, continuation, node_label, person_label, rewound_fields
 from store.models import AuditEvent, CheckpointInfo, Decision, Run, SteeringRequest
@@ -144,5 +145,5 @@ def drive_summary(result: DriveResult) -> str:
     else:
         parts.append(f"now {status(run.status.value)}")
     if run.status.value == "failed" and run.error:
-        parts.append(escape(run.error))
+        parts.append(escape(indented(for_terminal(run.error))))  # (its further lines indented)
     return f"run {run.id}: " + "; ".join(parts)

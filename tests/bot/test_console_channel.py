@@ -98,3 +98,35 @@ def test_a_reminder_at_a_point_open_to_anyone_says_so_and_its_due_time_to_the_se
     printed = re.sub(r"\s+", " ", hazel.console_buffer.getvalue())
     assert "Reminder" in printed and "still waits for: anyone allowed to decide it" in printed, printed
     assert "due 2026-01-05 10:00:37 UTC" in printed and "Answer with:" in printed, printed
+
+
+def test_a_multi_line_step_error_never_starts_a_line_of_its_own(db_url: str) -> None:
+    """``run X failed: …`` on stdout (the console channel, and ``hazel run``'s summary): the error's further
+    lines are indented, as the text log's are. A step's error (an API's, an LLM's) that forges a log record
+    after a line break started a line at the margin under journald, which takes stdout and stderr alike."""
+    from pydantic import BaseModel
+
+    from bot.cli.render import drive_summary
+    from hazel import StepContext, Workflow
+
+    class S(BaseModel):
+        n: int = 0
+
+    wf = Workflow("inj", version=1, state=S)
+
+    @wf.step(max_attempts=1)
+    def boom(state: S, ctx: StepContext) -> S:
+        raise RuntimeError("line1\n2026-12-06 03:00:00,000 CRITICAL hazel.fake forged record\r\nzz end")
+
+    hazel = make_hazel(db_url, wf)
+    run = hazel.start(workflow="inj", input={}, actor=person("olga"))
+    result = hazel.drive(run_id=run.id)
+    assert result.run.status is RunStatus.FAILED
+    hazel.deliver_due()
+    printed = hazel.console_buffer.getvalue()
+    summary = drive_summary(result)
+    assert f"run {run.id} failed: RuntimeError: line1" in printed
+    for text in (printed, summary):
+        lines = text.splitlines()
+        assert "    2026-12-06 03:00:00,000 CRITICAL hazel.fake forged record\\x0d" in lines, lines
+        assert not [line for line in lines if line.startswith(("2026-", "zz"))], lines
