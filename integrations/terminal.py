@@ -64,6 +64,15 @@ class SafeConsole(Console):
         kwargs.setdefault("highlight", False)
         super().__init__(*args, **kwargs)
 
+    def on_broken_pipe(self) -> None:
+        """Stdout's reader went away (``hazel show RUN | head -1``): rich goes quiet, points stdout at
+        ``/dev/null`` and exits; with status 141 (128 + SIGPIPE, as a Unix tool ends on the signal, and as
+        ``bot.cli.common.handle_errors`` ends on a ``BrokenPipeError``), not rich's 1."""
+        try:
+            super().on_broken_pipe()
+        except SystemExit:
+            raise SystemExit(141) from None
+
     def render_str(self, text: str, **kwargs: Any) -> Text:
         """``Console.render_str`` of ``for_terminal(text)``."""
         return super().render_str(for_terminal(text), **kwargs)

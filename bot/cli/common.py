@@ -207,17 +207,37 @@ def emit_json(value: Any) -> None:
     sys.stdout.write(json.dumps(to_jsonable(value), indent=2, default=str) + "\n")
 
 
+EXIT_BROKEN_PIPE = 141
+"""The exit status when stdout's reader closed it: 128 + SIGPIPE, as a tool killed by the signal ends."""
+
+
+def _stdout_to_devnull() -> None:
+    """Point stdout's file descriptor at ``/dev/null``, so that the interpreter's flush of stdout at exit does
+    not fail again (Python's documentation, "Note on SIGPIPE")."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # (no real file descriptor: a test's captured stdout)
+        pass
+
+
 def handle_errors(fn: F) -> F:
     """Turn every error into one line on stderr and exit status 1; with ``--json``, also a JSON object
     ``{"error": {"type", "message"}}`` on stdout. Hazel's own errors (``_REPORTED``) say what went wrong; any
     other exception is a fault of Hazel's, reported as "unexpected …" in one line too (``HAZEL_DEBUG=1``
-    lets its traceback through)."""
+    lets its traceback through). Output cut short because stdout's reader went away (a ``BrokenPipeError``)
+    ends the command quietly, with status ``EXIT_BROKEN_PIPE`` (141), as a Unix tool ends on SIGPIPE: what it
+    did before stays done."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         json_mode = bool(kwargs.get("json_out"))
         try:
             return fn(*args, **kwargs)
+        except BrokenPipeError:  # stdout's reader went away (``hazel runs | head -1``): as a Unix tool ends then
+            _stdout_to_devnull()
+            raise typer.Exit(EXIT_BROKEN_PIPE) from None
         except Exception as exc:
             if isinstance(exc, (typer.Exit, typer.Abort, typer.TyperException)):  # Click's own ending
                 raise

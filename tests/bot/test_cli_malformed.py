@@ -350,7 +350,7 @@ def test_a_blank_optional_setting_means_unset(monkeypatch: pytest.MonkeyPatch) -
 
 def test_the_real_entry_point_answers_one_line(db_url: str, tmp_path: Path) -> None:
     """Start-up as a person meets it: the console script, the port check of ``serve``, a file nested 200,000
-    deep, a file that is not UTF-8. Started together, so that they cost one start-up's time."""
+    deep, a file that is not UTF-8, a closed pipe on stdout. Started together, so that they cost one start-up's time."""
     env = {**os.environ, "HAZEL_DATABASE_URL": db_url, "HAZEL_WORKFLOWS": str(SAMPLE), "HAZEL_OPERATOR": "olga",
            "HAZEL_OUTPUT_DIR": str(tmp_path / "out")}
     env.pop("HAZEL_DEBUG", None)
@@ -371,6 +371,14 @@ def test_the_real_entry_point_answers_one_line(db_url: str, tmp_path: Path) -> N
     procs = [(argv, word, subprocess.Popen([str(HAZEL), *argv], env={**env, **extra}, cwd=tmp_path,
                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
              for extra, argv, word in cases]
+    # stdout's reader gone before anything is written (``hazel show RUN | head -0``): a quiet end, 141 (as on
+    # SIGPIPE), not "unexpected BrokenPipeError" and status 1
+    for argv in (["show", run_id], ["show", run_id, "--json"]):  # (rich's console; json.dumps to sys.stdout)
+        piped = subprocess.Popen([str(HAZEL), *argv], env=env, cwd=tmp_path, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+        piped.stdout.close()
+        assert (piped.wait(timeout=60), piped.stderr.read()) == (141, ""), argv
+        piped.stderr.close()
     for argv, word, proc in procs:
         try:
             out, err = proc.communicate(timeout=60)
