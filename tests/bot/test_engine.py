@@ -9,7 +9,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from hazel import StepContext, Workflow
-from bot.engine.errors import AlreadyDecidedError
+from bot.engine.errors import AlreadyDecidedError, RunStateError
 from bot.ops.worker import WorkerPool
 from store.models import RunStatus
 from tests.support.engine import make_hazel, person
@@ -422,6 +422,33 @@ def test_the_same_retry_sent_twice_at_once_queues_the_run_once_and_answers_both(
             t.join(timeout=30)
     assert [r.status for r in results] == [RunStatus.READY, RunStatus.READY]  # type: ignore[attr-defined]
     assert [e.action for e in hazel.audit(run_id=run.id)].count("run.retried") == 1
+
+
+def test_the_same_retry_sent_twice_answers_both_after_a_worker_took_the_run_between_them(db_url: str) -> None:
+    """The second retry read the run failed; before its update, the first queued it and a worker ran it to its
+    end. It answered 409 "is completed: nothing to retry" (or "is running"): it answers with the run, as the
+    first did. A retry of a failure newer than the other retry is still a retry of its own."""
+    from bot.engine.steering.run_actions import RunActions
+
+    hazel = make_hazel(db_url, flaky_workflow(fail_times=1, attempts=1, side_effects=[]))
+    run = hazel.start(workflow="flaky", input={}, actor=person("me"))
+    assert hazel.drive(run_id=run.id).run.status is RunStatus.FAILED
+    real = RunActions._check_run_action
+
+    def the_other_first(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        checked = real(self, *args, **kwargs)
+        with pytest.MonkeyPatch.context() as inner:
+            inner.setattr(RunActions, "_check_run_action", real)
+            assert hazel.retry(run_id=run.id, actor=person("me")).status is RunStatus.READY
+        assert hazel.drive(run_id=run.id).run.status is RunStatus.COMPLETED  # a worker took it
+        return checked
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(RunActions, "_check_run_action", the_other_first)
+        assert hazel.retry(run_id=run.id, actor=person("me")).status is RunStatus.COMPLETED
+    assert [e.action for e in hazel.audit(run_id=run.id)].count("run.retried") == 1
+    with pytest.raises(RunStateError, match="is completed: nothing to retry"):
+        hazel.retry(run_id=run.id, actor=person("me"))
 
 
 @pytest.mark.parametrize("broken", ["wrong type", "undeclared field", "bad in-place assignment"])

@@ -39,7 +39,8 @@ class RunActions(SteeringCore):
     @bind_log_context(run_id="run_id")
     def retry(self, run_id: str, actor: Actor) -> Run:
         """Queue a ``failed`` run again from its last good checkpoint (attempts start over). A run that is
-        already ``ready`` is returned as it is.
+        already ``ready`` is returned as it is, and so is one that another retry queued since this one read it
+        (the same retry sent twice at once), whatever a worker made of it since.
 
         Raises:
             RunNotFoundError, RunStateError (neither failed nor ready: the message says what moves the run
@@ -58,6 +59,9 @@ class RunActions(SteeringCore):
                 current = self._run(tx, run_id)
                 if current.status is RunStatus.READY:  # retried meanwhile (the same retry, sent twice at once)
                     return current
+                retried = tx.events.latest(run_id, "run.retried") if run.status is RunStatus.FAILED else None
+                if retried is not None and retried.created_at >= run.updated_at:  # a retry of the failure read
+                    return current  # above (the same retry, sent twice at once), and a worker took it since
                 raise RunStateError(_not_retryable(current))
             tx.events.add(action="run.retried", actor=actor, now=now, run_id=run.id, from_seq=run.head_seq)
             tx.notify_ready(run.id)
