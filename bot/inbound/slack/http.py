@@ -5,7 +5,8 @@ difference: Bolt's sync ``App.dispatch`` runs in the thread pool so that one slo
 event loop. Bolt verifies every request's signature and timestamp (401 when either is wrong); the route checks
 the signature first too, with Bolt's verifier, so that an unsigned request is 401 before its body's shape is
 judged (400 ``malformed Slack request: <why>``), and refuses (401) a timestamp that is not an integer or a
-signature that is not ASCII, which that verifier raises on (a 500). A body over ``HAZEL_MAX_BODY_BYTES`` never
+signature that is not ASCII, which that verifier raises on (a 500). A signed form body that percent-decodes
+to bytes that are not UTF-8 (Bolt would read ``%FF`` as U+FFFD) reaches no listener: ``not_utf8_answer``. A body over ``HAZEL_MAX_BODY_BYTES`` never
 gets here: the app's ``bot.server.http.BodyLimit`` answers it 413 unread.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import parse_qsl
 
 from fastapi import APIRouter, Request, Response
 from slack_bolt import App
@@ -21,6 +23,7 @@ from slack_bolt.adapter.starlette.handler import to_bolt_request, to_starlette_r
 from slack_sdk.signature import SignatureVerifier
 from starlette.concurrency import run_in_threadpool
 
+from bot.inbound import forms
 from integrations.slack import blocks as B
 from integrations.slack import modals as M
 
@@ -65,10 +68,53 @@ def slack_router(app: App, signing_secret: str | None = None) -> APIRouter:
         reason = malformed_reason(bolt_request.body)
         if reason is not None:
             return _malformed(reason)
+        read_as_form = bolt_request.content_type != "application/json" and not bolt_request.raw_body.startswith("{")
+        bad = forms.not_utf8(body) if read_as_form else None  # (Bolt's parse_body reads the others as JSON)
+        if bad is not None:
+            return not_utf8_answer(bolt_request.body, body, bad)
         bolt_response = await run_in_threadpool(app.dispatch, bolt_request)
         return to_starlette_response(bolt_response)
 
     return router
+
+
+def not_utf8_answer(payload: dict[str, Any], body: bytes, bad: forms.NotUtf8) -> Response:
+    """The answer to a signed form body that is not UTF-8 (``forms.not_utf8``; Bolt would read ``%FF`` as
+    U+FFFD), dispatched to no listener so nothing is done: a slash command's is the ephemeral reply Hazel's
+    other refusals of a command are (200, ``response_type: ephemeral``); a modal's submission comes back
+    under the input holding the byte (``response_action: errors``), as an invalid edit does; anything else
+    (a click, whose values are Hazel's own) is ``malformed Slack request: <why>`` (400)."""
+    what = f"holds {bad.what}, so nothing was done: send it as UTF-8"
+    if payload.get("type") is None and "command" in payload:
+        return _json({"response_type": "ephemeral", "text": f"Your command {what}."})
+    if payload.get("type") == "view_submission":
+        block = _block_not_utf8(body) or next(iter(((payload.get("view") or {}).get("state") or {})
+                                                   .get("values") or {}), None)
+        if block is not None:
+            return _json({"response_action": "errors", "errors": {block: f"This {what}."}})
+    return _malformed(str(bad))
+
+
+def _block_not_utf8(body: bytes) -> str | None:
+    """The ``block_id`` of the first input of a ``view_submission`` form body whose value (or selected
+    option) holds a byte that is not UTF-8, or None: the ``payload`` field read with ``surrogateescape``,
+    so that such a byte is a U+DC80..U+DCFF in it (and not U+FFFD, which a person may have typed)."""
+    try:
+        fields = dict(parse_qsl(body.decode("utf-8"), keep_blank_values=True, errors="surrogateescape"))
+        values = json.loads(fields.get("payload", "{}"))["view"]["state"]["values"]
+        for block_id, inputs in values.items():
+            for element in inputs.values():
+                texts = (element.get("value"), (element.get("selected_option") or {}).get("value"))
+                if any(isinstance(t, str) and any("\udc80" <= c <= "\udcff" for c in t) for t in texts):
+                    return block_id
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        return None
+    return None
+
+
+def _json(answer: dict[str, Any]) -> Response:
+    """A 200 JSON answer, as Bolt's ``ack(...)`` writes one."""
+    return Response(json.dumps(answer), status_code=200, media_type="application/json;charset=utf-8")
 
 
 def _unsigned() -> Response:

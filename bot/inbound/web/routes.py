@@ -12,9 +12,9 @@ another host):
 - any other ``GET /runs/...`` (``/runs/abc%2Fdef``: the server decodes ``%2F`` before routing): the "no run"
   page (404), as for any unknown run id.
 
-A malformed query, path or form (``page=-1``, ``a=x``, a number past ``INT_MAX``) answers an HTML page (422)
-with one line saying what was wrong (``WebRoute``); stored text is printed with its control characters shown
-as escapes (``shown``).
+A malformed query, path or form (``page=-1``, ``a=x``, a number past ``INT_MAX``, a form that is not UTF-8:
+``feedback=%FF``) answers an HTML page (422) with one line saying what was wrong (``WebRoute``); stored text is
+printed with its control characters shown as escapes (``shown``).
 
 Who may see what is ``bot.inbound.web.auth``; what a page holds is ``bot.inbound.web.pages``.
 """
@@ -38,6 +38,7 @@ from starlette.convertors import PathConvertor, register_url_convertor
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from bot.engine import AlreadyDecidedError, HazelError, NotAllowedError, RunNotFoundError, log_context
+from bot.inbound import forms
 from bot.inbound.api import api_tokens, hazel_error_response
 from bot.inbound.api_errors import validation_message
 from bot.inbound.api_models import INT_MAX
@@ -156,13 +157,19 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
     class WebRoute(APIRoute):
         """A page's malformed query, path or form (``page=-1``, ``a=x``, a number past ``INT_MAX``) answers
         an HTML page with pydantic's errors on one line (422), not FastAPI's JSON; a form the parser refuses
-        (a field over ``form_part_bytes``: 413) an HTML page too. The REST API's routes keep their own error
-        body (``bot.inbound.api.ApiRoute``)."""
+        (a field over ``form_part_bytes``: 413) an HTML page too. A URL-encoded form that is not UTF-8
+        (``feedback=%FF``, which the parser would read as U+FFFD) is refused before it is parsed, 422 with
+        ``forms.NotUtf8``'s line, nothing done. The REST API's routes keep their own error body
+        (``bot.inbound.api.ApiRoute``)."""
 
         def get_route_handler(self):  # noqa: ANN202
             handler = super().get_route_handler()
 
             async def route(request: Request) -> Response:
+                if request.method == "POST" and forms.is_form(request.headers.get("content-type")):
+                    bad = forms.not_utf8(await request.body())  # (kept: the form is parsed from it after)
+                    if bad is not None:
+                        return message_page(request, 422, "Bad request", str(bad), link=back_link(request))
                 try:
                     return await handler(request)
                 except RequestValidationError as exc:
