@@ -6,8 +6,9 @@ event loop. Bolt verifies every request's signature and timestamp (401 when eith
 the signature first too, with Bolt's verifier, so that an unsigned request is 401 before its body's shape is
 judged (400 ``malformed Slack request: <why>``), and refuses (401) a timestamp that is not an integer or a
 signature that is not ASCII, which that verifier raises on (a 500). A signed form body that percent-decodes
-to bytes that are not UTF-8 (Bolt would read ``%FF`` as U+FFFD) reaches no listener: ``not_utf8_answer``. A body over ``HAZEL_MAX_BODY_BYTES`` never
-gets here: the app's ``bot.server.http.BodyLimit`` answers it 413 unread.
+to bytes that are not UTF-8 (Bolt would read ``%FF`` as U+FFFD) reaches no listener: ``not_utf8_answer``. A
+body over ``HAZEL_MAX_BODY_BYTES`` never gets here: the app's ``bot.server.http.BodyLimit`` answers it 413
+unread.
 """
 
 from __future__ import annotations
