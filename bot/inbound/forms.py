@@ -72,3 +72,13 @@ def not_utf8(body: bytes) -> NotUtf8 | None:
                     shown = shown[: MAX_NAME_CHARS - 1] + "…"
                 return NotUtf8(shown or "(no name)", raw[exc.start], exc.start)
     return None
+
+
+def unescaped_at(body: bytes) -> int | None:
+    """The offset of the first byte over 0x7F in the URL-encoded form ``body``, or None when it is ASCII, as
+    browsers send a form (every other character percent-encoded). Starlette's form parser reads such a byte
+    as latin-1 before percent-decoding: ``feedback=café`` sent unescaped would be stored as ``cafÃ©``."""
+    for at, byte in enumerate(body):
+        if byte > 0x7F:
+            return at
+    return None

@@ -159,7 +159,8 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
         an HTML page with pydantic's errors on one line (422), not FastAPI's JSON; a form the parser refuses
         (a field over ``form_part_bytes``: 413) an HTML page too. A URL-encoded form that is not UTF-8
         (``feedback=%FF``, which the parser would read as U+FFFD) is refused before it is parsed, 422 with
-        ``forms.NotUtf8``'s line, nothing done. The REST API's routes keep their own error body
+        ``forms.NotUtf8``'s line, nothing done; so is one holding a byte over 0x7F that is not percent-encoded
+        (the parser would read it as latin-1). The REST API's routes keep their own error body
         (``bot.inbound.api.ApiRoute``)."""
 
         def get_route_handler(self):  # noqa: ANN202
@@ -167,9 +168,15 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
 
             async def route(request: Request) -> Response:
                 if request.method == "POST" and forms.is_form(request.headers.get("content-type")):
-                    bad = forms.not_utf8(await request.body())  # (kept: the form is parsed from it after)
+                    body = await request.body()  # (kept: the form is parsed from it after)
+                    bad = forms.not_utf8(body)
                     if bad is not None:
                         return message_page(request, 422, "Bad request", str(bad), link=back_link(request))
+                    raw = forms.unescaped_at(body)
+                    if raw is not None:  # (the parser would read it as latin-1: "café" stored as "cafÃ©")
+                        return message_page(request, 422, "Bad request", f"the form holds a character that is "
+                                            f"not percent-encoded (byte {raw}): send it URL-encoded, as a "
+                                            "browser does", link=back_link(request))
                 try:
                     return await handler(request)
                 except RequestValidationError as exc:

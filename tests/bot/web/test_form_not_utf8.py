@@ -63,6 +63,9 @@ def test_a_body_that_is_not_utf8_or_a_bad_field_name_is_refused(served: Served, 
     form = f"csrf={csrf}&action=feedback&request_id={request_id}&text=".encode("ascii")
     raw = client.post(path, content=form + b"ok\xff", headers=FORM)  # a byte sent as it is, not percent-encoded
     assert_html_error(raw, path, f"the body is not valid UTF-8 (byte {len(form) + 2}): send the form in UTF-8")
+    unescaped = client.post(path, content=form + "café".encode(), headers=FORM)  # UTF-8, not percent-encoded:
+    assert_html_error(unescaped, path, f"the form holds a character that is not percent-encoded (byte "  # it was
+                      f"{len(form) + 3}): send it URL-encoded, as a browser does")  # stored as "cafÃ©"
     named = post(client, path, f"csrf={csrf}&action=feedback&request_id={request_id}&te%C3xt=a")
     assert_html_error(named, path, "holds a byte that is not UTF-8 (0xC3, sent as %C3)")
     assert written(served) == before
