@@ -76,3 +76,19 @@ def test_the_sign_in_form_that_is_not_utf8_is_refused(served: Served, client: Br
     refused = post(client, "/login", f"csrf={csrf}&next=%2Fruns&token=tok%80")
     assert_html_error(refused, "/login", "field token holds a byte that is not UTF-8 (0x80, sent as %80)")
     assert "hazel_session" not in refused.cookies
+
+
+def test_a_multipart_form_is_refused_and_writes_nothing(served: Served, client: Browserless) -> None:
+    """The pages send URL-encoded forms; a multipart one (``curl -F``) had its fields read as latin-1, a byte
+    that is not UTF-8 taken as ``ÿ``."""
+    run = served.run_id
+    sign_in(client, ALICE)
+    csrf = client.csrf(f"/runs/{run}")
+    request_id = served.hazel.pending_request(run_id=run).id
+    before = written(served)
+    path = f"/runs/{run}/decide"
+    sent = client.post(path, data={"csrf": csrf, "action": "feedback", "request_id": str(request_id)},
+                       files={"text": ("t.txt", b"bad\xff", "text/plain")})
+    assert sent.status_code == 415 and sent.headers["content-type"].startswith("text/html")
+    assert "forms are sent URL-encoded (application/x-www-form-urlencoded)" in sent.text
+    assert written(served) == before
