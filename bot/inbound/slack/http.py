@@ -18,7 +18,8 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from fastapi import APIRouter, Request, Response
-from slack_bolt import App
+from slack_bolt import App, BoltContext, BoltRequest
+from slack_bolt.request.internals import build_context
 from slack_bolt.adapter.socket_mode import SocketModeHandler
 from slack_bolt.adapter.starlette.handler import to_bolt_request, to_starlette_response
 from slack_sdk.signature import SignatureVerifier
@@ -66,10 +67,12 @@ def slack_router(app: App, signing_secret: str | None = None) -> APIRouter:
             return _malformed(unreadable_reason(exc))  # object, nested too deeply: Bolt cannot build its request
         if not isinstance(bolt_request.body, dict):
             return _malformed("the payload is not a JSON object")
+        read_as_form = bolt_request.content_type != "application/json" and not bolt_request.raw_body.startswith("{")
+        if read_as_form and not bolt_request.body:
+            _read_form_without_payload(bolt_request)
         reason = malformed_reason(bolt_request.body)
         if reason is not None:
             return _malformed(reason)
-        read_as_form = bolt_request.content_type != "application/json" and not bolt_request.raw_body.startswith("{")
         bad = forms.not_utf8(body) if read_as_form else None  # (Bolt's parse_body reads the others as JSON)
         if bad is not None:
             return not_utf8_answer(bolt_request.body, body, bad)
@@ -77,6 +80,18 @@ def slack_router(app: App, signing_secret: str | None = None) -> APIRouter:
         return to_starlette_response(bolt_response)
 
     return router
+
+
+def _read_form_without_payload(request: BoltRequest) -> None:
+    """Bolt reads a form body holding the word ``payload`` anywhere as an interactivity payload
+    (``slack_bolt.request.internals.parse_body``); a slash command whose text says it (``/hazel feedback RUN the
+    payload is wrong``) has no ``payload`` field, so Bolt's body was ``{}`` and the command answered 400. Read
+    such a form's fields, as Bolt does a form without the word, and build the request's context from them."""
+    fields = dict(parse_qsl(request.raw_body, keep_blank_values=True))
+    if "payload" in fields or not fields:
+        return
+    request.body = fields
+    request.context = build_context(BoltContext(dict(request.context)), fields)
 
 
 def not_utf8_answer(payload: dict[str, Any], body: bytes, bad: forms.NotUtf8) -> Response:

@@ -92,3 +92,15 @@ def test_start_validates_its_input_and_a_resent_command_starts_one_run(make_env)
     trigger = dict(parse_qsl(body))["trigger_id"]
     other = env.sender.command(STARTER, "start nope", trigger_id=trigger).json()["text"]
     assert "unknown workflow 'nope'" in other, other
+
+
+def test_a_command_whose_text_says_payload_is_read_as_a_command(make_env) -> None:  # noqa: ANN001
+    """Bolt reads any form body holding the word ``payload`` as an interactivity payload: a slash command whose
+    text said it had an empty body and was answered 400."""
+    env: SlackEnv = make_env()
+    run_id = env.start()
+    env.settle()
+    answer = reply(env, PRIYA, f"rewind {run_id} draft_plan the payload section is too short")
+    assert answer.startswith(f"↩️ Run `{run_id}` rewound to checkpoint #0"), answer
+    assert env.hazel.decisions(run_id=run_id)[-1].payload["feedback"] == "the payload section is too short"
+    assert "/hazel start WORKFLOW" in reply(env, PRIYA, "help payload")
