@@ -334,6 +334,15 @@ class CheckpointRepo:
         row = fast.execute(self.conn, _ONE_INFO, {"run_id": run_id, "seq": seq}).one()
         return _info(row) if row else None
 
+    def of_decision(self, run_id: str, decision_id: int) -> CheckpointInfo | None:
+        """The checkpoint decision ``decision_id`` of run ``run_id`` wrote (a decision's or a rewind's fork, whose
+        ``next_step`` is where the run continued), the first if several; None when it wrote none or it was
+        pruned. Reads the run's rows (its primary key), not the whole table."""
+        row = self.conn.execute(select(*_INFO_COLUMNS, checkpoints.c.chain_len).where(
+            (checkpoints.c.run_id == run_id) & (checkpoints.c.decision_id == decision_id))
+            .order_by(checkpoints.c.seq).limit(1)).first()
+        return _info(row) if row else None
+
     def list(self, run_id: str, *, newest: int | None = None) -> list[CheckpointInfo]:
         """Every checkpoint of the run, all branches, by sequence number; with ``newest=N`` only the N latest,
         newest first."""

@@ -228,7 +228,8 @@ class DecisionOut(BaseModel):
                                                               "of a run that waited on nothing).")
     settled: bool = Field(description="False: a quorum vote was counted and more approvals are needed.")
     run_status: RunStatus = Field(description="The run's status right after; ready means it resumes now.")
-    next_node: str | None = None
+    next_node: str | None = Field(None, description="The step the run continues at (a duplicate: the one the "
+                                  "earlier decision continued at); null when the run waits or ended there.")
     duplicate: bool = Field(description="True: this Idempotency-Key was seen before; nothing new happened and "
                                         "the earlier decision is returned.")
     still_pending: list[SteeringRequest] = Field(

@@ -65,6 +65,9 @@ def test_concurrent_retries_with_one_key_all_get_the_first_decision(served, body
         later = api.decide(run_id, body, headers={"Idempotency-Key": key})
         assert later.status_code == 200 and later.json()["duplicate"] is True, later.text
         assert later.json()["decision"]["id"] in ids
+        # the step the decision continued at, as the first answer named it (a duplicate's was null)
+        first = next(a.json() for a in answers if a.status_code == 201)
+        assert {a.json()["next_node"] for a in answers} | {later.json()["next_node"]} == {first["next_node"]}
 
 
 class Doc2(BaseModel):

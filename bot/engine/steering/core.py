@@ -228,7 +228,9 @@ class SteeringCore:
     def _earlier_delivery(self, channel: str, delivery_id: str) -> DecisionOutcome | None:
         """The outcome of a decision this channel delivery already made (Slack's and Jira's retries), with
         what the run still waits on as it is now (a settled request's pending siblings, as the first answer
-        gave them)."""
+        gave them) and the step the decision's checkpoint continued at (``next_node``, as the first answer
+        gave it: a rewind's fork, a settling decision's checkpoint; None when it wrote none or it was
+        pruned)."""
         with self.store.read() as tx:
             earlier = tx.decisions.by_delivery(channel, delivery_id)
             if earlier is None:
@@ -239,9 +241,10 @@ class SteeringCore:
             still: tuple[SteeringRequest, ...] = ()
             if settled and request is not None and run is not None:  # ([] for a native workflow: no query)
                 still = tuple(pending_siblings(tx, target_workflow(self.registry, run), request))
+            written = tx.checkpoints.of_decision(earlier.run_id, earlier.id) if settled else None
         return DecisionOutcome(decision=earlier, request=request, settled=settled,
                                run_status=run.status if run else RunStatus.CANCELLED, duplicate=True,
-                               still_pending=still)
+                               still_pending=still, next_node=written.next_step if written else None)
 
     def _raced_delivery(self, actor: Actor, delivery_id: str | None) -> DecisionOutcome | None:
         """After a decision with ``delivery_id`` failed because the request was no longer pending or the run

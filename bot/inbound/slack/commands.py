@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from slack_bolt import App
 
-from bot.engine import HazelError, NotAllowedError, RunNotFoundError
+from bot.engine import DecisionOutcome, HazelError, NotAllowedError, RunNotFoundError
 from bot.inbound.slack.bridge import SlackBridge
 from integrations.slack import blocks as B
 from integrations.slack import text as T
@@ -52,6 +52,21 @@ def register(app: App, bridge: SlackBridge) -> None:
     @app.command(COMMAND)
     def on_command(ack: Callable[..., Any], command: dict[str, Any]) -> None:
         ack(text=commands.answer(command), response_type="ephemeral")
+
+
+def rewound_text(outcome: DecisionOutcome) -> str:
+    """The answer to ``/hazel rewind`` (mrkdwn): the checkpoint the run was forked from and the step it continues
+    at. A command recorded already (Slack's resend, the same ``trigger_id``) is answered with what was recorded
+    then, as the CLI answers a duplicate (``already recorded: …``): its run, its checkpoint, who rewound it;
+    that may not be what this text asks (another command under the same trigger id is not rewound again)."""
+    decision = outcome.decision
+    continues = (f"; it continues at `{T.escape(outcome.next_node)}` on a new branch" if outcome.next_node
+                 else " on a new branch")
+    done = f"Run `{decision.run_id}` rewound to checkpoint #{decision.payload.get('to')}{continues}."
+    if not outcome.duplicate:
+        return f"↩️ {done}"
+    return (f"↩️ Already recorded for this command (by {B.who_decided(decision)} "
+            f"{B.date(decision.created_at)}): {done}")
 
 
 class Commands:
@@ -140,9 +155,7 @@ class Commands:
         to, feedback = parts[0], (parts[1] if len(parts) > 1 else None)
         delivery = f"command:{command['trigger_id']}" if command.get("trigger_id") else None
         outcome = self.hazel.rewind(run_id=run_id, actor=actor, to=to, feedback=feedback, delivery_id=delivery)
-        seq = outcome.decision.payload.get("to")
-        return (f"↩️ Run `{run_id}` rewound to checkpoint #{seq}; it continues at "
-                f"`{T.escape(outcome.next_node or '?')}` on a new branch.")
+        return rewound_text(outcome)
 
     def do_retry(self, actor: Actor, rest: str, command: dict) -> str:
         run_id, _ = self._run(rest, "retry RUN")
