@@ -23,7 +23,9 @@ the rewind's payload (``hazel rewind --allow-empty``); without it (False) an emp
 or an empty mapping or list) is refused, on every channel.
 
 Whatever the shape, the result is validated against the workflow's state model; a value that fails is refused
-with pydantic's message and nothing changes.
+with pydantic's message and nothing changes, except null put where a value was (a Slack modal's emptied input:
+the field, or an entry) that the model needs a value for: that is refused as the edit leaving it empty (``the
+edit leaves field 'plan' empty: …``), not with pydantic's ``Input should be a valid string``.
 """
 
 from __future__ import annotations
@@ -208,13 +210,47 @@ def apply_edit(wf: Workflow, state: BaseModel, field: str | None, value: Any) ->
     """The state with ``field`` (None: the whole state) replaced by ``value``, validated.
 
     Raises:
-        InvalidDecisionError: the new value fails the state model's validation (message from pydantic).
+        InvalidDecisionError: the new value fails the state model's validation: pydantic's message, or, where
+            the edit put null in place of a value (a Slack modal's emptied input) and the model needs one there,
+            the edit's own words (``the edit leaves field 'plan' empty: …``, ``… entry 'b' of field 'parts' …``).
     """
-    data = value if field is None else {**state.model_dump(), field: value}
+    before = state.model_dump()
+    data = value if field is None else {**before, field: value}
     try:
         return wf.codec.validate(data)
     except ValidationError as exc:
+        emptied = _emptied_refused(exc, _nulled(before, field, value))
+        if emptied is not None:
+            raise InvalidDecisionError(f"the edit leaves {emptied} empty: that would replace the value with "
+                                       "nothing, and the state model needs a value there") from None
         raise InvalidDecisionError(f"invalid edit: {format_validation_error(exc)}") from None
+
+
+def _nulled(before: dict[str, Any], field: str | None, value: Any) -> dict[tuple[str, ...], str]:
+    """Where an edit of ``field`` (None: the whole state, ``before`` as dumped) puts null in place of a value
+    that was not null, as pydantic's error locations (``("plan",)``, ``("parts", "b")``), each with ``named``'s
+    phrase: the field, or an entry of a mapping (a Slack modal's input per entry)."""
+    shown = before if field is None else before.get(field)
+    prefix = () if field is None else (field,)
+    if value is None:
+        return {prefix: named(field)} if shown is not None else {}
+    if not isinstance(value, dict) or not isinstance(shown, dict):
+        return {}
+    return {(*prefix, str(key)): named(field, str(key)) for key, entry in value.items()
+            if entry is None and shown.get(key) is not None}
+
+
+def _emptied_refused(exc: ValidationError, nulled: dict[tuple[str, ...], str]) -> str | None:
+    """The phrase of the first place in ``nulled`` whose null pydantic refused (an error whose input is None
+    at that location or below it: a union's members), else None."""
+    for err in exc.errors():
+        if err.get("input") is not None:
+            continue
+        loc = tuple(str(part) for part in err.get("loc", ()))
+        for place, phrase in nulled.items():
+            if loc[:len(place)] == place:
+                return phrase
+    return None
 
 
 def apply_edits(wf: Workflow, state: BaseModel, edits: dict[str, Any]) -> BaseModel:
