@@ -12,6 +12,7 @@ where workers share a process or fall back to their periodic sweep, and schedule
 from __future__ import annotations
 
 import logging
+import secrets
 import threading
 from datetime import datetime, timezone
 from typing import Callable
@@ -59,7 +60,8 @@ class ReadyListener:
         url: the store's SQLAlchemy URL (``postgresql+psycopg://…``).
         on_ready: called with the run id of each ``hazel_ready`` notification.
         on_deadline: called with the time (UTC) of each ``hazel_deadline`` notification (None: not listened to).
-        poll_sec: how long one wait for notifications lasts before the stop flag is checked again.
+        poll_sec: how long one wait for notifications lasts before the stop flag is checked again (``stop()``
+            does not wait for it: it wakes the connection with a notification on this listener's own channel).
     """
 
     def __init__(self, url: str, on_ready: Callable[[str], None], *,
@@ -69,6 +71,7 @@ class ReadyListener:
         self.on_deadline = on_deadline
         self.poll_sec = poll_sec
         self._stop = threading.Event()
+        self._stop_channel = f"hazel_stop_{secrets.token_hex(8)}"  # stop() wakes this listener alone
         self._thread = threading.Thread(target=self._loop, name="hazel-listen", daemon=True)
         self.connected = threading.Event()
 
@@ -76,7 +79,18 @@ class ReadyListener:
         self._thread.start()
 
     def stop(self) -> None:
+        """Stop listening and wait (up to ``3 * poll_sec``) for the thread to end: a notification on this
+        listener's own channel ends its current wait at once; when the database cannot be reached for it, the
+        wait ends within ``poll_sec``."""
+        import psycopg
+
         self._stop.set()
+        if self._thread.is_alive() and self.connected.is_set():
+            try:
+                with psycopg.connect(self.conninfo, autocommit=True, connect_timeout=2) as conn:
+                    conn.execute("SELECT pg_notify(%s, '')", (self._stop_channel,))
+            except Exception:  # the database is away: the listener's wait ends by its timeout
+                log.debug("could not wake the %s listener to stop it", READY_CHANNEL, exc_info=True)
         self._thread.join(timeout=self.poll_sec * 3)
 
     def _dispatch(self, channel: str, payload: str) -> None:
@@ -102,10 +116,13 @@ class ReadyListener:
                     conn.execute(f"LISTEN {READY_CHANNEL}")
                     if self.on_deadline is not None:
                         conn.execute(f"LISTEN {DEADLINE_CHANNEL}")
+                    conn.execute(f"LISTEN {self._stop_channel}")
                     self.connected.set()
                     backoff = 0.5
                     while not self._stop.is_set():
                         for note in conn.notifies(timeout=self.poll_sec):
+                            if self._stop.is_set():
+                                break
                             self._dispatch(note.channel, note.payload)
             except Exception as exc:  # connection lost: the sweep covers the gap while we reconnect
                 self.connected.clear()
