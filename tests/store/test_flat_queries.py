@@ -4,10 +4,13 @@ plan's text, EXPLAIN QUERY PLAN on SQLite, EXPLAIN on PostgreSQL), on SQLite and
 
 from __future__ import annotations
 
+import functools
 import random
 import re
+import sqlite3
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Callable, Iterator
 
 import pytest
@@ -287,11 +290,10 @@ def plans(store: Store, call: Callable) -> str:  # noqa: ANN001
     return "\n".join(lines)
 
 
-@pytest.fixture(params=["plain", "analyzed"])
-def big(request: pytest.FixtureRequest, store: Store) -> Store:
-    """8,000 runs (40 % waiting with a pending request, 50 % completed with two checkpoints and three decided
-    requests, 10 % failed), created over 60 days; SQLite both as Hazel leaves it (no statistics) and ANALYZEd,
-    PostgreSQL ANALYZEd in both (as autovacuum leaves it: it gathers statistics by itself)."""
+@functools.cache
+def big_rows() -> tuple[list[dict], list[dict], list[dict], list[dict]]:
+    """The rows of ``big`` (runs, requests, checkpoints, decisions): the same every time (seeded), so made once
+    per process. Callers insert them and never change them."""
     rng = random.Random(1)
     rows, reqs, cps, votes = [], [], [], []
     for i in range(8000):
@@ -307,6 +309,25 @@ def big(request: pytest.FixtureRequest, store: Store) -> Store:
                 reqs.extend(request_row(run_id, created_at=at, status="decided") for _ in range(3))
                 votes.append(dict(run_id=run_id, request_id=100_000 + i, action="approve", actor_id="sme",
                                   channel="console", payload={}, created_at=at, person="sme"))
+    return rows, reqs, cps, votes
+
+
+_BIG_SQLITE: dict[str, Path] = {}  # "plain"/"analyzed" -> a built SQLite file of this process, copied per test
+
+
+@pytest.fixture(params=["plain", "analyzed"])
+def big(request: pytest.FixtureRequest, store: Store) -> Store:
+    """8,000 runs (40 % waiting with a pending request, 50 % completed with two checkpoints and three decided
+    requests, 10 % failed), created over 60 days; SQLite both as Hazel leaves it (no statistics) and ANALYZEd,
+    PostgreSQL ANALYZEd in both (as autovacuum leaves it: it gathers statistics by itself).
+
+    Each test gets its own database (tests write to it). On SQLite the first test of a process builds it and
+    keeps a copy; the next ones get a copy of that copy (``sqlite3`` backup), the same bytes they would build."""
+    built = _BIG_SQLITE.get(request.param) if store.dialect == "sqlite" else None
+    if built is not None:
+        _sqlite_copy(built, Path(store.engine.url.database))
+        return store
+    rows, reqs, cps, votes = big_rows()
     with store.transaction() as tx:
         tx.conn.execute(insert(runs), rows)
         tx.conn.execute(insert(steering_requests), reqs)
@@ -316,7 +337,21 @@ def big(request: pytest.FixtureRequest, store: Store) -> Store:
         with store.engine.connect() as conn:
             conn.execute(text("ANALYZE"))
             conn.commit()
+    if store.dialect == "sqlite":
+        keep = request.getfixturevalue("tmp_path_factory").mktemp("big") / f"{request.param}.db"
+        _sqlite_copy(Path(store.engine.url.database), keep)
+        _BIG_SQLITE[request.param] = keep
     return store
+
+
+def _sqlite_copy(source: Path, target: Path) -> None:
+    """``target`` becomes a copy of the SQLite database ``source`` (the backup API: consistent, WAL included)."""
+    src, dst = sqlite3.connect(source), sqlite3.connect(target)
+    try:
+        src.backup(dst)
+    finally:
+        src.close()
+        dst.close()
 
 
 def test_every_changed_query_uses_its_index(big: Store) -> None:
