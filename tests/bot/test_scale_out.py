@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
 
 from store.models import RunStatus
 from tests.conftest import _truncate
@@ -22,13 +23,22 @@ def test_listen_notify_wakes_another_process(pg_url: str, tmp_path: Path) -> Non
     fleet = Fleet(pg_url, tmp_path, workers=1, HAZEL_SWEEP_SEC="60")  # no sweep: only NOTIFY can wake it
     hazel = fleet.hazel
     try:
-        time.sleep(1.5)  # let it start and LISTEN
+        wait_until(lambda: _listening(hazel), 30, "the worker to LISTEN")
         run = hazel.start(workflow="fleet", input={}, actor=SME)
         wait_until(lambda: hazel.get(run_id=run.id).status is RunStatus.WAITING, 15, "the worker to take the new run")
         hazel.decide(run_id=run.id, action="approve", actor=SME)
         wait_until(lambda: hazel.get(run_id=run.id).status is RunStatus.COMPLETED, 15, "the worker to resume the run")
     finally:
         fleet.close()
+
+
+def _listening(hazel) -> bool:  # noqa: ANN001
+    """Some other connection to this database has run a ``LISTEN`` (the first is ``hazel_ready``'s) and is idle
+    (it finished: from now on it hears the notifications)."""
+    with hazel.store.engine.connect() as conn:
+        return bool(conn.execute(text(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid() AND state = 'idle' AND query LIKE 'LISTEN %'")).scalar_one())
 
 
 @pytest.mark.slow
