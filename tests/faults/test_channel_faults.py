@@ -40,7 +40,8 @@ def test_slack_answering_500_and_429_for_a_while(db_url: str) -> None:
         fake.fail("chat.update", status=429, retry_after_sec=1, times=None)
         run_ids = [hazel.start(workflow="migration-plan", input={"request": f"change {i}"}, actor=sme).id for i in range(N_RUNS)]
         wait_until(lambda: all(hazel.pending_request(run_id=r) for r in run_ids), 30, "every run to wait at the plan")
-        time.sleep(1.0)  # a while: several delivery attempts fail
+        wait_until(lambda: len(fake.calls_to("chat.postMessage", ok=False)) >= 2 * N_RUNS, 30,
+                   "a while: several delivery attempts to fail (as many as two per request)")
         assert not any(hazel.pending_request(run_id=r).message_ref for r in run_ids), "nothing could be posted"
         failed_posts = len(fake.calls_to("chat.postMessage", ok=False))
         fake.clear_failures()
