@@ -29,14 +29,23 @@ ROUNDS = 3
 ROOT = Path(__file__).resolve().parents[2]
 
 _CHILD = """
-import sys
+import sys, traceback
 from store import Store
-store = Store(sys.argv[1])
-print("ready", flush=True)
-sys.stdin.readline()  # the start: every child has imported Hazel by then
-store.ensure_schema()
-store.dispose()
+for url in iter(sys.stdin.readline, ""):  # one fresh database per round
+    store = Store(url.strip())
+    print("ready", flush=True)
+    sys.stdin.readline()  # the start: every child has made its Store by then
+    try:
+        store.ensure_schema()
+        store.dispose()
+    except BaseException:
+        print("failed " + traceback.format_exc().replace("\\n", "\\t"), flush=True)
+    else:
+        print("done", flush=True)
 """
+"""A child: for each URL it reads, a ``Store`` and, once told to go, ``ensure_schema`` (what every ``hazel``
+command does on first use); it answers ``done`` or ``failed <traceback, tabs for newlines>``. The same
+processes serve every round (a new ``Store`` on a new database each time): no import is timed by the race."""
 
 
 @pytest.fixture(params=BACKENDS)
@@ -68,32 +77,59 @@ def fresh_url_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterato
             admin.dispose()
 
 
-def _race(url: str) -> list[tuple[int, str]]:
-    """Start ``PROCESSES`` first starts on ``url`` at one instant (each told to go once all are ready); their
-    exit codes and stderr."""
+@pytest.fixture
+def children() -> Iterator[list[subprocess.Popen]]:
+    """``PROCESSES`` children (``_CHILD``), shared by the rounds of a test."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    children = [subprocess.Popen([sys.executable, "-c", _CHILD, url], cwd=ROOT, env=env, stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                for _ in range(PROCESSES)]
-    for child in children:  # each has imported Hazel and made its Store (or died: its stderr says why)
-        child.stdout.readline()
-    for child in children:  # then all start at once
-        try:
-            child.stdin.write("go\n")
-            child.stdin.flush()
-        except BrokenPipeError:
-            pass
+    procs = [subprocess.Popen([sys.executable, "-c", _CHILD], cwd=ROOT, env=env, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(PROCESSES)]
+    try:
+        yield procs
+    finally:
+        for child in procs:
+            try:
+                child.stdin.close()
+            except BrokenPipeError:
+                pass
+        for child in procs:
+            try:
+                child.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+
+
+def _race(children: list[subprocess.Popen], url: str) -> list[tuple[int, str]]:
+    """Start ``PROCESSES`` first starts on ``url`` at one instant (each told to go once all have made their
+    Store); per child 0 and "" when it succeeded, else 1 and its traceback (or what it left on stderr)."""
+    for line in (url, "go"):
+        for child in children:
+            try:
+                child.stdin.write(line + "\n")
+                child.stdin.flush()
+            except BrokenPipeError:
+                pass
+        if line == url:
+            for child in children:  # each has made its Store (or died: its stderr says why)
+                child.stdout.readline()
     results = []
     for child in children:
-        _, err = child.communicate(timeout=120)
-        results.append((child.returncode, err))
+        answer = child.stdout.readline()
+        if answer.startswith("done"):
+            results.append((0, ""))
+        elif answer.startswith("failed "):
+            results.append((1, answer[len("failed "):].replace("\t", "\n")))
+        else:  # the child died
+            child.kill()
+            results.append((child.wait() or 1, child.stderr.read()))
     return results
 
 
-def test_first_starts_at_once_all_succeed(fresh_url_factory) -> None:  # noqa: ANN001
+def test_first_starts_at_once_all_succeed(fresh_url_factory, children) -> None:  # noqa: ANN001
     for _ in range(ROUNDS):
         url = fresh_url_factory()
-        results = _race(url)
+        results = _race(children, url)
         failures = [next((line for line in reversed(err.splitlines()) if "Error" in line), f"exit {code}")
                     for code, err in results if code != 0]
         assert not failures, (failures, [err[-4000:] for code, err in results if code != 0][:1])  # (its traceback)
