@@ -77,10 +77,10 @@ def popen(args: list[str], env: dict[str, str]) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True)
 
 
-def waiting_run(env: dict[str, str]) -> str:
-    started = cli(["run", "steered", "--input", "{}", "--json"], env)
-    assert started.returncode == 0, started.stderr
-    run = json.loads(started.stdout)["run"]
+def waiting_run(read) -> str:  # noqa: ANN001
+    """A ``steered`` run waiting at its review, started in this process (``hazel run`` through ``reader``: the
+    setup; the processes under test are the ones that decide and get killed)."""
+    run = json.loads(read("run", "steered", "--input", "{}", "--json").stdout)["run"]
     assert run["status"] == "waiting"
     return run["id"]
 
@@ -99,8 +99,9 @@ def effects(tmp_path: Path) -> list[str]:
 
 @pytest.fixture
 def reader(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
-    """``hazel show`` in this process (Typer's runner) with the settings of ``environment``: the reads between
-    the processes; the commands that decide and execute steps stay processes of their own."""
+    """``hazel ARGS`` in this process (Typer's runner) with the settings of ``environment``: the reads between
+    the processes and the start of the run; the commands that decide and execute the steps under test stay
+    processes of their own."""
     monkeypatch.setenv("CRASH_DIR", str(tmp_path))
     monkeypatch.setenv("COLUMNS", "200")
     return in_process_cli(monkeypatch, ROOT, db_url=db_url, workflows=str(tmp_path / "steered.py"),
@@ -115,7 +116,7 @@ def shown(run_id: str, read) -> dict:  # noqa: ANN001
 def test_approve_killed_mid_step_then_approve_again_continues_the_run(db_url: str, tmp_path: Path,
                                                                      reader) -> None:  # noqa: ANN001
     env = environment(db_url, tmp_path)
-    run_id = waiting_run(env)
+    run_id = waiting_run(reader)
     (tmp_path / "block").touch()
     first = popen(["-m", "bot.cli", "approve", run_id], env)
     wait_for(tmp_path / "slow.started", first)
@@ -154,7 +155,7 @@ def test_rewind_killed_mid_step_then_rewind_again_continues_the_run(db_url: str,
     again it only said ``already rewound by …`` (exit 1), naming no way forward. It now continues the run as a
     decision command does: the rewind stands (the same person's, the same words)."""
     env = environment(db_url, tmp_path)
-    started = cli(["run", "reviewed", "--input", "{}", "--json"], env)  # slow ran once, then review asks
+    started = reader("run", "reviewed", "--input", "{}", "--json")  # slow ran once, then review asks
     run_id = json.loads(started.stdout)["run"]["id"]
     request = shown(run_id, reader)["pending_request"]["id"]
     (tmp_path / "slow.started").unlink()
@@ -197,11 +198,11 @@ def test_rewind_killed_mid_step_then_rewind_again_continues_the_run(db_url: str,
 
 
 @pytest.mark.slow
-def test_killed_between_the_decision_and_its_first_step_then_reject_continues_it(db_url: str,
-                                                                                 tmp_path: Path) -> None:
+def test_killed_between_the_decision_and_its_first_step_then_reject_continues_it(db_url: str, tmp_path: Path,
+                                                                                 reader) -> None:  # noqa: ANN001
     """The other decision's refusal (already approved, to a reject) still continues the run, and exits 1."""
     env = environment(db_url, tmp_path)
-    run_id = waiting_run(env)
+    run_id = waiting_run(reader)
     hang = popen(["-m", "tests.support.decide_and_hang", run_id], env)
     assert hang.stdout is not None and hang.stdout.readline().startswith("decided")
     hang.send_signal(signal.SIGKILL)
@@ -219,7 +220,7 @@ def test_killed_between_the_decision_and_its_first_step_then_reject_continues_it
 @pytest.mark.slow
 def test_a_live_lease_is_named_and_nothing_runs_twice(db_url: str, tmp_path: Path, reader) -> None:  # noqa: ANN001
     env = environment(db_url, tmp_path)
-    run_id = waiting_run(env)
+    run_id = waiting_run(reader)
     (tmp_path / "block").touch()
     first = popen(["-m", "bot.cli", "approve", run_id], env)
     try:
