@@ -68,7 +68,8 @@ class _FakeSlack(BaseHTTPRequestHandler):
 def fake_slack_api() -> Iterator[str]:
     """A fake Slack Web API on a free loopback port; yields its base URL (``http://127.0.0.1:P/api/``)."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _FakeSlack)
-    thread = threading.Thread(target=server.serve_forever, name="fake-slack", daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-slack",
+                              daemon=True)  # shutdown() waits up to one poll_interval (0.5 s by default)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}/api/"
