@@ -99,6 +99,16 @@ class SlackEnv:
     def pending(self, run_id: str) -> SteeringRequest | None:
         return self.hazel.pending_request(run_id=run_id)
 
+    def at_artefacts_review(self) -> str:
+        """Start a run of the example, have priya approve its plan by a click, and return the run's id once
+        it waits at ``review_artefacts``."""
+        run_id = self.start()
+        self.settle()
+        self.sender.click(PRIYA, "approve", self.request_message(run_id, "review_plan"), name="priya")
+        self.wait(lambda: self.hazel.decisions(run_id=run_id), "priya's approval")
+        self.settle()
+        return run_id
+
     def wait(self, predicate: Callable[[], Any], what: str, timeout_sec: float = 15.0) -> Any:
         return self.fake.wait_for(predicate, what=what, timeout_sec=timeout_sec)
 

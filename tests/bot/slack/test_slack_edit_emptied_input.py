@@ -47,11 +47,7 @@ def test_an_emptied_text_field_is_flagged_with_the_engines_words(make_env) -> No
 
 def test_an_emptied_entry_is_flagged_under_its_input(make_env) -> None:  # noqa: ANN001
     env: SlackEnv = make_env(example())
-    run_id = env.start()
-    env.settle()
-    env.sender.click(PRIYA, "approve", env.request_message(run_id, "review_plan"), name="priya")
-    env.wait(lambda: env.hazel.decisions(run_id=run_id), "priya's approval")
-    env.settle()
+    run_id = env.at_artefacts_review()
     scripts = env.hazel.state_at(run_id=run_id).scripts
     modal, fields = edit_modal(env, run_id, "review_artefacts")
     first, second = list(fields)

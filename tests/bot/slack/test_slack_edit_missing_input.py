@@ -10,11 +10,7 @@ from tests.bot.slack.test_slack_end_to_end import inputs, opened_modal
 
 def test_an_edit_modal_missing_an_input_is_refused_and_changes_nothing(make_env) -> None:  # noqa: ANN001
     env: SlackEnv = make_env(example())
-    run_id = env.start()
-    env.settle()
-    env.sender.click(PRIYA, "approve", env.request_message(run_id, "review_plan"), name="priya")
-    env.wait(lambda: env.hazel.decisions(run_id=run_id), "priya's approval")
-    env.settle()
+    run_id = env.at_artefacts_review()
     message = env.request_message(run_id, "review_artefacts")
     scripts = env.hazel.state_at(run_id=run_id).scripts
     before = len(env.fake.views)
