@@ -20,8 +20,14 @@ class Deleting:
 
 
     def delete_thread(self, thread_id: str) -> None:
-        """Every checkpoint and write of the thread, in every namespace."""
+        """Every checkpoint and write of the thread, in every namespace.
+
+        Raises:
+            RunStateError: the thread is a Hazel run that has not ended (ready, running or waiting): its next
+                step would start from an empty thread. Cancel the run first (``hazel cancel RUN``).
+        """
         with self._write() as tx:
+            _refuse_live_runs(tx, [str(thread_id)])
             LangGraphRepo(tx.conn, tx.dialect).delete_threads([str(thread_id)])
         self._forget([str(thread_id)])
 
@@ -52,6 +58,7 @@ class Deleting:
         Raises:
             TypeError: ``thread_ids`` is a single string.
             ValueError: unknown ``strategy``.
+            RunStateError: ``"delete"`` of a thread that is a Hazel run that has not ended (``delete_thread``).
         """
         if isinstance(thread_ids, str):
             raise TypeError("thread_ids must be a sequence of thread IDs, not a str")
@@ -63,6 +70,7 @@ class Deleting:
         with self._write() as tx:
             repo = LangGraphRepo(tx.conn, tx.dialect)
             if strategy == "delete":
+                _refuse_live_runs(tx, ids)
                 repo.delete_threads(ids)
             else:
                 keys = repo.keys_of_threads(ids)  # oldest first within each (thread, namespace)
@@ -109,3 +117,16 @@ class Deleting:
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
+
+
+def _refuse_live_runs(tx: Any, thread_ids: Sequence[str]) -> None:
+    """Raise ``RunStateError`` when a thread of ``thread_ids`` is a Hazel run (its id) that is ready, running
+    or waiting (one primary-key read per thread; a thread that is no Hazel run is LangGraph's alone)."""
+    from bot.engine.errors import RunStateError
+    from store.models import RunStatus
+
+    for thread_id in thread_ids:
+        run = tx.runs.get(thread_id)
+        if run is not None and run.status in (RunStatus.READY, RunStatus.RUNNING, RunStatus.WAITING):
+            raise RunStateError(f"run {thread_id} is {run.status.value}: deleting its thread would make its next "
+                                f"step start from nothing; cancel it first (hazel cancel {thread_id})")

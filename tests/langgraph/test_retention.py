@@ -238,3 +238,26 @@ def test_prune_command_says_what_it_removed(db_url, monkeypatch: pytest.MonkeyPa
     assert history.exit_code == 0, history.output
     with hz.store.read() as tx:
         assert tx.conn.execute(select(func.count()).select_from(lg_checkpoints)).scalar_one() == 1
+
+
+def test_deleting_the_thread_of_a_run_that_has_not_ended_is_refused(db_url):  # noqa: ANN001
+    """``delete_thread`` (and ``prune(strategy="delete")``) of a waiting run's thread deleted its graph state:
+    its next step started from nothing. Refused, nothing deleted; an ended run's thread, or a thread that is
+    no Hazel run, is deleted as before."""
+    from bot.engine.errors import RunStateError
+
+    hz = make_hazel(db_url, workflow(review_graph()))
+    run = hz.start(workflow="lg-review", input={"topic": "kelp"}, actor=person("olga"))
+    hz.drive(run_id=run.id)
+    assert hz.get(run_id=run.id).status is RunStatus.WAITING
+    rows = _rows(hz.store, run.id)
+    saver = HazelSaver(hz.store)
+    with pytest.raises(RunStateError, match=f"run {run.id} is waiting: deleting its thread .*hazel cancel"):
+        saver.delete_thread(run.id)
+    with pytest.raises(RunStateError, match="is waiting"):
+        saver.prune([run.id, "not-a-run"], strategy="delete")
+    assert _rows(hz.store, run.id) == rows and rows
+    ended = cancelled(hz)
+    saver.delete_thread(ended)
+    assert _rows(hz.store, ended) == []
+    saver.delete_thread("not-a-run")  # (LangGraph's own thread: nothing to refuse)
