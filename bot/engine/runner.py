@@ -262,7 +262,7 @@ class Runner:
             hands the run back when its lease runs out).
         """
         now = self.clock()
-        message = self.redact(f"{type(exc).__name__}: {exc}")[:2000]
+        message = self.redact(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)[:2000]
         trace = self.redact("".join(traceback.format_exception(exc)))
         first = message.splitlines()[0] if message else type(exc).__name__
         try:
@@ -379,7 +379,8 @@ class Runner:
                     raise StepContractError(f"step {node.name!r} routed to unknown node {next_name!r}")
             except LeaseLostError:  # a fenced write inside the step (a LangGraph run's graph checkpoint)
                 raise
-            except Exception as exc:  # the step's own error: retry or fail, never crash the worker
+            except (Exception, SystemExit) as exc:  # the step's own error: retry or fail, never crash the worker
+                # (SystemExit too: a library's sys.exit() in a step ended the worker's thread, the run stuck)
                 result.status = self._failed(run, wf, node, token, attempt + 1, exc)
                 return
             now = self.clock()  # the step's checkpoint, the run's update and a request it opens: when they commit
@@ -463,13 +464,14 @@ class Runner:
         raise StepContractError(f"step {step.name!r} must return {wf.state.__name__}, a dict of changed fields, "
                                 f"or None; got {type(out).__name__}")
 
-    def _failed(self, run: Run, wf: Workflow, step: Step, token: str, attempts: int, exc: Exception) -> RunStatus:
+    def _failed(self, run: Run, wf: Workflow, step: Step, token: str, attempts: int,
+                exc: BaseException) -> RunStatus:
         """Record that ``step``'s try number ``attempts`` (from 1) raised ``exc``: the run is ``ready`` again after
         its backoff while tries are left, else ``failed`` with ``attempt=attempts``. A ``StepContractError`` (a
         wrong return type, an undeclared field, a bad in-place assignment) fails it at once: not retried, and its
         stored ``attempt`` and log line say the try it was, not ``max_attempts``."""
         now = self.clock()
-        message = self.redact(f"{type(exc).__name__}: {exc}")
+        message = self.redact(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
         trace = self.redact("".join(traceback.format_exception(exc)))
         contract = isinstance(exc, StepContractError)  # fails the same way every time: not retried, and said so
         if contract:  # (``attempts`` stays the tries made: the stored count and the log say what happened)

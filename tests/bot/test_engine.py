@@ -483,3 +483,24 @@ def test_a_contract_error_is_recorded_and_logged_as_the_one_attempt_it_was(
     assert len(lines) == 1 and f"run {run.id} step step attempt 1 failed, not retried (a contract error): " \
         "StepContractError: step 'step' " in lines[0], lines
     assert "/3" not in lines[0]
+
+
+@pytest.mark.parametrize("code", [3, None, "bye"])
+def test_a_step_that_calls_sys_exit_fails_like_any_other_error(db_url: str, code: object) -> None:
+    """``sys.exit()`` in a step (a library's) raised SystemExit through the runner: a worker's thread ended
+    (the process ran nothing more), ``serve`` left the run ``running`` for ever, ``hazel run`` exited with the
+    step's code. It is the step's error: retried, then the run fails, and the caller goes on."""
+    import sys
+
+    wf = Workflow("exits", version=1, state=Counted)
+
+    @wf.step(max_attempts=2, backoff_sec=0)
+    def leave(state: Counted, ctx: StepContext) -> Counted:
+        sys.exit(code)
+
+    hazel = make_hazel(db_url, wf)
+    run = hazel.start(workflow="exits", input={}, actor=person("me"))
+    result = hazel.drive(run_id=run.id)
+    assert result.run.status is RunStatus.FAILED
+    assert result.run.error == ("SystemExit" if code is None else f"SystemExit: {code}"), result.run.error
+    assert [e.action for e in hazel.audit(run_id=run.id)].count("step.retry_scheduled") == 1
