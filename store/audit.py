@@ -36,6 +36,17 @@ class EventRepo:
                                  .order_by(events.c.id).limit(limit))
         return [AuditEvent.model_validate(dict(r._mapping)) for r in rows]
 
+    def latest_cause(self, run_id: str) -> AuditEvent | None:
+        """The run's newest event that set it going: ``run.started``, ``run.retried`` or a decision
+        (``decision.*`` but ``decision.refused``); None when it has none. For rare paths (a retry refused
+        because the run is running), through ``ix_hazel_events_run_id``."""
+        e = events.c
+        moving = (e.action.in_(["run.started", "run.retried"])
+                  | (e.action.startswith("decision.") & (e.action != "decision.refused")))
+        row = self.conn.execute(select(events).where((e.run_id == run_id) & moving)
+                                .order_by(e.id.desc()).limit(1)).first()
+        return AuditEvent.model_validate(dict(row._mapping)) if row else None
+
     def latest(self, run_id: str, action: str) -> AuditEvent | None:
         """The run's newest event of ``action`` (``run.retried``), or None. Reads the run's events through
         ``ix_hazel_events_run_id``: for rare paths (a race's loser), not for every step."""

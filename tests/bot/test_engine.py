@@ -504,3 +504,46 @@ def test_a_step_that_calls_sys_exit_fails_like_any_other_error(db_url: str, code
     assert result.run.status is RunStatus.FAILED
     assert result.run.error == ("SystemExit" if code is None else f"SystemExit: {code}"), result.run.error
     assert [e.action for e in hazel.audit(run_id=run.id)].count("step.retry_scheduled") == 1
+
+
+def test_a_retry_of_a_run_a_retry_set_running_answers_with_it(db_url: str) -> None:
+    """``hazel retry R & hazel retry R``: the second read the run already running (the first queued it and a
+    worker took it) and was refused "is running", exit 1. What set the run going was a retry: the same one,
+    answered with the run. A run running for another cause (its start, a decision) is still refused."""
+    import threading
+
+    gate, inside = threading.Event(), threading.Event()
+    failures = {"left": 1}
+    wf = Workflow("gated", version=1, state=Counted)
+
+    @wf.step(max_attempts=1)
+    def work(state: Counted, ctx: StepContext) -> Counted:
+        if failures["left"]:
+            failures["left"] -= 1
+            raise RuntimeError("first try fails")
+        inside.set()
+        assert gate.wait(10)
+        return state
+
+    hazel = make_hazel(db_url, wf)
+    run = hazel.start(workflow="gated", input={}, actor=person("me"))
+    assert hazel.drive(run_id=run.id).run.status is RunStatus.FAILED
+    assert hazel.retry(run_id=run.id, actor=person("me")).status is RunStatus.READY
+    worker = threading.Thread(target=hazel.drive, kwargs={"run_id": run.id})
+    worker.start()
+    try:
+        assert inside.wait(10)
+        assert hazel.retry(run_id=run.id, actor=person("me")).status is RunStatus.RUNNING  # the same retry again
+        other = hazel.start(workflow="gated", input={}, actor=person("me"))
+        started = threading.Thread(target=hazel.drive, kwargs={"run_id": other.id})
+        inside.clear()
+        started.start()
+        assert inside.wait(10)
+        with pytest.raises(RunStateError, match=f"run {other.id} is running: it is being continued"):
+            hazel.retry(run_id=other.id, actor=person("me"))
+    finally:
+        gate.set()
+        worker.join(10)
+    started.join(10)
+    assert hazel.get(run_id=run.id).status is RunStatus.COMPLETED
+    assert [e.action for e in hazel.audit(run_id=run.id)].count("run.retried") == 1

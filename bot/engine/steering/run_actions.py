@@ -40,7 +40,8 @@ class RunActions(SteeringCore):
     def retry(self, run_id: str, actor: Actor) -> Run:
         """Queue a ``failed`` run again from its last good checkpoint (attempts start over). A run that is
         already ``ready`` is returned as it is, and so is one that another retry queued since this one read it
-        (the same retry sent twice at once), whatever a worker made of it since.
+        (the same retry sent twice at once), whatever a worker made of it since, and a ``running`` one that a
+        retry set going (``_running_for_a_retry``).
 
         Raises:
             RunNotFoundError, RunStateError (neither failed nor ready: the message says what moves the run
@@ -50,6 +51,8 @@ class RunActions(SteeringCore):
         run = self._check_run_action(run_id, actor, "retry")
         if run.status is RunStatus.READY:
             return run
+        if run.status is RunStatus.RUNNING and self._running_for_a_retry(run_id):
+            return run  # the same retry sent twice at once, and a worker took the run after the first
         resolve_workflow(self.registry, run)  # (a run queued that nothing can execute would wait unseen)
         now = self.clock()
         with self.store.transaction() as tx:
@@ -68,6 +71,13 @@ class RunActions(SteeringCore):
             after = self._run(tx, run_id)
         self.on_ready(run_id)
         return after
+
+    def _running_for_a_retry(self, run_id: str) -> bool:
+        """Whether what set the running run going last was a retry (``run.retried``, not a decision or its
+        start): a retry now is the same one again, answered with the run."""
+        with self.store.read() as tx:
+            cause = tx.events.latest_cause(run_id)
+        return cause is not None and cause.action == "run.retried"
 
     @bind_log_context(run_id="run_id")
     def cancel(self, run_id: str, actor: Actor, *, reason: str | None = None) -> Run:
