@@ -204,7 +204,26 @@ def to_jsonable(value: Any) -> Any:
 
 
 def emit_json(value: Any) -> None:
-    sys.stdout.write(json.dumps(to_jsonable(value), indent=2, default=str) + "\n")
+    """``value`` as indented JSON (ASCII) and a newline on stdout, written whole: with ``PYTHONUNBUFFERED=1``
+    stdout's text layer writes straight to the file descriptor and drops what a short write left (a pipe whose
+    reader went away after taking some: the rest was lost and the command ended 0, not 141). Raises
+    ``BrokenPipeError`` when the reader is gone (``handle_errors`` ends the command quietly then)."""
+    text = json.dumps(to_jsonable(value), indent=2, default=str) + "\n"
+    out = getattr(sys.stdout, "buffer", None)
+    if out is None:  # (a test's stdout without a byte layer)
+        sys.stdout.write(text)
+        return
+    sys.stdout.flush()
+    data = memoryview(text.encode("ascii"))
+    while data:
+        written = out.write(data)
+        if written is None:  # (a non-blocking stdout that is full: wait until it takes more)
+            import select
+
+            select.select([], [out], [])
+            continue
+        data = data[written:]
+    out.flush()
 
 
 EXIT_BROKEN_PIPE = 141

@@ -389,6 +389,19 @@ def test_the_real_entry_point_answers_one_line(db_url: str, tmp_path: Path) -> N
         assert proc.returncode != 0 and len(lines) == 1 and word in lines[0], (argv, proc.returncode, err[-2000:])
         assert "Traceback" not in out + err
     assert snapshot(db_url) == before
+    # the reader takes a little, then goes (``| head -c 10``), of a JSON answer bigger than the pipe, with
+    # PYTHONUNBUFFERED=1 (common in containers): stdout's short write dropped the rest and the command ended 0
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps({"topic": "t" * 300_000}))
+    started = subprocess.run([str(HAZEL), "run", "doc-review", "--input", f"@{big}", "--detach", "--json"],
+                             env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    big_run = json.loads(started.stdout)["run"]["id"]
+    piped = subprocess.Popen([str(HAZEL), "show", big_run, "--json"], env={**env, "PYTHONUNBUFFERED": "1"},
+                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert piped.stdout.read(10) == b'{\n  "run":'
+    piped.stdout.close()
+    assert (piped.wait(timeout=60), piped.stderr.read()) == (141, b"")
+    piped.stderr.close()
 
 
 NEWER = "9999_from_a_newer_hazel"
