@@ -498,13 +498,18 @@ def setting_names() -> set[str]:
 
 def env_value(name: str, default: str | None = None, *, env_file: str = ".env") -> str | None:
     """The value of the environment variable ``name``, else of ``name`` in ``env_file`` (the working directory's
-    ``.env``, read as Hazel reads its own settings: names in any case), else ``default``. For a workflow
+    ``.env``), else ``default``; in both, names in any case, as Hazel reads its own settings (the exact
+    spelling first). For a workflow
     module's own settings (the examples' ``HAZEL_EXAMPLE_*_CHANNEL``), which a ``.env`` next to Hazel's
     settings should set as well. An unreadable ``.env`` counts as absent."""
     import os
 
     if name in os.environ:
         return os.environ[name]
+    wanted = name.upper()
+    for key in sorted(os.environ):  # (names in any case, as Hazel's settings; the same name twice: the first)
+        if key.upper() == wanted:
+            return os.environ[key]
     if os.path.isfile(env_file):
         from dotenv import dotenv_values
 

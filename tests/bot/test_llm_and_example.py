@@ -163,3 +163,15 @@ def test_the_examples_channels_are_read_from_dotenv_as_hazels_settings_are(tmp_p
     assert wf.point("review_plan").channel == "jira:MIG"
     assert wf.point("review_artefacts").channel == "slack:#env-wins"
     assert wf.point("sign_off").channel == "console"
+
+
+def test_env_reads_the_environment_in_any_case_before_dotenv(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """``env("My_Setting")`` missed ``MY_SETTING`` in the environment (and took ``.env``'s value instead)."""
+    from hazel import env
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".env").write_text("lower_only=dot\n")
+    monkeypatch.setenv("MY_SETTING", "up")
+    monkeypatch.setenv("LOWER_ONLY", "envup")
+    assert (env("My_Setting"), env("lower_only"), env("ABSENT", "d")) == ("up", "envup", "d")
