@@ -54,6 +54,14 @@ def _url_shown(url: str) -> str:
         + ("?…" if parts.query else "") + ("#…" if parts.fragment else "")
 
 
+def printable_name(name: str) -> bool:
+    """Whether a person's name (``HAZEL_OPERATOR``, ``--as``) is one line of printable text: no C0 or C1
+    control character (a line break would start a forged row in ``hazel audit``), DEL or bidi override."""
+    import re
+
+    return re.search("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", name) is None
+
+
 IDENTITY_OF_API_TOKEN = "api"
 """The caller of ``HAZEL_API_TOKEN``."""
 
@@ -142,6 +150,9 @@ class Settings(BaseSettings):
         name = str(value).strip() if value is not None else ""
         if not name:
             return _default_operator()
+        if not printable_name(name):
+            raise ValueError("must be one line of printable text (no line break or control character: the "
+                             "audit log and the CLI's tables show it)")
         if name in (SYSTEM.who, TIMEOUT.who):
             raise ValueError(f"{name!r} is the name of Hazel's own actor; choose another operator name")
         return name

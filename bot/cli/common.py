@@ -160,10 +160,15 @@ def actor(hazel: Any, name: str | None) -> "Actor":
     """The console actor: the operator (``HAZEL_OPERATOR`` / the user name), acting for ``--as NAME``.
 
     Raises:
-        typer.BadParameter: ``--as`` was given an empty name (a usage error: exit status 2).
+        typer.BadParameter: ``--as`` was given an empty name, or one with a line break or another control
+            character (a usage error: exit status 2).
     """
     if name is not None and not name.strip():
         raise usage_error("--as", "needs a name")
+    from bot.settings import printable_name
+
+    if name is not None and not printable_name(name):
+        raise usage_error("--as", "must be one line of printable text (no line break or control character)")
     return hazel.operator(acting_for=name)
 
 

@@ -102,6 +102,11 @@ def test_usage_errors_exit_2_with_one_line(cli, tmp_path) -> None:  # noqa: ANN0
             "(see `hazel rewind --help`)",
         ("approve", run_id, "--as", ""): "error: Invalid value for '--as': needs a name (see `hazel approve --help`)",
         ("link", run_id, "--for", " "): "error: Invalid value for '--for': needs a name (see `hazel link --help`)",
+        ("approve", run_id, "--as", "eve\nFORGED"): "error: Invalid value for '--as': must be one line of printable "
+                                                   "text (no line break or control character) (see `hazel approve "
+                                                   "--help`)",
+        ("link", run_id, "--for", "eve\x1b[2J"): "error: Invalid value for '--for': must be one line of printable "
+                                               "text (no line break or control character) (see `hazel link --help`)",
     }
     for args, line in expected.items():
         assert cli(*args, code=2).stderr == line + "\n", args

@@ -219,3 +219,10 @@ def test_a_prefixed_name_of_an_unprefixed_setting_is_pointed_at_it(clean: Path) 
     assert unknown_settings({"HAZEL_JIRA_URL": "https://x.atlassian.net", "HAZEL_SLACK_BOT_TOKEN": "x"}, None) == [
         "HAZEL_JIRA_URL is not a Hazel setting: it is ignored (did you mean JIRA_URL?)",
         "HAZEL_SLACK_BOT_TOKEN is not a Hazel setting: it is ignored (did you mean SLACK_BOT_TOKEN?)"]
+
+
+@pytest.mark.parametrize("name", ["ops\nFORGED", "ops\x1b[2J", "ops\u202eevil"])
+def test_an_operator_name_is_one_line_of_printable_text(clean: Path, name: str) -> None:
+    """A line break in ``HAZEL_OPERATOR`` started a row of its own in ``hazel audit`` and the tables."""
+    assert _errors(HAZEL_OPERATOR=name) == [("HAZEL_OPERATOR", "must be one line of printable text (no line break "
+                                             "or control character: the audit log and the CLI's tables show it)")]
