@@ -104,8 +104,24 @@ class RedactingFormatter(logging.Formatter):
 
 
 _HANDLER_MARK = "_hazel_handler"
-QUIET_LOGGERS = ("httpx", "apscheduler", "alembic")
-"""Libraries logged at WARNING and above unless ``HAZEL_LOG_LEVEL=DEBUG``."""
+QUIET_LOGGERS = ("httpx", "apscheduler", "alembic", "slack_sdk")
+"""Libraries logged at WARNING and above unless ``HAZEL_LOG_LEVEL=DEBUG`` (slack_sdk: a line per retry)."""
+
+
+class _SlackSendFailureIsAWarning(logging.Filter):
+    """slack_sdk logs ``Failed to send a request to Slack API server: …`` at ERROR before its retry handlers
+    run and before it raises: the outbox retries the message and logs its own line, so it is a WARNING (an
+    alert on ERROR would page for a routine retry)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.ERROR and str(record.msg).startswith("Failed to send a request to Slack"):
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
+_SLACK_CLIENT_LOGGER = logging.getLogger("slack_sdk.web.base_client")
+if not any(isinstance(f, _SlackSendFailureIsAWarning) for f in _SLACK_CLIENT_LOGGER.filters):
+    _SLACK_CLIENT_LOGGER.addFilter(_SlackSendFailureIsAWarning())
 
 
 class StderrHandler(logging.StreamHandler):
@@ -139,8 +155,15 @@ def command_handler(settings: Settings) -> logging.Handler:
     handler = StderrHandler()
     handler.setLevel(logging.WARNING)
     handler.setFormatter(RedactingFormatter(MessageFormatter("%(message)s"), secret_values(settings)))
+    handler.addFilter(_not_slacks_retries)  # (the command's own line says the notification waits)
     logging.getLogger().addHandler(handler)
     return handler
+
+
+def _not_slacks_retries(record: logging.LogRecord) -> bool:
+    """False for slack_sdk's records below ERROR (its send failures, demoted by
+    ``_SlackSendFailureIsAWarning``): on a command's stderr Hazel's own line about the notification says it."""
+    return not (record.name.startswith("slack_sdk") and record.levelno < logging.ERROR)
 
 
 def configure_logging(settings: Settings, *, stream: TextIO | None = None) -> logging.Handler:

@@ -255,3 +255,28 @@ def test_the_log_format_is_read_in_any_case(given: str, kept: str) -> None:
 def test_an_unknown_log_format_is_refused_naming_both() -> None:
     with pytest.raises(ValueError, match="(?s)HAZEL_LOG_FORMAT.*must be text or json"):
         Settings(_env_file=None, HAZEL_LOG_FORMAT="xml")
+
+
+def test_slacks_send_failure_is_a_warning_in_the_log_and_left_out_of_a_commands_stderr(
+        root_logging: None) -> None:
+    """slack_sdk logs ``Failed to send a request to Slack API server`` at ERROR before each retry the outbox
+    makes anyway (147 lines in an outage against Hazel's 23): a WARNING in the log of ``serve`` / ``worker``,
+    and not printed by a command (the notification's own line says it waits)."""
+    from bot.ops.logs import command_handler
+
+    stream = io.StringIO()
+    configure_logging(Settings(HAZEL_LOG_FORMAT="text", HAZEL_LOG_LEVEL="info"), stream=stream)
+    slack = logging.getLogger("slack_sdk.web.base_client")
+    slack.error("Failed to send a request to Slack API server: <urlopen error [Errno 111] Connection refused>")
+    slack.info("A retry handler found: ConnectionErrorRetryHandler")
+    assert [line.split(" ", 3)[2:] for line in stream.getvalue().splitlines()] == [
+        ["WARNING", "slack_sdk.web.base_client Failed to send a request to Slack API server: <urlopen error "
+                    "[Errno 111] Connection refused>"]]
+    handler = command_handler(Settings())
+    try:
+        records = [logging.LogRecord("slack_sdk.web.base_client", logging.WARNING, "", 0, "Failed to send", (), None),
+                   logging.LogRecord("slack_sdk.web.base_client", logging.ERROR, "", 0, "other", (), None),
+                   logging.LogRecord("hazel.outbox", logging.WARNING, "", 0, "not delivered", (), None)]
+        assert [handler.filter(r) for r in records] == [False, True, True]
+    finally:
+        logging.getLogger().removeHandler(handler)
