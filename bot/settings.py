@@ -5,10 +5,12 @@ Secrets are ``SecretStr``: they print as ``**********`` and never reach logs, me
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, get_args
+import os
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings.sources import ENV_FILE_SENTINEL
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -101,8 +103,94 @@ def _default_operator() -> str:
         return "operator"
 
 
+class EnvFileError(ValueError):
+    """A ``.env`` file with a line python-dotenv cannot parse (``check_env_file``). Its message names the file
+    and the line numbers, never a line's text: it may hold a secret."""
+
+
+def _env_bindings(path: str) -> list[Any] | None:
+    """python-dotenv's bindings (``dotenv.parser.Binding``: ``key``, ``value``, ``original``, ``error``) of the
+    file ``path`` as pydantic-settings reads it (UTF-8); None when it is not a regular file (absent, a
+    directory; a FIFO is not read twice).
+
+    Raises:
+        OSError: the file cannot be read. UnicodeDecodeError: it is not UTF-8 text.
+    """
+    import io
+
+    if not os.path.isfile(path):
+        return None
+    from dotenv.parser import parse_stream
+
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    return list(parse_stream(io.StringIO(text)))
+
+
+def _bad_line(binding: Any) -> tuple[int, bool]:
+    """The line number of a binding python-dotenv could not parse (its text starts with the blank lines before
+    it), and whether it looks like an unclosed quote (a value starting with a quote it does not close)."""
+    import re
+
+    text = binding.original.string
+    stripped = text.lstrip()
+    line = binding.original.line + len(re.findall(r"\r\n|\n|\r", text[:len(text) - len(stripped)]))
+    value = stripped.partition("=")[2].lstrip(" \t")
+    unclosed = bool(value) and value[0] in "\"'" and value[0] not in value[1:]
+    return line, unclosed
+
+
+def check_env_file(path: str = ".env") -> None:
+    """Refuse the ``.env`` file ``path`` (when it exists) if python-dotenv cannot parse one of its lines
+    (pydantic-settings would skip the line, logging python-dotenv's warning, and a setting it meant to set would
+    silently keep its default: ``HAZEL_DATABASE_URL="postgresql+psycopg://…`` without its closing quote, a new
+    SQLite database). Comments, blank lines, ``export NAME=value`` and python-dotenv's quoting are fine.
+
+    Raises:
+        EnvFileError: ``cannot read .env: line 1 is not NAME=VALUE (an unclosed quote?): fix or remove it``
+            (the lines' numbers only, never their text). OSError, UnicodeDecodeError: as ``_env_bindings``.
+    """
+    bindings = _env_bindings(path)
+    bad = [_bad_line(b) for b in bindings or () if b.error]
+    if not bad:
+        return
+    lines = [str(n) for n, _ in bad]
+    which = f"line {lines[0]} is" if len(lines) == 1 else f"lines {', '.join(lines[:-1])} and {lines[-1]} are"
+    hint = " (an unclosed quote?)" if any(unclosed for _, unclosed in bad) else ""
+    raise EnvFileError(f"cannot read {path}: {which} not NAME=VALUE{hint}: fix or remove "
+                       f"{'it' if len(lines) == 1 else 'them'}")
+
+
+def read_env_file(path: str = ".env", *, lenient: bool = False) -> dict[str, str | None]:
+    """Name -> value of each line of the ``.env`` file ``path`` as pydantic-settings reads it (python-dotenv's
+    ``dotenv_values``: ``${VAR}`` interpolated; ``NAME`` alone is None); ``{}`` when there is no such file.
+    ``lenient``: the lines python-dotenv cannot parse are left out, without its warning.
+
+    Raises:
+        EnvFileError: (unless ``lenient``) a line python-dotenv cannot parse (``check_env_file``). OSError,
+            UnicodeDecodeError: as ``_env_bindings``.
+    """
+    import io
+
+    bindings = _env_bindings(path)
+    if not bindings:
+        return {}
+    if not lenient:
+        check_env_file(path)
+    from dotenv import dotenv_values
+
+    good = "".join(b.original.string for b in bindings if not b.error)  # (no line python-dotenv warns about)
+    return dotenv_values(stream=io.StringIO(good))
+
+
 class Settings(BaseSettings):
-    """Every setting Hazel reads. The environment variable names are given with each field."""
+    """Every setting Hazel reads. The environment variable names are given with each field.
+
+    Raises (when built):
+        pydantic.ValidationError: a malformed setting (its message never shows a value).
+        EnvFileError: a ``.env`` line python-dotenv cannot parse (``check_env_file``), before anything is read.
+        UnicodeDecodeError: ``.env`` is not UTF-8 text.
+    """
 
     model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore", populate_by_name=True,
                                       dotenv_filtering="only_existing",  # (no other .env line reaches the model)
@@ -127,6 +215,17 @@ class Settings(BaseSettings):
         for source in (env_settings, dotenv_settings, file_secret_settings):
             source.config = {**source.config, "validate_by_name": False}
         return init_settings, env_settings, dotenv_settings, file_secret_settings
+
+    def __init__(self, **values: Any) -> None:
+        """As ``BaseSettings``; the ``.env`` file (``_env_file``, else ``model_config``'s) is checked first
+        (``check_env_file``): one python-dotenv cannot parse stops here, not with a setting silently left at its
+        default."""
+        env_file = values.get("_env_file", self.model_config.get("env_file"))
+        if env_file is ENV_FILE_SENTINEL:
+            env_file = self.model_config.get("env_file")
+        for path in ([env_file] if isinstance(env_file, (str, os.PathLike)) else env_file or ()):
+            check_env_file(os.fspath(path))
+        super().__init__(**values)
 
     database_url: str = Field("sqlite:///hazel.db", validation_alias="HAZEL_DATABASE_URL")
     """SQLAlchemy URL: ``sqlite:///hazel.db`` (default, WAL) or ``postgresql+psycopg://user@host:5432/db``."""
@@ -512,25 +611,25 @@ def env_value(name: str, default: str | None = None, *, env_file: str = ".env") 
     ``.env``), else ``default``; in both, names in any case, as Hazel reads its own settings (the exact
     spelling first). For a workflow
     module's own settings (the examples' ``HAZEL_EXAMPLE_*_CHANNEL``), which a ``.env`` next to Hazel's
-    settings should set as well. An unreadable ``.env`` counts as absent."""
-    import os
+    settings should set as well. An unreadable ``.env`` (not UTF-8) counts as absent.
 
+    Raises:
+        EnvFileError: ``env_file`` has a line python-dotenv cannot parse, as ``Settings`` refuses it
+            (``check_env_file``): its value may be the one asked for.
+    """
     if name in os.environ:
         return os.environ[name]
     wanted = name.upper()
     for key in sorted(os.environ):  # (names in any case, as Hazel's settings; the same name twice: the first)
         if key.upper() == wanted:
             return os.environ[key]
-    if os.path.isfile(env_file):
-        from dotenv import dotenv_values
-
-        try:
-            values = dotenv_values(env_file)
-        except (OSError, UnicodeDecodeError, ValueError):
-            values = {}
-        for key, value in values.items():
-            if key and key.upper() == name.upper() and value is not None:
-                return value
+    try:
+        values = read_env_file(env_file)
+    except (OSError, UnicodeDecodeError):
+        values = {}
+    for key, value in values.items():
+        if key and key.upper() == wanted and value is not None:
+            return value
     return default
 
 
@@ -539,15 +638,12 @@ def unknown_settings(environ: "Mapping[str, str]", env_file: str | None = ".env"
     reads (a typo: ``HAZEL_PROT``), naming the closest setting when there is one; ``[]`` when every name is
     known. Names of ``NOT_SETTINGS_PREFIXES`` and ``NOT_SETTINGS`` are never reported."""
     import difflib
-    import os
 
     names = {n for n in environ if n.startswith("HAZEL_")}
-    if env_file is not None and os.path.isfile(env_file):
-        from dotenv import dotenv_values
-
-        try:
-            names |= {n for n in dotenv_values(env_file) if n and n.startswith("HAZEL_")}
-        except (OSError, UnicodeDecodeError, ValueError):  # (an unreadable .env fails on its own elsewhere)
+    if env_file is not None:
+        try:  # (a .env that cannot be read or parsed fails on its own: ``Settings``)
+            names |= {n for n in read_env_file(env_file, lenient=True) if n and n.startswith("HAZEL_")}
+        except (OSError, UnicodeDecodeError):
             pass
     known = setting_names()
     lines = []
@@ -565,7 +661,6 @@ def warn_unknown_settings() -> None:
     """Log ``unknown_settings`` of this process's environment and ``.env`` as warnings (logger
     ``hazel.settings``): a command prints them on stderr, ``serve`` / ``worker`` in their log."""
     import logging
-    import os
 
     for line in unknown_settings(os.environ):
         logging.getLogger("hazel.settings").warning(line)

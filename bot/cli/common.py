@@ -321,7 +321,7 @@ def _redacted(message: str) -> str:
 
 
 _REPORTED = {"HazelError": "bot.engine", "StoreError": "store.errors", "SQLAlchemyError": "sqlalchemy.exc",
-             "ValidationError": "pydantic_core"}
+             "ValidationError": "pydantic_core", "EnvFileError": "bot.settings"}
 """The errors ``handle_errors`` reports in one line (with ``CliError``), and the modules that define them."""
 
 
@@ -334,7 +334,7 @@ def _loaded(name: str) -> type[BaseException] | None:
 
 def _reported(exc: BaseException) -> bool:
     """Whether ``exc`` is one of the errors reported in one line: ``HazelError``, ``StoreError``, ``CliError``,
-    ``SQLAlchemyError`` or pydantic's ``ValidationError``."""
+    ``SQLAlchemyError``, pydantic's ``ValidationError`` or ``bot.settings.EnvFileError`` (a malformed ``.env``)."""
     return isinstance(exc, CliError) or any(
         cls is not None and isinstance(exc, cls) for cls in map(_loaded, _REPORTED))
 

@@ -1,0 +1,102 @@
+"""A ``.env`` line python-dotenv cannot parse (an unclosed quote) stops every command with one line naming the
+file and the line, before any database is opened: pydantic-settings would skip the line (python-dotenv logging
+a warning that names no file) and the setting would keep its default (``HAZEL_DATABASE_URL``: a new SQLite
+file)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SECRET = "pw-dotenv-7e7e7e7e"
+UNCLOSED = (f'HAZEL_DATABASE_URL="postgresql+psycopg://postgres:{SECRET}@127.0.0.1:5432/x\n'
+            "HAZEL_WORKFLOWS=../flows.py\n")
+MESSAGE = "cannot read .env: line 1 is not NAME=VALUE (an unclosed quote?): fix or remove it"
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """The test process's environment without any setting of Hazel's, Slack's or Jira's, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith(("HAZEL_", "SLACK_", "JIRA_"))}
+    return {**env, **extra}
+
+
+def hazel(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bot.cli", *args], env=env, cwd=cwd, capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_a_malformed_env_file_stops_a_command_before_any_database_is_made(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text(UNCLOSED)
+    done = hazel(["runs"], tmp_path, clean_env())
+    assert done.returncode == 1, done.stderr
+    assert done.stdout == ""
+    assert done.stderr.splitlines() == [f"error: {MESSAGE}"], done.stderr  # (no python-dotenv warning)
+    assert SECRET not in done.stderr
+    assert not (tmp_path / "hazel.db").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".env"]
+
+
+def test_the_error_names_every_bad_line_never_its_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bot.settings import EnvFileError, Settings
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".env").write_text(f"# ok\nHAZEL_PORT=8001\n\n\nSLACK_BOT_TOKEN=\"{SECRET}\" tail\nFOO BAR {SECRET}\n"
+                                   f"JIRA_PAT='{SECRET}\n")
+    with pytest.raises(EnvFileError) as raised:
+        Settings()
+    assert str(raised.value) == ("cannot read .env: lines 5, 6 and 7 are not NAME=VALUE (an unclosed quote?): fix "
+                                 "or remove them")
+    (tmp_path / ".env").write_text("\n\nA=\"1\" 2\n")
+    with pytest.raises(EnvFileError, match=r"^cannot read \.env: line 3 is not NAME=VALUE: fix or remove it$"):
+        Settings()
+
+
+def test_what_python_dotenv_accepts_still_works(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                caplog: pytest.LogCaptureFixture) -> None:
+    from bot.settings import Settings, env_value, unknown_settings
+
+    monkeypatch.chdir(tmp_path)
+    for name in [n for n in os.environ if n.upper().startswith("HAZEL_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("HOST_PART", "db.example")
+    (tmp_path / ".env").write_text(
+        "# a comment\n\n"
+        "export HAZEL_OPERATOR=olga  # trailing comment\n"
+        "hazel_port='8123'\n"
+        'HAZEL_BASE_URL="https://hazel.example.com"\n'
+        "HAZEL_DATABASE_URL=postgresql+psycopg://u@${HOST_PART}:5432/h\n"
+        'HAZEL_EXAMPLE_CHANNEL="multi\nline"\n'
+        "HAZEL_PROT=1\n"
+        "LONE_NAME\n")
+    with caplog.at_level(logging.DEBUG):
+        settings = Settings()
+        assert (settings.operator, settings.port, settings.base_url) == ("olga", 8123, "https://hazel.example.com")
+        assert settings.database_url == "postgresql+psycopg://u@db.example:5432/h"
+        assert env_value("HAZEL_EXAMPLE_CHANNEL") == "multi\nline"
+        assert unknown_settings({}) == ["HAZEL_PROT is not a Hazel setting: it is ignored (did you mean HAZEL_PORT?)"]
+    assert not [r for r in caplog.records if r.name.startswith("dotenv")]
+
+
+def test_env_and_unknown_settings_read_a_malformed_file_without_warnings(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """``hazel.env()`` refuses it as ``Settings`` does (the value asked for may be on the bad line);
+    ``unknown_settings`` names the typos of the other lines (``Settings`` reports the bad one)."""
+    from bot.settings import EnvFileError, env_value, unknown_settings
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("HAZEL_EXAMPLE_CHANNEL", raising=False)
+    (tmp_path / ".env").write_text(f"HAZEL_EXAMPLE_CHANNEL='#ops\nHAZEL_PROT=1\nX=\"{SECRET}\n")
+    with caplog.at_level(logging.DEBUG):
+        with pytest.raises(EnvFileError, match="lines 1 and 3 are not NAME=VALUE") as raised:
+            env_value("HAZEL_EXAMPLE_CHANNEL", "console")
+        assert SECRET not in str(raised.value)
+        assert unknown_settings({}) == ["HAZEL_PROT is not a Hazel setting: it is ignored (did you mean HAZEL_PORT?)"]
+    assert not [r for r in caplog.records if r.name.startswith("dotenv")]
+    monkeypatch.setenv("HAZEL_EXAMPLE_CHANNEL", "#from-env")  # the environment first, as before
+    assert env_value("HAZEL_EXAMPLE_CHANNEL") == "#from-env"
