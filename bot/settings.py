@@ -633,6 +633,34 @@ def env_value(name: str, default: str | None = None, *, env_file: str = ".env") 
     return default
 
 
+def log_format_and_level(environ: "Mapping[str, str] | None" = None, env_file: str | None = ".env",
+                         ) -> tuple[str, str] | None:
+    """``(format, level)`` of ``HAZEL_LOG_FORMAT`` and ``HAZEL_LOG_LEVEL`` as ``Settings`` reads them (``environ``,
+    default ``os.environ``, names in any case; else ``env_file``, its lines python-dotenv cannot parse left out;
+    else the defaults), normalized (``"json"``, ``"INFO"``); None when either is malformed. For ``serve`` /
+    ``worker`` whose settings cannot be read: the error still goes to the log they would write.
+
+    Raises:
+        nothing: an unreadable ``env_file`` counts as absent.
+    """
+    environ = os.environ if environ is None else environ
+    wanted = {"hazel_log_format": "format", "hazel_log_level": "level"}
+    found: dict[str, str | None] = {}
+    if env_file is not None:
+        try:
+            from_file = read_env_file(env_file, lenient=True)
+        except (OSError, UnicodeDecodeError):
+            from_file = {}
+        found.update({wanted[k.lower()]: v for k, v in from_file.items() if k and k.lower() in wanted})
+    found.update({wanted[k.lower()]: v for k, v in environ.items() if k.lower() in wanted})  # (before .env)
+    fmt, level = found.get("format"), found.get("level")  # (None: unset, or a name alone in .env)
+    fmt = "text" if fmt is None else fmt.strip().lower()
+    level = "INFO" if level is None else level.strip().upper()
+    if fmt not in ("text", "json") or level not in _LOG_LEVELS:
+        return None
+    return fmt, level
+
+
 def unknown_settings(environ: "Mapping[str, str]", env_file: str | None = ".env") -> list[str]:
     """One warning line per ``HAZEL_*`` name in ``environ`` or in ``env_file`` (when it exists) that no setting
     reads (a typo: ``HAZEL_PROT``), naming the closest setting when there is one; ``[]`` when every name is

@@ -148,6 +148,29 @@ def _log_errors(settings: "Settings") -> None:
         common.log_errors(logging.getLogger("hazel.server"))
 
 
+def _read_settings() -> "Settings":
+    """``Settings()`` for ``serve`` / ``worker``. When they cannot be read (a malformed setting or ``.env``) but
+    ``HAZEL_LOG_FORMAT`` itself says ``json`` (and ``HAZEL_LOG_LEVEL`` is valid: ``log_format_and_level``), the
+    log is set up as far as those two say, and the error is a record of it (``_log_errors``), not text.
+
+    Raises:
+        what ``Settings()`` raises.
+    """
+    from bot.settings import Settings, log_format_and_level
+
+    try:
+        return Settings()
+    except Exception:
+        known = log_format_and_level()
+        if known is not None and known[0] == "json":
+            from bot.ops.logs import configure_logging
+
+            log_only = Settings.model_construct(log_format="json", log_level=known[1])  # (defaults: no secret)
+            configure_logging(log_only)
+            _log_errors(log_only)
+        raise
+
+
 @app.command("serve")
 @handle_errors
 def serve_cmd(
@@ -162,9 +185,9 @@ def serve_cmd(
     """Run the HTTP app (Slack, Jira, REST API, health), the workers and the scheduler."""
     from bot.ops.logs import configure_logging
     from bot.server.processes import bind_problem, serve
-    from bot.settings import Settings, warn_unknown_settings
+    from bot.settings import warn_unknown_settings
 
-    settings = Settings()
+    settings = _read_settings()
     configure_logging(settings)
     _log_errors(settings)
     problem = bind_problem(host or settings.host, port or settings.port)
@@ -189,9 +212,9 @@ def worker_cmd(
     """Execute ready runs (new, decided, recovered, retries due) without serving HTTP."""
     from bot.ops.logs import configure_logging
     from bot.server.processes import bind_problem, console_for, work
-    from bot.settings import Settings, warn_unknown_settings
+    from bot.settings import warn_unknown_settings
 
-    settings = Settings()
+    settings = _read_settings()
     configure_logging(settings)
     _log_errors(settings)
     problem = None if until_idle or settings.metrics_port is None else bind_problem(settings.host,

@@ -1,7 +1,8 @@
 """A ``.env`` line python-dotenv cannot parse (an unclosed quote) stops every command with one line naming the
 file and the line, before any database is opened: pydantic-settings would skip the line (python-dotenv logging
 a warning that names no file) and the setting would keep its default (``HAZEL_DATABASE_URL``: a new SQLite
-file)."""
+file). ``serve`` / ``worker`` under ``HAZEL_LOG_FORMAT=json`` report it, and every malformed setting, as a JSON
+record."""
 
 from __future__ import annotations
 
@@ -100,3 +101,55 @@ def test_env_and_unknown_settings_read_a_malformed_file_without_warnings(
     assert not [r for r in caplog.records if r.name.startswith("dotenv")]
     monkeypatch.setenv("HAZEL_EXAMPLE_CHANNEL", "#from-env")  # the environment first, as before
     assert env_value("HAZEL_EXAMPLE_CHANNEL") == "#from-env"
+
+
+def one_record(done: subprocess.CompletedProcess) -> dict:
+    """The one line ``done`` wrote (on stderr), a JSON record of ``hazel.server`` at ERROR."""
+    assert done.returncode == 1, done.stderr
+    assert done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    try:
+        record = json.loads(lines[0])
+    except ValueError:
+        pytest.fail(f"not a JSON line: {lines[0]!r}")
+    assert (record["level"], record["logger"]) == ("ERROR", "hazel.server"), record
+    assert set(record) >= {"time", "level", "logger", "message"}, record
+    return record
+
+
+@pytest.mark.parametrize("command", [["serve"], ["worker", "--until-idle"]])
+@pytest.mark.parametrize(("setting", "message"), [
+    ("HAZEL_PORT=80.0", "invalid settings: HAZEL_PORT: must be a whole number, not '80.0'"),
+    ("HAZEL_WORKERS=0", "invalid settings: HAZEL_WORKERS: must be more than 0"),
+    ("HAZEL_SWEEP_SEC=nan", "invalid settings: HAZEL_SWEEP_SEC: must be a finite number"),
+])
+def test_invalid_settings_of_serve_and_worker_are_a_json_record(command: list[str], setting: str, message: str,
+                                                                tmp_path: Path) -> None:
+    name, _, value = setting.partition("=")
+    env = clean_env(HAZEL_LOG_FORMAT="Json", HAZEL_DATABASE_URL=f"sqlite:///{tmp_path / 'h.db'}",
+                    HAZEL_API_TOKEN=SECRET, **{name: value})
+    record = one_record(hazel(command, tmp_path, env))
+    assert record["message"] == message
+    assert not (tmp_path / "h.db").exists()
+
+
+@pytest.mark.parametrize("command", [["serve"], ["worker", "--until-idle"]])
+def test_a_malformed_env_file_under_json_logs_is_a_record(command: list[str], tmp_path: Path) -> None:
+    """The format read from ``.env`` itself (its good lines, any case)."""
+    (tmp_path / ".env").write_text("hazel_log_format=JSON\n" + UNCLOSED)
+    done = hazel(command, tmp_path, clean_env())
+    record = one_record(done)
+    assert record["message"] == MESSAGE.replace("line 1", "line 2")
+    assert SECRET not in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".env"]
+
+
+@pytest.mark.parametrize("malformed", [{"HAZEL_LOG_LEVEL": "loud"}, {"HAZEL_LOG_FORMAT": "xml"}])
+def test_a_log_setting_too_malformed_for_the_log_stays_a_line_of_text(malformed: dict[str, str],
+                                                                      tmp_path: Path) -> None:
+    env = clean_env(**{"HAZEL_LOG_FORMAT": "json", "HAZEL_PORT": "80.0", **malformed})
+    done = hazel(["serve"], tmp_path, env)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.startswith("error: invalid settings: "), done.stderr
+    assert len(done.stderr.splitlines()) == 1, done.stderr
