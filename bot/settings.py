@@ -609,9 +609,8 @@ def setting_names() -> set[str]:
 def env_value(name: str, default: str | None = None, *, env_file: str = ".env") -> str | None:
     """The value of the environment variable ``name``, else of ``name`` in ``env_file`` (the working directory's
     ``.env``), else ``default``; in both, names in any case, as Hazel reads its own settings (the exact
-    spelling first). For a workflow
-    module's own settings (the examples' ``HAZEL_EXAMPLE_*_CHANNEL``), which a ``.env`` next to Hazel's
-    settings should set as well. An unreadable ``.env`` (not UTF-8) counts as absent.
+    spelling first). For a workflow module's own settings (the examples' ``HAZEL_EXAMPLE_*_CHANNEL``), which a
+    ``.env`` next to Hazel's settings should set as well. An unreadable ``.env`` (not UTF-8) counts as absent.
 
     Raises:
         EnvFileError: ``env_file`` has a line python-dotenv cannot parse, as ``Settings`` refuses it
