@@ -45,10 +45,26 @@ def test_safe_console_keeps_its_own_styles_and_layout() -> None:
     assert "\x1b[31mred" in plain.getvalue()  # what a plain rich Console does with the same Text
 
 
+def _decide_as(run_id: str, name: str, action: str, payload: dict) -> None:
+    """Decide at the run's pending request as the operator acting for ``name``, through the engine: the CLI
+    refuses a name with control characters (``--as``), but other channels carry such names (a Slack or Jira
+    display name), and every view must show them safely."""
+    from bot.server.app import HazelApp
+    from bot.settings import Settings
+
+    hazel = HazelApp(Settings())  # (the cli fixture's database and workflows)
+    try:
+        hazel.prepare()
+        hazel.decide(run_id=run_id, action=action, actor=hazel.operator(acting_for=name), payload=payload,
+                     claim=True)
+        hazel.drive(run_id=run_id)
+    finally:
+        hazel.close()
+
+
 def _feedback_run(cli) -> str:  # noqa: ANN001
     run_id = json.loads(cli("run", "doc-review", "--input", json.dumps({"topic": RED}), "--json").stdout)["run"]["id"]
-    fed = cli("feedback", run_id, "--at", "review", FEEDBACK, "--as", f"eve{BIDI}")
-    _clean(fed.stdout + fed.stderr)
+    _decide_as(run_id, f"eve{BIDI}", "feedback", {"text": FEEDBACK})
     return run_id
 
 
@@ -89,7 +105,7 @@ def test_the_console_channel_prints_a_hostile_request_safely(cli) -> None:  # no
 def test_rich_markup_in_stored_text_prints_literally(cli, markup: str) -> None:  # noqa: ANN001
     run_id = cli.json("run", "doc-review", "--input", json.dumps({"topic": markup}))["run"]["id"]
     assert f"About {markup} (v1)" in cli("show", run_id).stdout
-    cli("reject", run_id, "--at", "review", "--reason", f"no {markup}", "--as", markup)
+    cli("reject", run_id, "--at", "review", "--reason", f"no {markup}", "--as", markup)  # (printable: taken)
     assert f"no {markup}" in cli("history", run_id).stdout
     audit = cli("audit", run_id).stdout
     assert markup in audit and "⚠" not in audit
@@ -97,7 +113,7 @@ def test_rich_markup_in_stored_text_prints_literally(cli, markup: str) -> None: 
 
 def test_an_error_that_quotes_stored_text_is_one_safe_line(cli) -> None:  # noqa: ANN001
     run_id = json.loads(cli("run", "doc-review", "--input", '{"topic": "t"}', "--json").stdout)["run"]["id"]
-    cli("reject", run_id, "--at", "review", "--reason", "no", "--as", FEEDBACK)
+    _decide_as(run_id, FEEDBACK, "reject", {"reason": "no"})
     late = cli("approve", run_id, "--at", "review", code=1)  # "already rejected by operator olga for <name>"
     _clean(late.stderr)
     assert for_terminal(FEEDBACK) in late.stderr and late.stderr.startswith("error: already rejected by ")

@@ -35,6 +35,9 @@ def _kill(db_url: str, driver) -> None:  # noqa: ANN001
 def test_a_message_cut_short_by_a_killed_connection_is_one_line_without_sql(
         pg_url: str, caplog: pytest.LogCaptureFixture) -> None:
     """(PostgreSQL only: a backend terminated under a transaction.)"""
+    from tests.conftest import _truncate
+
+    _truncate(pg_url)  # (the session's database, emptied as ``db_url`` empties it: the message is #1)
     db_url = pg_url
     hazel = make_hazel(db_url)
     deliverer = Deliverer(hazel, ChannelRouter({"console": hazel.console}, fallback=hazel.console))
