@@ -38,11 +38,12 @@ from typing import Any, Callable
 import typing_extensions
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
-from bot.engine.errors import InvalidDecisionError, WorkflowDefinitionError, validation_details
+from bot.engine.errors import (CheckpointNotFoundError, InvalidDecisionError, WorkflowDefinitionError,
+                               validation_details)
 from bot.engine.limits import not_text
 from bot.engine.transitions import close_request
-from bot.engine.lgraph_run import (MARK, UPDATE_STEP, GraphRunState, graph_values, nodes_label, superstep,
-                                   writers_at)
+from bot.engine.lgraph_run import (MARK, UPDATE_STEP, GraphRunState, graph_values, has_checkpoint, nodes_label,
+                                   superstep, writers_at)
 from bot.engine.routes import point_settings_problems
 from bot.engine.workflow import _NAME, Step, retry_problems, SteeringPoint, Workflow, _blank
 from store.codec import StateCodec, is_text
@@ -414,6 +415,8 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
         again), ``lg_fork`` set and ``lg_update`` holding ``{feedback_key: feedback, **edits}`` (None: none).
 
         Raises:
+            CheckpointNotFoundError: the graph checkpoint ``tree`` points at is gone (``HazelSaver.delete_thread``
+                or ``prune`` deleted it): the fork would start the graph from nothing.
             InvalidDecisionError: an edit of a channel the graph does not declare (``declared_fields``), or
                 feedback where it declares no ``feedback_key`` channel;
                 feedback or edits for a graph checkpoint that several nodes wrote at once
@@ -436,6 +439,11 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
         if feedback:
             update[self.feedback_key] = feedback
         pointer = tree.get("lg_checkpoint") if isinstance(tree, dict) else None
+        if pointer is not None and run_id is not None and not has_checkpoint(self.graph, run_id, pointer):
+            raise CheckpointNotFoundError(
+                f"checkpoint #{seq} of run {run_id} points at a graph checkpoint that was deleted "
+                f"(HazelSaver.delete_thread or prune): LangGraph has nothing to fork from there; rewind to "
+                f"checkpoint #0 (the run's input) instead")
         if update and pointer is not None and run_id is not None:
             config = {"configurable": {"thread_id": run_id, "checkpoint_ns": "", "checkpoint_id": pointer}}
             writers = writers_at(self.graph, config)

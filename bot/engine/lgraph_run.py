@@ -278,6 +278,19 @@ def _meta(snapshot: Any) -> dict[str, Any]:
     return dict(getattr(snapshot, "metadata", None) or {})
 
 
+def has_checkpoint(graph: Any, run_id: str, checkpoint_id: str) -> bool:
+    """Whether the graph's checkpointer still holds checkpoint ``checkpoint_id`` of thread ``run_id`` (one
+    ``get_tuple``); True when the graph has no checkpointer of its own (nothing to ask).
+
+    Raises:
+        whatever the graph's checkpointer raises.
+    """
+    if getattr(graph, "checkpointer", None) in (None, False, True):
+        return True
+    return _saved(graph, {"configurable": {"thread_id": run_id, "checkpoint_ns": "",
+                                           "checkpoint_id": checkpoint_id}}) is not None
+
+
 def _saved(graph: Any, config: dict[str, Any]) -> Any:
     """The checkpointer's ``CheckpointTuple`` of the graph checkpoint ``config`` names (``get_tuple``, or
     ``aget_tuple`` for an async graph); None when it has none, or the graph has no checkpointer of its own.

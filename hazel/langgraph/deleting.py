@@ -58,7 +58,8 @@ class Deleting:
         Raises:
             TypeError: ``thread_ids`` is a single string.
             ValueError: unknown ``strategy``.
-            RunStateError: ``"delete"`` of a thread that is a Hazel run that has not ended (``delete_thread``).
+            RunStateError: a thread that is a Hazel run that has not ended (either strategy: ``"delete"`` would
+                start its next step from nothing, ``"keep_latest"`` leave its rewind targets without a graph).
         """
         if isinstance(thread_ids, str):
             raise TypeError("thread_ids must be a sequence of thread IDs, not a str")
@@ -69,8 +70,8 @@ class Deleting:
             return
         with self._write() as tx:
             repo = LangGraphRepo(tx.conn, tx.dialect)
+            _refuse_live_runs(tx, ids)  # ("keep_latest" too: the run's rewind targets would lose their graph)
             if strategy == "delete":
-                _refuse_live_runs(tx, ids)
                 repo.delete_threads(ids)
             else:
                 keys = repo.keys_of_threads(ids)  # oldest first within each (thread, namespace)
@@ -128,5 +129,6 @@ def _refuse_live_runs(tx: Any, thread_ids: Sequence[str]) -> None:
     for thread_id in thread_ids:
         run = tx.runs.get(thread_id)
         if run is not None and run.status in (RunStatus.READY, RunStatus.RUNNING, RunStatus.WAITING):
-            raise RunStateError(f"run {thread_id} is {run.status.value}: deleting its thread would make its next "
-                                f"step start from nothing; cancel it first (hazel cancel {thread_id})")
+            raise RunStateError(f"run {thread_id} is {run.status.value}: deleting or pruning its thread would leave "
+                                f"its next step or its rewinds without their graph; cancel it first (hazel cancel "
+                                f"{thread_id}), or let it end (hazel prune keeps what an ended run needs)")

@@ -252,12 +252,30 @@ def test_deleting_the_thread_of_a_run_that_has_not_ended_is_refused(db_url):  # 
     assert hz.get(run_id=run.id).status is RunStatus.WAITING
     rows = _rows(hz.store, run.id)
     saver = HazelSaver(hz.store)
-    with pytest.raises(RunStateError, match=f"run {run.id} is waiting: deleting its thread .*hazel cancel"):
+    with pytest.raises(RunStateError, match=f"run {run.id} is waiting: deleting or pruning its thread .*hazel cancel"):
         saver.delete_thread(run.id)
-    with pytest.raises(RunStateError, match="is waiting"):
-        saver.prune([run.id, "not-a-run"], strategy="delete")
+    for strategy in ("delete", "keep_latest"):  # (keep_latest: a rewind then forked from nothing, the run failed)
+        with pytest.raises(RunStateError, match="is waiting"):
+            saver.prune([run.id, "not-a-run"], strategy=strategy)
     assert _rows(hz.store, run.id) == rows and rows
     ended = cancelled(hz)
     saver.delete_thread(ended)
     assert _rows(hz.store, ended) == []
     saver.delete_thread("not-a-run")  # (LangGraph's own thread: nothing to refuse)
+
+
+def test_a_rewind_to_a_checkpoint_whose_graph_checkpoint_was_deleted_is_refused(db_url):  # noqa: ANN001
+    """``delete_thread`` of a completed run (allowed), then a rewind to #1: the fork started the graph from
+    nothing, the first node ran again on an empty state and the completed run ended ``failed``. Refused,
+    nothing written; a rewind to #0 (the run's input, kept by Hazel) still runs it again."""
+    from bot.engine.errors import CheckpointNotFoundError
+
+    hz = make_hazel(db_url, workflow(review_graph()))
+    run_id = completed(hz)
+    before = (len(hz.checkpoints(run_id=run_id)), hz.get(run_id=run_id).status)
+    HazelSaver(hz.store).delete_thread(run_id)
+    with pytest.raises(CheckpointNotFoundError, match="points at a graph checkpoint that was deleted"):
+        hz.rewind(run_id=run_id, actor=person("olga"), to=1, feedback="again")
+    assert (len(hz.checkpoints(run_id=run_id)), hz.get(run_id=run_id).status) == before
+    hz.rewind(run_id=run_id, actor=person("olga"), to=0, claim=True)
+    assert hz.drive(run_id=run_id).run.status is RunStatus.WAITING
