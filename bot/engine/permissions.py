@@ -273,9 +273,10 @@ def reasons(point: SteeringPoint, actor: Actor, run: Run, people: People, *,
 
 
 def may_run_action(points: list[SteeringPoint], actor: Actor, run: Run, people: People) -> bool:
-    """Whether ``actor`` may retry or cancel ``run``: who started it, the console operator, Hazel itself, or an
-    approver of one of ``points`` (the pending request's point, else every point of the workflow)."""
-    if actor.channel in ("console", *HAZEL_ITSELF) or started_it(run, actor):
+    """Whether ``actor`` may retry or cancel ``run``: who started it, Hazel itself, or an approver of one of
+    ``points`` (the pending request's point, else every point of the workflow). The console operator is one
+    person like any other (``--as NAME`` acts for one who may), as a rewind's rule has it on every channel."""
+    if actor.channel in HAZEL_ITSELF or started_it(run, actor):
         return True
     return any(is_approver(p.approvers, actor, people) for p in points)
 

@@ -293,3 +293,23 @@ def test_a_rewind_naming_a_settled_request_says_so_while_the_run_executes(db_url
 
     with pytest.raises(RunStateError, match="executing a step"):  # unpinned: the run's state is the answer
         hazel.rewind(run_id=run_id, actor=person("sme"), to=0)
+
+
+def test_the_console_operator_may_retry_or_cancel_only_as_a_person_who_may(db_url: str) -> None:
+    """``HAZEL_OPERATOR=mallory hazel cancel R`` cancelled a run mallory neither started nor approves (the console
+    was let through), while the same person was refused a rewind there and a cancel over REST. One rule on
+    every channel: the operator acts for someone who may (``--as``) or is refused, recorded."""
+    from bot.engine.errors import NotAllowedError
+
+    hazel = make_hazel(db_url, planner(approvers=Approvers(users=["sme"])))
+    run_id = start_waiting(hazel)
+    with pytest.raises(NotAllowedError, match=f"mallory may not cancel run {run_id}: only sme may, or who started"):
+        hazel.cancel(run_id=run_id, actor=person("mallory"), reason="x")
+    with pytest.raises(NotAllowedError, match=f"mallory may not retry run {run_id}"):
+        hazel.retry(run_id=run_id, actor=person("mallory"))
+    assert hazel.get(run_id=run_id).status is RunStatus.WAITING
+    assert [e.detail.get("attempted") for e in hazel.audit(run_id=run_id) if e.action == "decision.refused"] == [
+        "cancel", "retry"]
+    as_sme = hazel.operator(acting_for="sme")
+    hazel.cancel(run_id=run_id, actor=as_sme, reason="not needed")
+    assert hazel.get(run_id=run_id).status is RunStatus.CANCELLED

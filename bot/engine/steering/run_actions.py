@@ -138,8 +138,8 @@ class RunActions(SteeringCore):
         return True
 
     def _check_run_action(self, run_id: str, actor: Actor, verb: str) -> Run:
-        """Retry and cancel may be done by the person who started the run, the console operator, or an
-        approver of the pending request's point (of any point when nothing is pending). When the run's version
+        """Retry and cancel may be done by the person who started the run or an approver of the pending
+        request's point (of any point when nothing is pending). When the run's version
         is not deployed, the newest deployed version of its workflow names the approvers (as it is the one a
         decision would continue the run on).
 
