@@ -403,7 +403,8 @@ class OutboxMessage(_Record):
 class Approvers(_Record):
     """Who may decide at a steering point.
 
-    ``people``: names of people of the people file (``HAZEL_PEOPLE_FILE``), whatever channel they use.
+    ``people``: names of people of the people file (``HAZEL_PEOPLE_FILE``), whatever channel they use (one of a
+    person's identities there is refused when the workflow is loaded: list it under its channel instead).
     ``users``: console and REST API names. ``slack_users``: Slack user ids (``U…``). ``slack_usergroups``: Slack
     user group ids (``S…``, members resolved with ``usergroups.users.list``). ``jira_users``: Jira Cloud account
     ids or Jira Server user names. ``jira_groups``: Jira group names. A listed identity stands for its person:

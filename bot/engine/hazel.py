@@ -86,8 +86,10 @@ class Hazel(Reads, Requests):
 
     Raises:
         ConfigurationError: an invalid people file, hook URLs without a secret, ….
-        WorkflowDefinitionError: a workflow module fails to load, or a steering point's quorum is more than the
-            people who may ever approve it (``permissions.quorum_problem``: known once the people file is).
+        WorkflowDefinitionError: a workflow module fails to load, a steering point's quorum is more than the
+            people who may ever approve it (``permissions.quorum_problem``: known once the people file is), or an
+            approver list's ``people`` name a person's identity instead of the person
+            (``permissions.listed_problem``).
     """
 
     def __init__(self, settings: Settings | None = None, *, store: Store | None = None,
@@ -109,7 +111,7 @@ class Hazel(Reads, Requests):
                 wf.bind(self.store)
         for wf in self.registry.all():  # a quorum more people than may ever approve: known with the people file
             points = wf.known_points() if isinstance(wf, LangGraphWorkflow) else wf.steering_points()
-            permissions.check_quorums(points, self.people, label=wf.label)
+            permissions.check_quorums(points, self.people, label=wf.label, starters=wf.starters)
         self._ready_listeners: list[Callable[[str], None]] = []
         self._outbox_listeners: list[Callable[[], None]] = []
         self._deadline_listeners: list[Callable[[datetime], None]] = []

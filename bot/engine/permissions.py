@@ -75,7 +75,8 @@ def possible_approvers(point: SteeringPoint, people: People) -> frozenset[str] |
     names a Slack user group or a Jira group (whose members change), or names no console or REST API names
     and no people (the console operator counts then, and who operates is not known in advance). A listed
     identity counts as its person (the people file); one the file does not claim as a person of its own (an
-    upper bound: Slack or Jira may still show by its email that it is someone's)."""
+    upper bound: Slack or Jira may still show by its email that it is someone's). A ``people`` entry that is a
+    person's identity counts as that person (such a list is refused at load: ``listed_problem``)."""
     if point.role_for(Action.APPROVE.value) == "anyone":
         return None
     found: set[str] = set()
@@ -83,7 +84,7 @@ def possible_approvers(point: SteeringPoint, people: People) -> frozenset[str] |
         if approvers.empty or approvers.slack_usergroups or approvers.jira_groups or not (
                 approvers.users or approvers.people):
             return None
-        found.update(approvers.people)
+        found.update(people.person_named(name) for name in approvers.people)  # (as ``listed_problem``)
         found.update(people.person_of("console", name) for name in approvers.users)
         found.update(people.person_of("slack", user) for user in approvers.slack_users)
         found.update(people.person_of("jira", user) for user in approvers.jira_users)
@@ -117,15 +118,49 @@ def quorum_warning(point: SteeringPoint, people: People) -> str | None:
             "a run one of them starts would wait there forever")
 
 
-def check_quorums(points: list[SteeringPoint], people: People, *, label: str) -> None:
-    """Refuse a workflow (``label``: ``name vN``) with a steering point whose quorum can never be met.
+def listed_problem(approvers: Approvers, people: People, *, where: str) -> str | None:
+    """Why ``approvers``' ``people`` cannot stand as written (None: they can): an entry that is no person of the
+    people file but one of a person's identities (``pk``, Priya's console name). ``people=`` names people, and
+    a decision is compared with each entry as a person's name (``is_approver``), so such an entry would admit
+    nobody and count as one more approver than there are (a quorum of ``people=["priya", "pk"]`` would wait
+    forever). An entry that is neither a person nor an identity of one is the person of that name, as a console
+    or REST API name nobody claims is (``People.person_of``). ``where``: what lists them, for the message
+    (``steering point 'review'``). The message names the entry, whose identity it is, and how to list it."""
+    for entry in approvers.people:
+        if people.get(entry) is not None:
+            continue
+        for channel, key, what in (("console", "users", "console or REST API name"),
+                                   ("api", "users", "console or REST API name"),
+                                   ("slack", "slack_users", "Slack user id"), ("jira", "jira_users", "Jira account")):
+            owner = people.claimed(channel, entry)
+            if owner is not None:
+                return (f"{where} lists {entry!r} in people=, but {entry!r} is not a person of the people file: it "
+                        f"is {owner}'s {what} (list the person, people=[{owner!r}], or the identity, "
+                        f"{key}=[{entry!r}])")
+    return None
+
+
+def check_quorums(points: list[SteeringPoint], people: People, *, label: str,
+                  starters: Approvers | None = None) -> None:
+    """Refuse a workflow (``label``: ``name vN``) with a steering point whose quorum can never be met, or an
+    approver list (a point's ``approvers`` or ``escalate_to``, the workflow's ``starters``) whose ``people``
+    name an identity of a person instead of the person (``listed_problem``).
 
     Raises:
-        WorkflowDefinitionError: naming every such point (``quorum_problem``).
+        WorkflowDefinitionError: naming every such point and list (``listed_problem``, ``quorum_problem``).
     """
-    found = [problem for point in points if (problem := quorum_problem(point, people)) is not None]
-    if found:
-        raise WorkflowDefinitionError(f"workflow {label} is invalid: " + "; ".join(found))
+    found = []
+    if starters is not None:
+        found.append(listed_problem(starters, people, where="starters"))
+    for point in points:
+        found.append(listed_problem(point.approvers, people, where=f"steering point {point.name!r}"))
+        if point.escalate_to is not None:
+            found.append(listed_problem(point.escalate_to, people,
+                                        where=f"steering point {point.name!r} (its escalate_to)"))
+        found.append(quorum_problem(point, people))
+    problems = [problem for problem in found if problem is not None]
+    if problems:
+        raise WorkflowDefinitionError(f"workflow {label} is invalid: " + "; ".join(problems))
 
 
 def describe(approvers: Approvers, people: People) -> str:

@@ -23,8 +23,8 @@ class Doc(BaseModel):
     text: str = ""
 
 
-def signed(**steer: Any) -> Workflow:
-    wf = Workflow("signed", version=1, state=Doc)
+def signed(starters: Approvers | None = None, **steer: Any) -> Workflow:
+    wf = Workflow("signed", version=1, state=Doc, starters=starters)
 
     @wf.step
     def write(state: Doc, ctx: StepContext) -> Doc:
@@ -54,6 +54,39 @@ def test_an_impossible_quorum_is_refused_at_load(db_url: str, steer: dict, why: 
                                   "wait there forever (list more approvers, or lower approvals_required)")
 
 
+PK = "steering point 'sign_off' lists 'pk' in people=, but 'pk' is not a person of the people file: it is priya's "
+
+
+@pytest.mark.parametrize("steer, why", [
+    # priya and her console name pk: one person, so a quorum of 2 could never be met (it used to load)
+    (dict(approvers=Approvers(people=["priya", "pk"]), approvals_required=2),
+     PK + "console or REST API name (list the person, people=['priya'], or the identity, users=['pk']); "
+     "steering point 'sign_off' needs approvals_required=2 approvals, but only 1 person may ever approve it: "
+     "priya; a run would wait there forever (list more approvers, or lower approvals_required)"),
+    # pk alone: a decision is compared with people= as a person's name, so it would admit nobody
+    (dict(approvers=Approvers(people=["pk"])),
+     PK + "console or REST API name (list the person, people=['priya'], or the identity, users=['pk'])"),
+    (dict(approvers=Approvers(users=["alice"]), escalate_to=Approvers(people=["U0PRIYA"]), escalate_after_sec=60),
+     "steering point 'sign_off' (its escalate_to) lists 'U0PRIYA' in people=, but 'U0PRIYA' is not a person of "
+     "the people file: it is priya's Slack user id (list the person, people=['priya'], or the identity, "
+     "slack_users=['U0PRIYA'])"),
+])
+def test_people_naming_an_identity_of_a_person_are_refused_at_load(db_url: str, steer: dict, why: str) -> None:
+    with pytest.raises(WorkflowDefinitionError) as refused:
+        make_hazel(db_url, signed(**steer), people=People.from_dict(PEOPLE | {"people": {
+            **PEOPLE["people"], "priya": {"slack": ["U0PRIYA"], "api": ["priya-ci"], "console": ["pk"]}}}))
+    assert str(refused.value) == f"workflow signed v1 is invalid: {why}"
+
+
+def test_starters_naming_an_identity_of_a_person_are_refused_at_load(db_url: str) -> None:
+    with pytest.raises(WorkflowDefinitionError) as refused:
+        make_hazel(db_url, signed(starters=Approvers(people=["priya-ci"])), people=People.from_dict(PEOPLE))
+    assert str(refused.value) == (
+        "workflow signed v1 is invalid: starters lists 'priya-ci' in people=, but 'priya-ci' is not a person of "
+        "the people file: it is priya's console or REST API name (list the person, people=['priya'], or the "
+        "identity, users=['priya-ci'])")
+
+
 @pytest.mark.parametrize("steer", [
     dict(approvals_required=5),  # no approvers: anyone
     dict(approvers=Approvers(slack_usergroups=["S0ONCALL"]), approvals_required=5),  # a group's members change
@@ -63,6 +96,7 @@ def test_an_impossible_quorum_is_refused_at_load(db_url: str, steer: dict, why: 
     dict(approvers=Approvers(users=["alice"]), escalate_to=Approvers(), escalate_after_sec=60,
          approvals_required=3),  # escalated, anyone may
     dict(approvers=Approvers(users=["alice", "bob"]), approvals_required=2),  # exactly enough
+    dict(approvers=Approvers(people=["priya", "bob"]), approvals_required=2),  # bob: no one's identity, a person
     dict(approvers=Approvers(users=["alice"]), escalate_to=Approvers(users=["dana"]), escalate_after_sec=60,
          approvals_required=2),
 ])
