@@ -22,7 +22,9 @@ Who an identity is (``People.person_of``):
    ``slack:<id>`` / ``jira:<id>``.
 
 A file that names one identity (or one email) for two people is refused when it is loaded, with a message
-naming both. Quorum counts distinct people and the self-approval ban compares people (``bot.engine.permissions``).
+naming both; so is a name or an identity that is not one line of printable text (a line break or another
+control character: they are shown in tables and in the audit log). Quorum counts distinct people and the
+self-approval ban compares people (``bot.engine.permissions``).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from bot.engine.errors import ConfigurationError
+from bot.settings import printable_name
 
 CHANNELS = ("console", "api", "slack", "jira")
 """The channels a person file entry lists identities for."""
@@ -116,7 +119,13 @@ class People:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "People":
         """People from the parsed file: ``{"people": {name: {"email"?, "slack"?, "jira"?, "api"?,
-        "console"?}}}`` (each identity list may also be a single string)."""
+        "console"?}}}`` (each identity list may also be a single string).
+
+        Raises:
+            ConfigurationError: a malformed entry, an unknown key, a name or an identity that is not one line of
+                printable text (``bot.settings.printable_name``: they are shown in tables and the audit log),
+                or an inconsistent file (see the class).
+        """
         entries = data.get("people", {})
         unknown_top = sorted(set(data) - {"people"})
         if unknown_top or not isinstance(entries, Mapping):
@@ -124,6 +133,10 @@ class People:
                                      + (f" (found {', '.join(unknown_top)})" if unknown_top else ""))
         people = []
         for name, entry in entries.items():
+            if not printable_name(str(name)):  # (a line break would start a forged row in hazel runs / audit)
+                raise ConfigurationError(f"people file: the name {name!r} must be one line of printable text (no "
+                                         "line break or control character: the audit log and the CLI's tables "
+                                         "show it)")
             if not isinstance(entry, Mapping):
                 raise ConfigurationError(f"people file: [people.{name}] must be a table")
             unknown = sorted(set(entry) - {"email", *CHANNELS})
@@ -136,6 +149,10 @@ class People:
                 values = [raw] if isinstance(raw, str) else raw
                 if not isinstance(values, list) or not all(isinstance(v, str) and v.strip() for v in values):
                     raise ConfigurationError(f"people file: [people.{name}] {channel} must be a list of names")
+                bad = next((v for v in values if not printable_name(v.strip())), None)
+                if bad is not None:
+                    raise ConfigurationError(f"people file: [people.{name}] {channel} {bad!r} must be one line of "
+                                             "printable text (no line break or control character)")
                 identities[channel] = frozenset(v.strip() for v in values)
             email = entry.get("email")
             if email is not None and (not isinstance(email, str) or "@" not in email):

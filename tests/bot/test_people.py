@@ -133,6 +133,31 @@ def test_unknown_keys_and_malformed_entries_are_refused(data: dict[str, Any], me
     assert message in str(err.value) and str(err.value).startswith("people file:")
 
 
+@pytest.mark.parametrize("text, message", [
+    ('[people."evil\\n 2026-12-06 | priya"]\nconsole = ["ev"]\n',
+     "people file: the name 'evil\\n 2026-12-06 | priya' must be one line of printable text (no line break or "
+     "control character: the audit log and the CLI's tables show it)"),
+    ('[people."sam\\u202e"]\n', "people file: the name 'sam\\u202e' must be one line of printable text"),
+    ('[people.priya]\nconsole = ["pk\\r| olga"]\n',
+     "people file: [people.priya] console 'pk\\r| olga' must be one line of printable text (no line break or "
+     "control character)"),
+])
+def test_a_name_or_identity_with_a_control_character_is_refused_in_one_line(
+        text: str, message: str, db_url: str, tmp_path: Path, cli: Callable[..., Any],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A person's name is shown in ``hazel runs`` and ``hazel audit`` tables: a line break in it would forge
+    rows, so the file is refused as ``HAZEL_OPERATOR`` and ``--as`` are."""
+    path = tmp_path / "people.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigurationError) as err:
+        People.load(path)
+    assert str(err.value).startswith(message) and "\n" not in str(err.value), str(err.value)
+
+    monkeypatch.setenv("HAZEL_PEOPLE_FILE", str(path))
+    result = cli("runs", code=1)
+    assert result.stderr == f"error: {err.value}\n"  # one line, the same message
+
+
 def test_an_unreadable_or_invalid_file_is_refused_naming_it(tmp_path: Path) -> None:
     missing = tmp_path / "nope.toml"
     with pytest.raises(ConfigurationError, match=f"HAZEL_PEOPLE_FILE '{missing}' cannot be read"):
