@@ -1,7 +1,8 @@
 """A downgrade, and the upgrade after it, keep the rows of every table that exists at both revisions: on
 SQLite, Alembic's batch mode rebuilds ``hazel_runs`` (create, copy, DROP the old one, rename), and with the
 connection's foreign keys on, that DROP cascaded into the checkpoints, steering requests and decisions
-(``store.migration_fks``). A run waiting before the downgrade is still answered and completes after it."""
+(``store.migration_fks``). A run waiting before the downgrade is still answered and completes after it. A migration that leaves a row
+pointing at no row (``PRAGMA foreign_key_check``) fails the command in one line that names it."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from sqlalchemy import create_engine, inspect, text
 from sqlalchemy.pool import NullPool
 
 from store import Store
-from store.migrate import downgrade, head_revision, known_revisions, upgrade
+from store.migrate import downgrade, known_revisions, upgrade
 from store.migration_fks import ForeignKeyViolationError, check_foreign_keys
 from store.models import RunStatus
+from tests.support.cli import in_process_cli
 from tests.support.engine import make_hazel, person
 from tests.workflows.sample import docs
 
@@ -64,7 +66,27 @@ def test_a_dangling_foreign_key_after_a_migration_is_named(tmp_path) -> None:  #
             conn.exec_driver_sql("CREATE TABLE child (id INTEGER PRIMARY KEY, "
                                  "parent_id INTEGER REFERENCES parent(id))")
             conn.exec_driver_sql("INSERT INTO child VALUES (7, 42)")  # foreign keys are off on this engine
-        with engine.connect() as conn, pytest.raises(ForeignKeyViolationError, match=r"1 row\(s\).*child row 7 -> parent"):
+        with engine.connect() as conn, \
+                pytest.raises(ForeignKeyViolationError, match=r"1 row\(s\).*child row 7 -> parent"):
             check_foreign_keys(conn)
     finally:
         engine.dispose()
+
+
+def test_a_migration_that_leaves_a_dangling_row_fails_in_one_line(tmp_path,  # noqa: ANN001
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    url = f"sqlite:///{tmp_path / 'hazel.db'}"
+    hazel = make_hazel(url, docs)
+    run = hazel.start(workflow="doc-review", input={"topic": "keys"}, actor=person("author"))
+    hazel.drive(run_id=run.id)
+    hazel.close()
+    engine = create_engine(url, poolclass=NullPool)  # foreign keys off: plain SQLAlchemy leaves them so
+    try:
+        with engine.begin() as conn:
+            conn.exec_driver_sql("UPDATE hazel_checkpoints SET run_id = 'ghost' WHERE seq = 0")
+    finally:
+        engine.dispose()
+    hazel_cli = in_process_cli(monkeypatch, tmp_path, db_url=url, workflows="tests.workflows.sample")
+    refused = hazel_cli("db", "downgrade", "0006", code=1)
+    assert "left 1 row(s) whose foreign key points at no row: hazel_checkpoints row" in refused.output
+    assert "-> hazel_runs" in refused.output and "Traceback" not in refused.output
