@@ -127,6 +127,10 @@ def schema_lock(engine: Engine, *, wait_sec: float = LOCK_WAIT_SEC) -> Iterator[
     except ImportError:  # pragma: no cover - Windows: no cross-process lock
         yield
         return
+    folder = os.path.dirname(os.path.realpath(database))
+    if not os.path.isdir(folder):  # (the lock file could not be made: "unexpected FileNotFoundError")
+        raise SchemaNotReadyError(f"the SQLite database {database} cannot be created: its directory {folder} "
+                                  "does not exist (create it, or point HAZEL_DATABASE_URL elsewhere)")
     with _file_lock(os.path.realpath(database) + SQLITE_LOCK_SUFFIX, deadline, wait_sec):
         yield
 
@@ -221,7 +225,8 @@ def downgrade(engine: Engine, revision: str, *, discard_graph_state: bool = Fals
 
     Raises:
         SchemaTooNewError: the database is at a revision newer than this Hazel's scripts.
-        ValueError: ``revision`` is not one of this Hazel's revisions; graph checkpoints would be dropped.
+        ValueError: ``revision`` is not one of this Hazel's revisions, or is above the database's (an empty
+            database's: any); graph checkpoints would be dropped.
         SchemaLockTimeoutError: another process kept changing the schema longer than ``LOCK_WAIT_SEC``.
     """
     from alembic import command
@@ -232,6 +237,9 @@ def downgrade(engine: Engine, revision: str, *, discard_graph_state: bool = Fals
             raise ValueError(f"unknown schema revision {revision!r}; this Hazel knows "
                              f"{', '.join(sorted(known_revisions()))}")
         current = current_revision(engine)
+        if current is None or revision > current:  # (Alembic: "is not a valid downgrade target", unexplained)
+            raise ValueError(f"the database is at revision {current or 'none (empty)'}: {revision} is not below "
+                             f"it, so there is nothing to downgrade to it (hazel db upgrade goes up)")
         if (not discard_graph_state and current is not None and current >= GRAPH_STATE_REVISION > revision):
             with engine.connect() as conn:
                 threads = conn.execute(text("SELECT COUNT(DISTINCT thread_id) FROM hazel_lg_checkpoints")).scalar()

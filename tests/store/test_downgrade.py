@@ -49,6 +49,13 @@ def test_an_unknown_revision_is_one_line_and_changes_nothing(empty_url: str,
         assert "unknown schema revision '9999'" in refused.output
         assert "Traceback" not in refused.output
         assert current_revision(store.engine) == head_revision()
+        first = min(known_revisions())
+        assert _cli(empty_url, "db", "downgrade", first, monkeypatch=monkeypatch).exit_code == 0
+        upwards = _cli(empty_url, "db", "downgrade", head_revision(), monkeypatch=monkeypatch)  # was "unexpected
+        assert upwards.exit_code == 1 and upwards.output == (  # CommandError: Destination … is not a valid …"
+            f"error: the database is at revision {first}: {head_revision()} is not below it, so there is nothing "
+            "to downgrade to it (hazel db upgrade goes up)\n"), upwards.output
+        assert current_revision(store.engine) == first
     finally:
         store.dispose()
 
@@ -96,3 +103,8 @@ def test_db_current_on_a_sqlite_path_that_does_not_exist_creates_nothing(
     refused = _cli(f"sqlite:///{missing}", "db", "downgrade", "0003", monkeypatch=monkeypatch)
     assert refused.exit_code == 1 and "nothing to downgrade (nothing created)" in refused.output, refused.output
     assert not missing.exists() and not missing.parent.exists()
+    upgraded = _cli(f"sqlite:///{missing}", "db", "upgrade", monkeypatch=monkeypatch)  # ("unexpected
+    assert upgraded.exit_code == 1 and upgraded.output == (  # FileNotFoundError: ….hazel-migrate.lock")
+        f"error: the SQLite database {missing} cannot be created: its directory {missing.parent} does not exist "
+        "(create it, or point HAZEL_DATABASE_URL elsewhere)\n"), upgraded.output
+    assert not missing.parent.exists()
