@@ -91,34 +91,50 @@ def serve(settings: Settings, *, host: str, port: int, workers: int | None = Non
     when ``socket_mode``). SIGINT or SIGTERM stops it: steps in flight finish and checkpoint first."""
     hazel, pool = build(settings, workers=workers)
     app = create_app(hazel, routers=http_routers(hazel, settings))
-    pool.start()
-    pool.wake()
-    hazel.deliverer.start()
-    socket = start_socket_mode(hazel, settings) if socket_mode else None
-    scheduler = Scheduler.from_settings(hazel)
-    scheduler.start()
-    # log_config=None: uvicorn's records go through the handler of bot.ops.logs.configure_logging.
-    server = _Server(uvicorn.Config(app, host=host, port=port, log_level=settings.log_level.lower(),
-                                    log_config=None))
+    # a SIGINT/SIGTERM before uvicorn takes the signals over (while the workers, which may already be running a
+    # step, and the scheduler start): kept, and handed to the server once it runs, which then stops at once
+    early: list[int] = []
+    previous = {sig: signal.signal(sig, lambda sig, _frame: early.append(sig)) for sig in (signal.SIGINT,
+                                                                                             signal.SIGTERM)}
+    socket = scheduler = None
     try:
+        pool.start()
+        pool.wake()
+        hazel.deliverer.start()
+        socket = start_socket_mode(hazel, settings) if socket_mode else None
+        scheduler = Scheduler.from_settings(hazel)
+        scheduler.start()
+        # log_config=None: uvicorn's records go through the handler of bot.ops.logs.configure_logging.
+        server = _Server(uvicorn.Config(app, host=host, port=port, log_level=settings.log_level.lower(),
+                                        log_config=None), early=early)
         server.run()
     finally:
         log.info("stopping: letting steps in flight finish and checkpoint")
         if socket is not None:
             socket.close()
-        scheduler.stop()
+        if scheduler is not None:
+            scheduler.stop()
         pool.stop()
         hazel.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         log.info("stopped")
 
 
 class _Server(uvicorn.Server):
     """uvicorn's server, except that SIGINT/SIGTERM only stop it: the signal is not raised again after its
-    shutdown (as uvicorn does), so that ``serve`` stops its workers cleanly and exits 0."""
+    shutdown (as uvicorn does), so that ``serve`` stops its workers cleanly and exits 0. ``early``: the
+    signals received before it ran (``serve`` kept them): handled as soon as it takes the signals over."""
+
+    def __init__(self, config: uvicorn.Config, *, early: list[int] | None = None) -> None:
+        super().__init__(config)
+        self.early = early if early is not None else []
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         previous = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+        for sig in self.early:
+            self.handle_exit(sig, None)
         try:
             yield
         finally:
