@@ -47,13 +47,6 @@ class EventRepo:
                                 .order_by(e.id.desc()).limit(1)).first()
         return AuditEvent.model_validate(dict(row._mapping)) if row else None
 
-    def latest(self, run_id: str, action: str) -> AuditEvent | None:
-        """The run's newest event of ``action`` (``run.retried``), or None. Reads the run's events through
-        ``ix_hazel_events_run_id``: for rare paths (a race's loser), not for every step."""
-        row = self.conn.execute(select(events).where((events.c.run_id == run_id) & (events.c.action == action))
-                                .order_by(events.c.id.desc()).limit(1)).first()
-        return AuditEvent.model_validate(dict(row._mapping)) if row else None
-
     def recent(self, *, action_prefix: str | None = None, limit: int = 100) -> list[AuditEvent]:
         stmt = select(events)
         if action_prefix:

@@ -62,9 +62,9 @@ class RunActions(SteeringCore):
                 current = self._run(tx, run_id)
                 if current.status is RunStatus.READY:  # retried meanwhile (the same retry, sent twice at once)
                     return current
-                retried = tx.events.latest(run_id, "run.retried") if run.status is RunStatus.FAILED else None
-                if retried is not None and retried.created_at >= run.updated_at:  # a retry of the failure read
-                    return current  # above (the same retry, sent twice at once), and a worker took it since
+                cause = tx.events.latest_cause(run_id) if run.status is RunStatus.FAILED else None
+                if cause is not None and cause.action == "run.retried" and cause.created_at >= run.updated_at:
+                    return current  # a retry of the failure read above (the same retry, sent twice at once)
                 raise RunStateError(_not_retryable(current))
             tx.events.add(action="run.retried", actor=actor, now=now, run_id=run.id, from_seq=run.head_seq)
             tx.notify_ready(run.id)
