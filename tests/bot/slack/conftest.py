@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 from datetime import datetime
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import pytest
 from rich.console import Console
@@ -25,6 +25,9 @@ from store.models import Approvers, SteeringRequest
 from tests.support.fake_slack import FakeSlack, Message
 from tests.support.live import LiveServer
 from tests.support.slack_payloads import SlackSender
+
+if TYPE_CHECKING:
+    from tests.support.jira_env import Clock
 
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 PRIYA = "U0000000001"      # approver by user id
@@ -144,3 +147,40 @@ def make_env(db_url: str, tmp_path, monkeypatch) -> Iterator[Callable[..., Slack
     for env, fake in made:
         env.close()
         fake.stop()
+
+
+def post_answer_lost(make_env: Callable[..., SlackEnv]) -> "tuple[SlackEnv, Clock, str]":
+    """The example started under a settable clock, its first request's post made by Slack but its answer lost
+    (the client times out after 1 s, Slack answers after 3): ``(env, clock, run_id)``, the post's retry not due
+    yet."""
+    from tests.support.jira_env import Clock
+
+    clock = Clock()
+    env = make_env(clock=clock)
+    env.channel.client.timeout = 1  # production: 10 s
+    env.fake.lose_answers("chat.postMessage", stall_sec=3)
+    run_id = env.start()
+    env.settle()
+    return env, clock, run_id
+
+
+def driven_to_its_request(make_env: Callable[..., SlackEnv]) -> "tuple[SlackEnv, Clock, str, WorkerPool]":
+    """The example started under a settable clock and driven to its first request by a one-thread pool, whose
+    post is not delivered yet: ``(env, clock, run_id, pool)``."""
+    from tests.support.jira_env import Clock
+
+    clock = Clock()
+    env = make_env(clock=clock)
+    run_id = env.start()
+    pool = WorkerPool(env.hazel, threads=1)
+    while pool.drain():
+        pass
+    return env, clock, run_id, pool
+
+
+def claim_request_post(env: SlackEnv, clock: Callable[[], datetime]) -> Any:
+    """Claim the run's ``request.opened`` message as a deliverer does (lease 60 s), and return it: a process
+    that is sending it, or died doing so."""
+    with env.hazel.store.transaction() as tx:
+        [claimed] = [m for m in tx.outbox.claim_due(now=clock(), lease_sec=60) if m.kind == "request.opened"]
+    return claimed

@@ -4,21 +4,15 @@ retry and then updated (the outcome, no buttons), with the run's progress in its
 
 from __future__ import annotations
 
-from bot.ops.worker import WorkerPool
 from store.models import Actor
-from tests.bot.slack.conftest import MIGRATIONS, SlackEnv, example
-from tests.support.jira_env import Clock
+from tests.bot.slack.conftest import (MIGRATIONS, SlackEnv, claim_request_post, driven_to_its_request, example,
+                                     post_answer_lost)
 
 OPS = Actor(id="ops", channel="console", name="ops")
 
 
 def test_a_post_whose_answer_was_lost_is_adopted_then_updated_after_a_cli_decision(make_env) -> None:  # noqa: ANN001
-    clock = Clock()
-    env: SlackEnv = make_env(clock=clock)
-    env.channel.client.timeout = 1  # production: 10 s
-    env.fake.lose_answers("chat.postMessage", stall_sec=3)
-    run_id = env.start()
-    env.settle()  # the post times out after Slack made the message; its retry is not due yet
+    env, clock, run_id = post_answer_lost(make_env)  # the post times out after Slack made the message
     [posted] = env.fake.channel_messages(MIGRATIONS, top_level=True)
     assert env.pending(run_id).message_ref is None
 
@@ -44,16 +38,10 @@ def test_a_post_whose_answer_was_lost_is_adopted_then_updated_after_a_cli_decisi
 
 
 def test_two_deliverers_keep_a_runs_messages_to_one_channel_in_order(make_env, db_url: str) -> None:  # noqa: ANN001
-    clock = Clock()
-    env: SlackEnv = make_env(clock=clock)
-    run_id = env.start()
-    pool = WorkerPool(env.hazel, threads=1)
-    while pool.drain():
-        pass
+    env, clock, run_id, pool = driven_to_its_request(make_env)
     other = SlackEnv(db_url, [example()], env.fake, clock=clock)  # a second process on the same database
     try:
-        with env.hazel.store.transaction() as tx:  # this process claims the post and is still sending it ...
-            [opened] = [m for m in tx.outbox.claim_due(now=clock(), lease_sec=60) if m.kind == "request.opened"]
+        opened = claim_request_post(env, clock)  # this process claims the post and is still sending it ...
         env.hazel.decide(run_id=run_id, action="approve", actor=OPS)
         while pool.drain():
             pass

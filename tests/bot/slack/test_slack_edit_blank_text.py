@@ -5,19 +5,16 @@ that gives no value at all), under the input, without the console's hint; nothin
 from __future__ import annotations
 
 from tests.bot.slack.conftest import PRIYA, SlackEnv, example
-from tests.bot.slack.test_slack_end_to_end import inputs, opened_modal
+from tests.bot.slack.test_slack_end_to_end import edit_modal
 
 
 def test_an_edit_modal_of_only_whitespace_says_the_edit_leaves_the_field_blank(make_env) -> None:  # noqa: ANN001
     env: SlackEnv = make_env(example())
     run_id = env.start()
     env.settle()
-    message = env.request_message(run_id, "review_plan")
+    modal, fields = edit_modal(env, run_id, "review_plan")
     plan = env.hazel.state_at(run_id=run_id).plan
-    before = len(env.fake.views)
-    env.sender.click(PRIYA, "edit", message, name="priya")
-    modal = opened_modal(env, "hazel_edit", before)
-    [field] = list(inputs(modal))
+    [field] = list(fields)
     request = env.pending(run_id)
     for blank in ("   ", " \n\t"):
         response = env.sender.submit(PRIYA, modal, {field: blank}, name="priya")

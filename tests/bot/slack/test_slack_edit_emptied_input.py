@@ -9,14 +9,7 @@ from pydantic import BaseModel
 
 from hazel import StepContext, Workflow
 from tests.bot.slack.conftest import APPROVERS, PRIYA, SlackEnv, example
-from tests.bot.slack.test_slack_end_to_end import inputs, opened_modal
-
-
-def edit_modal(env: SlackEnv, run_id: str, point: str) -> tuple[dict, dict[str, str]]:
-    before = len(env.fake.views)
-    env.sender.click(PRIYA, "edit", env.request_message(run_id, point), name="priya")
-    modal = opened_modal(env, "hazel_edit", before)
-    return modal, inputs(modal)
+from tests.bot.slack.test_slack_end_to_end import edit_modal
 
 
 def refused(env: SlackEnv, modal: dict, values: dict) -> dict[str, str]:

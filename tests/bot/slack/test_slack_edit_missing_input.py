@@ -5,18 +5,14 @@ modal, and nothing is stored: the missing entry is not read as empty (which sets
 from __future__ import annotations
 
 from tests.bot.slack.conftest import PRIYA, SlackEnv, example
-from tests.bot.slack.test_slack_end_to_end import inputs, opened_modal
+from tests.bot.slack.test_slack_end_to_end import edit_modal
 
 
 def test_an_edit_modal_missing_an_input_is_refused_and_changes_nothing(make_env) -> None:  # noqa: ANN001
     env: SlackEnv = make_env(example())
     run_id = env.at_artefacts_review()
-    message = env.request_message(run_id, "review_artefacts")
+    modal, fields = edit_modal(env, run_id, "review_artefacts")
     scripts = env.hazel.state_at(run_id=run_id).scripts
-    before = len(env.fake.views)
-    env.sender.click(PRIYA, "edit", message, name="priya")
-    modal = opened_modal(env, "hazel_edit", before)
-    fields = inputs(modal)
     first, second = list(fields)
     request = env.pending(run_id)
 

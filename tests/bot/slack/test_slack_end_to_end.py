@@ -21,6 +21,14 @@ def opened_modal(env: SlackEnv, callback_id: str, before: int) -> dict:
                     f"the {callback_id} modal to open")
 
 
+def edit_modal(env: SlackEnv, run_id: str, point: str) -> tuple[dict, dict[str, str]]:
+    """Priya clicks Edit on the run's request at ``point``: the modal that opens, and its inputs' values."""
+    before = len(env.fake.views)
+    env.sender.click(PRIYA, "edit", env.request_message(run_id, point), name="priya")
+    modal = opened_modal(env, "hazel_edit", before)
+    return modal, inputs(modal)
+
+
 def test_a_run_goes_from_start_to_completion_through_slack(make_env) -> None:  # noqa: ANN001
     env: SlackEnv = make_env()
     env.run_in_background()

@@ -91,19 +91,15 @@ def test_messages_name_the_person_once_not_the_slack_user_name(env: SlackEnv) ->
 
 
 def test_an_edit_modal_leaving_a_script_blank_is_refused_under_it(env: SlackEnv) -> None:
-    from tests.bot.slack.test_slack_end_to_end import inputs, opened_modal
+    from tests.bot.slack.test_slack_end_to_end import edit_modal
 
     run_id = env.start(by=SAM)
     env.settle()
     env.sender.click(PRIYA, "approve", env.request_message(run_id, "review_plan"), name="priya")
     env.wait(lambda: env.hazel.decisions(run_id=run_id), "priya's approval")  # (decided after Bolt's ack)
     env.settle()
-    message = env.request_message(run_id, "review_artefacts")
+    modal, fields = edit_modal(env, run_id, "review_artefacts")
     scripts = env.hazel.state_at(run_id=run_id).scripts
-    before = len(env.fake.views)
-    env.sender.click(PRIYA, "edit", message, name="priya")
-    modal = opened_modal(env, "hazel_edit", before)
-    fields = inputs(modal)
     first, second = list(fields)
     request = env.pending(run_id)
     for blank in ("   ", " \n\t"):
