@@ -58,10 +58,11 @@ def _url_shown(url: str) -> str:
 
 def printable_name(name: str) -> bool:
     """Whether a person's name (``HAZEL_OPERATOR``, ``--as``) is one line of printable text: no C0 or C1
-    control character (a line break would start a forged row in ``hazel audit``), DEL or bidi override."""
-    import re
+    control character (a line break would start a forged row in ``hazel audit``), DEL or bidi override: nothing
+    ``integrations.terminal.for_terminal`` would show as an escape on one line."""
+    from integrations.terminal import unsafe
 
-    return re.search("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", name) is None
+    return not unsafe(name, one_line=True)
 
 
 IDENTITY_OF_API_TOKEN = "api"

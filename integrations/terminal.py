@@ -50,9 +50,10 @@ def indented(text: str) -> str:
     return text.replace("\n", "\n    ") if "\n" in text else text
 
 
-def unsafe(text: str) -> bool:
-    """Whether ``text`` holds a character ``for_terminal`` would replace (besides ``\\n`` and ``\\t``)."""
-    return _UNSAFE.search(text) is not None
+def unsafe(text: str, *, one_line: bool = False) -> bool:
+    """Whether ``text`` holds a character ``for_terminal`` would replace (besides ``\\n`` and ``\\t``, unless
+    ``one_line``)."""
+    return (_UNSAFE_ONE_LINE if one_line else _UNSAFE).search(text) is not None
 
 
 class SafeConsole(Console):

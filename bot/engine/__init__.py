@@ -21,7 +21,7 @@ _WHERE: dict[str, tuple[str, str]] = {
     "bind_log_context": ("logcontext", "bind_log_context"), "log_context": ("logcontext", "log_context"),
     "People": ("people", "People"), "Person": ("people", "Person"), "Registry": ("registry", "Registry"),
     "Shown": ("reads", "Shown"), "Claim": ("runner", "Claim"), "DriveResult": ("runner", "DriveResult"),
-    "is_transient": ("runner", "is_transient"), "error_line": ("runner", "error_line"), "transient_error_classes": ("runner", "transient_error_classes"),
+    "is_transient": ("runner", "is_transient"), "error_line": ("errors", "error_line"), "transient_error_classes": ("runner", "transient_error_classes"),
     "DecisionOutcome": ("steering", "DecisionOutcome"), "UNDECLARED": ("steering.edits", "UNDECLARED"),
     "entry_value": ("steering.edits", "entry_value"), "value_from_text": ("steering.edits", "value_from_text"),
     "TIMEOUT_RETRY_SEC": ("timeouts", "TIMEOUT_RETRY_SEC"), "Fired": ("timeouts", "Fired"),
@@ -63,6 +63,7 @@ if TYPE_CHECKING:  # the names as the type checker sees them (imported when used
         UnknownWorkflowError,
         VersionUnavailableError,
         WorkflowDefinitionError,
+        error_line,
     )
     from bot.engine.hazel import Hazel
     from bot.engine.logcontext import VARS as LOG_CONTEXT_VARS
@@ -70,7 +71,7 @@ if TYPE_CHECKING:  # the names as the type checker sees them (imported when used
     from bot.engine.people import People, Person
     from bot.engine.reads import Shown
     from bot.engine.registry import Registry
-    from bot.engine.runner import Claim, DriveResult, error_line, is_transient, transient_error_classes
+    from bot.engine.runner import Claim, DriveResult, is_transient, transient_error_classes
     from bot.engine.steering import DecisionOutcome
     from bot.engine.steering.edits import UNDECLARED, entry_value, value_from_text
     from bot.engine.timeouts import TIMEOUT_RETRY_SEC, Fired

@@ -179,3 +179,13 @@ class AlreadyDecidedError(HazelError):
         self.channel = channel
         self.decided_at = decided_at
         self.action = action
+
+
+def error_line(exc: BaseException) -> str:
+    """``exc`` in one line for a log or a stored error: ``OperationalError: (psycopg.OperationalError) terminating
+    connection due to administrator command``, its class and the first line of its message (at most 300
+    characters). A SQLAlchemy error's further lines (``[SQL: …]``, ``[parameters: …]``: what a step, a decision,
+    a message carried, text of the users) and a driver's ``DETAIL`` lines (a unique key's values) are left out."""
+    first = (str(exc).strip().splitlines() or [""])[0]
+    first = first if len(first) <= 300 else first[:299] + "…"
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__

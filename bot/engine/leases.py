@@ -16,6 +16,7 @@ import threading
 from datetime import datetime, timedelta
 from typing import Callable
 
+from bot.engine.errors import error_line
 from store import Store
 from store.models import SYSTEM
 
@@ -108,9 +109,8 @@ class Leases:
                 if not self.transient(exc):
                     log.exception("lease renewal failed")
                     continue
-                first = (str(exc).strip().splitlines() or [""])[0][:300]  # one line, as the workers' (no traceback)
-                log.warning("lease renewal of %d run(s) failed: the database is unreachable (%s: %s); trying again "
-                            "in %g s", len(tokens), type(exc).__name__, first, self.lease_sec / 3)
+                log.warning("lease renewal of %d run(s) failed: the database is unreachable (%s); trying again "
+                            "in %g s", len(tokens), error_line(exc), self.lease_sec / 3)  # (one line, as the workers')
 
     def recover(self) -> list[str]:
         """Hand back to the queue every ``running`` run whose worker is dead (same host, pid gone) or whose

@@ -49,6 +49,7 @@ from bot.engine import (
     RunStateError,
     UnknownWorkflowError,
     VersionUnavailableError,
+    error_line,
     is_transient,
     transient_error_classes,
 )
@@ -270,9 +271,8 @@ async def _hazel_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def _database_down(request: Request, exc: Exception) -> JSONResponse:
     """An error of ``transient_error_classes``: the database is down."""
-    first = (str(exc).strip().splitlines() or [""])[0][:300]  # one line per request, not the driver's traceback
-    log.warning("api: the database is unreachable (%s: %s); answered %s %s with 503", type(exc).__name__, first,
-                request.method, request.url.path)
+    log.warning("api: the database is unreachable (%s); answered %s %s with 503", error_line(exc),  # (one line
+                request.method, request.url.path)  # per request, not the driver's traceback)
     return database_unavailable_response()
 
 
