@@ -13,7 +13,9 @@ import ast
 import importlib
 import inspect
 import re
-import threading
+import pickle
+import subprocess
+import sys
 from functools import cache
 from pathlib import Path
 
@@ -69,16 +71,16 @@ def api_methods_of(client_method: str) -> frozenset[str]:
     return frozenset(found)
 
 
-def _parse(source: str) -> ast.Module:
-    """``ast.parse`` in a thread of its own. CPython 3.11's AST conversion checks the thread's recursion
-    bookkeeping, which a RecursionError another test of this process caught can leave off: ``SystemError: AST
-    constructor recursion depth mismatch`` (a CPython 3.11 fault), seen every time this test ran after the
-    other Slack tests in one process (``pytest tests/bot/slack``), whose deeply nested payloads hit the limit."""
-    parsed: list[ast.Module] = []
-    thread = threading.Thread(target=lambda: parsed.append(ast.parse(source)))
-    thread.start()
-    thread.join()
-    return parsed[0]
+def _parse(path: Path) -> ast.Module:
+    """``ast.parse`` of ``path`` in a Python process of its own, the tree sent back pickled. CPython 3.11.7 keeps
+    the AST constructor's recursion count per interpreter and misses restoring it on error paths (gh-106905), so
+    another parse in this process (another thread's, or 3.11's ``traceback`` module parsing a failing line) can
+    leave it off and ``ast.parse`` raises ``SystemError: AST constructor recursion depth mismatch``. Parsing in a
+    thread of our own did not avoid it: CI failed on it."""
+    done = subprocess.run([sys.executable, "-c", "import ast, pickle, sys; sys.stdout.buffer.write("
+                           "pickle.dumps(ast.parse(open(sys.argv[1], encoding='utf-8').read())))", str(path)],
+                          capture_output=True, check=True, timeout=60)
+    return pickle.loads(done.stdout)
 
 
 def used_in_code() -> tuple[set[str], set[str], set[str]]:
@@ -88,7 +90,7 @@ def used_in_code() -> tuple[set[str], set[str], set[str]]:
     events: set[str] = set()
     for package in PACKAGES:
         for path in sorted(package.glob("*.py")):
-            tree = _parse(path.read_text(encoding="utf-8"))
+            tree = _parse(path)
             module = importlib.import_module(".".join(path.relative_to(ROOT).with_suffix("").parts))
             for node in ast.walk(tree):
                 if isinstance(node, ast.Attribute) and "_" in node.attr and node.attr != "api_call" \
