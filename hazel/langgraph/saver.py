@@ -49,9 +49,22 @@ from store.lgraph_writer import Fence, LangGraphWriter
 from store.models import LEASE_KEY, STEP_KEYS, RunStatus
 
 
+def _no_nul(name: str, value: str) -> str:
+    """``value``, refused when it holds a NUL character (PostgreSQL cannot store one in text: psycopg's
+    ``DataError`` quoting the SQL, LangGraph's ``PostgresSaver`` alike; SQLite would keep it on one database and
+    not the other).
+
+    Raises:
+        ValueError: ``thread_id holds a NUL character (\\x00), which Hazel's database cannot store``."""
+    if "\x00" in value:
+        raise ValueError(f"{name} holds a NUL character (\\x00), which Hazel's database cannot store")
+    return value
+
+
 def _key_of(config: RunnableConfig) -> tuple[str, str, str | None]:
     conf = config["configurable"]
-    return str(conf["thread_id"]), conf.get("checkpoint_ns", "") or "", get_checkpoint_id(config)
+    return (_no_nul("thread_id", str(conf["thread_id"])),
+            _no_nul("checkpoint_ns", conf.get("checkpoint_ns", "") or ""), get_checkpoint_id(config))
 
 
 def _fence_of(config: RunnableConfig) -> Fence | None:
@@ -183,7 +196,7 @@ class HazelSaver(Deleting, BaseCheckpointSaver[str]):
         thread_id = conf.get("thread_id")
         with self.store.read() as tx:
             repo = LangGraphRepo(tx.conn, tx.dialect)
-            keys = repo.search(thread_id=None if thread_id is None else str(thread_id),
+            keys = repo.search(thread_id=None if thread_id is None else _no_nul("thread_id", str(thread_id)),
                                checkpoint_ns=conf.get("checkpoint_ns"), checkpoint_id=conf.get("checkpoint_id"),
                                metadata_filter=filter, before_id=get_checkpoint_id(before) if before else None,
                                limit=limit)

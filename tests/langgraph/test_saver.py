@@ -141,6 +141,19 @@ def test_a_run_stores_changes_and_reads_back_every_checkpoint_whole(db_url: str)
         assert [r["chain_len"] for r in rows(db_url, "t1")[-2:]] == [0, 1]
 
 
+def test_a_thread_id_or_namespace_holding_a_nul_is_refused_before_any_sql(db_url: str) -> None:
+    with HazelSaver.from_conn_string(db_url) as saver:
+        graph = chain_graph(2).compile(checkpointer=saver)
+        graph.invoke({}, cfg("ok", 2), durability="sync")
+        with pytest.raises(ValueError, match=r"^thread_id holds a NUL character \(\\x00\), which Hazel's database"):
+            graph.invoke({}, cfg("t\x00x", 2), durability="sync")
+        with pytest.raises(ValueError, match="^thread_id holds a NUL"):
+            list(saver.list(cfg("t\x00x")))
+        with pytest.raises(ValueError, match="^checkpoint_ns holds a NUL"):
+            saver.get_tuple({"configurable": {"thread_id": "ok", "checkpoint_ns": "n\x00"}})
+        assert len(rows(db_url, "ok")) == 4 and rows(db_url, "t") == [] and list(saver.list(cfg("t"))) == []
+
+
 def test_the_snapshot_policy_bounds_every_chain(db_url: str) -> None:
     n = 30
     policy = SnapshotPolicy(max_chain=4, delta_ratio=1000.0)
