@@ -201,9 +201,19 @@ class RequestRepo:
         ref = row.message_ref if row is not None else None
         return ref if isinstance(ref, dict) else {}
 
-    def by_message_key(self, key: str) -> SteeringRequest | None:
-        """The latest request the channel posted under ``key``."""
-        row = self.conn.execute(select(steering_requests).where(steering_requests.c.message_key == key)
+    def by_message_key(self, key: str, *, asked_by: datetime | None = None) -> SteeringRequest | None:
+        """The latest request the channel posted under ``key``; with ``asked_by`` (UTC), the latest one asked
+        at or before it (the one a message of that time answered), else the first one posted under ``key``
+        (a clock a little behind Hazel's)."""
+        where = steering_requests.c.message_key == key
+        if asked_by is not None:
+            row = self.conn.execute(select(steering_requests).where(where, steering_requests.c.created_at <= asked_by)
+                                    .order_by(steering_requests.c.id.desc()).limit(1)).first()
+            if row is None:
+                row = self.conn.execute(select(steering_requests).where(where)
+                                        .order_by(steering_requests.c.id).limit(1)).first()
+            return _request(row) if row else None
+        row = self.conn.execute(select(steering_requests).where(where)
                                 .order_by(steering_requests.c.id.desc()).limit(1)).first()
         return _request(row) if row else None
 

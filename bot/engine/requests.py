@@ -84,10 +84,12 @@ class Requests:
         with self.store.read() as tx:
             return self.views.outbox_view(tx, message)
 
-    def request_by_message_key(self, *, key: str) -> SteeringRequest | None:
-        """The latest request a channel posted under ``key`` (a Jira issue id, ``C…:ts`` on Slack)."""
+    def request_by_message_key(self, *, key: str, asked_by: datetime | None = None) -> SteeringRequest | None:
+        """The latest request a channel posted under ``key`` (a Jira issue id, ``C…:ts`` on Slack); with
+        ``asked_by`` (UTC), the latest one asked at or before that time: the one a person acting then saw
+        (a Jira comment delivered late answers the version the issue showed when it was written)."""
         with self.store.read() as tx:
-            return tx.requests.by_message_key(key)
+            return tx.requests.by_message_key(key, asked_by=asked_by)
 
     def request_for(self, *, run_id: str, request_id: int | None = None, point: str | None = None) -> SteeringRequest:
         """The pending request a decision would apply to (``decide``'s ``request_id`` and ``point``).

@@ -18,7 +18,10 @@ A refusal is the outcome of its delivery too: when the engine refused a comment 
 it) but Jira did not take Hazel's answer (503, so Jira sends the webhook again), the retry posts that same
 refusal and decides nothing, so a comment refused on the request the issue showed never lands on the next
 request the issue carries once Jira is back (as a Slack button stays bound to its own request). That memory
-is per process too: a retry that reaches another process (or one restarted) is decided afresh.
+is per process too: a retry that reaches another process (or one restarted) is decided afresh; there the
+event's time binds it: a delivery answers the request the issue showed when the person acted (``JiraEvent.at``,
+Jira's clock; ``Hazel.request_by_message_key(asked_by=…)``), so one written before a newer version was asked
+is refused, saying the issue asks again, rather than deciding the version the person never saw.
 
 A transition to the approve or reject status of a request already settled is refused like any other (who
 decided it and when) and the issue is moved back.
@@ -54,7 +57,7 @@ from integrations.jira import (
 from integrations.jira.options import same_status
 from integrations.jira.render import inline, mention, who_may
 from integrations.jira.webhook import SIGNATURE_HEADER, WEBHOOK_ID_HEADER, split_rewind
-from store.models import Actor, RequestStatus, RequestView
+from store.models import Actor, RequestStatus, RequestView, SteeringRequest
 
 log = logging.getLogger("hazel.jira")
 HELP = ("Answer with a plain comment (feedback), or /approve, /reject REASON, /edit followed by the new value, "
@@ -168,26 +171,32 @@ class JiraWebhook:
     # -- dispatch ---------------------------------------------------------------------------------------
 
     def _dispatch(self, event: JiraEvent) -> tuple[int, dict[str, Any]]:
-        found = self.hazel.request_by_message_key(key=message_key(event.issue_id))
-        if found is None:
+        latest = self.hazel.request_by_message_key(key=message_key(event.issue_id))
+        if latest is None:
             return 200, {"ignored": "not an issue Hazel created"}
         if event.actor.id == self.directory.own_id():
             return 200, {"ignored": "Hazel's own change"}
-        view = self.hazel.request_view(request_id=found.id)
+        # the request the issue showed when the person acted: a delivery late (Hazel restarting, Jira retrying)
+        # answers that one, never a newer version the issue carries since (as a Slack button stays bound)
+        shown = (self.hazel.request_by_message_key(key=message_key(event.issue_id), asked_by=event.at)
+                 if event.at is not None else None) or latest
+        view = self.hazel.request_view(request_id=shown.id)
         if view is None:
             return 200, {"ignored": "the run is gone"}
+        newer = latest if latest.id != shown.id else None
         if event.kind == "transition":
-            return self._transition(event, view, self.channel.options_for(view.options))
-        return self._comment(event, view)
+            return self._transition(event, view, self.channel.options_for(view.options), newer)
+        return self._comment(event, view, newer)
 
-    def _transition(self, event: JiraEvent, view: RequestView, opts: JiraOptions) -> tuple[int, dict[str, Any]]:
+    def _transition(self, event: JiraEvent, view: RequestView, opts: JiraOptions,
+                    newer: SteeringRequest | None) -> tuple[int, dict[str, Any]]:
         if same_status(event.to_status, opts.approve_status):
             action, payload = "approve", {}
         elif same_status(event.to_status, opts.reject_status):
             action, payload = "reject", {"reason": event.text.strip() or f"moved to {event.to_status} in Jira"}
         else:
             return 200, {"ignored": f"status {event.to_status!r} decides nothing here"}
-        return self._decide(event, view, action, payload, on_refused=lambda: self._move_back(event, opts))
+        return self._decide(event, view, action, payload, newer=newer, on_refused=lambda: self._move_back(event, opts))
 
     def _move_back(self, event: JiraEvent, opts: JiraOptions) -> str:
         """Move a refused transition's issue back to where the person took it from (through the workflow's
@@ -213,29 +222,35 @@ class JiraWebhook:
         reason = walk.reason.replace("*", "")
         return f" Hazel could not move the issue back to {event.from_status}: {reason}{where}. Move it back by hand."
 
-    def _comment(self, event: JiraEvent, view: RequestView) -> tuple[int, dict[str, Any]]:
+    def _comment(self, event: JiraEvent, view: RequestView,
+                 newer: SteeringRequest | None) -> tuple[int, dict[str, Any]]:
         command = parse_command(event.text)
         if command.action == "unknown":
             return self._reply(event, f"/{inline(command.argument)} is not a Hazel command. {HELP}", refused=True)
         pending = view.request.status is RequestStatus.PENDING
-        if command.plain and (not pending or "feedback" not in view.actions or not command.argument):
+        # (feedback written on a version answered since is refused, saying so, rather than ignored as a comment)
+        answering = pending or (newer is not None and newer.status is RequestStatus.PENDING)
+        if command.plain and (not answering or "feedback" not in view.actions or not command.argument):
             return 200, {"ignored": "a comment, not a decision"}
         if command.action == "rewind":
             to, feedback = split_rewind(command.argument)
-            return self._decide(event, view, "rewind", {"to": to, "feedback": feedback})
+            return self._decide(event, view, "rewind", {"to": to, "feedback": feedback}, newer=newer)
         if command.action == "reject":
-            return self._decide(event, view, "reject", {"reason": command.argument})
+            return self._decide(event, view, "reject", {"reason": command.argument}, newer=newer)
         if command.action == "feedback":
-            return self._decide(event, view, "feedback", {"text": command.argument})
+            return self._decide(event, view, "feedback", {"text": command.argument}, newer=newer)
         if command.action == "edit" and pending:
             if not command.argument.strip():
                 return self._reply(event, "/edit needs the new value after it. Nothing changed.", refused=True)
-            return self._decide(event, view, "edit", {"text": command.argument})  # the engine parses it
-        return self._decide(event, view, command.action, {})
+            return self._decide(event, view, "edit", {"text": command.argument}, newer=newer)  # the engine parses it
+        return self._decide(event, view, command.action, {}, newer=newer)
 
     def _decide(self, event: JiraEvent, view: RequestView, action: str, payload: dict[str, Any], *,
+                newer: SteeringRequest | None = None,
                 on_refused: Callable[[], str] | None = None) -> tuple[int, dict[str, Any]]:
-        """Decide; a refusal is answered on the issue, after ``on_refused`` (which returns a sentence to add)."""
+        """Decide on ``view``'s request (the one the issue showed when the person acted; ``newer``: the one it
+        shows now, when another); a refusal is answered on the issue, after ``on_refused`` (which returns a
+        sentence to add)."""
         actor = self._actor(event)
         run_id, request = view.run.id, view.request
         pending = request.status is RequestStatus.PENDING
@@ -248,17 +263,30 @@ class JiraWebhook:
                 outcome = self.hazel.decide(run_id=run_id, action=action, actor=actor, payload=payload,
                                             request_id=request.id, delivery_id=event.delivery_id)
         except NotAllowedError as exc:
-            still = " The request is still open." if on_refused else ""
             who = who_may(view.approvers, cloud=self.channel.cloud, identities=self.channel.identities)
+            still = self._still(request.id, action, newer) if on_refused or newer else ""
             return self._post(_Answer(event, f"{inline(exc.message)}. Nothing changed. Who may steer this request: "
                                              f"{who}.{still}", on_refused))
         except HazelError as exc:  # invalid edit, already decided, a second vote, unknown rewind target, …
-            still = " The request is still open." if pending and action != "rewind" else ""
-            return self._post(_Answer(event, f"{inline(exc.message)}. Nothing changed.{still}", on_refused))
+            return self._post(_Answer(event, f"{inline(exc.message)}. Nothing changed."
+                                             f"{self._still(request.id, action, newer)}", on_refused))
         log.info("jira %s on issue %s by %s: %s run %s%s", event.webhook_event, event.issue_id, actor.id, action,
                  run_id, " (duplicate)" if outcome.duplicate else "")
         return 200, {"decided": outcome.decision.action.value, "run_id": run_id, "duplicate": outcome.duplicate,
                      "run_status": outcome.run_status.value}
+
+    def _still(self, request_id: int, action: str, newer: SteeringRequest | None) -> str:
+        """The sentence ending a refusal: the newer version the issue asks about, when the person answered an
+        older one; else whether the request is still open, as the engine has it now (another channel may have
+        settled it while this delivery was refused)."""
+        if newer is not None:
+            return (f" This answered an earlier version of the issue; it now asks again (request {newer.id}): "
+                    "read it and answer that one.")
+        if action == "rewind":
+            return ""
+        now = self.hazel.request_view(request_id=request_id)
+        return " The request is still open." if now is not None and now.request.status is RequestStatus.PENDING \
+            else ""
 
     def _actor(self, event: JiraEvent) -> Actor:
         """The commenter as the engine's ``Actor``: their groups are read from Jira only when some approver

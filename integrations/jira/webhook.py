@@ -27,6 +27,7 @@ import hashlib
 import hmac
 import re
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -90,6 +91,7 @@ class JiraEvent:
         comment_id: the comment's id (a comment, or a transition made with one).
         webhook_event: ``webhookEvent`` (plus ``/issue_event_type_name`` when given), for logs.
         site: the Jira site as ``site_of`` names it (``example.atlassian.net``); None when no ``self`` URL says.
+        at: when the person did it, UTC, by Jira's clock (``event_time``); None when the payload does not say.
     """
 
     kind: Literal["comment", "transition"]
@@ -103,6 +105,7 @@ class JiraEvent:
     comment_id: str | None = None
     webhook_event: str = ""
     site: str | None = None
+    at: datetime | None = None
 
 
 def _user(raw: Any, what: str) -> JiraUser:
@@ -146,6 +149,26 @@ def delivery_key(site: str | None, issue_id: str, kind: str, ident: str) -> str:
         return text if len(text) <= limit else "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
     return f"{short(site or '?', 120)}/issue/{short(issue_id, 24)}/{kind}/{short(ident, 32)}"
+
+
+def event_time(payload: dict[str, Any]) -> datetime | None:
+    """When the person acted, UTC: the payload's ``timestamp`` (milliseconds since the epoch, in every shape
+    Jira Cloud and Server send: the comment's creation, its edit, the transition), else the comment's
+    ``updated`` / ``created`` (``2019-02-15T19:11:18.321-0800``); None when neither is usable (nothing is
+    refused for it: the time only binds a late delivery to the request the issue showed then)."""
+    stamp = payload.get("timestamp")
+    if isinstance(stamp, (int, float)) and not isinstance(stamp, bool) and 0 < stamp < 1e14:
+        return datetime.fromtimestamp(stamp / 1000, tz=timezone.utc)
+    comment = payload.get("comment")
+    for field in ("updated", "created"):
+        text = comment.get(field) if isinstance(comment, dict) else None
+        try:
+            at = datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%f%z") if isinstance(text, str) else None
+        except ValueError:
+            at = None
+        if at is not None:
+            return at.astimezone(timezone.utc)
+    return None
 
 
 def _comment(raw: Any) -> tuple[str, str, str | None]:
@@ -194,7 +217,7 @@ def parse_event(payload: Any, *, webhook_id: str | None = None) -> JiraEvent | N
         return JiraEvent(kind="comment", issue_id=issue_id, issue_key=issue_key,
                          actor=_user(author or payload.get("user"), "comment.author"),
                          delivery_id=delivery_key(site, issue_id, "comment", comment_id), text=body,
-                         comment_id=comment_id, webhook_event=label, site=site)
+                         comment_id=comment_id, webhook_event=label, site=site, at=event_time(payload))
 
     if name == "jira:issue_updated":
         item = _status_item(payload)
@@ -214,7 +237,7 @@ def parse_event(payload: Any, *, webhook_id: str | None = None) -> JiraEvent | N
                          actor=_user(payload.get("user"), "user"),
                          delivery_id=delivery_key(site, str(issue["id"]), kind, str(ident)), text=text,
                          to_status=str(item.get("toString") or ""), from_status=item.get("fromString") or None,
-                         comment_id=comment_id, webhook_event=label, site=site)
+                         comment_id=comment_id, webhook_event=label, site=site, at=event_time(payload))
     return None
 
 

@@ -300,3 +300,71 @@ def test_a_signed_body_nested_too_deeply_or_not_utf8_gets_400_as_the_rest_api_sa
         assert answer.status_code == 400, answer.text
         assert answer.json()["error"] == f"malformed Jira webhook: {reason}"
     unchanged(env, run_id)
+
+
+# -- late deliveries and races ---------------------------------------------------------------------------------
+
+@BOTH
+def test_a_late_delivery_answers_the_version_the_issue_showed_when_the_person_acted(env: JiraEnv) -> None:
+    """A comment or a transition Jira delivers late (Hazel restarting, Jira retrying) is bound to the request
+    the issue showed when it was written, never to a newer version asked since (as a Slack button is)."""
+    from datetime import timedelta
+
+    from tests.support.jira_env import OPERATOR
+
+    run_id = env.start()
+    issue = env.issue(run_id)
+    first = env.pending(run_id)
+    written = env.clock.now + timedelta(seconds=30)  # the SME acts on the first version ...
+    env.clock.advance(60)  # ... and before Jira's webhooks reach Hazel, another channel sends it back
+    env.hazel.decide(run_id=run_id, action="feedback", actor=OPERATOR, payload={"text": "add an index"},
+                     request_id=first.id)
+    assert env.drive(run_id).status is RunStatus.WAITING
+    second = env.pending(run_id)
+    assert second.id != first.id and env.issue(run_id)["id"] == issue["id"], "the issue asks again"
+    comments = len(env.fake.bodies(issue["id"]))
+
+    late = [env.comment(issue, "/approve", at=written), env.comment(issue, "Looks right to me.", at=written),
+            env.transition(issue, "Approved", at=written)]
+    for payload in late:
+        answer = env.send(payload)
+        assert answer.status_code == 200, answer.text
+        refused = answer.json()["refused"]
+        assert refused.startswith("already answered with feedback by priya at "), refused
+        assert refused.endswith(f"This answered an earlier version of the issue; it now asks again (request "
+                                f"{second.id}): read it and answer that one.") or "moved the issue back" in refused
+        assert "still open" not in refused
+    assert "Hazel moved the issue back to To Do." in env.fake.bodies(issue["id"])[-1]
+    assert env.fake.status(issue["id"]) == "To Do"
+    assert len(env.fake.bodies(issue["id"])) == comments + 3
+    assert env.pending(run_id).id == second.id and env.pending(run_id).status is RequestStatus.PENDING
+    assert [d.channel for d in env.hazel.decisions(run_id=run_id)] == ["console", "console"]
+
+    # written after the second version was asked: it answers that one
+    answer = env.send(env.comment(issue, "/approve", at=env.clock.now + timedelta(seconds=1)))
+    assert answer.json()["decided"] == "approve"
+    assert [(d.channel, d.request_id) for d in env.hazel.decisions(run_id=run_id)][-1] == ("jira", second.id)
+
+
+def test_a_refusal_says_the_request_is_open_only_while_it_is(env: JiraEnv, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another channel settles the request between the webhook's read of it and its decision: the refusal
+    says who decided, not that the request is still open."""
+    from tests.support.jira_env import OPERATOR
+
+    run_id = env.start()
+    issue = env.issue(run_id)
+    decide = env.hazel.decide
+
+    def settled_first(**kw):  # noqa: ANN003, ANN202
+        decide(run_id=run_id, action="approve", actor=OPERATOR)  # (the console wins the race)
+        return decide(**kw)
+
+    monkeypatch.setattr(env.hazel, "decide", settled_first)
+    refused = env.send(env.comment(issue, "/approve")).json()["refused"]
+    assert refused.startswith("already approved by priya at ") and refused.endswith("Nothing changed."), refused
+    monkeypatch.setattr(env.hazel, "decide", decide)
+
+    # while the request is open, a refusal says so (a transition by someone not allowed, moved back)
+    assert env.drive(run_id).status is RunStatus.WAITING
+    refused = env.send(env.transition(env.issue(run_id), "Approved", person="stranger")).json()["refused"]
+    assert "may not approve" in refused and "The request is still open. Hazel moved the issue back" in refused

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,19 @@ def user(person: str, *, cloud: bool, display: str | None = None, base: str | No
     return raw
 
 
+def _stamp(payload: dict[str, Any], at: datetime | None) -> dict[str, Any]:
+    """``payload`` with Jira's times set to ``at`` (default: now), as Jira sends them: ``timestamp`` in
+    milliseconds since the epoch, the comment's ``created`` / ``updated`` as ``2019-02-15T19:11:18.321-0800``
+    (the samples carry their 2019 times)."""
+    at = at or datetime.now(timezone.utc)
+    payload["timestamp"] = int(at.timestamp() * 1000)
+    comment = payload.get("comment")
+    if isinstance(comment, dict):
+        text = at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{at.microsecond // 1000:03d}" + at.strftime("%z")
+        comment.update(created=text, updated=text)
+    return payload
+
+
 def _issue(template: dict[str, Any], issue: dict[str, Any], base: str) -> dict[str, Any]:
     out = copy.deepcopy(template)
     out.update(id=issue["id"], key=issue["key"], self=f"{base}/rest/api/2/issue/{issue['id']}")
@@ -72,9 +86,10 @@ def _comment(template: dict[str, Any], issue_id: str, comment_id: str, body: str
 
 def comment_event(issue: dict[str, Any], body: str | dict[str, Any], person: str, *, cloud: bool = True,
                   base: str | None = None, comment_id: str | None = None, event: str = "comment_created",
-                  display: str | None = None) -> dict[str, Any]:
+                  display: str | None = None, at: datetime | None = None) -> dict[str, Any]:
     """``comment_created`` / ``comment_updated``: Cloud's with ``issue``, Server's without (the issue id is
-    only in ``comment.self``); ``body`` is wiki markup, or an ADF document (``adf``) as REST API v3 carries it."""
+    only in ``comment.self``); ``body`` is wiki markup, or an ADF document (``adf``) as REST API v3 carries it.
+    ``at``: when the comment was written (default: now)."""
     base = base or ("https://example.atlassian.net" if cloud else "http://jira.example.invalid:8080")
     comment_id = comment_id or new_comment_id()
     author = user(person, cloud=cloud, display=display, base=base)
@@ -87,24 +102,26 @@ def comment_event(issue: dict[str, Any], body: str | dict[str, Any], person: str
         payload = {"timestamp": sample["timestamp"], "webhookEvent": "comment_created",
                    "comment": _comment(sample["comment"], issue["id"], comment_id, body, author, base)}
     payload["webhookEvent"] = event
-    return payload
+    return _stamp(payload, at)
 
 
 def server_issue_commented(issue: dict[str, Any], body: str, person: str, *, comment_id: str,
-                           base: str = "http://jira.example.invalid:8080") -> dict[str, Any]:
+                           base: str = "http://jira.example.invalid:8080",
+                           at: datetime | None = None) -> dict[str, Any]:
     """Server's companion ``jira:issue_updated`` / ``issue_commented`` for the same comment."""
     payload = fixture(SERVER_COMMENTED)
     author = user(person, cloud=False, base=base)
     payload["user"] = author
     payload["issue"] = _issue(payload["issue"], issue, base)
     payload["comment"] = _comment(payload["comment"], issue["id"], comment_id, body, author, base)
-    return payload
+    return _stamp(payload, at)
 
 
 def transition_event(issue: dict[str, Any], to_status: str, from_status: str, person: str, *, cloud: bool = True,
                      base: str | None = None, comment: str | None = None, changelog_id: str | None = None,
-                     sample: str | None = None) -> dict[str, Any]:
-    """``jira:issue_updated`` with a ``status`` changelog item (Cloud's carries ``fieldId``)."""
+                     sample: str | None = None, at: datetime | None = None) -> dict[str, Any]:
+    """``jira:issue_updated`` with a ``status`` changelog item (Cloud's carries ``fieldId``); ``at``: when the
+    issue was moved (default: now)."""
     base = base or ("https://example.atlassian.net" if cloud else "http://jira.example.invalid:8080")
     payload = fixture(sample or (CLOUD_TRANSITION if cloud else SERVER_TRANSITION))
     payload["user"] = user(person, cloud=cloud, base=base)
@@ -118,7 +135,7 @@ def transition_event(issue: dict[str, Any], to_status: str, from_status: str, pe
         author = user(person, cloud=cloud, base=base)
         template = fixture(SERVER_COMMENTED)["comment"]
         payload["comment"] = _comment(template, issue["id"], new_comment_id(), comment, author, base)
-    return payload
+    return _stamp(payload, at)
 
 
 def adf(*blocks: dict[str, Any]) -> dict[str, Any]:

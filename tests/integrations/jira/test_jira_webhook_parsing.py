@@ -55,6 +55,25 @@ def test_transition_samples(sample: str, to: str, frm: str) -> None:
 
 # -- derived shapes ------------------------------------------------------------------------------------------
 
+def test_when_the_person_acted_is_read_from_the_samples_timestamp_else_the_comments_time() -> None:
+    from datetime import datetime, timezone
+
+    cloud = parse_event(p.fixture(p.CLOUD_COMMENT))  # timestamp 1550286678321, created ...18.321-0800
+    assert cloud.at == datetime(2019, 2, 16, 3, 11, 18, 321000, tzinfo=timezone.utc)
+    moved = parse_event(p.fixture(p.SERVER_TRANSITION))
+    assert moved.at == datetime.fromtimestamp(1565652182.025, tz=timezone.utc)
+    payload = p.fixture(p.CLOUD_COMMENT)
+    del payload["timestamp"]
+    payload["comment"]["updated"] = "2019-02-15T19:20:00.500-0800"  # an edit: when it was edited
+    assert parse_event(payload).at == datetime(2019, 2, 16, 3, 20, 0, 500000, tzinfo=timezone.utc)
+    for stamp in (True, "1550286678321", -5, 10**15):  # unusable: the comment's time, else none
+        payload = p.fixture(p.CLOUD_COMMENT)
+        payload["timestamp"] = stamp
+        assert parse_event(payload).at == datetime(2019, 2, 16, 3, 11, 18, 321000, tzinfo=timezone.utc)
+        payload["comment"].update(created="yesterday", updated=None)
+        assert parse_event(payload).at is None
+
+
 def test_server_comment_created_has_no_issue_object() -> None:
     payload = p.comment_event(ISSUE, "looks good", "sme", cloud=False, comment_id="555")
     assert "issue" not in payload
