@@ -7,7 +7,8 @@ pointing at ``hazel show RUN --full``.
 Stored text (an artefact, a person's name, a reason, a step's error) never renders as markup or a mention:
 artefacts and multi-line texts go in a ``{noformat}`` block (a ``{noformat}`` inside them is broken with a
 zero-width space so that it cannot end the block), one-line texts have every character with a meaning in wiki
-markup backslash-escaped (``inline``). Only Hazel's own mentions (``mention``: the approvers the workflow names,
+markup backslash-escaped (``inline``). Control characters and the bidirectional overrides and isolates are
+shown as visible escapes (``\u202e``) in both, as on Slack, the CLI and the run pages. Only Hazel's own mentions (``mention``: the approvers the workflow names,
 the person Hazel answers) are written as ``[~…]``. The special characters are those of Jira's wiki parser as
 pandoc's reader and writer (jira-wiki-markup, ``Text.Jira.Parser.Inline.specialChars``) know them.
 """
@@ -19,6 +20,7 @@ import re
 from typing import Any, Callable, Iterable
 
 from integrations.jira.options import JiraOptions
+from integrations.terminal import for_terminal
 from store.models import (Approvers, Decision, ProgressView, RequestStatus, RequestView, node_names, past_tense,
                           person_label, still_waiting_text)
 
@@ -77,8 +79,9 @@ def who_may(approvers: Approvers, *, cloud: bool, identities: JiraIdentities | N
 
 
 def summary(view: RequestView) -> str:
-    """``<title> (run <id>)`` on one line, at most 255 characters."""
-    text = " ".join(f"{view.title} (run {view.run.id})".split())
+    """``<title> (run <id>)`` on one line, at most 255 characters, its control characters and bidirectional
+    overrides as visible escapes (``for_terminal``)."""
+    text = for_terminal(" ".join(f"{view.title} (run {view.run.id})".split()), one_line=True)
     return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
 
 
@@ -118,8 +121,10 @@ def _escape_char(match: re.Match[str]) -> str:
 def inline(text: str) -> str:
     """``text`` as literal wiki text on one line: whitespace runs (newlines included) as one space, each
     special character that could mean markup there escaped with a backslash (which Jira shows as the
-    character), a backslash as the entity ``&#92;``."""
-    return _SPECIAL.sub(_escape_char, " ".join(str(text).split()))
+    character), a backslash as the entity ``&#92;``; control characters and the bidirectional overrides and
+    isolates (U+202A–U+202E, U+2066–U+2069: ``report\u202egpj.exe`` would read as ``report.exe.jpg``) as visible
+    escapes, as Slack, the CLI and the run pages show them (``integrations.terminal.for_terminal``)."""
+    return _SPECIAL.sub(_escape_char, for_terminal(" ".join(str(text).split()), one_line=True))
 
 
 def quoted(text: str) -> str:
@@ -130,8 +135,9 @@ def quoted(text: str) -> str:
 
 
 def _escape(text: str) -> str:
-    """Text for a ``{noformat}`` block: an inner ``{noformat`` gets a zero-width space after its brace."""
-    return _NOFORMAT.sub("{\u200b\\1", text)
+    """Text for a ``{noformat}`` block: an inner ``{noformat`` gets a zero-width space after its brace; control
+    characters but newline and tab, and the bidirectional overrides, as visible escapes (``for_terminal``)."""
+    return _NOFORMAT.sub("{\u200b\\1", for_terminal(text))
 
 
 def _block(text: str) -> str:

@@ -75,6 +75,33 @@ def test_a_hostile_request_description_and_its_comments(fake: FakeJira) -> None:
     never_markup(fake.bodies(ref["issue_id"])[-1])
 
 
+DISPLAY = "report\u202egpj.exe \x1b[31mred\x07 \u2066iso\u2069 \x9b2J"
+"""Characters a display acts on: a bidi override (``report.exe.jpg`` as read), a terminal colour, a bell, an
+isolate, a C1 CSI."""
+ACTED_ON = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def test_control_characters_and_bidi_overrides_reach_jira_as_visible_escapes(fake: FakeJira) -> None:  # noqa: F811
+    channel = fake.channel()
+    req = request().model_copy(update={"title": DISPLAY})
+    v = view(req, shown={DISPLAY: f"line one\n{DISPLAY}\tend"}).model_copy(update={"title": DISPLAY})
+    ref = channel.open_request(v)
+    issue = fake.issue(ref["issue_id"])
+    for text in (issue["fields"]["summary"], issue["fields"]["description"]):
+        assert not ACTED_ON.search(text), repr(text)
+    assert "report\\u202egpj.exe \\x1b[31mred\\x07" in issue["fields"]["description"]  # in its block
+    assert "\tend" in issue["fields"]["description"], "tabs and newlines stay in a block"
+    assert issue["fields"]["summary"].startswith(r"report\u202egpj.exe \x1b[31mred\x07 \u2066iso\u2069")
+    for reason in (DISPLAY, f"two\nlines {DISPLAY}"):
+        settled = req.model_copy(update={"status": RequestStatus.DECIDED, "decided_action": "reject",
+                                         "decided_by": DISPLAY, "message_ref": ref})
+        d: Decision = decision("reject", reason=reason).model_copy(update={"actor_name": DISPLAY})
+        channel.update_request(v.model_copy(update={"request": settled, "decisions": (d,)}))
+        body = fake.bodies(ref["issue_id"])[-1]
+        assert not ACTED_ON.search(body) and "u202e" in body, repr(body)
+    assert render.inline(DISPLAY) == r"report&#92;u202egpj.exe &#92;x1b\[31mred&#92;x07 &#92;u2066iso&#92;u2069 &#92;x9b2J"
+
+
 @pytest.mark.parametrize("event, facts", [
     ("failed", {"error": BLOCK, "step": LINE}),
     ("rejected", {"by": LINE, "reason": BLOCK}),
