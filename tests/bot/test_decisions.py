@@ -313,3 +313,29 @@ def test_the_console_operator_may_retry_or_cancel_only_as_a_person_who_may(db_ur
     as_sme = hazel.operator(acting_for="sme")
     hazel.cancel(run_id=run_id, actor=as_sme, reason="not needed")
     assert hazel.get(run_id=run_id).status is RunStatus.CANCELLED
+
+
+def test_where_no_point_allows_rewinding_the_console_operator_may_not_rewind_either(db_url: str) -> None:
+    """``HAZEL_OPERATOR=mallory hazel rewind R --to 2`` re-ran a completed run's side-effecting step (and put a
+    cancelled run back to work) where no steering point allows rewinding, while REST and the run pages refused
+    the same rewind to anyone, the run's starter included. One rule on every channel."""
+    from bot.engine.errors import NotAllowedError
+
+    hazel = make_hazel(db_url, planner(approvers=Approvers(users=["sme"]), actions=("approve", "reject")))
+    run_id = start_waiting(hazel)
+    hazel.decide(run_id=run_id, action="approve", actor=person("sme"), claim=True)
+    assert hazel.drive(run_id=run_id).run.status is RunStatus.COMPLETED
+    before = len(hazel.checkpoints(run_id=run_id))
+    for who in ("mallory", "author", "sme"):
+        with pytest.raises(NotAllowedError, match=f"^{who} may not rewind run {run_id}: no steering point of "
+                                                  "planner v1 allows rewinding$"):
+            hazel.rewind(run_id=run_id, actor=person(who), to=1)
+    with pytest.raises(NotAllowedError, match="no steering point of planner v1 allows rewinding"):
+        hazel.rewind(run_id=run_id, actor=hazel.operator(acting_for="sme"), to=1)
+    assert hazel.get(run_id=run_id).status is RunStatus.COMPLETED and len(hazel.checkpoints(run_id=run_id)) == before
+
+    cancelled = start_waiting(hazel)
+    hazel.cancel(run_id=cancelled, actor=person("author"), reason="not needed")
+    with pytest.raises(NotAllowedError, match="no steering point of planner v1 allows rewinding"):
+        hazel.rewind(run_id=cancelled, actor=person("mallory"), to=1, claim=False)
+    assert hazel.get(run_id=cancelled).status is RunStatus.CANCELLED

@@ -263,7 +263,7 @@ class Rewinding(SteeringCore):
                   if Action.REWIND.value in p.actions]
         if any(permissions.refusal(p, Action.REWIND.value, actor, run, self.people) is None for p in points):
             return None
-        if actor.channel in ("console", "system") and not points:
+        if actor.channel in permissions.HAZEL_ITSELF and not points:
             return None
         if not points:
             return f"{actor.label} may not rewind run {run.id}: no steering point of {wf.label} allows rewinding"
