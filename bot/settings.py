@@ -540,11 +540,47 @@ MIN_SECRET_LEN = 4
 """Shorter values are not redacted (replacing every ``a`` in a text would hide more than it protects)."""
 
 
-def secret_values(settings: Settings) -> list[str]:
+SECRET_NAME_WORDS = frozenset({"TOKEN", "TOKENS", "SECRET", "SECRETS", "PASSWORD", "PASSWORDS", "PASSWD",
+                               "APIKEY", "CREDENTIAL", "CREDENTIALS"})
+"""Words of an environment variable's name (split at ``_``) that make its value a secret to redact, whoever
+reads it (a workflow's own ``MY_SERVICE_API_KEY``, ``env("OPENAI_API_KEY")``); ``…_KEY`` after ``API``,
+``PRIVATE``, ``ACCESS``, ``SECRET`` or ``SIGNING`` too. Not ``PWD`` (the shell's working directory)."""
+MIN_ENV_SECRET_LEN = 8
+"""A value of such a variable shorter than this is not looked for (``true``, a port, ``1234``)."""
+
+
+def secret_name(name: str) -> bool:
+    """Whether the environment variable ``name`` (any case) holds a secret by its name (``SECRET_NAME_WORDS``):
+    ``OPENAI_API_KEY``, ``DB_PASSWORD``, ``GITHUB_TOKEN``, ``AWS_SECRET_ACCESS_KEY``; not ``JIRA_PROJECT_KEY``."""
+    words = name.upper().split("_")
+    if SECRET_NAME_WORDS.intersection(words):
+        return True
+    return any(w == "KEY" and i > 0 and words[i - 1] in ("API", "PRIVATE", "ACCESS", "SECRET", "SIGNING")
+               for i, w in enumerate(words))
+
+
+def environment_secrets(environ: "Mapping[str, str] | None" = None, env_file: str | None = ".env") -> list[str]:
+    """The values (at least ``MIN_ENV_SECRET_LEN`` characters) of the environment variables, and of the lines
+    of ``env_file``, whose names say they are secrets (``secret_name``): what a workflow reads for itself and a
+    step's exception may quote. The file's lines python-dotenv cannot parse are left out (``Settings`` refuses
+    such a file before this matters); an unreadable file counts as empty."""
+    environ = os.environ if environ is None else environ
+    pairs: list[tuple[str, str | None]] = list(environ.items())
+    if env_file:
+        try:
+            pairs += list(read_env_file(env_file, lenient=True).items())
+        except (OSError, UnicodeDecodeError):
+            pass
+    return [v for k, v in pairs if v and len(v) >= MIN_ENV_SECRET_LEN and secret_name(k)]
+
+
+def secret_values(settings: Settings, *, environ: "Mapping[str, str] | None" = None,
+                  env_file: str | None = ".env") -> list[str]:
     """The plain values of every ``SecretStr`` setting, each token of ``HAZEL_API_TOKENS``, the database
-    URL's password (``user:password@`` or ``?password=``) and Jira's Basic credentials as their header carries
-    them (base64 of ``JIRA_USER:JIRA_API_TOKEN``, RFC 7617)."""
-    values = []
+    URL's password (``user:password@`` or ``?password=``), Jira's Basic credentials as their header carries
+    them (base64 of ``JIRA_USER:JIRA_API_TOKEN``, RFC 7617), and the values of the environment's (and
+    ``env_file``'s) variables whose names say they are secrets (``environment_secrets``: a workflow's own)."""
+    values = environment_secrets(environ, env_file)
     for name in type(settings).model_fields:
         value = getattr(settings, name)
         if isinstance(value, SecretStr):

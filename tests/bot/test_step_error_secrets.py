@@ -112,3 +112,44 @@ def test_a_workflow_module_that_fails_to_import_quoting_secrets_is_reported_with
         assert done.returncode == 1 and "cannot load workflows" in said and "boom" in said, said
         assert password not in said and token not in said and bot not in said, said
         assert said.count("**********") >= 3, said
+
+
+def test_a_workflows_own_secrets_from_the_environment_and_env_are_redacted_too(db_url: str, tmp_path,
+                                                                               monkeypatch) -> None:  # noqa: ANN001
+    """A fresh-user finding: only Hazel's own settings were masked; a step quoting the key it read from
+    ``MY_SERVICE_API_KEY`` (or ``env("OPENAI_API_KEY")`` from ``.env``) had it stored and shown in clear.
+    Variables whose names say they are secrets are masked too (values of 8 characters or more)."""
+    from bot.settings import secret_name
+
+    service_key, openai_key = "svc-KEY-0123456789", "sk-proj-abcdefghij"
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".env").write_text(f"OPENAI_API_KEY={openai_key}\nJIRA_PROJECT_KEY=MIGRATIONS\n", encoding="utf-8")
+    monkeypatch.setenv("MY_SERVICE_API_KEY", service_key)
+    monkeypatch.setenv("MY_SERVICE_PASSWORD", "short")  # under 8 characters: not looked for
+    wf = Workflow("leaky2", version=1, state=S)
+
+    @wf.step(max_attempts=1)
+    def call(state: S, ctx: StepContext) -> S:
+        raise RuntimeError(f"refused {service_key} and {openai_key} for MIGRATIONS (short)")
+
+    registry = Registry()
+    registry.add(wf)
+    hazel = Hazel(Settings(HAZEL_DATABASE_URL=db_url), registry=registry, load_workflows=False)
+    try:
+        hazel.prepare()
+        run = hazel.start(workflow="leaky2", input={}, actor=person("olga"))
+        hazel.drive(run_id=run.id)
+        failed = hazel.get(run_id=run.id)
+        assert failed.status is RunStatus.FAILED
+        assert "refused ********** and ********** for MIGRATIONS (short)" in failed.error, failed.error
+        with hazel.store.read() as tx:
+            stored = "\n".join(str(v) for v in tx.conn.execute(
+                select(runs.c.error, runs.c.error_traceback).where(runs.c.id == run.id)).one())
+        assert service_key not in stored and openai_key not in stored, stored
+    finally:
+        hazel.close()
+    for name in ("OPENAI_API_KEY", "db_password", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "SSH_PRIVATE_KEY",
+                 "HAZEL_API_TOKENS", "GOOGLE_APPLICATION_CREDENTIALS", "SLACK_SIGNING_SECRET"):
+        assert secret_name(name), name
+    for name in ("JIRA_PROJECT_KEY", "PWD", "HAZEL_PORT", "KEY", "TOKENIZER_PATH", "HOME"):
+        assert not secret_name(name), name
