@@ -233,6 +233,24 @@ def emit_json(value: Any) -> None:
 
 EXIT_BROKEN_PIPE = 141
 """The exit status when stdout's reader closed it: 128 + SIGPIPE, as a tool killed by the signal ends."""
+EXIT_INTERRUPTED = 130
+"""The exit status after Ctrl-C: 128 + SIGINT, as a shell reports a command the signal ended."""
+
+_driving: list[str] = []
+"""The runs the running command has executed (``bot.cli.runs.drive``), for the line Ctrl-C prints."""
+
+
+def _interrupted(json_mode: bool) -> None:
+    """Say what Ctrl-C left: the run the command was executing, whose step cut short runs again from its last
+    checkpoint (the next command on this host, or the lease's expiry elsewhere, hands it back: ``ready``), in
+    ``hazel serve`` / ``hazel worker`` or through ``hazel retry RUN`` here."""
+    run_id = _driving[-1] if _driving else None
+    message = "interrupted" + (f": run {run_id} was executing; a step cut short runs again from its last "
+                               f"checkpoint: `{command_prefix()} retry {run_id}` continues it here, or `hazel "
+                               "serve` / `hazel worker`" if run_id else "")
+    if json_mode:
+        emit_json({"error": {"type": "KeyboardInterrupt", "message": message}})
+    console("err").print(message, soft_wrap=True, markup=False)
 
 
 def _stdout_to_devnull() -> None:
@@ -262,6 +280,9 @@ def handle_errors(fn: F) -> F:
         except BrokenPipeError:  # stdout's reader went away (``hazel runs | head -1``): as a Unix tool ends then
             _stdout_to_devnull()
             raise typer.Exit(EXIT_BROKEN_PIPE) from None
+        except KeyboardInterrupt:  # Ctrl-C: one line on what it left, status 130
+            _interrupted(json_mode)
+            raise typer.Exit(EXIT_INTERRUPTED) from None
         except Exception as exc:
             if isinstance(exc, (typer.Exit, typer.Abort, typer.TyperException)):  # Click's own ending
                 raise
@@ -278,6 +299,7 @@ def handle_errors(fn: F) -> F:
             console("err").print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
             raise typer.Exit(1) from None
         finally:
+            _driving.clear()
             _error_log.clear()
             _stdin_read.clear()
             _settings.clear()

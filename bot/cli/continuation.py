@@ -85,7 +85,7 @@ def continue_stranded(hazel: Hazel, *, run_id: str, refusal: Exception, action: 
     """
     from rich.markup import escape
 
-    from bot.cli.runs import finish, retry_notice
+    from bot.cli.runs import drive, finish
     from store.models import RunStatus
 
     run = hazel.get(run_id=run_id)
@@ -114,7 +114,7 @@ def continue_stranded(hazel: Hazel, *, run_id: str, refusal: Exception, action: 
     else:
         say(f"run {run.id} is {run.status.value} and no process is continuing it: continuing it here",
             soft_wrap=True)
-        result = hazel.drive(run_id=run.id, on_retry=retry_notice)
+        result = drive(hazel, run.id)
         if result.status is None and not result.steps and not result.lease_lost:  # another process claimed it
             current = result.run
             if current is not None and current.status is RunStatus.RUNNING:

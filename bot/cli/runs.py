@@ -67,8 +67,15 @@ def run_cmd(
                       claim=not detach)
     if not json_out:
         common.out.print(f"started run [bold]{run.id}[/bold] of {escape(run.workflow)} v{run.workflow_version}")
-    result = hazel.drive(run_id=run.id, on_retry=retry_notice) if not detach else None
+    result = drive(hazel, run.id) if not detach else None
     finish(hazel, run.id, result, json_out)
+
+
+def drive(hazel: "Hazel", run_id: str) -> "DriveResult":
+    """``hazel.drive(run_id=…)`` with the retry notices on stderr (``retry_notice``), the run remembered for
+    ``common.handle_errors``: Ctrl-C during it says which run it left and how it continues."""
+    common._driving.append(run_id)
+    return hazel.drive(run_id=run_id, on_retry=retry_notice)
 
 
 def retry_notice(run: "Run") -> None:

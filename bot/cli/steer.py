@@ -24,7 +24,7 @@ from bot.cli.common import (
     usage_error,
 )
 from bot.cli.continuation import check_request, continue_stranded, decide
-from bot.cli.runs import finish, retry_notice
+from bot.cli.runs import drive, finish
 
 if TYPE_CHECKING:
     from bot.engine import DecisionOutcome, Hazel
@@ -65,7 +65,7 @@ def _after(hazel: "Hazel", outcome: "DecisionOutcome", detach: bool, json_out: b
                              soft_wrap=True)
     result = None
     if outcome.resumes and not detach:
-        result = hazel.drive(run_id=outcome.run_id, on_retry=retry_notice)  # (delivers the run's notifications)
+        result = drive(hazel, outcome.run_id)  # (delivers the run's notifications)
     else:  # a decision that ended the run, left it waiting, or left it to a worker: its notifications now
         hazel.deliver_due(run_ids=[outcome.run_id])
     finish(hazel, outcome.run_id, result, json_out, extra={
@@ -210,7 +210,7 @@ def retry_cmd(run_ref: RunArg, detach: DetachOpt = False, as_: AsOpt = None, jso
     run = hazel.retry(run_id=hazel.resolve(ref=run_ref), actor=actor(hazel, as_))
     if not json_out:
         common.out.print(f"run {run.id} resumes from checkpoint #{run.head_seq}")
-    result = hazel.drive(run_id=run.id, on_retry=retry_notice) if not detach else None
+    result = drive(hazel, run.id) if not detach else None
     finish(hazel, run.id, result, json_out)
 
 

@@ -248,3 +248,26 @@ def test_a_live_lease_is_named_and_nothing_runs_twice(db_url: str, tmp_path: Pat
     assert first.returncode == 0, err
     assert shown(run_id, reader)["pending_request"]["point"] == "sign_off"
     assert effects(tmp_path).count("slow-start") == 1 and effects(tmp_path).count("after-start") == 1
+
+
+def test_ctrl_c_mid_step_says_which_run_it_left_and_how_it_continues(db_url: str, tmp_path: Path,
+                                                                     reader) -> None:  # noqa: ANN001
+    """A fresh-user finding: Ctrl-C on ``hazel approve`` (or ``run``) mid-step exited 130 saying nothing. It now
+    names the run and what continues it; ``hazel retry RUN`` then runs the cut step again, once."""
+    env = environment(db_url, tmp_path)
+    run_id = waiting_run(reader)
+    (tmp_path / "block").touch()
+    first = popen(["-m", "bot.cli", "approve", run_id], env)
+    wait_for(tmp_path / "slow.started", first)
+    first.send_signal(signal.SIGINT)
+    out, err = first.communicate(timeout=30)
+    (tmp_path / "block").unlink()
+    assert first.returncode == 130, out + err
+    assert err.endswith(f"interrupted: run {run_id} was executing; a step cut short runs again from its last "
+                        f"checkpoint: `hazel retry {run_id}` continues it here, or `hazel serve` / `hazel "
+                        "worker`\n"), err
+    again = cli(["retry", run_id], env)
+    assert again.returncode == 0, again.stdout + again.stderr
+    after = shown(run_id, reader)
+    assert after["run"]["status"] == "waiting" and after["pending_request"]["point"] == "sign_off"
+    assert effects(tmp_path).count("slow-start") == 2 and effects(tmp_path).count("slow-end") == 1
