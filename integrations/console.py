@@ -105,6 +105,8 @@ class ConsoleChannel(Channel):
         lines = [f"{view.workflow} v{view.workflow_version} · run {view.run.id} · step {view.point}",
                  f"started by {person_label(view.run.started_by_person, None, view.run.started_by)} · "
                  f"approvers: {plain_mentions(view.approvers.describe())}"]
+        if view.escalation:  # (as Slack's and Jira's notices say: who may decide now)
+            lines.append(f"escalated to: {plain_mentions((view.escalate_to or view.approvers).describe())}")
         if view.reminder and view.nobody_left:  # (as Slack's reminder says: every approver voted, or may not)
             lines.append("none of its approvers can decide it any more")
         elif view.reminder:  # (None: not known here; then its approvers)

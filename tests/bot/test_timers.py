@@ -162,14 +162,16 @@ def test_escalation_notifies_and_lets_backup_approvers_decide(db_url: str, clock
     assert notice.channel == "slack:#leads"
     [event] = events(hazel, run_id, "request.escalated")
     assert event.channel == "system" and event.detail["to"] == "lead" and event.detail["reason"] == "waited 7200 s"
+    # Slack is not configured here: the escalation falls back to the console, rendered as an escalation that
+    # names who may decide now (it named only priya)
+    hazel.deliverer.deliver_due()
+    shown = hazel.console_buffer.getvalue()
+    assert "Escalated: Review" in shown and "approvers: priya" in shown and "escalated to: lead" in shown, shown
 
     outcome = hazel.decide(run_id=run_id, action="approve", actor=person("lead"))
     assert outcome.settled and outcome.decision.actor_id == "lead"
     assert hazel.drive(run_id=run_id).run.status is RunStatus.COMPLETED
 
-    # Slack is not configured here: the escalation falls back to the console, rendered as an escalation.
-    hazel.deliverer.deliver_due()
-    assert "Escalated: Review" in hazel.console_buffer.getvalue()
 
 
 # -- timeouts ------------------------------------------------------------------------------------------------
