@@ -77,11 +77,12 @@ class Clicks:
         return T.escape_keeping(str(exc), B.mentions(view.approvers, view.escalate_to))
 
     def handle(self) -> None:
-        try:
-            request_id = int(self.action.get("value") or "")
-        except ValueError:
+        value = self.action.get("value")
+        # (the value Hazel wrote: ASCII digits; int() would also take " 6", "+6", "6_0" and "６")
+        if not (isinstance(value, str) and value.isascii() and value.isdigit()):
             self.tell("This button does not belong to a Hazel steering request.")
             return
+        request_id = int(value)
         try:
             actor = self.bridge.actor(self.body["user"])
         except DirectoryError as exc:

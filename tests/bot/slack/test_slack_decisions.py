@@ -172,6 +172,16 @@ def test_malformed_buttons_and_forms_get_an_answer_and_change_nothing(make_env) 
     payload["actions"][0]["value"] = "not-a-request"
     env.sender.send_payload(payload)
     env.ephemeral(PRIYA, "does not belong to a Hazel steering request")
+    request_id = env.hazel.pending_request(run_id=run_id).id
+    wide = "".join(chr(0xFF10 + int(d)) for d in str(request_id))  # full-width digits
+    for n, value in enumerate((f" {request_id}", f"+{request_id}", wide, f"{request_id}\n"), start=2):
+        payload = env.sender.click_payload(PRIYA, "approve", message)
+        payload["actions"][0]["value"] = value  # (int() took these as the request: only Hazel's value names it)
+        env.sender.send_payload(payload)
+        env.wait(lambda n=n: len([e for e in env.fake.ephemerals_for(PRIYA)
+                                  if "does not belong to a Hazel steering request" in e["text"]]) >= n or None,
+                 f"{n} refusals")
+    assert env.hazel.decisions(run_id=run_id) == [] and env.hazel.pending_request(run_id=run_id).id == request_id
     payload = env.sender.click_payload(PRIYA, "approve", message)
     payload["actions"][0]["value"] = "999999"
     env.sender.send_payload(payload)
