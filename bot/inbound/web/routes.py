@@ -323,6 +323,10 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
             auth.save(response, session)
             return response
         session = auth.viewer(request, run_id)
+        if session.all_runs:  # a unique prefix of 4 or more characters, as the CLI and the REST API take
+            full = hazel.resolve(ref=run_id)  # (RunNotFoundError: the 404 page; AmbiguousRunIdError names them)
+            if full != run_id:
+                return RedirectResponse(f"/runs/{quote(full)}", status_code=303, headers=HEADERS)
         return run_view(request, session, run_id)
 
     def run_view(request: Request, session: "Session", run_id: str, *, error: str | None = None,

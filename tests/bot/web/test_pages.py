@@ -97,6 +97,16 @@ def test_sign_in_with_a_rest_token(served: Served, client: Browserless) -> None:
     assert runs.status_code == 200 and served.run_id in runs.text
     evil = client.post("/login", data={"token": ALICE, "csrf": client.csrf("/login"), "next": "//evil.example"})
     assert evil.headers["location"] == "/runs"
+    # a unique prefix (4 characters or more) goes to the run, as in the CLI and the REST API
+    prefix = client.get(f"/runs/{served.run_id[:6]}")
+    assert prefix.status_code == 303 and prefix.headers["location"] == f"/runs/{served.run_id}", prefix.text
+    assert client.get(f"/runs/{served.run_id[:3]}").status_code == 404
+
+
+def test_a_link_for_one_run_does_not_resolve_prefixes(served: Served, client: Browserless) -> None:
+    client.get(served.link())
+    assert client.get(f"/runs/{served.run_id[:6]}").status_code == 303  # to the sign-in: not the run
+    assert client.get(f"/runs/{served.run_id[:6]}").headers["location"].startswith("/login")
 
 
 def test_runs_filters_and_paging(served: Served, client: Browserless, monkeypatch: pytest.MonkeyPatch) -> None:
