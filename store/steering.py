@@ -47,6 +47,8 @@ _PENDING_FOR_RUN = (select(steering_requests).where(_OF_RUN & (_t.status == Requ
 _LATEST_FOR_RUN = select(steering_requests).where(_OF_RUN).order_by(_t.id.desc()).limit(1)
 _LATEST_BUT = (select(steering_requests).where(_OF_RUN & (_t.id != bindparam("exclude_id")))
                .order_by(_t.id.desc()).limit(1))
+_LATEST_ON = (select(steering_requests).where(_OF_RUN & _t.channel.like(bindparam("pattern")))
+              .order_by(_t.id.desc()).limit(1))
 _LATEST_AT_POINT = (select(steering_requests).where(_OF_RUN & (_t.point == bindparam("point")))
                     .order_by(_t.id.desc()).limit(1))
 _INSERT_REQUEST = steering_requests.insert().returning(steering_requests.c.id)
@@ -98,6 +100,11 @@ class RequestRepo:
         if exclude_id is None:
             return self._one(_LATEST_FOR_RUN, {"run_id": run_id})
         return self._one(_LATEST_BUT, {"run_id": run_id, "exclude_id": exclude_id})
+
+    def latest_on(self, run_id: str, kind: str) -> SteeringRequest | None:
+        """The run's newest request (pending or not) on a channel of ``kind`` (``slack``: ``slack:#x``,
+        ``slack:C…``; a plain word, no ``%`` or ``_``); None when it has none there."""
+        return self._one(_LATEST_ON, {"run_id": run_id, "pattern": f"{kind}:%"})
 
     def latest_at_point(self, run_id: str, point: str) -> SteeringRequest | None:
         """The run's most recent request at steering point ``point`` (pending or not)."""

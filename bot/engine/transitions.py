@@ -103,12 +103,21 @@ def vote_request_later(tx: Tx, request: SteeringRequest, *, now: datetime, by: A
     return after, answer
 
 
+FOLLOWING = ("slack",)
+"""Kinds of channel whose request thread follows the run to its end: the run's latest request there hears how
+the run ended (completed, failed, rejected, cancelled) even when it ended at a request on another channel."""
+
+
 def progress(tx: Tx, *, run_id: str, now: datetime, event: str, exclude_request_id: int | None = None,
              asked: Asked | None = None, **facts: Any) -> None:
     """Queue a ``run.progress`` message (``event``: waiting, completed, failed, rejected, cancelled) for the
     channel of the run's latest earlier steering request (``asked`` when the caller knows it, else read),
     posted in that request's thread (a run that never asked anyone reports on the console), and the
-    ``run.<event>`` hook event."""
+    ``run.<event>`` hook event.
+
+    An ending (any event but ``waiting``) is also queued, once, for the run's latest request on each kind of
+    channel in ``FOLLOWING`` other than that request's own (a Slack thread that said the run now waits at a
+    Jira point hears how it ended there)."""
     if event != "waiting":  # run.waiting is emitted by open_request, with its request
         tx.hooks.emit(f"run.{event}", run_id=run_id, now=now, **facts)
     if asked is None:
@@ -116,9 +125,18 @@ def progress(tx: Tx, *, run_id: str, now: datetime, event: str, exclude_request_
         asked = Asked(previous.id, previous.channel) if previous is not None else NEVER_ASKED
     if asked.request_id is None and event == "waiting":
         return  # the first request announces itself
+    payload = {"event": event, **{k: v for k, v in facts.items() if v is not None}}
     tx.outbox.add(channel=asked.channel, kind=OutboxKind.RUN_PROGRESS, now=now, run_id=run_id,
-                  request_id=asked.request_id,
-                  payload={"event": event, **{k: v for k, v in facts.items() if v is not None}})
+                  request_id=asked.request_id, payload=payload)
+    if event == "waiting" or asked.request_id is None:  # (a run that never asked has no thread anywhere)
+        return
+    for kind in FOLLOWING:
+        if asked.channel.split(":", 1)[0] == kind:
+            continue  # the run's latest request is there: its thread has just been told
+        thread = tx.requests.latest_on(run_id, kind)
+        if thread is not None:
+            tx.outbox.add(channel=thread.channel, kind=OutboxKind.RUN_PROGRESS, now=now, run_id=run_id,
+                          request_id=thread.id, payload=payload)
 
 
 def end_run(tx: Tx, *, run_id: str, status: RunStatus, now: datetime, by: Actor,

@@ -1,0 +1,328 @@
+"""A run's Slack thread hears how the run ended, wherever it ended (README, Slack: "The run's progress follows in
+the thread: … its completion, a failure …, a rejection or cancellation").
+
+A workflow asks first in Slack, then on Jira. Its Slack request's thread says the run now waits at the Jira
+point; when the run then ends there (rejected by a Jira comment or transition, cancelled by ``/hazel cancel``,
+``hazel cancel`` or the REST API, completed or failed after an approval on Jira), the thread gets the outcome,
+once, as the Jira issue does. A run that ends at its Slack point gets it once too (no second copy).
+
+One deployment as ``hazel serve`` wires it (settings -> ``channels_from_settings`` / ``http_routers`` ->
+``create_app``, a worker pool and the outbox deliverer in threads) served over real HTTP, with the fake Slack
+Web API and the fake Jira; the ``hazel`` CLI in-process on the same database. The workflow is defined at the
+top level of this module, which the CLI loads by path (``HAZEL_WORKFLOWS``).
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import httpx
+import pytest
+import responses
+from pydantic import BaseModel
+from rich.console import Console
+from typer.testing import CliRunner
+
+from bot.cli import app as cli_app
+from bot.engine.workflow import Workflow
+from bot.ops.worker import WorkerPool
+from bot.server.app import HazelApp
+from bot.server.http import create_app
+from bot.server.wiring import channels_from_settings, http_routers
+from bot.settings import Settings
+from integrations.console import ConsoleChannel
+from store.models import Approvers, RunStatus, SteeringRequest
+from tests.support import jira_payloads
+from tests.support.fake_jira import FakeJira
+from tests.support.fake_slack import FakeSlack, Message
+from tests.support.live import LiveServer
+from tests.support.slack_payloads import SlackSender
+
+SLACK_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
+JIRA_SECRET = "jira-webhook-secret-for-tests"
+MIGRATIONS = "C0000000001"
+PRIYA = "U0000000001"
+SME = "557058:sme-sam"
+TOKENS = {"olga": "tok-olga"}
+APPROVERS = Approvers(users=("olga",), slack_users=(PRIYA,), jira_users=(SME,))
+
+
+class Change(BaseModel):
+    text: str = "drop the legacy users table"
+    fail: bool = False
+    shipped: bool = False
+
+
+slack_then_jira = Workflow("slack-then-jira", state=Change)
+
+
+@slack_then_jira.step
+def plan(state: Change, ctx) -> Change:  # noqa: ANN001
+    return state
+
+
+slack_then_jira.steer("plan_review", title="Plan review", show="text", actions=["approve", "reject"],
+                      channel="slack:#migrations", approvers=APPROVERS)
+
+
+@slack_then_jira.step
+def scripts(state: Change, ctx) -> Change:  # noqa: ANN001
+    return state
+
+
+slack_then_jira.steer("jira_review", title="Jira review", show="text", actions=["approve", "reject"],
+                      channel="jira:MIG", approvers=APPROVERS)
+
+
+@slack_then_jira.step(max_attempts=1)
+def ship(state: Change, ctx) -> Change:  # noqa: ANN001
+    if state.fail:
+        raise RuntimeError("the deploy target is gone")
+    return state.model_copy(update={"shipped": True})
+
+
+def wait_for(predicate: Callable[[], Any], what: str, timeout_sec: float = 15.0) -> Any:
+    deadline = time.monotonic() + timeout_sec
+    while True:
+        value = predicate()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+class _App(HazelApp):
+    """``HazelApp`` whose PostgreSQL ``LISTEN`` connection checks its stop flag every 50 ms."""
+
+    def ready_listener(self, *, on_ready: Callable[[str], None]) -> Any:
+        listener = super().ready_listener(on_ready=on_ready)
+        if listener is not None:
+            listener.poll_sec = 0.05
+        return listener
+
+
+class Deployment:
+    """Hazel with Slack, Jira and the REST API on a live server, a worker pool and the deliverer, plus the CLI."""
+
+    def __init__(self, db_url: str, tmp_path: Path) -> None:
+        self.slack = FakeSlack(channels={"migrations": MIGRATIONS}).start()
+        self._mock = responses.RequestsMock(assert_all_requests_are_fired=False)  # patches `requests` globally
+        self._mock.start()
+        try:
+            self._build(db_url, tmp_path)
+        except BaseException:
+            self._mock.stop()
+            self.slack.stop()
+            raise
+
+    def _build(self, db_url: str, tmp_path: Path) -> None:
+        self.jira = FakeJira(self._mock, cloud=True)
+        auth = self.jira.client_kwargs()
+        self.env = {
+            "HAZEL_DATABASE_URL": db_url, "HAZEL_WORKFLOWS": __file__, "HAZEL_OPERATOR": "olga",
+            "HAZEL_OUTPUT_DIR": str(tmp_path / "out"),
+            "HAZEL_API_TOKENS": ",".join(f"{name}={token}" for name, token in TOKENS.items()),
+            "SLACK_BOT_TOKEN": self.slack.bot_token, "SLACK_SIGNING_SECRET": SLACK_SECRET,
+            "HAZEL_SLACK_API_URL": self.slack.api_url,
+            "JIRA_URL": self.jira.base, "JIRA_USER": auth["user"], "JIRA_API_TOKEN": auth["api_token"],
+            "JIRA_WEBHOOK_SECRET": JIRA_SECRET,
+        }
+        settings = Settings(**self.env)
+        self.hazel = _App(settings, channels=channels_from_settings(settings),
+                          console=ConsoleChannel(console=Console(file=io.StringIO(), width=120)))
+        self.hazel.prepare()
+        self.server = LiveServer(create_app(self.hazel, routers=http_routers(self.hazel, settings)))
+        self.server.__enter__()
+        self.http = httpx.Client(base_url=self.server.url, timeout=30,
+                                 headers={"Authorization": f"Bearer {TOKENS['olga']}"})
+        self.sender = SlackSender(self.server.url + "/slack/events", SLACK_SECRET, self.slack)
+        self.pool = WorkerPool(self.hazel, threads=2, sweep_sec=0.2)  # as `hazel serve` runs them
+        self.pool.start()
+        self.hazel.deliverer.start(sweep_sec=0.1)
+
+    def close(self) -> None:
+        self.pool.stop()
+        self.sender.close()
+        self.http.close()
+        self.server.__exit__(None, None, None)
+        self.hazel.close()
+        self.slack.stop()
+        self._mock.stop()
+
+    def start(self, **state: Any) -> str:
+        response = self.http.post("/api/runs", json={"workflow": "slack-then-jira", "input": state})
+        assert response.status_code == 201, response.text
+        return response.json()["id"]
+
+    def waiting(self, run_id: str, point: str) -> SteeringRequest:
+        """The run's pending request at ``point``, once the run waits on it and it was delivered."""
+        def posted() -> SteeringRequest | None:
+            request = self.hazel.pending_request(run_id=run_id)
+            if request is None or request.point != point or not request.message_ref:
+                return None
+            return request if self.hazel.get(run_id=run_id).status is RunStatus.WAITING else None
+
+        return wait_for(posted, f"run {run_id} to wait at {point}")
+
+    def slack_request(self, run_id: str) -> Message:
+        ref = self.waiting(run_id, "plan_review").message_ref
+        return self.slack.message(ref["channel"], ref["ts"])
+
+    def at_jira(self, run_id: str) -> tuple[Message, dict[str, Any]]:
+        """Approve the run's Slack request by a click; return its Slack message and the Jira issue it then
+        waits on, once its thread says so."""
+        message = self.slack_request(run_id)
+        assert self.sender.click(PRIYA, "approve", message, name="priya").status_code == 200
+        issue = self.jira.issue(self.waiting(run_id, "jira_review").message_ref["issue_id"])
+        self.thread(message, 1)
+        assert self.thread(message)[0] == (f"Ran `scripts`. Run `{run_id}` now waits at *Jira review* in "
+                                           "jira:MIG.")
+        return message, issue
+
+    def thread(self, message: Message, at_least: int = 0) -> list[str]:
+        """The texts of the replies in ``message``'s thread (waits for ``at_least`` of them)."""
+        def replies() -> list[str] | None:
+            found = [m.text or "" for m in self.slack.channel_messages(message.channel, thread_ts=message.ts)]
+            return found if len(found) >= at_least else None
+
+        return wait_for(replies, f"{at_least} replies in the request's thread") if at_least else replies() or []
+
+    def ended(self, run_id: str, status: RunStatus) -> None:
+        wait_for(lambda: self.hazel.get(run_id=run_id).status is status, f"run {run_id} to be {status.value}")
+
+    def quiet(self, run_id: str) -> None:
+        """Wait until every outbox message of the run is delivered (so that a duplicate would be posted by now)."""
+        def delivered() -> bool:
+            with self.hazel.store.read() as tx:
+                return all(m.status == "sent" for m in tx.outbox.list(run_id=run_id, limit=1000))
+
+        wait_for(delivered, f"the outbox messages of run {run_id} to be delivered")
+
+    def jira_send(self, payload: dict[str, Any]) -> httpx.Response:
+        return jira_payloads.send(self.server.url + "/jira/webhook", payload, secret=JIRA_SECRET)
+
+    def comment(self, issue: dict[str, Any], body: str) -> httpx.Response:
+        return self.jira_send(jira_payloads.comment_event(issue, body, SME, cloud=True, base=self.jira.base,
+                                                          display="sam"))
+
+    def cli(self, *args: str) -> Any:
+        result = CliRunner().invoke(cli_app, list(args), env=self.env)
+        assert result.exit_code == 0, (args, result.stdout, result.stderr, result.exception)
+        return result
+
+
+@pytest.fixture
+def deploy(db_url: str, tmp_path: Path) -> Iterator[Deployment]:
+    deployment = Deployment(db_url, tmp_path)
+    try:
+        yield deployment
+    finally:
+        deployment.close()
+
+
+@pytest.fixture(autouse=True)
+def _wide_cli(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI's consoles do not wrap (as in tests/bot/conftest.py ``cli``)."""
+    from bot.cli import common
+
+    monkeypatch.setattr(common.out, "width", 200)
+    monkeypatch.setattr(common.err, "width", 200)
+
+
+def outcome(d: Deployment, run_id: str, message: Message, expected: str) -> None:
+    """The request's thread ends with ``expected``, once: the progress line, then the outcome, nothing more."""
+    assert told(d, run_id, message)[1:] == [expected]
+
+
+def told(d: Deployment, run_id: str, message: Message, replies: int = 2) -> list[str]:
+    """The replies in the request's thread once the run's outbox is delivered (``replies``: at least)."""
+    d.thread(message, replies)
+    d.quiet(run_id)
+    found = d.thread(message)
+    assert len(found) == replies, found
+    return found
+
+
+# -- the run ends while it waits at the Jira point -------------------------------------------------------------
+
+def test_rejected_by_a_jira_comment_or_transition(deploy: Deployment) -> None:
+    d = deploy
+    run_id = d.start()
+    message, issue = d.at_jira(run_id)
+    answer = d.comment(issue, "/reject the table is still read by reports")
+    assert answer.status_code == 200 and answer.json()["decided"] == "reject", answer.text
+    d.ended(run_id, RunStatus.REJECTED)
+    outcome(d, run_id, message, f"⛔ Run `{run_id}` rejected by sam: the table is still read by reports")
+    assert any("rejected" in b for b in d.jira.bodies(issue["id"])), d.jira.bodies(issue["id"])
+
+    run_id = d.start()
+    message, issue = d.at_jira(run_id)
+    before = d.jira.set_status(issue["id"], "Rejected")
+    moved = jira_payloads.transition_event(issue, "Rejected", before, SME, cloud=True, base=d.jira.base)
+    answer = d.jira_send(moved)
+    assert answer.status_code == 200 and answer.json()["decided"] == "reject", answer.text
+    d.ended(run_id, RunStatus.REJECTED)
+    [_, ended] = told(d, run_id, message)
+    assert ended.startswith(f"⛔ Run `{run_id}` rejected by "), ended
+
+
+def test_cancelled_by_slash_command_cli_and_rest(deploy: Deployment) -> None:
+    d = deploy
+    run_id = d.start()
+    message, _ = d.at_jira(run_id)
+    answer = d.sender.command(PRIYA, f"cancel {run_id} not this quarter", name="priya")
+    assert answer.json()["text"] == f"🚫 Run `{run_id}` is cancelled.", answer.text
+    outcome(d, run_id, message, f"🚫 Run `{run_id}` cancelled by priya: not this quarter")
+
+    run_id = d.start()
+    message, _ = d.at_jira(run_id)
+    d.cli("cancel", run_id, "--reason", "superseded")
+    outcome(d, run_id, message, f"🚫 Run `{run_id}` cancelled by olga: superseded")
+
+    run_id = d.start()
+    message, issue = d.at_jira(run_id)
+    response = d.http.post(f"/api/runs/{run_id}/cancel", json={"reason": "wrong database"})
+    assert response.status_code == 200 and response.json()["status"] == "cancelled", response.text
+    outcome(d, run_id, message, f"🚫 Run `{run_id}` cancelled by olga: wrong database")
+    assert any("cancelled" in b for b in d.jira.bodies(issue["id"])), d.jira.bodies(issue["id"])
+
+
+def test_completed_or_failed_after_the_jira_approval(deploy: Deployment) -> None:
+    d = deploy
+    run_id = d.start()
+    message, issue = d.at_jira(run_id)
+    assert d.comment(issue, "/approve").json()["decided"] == "approve"
+    d.ended(run_id, RunStatus.COMPLETED)
+    outcome(d, run_id, message, f"Ran `ship`. ✅ Run `{run_id}` of slack-then-jira completed.")
+    assert d.jira.bodies(issue["id"])[-1] == f"(/) Run {run_id} completed after ship."
+
+    run_id = d.start(fail=True)
+    message, issue = d.at_jira(run_id)
+    assert d.comment(issue, "/approve").json()["decided"] == "approve"
+    d.ended(run_id, RunStatus.FAILED)
+    [_, failed] = told(d, run_id, message)
+    assert failed.startswith(f"❌ Run `{run_id}` failed at `ship`: RuntimeError: the deploy target is gone"), failed
+    assert failed.endswith(f"An approver can `/hazel retry {run_id}`."), failed
+
+
+# -- the run ends at its Slack point: told once ---------------------------------------------------------------
+
+def test_ended_at_the_slack_point_is_told_once(deploy: Deployment) -> None:
+    d = deploy
+    run_id = d.start()
+    message = d.slack_request(run_id)
+    answer = d.sender.command(PRIYA, f"cancel {run_id} not now", name="priya")
+    assert answer.json()["text"] == f"🚫 Run `{run_id}` is cancelled.", answer.text
+    assert told(d, run_id, message, 1) == [f"🚫 Run `{run_id}` cancelled by priya: not now"]
+
+    run_id = d.start()
+    message = d.slack_request(run_id)
+    response = d.http.post(f"/api/runs/{run_id}/decisions",
+                           json={"action": "reject", "payload": {"reason": "too early"}})
+    assert response.status_code == 201, response.text
+    d.ended(run_id, RunStatus.REJECTED)
+    assert told(d, run_id, message, 1) == [f"⛔ Run `{run_id}` rejected by olga: too early"]
+    assert d.jira.issues == {}, "the run never asked on Jira"
