@@ -339,3 +339,30 @@ def test_where_no_point_allows_rewinding_the_console_operator_may_not_rewind_eit
     with pytest.raises(NotAllowedError, match="no steering point of planner v1 allows rewinding"):
         hazel.rewind(run_id=cancelled, actor=person("mallory"), to=1, claim=False)
     assert hazel.get(run_id=cancelled).status is RunStatus.CANCELLED
+
+
+def test_a_run_of_a_workflow_without_steering_points_is_rewound_by_who_started_it(db_url: str) -> None:
+    """No point says who may rewind: who started the run may (as they may retry or cancel it), on every channel;
+    the console operator only as them."""
+    from bot.engine.errors import NotAllowedError
+
+    wf = Workflow("pipeline", version=1, state=Plan)
+
+    @wf.step
+    def one(state: Plan, ctx: StepContext) -> Plan:
+        return state.model_copy(update={"plan": state.plan + "1"})
+
+    @wf.step
+    def two(state: Plan, ctx: StepContext) -> Plan:
+        return state.model_copy(update={"plan": state.plan + "2"})
+
+    hazel = make_hazel(db_url, wf)
+    run = hazel.start(workflow="pipeline", input={"request": "x"}, actor=person("author"))
+    assert hazel.drive(run_id=run.id).run.status is RunStatus.COMPLETED
+    with pytest.raises(NotAllowedError, match=f"^mallory may not rewind run {run.id}: only who started the run "
+                                              "may$"):
+        hazel.rewind(run_id=run.id, actor=person("mallory"), to=1)
+    outcome = hazel.rewind(run_id=run.id, actor=hazel.operator(acting_for="author"), to=1, claim=True)
+    assert outcome.decision.person == "author"
+    assert hazel.drive(run_id=run.id).run.status is RunStatus.COMPLETED
+    assert hazel.state_at(run_id=run.id).plan == "12"

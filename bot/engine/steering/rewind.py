@@ -250,7 +250,9 @@ class Rewinding(SteeringCore):
                         tx: Tx) -> str | None:
         """Why ``actor`` may not rewind ``run`` (None: they may): the pending request's point decides; with
         nothing pending, any point of the workflow that allows rewinding and lets them. Who started the run may
-        rewind it wherever rewinding is allowed, as they may retry or cancel it (``permissions.refusal``)."""
+        rewind it wherever rewinding is allowed, as they may retry or cancel it (``permissions.refusal``), and
+        where the workflow has no steering point at all; where it has points and none allows rewinding, nobody
+        may (but Hazel itself), the console operator included."""
         if request is not None:
             point = request_point(tx, wf, run, request) or point_in(wf, request.point, run)
             if Action.REWIND.value not in point.actions:
@@ -259,13 +261,14 @@ class Rewinding(SteeringCore):
                                            f"{self._rewind_later(tx, wf, run, request, point)}")
             return permissions.refusal(point, Action.REWIND.value, actor, run, self.people,
                                        escalated=request.escalated_at is not None)
-        points = [p for p in lgraph.points_of_run(tx, wf, run) or wf.steering_points()
-                  if Action.REWIND.value in p.actions]
+        every = lgraph.points_of_run(tx, wf, run) or wf.steering_points()
+        points = [p for p in every if Action.REWIND.value in p.actions]
         if any(permissions.refusal(p, Action.REWIND.value, actor, run, self.people) is None for p in points):
             return None
-        if actor.channel in permissions.HAZEL_ITSELF and not points:
-            return None
-        if not points:
+        if not points and (actor.channel in permissions.HAZEL_ITSELF
+                           or (not every and permissions.started_it(run, actor))):
+            return None  # (a workflow without steering points: who started the run, as for retry and cancel)
+        if not points and every:
             return f"{actor.label} may not rewind run {run.id}: no steering point of {wf.label} allows rewinding"
         return permissions.run_action_refusal(points, "rewind", actor, run, self.people)  # who may, by name
 
