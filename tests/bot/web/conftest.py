@@ -83,9 +83,12 @@ def client(served: Served) -> Browserless:
     return Browserless(served.url)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium() -> Iterator[Any]:
-    """Debian's Chromium, headless, through Playwright (``playwright install`` downloads are not used)."""
+    """Debian's Chromium, headless, through Playwright (``playwright install`` downloads are not used). One per
+    module, not per session: Playwright's sync API keeps an event loop running in this thread until it stops,
+    and DBOS's sync calls (the bench's tests) refuse to run under one, so a session-wide browser failed them
+    whenever xdist gave one worker both."""
     if not os.access(CHROMIUM, os.X_OK):
         message = f"{CHROMIUM} is missing: apt-get install -y chromium"
         if REQUIRE_CHROMIUM:
