@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from bot.engine.errors import AmbiguousRunIdError, CheckpointNotFoundError, RunNotFoundError, no_checkpoint, no_run
 from bot.engine.errors import quoted
-from bot.engine.versions import decode_state, find_point
+from bot.engine.versions import asked_at, decode_state, target_workflow
 from store.codec import is_text
 from store.models import AuditEvent, CheckpointInfo, Decision, OutboxMessage, Run, SteeringRequest
 
@@ -287,7 +287,9 @@ class Reads:
             return run, tx.checkpoints.load(run_id, run.head_seq if seq is None else seq)
 
     def shown(self, *, request_id: int) -> Shown:
-        """The field a request shows and its value when it was asked.
+        """The field a request shows and its value when it was asked, in the version a decision on it is made
+        on: for a run whose version is no longer deployed, the one that migrates it (the point as that
+        version declares it, the value migrated to it: ``versions.asked_at``).
 
         Raises:
             NoPendingRequestError: no such request.
@@ -300,10 +302,8 @@ class Reads:
             if request is None or run is None:
                 raise NoPendingRequestError(f"no steering request {request_id}")
             loaded = tx.checkpoints.load(run.id, request.checkpoint_seq)
-        wf = self.registry.find(run.workflow, run.workflow_version)
-        point = find_point(wf, request.point, loaded.tree if loaded is not None else None)
+        point, tree = asked_at(target_workflow(self.registry, run), run, request, loaded)
         field = getattr(point, "show", None)
-        tree = loaded.tree if loaded is not None else None
         return Shown(field, tree.get(field) if field and isinstance(tree, dict) else tree,
                      tuple(getattr(point, "actions", ()) or ()))
 
