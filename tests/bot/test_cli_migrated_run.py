@@ -35,7 +35,7 @@ def draft(state, ctx):
     return {"plan": "line one\\nline two", "n": 1}
 
 
-wf.steer("review", show="plan", actions=["approve", "edit"])
+wf.steer("review", show="plan", actions=["approve", "edit", "rewind"])
 wf.steer("count", show="n", actions=["approve", "edit"])
 '''
 V2 = '''
@@ -65,7 +65,7 @@ def draft(state, ctx):
     return {"plan": "line one\\nline two", "n": 1}
 
 
-wf2.steer("review", show="plan", actions=["approve", "edit"])
+wf2.steer("review", show="plan", actions=["approve", "edit", "rewind"])
 wf2.steer("count", show="n", actions=["approve", "edit"])
 '''
 # v1 shows a field v2 renamed: what is shown is the migrated value, under the new version's name
@@ -201,3 +201,11 @@ def test_the_value_shown_is_migrated_to_the_field_the_new_version_shows(cli, dep
     assert cli.json("edit", run_id, "--file", str(plan))["run"]["status"] == "completed"
     assert cli.json("show", run_id)["state"] == {"plan": "THE DRAFT, edited"}
     assert json.loads(cli("show", run_id, "--raw").stdout) == {"plan": "THE DRAFT, edited"}
+
+
+def test_rewind_set_may_name_a_field_the_new_version_adds(cli, deploy) -> None:  # noqa: ANN001
+    run_id = waiting_v1_run(cli, deploy)
+    assert "less than or equal to 10" in cli("rewind", run_id, "--to", "1", "--set", "n=11", code=1).output
+    rewound = cli.json("rewind", run_id, "--to", "1", "--set", "owner=bob", "--set", "n=4")
+    assert rewound["run"]["workflow_version"] == 2 and rewound["pending_request"]["point"] == "review"
+    assert cli.json("show", run_id)["state"] == {"plan": "line one\nline two", "n": 4, "owner": "bob"}
