@@ -142,8 +142,8 @@ class Hazel(Reads, Requests):
         """What a person sees of a request and may do on it (``bot.engine.views``)."""
         from bot.engine.views import Views
 
-        return self._part("views", lambda: Views(self.store, self.registry.find,
-                                                 lambda run: target_workflow(self.registry, run), self.people))
+        return self._part("views", lambda: Views(self.store, lambda run: target_workflow(self.registry, run),
+                                                 self.people))
 
     @cached_property
     def timeouts(self) -> Timeouts:

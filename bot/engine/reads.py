@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from bot.engine.errors import AmbiguousRunIdError, CheckpointNotFoundError, RunNotFoundError, no_checkpoint, no_run
 from bot.engine.errors import quoted
-from bot.engine.versions import decode_state, find_point
+from bot.engine.versions import asked_at, decode_state, target_workflow
 from store.codec import is_text
 from store.models import AuditEvent, CheckpointInfo, Decision, OutboxMessage, Run, SteeringRequest
 
@@ -198,37 +198,37 @@ class Reads:
         return decode_state(self.registry, run, loaded.info.workflow_version, loaded.tree)
 
     def declared_fields(self, *, run_id: str) -> dict[str, Any]:
-        """The state fields the run's workflow (its pinned version) declares, each with the value a new value
+        """The state fields the run's workflow declares (the version it continues on: its pinned one while
+        registered, else the one that migrates it, as a rewind forks on it), each with the value a new value
         for it is parsed like: ``""`` for a text field (``--set`` takes the text as it is), else None (JSON);
         for a LangGraph run, the channels its graph declares, written yet or not (``hazel rewind --set`` of a
-        channel no node has written yet: ``Workflow.declared_fields``). ``{}`` when that version is not
+        channel no node has written yet: ``Workflow.declared_fields``). ``{}`` when no such version is
         registered here.
 
         Raises:
             RunNotFoundError.
         """
-        wf = self._pinned_workflow(run_id)
+        wf = self._continued_on(run_id)
         return wf.declared_fields() if wf is not None else {}
 
     def declared_entries(self, *, run_id: str) -> dict[str, Any]:
-        """The mapping fields of the run's workflow (its pinned version), each with the value a new entry is
-        parsed like (``""``: text, None: JSON; ``Workflow.declared_entries``): ``hazel rewind --set F.KEY=…`` of
-        a mapping still empty. ``{}`` when that version is not registered here, or for a LangGraph run.
+        """The mapping fields of the run's workflow (the version it continues on, as ``declared_fields``), each
+        with the value a new entry is parsed like (``""``: text, None: JSON; ``Workflow.declared_entries``):
+        ``hazel rewind --set F.KEY=…`` of a mapping still empty. ``{}`` when no such version is registered here, or for a LangGraph run.
 
         Raises:
             RunNotFoundError.
         """
-        wf = self._pinned_workflow(run_id)
+        wf = self._continued_on(run_id)
         return wf.declared_entries() if wf is not None else {}
 
-    def _pinned_workflow(self, run_id: str) -> "Workflow | None":
-        """The registered definition of the version run ``run_id`` is pinned to (None: not registered here).
+    def _continued_on(self, run_id: str) -> "Workflow | None":
+        """The definition run ``run_id`` continues on (``versions.target_workflow``; None: none here).
 
         Raises:
             RunNotFoundError.
         """
-        run = self.get(run_id=run_id)
-        return self.registry.find(run.workflow, run.workflow_version)
+        return target_workflow(self.registry, self.get(run_id=run_id))
 
     def state_tree_at(self, *, run_id: str, seq: int | None = None) -> Any:
         """The run's state at checkpoint ``seq`` (default: its head) as a JSON tree, as people see it (None: no
@@ -287,7 +287,9 @@ class Reads:
             return run, tx.checkpoints.load(run_id, run.head_seq if seq is None else seq)
 
     def shown(self, *, request_id: int) -> Shown:
-        """The field a request shows and its value when it was asked.
+        """The field a request shows and its value when it was asked, in the version a decision on it is made
+        on: for a run whose version is no longer deployed, the one that migrates it (the point as that
+        version declares it, the value migrated to it: ``versions.asked_at``).
 
         Raises:
             NoPendingRequestError: no such request.
@@ -300,10 +302,8 @@ class Reads:
             if request is None or run is None:
                 raise NoPendingRequestError(f"no steering request {request_id}")
             loaded = tx.checkpoints.load(run.id, request.checkpoint_seq)
-        wf = self.registry.find(run.workflow, run.workflow_version)
-        point = find_point(wf, request.point, loaded.tree if loaded is not None else None)
+        point, tree = asked_at(target_workflow(self.registry, run), run, request, loaded)
         field = getattr(point, "show", None)
-        tree = loaded.tree if loaded is not None else None
         return Shown(field, tree.get(field) if field and isinstance(tree, dict) else tree,
                      tuple(getattr(point, "actions", ()) or ()))
 

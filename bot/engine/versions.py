@@ -21,7 +21,7 @@ from bot.engine.errors import RunStateError, VersionUnavailableError, validation
 from bot.engine.registry import Registry
 from bot.engine.workflow import MIGRATE_NODE, SteeringPoint, Workflow
 from store import NewCheckpoint, Tx
-from store.models import SYSTEM, Run, SteeringRequest
+from store.models import SYSTEM, LoadedCheckpoint, Run, SteeringRequest
 
 
 def target_workflow(registry: Registry, run: Run) -> Workflow | None:
@@ -174,6 +174,28 @@ def find_point(wf: Workflow | None, name: str, tree: Any) -> SteeringPoint | Non
     """The steering point ``name`` of ``wf`` at a checkpoint whose tree is ``tree`` (None: there is none)."""
     node = lgraph.find_node(wf, name, lambda: tree) if wf is not None else None
     return node if isinstance(node, SteeringPoint) else None
+
+
+def asked_at(wf: Workflow | None, run: Run, request: SteeringRequest,
+             loaded: LoadedCheckpoint | None) -> tuple[SteeringPoint | None, Any]:
+    """What a decision on ``request`` is made against: ``(its steering point in wf, the state tree)``.
+
+    ``wf`` is the definition the run continues on (``target_workflow``); ``loaded`` is the checkpoint the
+    request was asked at. When another version wrote that checkpoint (the run's version is no longer deployed
+    and ``wf`` declares a migration from it), the tree is migrated to ``wf`` as a decision migrates the run
+    before it edits (``Decisions._current``), so that what a channel shows (``show="plan"``: the value of
+    ``plan``) is what an edit replaces. A migration that fails leaves the stored tree (the decision is
+    refused, saying why). The point is None when ``wf`` is None or has no such point; the tree is None when
+    ``loaded`` is.
+    """
+    tree = loaded.tree if loaded is not None else None
+    written_by = loaded.info.workflow_version if loaded is not None else run.workflow_version
+    if wf is not None and loaded is not None and written_by != wf.version and written_by in wf.migrations:
+        try:
+            tree = migrate_tree(wf, written_by, tree, run_id=run.id)
+        except VersionUnavailableError:
+            pass  # shown as stored; deciding on it is refused with the migration's error
+    return find_point(wf, request.point, tree), tree
 
 
 def _tree_at(tx: Tx, run_id: str, seq: int) -> Any:

@@ -13,7 +13,7 @@ from typing import Callable
 from bot.engine import permissions
 from bot.engine.lgraph import pending_siblings
 from bot.engine.people import People
-from bot.engine.versions import find_point, request_point
+from bot.engine.versions import asked_at, request_point
 from bot.engine.workflow import SteeringPoint, Workflow
 from store import Store, Tx
 from store.models import (
@@ -72,12 +72,11 @@ class Access:
 
 
 class Views:
-    """Builds views from ``store`` with the workflows of ``lookup`` (``(name, version) -> Workflow | None``)."""
+    """Builds views from ``store`` with the definition each run continues on (``target``: ``Run -> Workflow |
+    None``, ``versions.target_workflow``)."""
 
-    def __init__(self, store: Store, registry_find: Callable[[str, int], Workflow | None],
-                 target: Callable[[Run], Workflow | None], people: People) -> None:
+    def __init__(self, store: Store, target: Callable[[Run], Workflow | None], people: People) -> None:
         self.store = store
-        self.find = registry_find
         self.target = target
         self.people = people
 
@@ -92,10 +91,9 @@ class Views:
         run = tx.runs.get(request.run_id) if request is not None else None
         if request is None or run is None:
             return None
-        wf = self.find(run.workflow, run.workflow_version)
-        loaded = tx.checkpoints.load(run.id, request.checkpoint_seq)
-        tree = loaded.tree if loaded is not None else {}
-        point = find_point(wf, request.point, tree)
+        wf = self.target(run)  # the version a decision on it is made on (a run to migrate: the new one)
+        point, tree = asked_at(wf, run, request, tx.checkpoints.load(run.id, request.checkpoint_seq))
+        tree = {} if tree is None else tree
         show = getattr(point, "show", None)
         shown = tree.get(show) if show and isinstance(tree, dict) else tree
         decisions = tx.decisions.for_request(request.id, request.run_id)

@@ -1,0 +1,211 @@
+"""The CLI on a run waiting on a version that is no longer deployed, when the deployed version declares a
+migration from it (README, "Deploying a new version while runs wait"): the run is decided on the new version,
+so ``hazel show`` shows, and ``hazel edit`` edits, the field the new version's steering point shows, with its
+value migrated; an edit is validated against the new version's model. Before, the CLI looked the point up in
+the run's own version (not loaded), took it for one that shows the whole state, and ``show --raw`` then
+``edit --file`` stored the whole state's JSON as the text field.
+
+The two versions are registered as an operator deploys them: ``HAZEL_WORKFLOWS`` points at v1's file while
+the run starts, then at v2's file only."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+V1 = '''
+from pydantic import BaseModel
+
+from hazel import Workflow
+
+
+class T(BaseModel):
+    plan: str = ""
+    n: int = 0
+
+
+wf = Workflow("tplan", version=1, state=T)
+
+
+@wf.step
+def draft(state, ctx):
+    return {"plan": "line one\\nline two", "n": 1}
+
+
+wf.steer("review", show="plan", actions=["approve", "edit", "rewind"])
+wf.steer("count", show="n", actions=["approve", "edit"])
+'''
+V2 = '''
+from typing import Annotated
+
+from pydantic import BaseModel, Field
+
+from hazel import Workflow
+
+
+class T2(BaseModel):
+    plan: str = ""
+    n: Annotated[int, Field(le=10)] = 0
+    owner: str = "x"
+
+
+wf2 = Workflow("tplan", version=2, state=T2)
+
+
+@wf2.migration(from_version=1)
+def m(tree):
+    return {**tree, "owner": "migrated"}
+
+
+@wf2.step
+def draft(state, ctx):
+    return {"plan": "line one\\nline two", "n": 1}
+
+
+wf2.steer("review", show="plan", actions=["approve", "edit", "rewind"])
+wf2.steer("count", show="n", actions=["approve", "edit"])
+'''
+# v1 shows a field v2 renamed: what is shown is the migrated value, under the new version's name
+RENAMED_V1 = '''
+from pydantic import BaseModel
+
+from hazel import Workflow
+
+
+class D(BaseModel):
+    draft: str = ""
+
+
+wf = Workflow("renamed", version=1, state=D)
+
+
+@wf.step
+def write(state, ctx):
+    return {"draft": "the draft"}
+
+
+wf.steer("review", show="draft", actions=["approve", "edit"])
+'''
+RENAMED_V2 = '''
+from pydantic import BaseModel
+
+from hazel import Workflow
+
+
+class P(BaseModel):
+    plan: str = ""
+
+
+wf = Workflow("renamed", version=2, state=P)
+
+
+@wf.migration(from_version=1)
+def m(tree):
+    return {"plan": tree["draft"].upper()}
+
+
+@wf.step
+def write(state, ctx):
+    return {"plan": "the draft"}
+
+
+wf.steer("review", show="plan", actions=["approve", "edit"])
+'''
+
+
+@pytest.fixture
+def deploy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
+    """``deploy(name, source)``: write ``source`` as ``name`` and make it the only workflow file loaded."""
+
+    def to(name: str, source: str) -> None:
+        path = tmp_path / name
+        path.write_text(source)
+        monkeypatch.setenv("HAZEL_WORKFLOWS", str(path))
+
+    return to
+
+
+def waiting_v1_run(cli: Any, deploy: Any) -> str:
+    """A run of tplan v1 waiting at ``review``; then only v2 is deployed."""
+    deploy("migrate_tplan_v1.py", V1)
+    run = cli.json("run", "tplan", "--input", "{}")
+    assert run["run"]["status"] == "waiting" and run["pending_request"]["point"] == "review"
+    deploy("migrate_tplan_v2.py", V2)
+    return run["run"]["id"]
+
+
+def test_show_raw_then_edit_file_edits_the_shown_field(cli, deploy, tmp_path: Path) -> None:  # noqa: ANN001
+    run_id = waiting_v1_run(cli, deploy)
+    raw = cli("show", run_id, "--raw", "--at", "review").stdout
+    assert raw == "line one\nline two\n"  # the value of `plan`, not the state as JSON
+    assert cli("show", run_id, "--raw").stdout == raw
+    shown = cli("show", run_id).stdout
+    assert "─ plan ─" in shown and "─ state ─" not in shown and '"plan"' not in shown
+    plan = tmp_path / "plan.txt"
+    plan.write_text(raw.replace("line two", "line TWO"))
+    edited = cli.json("edit", run_id, "--at", "review", "--file", str(plan))
+    assert edited["run"]["workflow_version"] == 2 and edited["pending_request"]["point"] == "count"
+    state = cli.json("show", run_id)["state"]
+    assert state["plan"] == "line one\nline TWO" and state["owner"] == "migrated"
+
+
+def test_edit_set_uses_the_new_versions_point_and_model(cli, deploy) -> None:  # noqa: ANN001
+    run_id = waiting_v1_run(cli, deploy)
+    cli("approve", run_id, "--at", "review")  # migrated here: the run now waits at `count` on v2
+    deploy("migrate_tplan_v1_again.py", V1)
+    other = cli.json("run", "tplan", "--input", "{}")["run"]["id"]
+    cli("approve", other, "--at", "review")  # on v1 (deployed again): waits at `count`, still on v1
+    deploy("migrate_tplan_v2_again.py", V2)
+    assert cli.json("show", other)["run"]["workflow_version"] == 1
+    assert cli("show", other, "--raw", "--at", "count").stdout == "1\n"
+    refused = cli("edit", other, "--at", "count", "--set", "n=11", code=1)  # v1 takes it; v2 (n <= 10) not
+    assert "less than or equal to 10" in refused.output and "not a mapping" not in refused.output
+    assert "valid integer" in cli("edit", other, "--at", "count", "--set", 'n="x"', code=1).output
+    assert "not a mapping" in cli("edit", other, "--at", "count", "--set", "n.k=5", code=1).output
+    done = cli.json("edit", other, "--at", "count", "--set", "n=5")
+    assert done["run"]["status"] == "completed" and done["run"]["workflow_version"] == 2
+    state = cli.json("show", other)["state"]
+    assert state == {"plan": "line one\nline two", "n": 5, "owner": "migrated"}
+    assert cli.json("edit", run_id, "--at", "count", "--set", "n=7")["run"]["status"] == "completed"
+
+
+def test_approve_continues_on_the_new_version(cli, deploy) -> None:  # noqa: ANN001
+    run_id = waiting_v1_run(cli, deploy)
+    approved = cli.json("approve", run_id, "--at", "review")
+    assert approved["run"]["workflow_version"] == 2 and approved["pending_request"]["point"] == "count"
+    assert cli("show", run_id, "--raw").stdout == "1\n"
+    assert cli.json("approve", run_id)["run"]["status"] == "completed"
+    assert cli.json("show", run_id)["state"]["owner"] == "migrated"
+
+
+def test_the_value_shown_is_migrated_to_the_field_the_new_version_shows(cli, deploy, tmp_path: Path,  # noqa: ANN001
+                                                                          db_url: str) -> None:
+    deploy("migrate_renamed_v1.py", RENAMED_V1)
+    run_id = cli.json("run", "renamed", "--input", "{}")["run"]["id"]
+    deploy("migrate_renamed_v2.py", RENAMED_V2)
+    assert cli("show", run_id, "--raw").stdout == "THE DRAFT\n"  # what an edit replaces: v2's `plan`, migrated
+    from bot.engine.workflow import Workflow  # the run page and the chat channels render the same view
+    from tests.support.engine import make_hazel
+
+    namespace: dict[str, Any] = {}
+    exec(compile(RENAMED_V2, "renamed_v2", "exec"), namespace)  # noqa: S102
+    hazel = make_hazel(db_url, next(v for v in namespace.values() if isinstance(v, Workflow)))
+    view = hazel.request_view(request_id=hazel.pending_requests_of(run_id=run_id)[0].id)
+    assert view is not None and view.show == "plan" and view.shown_value == "THE DRAFT"
+    assert view.actions == ("approve", "edit")
+    plan = tmp_path / "plan.txt"
+    plan.write_text("THE DRAFT, edited\n")
+    assert cli.json("edit", run_id, "--file", str(plan))["run"]["status"] == "completed"
+    assert cli.json("show", run_id)["state"] == {"plan": "THE DRAFT, edited"}
+    assert json.loads(cli("show", run_id, "--raw").stdout) == {"plan": "THE DRAFT, edited"}
+
+
+def test_rewind_set_may_name_a_field_the_new_version_adds(cli, deploy) -> None:  # noqa: ANN001
+    run_id = waiting_v1_run(cli, deploy)
+    assert "less than or equal to 10" in cli("rewind", run_id, "--to", "1", "--set", "n=11", code=1).output
+    rewound = cli.json("rewind", run_id, "--to", "1", "--set", "owner=bob", "--set", "n=4")
+    assert rewound["run"]["workflow_version"] == 2 and rewound["pending_request"]["point"] == "review"
+    assert cli.json("show", run_id)["state"] == {"plan": "line one\nline two", "n": 4, "owner": "bob"}
