@@ -12,10 +12,10 @@ from __future__ import annotations
 from contextlib import contextmanager
 from functools import cached_property
 from datetime import datetime
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator, NamedTuple
 
 from sqlalchemy import Connection, Engine, text
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError, ProgrammingError
 
 from store import db, fast
 from store.audit import EventRepo
@@ -27,6 +27,7 @@ from store.hooks import HookRepo
 from store.notify import ReadyListener, notify_deadline, notify_ready
 from store.outbox import OutboxRepo
 from store.runs import RunRepo
+from store.schema import VERSION_TABLE
 from store.steering import DecisionRepo, RequestRepo, duplicate_decision
 from store.steps import StepWriter
 from store.timers import TimerRepo
@@ -36,7 +37,7 @@ if TYPE_CHECKING:  # imported where first used: a CLI command that neither scrap
     from store.retention import RetentionRepo
 
 __all__ = [
-    "ChainPosition", "Dialect", "DuplicateDecisionError", "Fence", "LeaseLostError", "NewCheckpoint",
+    "ChainPosition", "Dialect", "DuplicateDecisionError", "Fence", "Health", "LeaseLostError", "NewCheckpoint",
     "SchemaNotReadyError", "SnapshotPolicy", "Store", "StoreError", "Tx",
 ]
 
@@ -138,6 +139,26 @@ class Tx:
             notify_deadline(self.conn, at)
 
 
+
+class Health(NamedTuple):
+    """``Store.health``: ``error``, the class name of the error that kept the database from answering (None:
+    it answered); ``schema``, why its schema revision is older than this Hazel's (None: it is not, or unknown
+    because the database did not answer)."""
+
+    error: str | None
+    schema: str | None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.schema is None
+
+
+def _no_such_table(exc: DBAPIError) -> bool:
+    """Whether ``exc`` says the queried table does not exist (PostgreSQL's UndefinedTable, SQLite's "no such
+    table")."""
+    return isinstance(exc, ProgrammingError) or "no such table" in str(exc.orig)
+
+
 class Store:
     """Hazel's database.
 
@@ -219,15 +240,24 @@ class Store:
             return None
         return ReadyListener(self.url, on_ready, on_deadline=on_deadline)
 
-    def ping(self) -> str | None:
-        """None when the database answers ``SELECT 1``, else the error's class name (no connection details:
-        health checks show it)."""
+    def health(self) -> Health:
+        """Whether this process can work on the database, with one query (the schema version table): its
+        ``error`` (the class name of why the database did not answer, no connection details: health checks
+        show it) or, when it answered, its ``schema`` problem (``store.migrate.behind``: the revision is older
+        than the one this Hazel needs). Never raises."""
+        from store.migrate import behind
+
         try:
-            with self.read() as tx:
-                tx.conn.execute(text("SELECT 1"))
+            with self.engine.connect() as conn:
+                try:
+                    current = conn.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).scalar()
+                except DBAPIError as exc:  # no version table (no schema), else the database failing
+                    if exc.connection_invalidated or not _no_such_table(exc):
+                        raise
+                    current = None
         except Exception as exc:  # report, never raise: load balancers read the answer
-            return type(exc).__name__
-        return None
+            return Health(error=type(exc).__name__, schema=None)
+        return Health(error=None, schema=behind(current))
 
     def upgrade(self) -> str | None:
         """Bring the schema to the latest Alembic revision (idempotent); returns the revision it was at (None:

@@ -67,6 +67,25 @@ def current_revision(engine: Engine) -> str | None:
             return None
 
 
+def behind(current: str | None) -> str | None:
+    """Why a running process of this Hazel cannot work on a database at schema revision ``current`` (None: no
+    version table): the schema lacks what this Hazel's migrations add (a ``hazel db downgrade`` under it), in
+    the words every command refuses with; None at ``HEAD`` or above. A newer revision is not a problem for a
+    process already running: migrations only add (expand first), so that a rolling deploy migrates with the new
+    release while the old processes keep working, until they are rolled (a process of this Hazel refuses to
+    *start* on it: ``check_not_newer``). Reads no migration script (no Alembic: cheap enough for every health
+    probe): revisions are compared as the zero-padded numbers they are."""
+    if current is None:
+        return "the database has no Hazel schema revision (no version table): run `hazel db upgrade`"
+    if current >= HEAD:
+        return None
+    return _behind(current, HEAD)
+
+
+def _behind(current: str | None, head: str) -> str:
+    return f"the database is at schema revision {current or 'unknown'}, this Hazel needs {head}: run `hazel db upgrade`"
+
+
 def known_revisions() -> set[str]:
     """Every revision among this Hazel's migration scripts."""
     from alembic.script import ScriptDirectory
@@ -303,7 +322,4 @@ def _ensure(engine: Engine, *, upgrade_if_empty: bool) -> None:
             return
         raise SchemaNotReadyError("the database has no Hazel tables: run `hazel db upgrade`")
     check_not_newer(engine, current)
-    raise SchemaNotReadyError(
-        f"the database is at schema revision {current or 'unknown'}, this Hazel needs {head}: "
-        "run `hazel db upgrade`"
-    )
+    raise SchemaNotReadyError(_behind(current, head))

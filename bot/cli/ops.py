@@ -183,6 +183,9 @@ def serve_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Run the HTTP app (Slack, Jira, REST API, health), the workers and the scheduler."""
+    from bot.server.stopping import StopSignals
+
+    signals = StopSignals().install()  # first: a SIGTERM/SIGINT while the server is imported stops it cleanly
     from bot.ops.logs import configure_logging
     from bot.server.processes import bind_problem, serve
     from bot.settings import warn_unknown_settings
@@ -198,7 +201,7 @@ def serve_cmd(
     if socket_mode and settings.slack_app_token is None:
         raise CliError("--socket-mode needs SLACK_APP_TOKEN (an app-level token, xapp-…)")
     serve(settings, host=host or settings.host, port=port or settings.port, workers=workers,
-          socket_mode=socket_mode)
+          socket_mode=socket_mode, signals=signals)
 
 
 @app.command("worker")
@@ -210,6 +213,11 @@ def worker_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Execute ready runs (new, decided, recovered, retries due) without serving HTTP."""
+    from bot.server.stopping import StopSignals
+
+    # first (unless --until-idle, which Ctrl-C interrupts as any command): a SIGTERM/SIGINT while the worker is
+    # imported stops it cleanly
+    signals = None if until_idle else StopSignals().install()
     from bot.ops.logs import configure_logging
     from bot.server.processes import bind_problem, console_for, work
     from bot.settings import warn_unknown_settings
@@ -224,7 +232,7 @@ def worker_cmd(
     warn_unknown_settings()
     common.started()
     console = console_for(settings, printer=common.err if json_out else common.out, command=command_prefix())
-    n = work(settings, workers=workers, until_idle=until_idle, console=console)
+    n = work(settings, workers=workers, until_idle=until_idle, console=console, signals=signals)
     if until_idle:
         if json_out:
             emit_json({"drives": n})

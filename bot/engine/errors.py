@@ -189,3 +189,12 @@ def error_line(exc: BaseException) -> str:
     first = (str(exc).strip().splitlines() or [""])[0]
     first = first if len(first) <= 300 else first[:299] + "…"
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+def carries_statement(exc: BaseException) -> bool:
+    """Whether ``exc``'s message holds a SQL statement and its bound parameters (SQLAlchemy's ``StatementError``:
+    every error the database raised through SQLAlchemy, a schema that is not this Hazel's among them), which may
+    hold users' text: such an error is logged as its ``error_line``, not with a traceback ending in its message."""
+    from sqlalchemy.exc import StatementError
+
+    return isinstance(exc, StatementError)

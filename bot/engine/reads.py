@@ -19,7 +19,7 @@ from store.models import AuditEvent, CheckpointInfo, Decision, OutboxMessage, Ru
 if TYPE_CHECKING:
     from bot.engine.registry import Registry
     from bot.engine.workflow import Workflow
-    from store import Store, Tx
+    from store import Health, Store, Tx
     from store.metrics import MetricsSnapshot  # imported by Tx.metrics when /metrics is first scraped
 
 MIN_PREFIX = 4
@@ -343,9 +343,12 @@ class Reads:
         commit and hands them to the ``on_deadline`` listeners (the scheduler of this process)."""
         return self.store.ready_listener(on_ready, on_deadline=self._deadline)
 
-    def health(self) -> str | None:
-        """None when the database answers, else the error's class name."""
-        return self.store.ping()
+    def health(self) -> Health:
+        """Whether this process can work on the database (``store.Store.health``, one query): ``error``, the
+        class name of why it did not answer; ``schema``, why its schema revision is older than the one this
+        Hazel needs ("the database is at schema revision 0005, this Hazel needs 0007: run `hazel db upgrade`";
+        a newer one is fine for a running process: migrations only add); both None (``ok``) when it can."""
+        return self.store.health()
 
     def metrics_snapshot(self, *, now: datetime, age_bounds_sec: tuple[float, ...]) -> MetricsSnapshot:
         """What ``/metrics`` shows of the database (``store.metrics``)."""

@@ -9,6 +9,10 @@ Read from the database at scrape time, with a few aggregate queries (no per-run 
 - ``hazel_outbox_messages{status, kind}`` (gauge): notifications ``pending`` or ``dead`` (the backlog;
   delivered ones are not counted); ``hazel_outbox_oldest_pending_age_seconds`` (gauge).
 - ``hazel_database_up`` (gauge): 1 when those queries succeeded, 0 otherwise (the scrape still answers).
+- ``hazel_schema_ok`` (gauge): 1 when the database is at the schema revision this Hazel needs or a newer one
+  (migrations only add: a rolling deploy migrates first), 0 when it is older (this process cannot work:
+  ``/healthz`` answers 503); absent when the database did not answer (then ``hazel_database_up`` is 0). One more
+  query: the schema version table (``Hazel.health``).
 
 Observed in this process:
 
@@ -51,6 +55,10 @@ class DatabaseCollector:
         self.hazel = hazel
 
     def collect(self) -> Iterator[Metric]:
+        health = self.hazel.health()  # first: a schema older than this Hazel's may fail the queries below too
+        if health.error is None:  # (unknown when the database did not answer: hazel_database_up says so)
+            yield _gauge("hazel_schema_ok", "1 when the database schema has what this Hazel needs (its revision or a "
+                         "newer one), 0 when it is older (hazel db upgrade is needed).", 0 if health.schema else 1)
         up = GaugeMetricFamily("hazel_database_up", "1 when the metrics queries on the database succeeded.")
         try:
             families = list(self._families(self.hazel.clock()))

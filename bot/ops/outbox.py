@@ -22,7 +22,7 @@ from typing import Callable, Collection
 
 from bot.engine import Hazel
 from bot.engine import bind_log_context, error_line, is_transient
-from bot.ops.logs import log_failure
+from bot.ops.logs import log_error, log_failure
 from integrations.base import Channel, DeliveryError, PermanentDeliveryError
 from store import Tx
 from store.models import SYSTEM, OutboxKind, OutboxMessage, ProgressView, RequestStatus
@@ -153,7 +153,7 @@ class Deliverer:
             return 0
         except Exception as exc:  # a bug in a channel must not stop delivery of the rest
             if not is_transient(exc):  # (a database that went away while the message was rendered: the one
-                log.exception("outbox message %s (%s) raised", message.id, message.kind)  # line of _failed)
+                log_error(log, exc, "outbox message %s (%s) raised", message.id, message.kind)  # line of _failed)
             self._failed(message, DeliveryError(error_line(exc)), permanent=False)  # (no SQL, no parameters)
             return 0
         with self.store.transaction() as tx:

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from bot.engine import TIMEOUT_RETRY_SEC
+from bot.engine import TIMEOUT_RETRY_SEC, error_line
+from bot.ops.logs import log_error
 
 if TYPE_CHECKING:
     from bot.engine import Hazel
@@ -51,8 +52,8 @@ def fire_due(hazel: "Hazel", *, now: datetime, batch: int = 100, report: TickRep
             try:
                 fired = hazel.fire_request(request_id=request_id, now=now)
             except Exception as exc:  # one bad request must not stop the others
-                log.exception("scheduler: request %s failed", request_id)
-                report.errors.append((request_id, f"{type(exc).__name__}: {exc}"))
+                log_error(log, exc, "scheduler: request %s failed", request_id)  # (no SQL, no parameters)
+                report.errors.append((request_id, error_line(exc)))
                 _postpone(hazel, request_id, now + timedelta(seconds=TIMEOUT_RETRY_SEC))
                 continue
             if fired.reminded:
@@ -66,5 +67,5 @@ def fire_due(hazel: "Hazel", *, now: datetime, batch: int = 100, report: TickRep
 def _postpone(hazel: "Hazel", request_id: int, at: datetime) -> None:
     try:
         hazel.postpone_request(request_id=request_id, until=at)
-    except Exception:  # the database itself is failing: the next tick sees the request again
-        log.exception("scheduler: could not postpone request %s", request_id)
+    except Exception as exc:  # the database itself is failing: the next tick sees the request again
+        log_error(log, exc, "scheduler: could not postpone request %s", request_id)

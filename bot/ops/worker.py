@@ -18,6 +18,7 @@ import time
 from typing import TYPE_CHECKING, Any, Sequence
 
 from bot.engine import error_line, is_transient, log_context
+from bot.ops.logs import log_error
 
 if TYPE_CHECKING:
     from bot.engine import Claim, Hazel
@@ -186,7 +187,7 @@ class WorkerPool:
                         log.warning("the database is unreachable (%s); trying again in %g s", error_line(exc),
                                     pause_sec)
                     else:
-                        log.exception("worker loop error; trying again in %g s", pause_sec)
+                        log_error(log, exc, "worker loop error; trying again in %g s", pause_sec)
                 self._pause(pause_sec)
                 continue
             with self._wake:

@@ -7,7 +7,6 @@ import logging
 import signal
 import socket
 import threading
-import time
 
 from typing import Iterator
 
@@ -20,6 +19,7 @@ from bot.ops.scheduler import Scheduler
 from bot.ops.worker import WorkerPool
 from bot.server.app import HazelApp
 from bot.server.http import create_app
+from bot.server.stopping import StopSignals
 from bot.server.wiring import channels_from_settings, http_routers, start_socket_mode
 from bot.settings import Settings
 from integrations.console import ConsoleChannel
@@ -28,13 +28,17 @@ from integrations.console_log import LoggingConsole
 log = logging.getLogger("hazel.server")
 
 
-def build(settings: Settings, *, workers: int | None = None,
-          console: ConsoleChannel | None = None) -> tuple[HazelApp, WorkerPool]:
+def build(settings: Settings, *, workers: int | None = None, console: ConsoleChannel | None = None,
+          stop: threading.Event | None = None) -> tuple[HazelApp, WorkerPool] | None:
     """The engine and its worker pool, with the configured channels (``console``: default ``console_for``);
-    runs left by dead processes are recovered."""
+    runs left by dead processes are recovered. None when ``stop`` was set while the database was unreachable
+    (``prepare_when_reachable``): the engine is closed, nothing was started."""
     hazel = HazelApp(settings, channels=channels_from_settings(settings),
                      console=console if console is not None else console_for(settings))
-    recovered = prepare_when_reachable(hazel)
+    recovered = prepare_when_reachable(hazel, stop=stop)
+    if recovered is None:
+        hazel.close()
+        return None
     if recovered:
         log.warning("recovered %d run(s) on start", len(recovered))
     pool = WorkerPool(hazel, threads=workers if workers is not None else settings.workers,
@@ -52,19 +56,28 @@ def console_for(settings: Settings, *, printer: Console | None = None, command: 
     return ConsoleChannel(console=printer, command=command)
 
 
-def prepare_when_reachable(hazel: HazelApp, *, max_backoff_sec: float = 10.0) -> list[str]:
+def prepare_when_reachable(hazel: HazelApp, *, max_backoff_sec: float = 10.0,
+                           stop: threading.Event | None = None) -> list[str] | None:
     """``hazel.prepare()``, waiting for the database while it is unreachable (a long-running process started
     during a database restart waits instead of exiting). A schema that needs ``hazel db upgrade`` still fails
-    at once. Returns the recovered run ids."""
+    at once. Returns the recovered run ids; None when ``stop`` is set (SIGTERM/SIGINT) before the database
+    answered: the pause between tries ends at once, and no further try is made.
+
+    ``max_backoff_sec``: the longest pause between tries, in seconds (they start at 0.5 s and double)."""
     backoff = 0.5
-    while True:
+    stop = stop if stop is not None else threading.Event()
+    while not stop.is_set():
         try:
             return hazel.prepare()
         except OperationalError as exc:
+            if stop.is_set():  # the signal came during the try
+                break
             log.warning("database unreachable (%s); retrying in %.1fs", str(exc.orig).splitlines()[0][:200]
                         if exc.orig else type(exc).__name__, backoff)
-            time.sleep(backoff)
+            stop.wait(backoff)
             backoff = min(backoff * 2, max_backoff_sec)
+    log.info("stopping: asked to stop before the database answered (nothing was started)")
+    return None
 
 
 def bind_problem(host: str, port: int) -> str | None:
@@ -86,16 +99,26 @@ def bind_problem(host: str, port: int) -> str | None:
 
 
 def serve(settings: Settings, *, host: str, port: int, workers: int | None = None,
-          socket_mode: bool = False) -> None:
+          socket_mode: bool = False, signals: StopSignals | None = None) -> None:
     """Serve HTTP with uvicorn; run workers and outbox delivery in this process (and Slack Socket Mode
-    when ``socket_mode``). SIGINT or SIGTERM stops it: steps in flight finish and checkpoint first."""
-    hazel, pool = build(settings, workers=workers)
+    when ``socket_mode``). SIGINT or SIGTERM stops it: steps in flight finish and checkpoint first; one that
+    arrives while it starts (also while it waits for an unreachable database) stops it as soon as it can.
+    ``signals``: the stop signals as the command installed them early (default: installed here)."""
+    # a SIGINT/SIGTERM before uvicorn takes the signals over (while the database is waited for, or while the
+    # workers, which may already be running a step, and the scheduler start): kept, and handed to the server
+    # once it runs, which then stops at once; while the database is unreachable, it ends the wait at once
+    signals = signals if signals is not None else StopSignals().install()
+    try:
+        built = build(settings, workers=workers, stop=signals.event)
+    except BaseException:
+        signals.restore()
+        raise
+    if built is None:
+        signals.restore()
+        log.info("stopped")
+        return
+    hazel, pool = built
     app = create_app(hazel, routers=http_routers(hazel, settings))
-    # a SIGINT/SIGTERM before uvicorn takes the signals over (while the workers, which may already be running a
-    # step, and the scheduler start): kept, and handed to the server once it runs, which then stops at once
-    early: list[int] = []
-    previous = {sig: signal.signal(sig, lambda sig, _frame: early.append(sig)) for sig in (signal.SIGINT,
-                                                                                             signal.SIGTERM)}
     socket = scheduler = None
     try:
         pool.start()
@@ -106,7 +129,7 @@ def serve(settings: Settings, *, host: str, port: int, workers: int | None = Non
         scheduler.start()
         # log_config=None: uvicorn's records go through the handler of bot.ops.logs.configure_logging.
         server = _Server(uvicorn.Config(app, host=host, port=port, log_level=settings.log_level.lower(),
-                                        log_config=None), early=early)
+                                        log_config=None), early=signals.received)
         server.run()
     finally:
         log.info("stopping: letting steps in flight finish and checkpoint")
@@ -116,8 +139,7 @@ def serve(settings: Settings, *, host: str, port: int, workers: int | None = Non
             scheduler.stop()
         pool.stop()
         hazel.close()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        signals.restore()
         log.info("stopped")
 
 
@@ -143,9 +165,19 @@ class _Server(uvicorn.Server):
 
 
 def work(settings: Settings, *, workers: int | None = None, until_idle: bool = False,
-         console: ConsoleChannel | None = None) -> int:
-    """Execute ready runs: until none is ready (``until_idle``), or until SIGINT/SIGTERM."""
-    hazel, pool = build(settings, workers=workers, console=console)
+         console: ConsoleChannel | None = None, signals: StopSignals | None = None) -> int:
+    """Execute ready runs: until none is ready (``until_idle``), or until SIGINT/SIGTERM (also one that arrives
+    while it waits for an unreachable database: it stops at once, returning 0). ``signals``: the stop signals as
+    the command installed them early (default: installed here unless ``until_idle``). Returns the number of
+    drives (``until_idle``), else 0."""
+    if signals is None and not until_idle:  # from the start: a signal while the database is waited for ends it
+        signals = StopSignals().install()
+    stop = signals.event if signals is not None else threading.Event()  # (until_idle: never set)
+    built = build(settings, workers=workers, console=console, stop=stop)
+    if built is None:
+        log.info("stopped")
+        return 0
+    hazel, pool = built
     scheduler = Scheduler.from_settings(hazel)
     try:
         if until_idle:
@@ -153,9 +185,6 @@ def work(settings: Settings, *, workers: int | None = None, until_idle: bool = F
             n = pool.drain()
             hazel.deliverer.deliver_due()
             return n
-        stop = threading.Event()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda *_: stop.set())
         if settings.metrics_port is not None:  # this process's Prometheus /metrics (bot.ops.metrics)
             HazelMetrics(hazel).serve(host=settings.host, port=settings.metrics_port)
         pool.start()

@@ -86,6 +86,48 @@ def test_healthz_answers_from_the_database(db_url: str, tmp_path: Path) -> None:
     down.close()
 
 
+def test_healthz_and_metrics_say_when_the_schema_is_not_this_hazels(empty_url: str) -> None:
+    """A process running on a database whose schema revision is not the one it needs (``hazel db downgrade 0005``
+    under a running ``serve``) cannot record anything, yet ``/healthz`` said ok and ``hazel_database_up`` 1 (a
+    fresh-user finding). Now ``/healthz`` answers 503 with the words every command refuses with, and
+    ``hazel_schema_ok`` is 0; both recover with ``hazel db upgrade``. A newer revision stays healthy: a rolling
+    deploy migrates first, while the old processes keep serving (migrations only add)."""
+    from sqlalchemy import text
+
+    from store.migrate import HEAD, downgrade, upgrade
+    from store.schema import VERSION_TABLE
+
+    hazel = make(empty_url)
+    hazel.prepare()  # creates the schema on the empty database
+    with LiveServer(create_app(hazel)) as server:
+        assert httpx.get(server.url + "/healthz").json() == {"status": "ok", "database": hazel.store.dialect}
+        assert value(scrape(server.url)["hazel_schema_ok"], "hazel_schema_ok") == 1
+
+        downgrade(hazel.store.engine, "0005")
+        response = httpx.get(server.url + "/healthz")
+        assert response.status_code == 503
+        assert response.json() == {
+            "status": "unavailable", "database": hazel.store.dialect, "error": "SchemaNotReadyError",
+            "message": f"the database is at schema revision 0005, this Hazel needs {HEAD}: run `hazel db upgrade`"}
+        assert value(scrape(server.url)["hazel_schema_ok"], "hazel_schema_ok") == 0
+
+        upgrade(hazel.store.engine)
+        assert httpx.get(server.url + "/healthz").status_code == 200
+        assert value(scrape(server.url)["hazel_schema_ok"], "hazel_schema_ok") == 1
+
+        with hazel.store.engine.begin() as conn:  # as a newer Hazel's migration leaves it (a rolling deploy
+            conn.execute(text(f"UPDATE {VERSION_TABLE} SET version_num = '9999'"))  # migrates first): still fine
+        assert httpx.get(server.url + "/healthz").status_code == 200
+        assert value(scrape(server.url)["hazel_schema_ok"], "hazel_schema_ok") == 1
+
+        with hazel.store.engine.begin() as conn:  # no version table at all
+            conn.execute(text(f"DROP TABLE {VERSION_TABLE}"))
+        response = httpx.get(server.url + "/healthz")
+        assert response.status_code == 503 and response.json()["message"] == (
+            "the database has no Hazel schema revision (no version table): run `hazel db upgrade`")
+    hazel.close()
+
+
 # -- /metrics ---------------------------------------------------------------------------------------------------
 
 def scrape(url: str) -> dict[str, list]:
@@ -150,6 +192,7 @@ def test_metrics_answer_when_the_database_does_not(tmp_path: Path) -> None:
         samples = scrape(server.url)
     assert value(samples["hazel_database_up"], "hazel_database_up") == 0
     assert "hazel_runs" not in samples
+    assert "hazel_schema_ok" not in samples  # unknown: the database did not answer
     down.close()
 
 

@@ -110,3 +110,68 @@ def test_a_sigterm_while_serve_starts_stops_it_as_one_after_it_started(db_url: s
     assert done.returncode == 0, done.stderr[-2000:]
     assert "stopping: letting steps in flight finish and checkpoint" in done.stderr
     assert done.stderr.rstrip().endswith("stopped"), done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize("command", ["serve", "worker"])
+def test_a_signal_while_the_database_is_unreachable_stops_the_process_cleanly(command: str, sig: int) -> None:
+    """``serve`` / ``worker`` started while the database is unreachable wait for it, logging each try; SIGTERM
+    (a deploy) or SIGINT (Ctrl-C) then killed them (status -15 or 130, nothing logged after the last "retrying"
+    line: a fresh-user finding). Now the wait ends at once, the process logs "stopped" and exits 0. (No Hazel
+    database is needed: nothing listens on port 1; a SQLite file is never "unreachable".)"""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "HAZEL_DATABASE_URL": "postgresql+psycopg://hazel:pw-never-shown@127.0.0.1:1/hazel",
+           "HAZEL_WORKFLOWS": str(WORKFLOW), "HAZEL_PORT": str(port), "HAZEL_OPERATOR": "tester"}
+    process = subprocess.Popen([sys.executable, "-m", "bot.cli", command], env=env, cwd=ROOT,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(process.stderr.readline, "")), daemon=True)
+    try:
+        reader.start()
+        wait_until(lambda: any("unreachable" in line for line in lines) or process.poll() is not None, 30,
+                   f"{command} to say the database is unreachable")
+        started = time.monotonic()
+        process.send_signal(sig)
+        process.wait(timeout=30)
+        waited = time.monotonic() - started
+        reader.join(timeout=10)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    said = "".join(lines)
+    assert process.returncode == 0, said[-2000:]
+    assert "stopping: asked to stop before the database answered (nothing was started)" in said
+    assert said.rstrip().endswith("stopped"), said[-2000:]
+    assert "Traceback" not in said and "pw-never-shown" not in said
+    assert waited < 5, f"{command} took {waited:.1f} s to stop"  # not after the next try's pause
+
+
+@pytest.mark.parametrize("command", ["serve", "worker"])
+def test_a_signal_while_the_command_starts_stops_it_cleanly(command: str, db_url: str, tmp_path: Path) -> None:
+    """A SIGTERM while ``serve`` / ``worker`` import the server and read their settings (about 2 s on a loaded
+    machine) killed them (status -15, nothing logged). The commands now keep the signal from their first line:
+    nothing is started, "stopped" is logged, exit 0. Sent from inside that window (as settings are read)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "HAZEL_DATABASE_URL": db_url, "HAZEL_WORKFLOWS": str(WORKFLOW), "CRASHY_DIR": str(tmp_path),
+           "HAZEL_PORT": str(port), "HAZEL_OPERATOR": "tester"}
+    script = (
+        "import os, signal, sys\n"
+        "from bot.cli import ops\n"
+        "real = ops._read_settings\n"
+        "def early():\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    return real()\n"
+        "ops._read_settings = early\n"
+        "from bot.cli import main\n"
+        f"sys.argv = ['hazel', {command!r}]\n"
+        "main()\n")
+    done = subprocess.run([sys.executable, "-c", script], env=env, cwd=ROOT, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "stopping: asked to stop before the database answered (nothing was started)" in done.stderr
+    assert done.stderr.rstrip().endswith("stopped"), done.stderr[-2000:]
+    assert "worker started" not in done.stderr
