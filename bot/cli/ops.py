@@ -187,7 +187,7 @@ def serve_cmd(
 
     signals = StopSignals().install()  # first: a SIGTERM/SIGINT while the server is imported stops it cleanly
     from bot.ops.logs import configure_logging
-    from bot.server.processes import bind_problem, serve
+    from bot.server.processes import bind_problem, console_for, serve
     from bot.settings import warn_unknown_settings
 
     settings = _read_settings()
@@ -201,7 +201,8 @@ def serve_cmd(
     if socket_mode and settings.slack_app_token is None:
         raise CliError("--socket-mode needs SLACK_APP_TOKEN (an app-level token, xapp-…)")
     serve(settings, host=host or settings.host, port=port or settings.port, workers=workers,
-          socket_mode=socket_mode, signals=signals)
+          socket_mode=socket_mode, signals=signals,
+          console=console_for(settings, command=command_prefix()))  # (the answer commands as `worker` prints them)
 
 
 @app.command("worker")

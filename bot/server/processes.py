@@ -99,17 +99,19 @@ def bind_problem(host: str, port: int) -> str | None:
 
 
 def serve(settings: Settings, *, host: str, port: int, workers: int | None = None,
-          socket_mode: bool = False, signals: StopSignals | None = None) -> None:
+          socket_mode: bool = False, signals: StopSignals | None = None,
+          console: ConsoleChannel | None = None) -> None:
     """Serve HTTP with uvicorn; run workers and outbox delivery in this process (and Slack Socket Mode
     when ``socket_mode``). SIGINT or SIGTERM stops it: steps in flight finish and checkpoint first; one that
     arrives while it starts (also while it waits for an unreachable database) stops it as soon as it can.
-    ``signals``: the stop signals as the command installed them early (default: installed here)."""
+    ``signals``: the stop signals as the command installed them early (default: installed here); ``console``:
+    the console channel (default ``console_for``: answer commands printed as ``hazel …``)."""
     # a SIGINT/SIGTERM before uvicorn takes the signals over (while the database is waited for, or while the
     # workers, which may already be running a step, and the scheduler start): kept, and handed to the server
     # once it runs, which then stops at once; while the database is unreachable, it ends the wait at once
     signals = signals if signals is not None else StopSignals().install()
     try:
-        built = build(settings, workers=workers, stop=signals.event)
+        built = build(settings, workers=workers, console=console, stop=signals.event)
     except BaseException:
         signals.restore()
         raise

@@ -175,3 +175,25 @@ def test_a_signal_while_the_command_starts_stops_it_cleanly(command: str, db_url
     assert "stopping: asked to stop before the database answered (nothing was started)" in done.stderr
     assert done.stderr.rstrip().endswith("stopped"), done.stderr[-2000:]
     assert "worker started" not in done.stderr
+
+
+@pytest.mark.parametrize("command", ["serve", "worker"])
+def test_serve_and_worker_print_the_answer_commands_as_the_cli_was_invoked(command: str, db_url: str,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fresh-user finding: one request's reminders read ``hazel approve …`` from ``serve`` and
+    ``.venv/bin/hazel approve …`` from ``worker``, both started as ``.venv/bin/hazel``: serve's console channel
+    ignored how the CLI was invoked."""
+    from typer.testing import CliRunner
+
+    import bot.server.processes as processes
+    from bot.cli import app
+
+    seen: list[str] = []
+    monkeypatch.setattr(processes, "serve", lambda settings, **kw: seen.append(kw["console"].command))
+    monkeypatch.setattr(processes, "work", lambda settings, **kw: seen.append(kw["console"].command) or 0)
+    monkeypatch.setattr(sys, "argv", [str(Path(".venv/bin/hazel").resolve()), command])
+    monkeypatch.setenv("HAZEL_DATABASE_URL", db_url)
+    monkeypatch.setattr("shutil.which", lambda name: None)  # (not on PATH: the path it was run by)
+    result = CliRunner().invoke(app, [command, "--port", "18999"] if command == "serve" else [command])
+    assert result.exit_code == 0, result.output
+    assert seen == [os.path.relpath(Path(".venv/bin/hazel").resolve())], seen
