@@ -4,8 +4,7 @@ decisions with the same rules as the other channels, idempotency, errors, and th
 from __future__ import annotations
 
 import threading
-import time
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import httpx
 import pytest
@@ -18,22 +17,13 @@ from bot.settings import Settings
 from bot.server.http import create_app
 from bot.server.wiring import http_routers
 from store.models import RunStatus
+from tests.support.deployment import wait_for
 from tests.support.engine import make_hazel
 from tests.support.live import LiveServer
 from tests.workflows.doc import Plan, doc_workflow, flaky_workflow
 
 ALICE, BOB, API = "tok-alice-0123456789", "tok-bob-9876543210", "tok-api-5555555555"
 TOKENS = {"HAZEL_API_TOKENS": f"alice={ALICE}, bob={BOB}", "HAZEL_API_TOKEN": API}
-
-
-def wait_for(predicate: Callable[[], Any], *, timeout_sec: float = 15.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout_sec
-    while True:
-        value = predicate()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
 
 
 class Api:

@@ -22,7 +22,6 @@ The workflows are defined at the top level of this module, which the CLI loads b
 
 from __future__ import annotations
 
-import io
 import json
 import threading
 import time
@@ -31,28 +30,17 @@ from typing import Any, Callable, Iterator
 
 import httpx
 import pytest
-import responses
 from pydantic import BaseModel
-from rich.console import Console
 from typer.testing import CliRunner
 
 from bot.cli import app as cli_app
 from bot.engine.workflow import Workflow
-from bot.ops.worker import WorkerPool
-from bot.server.app import HazelApp
-from bot.server.http import create_app
-from bot.server.wiring import channels_from_settings, http_routers
-from bot.settings import Settings
-from integrations.console import ConsoleChannel
 from store.models import Approvers, AuditEvent, Decision, RequestStatus, RunStatus, SteeringRequest
 from tests.support import jira_payloads
-from tests.support.fake_jira import FakeJira
-from tests.support.fake_slack import FakeSlack, Message
-from tests.support.live import LiveServer
-from tests.support.slack_payloads import SlackSender
+from tests.support import deployment
+from tests.support.deployment import wait_for
+from tests.support.fake_slack import Message
 
-SLACK_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
-JIRA_SECRET = "jira-webhook-secret-for-tests"
 DEPLOYS = "C0000000002"
 PRIYA_SLACK, ALICE_SLACK, OUTSIDER_SLACK, EMAIL_SLACK = "U0000000001", "U0000000002", "U0000000005", "U0000000009"
 PRIYA_JIRA, ALICE_JIRA = "557058:priya-p", "557058:alice-a"
@@ -117,77 +105,15 @@ rewind_pair = vote_workflow("rewind-pair", channel="console", approvers=Approver
 
 # -- the deployment ------------------------------------------------------------------------------------------------
 
-def wait_for(predicate: Callable[[], Any], what: str, timeout_sec: float = 15.0) -> Any:
-    deadline = time.monotonic() + timeout_sec
-    while True:
-        value = predicate()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
-
-
-class _App(HazelApp):
-    """``HazelApp`` whose PostgreSQL ``LISTEN`` connection checks its stop flag every 50 ms (not every second),
-    so that stopping the worker pool after each test is quick."""
-
-    def ready_listener(self, *, on_ready: Callable[[str], None]) -> Any:
-        listener = super().ready_listener(on_ready=on_ready)
-        if listener is not None:
-            listener.poll_sec = 0.05
-        return listener
-
-
-class Deployment:
-    """Hazel with Slack, Jira and the REST API on a live server, a worker pool and the deliverer, plus the CLI."""
+class Deployment(deployment.Deployment):
+    """The deployment of this module's workflows, with its people file."""
 
     def __init__(self, db_url: str, tmp_path: Path, *, people: str, emails: dict[str, str] | None) -> None:
         people_file = tmp_path / "people.toml"
         people_file.write_text(people, encoding="utf-8")
-        self.slack = FakeSlack(channels={"deploys": DEPLOYS}, emails=emails).start()
-        self._mock = responses.RequestsMock(assert_all_requests_are_fired=False)  # patches `requests` globally
-        self._mock.start()
-        try:
-            self._build(db_url, tmp_path, people_file)
-        except BaseException:
-            self._mock.stop()
-            self.slack.stop()
-            raise
-
-    def _build(self, db_url: str, tmp_path: Path, people_file: Path) -> None:
-        self.jira = FakeJira(self._mock, cloud=True)
-        auth = self.jira.client_kwargs()
-        self.env = {
-            "HAZEL_DATABASE_URL": db_url, "HAZEL_WORKFLOWS": __file__, "HAZEL_PEOPLE_FILE": str(people_file),
-            "HAZEL_OPERATOR": "olga", "HAZEL_OUTPUT_DIR": str(tmp_path / "out"),
-            "HAZEL_API_TOKENS": ",".join(f"{name}={token}" for name, token in TOKENS.items()),
-            "SLACK_BOT_TOKEN": self.slack.bot_token, "SLACK_SIGNING_SECRET": SLACK_SECRET,
-            "HAZEL_SLACK_API_URL": self.slack.api_url,
-            "JIRA_URL": self.jira.base, "JIRA_USER": auth["user"], "JIRA_API_TOKEN": auth["api_token"],
-            "JIRA_WEBHOOK_SECRET": JIRA_SECRET,
-        }
-        """The environment of the deployment: the server's settings, and the CLI's environment."""
-        settings = Settings(**self.env)
-        self.hazel = _App(settings, channels=channels_from_settings(settings),
-                              console=ConsoleChannel(console=Console(file=io.StringIO(), width=120)))
-        self.hazel.prepare()
-        self.server = LiveServer(create_app(self.hazel, routers=http_routers(self.hazel, settings)))
-        self.server.__enter__()
-        self.http = httpx.Client(base_url=self.server.url, timeout=30)
-        self.sender = SlackSender(self.server.url + "/slack/events", SLACK_SECRET, self.slack)
-        self.pool = WorkerPool(self.hazel, threads=2, sweep_sec=0.2)  # as `hazel serve` runs them
-        self.pool.start()
-        self.hazel.deliverer.start(sweep_sec=0.1)
+        super().__init__(db_url, tmp_path, workflows=__file__, slack_channels={"deploys": DEPLOYS}, tokens=TOKENS,
+                         emails=emails, env={"HAZEL_PEOPLE_FILE": str(people_file)})
         self.runner = CliRunner()
-
-    def close(self) -> None:
-        self.pool.stop()
-        self.sender.close()
-        self.http.close()
-        self.server.__exit__(None, None, None)
-        self.hazel.close()
-        self.slack.stop()
-        self._mock.stop()
 
     # -- the CLI -----------------------------------------------------------------------------------------------
 
@@ -255,7 +181,7 @@ class Deployment:
     def comment(self, run_id: str, body: str, who: str) -> httpx.Response:
         payload = jira_payloads.comment_event(self.issue(run_id), body, who, cloud=True, base=self.jira.base,
                                               display=who.split(":")[1])
-        return jira_payloads.send(self.server.url + "/jira/webhook", payload, secret=JIRA_SECRET)
+        return self.jira_send(payload)
 
     def replies_to(self, run_id: str, who: str) -> list[str]:
         """Comments Hazel wrote on the run's issue mentioning ``who``."""
@@ -480,7 +406,7 @@ def test_slack_then_jira_and_jira_then_slack(deploy) -> None:  # noqa: ANN001
     issue = d.issue(run_id)
     before = d.jira.set_status(issue["id"], "Approved")
     moved = jira_payloads.transition_event(issue, "Approved", before, PRIYA_JIRA, cloud=True, base=d.jira.base)
-    answer = jira_payloads.send(d.server.url + "/jira/webhook", moved, secret=JIRA_SECRET)
+    answer = d.jira_send(moved)
     reply = f"{text}. Nothing changed. The request is still open. Hazel moved the issue back to {before}."
     assert answer.status_code == 200 and answer.json() == {"refused": reply}
     assert d.replies_to(run_id, PRIYA_JIRA)[-1] == f"[~accountid:{PRIYA_JIRA}] {reply}"

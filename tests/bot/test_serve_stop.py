@@ -84,11 +84,10 @@ def test_a_worker_logs_its_start_and_its_stop(db_url: str, tmp_path: Path) -> No
     assert "stopping: letting steps in flight finish and checkpoint" in said and said.rstrip().endswith("stopped")
 
 
-def test_a_sigterm_while_serve_starts_stops_it_as_one_after_it_started(db_url: str, tmp_path: Path) -> None:
-    """SIGTERM after the workers started (a step may be in flight) and before uvicorn took the signals over
-    killed ``serve`` outright (status -15, the step cut short): seen as a flaky run of the test above. It is
-    kept and handed to the server, which stops at once: steps finish, exit 0. The signal is sent from inside
-    that window (the scheduler is made then), so the test does not depend on timing."""
+def signalled_from_inside(imports: str, function: str, command: str, db_url: str,
+                          tmp_path: Path) -> subprocess.CompletedProcess:
+    """``hazel COMMAND`` in a process of its own whose ``function`` (reached after ``imports``) sends the
+    process a SIGTERM before doing its work: a signal from inside the window it opens, whatever the timing."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -96,17 +95,26 @@ def test_a_sigterm_while_serve_starts_stops_it_as_one_after_it_started(db_url: s
            "HAZEL_PORT": str(port), "HAZEL_OPERATOR": "tester"}
     script = (
         "import os, signal, sys\n"
-        "from bot.server import processes\n"
-        "real = processes.Scheduler.from_settings\n"
-        "def early(hazel):\n"
+        f"{imports}\n"
+        f"real = {function}\n"
+        "def early(*args):\n"
         "    os.kill(os.getpid(), signal.SIGTERM)\n"
-        "    return real(hazel)\n"
-        "processes.Scheduler.from_settings = early\n"
+        "    return real(*args)\n"
+        f"{function} = early\n"
         "from bot.cli import main\n"
-        "sys.argv = ['hazel', 'serve']\n"
+        f"sys.argv = ['hazel', {command!r}]\n"
         "main()\n")
-    done = subprocess.run([sys.executable, "-c", script], env=env, cwd=ROOT, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-c", script], env=env, cwd=ROOT, capture_output=True, text=True,
                           timeout=60)
+
+
+def test_a_sigterm_while_serve_starts_stops_it_as_one_after_it_started(db_url: str, tmp_path: Path) -> None:
+    """SIGTERM after the workers started (a step may be in flight) and before uvicorn took the signals over
+    killed ``serve`` outright (status -15, the step cut short): seen as a flaky run of the test above. It is
+    kept and handed to the server, which stops at once: steps finish, exit 0. The signal is sent from inside
+    that window (the scheduler is made then), so the test does not depend on timing."""
+    done = signalled_from_inside("from bot.server import processes", "processes.Scheduler.from_settings", "serve",
+                                 db_url, tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "stopping: letting steps in flight finish and checkpoint" in done.stderr
     assert done.stderr.rstrip().endswith("stopped"), done.stderr[-2000:]
@@ -153,24 +161,7 @@ def test_a_signal_while_the_command_starts_stops_it_cleanly(command: str, db_url
     """A SIGTERM while ``serve`` / ``worker`` import the server and read their settings (about 2 s on a loaded
     machine) killed them (status -15, nothing logged). The commands now keep the signal from their first line:
     nothing is started, "stopped" is logged, exit 0. Sent from inside that window (as settings are read)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {**os.environ, "HAZEL_DATABASE_URL": db_url, "HAZEL_WORKFLOWS": str(WORKFLOW), "CRASHY_DIR": str(tmp_path),
-           "HAZEL_PORT": str(port), "HAZEL_OPERATOR": "tester"}
-    script = (
-        "import os, signal, sys\n"
-        "from bot.cli import ops\n"
-        "real = ops._read_settings\n"
-        "def early():\n"
-        "    os.kill(os.getpid(), signal.SIGTERM)\n"
-        "    return real()\n"
-        "ops._read_settings = early\n"
-        "from bot.cli import main\n"
-        f"sys.argv = ['hazel', {command!r}]\n"
-        "main()\n")
-    done = subprocess.run([sys.executable, "-c", script], env=env, cwd=ROOT, capture_output=True, text=True,
-                          timeout=60)
+    done = signalled_from_inside("from bot.cli import ops", "ops._read_settings", command, db_url, tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "stopping: asked to stop before the database answered (nothing was started)" in done.stderr
     assert done.stderr.rstrip().endswith("stopped"), done.stderr[-2000:]

@@ -14,35 +14,22 @@ top level of this module, which the CLI loads by path (``HAZEL_WORKFLOWS``).
 
 from __future__ import annotations
 
-import io
-import time
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import httpx
 import pytest
-import responses
 from pydantic import BaseModel
-from rich.console import Console
 from typer.testing import CliRunner
 
 from bot.cli import app as cli_app
 from bot.engine.workflow import Workflow
-from bot.ops.worker import WorkerPool
-from bot.server.app import HazelApp
-from bot.server.http import create_app
-from bot.server.wiring import channels_from_settings, http_routers
-from bot.settings import Settings
-from integrations.console import ConsoleChannel
 from store.models import Approvers, RunStatus, SteeringRequest
 from tests.support import jira_payloads
-from tests.support.fake_jira import FakeJira
-from tests.support.fake_slack import FakeSlack, Message
-from tests.support.live import LiveServer
-from tests.support.slack_payloads import SlackSender
+from tests.support import deployment
+from tests.support.deployment import wait_for
+from tests.support.fake_slack import Message
 
-SLACK_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
-JIRA_SECRET = "jira-webhook-secret-for-tests"
 MIGRATIONS = "C0000000001"
 PRIYA = "U0000000001"
 SME = "557058:sme-sam"
@@ -84,73 +71,12 @@ def ship(state: Change, ctx) -> Change:  # noqa: ANN001
     return state.model_copy(update={"shipped": True})
 
 
-def wait_for(predicate: Callable[[], Any], what: str, timeout_sec: float = 15.0) -> Any:
-    deadline = time.monotonic() + timeout_sec
-    while True:
-        value = predicate()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
-
-
-class _App(HazelApp):
-    """``HazelApp`` whose PostgreSQL ``LISTEN`` connection checks its stop flag every 50 ms."""
-
-    def ready_listener(self, *, on_ready: Callable[[str], None]) -> Any:
-        listener = super().ready_listener(on_ready=on_ready)
-        if listener is not None:
-            listener.poll_sec = 0.05
-        return listener
-
-
-class Deployment:
-    """Hazel with Slack, Jira and the REST API on a live server, a worker pool and the deliverer, plus the CLI."""
+class Deployment(deployment.Deployment):
+    """The deployment of ``slack-then-jira``: its REST calls as olga."""
 
     def __init__(self, db_url: str, tmp_path: Path) -> None:
-        self.slack = FakeSlack(channels={"migrations": MIGRATIONS}).start()
-        self._mock = responses.RequestsMock(assert_all_requests_are_fired=False)  # patches `requests` globally
-        self._mock.start()
-        try:
-            self._build(db_url, tmp_path)
-        except BaseException:
-            self._mock.stop()
-            self.slack.stop()
-            raise
-
-    def _build(self, db_url: str, tmp_path: Path) -> None:
-        self.jira = FakeJira(self._mock, cloud=True)
-        auth = self.jira.client_kwargs()
-        self.env = {
-            "HAZEL_DATABASE_URL": db_url, "HAZEL_WORKFLOWS": __file__, "HAZEL_OPERATOR": "olga",
-            "HAZEL_OUTPUT_DIR": str(tmp_path / "out"),
-            "HAZEL_API_TOKENS": ",".join(f"{name}={token}" for name, token in TOKENS.items()),
-            "SLACK_BOT_TOKEN": self.slack.bot_token, "SLACK_SIGNING_SECRET": SLACK_SECRET,
-            "HAZEL_SLACK_API_URL": self.slack.api_url,
-            "JIRA_URL": self.jira.base, "JIRA_USER": auth["user"], "JIRA_API_TOKEN": auth["api_token"],
-            "JIRA_WEBHOOK_SECRET": JIRA_SECRET,
-        }
-        settings = Settings(**self.env)
-        self.hazel = _App(settings, channels=channels_from_settings(settings),
-                          console=ConsoleChannel(console=Console(file=io.StringIO(), width=120)))
-        self.hazel.prepare()
-        self.server = LiveServer(create_app(self.hazel, routers=http_routers(self.hazel, settings)))
-        self.server.__enter__()
-        self.http = httpx.Client(base_url=self.server.url, timeout=30,
-                                 headers={"Authorization": f"Bearer {TOKENS['olga']}"})
-        self.sender = SlackSender(self.server.url + "/slack/events", SLACK_SECRET, self.slack)
-        self.pool = WorkerPool(self.hazel, threads=2, sweep_sec=0.2)  # as `hazel serve` runs them
-        self.pool.start()
-        self.hazel.deliverer.start(sweep_sec=0.1)
-
-    def close(self) -> None:
-        self.pool.stop()
-        self.sender.close()
-        self.http.close()
-        self.server.__exit__(None, None, None)
-        self.hazel.close()
-        self.slack.stop()
-        self._mock.stop()
+        super().__init__(db_url, tmp_path, workflows=__file__, slack_channels={"migrations": MIGRATIONS},
+                         tokens=TOKENS, token="olga")
 
     def start(self, **state: Any) -> str:
         response = self.http.post("/api/runs", json={"workflow": "slack-then-jira", "input": state})
@@ -200,9 +126,6 @@ class Deployment:
                 return all(m.status == "sent" for m in tx.outbox.list(run_id=run_id, limit=1000))
 
         wait_for(delivered, f"the outbox messages of run {run_id} to be delivered")
-
-    def jira_send(self, payload: dict[str, Any]) -> httpx.Response:
-        return jira_payloads.send(self.server.url + "/jira/webhook", payload, secret=JIRA_SECRET)
 
     def comment(self, issue: dict[str, Any], body: str) -> httpx.Response:
         return self.jira_send(jira_payloads.comment_event(issue, body, SME, cloud=True, base=self.jira.base,
