@@ -93,6 +93,14 @@ class ApiRoute(APIRoute):
         return route
 
 
+def idempotency_delivery(caller_id: str, key: str) -> str:
+    """The delivery id of a REST decision sent with ``Idempotency-Key: key`` by the token named ``caller_id``:
+    ``caller:key``, the caller's ``%`` and ``:`` percent-encoded, so that two callers never share one (``x`` with
+    key ``y:k`` and ``x:y`` with key ``k`` were both ``x:y:k``: the second was told the first's decision was
+    its own). Names without ``%`` or ``:`` keep the form earlier versions stored."""
+    return f"{caller_id.replace('%', '%25').replace(':', '%3A')}:{key}"
+
+
 def api_tokens(settings: Settings) -> list[tuple[str, SecretStr]]:
     """``(identity, token)`` for each configured token (``bot.settings.api_token_pairs``: ``Settings`` checks
     them when it is made, for every command).
@@ -243,7 +251,7 @@ def api_router(hazel: "Hazel", settings: Settings) -> APIRouter:
                            f"{MAX_IDEMPOTENCY_KEY_LEN} characters): nothing was decided")
         given = getattr(body, "payload", None)  # (approve has none)
         payload = given.for_engine() if given is not None else {}
-        delivery_id = f"{caller.id}:{idempotency_key}" if idempotency_key else None
+        delivery_id = idempotency_delivery(caller.id, idempotency_key) if idempotency_key else None
         outcome = hazel.decide(run_id=run_id, action=body.action, actor=caller, payload=payload,
                                request_id=body.request_id, delivery_id=delivery_id)
         if outcome.duplicate:

@@ -334,6 +334,33 @@ def test_idempotency_key_records_a_decision_once(served) -> None:  # noqa: ANN00
     assert hazel.decisions(run_id=third) == []
 
 
+def test_idempotency_keys_of_two_callers_never_meet_whatever_their_names(db_url: str) -> None:
+    """A fresh-user finding: the key was stored as ``caller:key``, so caller ``x`` with key ``y:k`` and caller
+    ``x:y`` with key ``k`` shared one: the second was told the first's decision (its actor, its reason) was its
+    own duplicate, nothing of its own recorded."""
+    xy, x = "tok-xy-0123456789", "tok-x-0123456789"
+    hazel = make_hazel(db_url, doc_workflow())
+    app = create_app(hazel, routers=[api_router(hazel, Settings(HAZEL_API_TOKENS=f"x:y={xy},x={x}"))])
+    try:
+        with LiveServer(app) as server:
+            api = Api(server.url)
+            run_id = api.start(token=x)["id"]
+            waiting = lambda: hazel.get(run_id=run_id).status is RunStatus.WAITING  # noqa: E731
+            wait_for(waiting, "the run to wait")
+            first = api.decide(run_id, {"action": "feedback", "payload": {"text": "by x"}}, token=x,
+                               headers={"Idempotency-Key": "y:k"})
+            assert first.status_code == 201, first.text
+            wait_for(waiting, "the run to wait again")
+            second = api.decide(run_id, {"action": "feedback", "payload": {"text": "by x:y"}}, token=xy,
+                                headers={"Idempotency-Key": "k"})
+            assert second.status_code == 201 and second.json()["duplicate"] is False, second.text
+            assert second.json()["decision"]["actor_id"] == "x:y"
+            assert [(d.actor_id, d.payload["text"]) for d in hazel.decisions(run_id=run_id)] == [
+                ("x", "by x"), ("x:y", "by x:y")]
+    finally:
+        hazel.close()
+
+
 # -- retry and cancel --------------------------------------------------------------------------------------------
 
 def test_retry_a_failed_run_and_cancel_a_waiting_one(served) -> None:  # noqa: ANN001
