@@ -24,11 +24,16 @@ Jira's clock; ``Hazel.request_by_message_key(asked_by=…)``), so one written be
 is refused, saying the issue asks again, rather than deciding the version the person never saw.
 
 A transition to the approve or reject status of a request already settled is refused like any other (who
-decided it and when) and the issue is moved back.
+decided it and when) and the issue is moved back. A transition made with a comment comes as two webhooks in no
+set order (``jira:issue_updated`` with the comment, and its ``comment_created``), keyed alike by the comment:
+a plain comment on a pending request's issue that the payload shows already in the approve or reject status
+is read as that transition (reject: the comment is the reason), so whichever comes first decides what the
+person did, never feedback.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import threading
@@ -230,6 +235,12 @@ class JiraWebhook:
         pending = view.request.status is RequestStatus.PENDING
         # (feedback written on a version answered since is refused, saying so, rather than ignored as a comment)
         answering = pending or (newer is not None and newer.status is RequestStatus.PENDING)
+        if command.plain and pending and event.issue_status:  # the comment of a transition, delivered first
+            opts = self.channel.options_for(view.options)
+            if same_status(event.issue_status, opts.approve_status) or same_status(event.issue_status,
+                                                                                   opts.reject_status):
+                moved = dataclasses.replace(event, kind="transition", to_status=event.issue_status)
+                return self._transition(moved, view, opts, newer)
         if command.plain and (not answering or "feedback" not in view.actions or not command.argument):
             return 200, {"ignored": "a comment, not a decision"}
         if command.action == "rewind":

@@ -92,6 +92,9 @@ class JiraEvent:
         webhook_event: ``webhookEvent`` (plus ``/issue_event_type_name`` when given), for logs.
         site: the Jira site as ``site_of`` names it (``example.atlassian.net``); None when no ``self`` URL says.
         at: when the person did it, UTC, by Jira's clock (``event_time``); None when the payload does not say.
+        issue_status: the issue's status as the payload shows it (``issue.fields.status.name``; Cloud's
+            ``comment_created`` carries it, Server's does not): a comment arriving on an issue already moved to
+            an approve or reject status is that transition's comment, delivered before it.
     """
 
     kind: Literal["comment", "transition"]
@@ -106,6 +109,7 @@ class JiraEvent:
     webhook_event: str = ""
     site: str | None = None
     at: datetime | None = None
+    issue_status: str | None = None
 
 
 def _user(raw: Any, what: str) -> JiraUser:
@@ -217,7 +221,8 @@ def parse_event(payload: Any, *, webhook_id: str | None = None) -> JiraEvent | N
         return JiraEvent(kind="comment", issue_id=issue_id, issue_key=issue_key,
                          actor=_user(author or payload.get("user"), "comment.author"),
                          delivery_id=delivery_key(site, issue_id, "comment", comment_id), text=body,
-                         comment_id=comment_id, webhook_event=label, site=site, at=event_time(payload))
+                         comment_id=comment_id, webhook_event=label, site=site, at=event_time(payload),
+                         issue_status=_status_name(issue))
 
     if name == "jira:issue_updated":
         item = _status_item(payload)
@@ -239,6 +244,13 @@ def parse_event(payload: Any, *, webhook_id: str | None = None) -> JiraEvent | N
                          to_status=str(item.get("toString") or ""), from_status=item.get("fromString") or None,
                          comment_id=comment_id, webhook_event=label, site=site, at=event_time(payload))
     return None
+
+
+def _status_name(issue: dict[str, Any]) -> str | None:
+    fields = issue.get("fields")
+    status = fields.get("status") if isinstance(fields, dict) else None
+    name = status.get("name") if isinstance(status, dict) else None
+    return name if isinstance(name, str) and name else None
 
 
 def _status_item(payload: dict[str, Any]) -> dict[str, Any] | None:

@@ -368,3 +368,29 @@ def test_a_refusal_says_the_request_is_open_only_while_it_is(env: JiraEnv, monke
     assert env.drive(run_id).status is RunStatus.WAITING
     refused = env.send(env.transition(env.issue(run_id), "Approved", person="stranger")).json()["refused"]
     assert "may not approve" in refused and "The request is still open. Hazel moved the issue back" in refused
+
+
+@pytest.mark.parametrize("to, decided", [("Rejected", "reject"), ("Approved", "approve")])
+def test_a_transitions_comment_delivered_before_the_transition_decides_as_the_transition(
+        env: JiraEnv, to: str, decided: str) -> None:
+    """A fresh-user finding: moving the issue to Rejected with a reason on the transition screen sends the
+    status change and a ``comment_created`` for its comment, in no set order. When the comment came first it
+    was taken as feedback (the run drafted again on a new issue) and the transition was dropped as its
+    duplicate, the old issue left in Rejected. The comment on an issue the payload shows already moved is that
+    transition: it decides what the person did, and the transition that follows is its duplicate."""
+    run_id = env.start()
+    issue = env.issue(run_id)
+    before = env.fake.set_status(issue["id"], to)  # the person moves it, typing a reason on the screen
+    comment = env.comment(env.fake.issue(issue["id"]), "The index would lock the table for an hour.")
+    first = env.send(comment)
+    assert first.json()["decided"] == decided, first.text
+    moved = p.transition_event(env.fake.issue(issue["id"]), to, before, env.who["sme"], cloud=env.cloud,
+                               base=env.fake.base, comment="The index would lock the table for an hour.",
+                               comment_id=comment["comment"]["id"])
+    assert env.send(moved).json() == {"duplicate": True}
+    [decision] = [d for d in env.hazel.decisions(run_id=run_id) if d.channel == "jira"]
+    assert decision.action.value == decided
+    if decided == "reject":
+        assert decision.payload["reason"] == "The index would lock the table for an hour."
+        assert env.hazel.get(run_id=run_id).status is RunStatus.REJECTED
+    assert len(env.fake.issues) == 1, "no second issue: nothing was drafted again"

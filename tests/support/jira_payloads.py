@@ -119,7 +119,8 @@ def server_issue_commented(issue: dict[str, Any], body: str, person: str, *, com
 
 def transition_event(issue: dict[str, Any], to_status: str, from_status: str, person: str, *, cloud: bool = True,
                      base: str | None = None, comment: str | None = None, changelog_id: str | None = None,
-                     sample: str | None = None, at: datetime | None = None) -> dict[str, Any]:
+                     sample: str | None = None, at: datetime | None = None,
+                     comment_id: str | None = None) -> dict[str, Any]:
     """``jira:issue_updated`` with a ``status`` changelog item (Cloud's carries ``fieldId``); ``at``: when the
     issue was moved (default: now)."""
     base = base or ("https://example.atlassian.net" if cloud else "http://jira.example.invalid:8080")
@@ -134,7 +135,7 @@ def transition_event(issue: dict[str, Any], to_status: str, from_status: str, pe
     if comment is not None:
         author = user(person, cloud=cloud, base=base)
         template = fixture(SERVER_COMMENTED)["comment"]
-        payload["comment"] = _comment(template, issue["id"], new_comment_id(), comment, author, base)
+        payload["comment"] = _comment(template, issue["id"], comment_id or new_comment_id(), comment, author, base)
     return _stamp(payload, at)
 
 
