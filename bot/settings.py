@@ -65,6 +65,27 @@ def printable_name(name: str) -> bool:
     return not unsafe(name, one_line=True)
 
 
+MAX_NAME_CHARS = 200
+"""The longest name of a person or an identity (the database keeps actor names in 200 characters)."""
+
+
+def name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a person or one of their identities (``HAZEL_OPERATOR``, ``--as``, ``hazel link
+    --for``, ``HAZEL_API_TOKENS``' names, the people file), as the end of a sentence; None: it can. Not one
+    line of printable text (``printable_name``), longer than ``MAX_NAME_CHARS``, or the name of Hazel's own
+    actor (``hazel``, ``timeout``: a person's decision would read as a timeout's in ``hazel history``)."""
+    from store.models import SYSTEM, TIMEOUT
+
+    if not printable_name(name):
+        return ("must be one line of printable text (no line break or control character: the audit log and the "
+                "CLI's tables show it)")
+    if len(name) > MAX_NAME_CHARS:
+        return f"is {len(name)} characters long: at most {MAX_NAME_CHARS}"
+    if name.strip().lower() in (SYSTEM.who.lower(), TIMEOUT.who.lower(), SYSTEM.id, TIMEOUT.id):
+        return f"is the name of Hazel's own actor ({name.strip()!r}); choose another name"
+    return None
+
+
 IDENTITY_OF_API_TOKEN = "api"
 """The caller of ``HAZEL_API_TOKEN``."""
 
@@ -86,6 +107,8 @@ def api_token_pairs(api_token: SecretStr | None, api_tokens: SecretStr | None) -
             name, sep, token = (part.strip() for part in entry.partition("="))
             if not sep or not name or not token:
                 raise ValueError(f"entry {i} is not name=token")
+            if name_problem(name):
+                raise ValueError(f"entry {i}: its name {name_problem(name)}")
             pairs.append((name, SecretStr(token)))
     names = [n for n, _ in pairs]
     tokens = [t.get_secret_value() for _, t in pairs]
@@ -243,18 +266,14 @@ class Settings(BaseSettings):
     @field_validator("operator", mode="before")
     @classmethod
     def _operator_name(cls, value: object) -> str:
-        """Blank: the login name. Hazel's own actors' names (``store.models.SYSTEM``, ``TIMEOUT``) are refused:
-        the audit log would show the operator as Hazel itself."""
-        from store.models import SYSTEM, TIMEOUT
-
+        """Blank: the login name. ``name_problem``'s names are refused (Hazel's own actors' names: the audit log
+        would show the operator as Hazel itself)."""
         name = str(value).strip() if value is not None else ""
         if not name:
             return _default_operator()
-        if not printable_name(name):
-            raise ValueError("must be one line of printable text (no line break or control character: the "
-                             "audit log and the CLI's tables show it)")
-        if name in (SYSTEM.who, TIMEOUT.who):
-            raise ValueError(f"{name!r} is the name of Hazel's own actor; choose another operator name")
+        problem = name_problem(name)
+        if problem:
+            raise ValueError(problem)
         return name
 
     people_file: str | None = Field(None, validation_alias="HAZEL_PEOPLE_FILE")

@@ -165,10 +165,10 @@ def actor(hazel: Any, name: str | None) -> "Actor":
     """
     if name is not None and not name.strip():
         raise usage_error("--as", "needs a name")
-    from bot.settings import printable_name
+    from bot.settings import name_problem
 
-    if name is not None and not printable_name(name):
-        raise usage_error("--as", "must be one line of printable text (no line break or control character)")
+    if name is not None and name_problem(name):
+        raise usage_error("--as", name_problem(name))
     return hazel.operator(acting_for=name)
 
 

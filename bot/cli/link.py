@@ -27,10 +27,10 @@ def link_cmd(
     person = for_.strip() if for_ is not None else None
     if for_ is not None and not person:
         raise usage_error("--for", "needs a name")
-    from bot.settings import printable_name
+    from bot.settings import name_problem
 
-    if person is not None and not printable_name(person):
-        raise usage_error("--for", "must be one line of printable text (no line break or control character)")
+    if person is not None and name_problem(person):
+        raise usage_error("--for", name_problem(person))
     hazel = engine(json_out)
     settings = hazel.settings
     missing = [name for name, value in (("HAZEL_BASE_URL", settings.base_url), ("HAZEL_WEB_SECRET",

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from bot.engine.errors import ConfigurationError
-from bot.settings import printable_name
+from bot.settings import name_problem
 
 CHANNELS = ("console", "api", "slack", "jira")
 """The channels a person file entry lists identities for."""
@@ -123,7 +123,7 @@ class People:
 
         Raises:
             ConfigurationError: a malformed entry, an unknown key, a name or an identity that is not one line of
-                printable text (``bot.settings.printable_name``: they are shown in tables and the audit log),
+                printable text, at most 200 characters, never Hazel's own actor's name (``bot.settings.name_problem``),
                 or an inconsistent file (see the class).
         """
         entries = data.get("people", {})
@@ -133,10 +133,9 @@ class People:
                                      + (f" (found {', '.join(unknown_top)})" if unknown_top else ""))
         people = []
         for name, entry in entries.items():
-            if not printable_name(str(name)):  # (a line break would start a forged row in hazel runs / audit)
-                raise ConfigurationError(f"people file: the name {name!r} must be one line of printable text (no "
-                                         "line break or control character: the audit log and the CLI's tables "
-                                         "show it)")
+            if not str(name).strip() or name_problem(str(name)):  # (a line break: a forged row in hazel audit)
+                raise ConfigurationError(f"people file: the name {str(name)[:60]!r} "
+                                         f"{name_problem(str(name)) or 'is blank'}")
             if not isinstance(entry, Mapping):
                 raise ConfigurationError(f"people file: [people.{name}] must be a table")
             unknown = sorted(set(entry) - {"email", *CHANNELS})
@@ -149,10 +148,10 @@ class People:
                 values = [raw] if isinstance(raw, str) else raw
                 if not isinstance(values, list) or not all(isinstance(v, str) and v.strip() for v in values):
                     raise ConfigurationError(f"people file: [people.{name}] {channel} must be a list of names")
-                bad = next((v for v in values if not printable_name(v.strip())), None)
+                bad = next((v for v in values if name_problem(v.strip())), None)
                 if bad is not None:
-                    raise ConfigurationError(f"people file: [people.{name}] {channel} {bad!r} must be one line of "
-                                             "printable text (no line break or control character)")
+                    raise ConfigurationError(f"people file: [people.{name}] {channel} {bad[:60]!r} "
+                                             f"{name_problem(bad.strip())}")
                 identities[channel] = frozenset(v.strip() for v in values)
             email = entry.get("email")
             if email is not None and (not isinstance(email, str) or "@" not in email):

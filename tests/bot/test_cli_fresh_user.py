@@ -103,10 +103,18 @@ def test_usage_errors_exit_2_with_one_line(cli, tmp_path) -> None:  # noqa: ANN0
         ("approve", run_id, "--as", ""): "error: Invalid value for '--as': needs a name (see `hazel approve --help`)",
         ("link", run_id, "--for", " "): "error: Invalid value for '--for': needs a name (see `hazel link --help`)",
         ("approve", run_id, "--as", "eve\nFORGED"): "error: Invalid value for '--as': must be one line of printable "
-                                                   "text (no line break or control character) (see `hazel approve "
-                                                   "--help`)",
+                                                   "text (no line break or control character: the audit log and "
+                                                   "the CLI's tables show it) (see `hazel approve --help`)",
         ("link", run_id, "--for", "eve\x1b[2J"): "error: Invalid value for '--for': must be one line of printable "
-                                               "text (no line break or control character) (see `hazel link --help`)",
+                                               "text (no line break or control character: the audit log and the "
+                                               "CLI's tables show it) (see `hazel link --help`)",
+        # a person's decision may not read as a timeout's, nor a name outgrow the database's 200 characters
+        ("approve", run_id, "--as", "timeout"): "error: Invalid value for '--as': is the name of Hazel's own actor "
+                                                "('timeout'); choose another name (see `hazel approve --help`)",
+        ("feedback", run_id, "ok", "--as", "a" * 300): "error: Invalid value for '--as': is 300 characters long: at "
+                                                      "most 200 (see `hazel feedback --help`)",
+        ("link", run_id, "--for", "Hazel"): "error: Invalid value for '--for': is the name of Hazel's own actor "
+                                            "('Hazel'); choose another name (see `hazel link --help`)",
     }
     for args, line in expected.items():
         assert cli(*args, code=2).stderr == line + "\n", args

@@ -140,7 +140,13 @@ def test_unknown_keys_and_malformed_entries_are_refused(data: dict[str, Any], me
     ('[people."sam\\u202e"]\n', "people file: the name 'sam\\u202e' must be one line of printable text"),
     ('[people.priya]\nconsole = ["pk\\r| olga"]\n',
      "people file: [people.priya] console 'pk\\r| olga' must be one line of printable text (no line break or "
-     "control character)"),
+     "control character"),
+    ('[people.timeout]\nconsole = ["tim"]\n',
+     "people file: the name 'timeout' is the name of Hazel's own actor ('timeout'); choose another name"),
+    ('[people.priya]\napi = ["hazel"]\n',
+     "people file: [people.priya] api 'hazel' is the name of Hazel's own actor"),
+    (f'[people.{"a" * 201}]\n', f"people file: the name '{'a' * 60}' is 201 characters long: at most 200"),
+    ('[people." "]\n', "people file: the name ' ' is blank"),
 ])
 def test_a_name_or_identity_with_a_control_character_is_refused_in_one_line(
         text: str, message: str, db_url: str, tmp_path: Path, cli: Callable[..., Any],

@@ -226,3 +226,24 @@ def test_an_operator_name_is_one_line_of_printable_text(clean: Path, name: str) 
     """A line break in ``HAZEL_OPERATOR`` started a row of its own in ``hazel audit`` and the tables."""
     assert _errors(HAZEL_OPERATOR=name) == [("HAZEL_OPERATOR", "must be one line of printable text (no line break "
                                              "or control character: the audit log and the CLI's tables show it)")]
+
+
+@pytest.mark.parametrize("variable, value, message", [
+    ("HAZEL_API_TOKENS", "timeout=tok-timeout-1234567", "entry 1: its name is the name of Hazel's own actor "
+                                                       "('timeout'); choose another name"),
+    ("HAZEL_API_TOKENS", f"ok=tok-ok-123456789,{'n' * 300}=tok-long-0123456789", "entry 2: its name is 300 "
+                                                                                 "characters long: at most 200"),
+    ("HAZEL_OPERATOR", "x" * 201, "is 201 characters long: at most 200"),
+    ("HAZEL_OPERATOR", "hazel", "is the name of Hazel's own actor ('hazel'); choose another name"),
+])
+def test_a_name_given_in_the_settings_is_refused_as_the_cli_refuses_it(clean: Path, variable: str, value: str,
+                                                                      message: str) -> None:
+    """A fresh-user finding: a token named ``timeout`` decided as if it were a timeout, and a name over 200
+    characters failed on PostgreSQL with the database's own error (a 500 over REST)."""
+    from pydantic import ValidationError
+
+    from bot.settings import Settings
+
+    with pytest.raises(ValidationError) as raised:
+        Settings(**{variable: value})
+    assert message in str(raised.value) and "tok-" not in str(raised.value), str(raised.value)
