@@ -410,8 +410,22 @@ def when(ts: Any) -> str:
 
 
 def read_arg(text: str) -> str:
-    """A CLI text argument; ``@path`` reads the file instead, ``@-`` standard input (``read_file``)."""
-    return read_file(text[1:]) if text.startswith("@") else text
+    """A CLI text argument; ``@path`` reads the file instead, ``@-`` standard input (``read_file``); ``@@…`` is
+    the text ``@…`` itself (feedback that starts with a mention: ``"@@sam please shorten"``).
+
+    Raises:
+        CliError: as ``read_file``; a file that does not exist says how to write a literal ``@``.
+    """
+    if text.startswith("@@"):
+        return text[1:]
+    if not text.startswith("@"):
+        return text
+    try:
+        return read_file(text[1:])
+    except CliError as exc:
+        if text[1:] != "-" and not os.path.exists(text[1:]):
+            raise CliError(f"{exc} (text starting with @ names a file to read: write @@ for a literal @)") from None
+        raise
 
 
 def read_file(path: str, *, what: str | None = None) -> str:

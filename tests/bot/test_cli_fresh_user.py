@@ -121,13 +121,26 @@ def test_usage_errors_exit_2_with_one_line(cli, tmp_path) -> None:  # noqa: ANN0
     assert cli.json("show", run_id)["run"]["status"] == "waiting"  # nothing was decided
 
 
+def test_feedback_starting_with_at_is_written_with_two(cli) -> None:  # noqa: ANN001
+    """A fresh-user finding: ``hazel feedback RUN "@sam please shorten"`` could not be typed (it read the file
+    ``sam please shorten``), and the error did not say why."""
+    run_id = json.loads(cli("run", "doc-review", "--input", '{"topic": "t"}', "--json").stdout)["run"]["id"]
+    refused = cli("feedback", run_id, "@sam please shorten", code=1).stderr
+    assert refused == ("error: cannot read sam please shorten: No such file or directory (text starting with @ "
+                       "names a file to read: write @@ for a literal @)\n"), refused
+    cli("feedback", run_id, "@@sam please shorten")
+    decisions = cli.json("history", run_id)
+    assert "@sam please shorten" in json.dumps(decisions) and "@@sam" not in json.dumps(decisions), decisions
+
+
 def test_cancel_reason_at_file_reads_the_file_as_reject_does(cli, tmp_path) -> None:  # noqa: ANN001
     (tmp_path / "why.txt").write_text("superseded by\nthe new plan\n")
     run_id = json.loads(cli("run", "doc-review", "--input", '{"topic": "t"}', "--json").stdout)["run"]["id"]
     (tmp_path / "bad.txt").write_bytes(b"caf\xe9")
     (tmp_path / "nul.txt").write_bytes(b"a\x00b")
     assert cli("cancel", run_id, "--reason", "@nowhere.txt", code=1).stderr == \
-        "error: cannot read nowhere.txt: No such file or directory\n"
+        "error: cannot read nowhere.txt: No such file or directory (text starting with @ names a file to read: " \
+        "write @@ for a literal @)\n"
     assert "cannot read bad.txt: not UTF-8 text (byte 0xe9 at offset 3)" in \
         cli("cancel", run_id, "--reason", "@bad.txt", code=1).stderr
     assert "cannot read nul.txt: it holds a NUL byte" in cli("cancel", run_id, "--reason", "@nul.txt", code=1).stderr
