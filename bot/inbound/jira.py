@@ -62,7 +62,7 @@ from integrations.jira import (
 from integrations.jira.options import same_status
 from integrations.jira.render import inline, mention, who_may
 from integrations.jira.webhook import SIGNATURE_HEADER, WEBHOOK_ID_HEADER, split_rewind
-from store.models import Actor, RequestStatus, RequestView, SteeringRequest
+from store.models import Actor, RequestStatus, RequestView, SteeringRequest, past_tense
 
 log = logging.getLogger("hazel.jira")
 HELP = ("Answer with a plain comment (feedback), or /approve, /reject REASON, /edit followed by the new value, "
@@ -201,7 +201,17 @@ class JiraWebhook:
             action, payload = "reject", {"reason": event.text.strip() or f"moved to {event.to_status} in Jira"}
         else:
             return 200, {"ignored": f"status {event.to_status!r} decides nothing here"}
-        return self._decide(event, view, action, payload, newer=newer, on_refused=lambda: self._move_back(event, opts))
+        return self._decide(event, view, action, payload, newer=newer,
+                            on_refused=lambda: self._agreed(event, view, action) or self._move_back(event, opts))
+
+    def _agreed(self, event: JiraEvent, view: RequestView, action: str) -> str:
+        """When the refused transition agrees with how the request was settled (moved to the reject status of a
+        request rejected elsewhere, say), the sentence that leaves the issue there; else ``""`` (it is moved
+        back: ``_move_back``). Moving it back would make an ended run's issue look open."""
+        now = self.hazel.request_view(request_id=view.request.id)
+        if now is None or now.request.status is RequestStatus.PENDING or now.request.decided_action != action:
+            return ""
+        return f" The issue stays in {event.to_status}, as the request was {past_tense(action)}."
 
     def _move_back(self, event: JiraEvent, opts: JiraOptions) -> str:
         """Move a refused transition's issue back to where the person took it from (through the workflow's

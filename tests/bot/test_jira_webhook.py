@@ -394,3 +394,22 @@ def test_a_transitions_comment_delivered_before_the_transition_decides_as_the_tr
         assert decision.payload["reason"] == "The index would lock the table for an hour."
         assert env.hazel.get(run_id=run_id).status is RunStatus.REJECTED
     assert len(env.fake.issues) == 1, "no second issue: nothing was drafted again"
+
+
+def test_a_transition_agreeing_with_a_settled_request_leaves_the_issue_where_it_is(env: JiraEnv) -> None:
+    """A fresh-user finding: the run was rejected over REST (or the CLI); someone then moved its issue to
+    Rejected, agreeing, and Hazel "moved the issue back to To Do": an ended run's issue looked open. A move
+    that disagrees is still moved back."""
+    from tests.support.jira_env import OPERATOR
+
+    run_id = env.start()
+    issue = env.issue(run_id)
+    env.hazel.decide(run_id=run_id, action="reject", actor=OPERATOR, payload={"reason": "superseded"})
+    status = env.fake.status(issue["id"])
+    refused = env.send(env.transition(issue, "Rejected")).json()["refused"]
+    assert refused.startswith("already rejected by priya at ") and refused.endswith(
+        "The issue stays in Rejected, as the request was rejected."), refused
+    assert env.fake.status(issue["id"]) == "Rejected"
+    env.fake.set_status(issue["id"], status)
+    refused = env.send(env.transition(issue, "Approved")).json()["refused"]
+    assert "Hazel moved the issue back to" in refused and env.fake.status(issue["id"]) == status, refused
