@@ -139,9 +139,9 @@ class Leases:
                     recovered.append(run.id)
                     (died if dead else lapsed).append(run.id)
         if died:
-            log.warning("recovered %d run(s) left running by a dead process: %s", len(died), died)
+            log.warning("recovered %d run(s) left running by a dead process: %s", len(died), ", ".join(died))
         if lapsed:  # (its process may live on, paused or cut off: its writes are fenced by the lease)
-            log.warning("recovered %d run(s) whose lease ran out: %s", len(lapsed), lapsed)
+            log.warning("recovered %d run(s) whose lease ran out: %s", len(lapsed), ", ".join(lapsed))
         return recovered
 
     def close(self) -> None:

@@ -50,7 +50,7 @@ def test_recovery_names_a_lapsed_lease_as_such_not_as_a_dead_process(db_url: str
     with caplog.at_level("WARNING"):
         assert hazel.recover() == [run.id]
     said = [r.getMessage() for r in caplog.records if "recovered" in r.getMessage()]
-    assert said == [f"recovered 1 run(s) whose lease ran out: ['{run.id}']"], said
+    assert said == [f"recovered 1 run(s) whose lease ran out: {run.id}"], said  # (ids, not a Python list)
 
 
 def test_a_drive_the_database_cut_short_is_handed_back_when_it_answers_not_when_the_lease_ends(
