@@ -107,8 +107,9 @@ def api_token_pairs(api_token: SecretStr | None, api_tokens: SecretStr | None) -
             name, sep, token = (part.strip() for part in entry.partition("="))
             if not sep or not name or not token:
                 raise ValueError(f"entry {i} is not name=token")
-            if name_problem(name):
-                raise ValueError(f"entry {i}: its name {name_problem(name)}")
+            problem = name_problem(name)
+            if problem:
+                raise ValueError(f"entry {i}: its name {problem}")
             pairs.append((name, SecretStr(token)))
     names = [n for n, _ in pairs]
     tokens = [t.get_secret_value() for _, t in pairs]

@@ -167,8 +167,9 @@ def actor(hazel: Any, name: str | None) -> "Actor":
         raise usage_error("--as", "needs a name")
     from bot.settings import name_problem
 
-    if name is not None and name_problem(name):
-        raise usage_error("--as", name_problem(name))
+    problem = name_problem(name) if name is not None else None
+    if problem:
+        raise usage_error("--as", problem)
     return hazel.operator(acting_for=name)
 
 

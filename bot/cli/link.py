@@ -29,8 +29,9 @@ def link_cmd(
         raise usage_error("--for", "needs a name")
     from bot.settings import name_problem
 
-    if person is not None and name_problem(person):
-        raise usage_error("--for", name_problem(person))
+    problem = name_problem(person) if person is not None else None
+    if problem:
+        raise usage_error("--for", problem)
     hazel = engine(json_out)
     settings = hazel.settings
     missing = [name for name, value in (("HAZEL_BASE_URL", settings.base_url), ("HAZEL_WEB_SECRET",

@@ -133,9 +133,9 @@ class People:
                                      + (f" (found {', '.join(unknown_top)})" if unknown_top else ""))
         people = []
         for name, entry in entries.items():
-            if not str(name).strip() or name_problem(str(name)):  # (a line break: a forged row in hazel audit)
-                raise ConfigurationError(f"people file: the name {str(name)[:60]!r} "
-                                         f"{name_problem(str(name)) or 'is blank'}")
+            problem = name_problem(str(name)) or (None if str(name).strip() else "is blank")
+            if problem:  # (a line break: a forged row in hazel audit)
+                raise ConfigurationError(f"people file: the name {str(name)[:60]!r} {problem}")
             if not isinstance(entry, Mapping):
                 raise ConfigurationError(f"people file: [people.{name}] must be a table")
             unknown = sorted(set(entry) - {"email", *CHANNELS})
@@ -148,10 +148,9 @@ class People:
                 values = [raw] if isinstance(raw, str) else raw
                 if not isinstance(values, list) or not all(isinstance(v, str) and v.strip() for v in values):
                     raise ConfigurationError(f"people file: [people.{name}] {channel} must be a list of names")
-                bad = next((v for v in values if name_problem(v.strip())), None)
+                bad = next(((v, p) for v in values if (p := name_problem(v.strip()))), None)
                 if bad is not None:
-                    raise ConfigurationError(f"people file: [people.{name}] {channel} {bad[:60]!r} "
-                                             f"{name_problem(bad.strip())}")
+                    raise ConfigurationError(f"people file: [people.{name}] {channel} {bad[0][:60]!r} {bad[1]}")
                 identities[channel] = frozenset(v.strip() for v in values)
             email = entry.get("email")
             if email is not None and (not isinstance(email, str) or "@" not in email):
