@@ -208,6 +208,18 @@ def read_env_file(path: str = ".env", *, lenient: bool = False) -> dict[str, str
     return dotenv_values(stream=io.StringIO(good))
 
 
+def env_file_values(path: str | None) -> dict[str, str | None]:
+    """``read_env_file(path, lenient=True)``, with a file that cannot be read (or is not UTF-8) counting as
+    empty, and None as no file: for readers that must not fail on ``.env`` (``Settings`` refuses such a file on
+    its own, saying why)."""
+    if path is None:
+        return {}
+    try:
+        return read_env_file(path, lenient=True)
+    except (OSError, UnicodeDecodeError):
+        return {}
+
+
 class Settings(BaseSettings):
     """Every setting Hazel reads. The environment variable names are given with each field.
 
@@ -585,12 +597,7 @@ def environment_secrets(environ: "Mapping[str, str] | None" = None, env_file: st
     step's exception may quote. The file's lines python-dotenv cannot parse are left out (``Settings`` refuses
     such a file before this matters); an unreadable file counts as empty."""
     environ = os.environ if environ is None else environ
-    pairs: list[tuple[str, str | None]] = list(environ.items())
-    if env_file:
-        try:
-            pairs += list(read_env_file(env_file, lenient=True).items())
-        except (OSError, UnicodeDecodeError):
-            pass
+    pairs = [*environ.items(), *env_file_values(env_file or None).items()]
     return [v for k, v in pairs if v and len(v) >= MIN_ENV_SECRET_LEN and secret_name(k)]
 
 
@@ -701,13 +708,8 @@ def log_format_and_level(environ: "Mapping[str, str] | None" = None, env_file: s
     """
     environ = os.environ if environ is None else environ
     wanted = {"hazel_log_format": "format", "hazel_log_level": "level"}
-    found: dict[str, str | None] = {}
-    if env_file is not None:
-        try:
-            from_file = read_env_file(env_file, lenient=True)
-        except (OSError, UnicodeDecodeError):
-            from_file = {}
-        found.update({wanted[k.lower()]: v for k, v in from_file.items() if k and k.lower() in wanted})
+    found: dict[str, str | None] = {wanted[k.lower()]: v for k, v in env_file_values(env_file).items()
+                                    if k and k.lower() in wanted}
     found.update({wanted[k.lower()]: v for k, v in environ.items() if k.lower() in wanted})  # (before .env)
     fmt, level = found.get("format"), found.get("level")  # (None: unset, or a name alone in .env)
     fmt = "text" if fmt is None else fmt.strip().lower()
@@ -724,11 +726,7 @@ def unknown_settings(environ: "Mapping[str, str]", env_file: str | None = ".env"
     import difflib
 
     names = {n for n in environ if n.startswith("HAZEL_")}
-    if env_file is not None:
-        try:  # (a .env that cannot be read or parsed fails on its own: ``Settings``)
-            names |= {n for n in read_env_file(env_file, lenient=True) if n and n.startswith("HAZEL_")}
-        except (OSError, UnicodeDecodeError):
-            pass
+    names |= {n for n in env_file_values(env_file) if n and n.startswith("HAZEL_")}  # (a bad .env fails in Settings)
     known = setting_names()
     lines = []
     for name in sorted(names - known - NOT_SETTINGS):
