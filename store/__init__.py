@@ -14,8 +14,8 @@ from functools import cached_property
 from datetime import datetime
 from typing import TYPE_CHECKING, Callable, Iterator, NamedTuple
 
-from sqlalchemy import Connection, Engine, text
-from sqlalchemy.exc import DBAPIError, IntegrityError, ProgrammingError
+from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import IntegrityError
 
 from store import db, fast
 from store.audit import EventRepo
@@ -27,7 +27,6 @@ from store.hooks import HookRepo
 from store.notify import ReadyListener, notify_deadline, notify_ready
 from store.outbox import OutboxRepo
 from store.runs import RunRepo
-from store.schema import VERSION_TABLE
 from store.steering import DecisionRepo, RequestRepo, duplicate_decision
 from store.steps import StepWriter
 from store.timers import TimerRepo
@@ -139,7 +138,6 @@ class Tx:
             notify_deadline(self.conn, at)
 
 
-
 class Health(NamedTuple):
     """``Store.health``: ``error``, the class name of the error that kept the database from answering (None:
     it answered); ``schema``, why its schema revision is older than this Hazel's (None: it is not, or unknown
@@ -151,12 +149,6 @@ class Health(NamedTuple):
     @property
     def ok(self) -> bool:
         return self.error is None and self.schema is None
-
-
-def _no_such_table(exc: DBAPIError) -> bool:
-    """Whether ``exc`` says the queried table does not exist (PostgreSQL's UndefinedTable, SQLite's "no such
-    table")."""
-    return isinstance(exc, ProgrammingError) or "no such table" in str(exc.orig)
 
 
 class Store:
@@ -245,16 +237,10 @@ class Store:
         ``error`` (the class name of why the database did not answer, no connection details: health checks
         show it) or, when it answered, its ``schema`` problem (``store.migrate.behind``: the revision is older
         than the one this Hazel needs). Never raises."""
-        from store.migrate import behind
+        from store.migrate import behind, current_revision
 
         try:
-            with self.engine.connect() as conn:
-                try:
-                    current = conn.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).scalar()
-                except DBAPIError as exc:  # no version table (no schema), else the database failing
-                    if exc.connection_invalidated or not _no_such_table(exc):
-                        raise
-                    current = None
+            current = current_revision(self.engine)  # (None: no version table, no schema)
         except Exception as exc:  # report, never raise: load balancers read the answer
             return Health(error=type(exc).__name__, schema=None)
         return Health(error=None, schema=behind(current))

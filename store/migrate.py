@@ -59,12 +59,26 @@ def head_revision() -> str:
 
 
 def current_revision(engine: Engine) -> str | None:
-    """The revision the database is at, or None when it has no version table (or an empty one)."""
+    """The revision the database is at, or None when it has no version table (or an empty one).
+
+    Raises:
+        sqlalchemy.exc.DBAPIError: the database failed otherwise (unreachable, the connection lost).
+    """
     with engine.connect() as conn:
         try:
             return conn.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).scalar()
-        except DBAPIError:  # no version table: a database Alembic has never touched
+        except DBAPIError as exc:  # no version table: a database Alembic has never touched
+            if exc.connection_invalidated or not no_such_table(exc):
+                raise
             return None
+
+
+def no_such_table(exc: DBAPIError) -> bool:
+    """Whether ``exc`` says the queried table does not exist (PostgreSQL's UndefinedTable, a
+    ``ProgrammingError``; SQLite's "no such table")."""
+    from sqlalchemy.exc import ProgrammingError
+
+    return isinstance(exc, ProgrammingError) or "no such table" in str(exc.orig)
 
 
 def behind(current: str | None) -> str | None:
