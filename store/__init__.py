@@ -146,10 +146,6 @@ class Health(NamedTuple):
     error: str | None
     schema: str | None
 
-    @property
-    def ok(self) -> bool:
-        return self.error is None and self.schema is None
-
 
 class Store:
     """Hazel's database.

@@ -347,7 +347,7 @@ class Reads:
         """Whether this process can work on the database (``store.Store.health``, one query): ``error``, the
         class name of why it did not answer; ``schema``, why its schema revision is older than the one this
         Hazel needs ("the database is at schema revision 0005, this Hazel needs 0007: run `hazel db upgrade`";
-        a newer one is fine for a running process: migrations only add); both None (``ok``) when it can."""
+        a newer one is fine for a running process: migrations only add); both None when it can."""
         return self.store.health()
 
     def metrics_snapshot(self, *, now: datetime, age_bounds_sec: tuple[float, ...]) -> MetricsSnapshot:
