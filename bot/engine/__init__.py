@@ -21,7 +21,7 @@ _WHERE: dict[str, tuple[str, str]] = {
     "bind_log_context": ("logcontext", "bind_log_context"), "log_context": ("logcontext", "log_context"),
     "People": ("people", "People"), "Person": ("people", "Person"), "Registry": ("registry", "Registry"),
     "Shown": ("reads", "Shown"), "Claim": ("runner", "Claim"), "DriveResult": ("runner", "DriveResult"),
-    "is_transient": ("runner", "is_transient"), "error_line": ("errors", "error_line"), "carries_statement": ("errors", "carries_statement"), "transient_error_classes": ("runner", "transient_error_classes"),
+    "is_transient": ("runner", "is_transient"), "error_line": ("errors", "error_line"), "log_error": ("errors", "log_error"), "transient_error_classes": ("runner", "transient_error_classes"),
     "DecisionOutcome": ("steering", "DecisionOutcome"), "UNDECLARED": ("steering.edits", "UNDECLARED"),
     "entry_value": ("steering.edits", "entry_value"), "value_from_text": ("steering.edits", "value_from_text"),
     "TIMEOUT_RETRY_SEC": ("timeouts", "TIMEOUT_RETRY_SEC"), "Fired": ("timeouts", "Fired"),
@@ -63,8 +63,8 @@ if TYPE_CHECKING:  # the names as the type checker sees them (imported when used
         UnknownWorkflowError,
         VersionUnavailableError,
         WorkflowDefinitionError,
-        carries_statement,
         error_line,
+        log_error,
     )
     from bot.engine.hazel import Hazel
     from bot.engine.logcontext import VARS as LOG_CONTEXT_VARS
@@ -85,6 +85,6 @@ __all__ = [
     "InvalidInputError", "LOG_CONTEXT_VARS", "NoPendingRequestError", "NotAllowedError", "People", "Person",
     "Registry", "RequestNotFoundError", "RunNotFoundError", "RunStateError", "Shown", "Step", "StepContext", "SteeringPoint",
     "StepContractError", "TIMEOUT_RETRY_SEC", "UnaskedPointError", "UnknownWorkflowError", "VersionUnavailableError", "Workflow",
-    "WorkflowDefinitionError", "bind_log_context", "carries_statement", "error_line", "is_transient", "log_context", "transient_error_classes",
+    "WorkflowDefinitionError", "bind_log_context", "error_line", "is_transient", "log_context", "log_error", "transient_error_classes",
     "utcnow", "entry_value", "value_from_text", "UNDECLARED",
 ]

@@ -27,6 +27,8 @@ echoes an oversized value back.
 
 from __future__ import annotations
 
+import logging
+
 from typing import Any
 
 from datetime import datetime
@@ -198,3 +200,14 @@ def carries_statement(exc: BaseException) -> bool:
     from sqlalchemy.exc import StatementError
 
     return isinstance(exc, StatementError)
+
+
+def log_error(log: logging.Logger, exc: BaseException, message: str, *args: object) -> None:
+    """Log ``message % args`` at ERROR for ``exc``: an error of the database (``carries_statement``: its message
+    holds the SQL statement and its parameters, which may be users' text) as one line, ``message:
+    <error_line(exc)>`` (its class and first line: ``ProgrammingError: (psycopg.errors.UndefinedColumn) column …
+    does not exist``), without a traceback; any other error with its traceback (a bug to look at)."""
+    if carries_statement(exc):
+        log.error(message + ": %s", *args, error_line(exc))
+    else:
+        log.error(message, *args, exc_info=exc)

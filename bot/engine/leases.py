@@ -16,7 +16,7 @@ import threading
 from datetime import datetime, timedelta
 from typing import Callable
 
-from bot.engine.errors import carries_statement, error_line
+from bot.engine.errors import error_line, log_error
 from store import Store
 from store.models import SYSTEM
 
@@ -107,10 +107,7 @@ class Leases:
                     tx.runs.renew_leases(tokens=tokens, lease_until=self.until(self.clock()))
             except Exception as exc:  # the next beat tries again; a lost lease is caught by the fenced write
                 if not self.transient(exc):
-                    if carries_statement(exc):  # (one line: the statement's parameters may be users' text)
-                        log.error("lease renewal failed: %s", error_line(exc))
-                    else:
-                        log.exception("lease renewal failed")
+                    log_error(log, exc, "lease renewal failed")  # (one line: a statement's parameters are users')
                     continue
                 log.warning("lease renewal of %d run(s) failed: the database is unreachable (%s); trying again "
                             "in %g s", len(tokens), error_line(exc), self.lease_sec / 3)  # (one line, as the workers')

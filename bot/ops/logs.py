@@ -199,24 +199,11 @@ def configure_logging(settings: Settings, *, stream: TextIO | None = None) -> lo
 def log_failure(log: logging.Logger, what: str, exc: BaseException) -> None:
     """Log that ``what`` failed with ``exc``: one WARNING line when the database is unreachable
     (``bot.engine.is_transient``: a restart, a brief disconnect; the caller tries again), with the error's first
-    line; else an ERROR (``log_error``: one line for another database error, else with the traceback)."""
-    from bot.engine import error_line, is_transient
+    line; else an ERROR (``bot.engine.log_error``: one line for another database error, else with the
+    traceback)."""
+    from bot.engine import error_line, is_transient, log_error
 
     if is_transient(exc):
         log.warning("%s: the database is unreachable (%s); trying again", what, error_line(exc))
     else:
         log_error(log, exc, "%s failed", what)
-
-
-def log_error(log: logging.Logger, exc: BaseException, message: str, *args: object) -> None:
-    """Log ``message % args`` at ERROR for ``exc``: an error of the database (``bot.engine.carries_statement``:
-    its message holds the SQL statement and its parameters, which may be users' text) as one line,
-    ``message: <error_line(exc)>`` (its class and first line: ``ProgrammingError:
-    (psycopg.errors.UndefinedColumn) column … does not exist``), without a traceback; any other error with its
-    traceback (a bug to look at)."""
-    from bot.engine import carries_statement, error_line
-
-    if carries_statement(exc):
-        log.error(message + ": %s", *args, error_line(exc))
-    else:
-        log.error(message, *args, exc_info=exc)

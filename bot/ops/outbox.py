@@ -21,8 +21,8 @@ from datetime import timedelta
 from typing import Callable, Collection
 
 from bot.engine import Hazel
-from bot.engine import bind_log_context, error_line, is_transient
-from bot.ops.logs import log_error, log_failure
+from bot.engine import bind_log_context, error_line, is_transient, log_error
+from bot.ops.logs import log_failure
 from integrations.base import Channel, DeliveryError, PermanentDeliveryError
 from store import Tx
 from store.models import SYSTEM, OutboxKind, OutboxMessage, ProgressView, RequestStatus

@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from bot.engine import TIMEOUT_RETRY_SEC, error_line
-from bot.ops.logs import log_error
+from bot.engine import TIMEOUT_RETRY_SEC, error_line, log_error
 
 if TYPE_CHECKING:
     from bot.engine import Hazel

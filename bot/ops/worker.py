@@ -17,8 +17,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Sequence
 
-from bot.engine import error_line, is_transient, log_context
-from bot.ops.logs import log_error
+from bot.engine import error_line, is_transient, log_context, log_error
 
 if TYPE_CHECKING:
     from bot.engine import Claim, Hazel
