@@ -111,7 +111,7 @@ class StepWriter:
                     cur.execute("COMMIT")
                 finally:
                     if held:
-                        turns.lock.release()
+                        turns.release()
         except LeaseLostError:
             raise
         except self.engine.dialect.loaded_dbapi.Error as exc:
