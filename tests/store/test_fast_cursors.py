@@ -94,3 +94,27 @@ def test_a_decision_and_its_run_leave_no_cursor_with_rows_open(db_url: str, resu
     assert len(read) >= 5, len(read)
     left_open = [r.compiled.sql.split("\n")[0][:80] for r in read if not closed(r.cursor)]
     assert left_open == [], left_open
+
+
+def test_rows_are_keyed_by_the_names_the_driver_describes(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Result`` keys rows by the result column names known when the statement was compiled
+    (``Compiled.names``), not by ``cursor.description`` (psycopg builds it anew at each access): for every
+    statement a decision and its run read, the two agree."""
+    compared: list[tuple[str, tuple[str, ...] | None, tuple[str, ...]]] = []
+    to_dict = fast.Result._dict
+
+    def checked(self: fast.Result, values: tuple) -> dict[str, Any]:
+        described = tuple(d[0] for d in self.cursor.description)
+        compared.append((self.compiled.sql.split("\n")[0][:60], self.compiled.names, described))
+        return to_dict(self, values)
+
+    monkeypatch.setattr(fast.Result, "_dict", checked)
+    hazel = make_hazel(db_url, doc_workflow())
+    run = hazel.start(workflow="doc", input={"topic": "backups"}, actor=person("author"))
+    hazel.drive(run_id=run.id)
+    hazel.request_view(request_id=hazel.pending_request(run_id=run.id).id)
+    hazel.decide(run_id=run.id, action="approve", actor=hazel.identify(channel="api", id="alice", name="alice"))
+    hazel.drive(run_id=run.id)
+    assert hazel.get(run_id=run.id).status is RunStatus.COMPLETED
+    assert len(compared) >= 5 and all(names is not None for _, names, _ in compared), compared
+    assert [c for c in compared if c[1] != c[2]] == []
