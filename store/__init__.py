@@ -15,13 +15,19 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Callable, Iterator, NamedTuple
 
 from sqlalchemy import Connection, Engine
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from store import db, fast
 from store.audit import EventRepo
 from store.checkpoints import ChainPosition, CheckpointRepo, Fence, NewCheckpoint, SnapshotPolicy
 from store.dialect import Dialect, dialect_named
-from store.errors import DuplicateDecisionError, LeaseLostError, SchemaNotReadyError, StoreError
+from store.errors import (
+    ChangedMeanwhileError,
+    DuplicateDecisionError,
+    LeaseLostError,
+    SchemaNotReadyError,
+    StoreError,
+)
 from store.heads import HeadCache, published
 from store.hooks import HookRepo
 from store.notify import ReadyListener, notify_deadline, notify_ready
@@ -36,7 +42,7 @@ if TYPE_CHECKING:  # imported where first used: a CLI command that neither scrap
     from store.retention import RetentionRepo
 
 __all__ = [
-    "ChainPosition", "Dialect", "DuplicateDecisionError", "Fence", "Health", "LeaseLostError", "NewCheckpoint",
+    "ChainPosition", "ChangedMeanwhileError", "Dialect", "DuplicateDecisionError", "Fence", "Health", "LeaseLostError", "NewCheckpoint",
     "SchemaNotReadyError", "SnapshotPolicy", "Store", "StoreError", "Tx",
 ]
 
@@ -100,24 +106,40 @@ class Tx:
         return RetentionRepo(self.conn, self.checkpoints)
 
     @contextmanager
-    def pipeline(self) -> Iterator[None]:
+    def pipeline(self, *, commit: bool = False) -> Iterator[None]:
         """Statements executed inside are sent without waiting for each answer (``store.fast.pipeline``):
         on PostgreSQL the block costs one round trip, plus one per answer read inside it; on SQLite it changes
         nothing. Not nested: a block inside another one is part of it.
 
+        ``commit``: the transaction commits with the block's statements, in the same round trip, when the block
+        ends without raising (PostgreSQL; on SQLite when the transaction ends, as always). Execute nothing
+        after it. Every check that would roll the transaction back must then be made by the database: inside
+        the block, the fenced checkpoint write (``CheckpointRepo.write_later``), ``RunRepo.transition_later``
+        and ``RequestRepo.vote_later`` fail their statement when they change no row, instead of leaving it to
+        the caller's ``Later`` (``store.fast.guarded``).
+
         Raises:
             DuplicateDecisionError: a decision inserted inside broke a unique key (the transaction must then
-                roll back); other errors of the database as ``sqlalchemy.exc.DBAPIError``.
+                roll back). With ``commit``: LeaseLostError when a fenced checkpoint write found the run no
+                longer leased, ChangedMeanwhileError when another guarded write changed no row (nothing was
+                written). Other errors of the database as ``sqlalchemy.exc.DBAPIError``.
         """
         if self._piped:
             yield
             return
         self._piped = True
         try:
-            with fast.pipeline(self.conn):
+            with fast.pipeline(self.conn, commit=commit):
                 yield
         except IntegrityError as exc:
             raise duplicate_decision(exc) or exc
+        except DBAPIError as exc:
+            if not (commit and fast.guard_failed(exc)):
+                raise
+            fenced = getattr(self.conn, "fenced", None)
+            if fenced is not None:
+                raise LeaseLostError(f"run {fenced} is no longer leased by this worker") from exc
+            raise ChangedMeanwhileError("the run or its request changed meanwhile; nothing was written") from exc
         finally:
             self._piped = False
 

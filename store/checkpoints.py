@@ -127,16 +127,18 @@ class Fence:
 
 
 @lru_cache(maxsize=64)
-def _fenced_insert(keys: tuple[str, ...]):  # noqa: ANN202
+def _fenced_insert(keys: tuple[str, ...], guard: bool = False):  # noqa: ANN202
     """PostgreSQL: the fenced run UPDATE and the checkpoint INSERT in ONE statement (a data-modifying CTE), so a
     step costs the database one round trip plus the commit, like a bare INSERT. The INSERT selects from the
-    UPDATE's RETURNING: no lease, no row."""
+    UPDATE's RETURNING: no lease, no row. ``guard``: no lease, the statement fails (``store.fast.guarded``)."""
     fenced = (update(runs).where(fence_condition())
               .values({k: bindparam(f"run_{k}", type_=runs.c[k].type) for k in keys})
               .returning(runs.c.id).cte("fenced"))
     columns = list(checkpoints.c)
     # every parameter is prefixed: a bare name matching a column of hazel_runs would join the UPDATE's SET
     rows = select(*(bindparam(f"cp_{c.name}", type_=c.type) for c in columns)).select_from(fenced)
+    if guard:
+        rows = fast.guarded(fenced, rows)
     # preserve_rowcount: SQLAlchemy reports an INSERT's rowcount only when asked (0 rows = lease lost)
     return (checkpoints.insert().from_select([c.name for c in columns], rows)
             .execution_options(preserve_rowcount=True))
@@ -287,7 +289,10 @@ class CheckpointRepo:
             fast.execute(self.conn, _INSERT, row)
         elif self.dialect.one_statement_step:
             values = advance_values(fence.values, fence.now)
-            res = fast.execute(self.conn, _fenced_insert(tuple(sorted(values))), {
+            guard = getattr(self.conn, "guarding", False)
+            if guard:  # a lost lease fails the transaction (store.Tx.pipeline: LeaseLostError)
+                self.conn.fenced = fence.run_id
+            res = fast.execute(self.conn, _fenced_insert(tuple(sorted(values)), guard), {
                 **{f"cp_{k}": v for k, v in row.items()}, **{f"run_{k}": v for k, v in values.items()},
                 "fence_run_id": fence.run_id, "fence_token": fence.token})
 

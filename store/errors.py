@@ -4,6 +4,7 @@
     ├── SchemaNotReadyError (RuntimeError): the database is not at Hazel's schema revision
     ├── UnsupportedDatabaseError (ValueError): a URL for a database Hazel does not run on
     ├── LeaseLostError (RuntimeError): a fenced write found the run leased to someone else (or cancelled)
+    ├── ChangedMeanwhileError (RuntimeError): a guarded write found its row no longer as read
     └── DuplicateDecisionError (ValueError): the same person already decided this request, or the
         channel delivery id was already recorded
 """
@@ -25,6 +26,11 @@ class UnsupportedDatabaseError(StoreError, ValueError):
 
 class LeaseLostError(StoreError, RuntimeError):
     """A write fenced by a lease token changed no row: another worker owns the run now, or it was cancelled."""
+
+
+class ChangedMeanwhileError(StoreError, RuntimeError):
+    """A write guarded in the database (``store.fast.guarded``: a transaction that commits with its statements)
+    changed no row: the run or its request is no longer as the transaction read it. Nothing was written."""
 
 
 class DuplicateDecisionError(StoreError, ValueError):

@@ -303,6 +303,8 @@ def execute(conn: Connection, stmt: ClauseElement, params: dict[str, Any], *, bi
     Raises:
         sqlalchemy.exc.DBAPIError: the database refused or failed (``IntegrityError`` for a unique key).
     """
+    if getattr(conn, "committed", False):
+        raise RuntimeError("a statement after its transaction committed (store.fast.pipeline(commit=True))")
     c, values = prepared(conn, stmt, params)
     raw = conn.connection.driver_connection
     cursor = None
@@ -334,15 +336,23 @@ def execute(conn: Connection, stmt: ClauseElement, params: dict[str, Any], *, bi
 
 
 @contextmanager
-def pipeline(conn: Connection) -> Iterator[None]:
+def pipeline(conn: Connection, *, commit: bool = False) -> Iterator[None]:
     """On PostgreSQL, send the statements executed inside without waiting for each answer (psycopg's
     pipeline mode: https://www.psycopg.org/psycopg3/docs/advanced/pipeline.html): the block costs one round
     trip, plus one per answer read inside it (reading waits for that statement and those before it). Answers
     not read inside stay readable after the block. On SQLite (in process, no round trip) it does nothing.
 
+    ``commit`` (a ``store.txconn.TxConnection``'s transaction): when the block ends without raising, its
+    ``COMMIT`` is sent with its statements, in the same round trip, and the transaction is over
+    (``conn.committed``; a statement after it raises ``RuntimeError``). Inside such a block ``conn.guarding``
+    is True: the writes whose outcome decides whether the transaction may commit use their guarded form, which
+    fails the statement (and with it the transaction, COMMIT included) instead of changing no row
+    (``guarded``). On SQLite the commit stays where the transaction ends.
+
     Raises:
         sqlalchemy.exc.DBAPIError: a statement inside failed (its error arrives when the block ends, or when
-            an answer is read); the transaction is then unusable: let it roll back.
+            an answer is read); the transaction is then unusable (not committed): let it roll back. A guard
+            that failed is a ``DataError`` (``guard_failed``).
     """
     if conn.dialect.name != "postgresql":
         yield
@@ -352,9 +362,44 @@ def pipeline(conn: Connection) -> Iterator[None]:
         with driver_pipeline(raw):
             if getattr(conn, "unbegun", None):  # the transaction's first statements: BEGIN goes first
                 conn.send_begin(raw)
-            yield
+            if not commit:
+                yield
+            else:
+                conn.guarding = True
+                try:
+                    yield
+                finally:
+                    conn.guarding = False
+                if not conn.unbegun:  # (a block that sent nothing leaves the transaction to its end)
+                    raw.execute("COMMIT")
+                    conn.committed = True
     except conn.dialect.loaded_dbapi.Error as exc:  # the pipeline's, or a read's inside, straight from the driver
+        if commit:
+            conn.committed = False  # (whatever the COMMIT's fate, the transaction ends as failed: rolled back)
         raise _translated(conn, raw, exc) from exc
+
+
+GUARD_SQLSTATE = "22012"
+"""What a guarded statement fails with when it changed no row: ``division_by_zero``, the one error a guard
+can raise without a function of Hazel's own in the database. Hazel's statements divide nowhere else."""
+
+
+def guarded(cte: Any, select_: Any) -> Any:
+    """PostgreSQL: ``select_`` (reading from the data-modifying CTE ``cte``: an INSERT … SELECT or a SELECT)
+    made to fail with ``GUARD_SQLSTATE`` when ``cte`` changed no row, with the condition
+    ``(SELECT 1 / count(*) FROM cte) = 1``: an uncorrelated subquery, so the planner evaluates it once, before
+    anything is read from the CTE (a one-time filter; the CTE runs to completion whatever reads it)."""
+    from sqlalchemy import func, literal_column, select
+
+    check = select(literal_column("1") / func.count()).select_from(cte).scalar_subquery() == 1
+    return select_.where(check)
+
+
+def guard_failed(exc: BaseException) -> bool:
+    """True for the error of a guarded statement that changed no row (``guarded``): raised when the pipeline
+    ends, or by a read inside the block of any statement sent after it (psycopg raises the first error)."""
+    orig = getattr(exc, "orig", exc)
+    return getattr(orig, "sqlstate", None) == GUARD_SQLSTATE
 
 
 @contextmanager

@@ -9,12 +9,12 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any, Collection
 
-from sqlalchemy import ColumnElement, Connection, false, func, or_, select, update
+from sqlalchemy import ColumnElement, Connection, bindparam, false, func, literal, or_, select, update
 
 from store import fast
 from store.dialect import Dialect
 from store.models import OutboxKind, OutboxMessage, OutboxStatus
-from store.schema import outbox
+from store.schema import outbox, steering_requests
 
 
 def _message(row: Any) -> OutboxMessage:
@@ -23,6 +23,15 @@ def _message(row: Any) -> OutboxMessage:
 
 _INSERT = outbox.insert()
 """Built once and executed with a parameter dict (SQLAlchemy reuses the compiled form; see ``store.checkpoints``)."""
+_r = steering_requests.c
+_now = bindparam("now", type_=outbox.c.created_at.type)
+_ON_LATEST = outbox.insert().from_select(
+    ["run_id", "request_id", "channel", "kind", "payload", "status", "attempts", "next_attempt_at", "created_at"],
+    select(_r.run_id, _r.id, _r.channel, bindparam("kind"), bindparam("payload", type_=outbox.c.payload.type),
+           literal(OutboxStatus.PENDING.value), literal(0), _now, _now)
+    .where((_r.run_id == bindparam("run_id")) & _r.channel.like(bindparam("pattern")))
+    .order_by(_r.id.desc()).limit(1))
+"""A message to the run's newest request on a kind of channel, if it has one there (``add_to_latest_on``)."""
 
 
 def _deliverable(channels: Collection[str], kinds: Collection[str], cols: Any = outbox.c) -> ColumnElement[bool]:
@@ -66,6 +75,15 @@ class OutboxRepo:
             run_id=run_id, request_id=request_id, channel=channel, kind=OutboxKind(kind).value, payload=payload or {},
             status=OutboxStatus.PENDING.value, attempts=0, next_attempt_at=deliver_at or now, created_at=now,
         ))
+
+    def add_to_latest_on(self, channel_kind: str, *, run_id: str, kind: OutboxKind, now: datetime,
+                         payload: dict[str, Any]) -> None:
+        """Queue a message for the run's newest request (pending or not) on a channel of ``channel_kind``
+        (``slack``: ``slack:#x``, ``slack:C…``; a plain word, no ``%`` or ``_``), in that request's channel and
+        thread; nothing when the run has no request there. One INSERT … SELECT: nothing is read back (inside a
+        pipeline it costs no round trip)."""
+        fast.execute(self.conn, _ON_LATEST, dict(run_id=run_id, pattern=f"{channel_kind}:%",
+                                                 kind=OutboxKind(kind).value, payload=payload, now=now))
 
     def claim_due(self, *, now: datetime, lease_sec: float, limit: int = 20,
                   run_ids: Collection[str] | None = None, channels: Collection[str] | None = None,

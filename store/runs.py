@@ -35,14 +35,19 @@ def advance_values(values: dict[str, Any], now: datetime) -> dict[str, Any]:
 
 
 @lru_cache(maxsize=128)
-def _transition_statement(keys: tuple[str, ...], n_from: int):  # noqa: ANN202
+def _transition_statement(keys: tuple[str, ...], n_from: int, guard: bool = False):  # noqa: ANN202
     """The conditional UPDATE of ``RunRepo.transition`` for one set of columns and of starting statuses, built
-    once (building it per call cost more than executing it)."""
+    once (building it per call cost more than executing it). ``guard`` (PostgreSQL): as a statement that fails
+    when it moved no run, answering one row (``store.fast.guarded``)."""
     values = {k: bindparam(f"v_{k}", type_=runs.c[k].type) for k in keys}
-    return update(runs).where(
+    stmt = update(runs).where(
         (runs.c.id == bindparam("run_id"))
         & runs.c.status.in_([bindparam(f"from_{i}") for i in range(n_from)])
     ).values(values)
+    if not guard:
+        return stmt
+    moved = stmt.returning(runs.c.id).cte("moved")
+    return fast.guarded(moved, select(moved.c.id))
 
 
 _GET = select(runs).where(runs.c.id == bindparam("run_id"))
@@ -230,7 +235,9 @@ class RunRepo:
 
     def transition_later(self, run_id: str, *, from_statuses: Iterable[str], now: datetime,
                          **values: Any) -> fast.Later[bool]:
-        """``transition``, its answer read when asked (after a ``pipeline``: no round trip of its own)."""
+        """``transition``, its answer read when asked (after a ``pipeline``: no round trip of its own). In a
+        transaction that commits with its statements (``store.fast.pipeline(commit=True)``) a run not in
+        ``from_statuses`` fails the transaction instead (``store.ChangedMeanwhileError``)."""
         values = {**values, "updated_at": now}
         if isinstance(values.get("status"), RunStatus):
             values["status"] = values["status"].value
@@ -238,5 +245,8 @@ class RunRepo:
         keys = tuple(sorted(values))
         params = {f"v_{k}": values[k] for k in keys}
         params.update({f"from_{i}": s for i, s in enumerate(statuses)}, run_id=run_id)
+        if getattr(self.conn, "guarding", False):  # (the database fails the transaction if it moved nothing)
+            res = fast.execute(self.conn, _transition_statement(keys, len(statuses), True), params)
+            return fast.Later(lambda: res.scalar() is not None)
         res = fast.execute(self.conn, _transition_statement(keys, len(statuses)), params)
         return fast.Later(lambda: res.rowcount == 1)

@@ -36,6 +36,10 @@ _VOTE = update(steering_requests).where(_PENDING_BY_ID).values(
     decided_by=case((_REACHED, bindparam("actor", type_=_t.decided_by.type)), else_=_t.decided_by),
     decided_action=case((_REACHED, Action.APPROVE.value), else_=_t.decided_action),
 ).returning(*steering_requests.c)
+_VOTE_GUARDED = (lambda voted: fast.guarded(voted, select(voted)))(
+    _VOTE.where(_t.approvals == bindparam("approvals")).cte("voted"))
+"""``_VOTE`` inside a transaction that commits with its statements (``store.fast.pipeline(commit=True)``,
+PostgreSQL): it fails unless it counted the vote on the request as read (pending, with ``approvals`` votes)."""
 _SETTLE = update(steering_requests).where(_PENDING_BY_ID).values(
     status=bindparam("status"), decided_at=bindparam("now", type_=_t.decided_at.type),
     decided_by=bindparam("actor"), decided_action=bindparam("action"),
@@ -47,8 +51,6 @@ _PENDING_FOR_RUN = (select(steering_requests).where(_OF_RUN & (_t.status == Requ
 _LATEST_FOR_RUN = select(steering_requests).where(_OF_RUN).order_by(_t.id.desc()).limit(1)
 _LATEST_BUT = (select(steering_requests).where(_OF_RUN & (_t.id != bindparam("exclude_id")))
                .order_by(_t.id.desc()).limit(1))
-_LATEST_ON = (select(steering_requests).where(_OF_RUN & _t.channel.like(bindparam("pattern")))
-              .order_by(_t.id.desc()).limit(1))
 _LATEST_AT_POINT = (select(steering_requests).where(_OF_RUN & (_t.point == bindparam("point")))
                     .order_by(_t.id.desc()).limit(1))
 _INSERT_REQUEST = steering_requests.insert().returning(steering_requests.c.id)
@@ -101,11 +103,6 @@ class RequestRepo:
             return self._one(_LATEST_FOR_RUN, {"run_id": run_id})
         return self._one(_LATEST_BUT, {"run_id": run_id, "exclude_id": exclude_id})
 
-    def latest_on(self, run_id: str, kind: str) -> SteeringRequest | None:
-        """The run's newest request (pending or not) on a channel of ``kind`` (``slack``: ``slack:#x``,
-        ``slack:C…``; a plain word, no ``%`` or ``_``); None when it has none there."""
-        return self._one(_LATEST_ON, {"run_id": run_id, "pattern": f"{kind}:%"})
-
     def latest_at_point(self, run_id: str, point: str) -> SteeringRequest | None:
         """The run's most recent request at steering point ``point`` (pending or not)."""
         return self._one(_LATEST_AT_POINT, {"run_id": run_id, "point": point})
@@ -150,8 +147,13 @@ class RequestRepo:
         read. The prediction holds while nothing else can change the request in between: the caller holds the
         lock every writer of a request takes first (its run's row, ``FOR UPDATE``; on SQLite the write lock),
         and checks the answer (``Later``: the request after the vote, None if it was no longer pending) before
-        committing."""
-        answer = self._later(_VOTE, {"request_id": request.id, "now": now, "actor": actor})
+        committing; in a transaction that commits with its statements (``conn.guarding``) the database checks
+        it: the vote fails unless the request is still pending with the approvals read."""
+        if getattr(self.conn, "guarding", False):
+            answer = self._later(_VOTE_GUARDED, {"request_id": request.id, "now": now, "actor": actor,
+                                                 "approvals": request.approvals})
+        else:
+            answer = self._later(_VOTE, {"request_id": request.id, "now": now, "actor": actor})
         if not self.dialect.postgresql:  # no round trip to spare: read at once (a RETURNING statement left
             answer.get()  # unread while the decision's other writes ran cost a SQLite resume ~0.15 ms)
         reached = request.approvals + 1 >= request.approvals_required

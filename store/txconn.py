@@ -40,8 +40,8 @@ class TxConnection:
     PostgreSQL that connection is in autocommit mode, and a statement sent on it before ``BEGIN`` (``unbegun``)
     would run, and commit, outside the transaction."""
 
-    __slots__ = ("engine", "dialect", "connection", "info", "unbegun", "_sqlalchemy", "_write", "_durable",
-                 "_postgresql")
+    __slots__ = ("engine", "dialect", "connection", "info", "unbegun", "committed", "guarding", "fenced",
+                 "_sqlalchemy", "_write", "_durable", "_postgresql")
 
     def __init__(self, engine: Engine, fairy: Any, *, write: bool, durable: bool) -> None:
         self.engine = engine
@@ -51,6 +51,13 @@ class TxConnection:
         self.unbegun: tuple[str, ...] = ()
         """PostgreSQL: what to send before the transaction's first statement (``BEGIN``, and ``SET LOCAL
         synchronous_commit TO OFF`` when not durable); empty once sent, and on SQLite."""
+        self.committed = False
+        """PostgreSQL: the transaction was committed with the statements of a ``store.fast.pipeline(commit=True)``
+        block (nothing more may be executed in it; ``end`` gives the connection back)."""
+        self.guarding = False
+        """Inside such a block: writes that decide whether the transaction may commit use their guarded form."""
+        self.fenced: str | None = None
+        """The run whose lease a guarded checkpoint write in this transaction checks (``store.Tx.pipeline``)."""
         self._sqlalchemy: Connection | None = None
         self._write = write
         self._durable = durable
@@ -110,6 +117,8 @@ class TxConnection:
         ``end``)."""
         sa = self._sqlalchemy
         if sa is None:
+            if self.committed:
+                raise RuntimeError("a statement after its transaction committed (store.fast.pipeline(commit=True))")
             if self.connection is None:
                 raise DBAPIError.instance(None, None, ConnectionError("the transaction's connection was invalidated"),
                                           ConnectionError, connection_invalidated=True)
@@ -167,7 +176,7 @@ class TxConnection:
         fairy = self.connection
         if fairy is None:  # invalidated: already back in the pool
             return
-        if self.unbegun:  # nothing was sent
+        if self.unbegun or self.committed:  # nothing was sent, or the commit went with the statements
             self._give_back(reset=False)
             return
         driver = fairy.driver_connection

@@ -379,7 +379,7 @@ class Hazel(Reads, Requests):
             refuse_not_text(input, what=f"the input of {wf.label}", refuse=InvalidInputError)
         # Leased at its insert when the caller continues it (the version is this registry's: runnable here).
         lease = (self.runner.owner, secrets.token_hex(8), self.runner.leases.until(now)) if claim else None
-        with self.store.transaction() as tx, tx.pipeline():  # PostgreSQL: one round trip, then the commit
+        with self.store.transaction() as tx, tx.pipeline(commit=True):  # PostgreSQL: one round trip, commit included
             run = tx.runs.insert(run_id=run_id, workflow=wf.name, workflow_version=wf.version,
                                  started_by=actor.id, started_via=actor.channel, started_by_person=actor.who,
                                  now=now, lease=lease)

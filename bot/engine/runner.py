@@ -390,7 +390,9 @@ class Runner:
                                                            attempt=0, error=None, error_traceback=None,
                                                            lease_expires_at=None))
                     with self.store.transaction() as tx:  # the same, plus the request it waits on, or its end
-                        with tx.pipeline():  # PostgreSQL: the statements sent together, the fence checked after
+                        # PostgreSQL: the statements and the COMMIT in one round trip; a lost lease fails the
+                        # fenced write itself, and with it the transaction (LeaseLostError)
+                        with tx.pipeline(commit=True):
                             written = tx.checkpoints.write_later(checkpoint, new_tree, position, fence=fence)
                             if isinstance(next_node, SteeringPoint):
                                 transitions.open_requests(tx, run_id=run.id, wf=wf, checkpoint_seq=last_seq,

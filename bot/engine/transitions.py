@@ -133,10 +133,7 @@ def progress(tx: Tx, *, run_id: str, now: datetime, event: str, exclude_request_
     for kind in FOLLOWING:
         if asked.channel.split(":", 1)[0] == kind:
             continue  # the run's latest request is there: its thread has just been told
-        thread = tx.requests.latest_on(run_id, kind)
-        if thread is not None:
-            tx.outbox.add(channel=thread.channel, kind=OutboxKind.RUN_PROGRESS, now=now, run_id=run_id,
-                          request_id=thread.id, payload=payload)
+        tx.outbox.add_to_latest_on(kind, run_id=run_id, kind=OutboxKind.RUN_PROGRESS, now=now, payload=payload)
 
 
 def end_run(tx: Tx, *, run_id: str, status: RunStatus, now: datetime, by: Actor,

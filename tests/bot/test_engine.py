@@ -551,3 +551,34 @@ def test_a_retry_of_a_run_a_retry_set_running_answers_with_it(db_url: str) -> No
     started.join(10)
     assert hazel.get(run_id=run.id).status is RunStatus.COMPLETED
     assert [e.action for e in hazel.audit(run_id=run.id)].count("run.retried") == 1
+
+
+def test_a_resume_commits_each_transaction_with_its_statements(db_url: str,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """On PostgreSQL the start, the decision and the write that ends the run each send their COMMIT with their
+    statements (``store.Tx.pipeline(commit=True)``): no transaction asks the driver for a commit of its own,
+    a round trip each (on SQLite, in process, there is none to save)."""
+    from tests.workflows.doc import doc_workflow
+
+    hazel = make_hazel(db_url, doc_workflow())
+    if hazel.store.dialect != "postgresql":
+        pytest.skip("PostgreSQL's round trips")
+    import psycopg
+
+    import traceback
+
+    commits: list[str] = []
+    commit = psycopg.Connection.commit
+
+    def counted(self):  # noqa: ANN001, ANN202 (the outbox's deliveries after them are transactions of their own)
+        if not any(f.filename.endswith("bot/ops/outbox.py") for f in traceback.extract_stack()):
+            commits.append(traceback.format_stack(limit=8)[0])
+        return commit(self)
+
+    monkeypatch.setattr(psycopg.Connection, "commit", counted)
+    run = hazel.start(workflow="doc", input={"topic": "backups"}, actor=person("author"), claim=True)
+    assert hazel.drive(run_id=run.id).status is RunStatus.WAITING
+    alice = hazel.identify(channel="api", id="alice", name="alice")
+    assert hazel.decide(run_id=run.id, action="approve", actor=alice, claim=True).run_status is RunStatus.RUNNING
+    assert hazel.drive(run_id=run.id).status is RunStatus.COMPLETED
+    assert commits == []

@@ -73,3 +73,33 @@ def test_votes_reach_the_quorum_as_predicted(db_url: str) -> None:
     assert second.request.decided_by == "bo" and second.request.decided_action == "approve"
     stored = [r for r in hazel.requests(run_id=run_id)][0]
     assert (stored.status, stored.approvals, stored.decided_by) == (RequestStatus.DECIDED, 2, "bo")
+
+
+def test_a_vote_counted_behind_the_lock_is_refused_as_changed(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PostgreSQL: another vote counted behind the run's lock leaves the request pending with one approval
+    more than read; the decision's vote, guarded by the approvals it read, fails the transaction: refused as
+    changed meanwhile, nothing written."""
+    if not db_url.startswith("postgresql"):
+        pytest.skip("on SQLite no other writer can change the request during the decision's transaction")
+    from bot.engine.errors import RunStateError
+
+    hazel = make_hazel(db_url, planner(quorum=3))
+    run_id = start_waiting(hazel)
+    before = _counts(db_url)
+    rogue = create_engine(db_url, isolation_level="AUTOCOMMIT")
+    real = RequestRepo.vote_later
+
+    def behind_the_lock(self, request, **kwargs):  # noqa: ANN001, ANN003, ANN202
+        with rogue.connect() as conn:
+            conn.execute(text("UPDATE hazel_steering_requests SET approvals = approvals + 1 WHERE id = :id"),
+                         {"id": request.id})
+        return real(self, request, **kwargs)
+
+    monkeypatch.setattr(RequestRepo, "vote_later", behind_the_lock)
+    try:
+        with pytest.raises(RunStateError, match="changed meanwhile"):
+            hazel.decide(run_id=run_id, action="approve", actor=person("ana"))
+    finally:
+        rogue.dispose()
+    assert _counts(db_url) == before
+    assert [r.approvals for r in hazel.requests(run_id=run_id)] == [1]  # the rogue's vote alone

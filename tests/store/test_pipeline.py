@@ -117,3 +117,113 @@ def test_a_read_after_a_failed_statement_inside_the_block_reports_that_failure_q
     assert [r.getMessage() for r in caplog.records if r.name.startswith("psycopg")] == []
     with store.read() as tx:
         assert len(tx.decisions.for_request(request_id, "r1")) == 1
+
+
+# -- pipeline(commit=True): the COMMIT sent with the statements, the checks made by the database ---------------
+
+
+def _claimed(store: Store) -> None:
+    _run(store, status=RunStatus.READY)
+    with store.transaction() as tx:
+        assert tx.runs.claim(owner="w1", token="t1", now=NOW, lease_until=NOW + timedelta(seconds=30)) is not None
+
+
+def _state(store: Store) -> tuple[list[int], list[str], str]:
+    with store.read() as tx:
+        return ([i.seq for i in tx.checkpoints.list("r1")], [e.action for e in tx.events.for_run("r1")],
+                tx.runs.get("r1").status.value)
+
+
+@pytest.fixture
+def driver_commits(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Each ``commit()`` asked of the driver's connection (PostgreSQL): a transaction committed in its
+    pipeline asks none."""
+    calls: list[int] = []
+    if store.dialect == "postgresql":
+        import psycopg
+
+        commit = psycopg.Connection.commit
+
+        def counted(self):  # noqa: ANN001, ANN202
+            calls.append(1)
+            return commit(self)
+
+        monkeypatch.setattr(psycopg.Connection, "commit", counted)
+    return calls
+
+
+def test_the_commit_goes_with_the_statements(store: Store, driver_commits: list[int]) -> None:
+    _claimed(store)
+    fence = Fence("r1", "t1", NOW, dict(head_seq=1, last_seq=1, status=RunStatus.COMPLETED))
+    new = NewCheckpoint(run_id="r1", seq=1, parent_seq=0, branch=0, step="s", next_step=None, workflow_version=1,
+                        created_at=NOW)
+    del driver_commits[:]
+    with store.transaction() as tx:
+        with tx.pipeline(commit=True):
+            written = tx.checkpoints.write_later(new, {"n": 1}, None, fence=fence)
+            tx.events.add(action="run.completed", actor=PRIYA, now=NOW, run_id="r1")
+        assert written.get().seq == 1
+        if store.dialect == "postgresql":  # over: nothing more may be sent in it
+            with pytest.raises(RuntimeError, match="after its transaction committed"):
+                tx.runs.get("r1")
+    assert driver_commits == []  # (SQLite commits on sqlite3's connection, as every transaction there)
+    assert _state(store) == ([0, 1], ["run.completed"], "completed")
+
+
+def test_a_lease_lost_fails_the_fenced_write_and_the_commit(store: Store) -> None:
+    _claimed(store)
+    fence = Fence("r1", "stolen", NOW, dict(head_seq=1, last_seq=1, status=RunStatus.COMPLETED))
+    new = NewCheckpoint(run_id="r1", seq=1, parent_seq=0, branch=0, step="s", next_step=None, workflow_version=1,
+                        created_at=NOW)
+    with pytest.raises(LeaseLostError, match="run r1 is no longer leased"):
+        with store.transaction() as tx:
+            with tx.pipeline(commit=True):
+                tx.events.add(action="before", actor=PRIYA, now=NOW, run_id="r1")
+                written = tx.checkpoints.write_later(new, {"n": 1}, None, fence=fence)
+                tx.events.add(action="after", actor=PRIYA, now=NOW, run_id="r1")
+            written.get()  # (SQLite: found here, as without commit=True)
+    assert _state(store) == ([0], [], "running")
+
+
+def test_a_run_that_moved_fails_the_transition_and_the_commit(store: Store) -> None:
+    from store import ChangedMeanwhileError
+
+    _run(store, status=RunStatus.READY)
+    with pytest.raises((ChangedMeanwhileError, AssertionError)) as caught:
+        with store.transaction() as tx:
+            with tx.pipeline(commit=True):
+                tx.events.add(action="before", actor=PRIYA, now=NOW, run_id="r1")
+                moved = tx.runs.transition_later("r1", from_statuses=[RunStatus.WAITING], now=NOW,
+                                                 status=RunStatus.RUNNING)
+            assert moved.get(), "not moved"  # SQLite: the caller's check, before its commit
+    assert isinstance(caught.value, ChangedMeanwhileError if store.dialect == "postgresql" else AssertionError)
+    assert _state(store) == ([0], [], "ready")
+    with store.transaction() as tx:  # the run as read: moved, committed
+        with tx.pipeline(commit=True):
+            moved = tx.runs.transition_later("r1", from_statuses=[RunStatus.READY], now=NOW,
+                                             status=RunStatus.WAITING)
+        assert moved.get() is True
+    assert _state(store)[2] == "waiting"
+
+
+def test_a_vote_on_a_request_no_longer_as_read_fails_the_commit(store: Store) -> None:
+    from store import ChangedMeanwhileError
+
+    _run(store)
+    with store.transaction() as tx:
+        request_id = tx.requests.insert(run_id="r1", checkpoint_seq=0, point="p", title="t", channel="console",
+                                        approvals_required=2, now=NOW, due_at=None)
+    with store.read() as tx:
+        as_read = tx.requests.get(request_id)
+    with store.transaction() as tx:  # another vote, counted after the request was read
+        tx.requests.vote_later(as_read, now=NOW, actor="alice")[1].get()
+    with pytest.raises((ChangedMeanwhileError, AssertionError)) as caught:
+        with store.transaction() as tx:
+            with tx.pipeline(commit=True):
+                after, answer = tx.requests.vote_later(as_read, now=NOW, actor="priya")
+                tx.events.add(action="decision.approve", actor=PRIYA, now=NOW, run_id="r1", request_id=request_id)
+            counted = answer.get()  # SQLite: the caller compares the vote with the request as read
+            assert counted is not None and counted.approvals == after.approvals, "counted on another state"
+    assert isinstance(caught.value, ChangedMeanwhileError if store.dialect == "postgresql" else AssertionError)
+    with store.read() as tx:
+        assert tx.requests.get(request_id).approvals == 1 and tx.events.for_run("r1") == []

@@ -34,7 +34,7 @@ from bot.engine.steering.edits import UNDECLARED, apply_edit, edited_value
 from bot.engine.transitions import Asked, close_request, end_run, vote_request_later
 from bot.engine.versions import decode_stored, point_in, resolve_workflow, write_migration
 from bot.engine.workflow import SteeringPoint, Workflow
-from store import DuplicateDecisionError, NewCheckpoint, Tx
+from store import ChangedMeanwhileError, DuplicateDecisionError, NewCheckpoint, Tx
 from store.hooks import actor_facts
 from store.models import (
     Action,
@@ -141,10 +141,26 @@ class Deciding(SteeringCore):
         sent = payload
         new_tree, payload = self._validate(wf, point, head.tree, action, payload)
         refuse_not_text(sent, what="the decision", refuse=InvalidDecisionError)  # a key (a value: named above)
-        with tx.pipeline():  # PostgreSQL: the writes in two round trips (the vote's answer, the rest)
-            finish = self._write(tx, wf, point, run, request, head, action, actor, payload, new_tree,
-                                 decision_id, delivery_id, claim)
+        # PostgreSQL: the writes and the COMMIT in one round trip, the vote and the run's move checked by the
+        # database (a graph's decision reads its siblings' requests: committed when the transaction ends)
+        try:
+            with tx.pipeline(commit=not isinstance(wf, lgraph.LangGraphWorkflow)):
+                finish = self._write(tx, wf, point, run, request, head, action, actor, payload, new_tree,
+                                     decision_id, delivery_id, claim)
+        except ChangedMeanwhileError:  # (cannot happen while every writer of a request locks its run first)
+            raise self._changed(run, request) from None
         return finish()
+
+    def _changed(self, run: Run, request: SteeringRequest) -> Exception:
+        """What a decision whose guarded writes found the run or its request changed behind its lock answers
+        (nothing was written): who settled the request meanwhile, read anew (its transaction failed), else that
+        the run moved."""
+        with self.store.read() as tx:
+            now = tx.requests.get(request.id)
+            if now is not None and now.status is not RequestStatus.PENDING:
+                return self._already(tx, now)
+        return RunStateError(f"run {run.id} changed meanwhile; look at it again and try again",
+                             hint=f"hazel show {run.id}")
 
     @staticmethod
     def _allowed_elsewhere(tx: Tx, wf: Workflow, run: Run, request: SteeringRequest, action: str,
