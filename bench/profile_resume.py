@@ -30,11 +30,14 @@ def _calls(stats: pstats.Stats, *names: str) -> int:
 
 def _counting(counts: dict[str, int]):  # noqa: ANN202
     """Patch the store so that every transaction it opens (``Store.transaction``, a drive's raw step
-    ``StepWriter.write``) is counted in ``counts["transactions"]``; returns the undo."""
+    ``StepWriter.write``) is counted in ``counts["transactions"]``, and every one that commits in
+    ``counts["commits"]`` (a transaction ended with ``commit=True``, whether its COMMIT went on its own or with
+    its statements; a raw step is its own commit); returns the undo."""
     from store import Store
     from store.steps import StepWriter
+    from store.txconn import TxConnection
 
-    transaction, write = Store.transaction, StepWriter.write
+    transaction, write, end = Store.transaction, StepWriter.write, TxConnection.end
 
     def counted_transaction(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
         counts["transactions"] += 1
@@ -42,12 +45,19 @@ def _counting(counts: dict[str, int]):  # noqa: ANN202
 
     def counted_write(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
         counts["transactions"] += 1
+        counts["commits"] += 1
         return write(self, *args, **kwargs)
 
+    def counted_end(self, *, commit: bool):  # noqa: ANN001, ANN202
+        counts["commits"] += commit
+        return end(self, commit=commit)
+
     Store.transaction, StepWriter.write = counted_transaction, counted_write  # type: ignore[method-assign]
+    TxConnection.end = counted_end  # type: ignore[method-assign]
 
     def undo() -> None:
         Store.transaction, StepWriter.write = transaction, write  # type: ignore[method-assign]
+        TxConnection.end = end  # type: ignore[method-assign]
 
     return undo
 
@@ -60,7 +70,7 @@ def profile(backend, n_runs: int, *, top: int = 25, sort: str = "cumulative",  #
     hazel = make_engine(backend.fresh_url("profile"), bench_pause)
     if not head_cache:
         hazel.store.heads.max_entries = 0
-    counts = {"transactions": 0}
+    counts = {"transactions": 0, "commits": 0}
     try:
         run_ids = []
         for _ in range(n_runs + WARM_UP):
@@ -84,10 +94,11 @@ def profile(backend, n_runs: int, *, top: int = 25, sort: str = "cumulative",  #
         hazel.close()
     stats = pstats.Stats(profiler)
     sqlite = backend.name == "sqlite"
+    # statements sent to the driver: BEGIN and COMMIT included where they are statements (SQLite's COMMIT
+    # is sqlite3's commit(); PostgreSQL's BEGIN and, in a pipeline that commits, COMMIT go with the others)
     statements = (_calls(stats, "execute", "sqlite3.Cursor") + _calls(stats, "execute", "sqlite3.Connection")
                   if sqlite else _calls(stats, "psycopg", "cursor.py", "execute"))
-    commits = (_calls(stats, "commit", "sqlite3.Connection") if sqlite
-               else _calls(stats, "psycopg/connection.py", "commit"))
+    commits = counts["commits"]
     transactions = counts["transactions"]
     held = _calls(stats, "store/heads.py", "_loaded")
     out = io.StringIO()

@@ -5,6 +5,9 @@ on SQLite nothing else can write during the decision's transaction, and the answ
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from typing import Iterator
+
 import pytest
 from sqlalchemy import create_engine, text
 
@@ -44,23 +47,31 @@ def test_a_vote_the_request_no_longer_takes_writes_nothing(db_url: str, quorum: 
         return
     run_id = start_waiting(hazel)
     before = _counts(db_url)
+    with _behind_the_lock(db_url, monkeypatch, "status = 'decided', decided_by = 'rogue', "
+                          "decided_action = 'reject', decided_at = now()"):
+        with pytest.raises(AlreadyDecidedError, match="already rejected by rogue"):
+            hazel.decide(run_id=run_id, action="approve", actor=person("ana"))
+    assert _counts(db_url) == before  # no decision, no checkpoint, no message
+    assert hazel.get(run_id=run_id).status is RunStatus.WAITING
+
+
+@contextmanager
+def _behind_the_lock(db_url: str, monkeypatch: pytest.MonkeyPatch, changes: str) -> Iterator[None]:
+    """Inside the block, a decision's vote is preceded by an UPDATE of its request (SET ``changes``) from a
+    writer that does not lock the run first (none of Hazel's), committed at once."""
     rogue = create_engine(db_url, isolation_level="AUTOCOMMIT")
     real = RequestRepo.vote_later
 
-    def behind_the_lock(self, request, **kwargs):  # noqa: ANN001, ANN003, ANN202
-        with rogue.connect() as conn:  # a writer that does not lock the run first (none of Hazel's)
-            conn.execute(text("UPDATE hazel_steering_requests SET status = 'decided', decided_by = 'rogue', "
-                              "decided_action = 'reject', decided_at = now() WHERE id = :id"), {"id": request.id})
+    def behind(self, request, **kwargs):  # noqa: ANN001, ANN003, ANN202
+        with rogue.connect() as conn:
+            conn.execute(text(f"UPDATE hazel_steering_requests SET {changes} WHERE id = :id"), {"id": request.id})
         return real(self, request, **kwargs)
 
-    monkeypatch.setattr(RequestRepo, "vote_later", behind_the_lock)
+    monkeypatch.setattr(RequestRepo, "vote_later", behind)
     try:
-        with pytest.raises(AlreadyDecidedError, match="already rejected by rogue"):
-            hazel.decide(run_id=run_id, action="approve", actor=person("ana"))
+        yield
     finally:
         rogue.dispose()
-    assert _counts(db_url) == before  # no decision, no checkpoint, no message
-    assert hazel.get(run_id=run_id).status is RunStatus.WAITING
 
 
 def test_votes_reach_the_quorum_as_predicted(db_url: str) -> None:
@@ -86,20 +97,8 @@ def test_a_vote_counted_behind_the_lock_is_refused_as_changed(db_url: str, monke
     hazel = make_hazel(db_url, planner(quorum=3))
     run_id = start_waiting(hazel)
     before = _counts(db_url)
-    rogue = create_engine(db_url, isolation_level="AUTOCOMMIT")
-    real = RequestRepo.vote_later
-
-    def behind_the_lock(self, request, **kwargs):  # noqa: ANN001, ANN003, ANN202
-        with rogue.connect() as conn:
-            conn.execute(text("UPDATE hazel_steering_requests SET approvals = approvals + 1 WHERE id = :id"),
-                         {"id": request.id})
-        return real(self, request, **kwargs)
-
-    monkeypatch.setattr(RequestRepo, "vote_later", behind_the_lock)
-    try:
+    with _behind_the_lock(db_url, monkeypatch, "approvals = approvals + 1"):
         with pytest.raises(RunStateError, match="changed meanwhile"):
             hazel.decide(run_id=run_id, action="approve", actor=person("ana"))
-    finally:
-        rogue.dispose()
     assert _counts(db_url) == before
     assert [r.approvals for r in hazel.requests(run_id=run_id)] == [1]  # the rogue's vote alone
