@@ -349,6 +349,11 @@ def pipeline(conn: Connection, *, commit: bool = False) -> Iterator[None]:
     fails the statement (and with it the transaction, COMMIT included) instead of changing no row
     (``guarded``). On SQLite the commit stays where the transaction ends.
 
+    A connection that breaks after the server answered the COMMIT (a backend terminated between that answer
+    and the pipeline's end) raises nothing: the transaction is committed, its answers are in, and the
+    connection is invalidated. One that breaks before raises: then nothing was committed, unless the server
+    committed and its answer was lost with the connection (as for any commit).
+
     Raises:
         sqlalchemy.exc.DBAPIError: a statement inside failed (its error arrives when the block ends, or when
             an answer is read); the transaction is then unusable (not committed): let it roll back. A guard
@@ -358,6 +363,7 @@ def pipeline(conn: Connection, *, commit: bool = False) -> Iterator[None]:
         yield
         return
     raw = conn.connection.driver_connection
+    commit_cursor = None
     try:
         with driver_pipeline(raw):
             if getattr(conn, "unbegun", None):  # the transaction's first statements: BEGIN goes first
@@ -371,11 +377,17 @@ def pipeline(conn: Connection, *, commit: bool = False) -> Iterator[None]:
                 finally:
                     conn.guarding = False
                 if not conn.unbegun:  # (a block that sent nothing leaves the transaction to its end)
-                    raw.execute("COMMIT")
+                    commit_cursor = raw.execute("COMMIT")
                     conn.committed = True
     except conn.dialect.loaded_dbapi.Error as exc:  # the pipeline's, or a read's inside, straight from the driver
+        if commit_cursor is not None and commit_cursor.statusmessage == "COMMIT":
+            # The server answered the COMMIT, then the connection broke before the pipeline's end (its backend
+            # terminated: "cannot exit pipeline mode while busy"): the transaction stands, and every answer
+            # before it arrived. Only the connection is lost.
+            conn.invalidate(exc)
+            return
         if commit:
-            conn.committed = False  # (whatever the COMMIT's fate, the transaction ends as failed: rolled back)
+            conn.committed = False  # (the COMMIT was not answered: the transaction did not commit here)
         raise _translated(conn, raw, exc) from exc
 
 

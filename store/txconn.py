@@ -157,15 +157,15 @@ class TxConnection:
         if sa is not None:
             self._sqlalchemy = None
             try:
-                if commit:
+                if commit and not self.committed:
                     sa.commit()
-                else:
+                else:  # (committed with its statements: SQLAlchemy's bookkeeping ends; nothing is sent)
                     try:
                         sa.rollback()
                     except Exception:  # noqa: BLE001 (SQLAlchemy invalidated it if it broke)
                         pass
             finally:
-                if self._postgresql and not sa.invalidated:
+                if self._postgresql and not sa.invalidated and self.connection is not None:
                     try:
                         self.connection.driver_connection.autocommit = False  # as the pool lent it
                     except Exception as exc:  # noqa: BLE001 (still in a transaction: not to be lent again)

@@ -122,3 +122,43 @@ def test_a_statement_on_a_connection_known_to_be_lost_is_sqlalchemys_error(pg_st
     assert caught.value.connection_invalidated and is_transient(caught.value)
     with pg_store.read() as tx:  # a new connection
         assert tx.conn.execute(text("SELECT 1")).scalar_one() == 1
+
+
+@pytest.mark.parametrize("through_sqlalchemy", [False, True])
+def test_a_connection_lost_after_the_commit_was_answered_is_not_a_failed_commit(
+        pg_url: str, monkeypatch: pytest.MonkeyPatch, through_sqlalchemy: bool) -> None:
+    """A transaction that commits with its statements (``Tx.pipeline(commit=True)``) whose backend ends right
+    after answering the COMMIT (here it terminates itself, the statement after it; in the field, an operator's
+    or a failover's ``pg_terminate_backend`` landing in that moment): committed, so no error is raised (a 503
+    "nothing done" made a client retry and start a second run, or meet its own approval); only the connection
+    is dropped, and the next transaction takes another."""
+    from datetime import datetime, timezone
+
+    from store.models import RunStatus
+
+    store = Store(pg_url)
+    run_id = f"lac{int(through_sqlalchemy)}{time.monotonic_ns() % 10**12}"  # (the session's database)
+    execute = psycopg.Connection.execute
+
+    def then_end(self, query, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        cursor = execute(self, query, *args, **kwargs)
+        if query == "COMMIT":
+            execute(self, "SELECT pg_terminate_backend(pg_backend_pid())")
+        return cursor
+
+    monkeypatch.setattr(psycopg.Connection, "execute", then_end)
+    try:
+        with store.transaction() as tx:
+            if through_sqlalchemy:  # a transaction that also executed through SQLAlchemy's Connection
+                tx.conn.exec_driver_sql("SELECT 1")
+            with tx.pipeline(commit=True):
+                tx.runs.insert(run_id=run_id, workflow="w", workflow_version=1, started_by="me",
+                               started_via="console", now=datetime.now(timezone.utc), status=RunStatus.WAITING)
+                moved = tx.runs.transition_later(run_id, from_statuses=[RunStatus.WAITING],
+                                                 now=datetime.now(timezone.utc), status=RunStatus.READY)
+            assert moved.get() is True  # its answer arrived before the COMMIT's
+        monkeypatch.setattr(psycopg.Connection, "execute", execute)
+        with store.read() as tx:
+            assert tx.runs.get(run_id).status is RunStatus.READY
+    finally:
+        store.dispose()
