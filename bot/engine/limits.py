@@ -72,12 +72,18 @@ def state_tree(wf: Workflow, state: BaseModel, *, max_bytes: int, what: str,
 
     Raises:
         ``refuse``: over ``max_bytes`` (the message names the size, the limit and its setting, never the
-            value), nested deeper than pydantic serialises, or holding a string (a value or a key) that is not
-            Unicode text (a lone surrogate) or holds a NUL.
+            value), nested deeper than pydantic serialises, holding a number that is not finite (NaN,
+            ±Infinity: not JSON), or holding a string (a value or a key) that is not Unicode text (a lone
+            surrogate) or holds a NUL.
     """
     try:
         tree = wf.codec.encode(state)
-        dumped = json.dumps(tree, ensure_ascii=False, separators=(",", ":"))
+        try:  # (NaN and ±Infinity: Python's JSON extensions, which a REST body may hold; stored as null)
+            dumped = json.dumps(tree, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        except ValueError as exc:
+            if "Out of range float" not in str(exc):
+                raise
+            raise refuse(f"{what} holds a number that is not finite (NaN or Infinity): JSON has none") from None
         if not is_text(dumped):
             raise refuse(f"{what} {not_text(dumped)}")
         if _has_nul(dumped):
