@@ -62,13 +62,16 @@ def json_size_bytes(tree: Any) -> int:
 
 
 def state_tree(wf: Workflow, state: BaseModel, *, max_bytes: int, what: str,
-               refuse: type[HazelError]) -> dict[str, Any]:
+               refuse: type[HazelError], edited: Any = None) -> dict[str, Any]:
     """``state`` encoded as the store keeps it (``wf.codec.encode``), refused when too large or too deep.
 
     Args:
         max_bytes: ``Settings.max_state_bytes``.
         what: the state in the message, e.g. ``"the input of doc v1"``, ``"the edited state"``.
         refuse: the error to raise (``InvalidInputError`` at a start, ``InvalidDecisionError`` for an edit).
+        edited: for an edit, the stored state it was made on: when that one was over ``max_bytes`` already (a
+            step may write a larger state than a person may give), the refusal says so, and that no edit can
+            be stored there.
 
     Raises:
         ``refuse``: over ``max_bytes`` (the message names the size, the limit and its setting, never the
@@ -95,7 +98,13 @@ def state_tree(wf: Workflow, state: BaseModel, *, max_bytes: int, what: str,
                          f"arrays") from None
         raise
     if size > max_bytes:
-        raise refuse(too_large(what, size, max_bytes))
+        message = too_large(what, size, max_bytes)
+        if edited is not None:
+            before = len(json.dumps(edited, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+            if before > max_bytes:
+                message += (f", and the state it edits was already {before:,} bytes (written by a step): no edit "
+                            f"can be stored there; rewind to an earlier, smaller checkpoint, or raise {LIMIT_SETTING}")
+        raise refuse(message)
     return tree
 
 

@@ -344,7 +344,7 @@ class Deciding(SteeringCore):
             value = edited_value(shown, point.show, payload, entry_blank=blank)
             state = apply_edit(wf, decode_stored(wf, tree), point.show, value)
             return state_tree(wf, state, max_bytes=self.max_state_bytes, what="the edited state",
-                              refuse=InvalidDecisionError), {"value": value}
+                              refuse=InvalidDecisionError, edited=tree), {"value": value}
         return None, {}
 
     def _duplicate(self, exc: DuplicateDecisionError, run_id: str, action: str, actor: Actor,

@@ -158,7 +158,7 @@ class Rewinding(SteeringCore):
                     raise InvalidDecisionError(f"invalid edit: {wrong}")
         elif edits:
             tree = state_tree(wf, apply_edits(wf, decode_stored(wf, tree), edits), max_bytes=self.max_state_bytes,
-                              what="the edited state", refuse=InvalidDecisionError)
+                              what="the edited state", refuse=InvalidDecisionError, edited=tree)
         refuse_not_text(edits, what="the rewind's edits", refuse=InvalidDecisionError)  # a key (values: above)
         next_node, handoff = target.next_step, None
         if graph:  # a graph that had finished there: a step writes the rewind's values (lgraph.UPDATE_STEP)
