@@ -281,11 +281,6 @@ class Store:
         ensure(self.engine, upgrade_if_empty=upgrade_if_empty)
 
     def dispose(self) -> None:
-        """Close the pooled connections, and end the WAL checkpoint thread of a SQLite file (``store.walcheck``;
-        a later write starts it again)."""
-        turns = db.write_turns(self.engine)
-        if turns is not None:
-            turns.checkpointer.stop()
         self.engine.dispose()
         relaxed = self.__dict__.get("relaxed_engine")
         if relaxed is not None and relaxed is not self.engine:

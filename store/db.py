@@ -29,7 +29,6 @@ from sqlalchemy import Connection, Engine, create_engine, event, exc
 from sqlalchemy.engine import make_url
 
 from store.errors import UnsupportedDatabaseError
-from store.walcheck import AUTOCHECKPOINT_PAGES, Checkpointer
 
 if TYPE_CHECKING:
     from store.txconn import TxConnection
@@ -109,7 +108,6 @@ def _sqlite_hooks(engine: Engine, synchronous: str, busy_timeout_ms: int) -> Non
         _record.info["hazel_synchronous"] = synchronous  # the connection's level (changed per transaction)
         cur.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
         cur.execute("PRAGMA foreign_keys=ON")
-        cur.execute(f"PRAGMA wal_autocheckpoint={AUTOCHECKPOINT_PAGES}")  # the backstop of store.walcheck
         cur.close()
 
     levels = (synchronous, relaxed_level(synchronous))
@@ -210,27 +208,20 @@ def _spoke(dbapi_conn: object) -> bool:
 
 class _WriteTurns:
     """The lock that a process's write transactions on one SQLite file take before ``BEGIN IMMEDIATE`` (see
-    the module docstring), and the file's WAL ``checkpointer`` (``store.walcheck``), told of each write as its
-    turn ends (``release``); one of each per file, shared by every engine of the process on it."""
+    the module docstring); one per file, shared by every engine of the process on it."""
 
-    _by_path: dict[str, tuple[threading.Lock, Checkpointer]] = {}
+    _by_path: dict[str, threading.Lock] = {}
     _guard = threading.Lock()
 
-    def __init__(self, lock: threading.Lock, checkpointer: Checkpointer, timeout_sec: float) -> None:
+    def __init__(self, lock: threading.Lock, timeout_sec: float) -> None:
         self.lock = lock
-        self.checkpointer = checkpointer
         self.timeout_sec = timeout_sec
 
     @classmethod
     def of(cls, path: str, timeout_sec: float) -> "_WriteTurns":
         with cls._guard:
-            lock, checkpointer = cls._by_path.setdefault(path, (threading.Lock(), Checkpointer(path)))
-        return cls(lock, checkpointer, timeout_sec)
-
-    def release(self) -> None:
-        """End this turn (taken by ``take_turn``) after a write transaction (committed or not)."""
-        self.checkpointer.committed()
-        self.lock.release()
+            lock = cls._by_path.setdefault(path, threading.Lock())
+        return cls(lock, timeout_sec)
 
 
 _WRITE_TURNS: "weakref.WeakKeyDictionary[Engine, _WriteTurns]" = weakref.WeakKeyDictionary()
@@ -254,7 +245,7 @@ def write_turn(engine: Engine) -> Iterator[None]:
         yield
     finally:
         if held:
-            turns.release()  # type: ignore[union-attr]
+            turns.lock.release()  # type: ignore[union-attr]
 
 
 def take_turn(turns: _WriteTurns | None) -> bool:
@@ -305,7 +296,7 @@ def transaction(engine: Engine, *, write: bool = True, durable: bool = True,
         conn.end(commit=True)
     finally:
         if held:
-            turns.release()  # type: ignore[union-attr]
+            turns.lock.release()
 
 
 _OPEN_CURSORS = "hazel_open_cursors"

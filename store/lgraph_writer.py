@@ -198,7 +198,7 @@ class LangGraphWriter:
                     raise
         finally:
             if held:
-                turns.release()  # type: ignore[union-attr]
+                turns.lock.release()  # type: ignore[union-attr]
 
     @contextmanager
     def _raw(self, engine: Engine) -> Iterator[Any]:

@@ -111,7 +111,7 @@ class StepWriter:
                     cur.execute("COMMIT")
                 finally:
                     if held:
-                        turns.release()
+                        turns.lock.release()
         except LeaseLostError:
             raise
         except self.engine.dialect.loaded_dbapi.Error as exc:
