@@ -7,9 +7,10 @@ send the same row at once; a sender that dies leaves the row due again when the 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import Any, Collection
 
-from sqlalchemy import ColumnElement, Connection, bindparam, false, func, literal, or_, select, update
+from sqlalchemy import ColumnElement, Connection, bindparam, false, func, literal, or_, select, union_all, update
 
 from store import fast
 from store.dialect import Dialect
@@ -24,14 +25,27 @@ def _message(row: Any) -> OutboxMessage:
 _INSERT = outbox.insert()
 """Built once and executed with a parameter dict (SQLAlchemy reuses the compiled form; see ``store.checkpoints``)."""
 _r = steering_requests.c
-_now = bindparam("now", type_=outbox.c.created_at.type)
-_ON_LATEST = outbox.insert().from_select(
-    ["run_id", "request_id", "channel", "kind", "payload", "status", "attempts", "next_attempt_at", "created_at"],
-    select(_r.run_id, _r.id, _r.channel, bindparam("kind"), bindparam("payload", type_=outbox.c.payload.type),
-           literal(OutboxStatus.PENDING.value), literal(0), _now, _now)
-    .where((_r.run_id == bindparam("run_id")) & _r.channel.like(bindparam("pattern")))
-    .order_by(_r.id.desc()).limit(1))
-"""A message to the run's newest request on a kind of channel, if it has one there (``add_to_latest_on``)."""
+_COLUMNS = ["run_id", "request_id", "channel", "kind", "payload", "status", "attempts", "next_attempt_at",
+            "created_at"]
+
+
+@lru_cache(maxsize=4)
+def _with_latest_on(n_kinds: int):  # noqa: ANN202
+    """One INSERT of a message (the ``_INSERT`` parameters, ``next_at`` for its ``next_attempt_at``) and of
+    the same message for the run's newest request on each of ``n_kinds`` kinds of channel (``pattern_i``:
+    ``slack:%``), where it has one (``OutboxRepo.add``'s ``and_latest_on``)."""
+    kind, payload = bindparam("kind"), bindparam("payload", type_=outbox.c.payload.type)
+    now = bindparam("created_at", type_=outbox.c.created_at.type)
+    next_at = bindparam("next_at", type_=outbox.c.next_attempt_at.type)
+    pending, zero = literal(OutboxStatus.PENDING.value), literal(0)
+    rows = [select(bindparam("run_id"), bindparam("request_id"), bindparam("channel"), kind, payload, pending,
+                   zero, next_at, now)]
+    for i in range(n_kinds):
+        latest = (select(_r.run_id, _r.id, _r.channel, kind, payload, pending, zero, next_at, now)
+                  .where((_r.run_id == bindparam("run_id")) & _r.channel.like(bindparam(f"pattern_{i}")))
+                  .order_by(_r.id.desc()).limit(1).subquery(f"latest_{i}"))
+        rows.append(select(*latest.c))
+    return outbox.insert().from_select(_COLUMNS, union_all(*rows))
 
 
 def _deliverable(channels: Collection[str], kinds: Collection[str], cols: Any = outbox.c) -> ColumnElement[bool]:
@@ -69,21 +83,22 @@ class OutboxRepo:
 
     def add(self, *, channel: str, kind: OutboxKind, now: datetime, run_id: str | None = None,
             request_id: int | None = None, payload: dict[str, Any] | None = None,
-            deliver_at: datetime | None = None) -> None:
-        """Queue a message for ``channel`` (nothing read back: inside a pipeline it costs no round trip)."""
-        fast.execute(self.conn, _INSERT, dict(
-            run_id=run_id, request_id=request_id, channel=channel, kind=OutboxKind(kind).value, payload=payload or {},
-            status=OutboxStatus.PENDING.value, attempts=0, next_attempt_at=deliver_at or now, created_at=now,
-        ))
+            deliver_at: datetime | None = None, and_latest_on: tuple[str, ...] = ()) -> None:
+        """Queue a message for ``channel`` (nothing read back: inside a pipeline it costs no round trip).
 
-    def add_to_latest_on(self, channel_kind: str, *, run_id: str, kind: OutboxKind, now: datetime,
-                         payload: dict[str, Any]) -> None:
-        """Queue a message for the run's newest request (pending or not) on a channel of ``channel_kind``
-        (``slack``: ``slack:#x``, ``slack:C…``; a plain word, no ``%`` or ``_``), in that request's channel and
-        thread; nothing when the run has no request there. One INSERT … SELECT: nothing is read back (inside a
-        pipeline it costs no round trip)."""
-        fast.execute(self.conn, _ON_LATEST, dict(run_id=run_id, pattern=f"{channel_kind}:%",
-                                                 kind=OutboxKind(kind).value, payload=payload, now=now))
+        ``and_latest_on``: kinds of channel (``slack``: ``slack:#x``, ``slack:C…``; plain words, no ``%`` or
+        ``_``) whose newest request of the run (pending or not) gets the same message, in that request's
+        channel and thread; nothing for a kind where the run has no request. The same one statement (an
+        INSERT … SELECT)."""
+        values = dict(run_id=run_id, request_id=request_id, channel=channel, kind=OutboxKind(kind).value,
+                      payload=payload or {}, created_at=now)
+        if not and_latest_on:
+            fast.execute(self.conn, _INSERT, dict(values, status=OutboxStatus.PENDING.value, attempts=0,
+                                                  next_attempt_at=deliver_at or now))
+            return
+        patterns = {f"pattern_{i}": f"{k}:%" for i, k in enumerate(and_latest_on)}
+        fast.execute(self.conn, _with_latest_on(len(and_latest_on)),
+                     dict(values, next_at=deliver_at or now, **patterns))
 
     def claim_due(self, *, now: datetime, lease_sec: float, limit: int = 20,
                   run_ids: Collection[str] | None = None, channels: Collection[str] | None = None,

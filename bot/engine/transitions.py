@@ -126,14 +126,12 @@ def progress(tx: Tx, *, run_id: str, now: datetime, event: str, exclude_request_
     if asked.request_id is None and event == "waiting":
         return  # the first request announces itself
     payload = {"event": event, **{k: v for k, v in facts.items() if v is not None}}
+    follow: tuple[str, ...] = ()
+    if event != "waiting" and asked.request_id is not None:  # (a run that never asked has no thread anywhere)
+        # (not where the run's latest request is: its thread is told by the message itself)
+        follow = tuple(k for k in FOLLOWING if asked.channel.split(":", 1)[0] != k)
     tx.outbox.add(channel=asked.channel, kind=OutboxKind.RUN_PROGRESS, now=now, run_id=run_id,
-                  request_id=asked.request_id, payload=payload)
-    if event == "waiting" or asked.request_id is None:  # (a run that never asked has no thread anywhere)
-        return
-    for kind in FOLLOWING:
-        if asked.channel.split(":", 1)[0] == kind:
-            continue  # the run's latest request is there: its thread has just been told
-        tx.outbox.add_to_latest_on(kind, run_id=run_id, kind=OutboxKind.RUN_PROGRESS, now=now, payload=payload)
+                  request_id=asked.request_id, payload=payload, and_latest_on=follow)
 
 
 def end_run(tx: Tx, *, run_id: str, status: RunStatus, now: datetime, by: Actor,

@@ -81,22 +81,25 @@ def test_the_deliverer_claims_again_only_for_what_a_batch_held_back(db_url: str,
     hazel.close()
 
 
-def test_a_message_to_the_runs_latest_request_on_a_kind_of_channel(store: Store) -> None:
-    """``add_to_latest_on``: one INSERT … SELECT, addressed to the run's newest request on that kind of channel
-    (its channel and id), and nothing when the run has none there."""
+def test_a_message_and_its_copy_to_the_runs_latest_request_on_a_kind_of_channel(store: Store) -> None:
+    """``add(..., and_latest_on=...)``: one INSERT … SELECT, the message for its channel and a copy addressed
+    to the run's newest request on each kind of channel named (its channel and id), none where the run has no
+    request there."""
     now = datetime.now(timezone.utc)
     with store.transaction() as tx:
         tx.runs.insert(run_id="r1", workflow="w", workflow_version=1, started_by="me", started_via="console", now=now)
         ids = [tx.requests.insert(run_id="r1", checkpoint_seq=0, point=f"p{i}", title="t", channel=channel,
                                   approvals_required=1, now=now, due_at=None)
                for i, channel in enumerate(["slack:C1", "slack:C2", "jira:MIG", "slackish"])]
-        for kind in ("slack", "jira", "console"):
-            tx.outbox.add_to_latest_on(kind, run_id="r1", kind=OutboxKind.RUN_PROGRESS, now=now,
-                                       payload={"event": "completed"})
-        tx.outbox.add_to_latest_on("slack", run_id="r2", kind=OutboxKind.RUN_PROGRESS, now=now, payload={})
+        tx.outbox.add(channel="console", kind=OutboxKind.RUN_PROGRESS, now=now, run_id="r1", request_id=None,
+                      payload={"event": "completed"}, and_latest_on=("slack", "jira", "teams"))
+        tx.outbox.add(channel="jira:MIG", kind=OutboxKind.RUN_PROGRESS, now=now, run_id="r2", request_id=7,
+                      payload={}, and_latest_on=("slack",))
     with store.read() as tx:
         sent = tx.outbox.list()
     assert sorted((m.run_id, m.channel, m.request_id, m.kind, m.payload) for m in sent) == [
+        ("r1", "console", None, "run.progress", {"event": "completed"}),
         ("r1", "jira:MIG", ids[2], "run.progress", {"event": "completed"}),
-        ("r1", "slack:C2", ids[1], "run.progress", {"event": "completed"})]
+        ("r1", "slack:C2", ids[1], "run.progress", {"event": "completed"}),
+        ("r2", "jira:MIG", 7, "run.progress", {})]
     assert all(m.status == "pending" and m.attempts == 0 and m.next_attempt_at == now for m in sent)
