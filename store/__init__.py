@@ -42,8 +42,8 @@ if TYPE_CHECKING:  # imported where first used: a CLI command that neither scrap
     from store.retention import RetentionRepo
 
 __all__ = [
-    "ChainPosition", "ChangedMeanwhileError", "Dialect", "DuplicateDecisionError", "Fence", "Health", "LeaseLostError", "NewCheckpoint",
-    "SchemaNotReadyError", "SnapshotPolicy", "Store", "StoreError", "Tx",
+    "ChainPosition", "ChangedMeanwhileError", "Dialect", "DuplicateDecisionError", "Fence", "Health",
+    "LeaseLostError", "NewCheckpoint", "SchemaNotReadyError", "SnapshotPolicy", "Store", "StoreError", "Tx",
 ]
 
 

@@ -36,8 +36,8 @@ _VOTE = update(steering_requests).where(_PENDING_BY_ID).values(
     decided_by=case((_REACHED, bindparam("actor", type_=_t.decided_by.type)), else_=_t.decided_by),
     decided_action=case((_REACHED, Action.APPROVE.value), else_=_t.decided_action),
 ).returning(*steering_requests.c)
-_VOTE_GUARDED = (lambda voted: fast.guarded(voted, select(voted)))(
-    _VOTE.where(_t.approvals == bindparam("approvals")).cte("voted"))
+_VOTED = _VOTE.where(_t.approvals == bindparam("approvals")).cte("voted")
+_VOTE_GUARDED = fast.guarded(_VOTED, select(_VOTED))
 """``_VOTE`` inside a transaction that commits with its statements (``store.fast.pipeline(commit=True)``,
 PostgreSQL): it fails unless it counted the vote on the request as read (pending, with ``approvals`` votes)."""
 _SETTLE = update(steering_requests).where(_PENDING_BY_ID).values(
