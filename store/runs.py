@@ -51,6 +51,11 @@ def _transition_statement(keys: tuple[str, ...], n_from: int, guard: bool = Fals
 
 
 _GET = select(runs).where(runs.c.id == bindparam("run_id"))
+_NEXT_DECISION_ID = "hazel_next_decision_id"
+_GET_FOR_DECISION = select(runs, func.nextval(func.pg_get_serial_sequence("hazel_decisions", "id"))
+                           .label(_NEXT_DECISION_ID)).where(runs.c.id == bindparam("run_id"))
+"""PostgreSQL: the run, locked, and an id for the decision about to be recorded (``nextval`` of its sequence,
+taken whether or not it is used, as a sequence's values are), in one statement."""
 _INSERT = runs.insert()
 _GET_LOCKED: dict[str, Any] = {}
 
@@ -126,6 +131,26 @@ class RunRepo:
                 stmt = _GET_LOCKED.setdefault(self.dialect.name, self.dialect.lock(_GET, key_share=True))
         res = fast.execute(self.conn, stmt, {"run_id": run_id})
         return fast.Later(lambda: _validated(res.one()))
+
+    def get_for_decision_later(self, run_id: str) -> fast.Later[tuple[Run | None, int | None]]:
+        """The run locked for a decision (``get_later(for_update=True)``) and, on PostgreSQL, an id for the
+        decision (``DecisionRepo.next_id``'s) in the same statement; None on SQLite (the insert answers at
+        once)."""
+        if not self.dialect.postgresql:
+            run = self.get_later(run_id, for_update=True)
+            return fast.Later(lambda: (run.get(), None))
+        stmt = _GET_LOCKED.get("decision")
+        if stmt is None:
+            stmt = _GET_LOCKED.setdefault("decision", self.dialect.lock(_GET_FOR_DECISION, key_share=True, of=runs))
+        res = fast.execute(self.conn, stmt, {"run_id": run_id})
+
+        def read() -> tuple[Run | None, int | None]:
+            row = res.one()
+            if row is None:
+                return None, None
+            decision_id = row.pop(_NEXT_DECISION_ID)
+            return Run.model_validate(row), int(decision_id)
+        return fast.Later(read)
 
     def find_by_prefix(self, prefix: str, *, limit: int = 2) -> list[str]:
         """Up to ``limit`` ids starting with ``prefix``, smallest first: a range of the primary key (see

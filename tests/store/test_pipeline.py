@@ -227,3 +227,23 @@ def test_a_vote_on_a_request_no_longer_as_read_fails_the_commit(store: Store) ->
     assert isinstance(caught.value, ChangedMeanwhileError if store.dialect == "postgresql" else AssertionError)
     with store.read() as tx:
         assert tx.requests.get(request_id).approvals == 1 and tx.events.for_run("r1") == []
+
+
+def test_the_run_for_a_decision_comes_with_an_id_for_it(store: Store) -> None:
+    """``RunRepo.get_for_decision_later``: the run, locked, and on PostgreSQL the id the decision takes, in one
+    statement (one statement fewer a decision); each call a new id; no run, no id."""
+    _run(store)
+    with store.transaction() as tx:
+        with tx.pipeline():
+            first, second = tx.runs.get_for_decision_later("r1"), tx.runs.get_for_decision_later("r1")
+            missing = tx.runs.get_for_decision_later("nope")
+        (run, one), (_, two) = first.get(), second.get()
+        assert run is not None and run.id == "r1" and run.status is RunStatus.WAITING
+        assert missing.get() == (None, None)
+        if store.dialect == "postgresql":
+            assert two == one + 1
+            decision = tx.decisions.insert(run_id="r1", request_id=None, action=Action.APPROVE, actor=PRIYA,
+                                           payload={}, now=NOW, decision_id=two)
+            assert decision == two
+        else:
+            assert one is None and two is None

@@ -177,9 +177,10 @@ class Deciding(SteeringCore):
     def _read(self, tx: Tx, run_id: str, request_id: int | None,
               point_name: str | None) -> tuple[Run, SteeringRequest, LoadedCheckpoint | None, int | None]:
         """The run (locked on PostgreSQL), its request, the head checkpoint when the request is the run's
-        pending one, and an id for the decision (PostgreSQL): on PostgreSQL one round trip for the four. The
-        checkpoint is not read when this process committed it and still holds it (``store.heads``: the run
-        paused here); None when the caller must load it (another request's, or not held after all).
+        pending one, and an id for the decision (PostgreSQL, read with the run): on PostgreSQL one round trip
+        for the four. The checkpoint is not read when this process committed it and still holds it
+        (``store.heads``: the run paused here); None when the caller must load it (another request's, or not
+        held after all).
 
         Raises:
             RunNotFoundError, NoPendingRequestError, AlreadyDecidedError.
@@ -187,21 +188,20 @@ class Deciding(SteeringCore):
         pending = head = None
         held = self.store.heads.held(run_id)
         with tx.pipeline():
-            run_later = tx.runs.get_later(run_id, for_update=True)
+            run_later = tx.runs.get_for_decision_later(run_id)  # (with an id for the decision: PostgreSQL)
             if request_id is None and point_name is None:  # the common case: the run's pending request
                 pending = tx.requests.pending_for_run_later(run_id)
                 if held is None:
                     head = tx.checkpoints.load_later(run_id, None)
-            next_id = tx.decisions.next_id()
-        run = run_later.get()
+        run, next_id = run_later.get()
         if run is None:
             raise no_run(run_id)
         request = pending.get() if pending is not None else None
         if request is None:
             request = self._request(tx, run, request_id, point_name)
         if held is not None:
-            return run, request, self.store.heads.get(run_id, request.checkpoint_seq), next_id.get()
-        return run, request, head.get() if head is not None else None, next_id.get()
+            return run, request, self.store.heads.get(run_id, request.checkpoint_seq), next_id
+        return run, request, head.get() if head is not None else None, next_id
 
     def _write(self, tx: Tx, wf: Workflow, point: SteeringPoint, run: Run, request: SteeringRequest,
                head: LoadedCheckpoint, action: str, actor: Actor, payload: dict[str, Any], new_tree: Any,
