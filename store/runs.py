@@ -13,6 +13,7 @@ from store.dialect import Dialect
 from store.errors import LeaseLostError
 from store.models import Run, RunStatus
 from store.schema import runs
+from store.steering import NEXT_DECISION_ID
 
 def fence_condition():  # noqa: ANN201
     """The run is still leased by the token in parameter ``fence_token`` (and not cancelled meanwhile)."""
@@ -51,9 +52,8 @@ def _transition_statement(keys: tuple[str, ...], n_from: int, guard: bool = Fals
 
 
 _GET = select(runs).where(runs.c.id == bindparam("run_id"))
-_NEXT_DECISION_ID = "hazel_next_decision_id"
-_GET_FOR_DECISION = select(runs, func.nextval(func.pg_get_serial_sequence("hazel_decisions", "id"))
-                           .label(_NEXT_DECISION_ID)).where(runs.c.id == bindparam("run_id"))
+_DECISION_ID = "hazel_next_decision_id"
+_GET_FOR_DECISION = select(runs, NEXT_DECISION_ID.label(_DECISION_ID)).where(runs.c.id == bindparam("run_id"))
 """PostgreSQL: the run, locked, and an id for the decision about to be recorded (``nextval`` of its sequence,
 taken whether or not it is used, as a sequence's values are), in one statement."""
 _INSERT = runs.insert()
@@ -148,7 +148,7 @@ class RunRepo:
             row = res.one()
             if row is None:
                 return None, None
-            decision_id = row.pop(_NEXT_DECISION_ID)
+            decision_id = row.pop(_DECISION_ID)
             return Run.model_validate(row), int(decision_id)
         return fast.Later(read)
 

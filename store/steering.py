@@ -22,7 +22,10 @@ from store.schema import VOTES, decisions, runs, steering_requests
 
 _INSERT_DECISION = decisions.insert().returning(decisions.c.id)
 _INSERT_DECISION_AS = decisions.insert()
-_NEXT_DECISION_ID = select(func.nextval(func.pg_get_serial_sequence("hazel_decisions", "id")))
+NEXT_DECISION_ID = func.nextval(func.pg_get_serial_sequence("hazel_decisions", "id"))
+"""PostgreSQL: the id the next decision may take (its sequence's next value): ``DecisionRepo.next_id``, and
+read with the run a decision locks (``RunRepo.get_for_decision_later``)."""
+_NEXT_DECISION_ID = select(NEXT_DECISION_ID)
 """Built once; executed with a parameter dict (every statement on the decision path is: building a statement
 costs more than the database executing it)."""
 
