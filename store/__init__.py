@@ -39,6 +39,7 @@ from store.timers import TimerRepo
 
 if TYPE_CHECKING:  # imported where first used: a CLI command that neither scrapes nor prunes skips them
     from store.metrics import MetricsRepo
+    from store.models import Run, SteeringRequest
     from store.retention import RetentionRepo
 
 __all__ = [
@@ -59,6 +60,11 @@ class Tx:
         self._piped = False
         self.written: dict[str, tuple[NewCheckpoint, ChainPosition, int]] = {}
         """The checkpoints this transaction wrote, the latest of each run (``store.heads``)."""
+        self.opened: dict[str, tuple[SteeringRequest, int] | None] = {}
+        """PostgreSQL: the request each run was asked in this transaction (``RequestRepo.opened``)."""
+        self.paused: dict[str, Run] = {}
+        """Runs this transaction leaves waiting, as they will be stored, when the caller knows them whole (the
+        runner's pause): with ``opened``, what a decision in this process needs of them (``store.heads``)."""
         self.deadline: datetime | None = None
         """The earliest deadline this transaction set (``notify_deadline``): once it commits, ``Store`` tells
         this process's scheduler (``Store.on_deadline``; other processes hear the ``NOTIFY``)."""
@@ -73,7 +79,7 @@ class Tx:
 
     @cached_property
     def requests(self) -> RequestRepo:
-        return RequestRepo(self.conn, self.dialect)
+        return RequestRepo(self.conn, self.dialect, self.opened)
 
     @cached_property
     def decisions(self) -> DecisionRepo:
@@ -223,8 +229,8 @@ class Store:
         with db.transaction(engine, write=write, durable=durable, snapshot=snapshot) as conn:
             tx = Tx(conn, self.policy, self.dialect_hooks, self.hook_urls)
             yield tx
-        if tx.written:  # committed: what it wrote is what a decision in this process reads next
-            published(tx.written, self.heads)
+        if tx.written or tx.paused:  # committed: what it wrote is what a decision in this process reads next
+            published(tx.written, self.heads, paused=tx.paused, opened=tx.opened)
         if tx.deadline is not None and self.on_deadline is not None:
             self.on_deadline(tx.deadline)
 

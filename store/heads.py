@@ -12,6 +12,14 @@ is put (``Store.transaction`` publishes after its commit: a rolled-back write is
 used only for the checkpoint a run's pending request waits at (``bot.engine.steering.decide``), which
 nothing deletes while the request is pending (``hazel prune`` takes only ended runs).
 
+With the checkpoint, the process that paused the run keeps what it knows of the run and of the request it
+asked (``pause``; PostgreSQL, a run asked at one steering point): the run as its pause stored it, the request as
+inserted, and the id the decisions' sequence gave for the first decision on it. A decision here takes them
+(``take_waiting``, once) instead of reading the run, the request and an id: it sends its writes at once, the
+first of which locks the run and fails unless the run is still as known (``store.runs.RunRepo.lock_as_known``),
+and its vote or settlement fails unless the request is still pending as known. Nothing it was told is trusted
+beyond what those statements check; whatever they find changed, the decision is taken again from the database.
+
 The trees are shared, never copied: the engine treats a state tree as immutable (every change builds a new
 one: ``store.delta.apply`` in place is only used on a freshly decoded tree). Bounded: at most
 ``max_entries`` runs and ``max_bytes`` of stored (compressed) payload, the least recently written dropped
@@ -26,7 +34,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from store.checkpoints import ChainPosition, NewCheckpoint
-    from store.models import LoadedCheckpoint
+    from store.models import LoadedCheckpoint, Run, SteeringRequest
+
+WAITING_BYTES = 2048
+"""What a run's waiting facts (``HeadCache.pause``: a run and a request) count against ``max_bytes``."""
 
 
 class HeadCache:
@@ -45,10 +56,13 @@ class HeadCache:
         self.max_bytes = max_bytes
         self.max_entry_bytes = max_entry_bytes
         self._entries: OrderedDict[str, tuple[int, NewCheckpoint, ChainPosition, int, int]] = OrderedDict()
+        self._waiting: dict[str, tuple[Run, SteeringRequest, int]] = {}
         self._bytes = 0
         self._lock = threading.Lock()
         self.hits = 0
         """Checkpoints ``get`` returned (for tests and the bench's profile)."""
+        self.taken = 0
+        """Waiting runs ``take_waiting`` gave (for tests and the bench's profile)."""
 
     def put(self, cp: NewCheckpoint, position: ChainPosition, stored_bytes: int) -> None:
         """Keep checkpoint ``cp`` (committed, state ``position.tree``, its own payload ``stored_bytes`` long) as
@@ -60,9 +74,41 @@ class HeadCache:
                 return
             self._entries[cp.run_id] = (cp.seq, cp, position, stored_bytes, weight)
             self._bytes += weight
-            while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
-                _, (*_, dropped) = self._entries.popitem(last=False)
-                self._bytes -= dropped
+            self._trim()
+
+    def pause(self, run: Run, request: SteeringRequest, decision_id: int) -> None:
+        """Keep, beside the checkpoint kept for ``run`` (the one ``request`` waits at; else nothing is kept),
+        the run as its pause committed it (``waiting``), the pending ``request`` as inserted and
+        ``decision_id``, an id of the decisions' sequence for the first decision on it."""
+        with self._lock:
+            entry = self._entries.get(run.id)
+            if entry is None or entry[0] != request.checkpoint_seq or run.id in self._waiting:
+                return
+            self._waiting[run.id] = (run, request, decision_id)
+            self._entries[run.id] = (*entry[:4], entry[4] + WAITING_BYTES)
+            self._bytes += WAITING_BYTES
+            self._trim()
+
+    def take_waiting(self, run_id: str) -> tuple[Run, SteeringRequest, LoadedCheckpoint, int] | None:
+        """What ``pause`` kept for ``run_id``, with the checkpoint its request waits at, given once (forgotten
+        here: whatever happens next, the run is no longer as kept); None when nothing is kept."""
+        with self._lock:
+            waiting = self._waiting.pop(run_id, None)
+            entry = self._entries.get(run_id)
+            if waiting is None or entry is None:
+                return None
+            self._entries[run_id] = (*entry[:4], entry[4] - WAITING_BYTES)
+            self._bytes -= WAITING_BYTES
+            _, cp, position, stored_bytes, _ = entry
+            self.taken += 1
+        run, request, decision_id = waiting
+        return run, request, _loaded(cp, position, stored_bytes), decision_id
+
+    def _trim(self) -> None:
+        while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
+            run_id, (*_, dropped) = self._entries.popitem(last=False)
+            self._bytes -= dropped
+            self._waiting.pop(run_id, None)
 
     def held(self, run_id: str) -> int | None:
         """The seq of the checkpoint kept for ``run_id``, or None."""
@@ -93,6 +139,7 @@ class HeadCache:
         entry = self._entries.pop(run_id, None)
         if entry is not None:
             self._bytes -= entry[-1]
+        self._waiting.pop(run_id, None)
 
 
 def _loaded(cp: NewCheckpoint, position: ChainPosition, stored_bytes: int) -> LoadedCheckpoint:
@@ -106,7 +153,14 @@ def _loaded(cp: NewCheckpoint, position: ChainPosition, stored_bytes: int) -> Lo
                             delta_bytes=position.delta_bytes, rows_read=0, base_bytes=position.base_bytes)
 
 
-def published(written: dict[str, Any], cache: HeadCache) -> None:
-    """Put what a committed transaction wrote (``Tx.written``: run id -> (checkpoint, position, bytes))."""
+def published(written: dict[str, Any], cache: HeadCache, *, paused: dict[str, Any] | None = None,
+              opened: dict[str, Any] | None = None) -> None:
+    """Put what a committed transaction wrote (``Tx.written``: run id -> (checkpoint, position, bytes)), and
+    what it knew of the runs it left waiting (``Tx.paused``: run id -> run; ``Tx.opened``: run id -> (request,
+    decision id), or None for a run asked more than once)."""
     for cp, position, stored_bytes in written.values():
         cache.put(cp, position, stored_bytes)
+    for run_id, run in (paused or {}).items():
+        asked = (opened or {}).get(run_id)
+        if asked is not None:
+            cache.pause(run, *asked)

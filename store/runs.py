@@ -58,6 +58,12 @@ _GET_FOR_DECISION = select(runs, NEXT_DECISION_ID.label(_DECISION_ID)).where(run
 taken whether or not it is used, as a sequence's values are), in one statement."""
 _INSERT = runs.insert()
 _GET_LOCKED: dict[str, Any] = {}
+_KNOWN = (runs.c.id == bindparam("run_id")) & (runs.c.status == RunStatus.WAITING.value) & (
+    runs.c.last_seq == bindparam("last_seq")) & (runs.c.workflow_version == bindparam("workflow_version"))
+_LOCKED_AS_KNOWN = select(runs.c.id).where(_KNOWN).with_for_update(key_share=True).cte("locked")
+_LOCK_AS_KNOWN = fast.guarded(_LOCKED_AS_KNOWN, select(_LOCKED_AS_KNOWN.c.id))
+"""PostgreSQL: the waiting run locked as a decision locks it (``FOR NO KEY UPDATE``), failing the statement
+unless it is still as the caller knows it (``RunRepo.lock_as_known``)."""
 
 
 _ADVANCE = update(runs).where(fence_condition())
@@ -151,6 +157,26 @@ class RunRepo:
             decision_id = row.pop(_DECISION_ID)
             return Run.model_validate(row), int(decision_id)
         return fast.Later(read)
+
+    def lock_as_known(self, run: Run) -> fast.Later[bool]:
+        """PostgreSQL, inside a transaction that commits with its statements (``store.fast.pipeline(commit=
+        True)``): lock waiting ``run`` as a decision does (``get_for_decision_later``), without reading it: the
+        statement fails, and the transaction with it (``store.ChangedMeanwhileError``), unless the run is
+        still ``waiting`` at ``run.last_seq`` and ``run.workflow_version``: no checkpoint written, no rewind,
+        cancel or migration since ``run`` was known. Locked first, as every writer of its requests locks it.
+        Its row lock is taken before the check, which PostgreSQL repeats on the row as the lock found it
+        (READ COMMITTED).
+
+        Returns its answer, True once the transaction committed (read it then: its cursor is closed).
+
+        Raises:
+            RuntimeError: outside such a transaction (its failure would otherwise go unseen).
+        """
+        if not getattr(self.conn, "guarding", False):
+            raise RuntimeError("lock_as_known needs a transaction that commits with its statements")
+        res = fast.execute(self.conn, _LOCK_AS_KNOWN, {"run_id": run.id, "last_seq": run.last_seq,
+                                                       "workflow_version": run.workflow_version})
+        return fast.Later(lambda: res.scalar() is not None)
 
     def find_by_prefix(self, prefix: str, *, limit: int = 2) -> list[str]:
         """Up to ``limit`` ids starting with ``prefix``, smallest first: a range of the primary key (see

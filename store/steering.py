@@ -57,6 +57,9 @@ _LATEST_BUT = (select(steering_requests).where(_OF_RUN & (_t.id != bindparam("ex
 _LATEST_AT_POINT = (select(steering_requests).where(_OF_RUN & (_t.point == bindparam("point")))
                     .order_by(_t.id.desc()).limit(1))
 _INSERT_REQUEST = steering_requests.insert().returning(steering_requests.c.id)
+_SPARE_ID = "spare_decision_id"
+_INSERT_REQUEST_SPARE = steering_requests.insert().returning(steering_requests.c.id, NEXT_DECISION_ID.label(_SPARE_ID))
+"""PostgreSQL: the request inserted, with an id for the first decision on it (``RequestRepo.insert``)."""
 
 
 def _request(row: Any) -> SteeringRequest:
@@ -68,22 +71,37 @@ def _decision(row: Any) -> Decision:
 
 
 class RequestRepo:
-    def __init__(self, conn: Connection, dialect: Dialect) -> None:
+    def __init__(self, conn: Connection, dialect: Dialect,
+                 opened: dict[str, tuple[SteeringRequest, int] | None] | None = None) -> None:
         self.conn = conn
         self.dialect = dialect
+        self.opened = opened if opened is not None else {}
+        """PostgreSQL: the request each run was asked in this transaction, as inserted, with the id its first
+        decision may take (``insert``); None for a run asked more than one (``store.heads.HeadCache.pause``)."""
 
     def insert(self, *, run_id: str, checkpoint_seq: int, point: str, title: str, channel: str,
                approvals_required: int, now: datetime, due_at: datetime | None, workflow: str = "",
                workflow_version: int = 0, point_key: str = "*") -> int:
         """A pending request; ``workflow``/``workflow_version``: its run's, ``point_key``: see
-        ``store.waiting`` (the defaults, '*': checked on its own by "waiting on me"). Returns its id."""
-        res = fast.execute(self.conn, _INSERT_REQUEST, dict(
-            run_id=run_id, checkpoint_seq=checkpoint_seq, point=point, title=title, channel=channel,
-            status=RequestStatus.PENDING.value, approvals_required=approvals_required, approvals=0,
-            created_at=now, due_at=due_at, reminders_sent=0, workflow=workflow,
-            workflow_version=workflow_version, point_key=point_key,
-        ))
-        return int(res.scalar())
+        ``store.waiting`` (the defaults, '*': checked on its own by "waiting on me"). Returns its id.
+
+        On PostgreSQL it also takes an id from the decisions' sequence in the same statement, for the first
+        decision on it (``opened``): a decision taken in this process then needs no read of its own
+        (``bot.engine.steering.decide``). Unused, it is a gap in the sequence, as a rolled-back insert leaves."""
+        values = dict(run_id=run_id, checkpoint_seq=checkpoint_seq, point=point, title=title, channel=channel,
+                      status=RequestStatus.PENDING.value, approvals_required=approvals_required, approvals=0,
+                      created_at=now, due_at=due_at, reminders_sent=0, workflow=workflow,
+                      workflow_version=workflow_version, point_key=point_key)
+        if not self.dialect.postgresql:
+            return int(fast.execute(self.conn, _INSERT_REQUEST, values).scalar())
+        row = fast.execute(self.conn, _INSERT_REQUEST_SPARE, values).one()
+        assert row is not None
+        request_id = int(row["id"])
+        asked = SteeringRequest(id=request_id, run_id=run_id, checkpoint_seq=checkpoint_seq, point=point,
+                                title=title, channel=channel, status=RequestStatus.PENDING,
+                                approvals_required=approvals_required, approvals=0, created_at=now, due_at=due_at)
+        self.opened[run_id] = None if run_id in self.opened else (asked, int(row[_SPARE_ID]))
+        return request_id
 
     def get(self, request_id: int) -> SteeringRequest | None:
         return self._one(_GET, {"request_id": request_id})

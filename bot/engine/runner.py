@@ -341,6 +341,7 @@ class Runner:
             if isinstance(node, SteeringPoint):
                 with self.store.transaction() as tx:
                     tx.runs.advance(run.id, token=token, now=now, status=RunStatus.WAITING)
+                    _paused(tx, wf, run, now)
                     transitions.open_requests(tx, run_id=run.id, wf=wf, checkpoint_seq=seq, now=now,
                                               points=lgraph.points_asked(wf, node, position.tree),
                                               steps=result.steps, asked=asked)
@@ -395,6 +396,8 @@ class Runner:
                         with tx.pipeline(commit=True):
                             written = tx.checkpoints.write_later(checkpoint, new_tree, position, fence=fence)
                             if isinstance(next_node, SteeringPoint):
+                                _paused(tx, wf, run, now, head_seq=last_seq, last_seq=last_seq, attempt=0,
+                                        error=None, error_traceback=None, branch=branch)
                                 transitions.open_requests(tx, run_id=run.id, wf=wf, checkpoint_seq=last_seq,
                                                           points=lgraph.points_asked(wf, next_node, new_tree),
                                                           now=now, steps=done, asked=asked,
@@ -491,3 +494,15 @@ class Runner:
             transitions.progress(tx, run_id=run.id, now=now, event="failed", step=step.name, error=message)
         self.on_outbox()
         return RunStatus.FAILED
+
+
+def _paused(tx: Any, wf: Workflow, run: Run, now: datetime, **values: Any) -> None:
+    """Note in ``tx`` (``Tx.paused``) the run as this pause stores it: leased ``run`` with ``values`` set, left
+    ``waiting`` with no lease. Once committed, it is kept beside the checkpoint and the request it waits at, and
+    a decision taken in this process sends its writes without reading them first (``store.heads``). PostgreSQL
+    only (on SQLite a read costs no round trip), and not for a LangGraph graph (its decisions read the other
+    requests of their super-step)."""
+    if tx.dialect.postgresql and not isinstance(wf, lgraph.LangGraphWorkflow):
+        tx.paused[run.id] = run.model_copy(update={
+            **values, "status": RunStatus.WAITING, "lease_owner": None, "lease_token": None,
+            "lease_expires_at": None, "updated_at": now})

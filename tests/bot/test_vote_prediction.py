@@ -28,10 +28,15 @@ def _counts(url: str) -> tuple[int, int, int]:
         engine.dispose()
 
 
+@pytest.mark.parametrize("kept", [False, True], ids=["read", "kept"])
 @pytest.mark.parametrize("quorum", [1, 2])
-def test_a_vote_the_request_no_longer_takes_writes_nothing(db_url: str, quorum: int,
+def test_a_vote_the_request_no_longer_takes_writes_nothing(db_url: str, quorum: int, kept: bool,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    hazel = make_hazel(db_url, planner(quorum=quorum))
+    """``read``: decided by a process that reads the run and its request; ``kept``: by the process that paused
+    the run, which sends its writes on what it kept (``store.heads``): its vote fails, and the decision taken
+    again from the database finds the request settled."""
+    paused = make_hazel(db_url, planner(quorum=quorum))
+    hazel = paused if kept else make_hazel(db_url, planner(quorum=quorum))
     if not db_url.startswith("postgresql"):  # no other writer can change the request during the decision's
         seen: list[bool] = []  # transaction; its answer is read at once (an unread RETURNING slowed SQLite)
         real_vote = RequestRepo.vote_later
@@ -42,10 +47,11 @@ def test_a_vote_the_request_no_longer_takes_writes_nothing(db_url: str, quorum: 
             return after, answer
 
         monkeypatch.setattr(RequestRepo, "vote_later", noting)
-        hazel.decide(run_id=start_waiting(hazel), action="approve", actor=person("ana"))
+        hazel.decide(run_id=start_waiting(paused), action="approve", actor=person("ana"))
         assert seen == [True]
         return
-    run_id = start_waiting(hazel)
+    run_id = start_waiting(paused)
+    taken = hazel.store.heads.taken
     before = _counts(db_url)
     with _behind_the_lock(db_url, monkeypatch, "status = 'decided', decided_by = 'rogue', "
                           "decided_action = 'reject', decided_at = now()"):
@@ -53,18 +59,25 @@ def test_a_vote_the_request_no_longer_takes_writes_nothing(db_url: str, quorum: 
             hazel.decide(run_id=run_id, action="approve", actor=person("ana"))
     assert _counts(db_url) == before  # no decision, no checkpoint, no message
     assert hazel.get(run_id=run_id).status is RunStatus.WAITING
+    assert hazel.store.heads.taken == taken + kept
 
 
 @contextmanager
-def _behind_the_lock(db_url: str, monkeypatch: pytest.MonkeyPatch, changes: str) -> Iterator[None]:
+def _behind_the_lock(db_url: str, monkeypatch: pytest.MonkeyPatch, changes: str, *,
+                     once: bool = False) -> Iterator[None]:
     """Inside the block, a decision's vote is preceded by an UPDATE of its request (SET ``changes``) from a
-    writer that does not lock the run first (none of Hazel's), committed at once."""
+    writer that does not lock the run first (none of Hazel's), committed at once (``once``: the first vote's
+    only)."""
     rogue = create_engine(db_url, isolation_level="AUTOCOMMIT")
     real = RequestRepo.vote_later
+    done: list[int] = []
 
     def behind(self, request, **kwargs):  # noqa: ANN001, ANN003, ANN202
-        with rogue.connect() as conn:
-            conn.execute(text(f"UPDATE hazel_steering_requests SET {changes} WHERE id = :id"), {"id": request.id})
+        if not (once and done):
+            with rogue.connect() as conn:
+                conn.execute(text(f"UPDATE hazel_steering_requests SET {changes} WHERE id = :id"),
+                             {"id": request.id})
+            done.append(request.id)
         return real(self, request, **kwargs)
 
     monkeypatch.setattr(RequestRepo, "vote_later", behind)
@@ -89,16 +102,34 @@ def test_votes_reach_the_quorum_as_predicted(db_url: str) -> None:
 def test_a_vote_counted_behind_the_lock_is_refused_as_changed(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """PostgreSQL: another vote counted behind the run's lock leaves the request pending with one approval
     more than read; the decision's vote, guarded by the approvals it read, fails the transaction: refused as
-    changed meanwhile, nothing written."""
+    changed meanwhile, nothing written (a process that read the run and its request)."""
     if not db_url.startswith("postgresql"):
         pytest.skip("on SQLite no other writer can change the request during the decision's transaction")
     from bot.engine.errors import RunStateError
 
-    hazel = make_hazel(db_url, planner(quorum=3))
-    run_id = start_waiting(hazel)
+    run_id = start_waiting(make_hazel(db_url, planner(quorum=3)))
+    hazel = make_hazel(db_url, planner(quorum=3))  # another process: it keeps nothing of the run
     before = _counts(db_url)
     with _behind_the_lock(db_url, monkeypatch, "approvals = approvals + 1"):
         with pytest.raises(RunStateError, match="changed meanwhile"):
             hazel.decide(run_id=run_id, action="approve", actor=person("ana"))
     assert _counts(db_url) == before
     assert [r.approvals for r in hazel.requests(run_id=run_id)] == [1]  # the rogue's vote alone
+
+
+def test_a_vote_on_what_was_kept_is_taken_again_when_the_request_moved(db_url: str,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """PostgreSQL: the process that paused the run votes on the request as it kept it (``store.heads``); a vote
+    counted meanwhile fails its guarded vote, nothing of it is written, and the decision is taken again from the
+    database: counted after the other one."""
+    if not db_url.startswith("postgresql"):
+        pytest.skip("on SQLite no decision is taken on what was kept")
+    hazel = make_hazel(db_url, planner(quorum=3))
+    run_id = start_waiting(hazel)
+    taken = hazel.store.heads.taken
+    with _behind_the_lock(db_url, monkeypatch, "approvals = approvals + 1", once=True):
+        outcome = hazel.decide(run_id=run_id, action="approve", actor=person("ana"))
+    assert hazel.store.heads.taken == taken + 1
+    assert (outcome.settled, outcome.request.approvals) == (False, 2)
+    assert [r.approvals for r in hazel.requests(run_id=run_id)] == [2]  # the rogue's, then ana's
+    assert [d.actor_id for d in hazel.decisions(run_id=run_id)] == ["ana"]

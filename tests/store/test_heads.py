@@ -62,9 +62,10 @@ def test_a_rolled_back_write_is_not_kept(db_url: str) -> None:
 def test_the_decision_reads_the_state_the_pause_committed(db_url: str) -> None:
     hazel = make_hazel(db_url, planner())
     run_id = start_waiting(hazel)
-    hits = hazel.store.heads.hits
+    heads = hazel.store.heads
+    used = heads.hits + heads.taken
     hazel.decide(run_id=run_id, action="edit", actor=person("sme"), payload={"value": "edited plan"})
-    assert hazel.store.heads.hits == hits + 1  # the chain query was not sent
+    assert heads.hits + heads.taken == used + 1  # the chain query was not sent
     hazel.drive(run_id=run_id)
     other = make_hazel(db_url, planner())  # another process reads the database: the same states
     assert other.state_at(run_id=run_id).plan == "edited plan" and other.state_at(run_id=run_id).done
@@ -96,3 +97,33 @@ def test_the_setting_bounds_it_and_zero_keeps_none(db_url: str, monkeypatch: pyt
     assert hazel.store.heads.max_bytes == 0 and hazel.store.heads.held(run_id) is None
     hazel.decide(run_id=run_id, action="approve", actor=person("sme"))
     assert hazel.store.heads.hits == 0 and hazel.drive(run_id=run_id).run.status is RunStatus.COMPLETED
+
+
+def test_a_waiting_run_is_kept_with_its_checkpoint_and_given_once() -> None:
+    from store.heads import WAITING_BYTES
+    from store.models import Run, SteeringRequest
+
+    now = datetime.now(timezone.utc)
+    run = Run(id="a", workflow="w", workflow_version=1, status=RunStatus.WAITING, head_seq=2, last_seq=2, branch=0,
+              last_branch=0, started_by="me", started_via="console", created_at=now, updated_at=now)
+    asked = SteeringRequest(id=7, run_id="a", checkpoint_seq=2, point="review", title="Review", channel="console",
+                            status="pending", approvals_required=1, approvals=0, created_at=now)
+    cache = HeadCache(max_entries=3, max_bytes=10_000)
+    cache.pause(run, asked, 41)  # no checkpoint kept: nothing
+    assert cache.take_waiting("a") is None
+    cache.put(checkpoint("a", 1), position(1, 100), 100)
+    cache.pause(run, asked, 41)  # the request waits at #2, not at the #1 kept: nothing
+    assert cache.take_waiting("a") is None and cache._bytes == 100
+    cache.put(checkpoint("a", 2), position(2, 100), 100)
+    cache.pause(run, asked, 41)
+    assert cache._bytes == 100 + WAITING_BYTES
+    kept_run, kept_request, head, decision_id = cache.take_waiting("a")
+    assert (kept_run, kept_request, head.info.seq, head.tree, decision_id) == (run, asked, 2, {"seq": 2}, 41)
+    assert cache.take_waiting("a") is None and cache._bytes == 100 and cache.held("a") == 2  # given once
+    cache.pause(run, asked, 42)
+    cache.put(checkpoint("a", 3), position(3, 100), 100)  # a later checkpoint: the run moved on
+    assert cache.take_waiting("a") is None and cache._bytes == 100
+    cache.pause(run.model_copy(update={"last_seq": 3}), asked.model_copy(update={"checkpoint_seq": 3}), 43)
+    for other in "bcd":  # a is dropped for the fourth run, and what was kept with it
+        cache.put(checkpoint(other, 0), position(0, 100), 100)
+    assert cache.take_waiting("a") is None and cache._bytes == 300 and cache._waiting == {}

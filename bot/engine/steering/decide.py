@@ -9,6 +9,14 @@ checkpoint that applies it written (the edited state, or the SME's words handed 
 moved on: leased to this process when it executes here (the next step then starts at once from the state in
 hand), else made ``ready`` for any worker. The database settles every race: of two decisions only one settles
 a request, and the loser is told who decided and when.
+
+On PostgreSQL, a decision taken by the process that paused the run (``hazel serve`` with its workers, an
+application embedding Hazel) reads nothing: that process kept the run, the request and the checkpoint as its
+pause committed them, with an id for the decision (``store.heads``), and the decision's first statement locks
+the run, failing unless it is still as kept (``RunRepo.lock_as_known``); its vote or settlement checks the
+request. Its statements and COMMIT go in one round trip. When anything is not as kept (another process
+decided, rewound or cancelled; the request was escalated and only its backup approvers may decide), nothing is
+written and the decision is taken again from the database, as any other.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from typing import Any, Callable
 from bot.engine import lgraph, permissions
 from bot.engine.errors import (
     AlreadyDecidedError,
+    HazelError,
     InvalidDecisionError,
     NoPendingRequestError,
     NotAllowedError,
@@ -54,6 +63,16 @@ class _Refused(Exception):
     def __init__(self, reason: str, run_id: str, request_id: int) -> None:
         super().__init__(reason)
         self.reason, self.run_id, self.request_id = reason, run_id, request_id
+
+
+class _Stale(Exception):
+    """What this process kept of a run from its pause (``Deciding._known``) is no longer so, or was not enough to
+    decide on: nothing was written, and the decision is taken again from the database."""
+
+
+_Known = tuple[Run, SteeringRequest, LoadedCheckpoint, int]
+"""A waiting run as this process paused it: the run, its pending request, the checkpoint that request waits at,
+and an id for the decision (``store.heads.HeadCache.take_waiting``)."""
 
 
 class Deciding(SteeringCore):
@@ -91,9 +110,16 @@ class Deciding(SteeringCore):
             return self.rewind(run_id, actor, to=payload.get("to"), feedback=payload.get("feedback"),
                                edits=payload.get("edits"), request_id=request_id, delivery_id=delivery_id,
                                claim=claim, allow_empty=payload.get("allow_empty") is True)
+        known = self._known(run_id, request_id, point)
         try:
-            with self.store.transaction() as tx:
-                outcome = self._decide(tx, run_id, action, actor, payload, request_id, point, delivery_id, claim)
+            try:
+                with self.store.transaction() as tx:
+                    outcome = self._decide(tx, run_id, action, actor, payload, request_id, point, delivery_id,
+                                           claim, known)
+            except _Stale:  # what this process kept of the run no longer holds: read it
+                with self.store.transaction() as tx:
+                    outcome = self._decide(tx, run_id, action, actor, payload, request_id, point, delivery_id,
+                                           claim)
         except _Refused as refused:
             self.refuse(run_id=refused.run_id, request_id=refused.request_id, actor=actor, action=action,
                         reason=refused.reason)
@@ -118,15 +144,66 @@ class Deciding(SteeringCore):
 
     def _decide(self, tx: Tx, run_id: str, action: str, actor: Actor, payload: dict[str, Any],
                 request_id: int | None, point_name: str | None, delivery_id: str | None,
-                claim: bool) -> DecisionOutcome:
-        run, request, head, decision_id = self._read(tx, run_id, request_id, point_name)
-        if run.status.ended:  # (a request left pending on an ended run must not bring it back)
-            raise RunStateError(f"run {run.id} is {run.status.value}; nothing to decide",
-                                hint=f"hazel show {run.id}")
-        wf, run, request = self._current(tx, run, request)
-        if head is None or head.info.seq != request.checkpoint_seq:
-            head = tx.checkpoints.load(run.id, request.checkpoint_seq)
-            assert head is not None, f"run {run.id} has no checkpoint #{request.checkpoint_seq}"
+                claim: bool, known: _Known | None = None) -> DecisionOutcome:
+        """The decision in ``tx``: read, checked, written (see the module docstring). ``known``: what this
+        process kept of the run from its pause (``_known``): nothing is read, the writes check it.
+
+        Raises:
+            _Stale: ``known`` was given and the run or its request is not as kept (nothing written).
+        """
+        if known is None:
+            run, request, head, decision_id = self._read(tx, run_id, request_id, point_name)
+            if run.status.ended:  # (a request left pending on an ended run must not bring it back)
+                raise RunStateError(f"run {run.id} is {run.status.value}; nothing to decide",
+                                    hint=f"hazel show {run.id}")
+            wf, run, request = self._current(tx, run, request)
+            if head is None or head.info.seq != request.checkpoint_seq:
+                head = tx.checkpoints.load(run.id, request.checkpoint_seq)
+                assert head is not None, f"run {run.id} has no checkpoint #{request.checkpoint_seq}"
+        else:
+            run, request, head, decision_id = known
+            try:
+                wf = resolve_workflow(self.registry, run)
+            except HazelError:
+                raise _Stale from None
+            if wf.version != run.workflow_version or isinstance(wf, lgraph.LangGraphWorkflow):
+                raise _Stale
+        try:
+            point, new_tree, payload = self._checked(tx, wf, run, request, head, action, actor, payload, point_name)
+        except (_Refused, HazelError):  # (decided on what was kept: the database says whether it still holds)
+            if known is not None:
+                raise _Stale from None
+            raise
+        # PostgreSQL: the writes and the COMMIT in one round trip, the vote and the run's move checked by the
+        # database (a graph's decision reads its siblings' requests: committed when the transaction ends)
+        locked = None
+        try:
+            with tx.pipeline(commit=not isinstance(wf, lgraph.LangGraphWorkflow)):
+                if known is not None:  # first, as every decision locks the run first: still as kept, or fail
+                    locked = tx.runs.lock_as_known(run)
+                finish = self._write(tx, wf, point, run, request, head, action, actor, payload, new_tree,
+                                     decision_id, delivery_id, claim)
+        except ChangedMeanwhileError:  # (cannot happen while every writer of a request locks its run first)
+            if known is not None:
+                raise _Stale from None
+            raise self._changed(run, request) from None
+        except HazelError:
+            if known is not None:
+                raise _Stale from None
+            raise
+        if locked is not None:  # (committed: it locked the run as kept; its answer read, its cursor closed)
+            locked.get()
+        return finish()
+
+    def _checked(self, tx: Tx, wf: Workflow, run: Run, request: SteeringRequest, head: LoadedCheckpoint,
+                 action: str, actor: Actor, payload: dict[str, Any],
+                 point_name: str | None) -> tuple[SteeringPoint, Any, dict[str, Any]]:
+        """May ``actor`` take ``action`` on ``request``, and is ``payload`` valid: ``(its steering point, the new
+        state tree or None, the payload as recorded)``.
+
+        Raises:
+            InvalidDecisionError, _Refused.
+        """
         point = point_in(wf, request.point, run, tree=head.tree)
         if action not in point.actions:
             raise InvalidDecisionError(f"{action!r} is not allowed at {point.title!r} "
@@ -141,15 +218,20 @@ class Deciding(SteeringCore):
         sent = payload
         new_tree, payload = self._validate(wf, point, head.tree, action, payload)
         refuse_not_text(sent, what="the decision", refuse=InvalidDecisionError)  # a key (a value: named above)
-        # PostgreSQL: the writes and the COMMIT in one round trip, the vote and the run's move checked by the
-        # database (a graph's decision reads its siblings' requests: committed when the transaction ends)
-        try:
-            with tx.pipeline(commit=not isinstance(wf, lgraph.LangGraphWorkflow)):
-                finish = self._write(tx, wf, point, run, request, head, action, actor, payload, new_tree,
-                                     decision_id, delivery_id, claim)
-        except ChangedMeanwhileError:  # (cannot happen while every writer of a request locks its run first)
-            raise self._changed(run, request) from None
-        return finish()
+        return point, new_tree, payload
+
+    def _known(self, run_id: str, request_id: int | None, point_name: str | None) -> _Known | None:
+        """What this process kept of ``run_id`` when it paused it (``store.heads.HeadCache.take_waiting``: the
+        run, its request, the checkpoint it waits at, an id for the decision), when the decision is aimed at
+        that request; None otherwise (then they are read)."""
+        kept = self.store.heads.take_waiting(run_id)
+        if kept is None:
+            return None
+        request = kept[1]
+        if (request_id is not None and request_id != request.id) or (
+                point_name is not None and point_name != request.point):
+            return None
+        return kept
 
     def _changed(self, run: Run, request: SteeringRequest) -> Exception:
         """What a decision whose guarded writes found the run or its request changed behind its lock answers
