@@ -47,6 +47,7 @@ _SETTLE = update(steering_requests).where(_PENDING_BY_ID).values(
     status=bindparam("status"), decided_at=bindparam("now", type_=_t.decided_at.type),
     decided_by=bindparam("actor"), decided_action=bindparam("action"),
 ).returning(*steering_requests.c)
+_SETTLE_AS_READ = _SETTLE.where(_t.approvals == bindparam("approvals"))
 _GET = select(steering_requests).where(_t.id == bindparam("request_id"))
 _OF_RUN = _t.run_id == bindparam("run_id")
 _PENDING_FOR_RUN = (select(steering_requests).where(_OF_RUN & (_t.status == RequestStatus.PENDING.value))
@@ -184,10 +185,14 @@ class RequestRepo:
         return after, answer
 
     def settle(self, request_id: int, *, now: datetime, actor: str, action: str,
-               status: RequestStatus = RequestStatus.DECIDED) -> SteeringRequest | None:
-        """Settle a pending request with one decision; None if it was no longer pending (someone else won)."""
-        row = fast.execute(self.conn, _SETTLE, {"request_id": request_id, "now": now, "actor": actor,
-                                                "action": action, "status": status.value}).one()
+               status: RequestStatus = RequestStatus.DECIDED, approvals: int | None = None) -> SteeringRequest | None:
+        """Settle a pending request with one decision; None if it was no longer pending (someone else won), or,
+        with ``approvals``, if it no longer had that many approvals (a vote was counted since it was read)."""
+        params = {"request_id": request_id, "now": now, "actor": actor, "action": action, "status": status.value}
+        if approvals is not None:
+            row = fast.execute(self.conn, _SETTLE_AS_READ, {**params, "approvals": approvals}).one()
+        else:
+            row = fast.execute(self.conn, _SETTLE, params).one()
         return SteeringRequest.model_validate(row) if row else None
 
     def set_message_ref(self, request_id: int, ref: dict[str, Any]) -> None:

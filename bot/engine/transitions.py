@@ -78,11 +78,14 @@ def open_request(tx: Tx, *, run_id: str, wf: Workflow, point: SteeringPoint, che
 
 
 def close_request(tx: Tx, request: SteeringRequest, *, now: datetime, by: Actor, action: str,
-                  status: RequestStatus = RequestStatus.DECIDED, **facts: Any) -> SteeringRequest | None:
+                  status: RequestStatus = RequestStatus.DECIDED, as_read: bool = False,
+                  **facts: Any) -> SteeringRequest | None:
     """Settle ``request`` (only while it is still pending: a conditional UPDATE, the database settles races)
     and queue the ``request.closed`` update of its message. Returns the request as settled, or None when it
-    was settled meanwhile (someone else won; nothing was written)."""
-    after = tx.requests.settle(request.id, now=now, actor=by.label, action=action, status=status)
+    was settled meanwhile (someone else won; nothing was written). ``as_read``: only while it still has the
+    approvals ``request`` has (else None too)."""
+    after = tx.requests.settle(request.id, now=now, actor=by.label, action=action, status=status,
+                               approvals=request.approvals if as_read else None)
     if after is not None:
         tx.outbox.add(channel=request.channel, kind=OutboxKind.REQUEST_CLOSED, now=now, run_id=request.run_id,
                       request_id=request.id, payload={k: v for k, v in facts.items() if v is not None})

@@ -143,3 +143,19 @@ def test_two_deciders_in_the_pausing_process_settle_it_once(db_url: str) -> None
         assert isinstance(results[lost], AlreadyDecidedError) and f"by {won[0]}" in str(results[lost])
         assert [d.actor_id for d in hazel.decisions(run_id=run_id)] == won
         assert [c.step for c in hazel.checkpoints(run_id=run_id)] == ["__start__", "draft", "review"]
+
+
+def test_a_settlement_after_a_vote_elsewhere_comes_after_it(db_url: str) -> None:
+    """A quorum of two: another process counted one approval; a rejection here then settles the request. It is
+    recorded after that vote, by id and by time (the id kept from the pause is for the request's first
+    decision only: a settlement too is refused when a vote was counted since it was kept)."""
+    here = make_hazel(db_url, planner(quorum=2))
+    run_id = start_waiting(here)
+    there = make_hazel(db_url, planner(quorum=2))
+    assert not there.decide(run_id=run_id, action="approve", actor=person("ann")).settled
+    outcome = here.decide(run_id=run_id, action="reject", actor=person("bo"), payload={"reason": "no"})
+    assert outcome.settled and outcome.run_status is RunStatus.REJECTED
+    vote, rejection = here.decisions(run_id=run_id)
+    assert (vote.actor_id, rejection.actor_id) == ("ann", "bo")
+    assert vote.id < rejection.id and vote.created_at <= rejection.created_at
+    assert here.requests(run_id=run_id)[0].decided_at == rejection.created_at

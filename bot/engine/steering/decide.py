@@ -182,7 +182,7 @@ class Deciding(SteeringCore):
                 if known is not None:  # first, as every decision locks the run first: still as kept, or fail
                     locked = tx.runs.lock_as_known(run)
                 finish = self._write(tx, wf, point, run, request, head, action, actor, payload, new_tree,
-                                     decision_id, delivery_id, claim)
+                                     decision_id, delivery_id, claim, as_kept=known is not None)
         except ChangedMeanwhileError:  # (cannot happen while every writer of a request locks its run first)
             if known is not None:
                 raise _Stale from None
@@ -287,10 +287,13 @@ class Deciding(SteeringCore):
 
     def _write(self, tx: Tx, wf: Workflow, point: SteeringPoint, run: Run, request: SteeringRequest,
                head: LoadedCheckpoint, action: str, actor: Actor, payload: dict[str, Any], new_tree: Any,
-               decision_id: int | None, delivery_id: str | None,
-               claim: bool) -> Callable[[], DecisionOutcome]:
+               decision_id: int | None, delivery_id: str | None, claim: bool,
+               as_kept: bool = False) -> Callable[[], DecisionOutcome]:
         """Settle the request (or count the vote), record the decision and move the run on; returns what
-        gives the outcome once the statements have been answered (after the caller's pipeline).
+        gives the outcome once the statements have been answered (after the caller's pipeline). ``as_kept``:
+        ``request`` is as this process kept it (``_known``): a settlement too is refused when a vote was
+        counted since (the vote is, always), so that the id kept for the request's first decision is its first
+        decision's, and its time comes after every earlier decision's.
 
         Raises:
             AlreadyDecidedError: the request was settled meanwhile (the returned function raises it when the
@@ -303,7 +306,9 @@ class Deciding(SteeringCore):
         if action == Action.APPROVE.value and actor.channel != "timeout":  # (PostgreSQL: its answer read at the end)
             after, answer = vote_request_later(tx, request, now=now, by=actor)
         else:
-            after = close_request(tx, request, now=now, by=actor, action=action)
+            after = close_request(tx, request, now=now, by=actor, action=action, as_read=as_kept)
+            if after is None and as_kept:  # (read nothing more here: the decision is taken again)
+                raise _Stale
             if after is None:
                 raise self._already(tx, tx.requests.get(request.id) or request)
         finish = self._writes(tx, wf, point, run, request, after, head, action, actor, payload, new_tree,
