@@ -14,7 +14,7 @@ from typing import Any
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 
-from bot.engine import AlreadyDecidedError, Hazel
+from bot.engine import AlreadyDecidedError, Hazel, log_error
 from integrations.slack import blocks as B
 from integrations.slack.directory import SlackDirectory
 from integrations.slack.replies import already_text
@@ -88,7 +88,14 @@ class SlackBridge:
 
     def refresh_homes(self, view: RequestView) -> None:
         """After a request was posted or changed: republish the Home tab of its Slack approvers and of the Slack
-        users who decided on it (at most ``MAX_HOMES_REFRESHED``)."""
+        users who decided on it (at most ``MAX_HOMES_REFRESHED``). Never raises: a Home tab left stale is
+        logged (a database error in one line, without its SQL or parameters: ``bot.engine.log_error``)."""
+        try:
+            self._refresh_homes(view)
+        except Exception as exc:  # noqa: BLE001 (the message itself was delivered)
+            log_error(log, exc, "refreshing the Home tabs after request %s changed failed", view.request.id)
+
+    def _refresh_homes(self, view: RequestView) -> None:
         users: list[str] = list(view.approvers.slack_users)
         for group in view.approvers.slack_usergroups:
             users += sorted(self.directory.members(group))

@@ -1,8 +1,12 @@
 """Buttons and modals: the Slack listeners for ``block_actions`` and ``view_submission`` payloads.
 
-Buttons are acknowledged at once; the decision (Approve) or the modal (Edit, Reject, Feedback, Rewind, opened
-with the click's ``trigger_id`` well inside Slack's 3-second window) follows in Bolt's listener thread, and the
-run resumes in a worker. A modal's submission is checked and decided before it is acknowledged, so that an
+An Approve click is acknowledged once its decision is recorded (or refused): Slack does not send a click
+again once it got its 200, so a click acknowledged first and lost to a crash or a database outage in between
+would be lost without a word. The decision takes milliseconds, well inside Slack's 3-second window. A click
+that opens a modal (Edit, Reject, Feedback, Rewind, with the click's ``trigger_id``) records nothing, and is
+acknowledged at once. When the database fails under a click, the person is told that it may not have been
+recorded, and the log says so in one line (never the SQL statement or its parameters). The run resumes in a
+worker. A modal's submission is checked and decided before it is acknowledged, so that an
 invalid edit comes back inline (``response_action: errors``) with nothing changed.
 
 Delivery ids make Slack's retries (``X-Slack-Retry-Num``) harmless: a click is ``click:<user id>:<trigger_id>``, a
@@ -20,7 +24,15 @@ from typing import Any, Callable
 from slack_bolt import App
 from slack_sdk.errors import SlackApiError
 
-from bot.engine import AlreadyDecidedError, Hazel, HazelError, InvalidDecisionError, NotAllowedError
+from bot.engine import (
+    AlreadyDecidedError,
+    Hazel,
+    HazelError,
+    InvalidDecisionError,
+    NotAllowedError,
+    is_transient,
+    log_error,
+)
 from bot.inbound.api_models import INT_MAX
 from bot.inbound.slack.bridge import SlackBridge, already_from_error
 from integrations.slack import blocks as B
@@ -43,8 +55,7 @@ def register(app: App, bridge: SlackBridge) -> None:
 
     @app.action(BUTTON)
     def on_button(ack: Callable[..., Any], body: dict[str, Any], client: Any, request: Any) -> None:
-        ack()
-        Clicks(bridge, body, client, retried=bool(request.headers.get("x-slack-retry-num"))).handle()
+        Clicks(bridge, body, client, retried=bool(request.headers.get("x-slack-retry-num")), ack=ack).run()
 
     @app.view(SUBMISSION)
     def on_submission(ack: Callable[..., Any], body: dict[str, Any], client: Any) -> None:
@@ -54,7 +65,11 @@ def register(app: App, bridge: SlackBridge) -> None:
 class Clicks:
     """One button click."""
 
-    def __init__(self, bridge: SlackBridge, body: dict[str, Any], client: Any, *, retried: bool) -> None:
+    def __init__(self, bridge: SlackBridge, body: dict[str, Any], client: Any, *, retried: bool,
+                 ack: Callable[..., Any] | None = None) -> None:
+        self._ack = ack
+        self.recorded = False
+        """The click's decision is recorded (its answer may still fail to reach the person)."""
         self.bridge = bridge
         self.hazel = bridge.hazel
         self.body = body
@@ -67,8 +82,38 @@ class Clicks:
         self.channel = container.get("channel_id") or (body.get("channel") or {}).get("id")
         self.from_home = container.get("type") == "view"
 
+    def ack(self) -> None:
+        """Acknowledge the click to Slack (HTTP 200), once."""
+        ack, self._ack = self._ack, None
+        if ack is not None:
+            ack()
+
     def tell(self, text: str) -> None:
+        """Answer the person (only they see it); the click is acknowledged first: it is done."""
+        self.ack()
         self.bridge.tell(self.client, user=self.user, channel=self.channel, text=text)
+
+    def run(self) -> None:
+        """``handle``, acknowledged when the click is done (``ack``). An error under it (the database gone, or
+        a bug) is logged in one line when it is the database's (``bot.engine.log_error``: never the SQL or its
+        parameters), and the person is told that the click may not have been recorded, unless it was."""
+        try:
+            if self.kind != "approve":  # (a modal to open: nothing is recorded by the click itself)
+                self.ack()
+            self.handle()
+        except Exception as exc:  # noqa: BLE001 (answered here: Bolt would log the SQL with its traceback)
+            log_error(log, exc, "a Slack %s click by %s on request %s failed", self.kind, self.user,
+                      str(self.action.get("value"))[:40])
+            if not self.recorded:
+                why = ("Hazel could not reach its database" if is_transient(exc) else
+                       "something went wrong on Hazel's side (its log says what)")
+                try:
+                    self.tell(f"⚠️ Your click may not have been recorded: {why}. Please click again in a moment: "
+                              "if it was recorded, you will be told so.")
+                except Exception as telling:  # noqa: BLE001 (Slack or the database: nothing more to do)
+                    log_error(log, telling, "telling %s that their click failed failed", self.user)
+        finally:
+            self.ack()
 
     @staticmethod
     def quote(exc: Exception, view: RequestView) -> str:
@@ -108,6 +153,8 @@ class Clicks:
         try:
             outcome = self.hazel.decide(run_id=view.run.id, action="approve", actor=actor,
                                         request_id=view.request.id, delivery_id=delivery)
+            self.recorded = True
+            self.ack()  # (recorded: Slack gets its 200 now)
         except AlreadyDecidedError as exc:
             self.tell(already_from_error(exc))
             return False
