@@ -245,10 +245,13 @@ def api_router(hazel: "Hazel", settings: Settings) -> APIRouter:
         """Approve, edit, reject, give feedback or rewind, with the same payloads and rules as the other
         channels. 201: recorded; the run continues at once when it settled the request."""
         run_id = full(run_id)
-        if idempotency_key is not None and not (idempotency_key.isascii() and idempotency_key.isprintable()):
-            # (HTTP header values arrive as Latin-1: "ключ" would be stored and echoed as mojibake)
-            raise ApiError(422, "InvalidRequestError", "Idempotency-Key must be printable ASCII (at most "
-                           f"{MAX_IDEMPOTENCY_KEY_LEN} characters): nothing was decided")
+        if idempotency_key is not None and not (idempotency_key.isascii() and idempotency_key.isprintable()
+                                                and idempotency_key.strip()):
+            # (HTTP header values arrive as Latin-1: "ключ" would be stored and echoed as mojibake; an empty one,
+            # a shell's unset variable, would make the retry it was meant for a second decision)
+            raise ApiError(422, "InvalidRequestError", "Idempotency-Key must be 1 to "
+                           f"{MAX_IDEMPOTENCY_KEY_LEN} characters of printable ASCII, not all spaces: "
+                           "nothing was decided")
         given = getattr(body, "payload", None)  # (approve has none)
         payload = given.for_engine() if given is not None else {}
         delivery_id = idempotency_delivery(caller.id, idempotency_key) if idempotency_key else None

@@ -328,7 +328,8 @@ def test_idempotency_key_records_a_decision_once(served) -> None:  # noqa: ANN00
     assert error_of(api.decide(other, {"action": "approve"}, headers=long_key), 422)["type"] == \
         "InvalidRequestError"
     third = api.wait_status(api.start()["id"], "waiting")["id"]
-    for odd in ("ключ".encode(), b"a\tb"):  # (the bytes sent; the server reads header values as Latin-1)
+    for odd in ("ключ".encode(), b"a\tb", b""):  # (the bytes sent; the server reads header values as
+        # Latin-1; an empty key, a shell's unset variable, would make the retry it was meant for a second vote)
         error = error_of(api.decide(third, {"action": "approve"}, headers={"Idempotency-Key": odd}), 422)
         assert error["type"] == "InvalidRequestError" and "printable ASCII" in error["message"], error
     assert hazel.decisions(run_id=third) == []
