@@ -36,8 +36,8 @@ def test_the_200_comes_once_the_approval_is_recorded(make_env, monkeypatch: pyte
     assert [d.actor_id for d in env.hazel.decisions(run_id=run_id)] == [PRIYA]  # recorded before the 200
 
 
-def test_a_click_the_database_failed_is_told_and_logged_in_one_line(make_env, monkeypatch: pytest.MonkeyPatch,  # noqa: ANN001
-                                                                    caplog: pytest.LogCaptureFixture) -> None:
+def test_a_click_the_database_failed_is_told_and_logged_in_one_line(
+        make_env, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:  # noqa: ANN001
     env: SlackEnv = make_env()
     run_id = env.start()
     env.settle()
@@ -64,7 +64,8 @@ def test_a_click_the_database_failed_is_told_and_logged_in_one_line(make_env, mo
     env.wait(lambda: env.hazel.decisions(run_id=run_id), "the approval clicked again")
 
 
-def test_a_home_tab_refresh_the_database_failed_is_one_line(make_env, caplog: pytest.LogCaptureFixture) -> None:  # noqa: ANN001
+def test_a_home_tab_refresh_the_database_failed_is_one_line(
+        make_env, caplog: pytest.LogCaptureFixture) -> None:  # noqa: ANN001
     from bot.inbound.slack.bridge import SlackBridge
 
     env: SlackEnv = make_env()
