@@ -109,7 +109,8 @@ class Clicks:
                        "something went wrong on Hazel's side (its log says what)")
                 try:
                     self.tell(f"⚠️ Your click may not have been recorded: {why}. Please click again in a moment: "
-                              "if it was recorded, you will be told so.")
+                              "if it was recorded, you will be told so." if self.kind == "approve" else
+                              f"⚠️ The form could not be opened: {why}. Please click again in a moment.")
                 except Exception as telling:  # noqa: BLE001 (Slack or the database: nothing more to do)
                     log_error(log, telling, "telling %s that their click failed failed", self.user)
         finally:

@@ -84,3 +84,19 @@ def test_a_home_tab_refresh_the_database_failed_is_one_line(
     assert record.exc_info is None and "[SQL" not in record.getMessage()
     assert record.getMessage().startswith(f"refreshing the Home tabs after request {view.request.id} changed "
                                           "failed: OperationalError:")
+
+
+def test_a_form_the_database_kept_from_opening_is_told(make_env, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    env: SlackEnv = make_env()
+    run_id = env.start()
+    env.settle()
+    message = env.request_message(run_id)
+
+    def down(**kwargs):  # noqa: ANN003, ANN202
+        raise _outage()
+
+    monkeypatch.setattr(env.hazel, "check", down)
+    assert env.sender.click(PRIYA, "reject", message, name="priya").status_code == 200
+    told = env.ephemeral(PRIYA, "The form could not be opened")
+    assert "could not reach its database" in told["text"] and env.fake.views == []
+
