@@ -53,9 +53,14 @@ def _transition_statement(keys: tuple[str, ...], n_from: int, guard: bool = Fals
 
 _GET = select(runs).where(runs.c.id == bindparam("run_id"))
 _DECISION_ID = "hazel_next_decision_id"
-_GET_FOR_DECISION = select(runs, NEXT_DECISION_ID.label(_DECISION_ID)).where(runs.c.id == bindparam("run_id"))
+_LOCKED_RUN = select(runs).where(runs.c.id == bindparam("run_id")).with_for_update(key_share=True).subquery("r")
+_GET_FOR_DECISION = select(_LOCKED_RUN, NEXT_DECISION_ID.label(_DECISION_ID))
 """PostgreSQL: the run, locked, and an id for the decision about to be recorded (``nextval`` of its sequence,
-taken whether or not it is used, as a sequence's values are), in one statement."""
+taken whether or not it is used, as a sequence's values are), in one statement. The id is taken once the lock
+is held (the locking query is a subquery, which PostgreSQL does not pull up: its rows are locked before the
+outer select computes ``nextval``), so that decisions on a run take their ids in the order they commit (a
+refusal names the latest decision by id as the one that settled a request). Taken with the row before the
+lock, a decision that waited for it held an older id than the one it waited for."""
 _INSERT = runs.insert()
 _GET_LOCKED: dict[str, Any] = {}
 _KNOWN = (runs.c.id == bindparam("run_id")) & (runs.c.status == RunStatus.WAITING.value) & (
@@ -145,10 +150,7 @@ class RunRepo:
         if not self.dialect.postgresql:
             run = self.get_later(run_id, for_update=True)
             return fast.Later(lambda: (run.get(), None))
-        stmt = _GET_LOCKED.get("decision")
-        if stmt is None:
-            stmt = _GET_LOCKED.setdefault("decision", self.dialect.lock(_GET_FOR_DECISION, key_share=True, of=runs))
-        res = fast.execute(self.conn, stmt, {"run_id": run_id})
+        res = fast.execute(self.conn, _GET_FOR_DECISION, {"run_id": run_id})
 
         def read() -> tuple[Run | None, int | None]:
             row = res.one()

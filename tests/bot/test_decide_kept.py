@@ -6,6 +6,7 @@ check that the answers are the same there."""
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -159,3 +160,42 @@ def test_a_settlement_after_a_vote_elsewhere_comes_after_it(db_url: str) -> None
     assert (vote.actor_id, rejection.actor_id) == ("ann", "bo")
     assert vote.id < rejection.id and vote.created_at <= rejection.created_at
     assert here.requests(run_id=run_id)[0].decided_at == rejection.created_at
+
+
+def test_a_decision_that_waited_for_the_run_takes_its_id_after_the_wait(db_url: str) -> None:
+    """PostgreSQL: a decision reads its run under lock with an id for itself. The id is taken once the lock is
+    held: one that waited for the lock holds a newer id than anything taken meanwhile, so that decisions on a
+    run are numbered in the order they commit (a refusal names the latest one that settled a request). It
+    was taken before the wait: a vote that waited held an older id than the vote it waited for."""
+    if not db_url.startswith("postgresql"):
+        pytest.skip("SQLite: a decision takes its id as its row is inserted, under the write lock")
+    hazel = make_hazel(db_url, planner(quorum=3))
+    run_id = start_waiting(make_hazel(db_url, planner(quorum=3)))  # another process paused it: nothing kept here
+    holder = create_engine(db_url)
+    try:
+        with holder.connect() as conn:
+            conn.execute(text("SELECT id FROM hazel_runs WHERE id = :id FOR UPDATE"), {"id": run_id})
+            voted: list[Any] = []
+            waiting = threading.Thread(target=lambda: voted.append(
+                hazel.decide(run_id=run_id, action="approve", actor=person("ann"))))
+            waiting.start()
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and not _waits_for_a_lock(db_url):
+                time.sleep(0.02)
+            meanwhile = conn.execute(text("SELECT nextval(pg_get_serial_sequence('hazel_decisions', 'id'))")).scalar()
+            conn.commit()  # the lock goes: the vote continues
+        waiting.join(30)
+    finally:
+        holder.dispose()
+    (decision,) = hazel.decisions(run_id=run_id)
+    assert voted and decision.actor_id == "ann" and decision.id > meanwhile
+
+
+def _waits_for_a_lock(url: str) -> bool:
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return bool(conn.execute(text("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                                          "AND datname = current_database()")).scalar())
+    finally:
+        engine.dispose()
