@@ -102,8 +102,9 @@ class Clicks:
                 self.ack()
             self.handle()
         except Exception as exc:  # noqa: BLE001 (answered here: Bolt would log the SQL with its traceback)
+            value = self.action.get("value")  # (as sent: one line of digits, or not logged)
             log_error(log, exc, "a Slack %s click by %s on request %s failed", self.kind, self.user,
-                      str(self.action.get("value"))[:40])
+                      value[:20] if isinstance(value, str) and value.isascii() and value.isdigit() else "?")
             if not self.recorded:
                 why = ("Hazel could not reach its database" if is_transient(exc) else
                        "something went wrong on Hazel's side (its log says what)")
