@@ -160,40 +160,50 @@ class Deciding(SteeringCore):
             if head is None or head.info.seq != request.checkpoint_seq:
                 head = tx.checkpoints.load(run.id, request.checkpoint_seq)
                 assert head is not None, f"run {run.id} has no checkpoint #{request.checkpoint_seq}"
-        else:
-            run, request, head, decision_id = known
             try:
-                wf = resolve_workflow(self.registry, run)
-            except HazelError:
-                raise _Stale from None
+                finish = self._send(tx, wf, run, request, head, action, actor, payload, point_name, decision_id,
+                                    delivery_id, claim)
+            except ChangedMeanwhileError:  # (cannot happen while every writer of a request locks its run first)
+                raise self._changed(run, request) from None
+            return finish()
+        run, request, head, decision_id = known
+        try:  # decided on what was kept: the database says whether it still holds, else it is read
+            wf = resolve_workflow(self.registry, run)
             if wf.version != run.workflow_version or isinstance(wf, lgraph.LangGraphWorkflow):
                 raise _Stale
-        try:
-            point, new_tree, payload = self._checked(tx, wf, run, request, head, action, actor, payload, point_name)
-        except (_Refused, HazelError):  # (decided on what was kept: the database says whether it still holds)
-            if known is not None:
-                raise _Stale from None
-            raise
+            finish = self._send(tx, wf, run, request, head, action, actor, payload, point_name, decision_id,
+                                delivery_id, claim, as_kept=True)
+        except (_Refused, HazelError, ChangedMeanwhileError):
+            raise _Stale from None
+        return finish()  # (committed: what it raises is the decision's answer)
+
+    def _send(self, tx: Tx, wf: Workflow, run: Run, request: SteeringRequest, head: LoadedCheckpoint, action: str,
+              actor: Actor, payload: dict[str, Any], point_name: str | None, decision_id: int | None,
+              delivery_id: str | None, claim: bool, *, as_kept: bool = False) -> Callable[[], DecisionOutcome]:
+        """Check the decision (``_checked``) and send its writes (``_write``), committed with them on
+        PostgreSQL; returns what gives the outcome once they are answered. ``as_kept``: ``run`` and ``request``
+        are as this process kept them (``_known``): the run is locked first and checked as kept.
+
+        Raises:
+            _Refused, InvalidDecisionError, AlreadyDecidedError, ChangedMeanwhileError (a guarded write changed
+            no row: nothing written), DuplicateDecisionError.
+        """
+        point, new_tree, payload = self._checked(tx, wf, run, request, head, action, actor, payload, point_name)
         # PostgreSQL: the writes and the COMMIT in one round trip, the vote and the run's move checked by the
         # database (a graph's decision reads its siblings' requests: committed when the transaction ends)
         locked = None
-        try:
-            with tx.pipeline(commit=not isinstance(wf, lgraph.LangGraphWorkflow)):
-                if known is not None:  # first, as every decision locks the run first: still as kept, or fail
-                    locked = tx.runs.lock_as_known(run)
-                finish = self._write(tx, wf, point, run, request, head, action, actor, payload, new_tree,
-                                     decision_id, delivery_id, claim, as_kept=known is not None)
-        except ChangedMeanwhileError:  # (cannot happen while every writer of a request locks its run first)
-            if known is not None:
-                raise _Stale from None
-            raise self._changed(run, request) from None
-        except HazelError:
-            if known is not None:
-                raise _Stale from None
-            raise
-        if locked is not None:  # (committed: it locked the run as kept; its answer read, its cursor closed)
-            locked.get()
-        return finish()
+        with tx.pipeline(commit=not isinstance(wf, lgraph.LangGraphWorkflow)):
+            if as_kept:  # first, as every decision locks the run first: still as kept, or fail
+                locked = tx.runs.lock_as_known(run)
+            finish = self._write(tx, wf, point, run, request, head, action, actor, payload, new_tree,
+                                 decision_id, delivery_id, claim, as_kept=as_kept)
+        if locked is None:
+            return finish
+
+        def outcome() -> DecisionOutcome:
+            locked.get()  # (committed: it locked the run as kept; its answer read, its cursor closed)
+            return finish()
+        return outcome
 
     def _checked(self, tx: Tx, wf: Workflow, run: Run, request: SteeringRequest, head: LoadedCheckpoint,
                  action: str, actor: Actor, payload: dict[str, Any],
