@@ -100,7 +100,7 @@ def state_tree(wf: Workflow, state: BaseModel, *, max_bytes: int, what: str,
     if size > max_bytes:
         message = too_large(what, size, max_bytes)
         if edited is not None:
-            before = len(json.dumps(edited, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+            before = json_size_bytes(edited)
             if before > max_bytes:
                 message += (f", and the state it edits was already {before:,} bytes (written by a step): no edit "
                             f"can be stored there; rewind to an earlier, smaller checkpoint, or raise {LIMIT_SETTING}")
