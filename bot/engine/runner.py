@@ -396,8 +396,7 @@ class Runner:
                         with tx.pipeline(commit=True):
                             written = tx.checkpoints.write_later(checkpoint, new_tree, position, fence=fence)
                             if isinstance(next_node, SteeringPoint):
-                                _paused(tx, wf, run, now, head_seq=last_seq, last_seq=last_seq, attempt=0,
-                                        error=None, error_traceback=None, branch=branch)
+                                _paused(tx, wf, run, now, **fence.values, branch=branch)
                                 transitions.open_requests(tx, run_id=run.id, wf=wf, checkpoint_seq=last_seq,
                                                           points=lgraph.points_asked(wf, next_node, new_tree),
                                                           now=now, steps=done, asked=asked,
