@@ -59,7 +59,8 @@ _LATEST_AT_POINT = (select(steering_requests).where(_OF_RUN & (_t.point == bindp
                     .order_by(_t.id.desc()).limit(1))
 _INSERT_REQUEST = steering_requests.insert().returning(steering_requests.c.id)
 _SPARE_ID = "spare_decision_id"
-_INSERT_REQUEST_SPARE = steering_requests.insert().returning(steering_requests.c.id, NEXT_DECISION_ID.label(_SPARE_ID))
+_INSERT_REQUEST_SPARE = steering_requests.insert().returning(steering_requests.c.id,
+                                                             NEXT_DECISION_ID.label(_SPARE_ID))
 """PostgreSQL: the request inserted, with an id for the first decision on it (``RequestRepo.insert``)."""
 
 
