@@ -353,7 +353,7 @@ class Runner:
                 run_id=run.id, step=node.name, seq=seq, attempt=attempt + 1,
                 idempotency_key=f"{run.id}:{seq}:{node.name}", started_by=run.started_by, workflow=wf.name,
                 workflow_version=wf.version, feedback=handoff.get("feedback"), rejection=handoff.get("rejection"),
-                feedback_by=handoff.get("by"), log=logging.getLogger(f"hazel.step.{wf.name}.{node.name}"),
+                feedback_by=handoff.get("by"), log=wf.step_log(node.name),
                 _lease=token,
             )
             if self.on_step is not None:

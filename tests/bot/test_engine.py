@@ -578,3 +578,27 @@ def test_a_resume_commits_each_transaction_with_its_statements(db_url: str,
     assert hazel.decide(run_id=run.id, action="approve", actor=alice, claim=True).run_status is RunStatus.RUNNING
     assert hazel.drive(run_id=run.id).status is RunStatus.COMPLETED
     assert commits == []
+
+
+def test_a_step_logs_to_its_own_logger_named_by_workflow_and_step(db_url: str,
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
+    wf = Workflow("logged", version=1, state=Counted)
+
+    @wf.step
+    def first(state: Counted, ctx: StepContext) -> Counted:
+        ctx.log.info("first says %d", state.n)
+        return state
+
+    @wf.step
+    def second(state: Counted, ctx: StepContext) -> Counted:
+        ctx.log.warning("second says hi")
+        return state
+
+    hazel = make_hazel(db_url, wf)
+    caplog.set_level("INFO", logger="hazel.step")
+    for _ in range(2):  # the loggers are made once, with the workflow, and the same ones serve every run
+        run = hazel.start(workflow="logged", input={}, actor=person("me"))
+        assert hazel.drive(run_id=run.id).run.status is RunStatus.COMPLETED
+    said = [(r.name, r.getMessage()) for r in caplog.records if r.name.startswith("hazel.step")]
+    assert said == [("hazel.step.logged.first", "first says 0"), ("hazel.step.logged.second", "second says hi")] * 2
+    assert wf.step_log("first") is wf.step_log("first")
