@@ -6,7 +6,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any, Iterable
 
-from sqlalchemy import Connection, and_, bindparam, func, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, func, literal, or_, select, update
 
 from store import fast
 from store.dialect import Dialect
@@ -83,7 +83,8 @@ def _claim_statement(dialect: Dialect, targeted: bool, runnable: tuple[tuple[str
     now = bindparam("claim_now", type_=runs.c.wake_at.type)
     due = (runs.c.status == RunStatus.READY.value) & (runs.c.wake_at.is_(None) | (runs.c.wake_at <= now))
     if runnable is not None:
-        due &= or_(*(and_(runs.c.workflow == name, runs.c.workflow_version.in_(list(versions)))
+        # each version its own literal bind, not an expanding ``IN`` (which store.fast cannot compile ahead)
+        due &= or_(*(and_(runs.c.workflow == name, runs.c.workflow_version.in_([literal(v) for v in versions]))
                      for name, versions in runnable))
     if targeted:
         target = runs.c.id == bindparam("claim_run_id")
@@ -231,15 +232,24 @@ class RunRepo:
         """Lease one ``ready`` run whose ``wake_at`` has come (``run_id`` to ask for a specific one), among
         the workflow versions in ``runnable`` (``{name: [versions]}``; None: any). Returns the run as leased,
         or None when there is none (or another worker got it first)."""
+        return self.claim_later(owner=owner, token=token, now=now, lease_until=lease_until, run_id=run_id,
+                                runnable=runnable).get()
+
+    def claim_later(self, *, owner: str, token: str, now: datetime, lease_until: datetime,
+                    run_id: str | None = None, runnable: dict[str, list[int]] | None = None
+                    ) -> fast.Later[Run | None]:
+        """``claim``, its answer read when asked: inside ``Tx.pipeline(commit=True)`` on PostgreSQL, the
+        transaction's ``BEGIN``, this ``UPDATE … RETURNING`` and ``COMMIT`` go in one round trip (three
+        through SQLAlchemy's ``Connection``, which waits for each)."""
         if runnable is not None and not runnable:
-            return None
+            return fast.Later(lambda: None)
         key = None if runnable is None else tuple(sorted((n, tuple(sorted(v))) for n, v in runnable.items()))
         stmt = _claim_statement(self.dialect, run_id is not None, key)
         params = {"claim_now": now, "claim_owner": owner, "claim_token": token, "claim_until": lease_until}
         if run_id is not None:
             params["claim_run_id"] = run_id
-        result = self.conn.execute(stmt, params).first()
-        return _run(result) if result else None
+        res = fast.execute(self.conn, stmt, params)
+        return fast.Later(lambda: _validated(res.one()))
 
     def renew_leases(self, *, tokens: list[str], lease_until: datetime) -> int:
         if not tokens:

@@ -183,8 +183,11 @@ class Runner:
         now = self.clock()
         token = secrets.token_hex(8)
         with self.store.transaction() as tx:
-            run = tx.runs.claim(owner=self.owner, token=token, now=now, lease_until=self.leases.until(now),
-                                run_id=run_id, runnable=versions.runnable_versions(self.registry))
+            with tx.pipeline(commit=True):  # PostgreSQL: BEGIN, the claim and COMMIT in one round trip
+                claimed = tx.runs.claim_later(owner=self.owner, token=token, now=now,
+                                              lease_until=self.leases.until(now), run_id=run_id,
+                                              runnable=versions.runnable_versions(self.registry))
+            run = claimed.get()  # (SQLite commits when the transaction ends: its answer is read before)
         if run is None:
             return None
         self.leases.hold(token)
