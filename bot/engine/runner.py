@@ -281,7 +281,9 @@ class Runner:
 
     def _load_head(self, run: Run) -> Head:
         with self.store.read() as tx:
-            loaded = tx.checkpoints.load(run.id, run.head_seq)
+            with tx.pipeline(commit=True):  # PostgreSQL: BEGIN, the one query and COMMIT in one round trip
+                head = tx.checkpoints.load_later(run.id, run.head_seq)
+            loaded = head.get()  # (SQLite ends the transaction after: its answer is read before)
             assert loaded is not None, f"run {run.id} has no checkpoint #{run.head_seq}"
             position = tx.checkpoints.position(loaded)
         return Head(position, loaded.info.next_step, loaded.info.handoff, run.branch)
