@@ -161,7 +161,8 @@ class Deliverer:
                 tx.requests.set_message_ref(message.request_id, ref)
             elif message.request_id is not None:
                 self._follow_up(tx, message, ref)
-            tx.outbox.mark_sent(message.id, now=self.clock())
+            with tx.pipeline(commit=True):  # PostgreSQL: the COMMIT goes with it, no round trip of its own
+                tx.outbox.mark_sent(message.id, now=self.clock())
         return 1
 
     def _follow_up(self, tx: Tx, message: OutboxMessage, ref: dict | None) -> None:
