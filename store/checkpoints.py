@@ -351,11 +351,15 @@ class CheckpointRepo:
     def list(self, run_id: str, *, newest: int | None = None) -> list[CheckpointInfo]:
         """Every checkpoint of the run, all branches, by sequence number; with ``newest=N`` only the N latest,
         newest first."""
+        return self.list_later(run_id, newest=newest).get()
+
+    def list_later(self, run_id: str, *, newest: int | None = None) -> fast.Later[list[CheckpointInfo]]:
+        """``list``, its answer read when asked (``store.fast.pipeline``)."""
         if newest is None:
             res = fast.execute(self.conn, _ALL_INFO, {"run_id": run_id}, binary=True)
         else:
             res = fast.execute(self.conn, _NEWEST_INFO, {"run_id": run_id, "newest": newest})
-        return _infos().validate_python(_info_rows(res))
+        return fast.Later(lambda: _infos().validate_python(_info_rows(res)))
 
     def stored_bytes(self, run_id: str) -> int:
         """Payload bytes of all the run's checkpoints (without row and index overhead)."""

@@ -64,6 +64,11 @@ _INSERT_REQUEST_SPARE = steering_requests.insert().returning(steering_requests.c
 """PostgreSQL: the request inserted, with an id for the first decision on it (``RequestRepo.insert``)."""
 
 
+_FOR_REQUEST = (select(decisions).where((decisions.c.run_id == bindparam("run_id"))
+                                       & (decisions.c.request_id == bindparam("request_id")))
+                .order_by(decisions.c.id))
+
+
 def _request(row: Any) -> SteeringRequest:
     return SteeringRequest.model_validate(dict(row._mapping))
 
@@ -336,9 +341,12 @@ class DecisionRepo:
     def for_request(self, request_id: int, run_id: str) -> list[Decision]:
         """The decisions on request ``request_id`` of run ``run_id`` (rewinds from it included), oldest first:
         read among the run's decisions (``ix_hazel_decisions_run_id``)."""
-        rows = self.conn.execute(select(decisions).where(
-            (decisions.c.run_id == run_id) & (decisions.c.request_id == request_id)).order_by(decisions.c.id))
-        return [_decision(r) for r in rows]
+        return self.for_request_later(request_id, run_id).get()
+
+    def for_request_later(self, request_id: int, run_id: str) -> fast.Later[list[Decision]]:
+        """``for_request``, its answer read when asked (``store.fast.pipeline``)."""
+        res = fast.execute(self.conn, _FOR_REQUEST, {"request_id": request_id, "run_id": run_id})
+        return fast.Later(lambda: [Decision.model_validate(row) for row in res.rows()])
 
     def by_person(self, request_id: int, person: str) -> Decision | None:
         """This person's vote on the request (whatever identity they used; a rewind is no vote), if any: on the

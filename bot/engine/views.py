@@ -85,18 +85,34 @@ class Views:
         return request_point(tx, self.target(run), run, request)
 
     def request_view(self, tx: Tx, request_id: int | None, *, reminder: bool = False,
-                     escalation: bool = False) -> RequestView | None:
-        """The request as it is now (None if it no longer exists)."""
-        request = tx.requests.get(request_id) if request_id is not None else None
-        run = tx.runs.get(request.run_id) if request is not None else None
+                     escalation: bool = False, run_id: str | None = None) -> RequestView | None:
+        """The request as it is now (None if it no longer exists). ``run_id``: the run it belongs to, when the
+        caller knows it (an outbox message's): the request, its run, its decisions and the run's newest
+        checkpoints are then read together (``Tx.pipeline``: one round trip on PostgreSQL instead of four),
+        the state it asked about after."""
+        if request_id is None:
+            return None
+        if run_id is not None:
+            with tx.pipeline():
+                asked = (tx.requests.get_later(request_id), tx.runs.get_later(run_id),
+                         tx.decisions.for_request_later(request_id, run_id),
+                         tx.checkpoints.list_later(run_id, newest=HISTORY_IN_VIEW))
+            request, run, decisions, checkpoints = (later.get() for later in asked)  # (each read: none left open)
+            if request is not None and request.run_id != run_id:  # (not the caller's run after all)
+                return self.request_view(tx, request_id, reminder=reminder, escalation=escalation)
+        else:
+            request = tx.requests.get(request_id)
+            run = tx.runs.get(request.run_id) if request is not None else None
         if request is None or run is None:
             return None
+        if run_id is None:
+            decisions = tx.decisions.for_request(request.id, request.run_id)
+            checkpoints = tx.checkpoints.list(run.id, newest=HISTORY_IN_VIEW)
         wf = self.target(run)  # the version a decision on it is made on (a run to migrate: the new one)
         point, tree = asked_at(wf, run, request, tx.checkpoints.load(run.id, request.checkpoint_seq))
         tree = {} if tree is None else tree
         show = getattr(point, "show", None)
         shown = tree.get(show) if show and isinstance(tree, dict) else tree
-        decisions = tx.decisions.for_request(request.id, request.run_id)
         return RequestView(
             request=request, run=run, workflow=run.workflow, workflow_version=run.workflow_version,
             point=request.point, title=request.title, show=show, shown_value=shown,
@@ -109,7 +125,7 @@ class Views:
             notify_approvers=bool(getattr(point, "notify_approvers", False)),
             options=dict(getattr(point, "options", {}) or {}),
             decisions=tuple(decisions),
-            checkpoints=tuple(tx.checkpoints.list(run.id, newest=HISTORY_IN_VIEW)),
+            checkpoints=tuple(checkpoints),
             reminder=reminder, escalation=escalation,
             still_pending=tuple(pending_siblings(tx, wf, request)) if request.status is not RequestStatus.PENDING
             else (),
@@ -133,7 +149,14 @@ class Views:
 
     def progress_view(self, tx: Tx, message: OutboxMessage) -> ProgressView | None:
         """A ``run.progress`` outbox message as channels render it (None: the run is gone)."""
-        run = tx.runs.get(message.run_id) if message.run_id else None
+        if not message.run_id:
+            return None
+        with tx.pipeline():  # (PostgreSQL: one round trip for the run and its requests)
+            asked = (tx.runs.get_later(message.run_id),
+                     tx.requests.get_later(message.request_id) if message.request_id else None,
+                     tx.requests.get_later(message.payload["next_request_id"])
+                     if message.payload.get("next_request_id") else None)
+        run, request, next_request = (later.get() if later is not None else None for later in asked)
         if run is None:
             return None
         payload = dict(message.payload)
@@ -146,8 +169,7 @@ class Views:
         next_id = payload.pop("next_request_id", None)
         return ProgressView(
             run=run, workflow=run.workflow, event=event, steps=steps, paused=paused, facts=payload,
-            request=tx.requests.get(message.request_id) if message.request_id else None,
-            next_request=tx.requests.get(next_id) if next_id else None,
+            request=request, next_request=next_request if next_id else None,
         )
 
     def outbox_view(self, tx: Tx, message: OutboxMessage) -> RequestView | ProgressView | None:
@@ -158,7 +180,8 @@ class Views:
             view = self.progress_view(tx, message)
         else:
             view = self.request_view(tx, message.request_id, reminder=message.kind == OutboxKind.REMINDER.value,
-                                     escalation=message.kind == OutboxKind.ESCALATION.value)
+                                     escalation=message.kind == OutboxKind.ESCALATION.value,
+                                     run_id=message.run_id)
         if view is None:
             return None
         key = f"{message.run_id}/{message.id}" if message.run_id else f"outbox/{message.id}"

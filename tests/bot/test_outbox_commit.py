@@ -47,3 +47,42 @@ def test_marking_a_message_sent_commits_with_its_statements(db_url: str, monkeyp
     assert "approved by olga" in hazel.console_buffer.getvalue()
     assert len(delivered) >= 2 and commits == []
     assert hazel.outbox_backlog().get("pending", 0) == 0
+
+
+def test_a_messages_view_reads_its_rows_together(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On PostgreSQL what a channel is given to render a decision's update (``Hazel.outbox_view``) reads the
+    request, its run, its decisions and the run's newest checkpoints in one pipeline, then the state it asked
+    about: one statement waits for its answer on its own (each did before); a run's progress reads nothing on
+    its own. The views are the same as read one by one."""
+    hazel = make_hazel(db_url, reviewed())
+    if hazel.store.dialect != "postgresql":
+        pytest.skip("PostgreSQL's round trips")
+    import psycopg
+
+    from store.models import OutboxKind
+
+    run = hazel.start(workflow="reviewed", input={}, actor=person("author"), claim=True)
+    assert hazel.drive(run_id=run.id).status is RunStatus.WAITING
+    hazel.decide(run_id=run.id, action="approve", actor=person("olga"))
+    messages = {m.kind: m for m in hazel.outbox_messages(run_id=run.id)}
+    closed, progress = messages[OutboxKind.REQUEST_CLOSED.value], messages[OutboxKind.RUN_PROGRESS.value]
+    alone: list[str] = []
+    execute = psycopg.Cursor.execute
+
+    def counted(self, query, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        if self.connection._pipeline is None and not str(query).startswith(("BEGIN", "COMMIT", "ROLLBACK", ";")):
+            alone.append(str(query)[:60])
+        return execute(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", counted)
+    view = hazel.outbox_view(message=closed)
+    assert len(alone) == 1 and "chain" in alone[0].lower(), alone  # the state asked about
+    alone.clear()
+    shown = hazel.outbox_view(message=progress)
+    assert alone == []
+    monkeypatch.undo()
+    one_by_one = hazel.request_view(request_id=closed.request_id)
+    assert view.request == one_by_one.request and view.run == one_by_one.run
+    assert view.decisions == one_by_one.decisions and [d.action.value for d in view.decisions] == ["approve"]
+    assert view.checkpoints == one_by_one.checkpoints and view.shown_value == one_by_one.shown_value
+    assert shown.run.id == run.id and shown.request is not None and shown.request.id == closed.request_id
