@@ -10,7 +10,8 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any, Collection
 
-from sqlalchemy import ColumnElement, Connection, bindparam, false, func, literal, or_, select, union_all, update
+from sqlalchemy import ColumnElement, Connection, any_, bindparam, false, func, literal, or_, select, union_all, update
+from sqlalchemy.dialects import postgresql
 
 from store import fast
 from store.dialect import Dialect
@@ -55,8 +56,8 @@ def _deliverable(channels: Collection[str], kinds: Collection[str], cols: Any = 
     whose outbox kind is in ``kinds`` (``cols``: the outbox's columns, or a subquery's with the same names)."""
     conds: list[ColumnElement[bool]] = [(cols.channel == k) | cols.channel.startswith(f"{k}:", autoescape=True)
                                         for k in channels]
-    if kinds:
-        conds.append(cols.kind.in_(list(kinds)))
+    if kinds:  # (each kind its own literal bind, not an expanding IN: store.fast compiles it ahead)
+        conds.append(cols.kind.in_([literal(k) for k in kinds]))
     return or_(*conds) if conds else false()
 
 
@@ -68,6 +69,28 @@ _PENDING = select(
 """The pending messages, each with the id of the first pending message of its run and channel (``first_id``)
 and how many of that run and channel are pending (``queued``): ``OutboxRepo.claim_due`` takes only a first one. Read from the status index's ``pending`` range, once per
 claim (a correlated ``NOT EXISTS`` would read that range once per candidate on SQLite)."""
+
+
+@lru_cache(maxsize=64)
+def _claim_due_pg(of_runs: bool, channels: tuple[str, ...] | None, kinds: tuple[str, ...], limit: int) -> Any:
+    """PostgreSQL: ``OutboxRepo.claim_due``'s pick and lease in one statement (a CTE that picks and locks the
+    messages, the UPDATE that leases them answering each with its ``queued``), built once per shape and executed
+    with ``now``, ``until`` (the lease's end) and, ``of_runs``, ``run_ids`` (a list: ``= ANY`` of an array)."""
+    p = _PENDING.c
+    now = bindparam("now", type_=outbox.c.next_attempt_at.type)
+    due = (p.id == p.first_id) & (p.next_attempt_at <= now)
+    if of_runs:
+        due &= p.run_id == any_(bindparam("run_ids", type_=postgresql.ARRAY(outbox.c.run_id.type)))
+    if channels is not None:
+        due &= _deliverable(channels, kinds, p)
+    first = select(p.id, p.queued).where(due).order_by(p.id).limit(limit).subquery("first")
+    picked = (select(outbox.c.id, first.c.queued).join(first, first.c.id == outbox.c.id).order_by(outbox.c.id)
+              .with_for_update(skip_locked=True, of=outbox).cte("picked"))
+    return (update(outbox).where((outbox.c.id == picked.c.id) & (outbox.c.status == OutboxStatus.PENDING.value)
+                                 & (outbox.c.next_attempt_at <= now))
+            .values(next_attempt_at=bindparam("until", type_=outbox.c.next_attempt_at.type),
+                    attempts=outbox.c.attempts + 1)
+            .returning(*outbox.c, picked.c.queued))
 
 
 class Claimed(list[OutboxMessage]):
@@ -117,6 +140,38 @@ class OutboxRepo:
         updates (a post whose answer was lost is found and adopted by its retry first), and a batch holds at
         most one message per run and channel: the deliverer claims again after sending when the batch says
         some are ``held_back``. (Messages without a run are ordered per channel alike.)"""
+        return self.claim_due_later(now=now, lease_sec=lease_sec, limit=limit, run_ids=run_ids, channels=channels,
+                                    kinds=kinds).get()
+
+    def claim_due_later(self, *, now: datetime, lease_sec: float, limit: int = 20,
+                        run_ids: Collection[str] | None = None, channels: Collection[str] | None = None,
+                        kinds: Collection[str] = ()) -> fast.Later[Claimed]:
+        """``claim_due``, its answer read when asked. On PostgreSQL one statement, through ``store.fast``:
+        inside ``Tx.pipeline(commit=True)`` the transaction's BEGIN, the claim and COMMIT go in one round trip
+        (four through SQLAlchemy's ``Connection``: BEGIN, the pick, the lease, COMMIT). On SQLite the pick,
+        then the lease, at once."""
+        if self.dialect.postgresql:
+            stmt = _claim_due_pg(run_ids is not None, None if channels is None else tuple(sorted(channels)),
+                                 tuple(sorted(kinds)), limit)
+            params: dict[str, Any] = {"now": now, "until": now + timedelta(seconds=lease_sec)}
+            if run_ids is not None:
+                params["run_ids"] = list(run_ids)
+            res = fast.execute(self.conn, stmt, params)
+
+            def read() -> Claimed:
+                rows = res.rows()
+                queued = [row.pop("queued") for row in rows]
+                claimed = Claimed(sorted((OutboxMessage.model_validate(row) for row in rows), key=lambda m: m.id))
+                claimed.held_back = any(n > 1 for n in queued)
+                return claimed
+
+            return fast.Later(read)
+        claimed = self._claim_due_now(now=now, lease_sec=lease_sec, limit=limit, run_ids=run_ids,
+                                      channels=channels, kinds=kinds)
+        return fast.Later(lambda: claimed)
+
+    def _claim_due_now(self, *, now: datetime, lease_sec: float, limit: int, run_ids: Collection[str] | None,
+                       channels: Collection[str] | None, kinds: Collection[str]) -> Claimed:
         p = _PENDING.c
         due = (p.id == p.first_id) & (p.next_attempt_at <= now)
         if run_ids is not None:

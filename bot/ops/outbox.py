@@ -105,12 +105,15 @@ class Deliverer:
         sent, elsewhere, first = 0, [], True
         while True:
             with self.store.transaction() as tx:
-                batch = tx.outbox.claim_due(now=self.clock(), lease_sec=self.lease_sec, limit=limit,
-                                            run_ids=run_ids, channels=self.router.kinds(), kinds=self.senders)
                 if first and self.router.lacks_some():  # (no statement when Slack and Jira are both set up)
                     elsewhere = tx.outbox.due_elsewhere(now=self.clock(), channels=self.router.kinds(),
                                                         kinds=self.senders, run_ids=run_ids, after_id=self._shown_upto,
                                                         since=self._since, limit=limit)
+                with tx.pipeline(commit=True):  # PostgreSQL: the claim and COMMIT in one round trip
+                    claimed = tx.outbox.claim_due_later(now=self.clock(), lease_sec=self.lease_sec, limit=limit,
+                                                        run_ids=run_ids, channels=self.router.kinds(),
+                                                        kinds=self.senders)
+                batch = claimed.get()  # (SQLite commits when the transaction ends: read before)
             first = False
             if not batch:
                 break

@@ -1,6 +1,6 @@
-"""What a delivered message costs the database after it is sent: on PostgreSQL, the transaction that marks it
-sent (and records what it leaves to do for its request) sends its COMMIT with its statements
-(``store.Tx.pipeline(commit=True)``), not as a round trip of its own."""
+"""What delivering a message costs the database on PostgreSQL: the transaction that claims it and the one that
+marks it sent (and records what it leaves to do for its request) send their COMMIT with their statements
+(``store.Tx.pipeline(commit=True)``), not as a round trip of its own; what it is rendered from is read in two."""
 
 from __future__ import annotations
 
@@ -23,9 +23,9 @@ def test_marking_a_message_sent_commits_with_its_statements(db_url: str, monkeyp
     delivered: list[str] = []
     commit = psycopg.Connection.commit
 
-    def counted(self):  # noqa: ANN001, ANN202 (only the transactions a delivery ends with: after its send)
+    def counted(self):  # noqa: ANN001, ANN202 (a delivery's claims and its ends: not the read for its send)
         names = [f.name for f in traceback.extract_stack()]
-        if "_deliver" in names and "_send" not in names:
+        if "deliver_due" in names and "_send" not in names:
             commits.append(traceback.format_stack(limit=8)[0])
         return commit(self)
 

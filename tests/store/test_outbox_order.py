@@ -56,19 +56,19 @@ def test_the_deliverer_claims_again_only_for_what_a_batch_held_back(db_url: str,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """Two messages of one run to one channel: two claims (the second finds the later message and says
     nothing waits behind it); one message: one claim. It claimed a third time, and a second for one, before."""
+    from store import fast
     from store.outbox import OutboxRepo
     from tests.support.engine import make_hazel
 
     hazel = make_hazel(db_url)
     claims: list[int] = []
-    claim = OutboxRepo.claim_due
+    claim = OutboxRepo.claim_due_later
 
     def counted(repo: OutboxRepo, **kwargs: object):  # noqa: ANN202
         claimed = claim(repo, **kwargs)
-        claims.append(len(claimed))
-        return claimed
+        return fast.Later(lambda: (claims.append(len(claimed.get())), claimed.get())[1])
 
-    monkeypatch.setattr(OutboxRepo, "claim_due", counted)
+    monkeypatch.setattr(OutboxRepo, "claim_due_later", counted)
     now = hazel.clock()
     with hazel.store.transaction() as tx:
         tx.outbox.add(channel="console", kind=OutboxKind.RUN_PROGRESS, now=now, run_id="r1", payload={"text": "a"})
