@@ -1,0 +1,136 @@
+"""``hazel approve RUN`` (and the other commands that continue a run in their own process) while someone else
+cancels the run (``hazel cancel RUN`` from another shell) during the step it executes: the command used to say
+``run R: now cancelled`` and exit 0, so a script checking ``$?`` believed the run went on. It now exits 1 with
+one error line naming who cancelled it; the decision it recorded stays recorded."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli import in_process_cli
+
+ROOT = Path(__file__).resolve().parents[2]
+
+WORKFLOW = '''
+import os, time
+from pathlib import Path
+from pydantic import BaseModel, Field
+from hazel import StepContext, Workflow
+
+DIR = Path(os.environ["GATE_DIR"])
+
+
+class Trail(BaseModel):
+    trail: list[str] = Field(default_factory=list)
+
+
+def _step(name, block=False):
+    def fn(state: Trail, ctx: StepContext) -> Trail:
+        if block:
+            (DIR / f"{name}.started").touch()
+            while (DIR / "block").exists():  # until the test has cancelled the run
+                time.sleep(0.02)
+        return state.model_copy(update={"trail": [*state.trail, name]})
+    return fn
+
+
+gated = Workflow("gated", version=1, state=Trail)
+gated.step(_step("draft"), name="draft")
+gated.steer("review", title="Review the draft", on_feedback="draft")
+gated.step(_step("slow", block=True), name="slow")
+gated.step(_step("after"), name="after")
+'''
+
+
+@pytest.fixture
+def env(db_url: str, tmp_path: Path) -> dict[str, str]:
+    """The environment of the ``hazel`` processes: ``db_url``, the ``gated`` workflow, operator ``tester``."""
+    (tmp_path / "gated.py").write_text(WORKFLOW)
+    return {**os.environ, "HAZEL_DATABASE_URL": db_url, "HAZEL_WORKFLOWS": str(tmp_path / "gated.py"),
+            "GATE_DIR": str(tmp_path), "HAZEL_OPERATOR": "tester", "COLUMNS": "200"}
+
+
+@pytest.fixture
+def reader(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, env: dict[str, str]):  # noqa: ANN201
+    """``hazel ARGS`` in this process: the setup and the reads; the command under test is a process."""
+    monkeypatch.setenv("GATE_DIR", str(tmp_path))
+    return in_process_cli(monkeypatch, ROOT, db_url=db_url, workflows=str(tmp_path / "gated.py"), operator="tester")
+
+
+def hazel(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    """``hazel ARGS`` as a process of its own (another shell), to its end."""
+    return subprocess.run([sys.executable, "-m", "bot.cli", *args], env=env, cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+
+
+def cancelled_mid_step(args: list[str], run_id: str, env: dict[str, str],
+                       tmp_path: Path) -> subprocess.CompletedProcess:
+    """Run ``hazel ARGS`` as a process; once its ``slow`` step has started, ``hazel cancel`` the run from another
+    process (as sam), then let the step return. Returns the command's completed process."""
+    (tmp_path / "block").touch()
+    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", *args], env=env, cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "slow.started").exists():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the slow step never started"
+            time.sleep(0.02)
+        cancel = hazel(["cancel", run_id, "--reason", "wrong topic", "--as", "sam"], env)
+        assert cancel.returncode == 0, cancel.stdout + cancel.stderr
+    finally:
+        (tmp_path / "block").unlink()
+    out, err = proc.communicate(timeout=60)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def waiting_run(reader) -> str:  # noqa: ANN001
+    """A ``gated`` run waiting at its review (started in this process)."""
+    run = json.loads(reader("run", "gated", "--input", "{}", "--json").stdout)["run"]
+    assert run["status"] == "waiting"
+    return run["id"]
+
+
+@pytest.mark.slow
+def test_approve_whose_run_is_cancelled_mid_step_exits_1(env: dict[str, str], tmp_path: Path,
+                                                         reader) -> None:  # noqa: ANN001
+    run_id = waiting_run(reader)
+    done = cancelled_mid_step(["approve", run_id], run_id, env, tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "✓ approve recorded for 'Review the draft'" in done.stdout
+    line = (f"error: run {run_id} was cancelled by sam while this command was executing it (reason: wrong topic); "
+            "the approve stays recorded, the run goes no further")
+    assert line in done.stderr.splitlines(), done.stderr  # one line
+    shown = json.loads(reader("show", run_id, "--json").stdout)
+    assert shown["run"]["status"] == "cancelled" and shown["state"] == {"trail": ["draft"]}
+    history = json.loads(reader("history", run_id, "--json").stdout)
+    assert [(d["action"], d["actor_id"]) for d in history["decisions"]] == [("approve", "tester")]  # kept
+
+
+@pytest.mark.slow
+def test_json_output_of_an_approve_whose_run_is_cancelled_mid_step(env: dict[str, str], tmp_path: Path,
+                                                                    reader) -> None:  # noqa: ANN001
+    """With ``--json`` the body is printed as after any drive (the run ``cancelled``, the decision in it), the
+    error line goes to stderr, and the status is 1, as for a run the command drove into ``failed``."""
+    run_id = waiting_run(reader)
+    done = cancelled_mid_step(["approve", run_id, "--at", "review", "--json"], run_id, env, tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    body = json.loads(done.stdout)
+    assert body["run"]["status"] == "cancelled" and body["decision"]["action"] == "approve"
+    assert (f"error: run {run_id} was cancelled by sam while this command was executing it (reason: wrong topic); "
+            "the approve stays recorded, the run goes no further") in done.stderr.splitlines(), done.stderr
+
+
+@pytest.mark.slow
+def test_a_run_that_ends_normally_still_exits_0(env: dict[str, str], tmp_path: Path, reader) -> None:  # noqa: ANN001
+    run_id = waiting_run(reader)
+    done = hazel(["approve", run_id], env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "error:" not in done.stderr and "now completed" in done.stdout
