@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime
 from functools import lru_cache
 from typing import Any, Iterable
 
 from sqlalchemy import Connection, and_, bindparam, func, literal, or_, select, update
+from sqlalchemy.exc import IntegrityError
 
 from store import fast
 from store.dialect import Dialect
@@ -62,6 +64,11 @@ outer select computes ``nextval``), so that decisions on a run take their ids in
 refusal names the latest decision by id as the one that settled a request). Taken with the row before the
 lock, a decision that waited for it held an older id than the one it waited for."""
 _INSERT = runs.insert()
+_BY_START_KEY = select(runs).where((runs.c.started_via == bindparam("channel"))
+                                   & (runs.c.start_key == bindparam("start_key")))
+"""The run started with a start key (``uq_hazel_runs_started_via_start_key``: its equality on ``start_key``
+implies the partial index's ``start_key IS NOT NULL``, which SQLite needs to use it)."""
+
 _GET_LOCKED: dict[str, Any] = {}
 _KNOWN = (runs.c.id == bindparam("run_id")) & (runs.c.status == RunStatus.WAITING.value) & (
     runs.c.last_seq == bindparam("last_seq")) & (runs.c.workflow_version == bindparam("workflow_version"))
@@ -98,6 +105,20 @@ def _claim_statement(dialect: Dialect, targeted: bool, runnable: tuple[tuple[str
     ).returning(*runs.c)
 
 
+def start_key(delivery_id: str) -> str:
+    """What ``hazel_runs.start_key`` holds for a start sent with ``delivery_id``: its SHA-256, hex (64
+    characters, whatever the length of the id; the id itself is not stored)."""
+    return hashlib.sha256(delivery_id.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def duplicate_start(exc: IntegrityError) -> bool:
+    """Whether ``exc`` broke the unique key of starts (``uq_hazel_runs_started_via_start_key``): a run was
+    started with the same delivery id on the same channel, and committed, first. SQLite names the columns
+    (``…hazel_runs.start_key``), PostgreSQL the index; both mention ``start_key`` for that key only."""
+    text_ = str(exc.orig)
+    return "hazel_runs" in text_ and "start_key" in text_
+
+
 def _validated(row: dict[str, Any] | None) -> Run | None:
     return Run.model_validate(row) if row else None
 
@@ -113,21 +134,37 @@ class RunRepo:
 
     def insert(self, *, run_id: str, workflow: str, workflow_version: int, started_by: str,
                started_via: str, now: datetime, started_by_person: str | None = None,
-               status: RunStatus = RunStatus.READY, lease: tuple[str, str, datetime] | None = None) -> Run:
+               status: RunStatus = RunStatus.READY, lease: tuple[str, str, datetime] | None = None,
+               delivery_id: str | None = None) -> Run:
         """Insert a new run at checkpoint #0 (``status``; with ``lease`` = ``(owner, token, expires_at)`` it is
         inserted ``running``, already leased: nobody else can have claimed a run no one else has seen yet).
-        Returns the run as stored (nothing is read back)."""
+        ``delivery_id``: the channel's id of this start (a REST ``Idempotency-Key`` scoped to its caller), kept
+        as its ``start_key``: one run per id and channel. Returns the run as stored (nothing is read back).
+
+        Raises:
+            sqlalchemy.exc.IntegrityError: ``duplicate_start`` when a run was started with ``delivery_id`` on
+                ``started_via`` before (inside ``Tx.pipeline``, when the pipeline ends). The transaction is
+                then unusable on PostgreSQL: let it roll back, then read that run (``by_start_key``).
+        """
         values = dict(
             id=run_id, workflow=workflow, workflow_version=workflow_version, status=status.value,
             head_seq=0, last_seq=0, branch=0, last_branch=0, started_by=started_by, started_via=started_via,
             started_by_person=started_by_person, created_at=now, updated_at=now, attempt=0,
         )
+        if delivery_id is not None:  # (only then: a start without one runs the INSERT it always ran)
+            values["start_key"] = start_key(delivery_id)
         if lease is not None:
             owner, token, expires_at = lease
             values.update(status=RunStatus.RUNNING.value, lease_owner=owner, lease_token=token,
                           lease_expires_at=expires_at)
         fast.execute(self.conn, _INSERT, values)
         return Run.model_validate(values)
+
+    def by_start_key(self, channel: str, delivery_id: str) -> Run | None:
+        """The run started on ``channel`` with ``delivery_id`` (``insert``'s), as it is now; None if none was
+        (or it was pruned since)."""
+        res = fast.execute(self.conn, _BY_START_KEY, {"channel": channel, "start_key": start_key(delivery_id)})
+        return _validated(res.one())
 
     def get(self, run_id: str, *, for_update: bool = False) -> Run | None:
         return self.get_later(run_id, for_update=for_update).get()

@@ -102,8 +102,17 @@ runs = Table(
     Column("error_traceback", Text, nullable=True),
     # Who started it, as a person (bot.engine.people); the self-approval ban compares it with the decider's.
     Column("started_by_person", String(200), nullable=True),
+    # A start sent with a delivery id (a REST ``Idempotency-Key``, scoped to its caller): the SHA-256 of that id
+    # (hex), so that the key is not kept as sent and its length is fixed (migration 0008). Null without one.
+    Column("start_key", String(64), nullable=True),
     Index("ix_hazel_runs_status_wake_at", "status", "wake_at"),
 )
+# One run per start key on a channel: two starts sent with one key at the same time make one run, the database
+# deciding which (the other's insert fails: ``store.runs.duplicate_start``). Partial on both databases
+# (the migration creates it so): runs started without a key, nearly all of them, have no entry in it.
+STARTED_WITH_KEY = "start_key IS NOT NULL"
+Index("uq_hazel_runs_started_via_start_key", runs.c.started_via, runs.c.start_key, unique=True,
+      sqlite_where=text(STARTED_WITH_KEY))
 # Listings, newest first (ties by id): all runs, by status, by workflow and status (``RunRepo.list``). The two by
 # status leave out running runs (``LISTED``, migration 0007: a resume then moves no entry of theirs in and out),
 # which ``store.listing`` reads through ``ix_hazel_runs_status_wake_at``. Partial on both databases (the

@@ -31,6 +31,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from pydantic import BaseModel
+from sqlalchemy.exc import IntegrityError
 
 from bot.engine import permissions
 from bot.engine.clock import utcnow
@@ -59,6 +60,7 @@ from store.models import (
     Run,
     RunStatus,
 )
+from store.runs import duplicate_start
 
 if TYPE_CHECKING:  # built on first use (``Hazel.steering``, ``views``, ``timeouts``)
     from bot.engine.steering import DecisionOutcome, Steering
@@ -73,6 +75,14 @@ GroupSource = frozenset[str] | Callable[[frozenset[str]], frozenset[str]] | None
 def new_run_id() -> str:
     """12 hex characters (48 random bits)."""
     return secrets.token_hex(6)
+
+
+class StartedRun(Run):
+    """What ``Hazel.start`` returns: the run, and whether it was started before with the same delivery id."""
+
+    duplicate: bool = False
+    """True: a start with this delivery id was recorded before; nothing new was started and this is that run,
+    as it is now."""
 
 
 class Hazel(Reads, Requests):
@@ -355,15 +365,26 @@ class Hazel(Reads, Requests):
     # -- starting and executing ------------------------------------------------------------------------
 
     def start(self, *, workflow: str, input: dict[str, Any] | BaseModel | None, actor: Actor,
-              version: int | None = None, claim: bool = False) -> Run:
+              version: int | None = None, claim: bool = False, delivery_id: str | None = None) -> StartedRun:
         """Create a run of ``workflow`` (its latest version unless ``version``) with ``input`` validated
         against the state model, checkpoint #0 holding it. ``claim``: lease it for the caller, whose
         ``drive`` then starts without reading anything; else it is ``ready`` for any worker.
+
+        ``delivery_id`` (a channel's id of this start, e.g. a REST ``Idempotency-Key`` scoped to its caller):
+        a start with an id already recorded on ``actor.channel`` starts nothing and returns the run it started,
+        as it is now, with ``duplicate`` set (nothing checked, claimed or audited: not even whether it was the
+        same workflow, which the caller compares), also when both are sent at once (the database's unique key
+        decides which one starts the run). Kept as long as the run is (retention prunes both).
 
         Raises:
             UnknownWorkflowError, NotAllowedError (recorded in the audit log), InvalidInputError (also when
                 the state is over ``HAZEL_MAX_STATE_BYTES`` or nested too deeply: ``bot.engine.limits``).
         """
+        if delivery_id is not None:
+            with self.store.read() as tx:
+                earlier = tx.runs.by_start_key(actor.channel, delivery_id)
+            if earlier is not None:
+                return StartedRun(**earlier.model_dump(), duplicate=True)
         wf = self.registry.get(workflow, version)
         if not wf.starters.empty and not permissions.is_approver(wf.starters, actor, self.people):
             who = permissions.describe(wf.starters, self.people)  # (people by name, each once)
@@ -379,22 +400,32 @@ class Hazel(Reads, Requests):
             refuse_not_text(input, what=f"the input of {wf.label}", refuse=InvalidInputError)
         # Leased at its insert when the caller continues it (the version is this registry's: runnable here).
         lease = (self.runner.owner, secrets.token_hex(8), self.runner.leases.until(now)) if claim else None
-        with self.store.transaction() as tx, tx.pipeline(commit=True):  # PostgreSQL: one round trip, commit included
-            run = tx.runs.insert(run_id=run_id, workflow=wf.name, workflow_version=wf.version,
-                                 started_by=actor.id, started_via=actor.channel, started_by_person=actor.who,
-                                 now=now, lease=lease)
-            position = tx.checkpoints.write(NewCheckpoint(
-                run_id=run_id, seq=0, parent_seq=None, branch=0, step=START, next_step=wf.first,
-                workflow_version=wf.version, created_at=now), tree, None)
-            tx.events.add(action="run.started", actor=actor, now=now, run_id=run_id, workflow=wf.name,
-                          version=wf.version)
-            if lease is None:
-                tx.notify_ready(run_id)
+        try:
+            # PostgreSQL: one round trip, commit included
+            with self.store.transaction() as tx, tx.pipeline(commit=True):
+                run = tx.runs.insert(run_id=run_id, workflow=wf.name, workflow_version=wf.version,
+                                     started_by=actor.id, started_via=actor.channel, started_by_person=actor.who,
+                                     now=now, lease=lease, delivery_id=delivery_id)
+                position = tx.checkpoints.write(NewCheckpoint(
+                    run_id=run_id, seq=0, parent_seq=None, branch=0, step=START, next_step=wf.first,
+                    workflow_version=wf.version, created_at=now), tree, None)
+                tx.events.add(action="run.started", actor=actor, now=now, run_id=run_id, workflow=wf.name,
+                              version=wf.version)
+                if lease is None:
+                    tx.notify_ready(run_id)
+        except IntegrityError as exc:  # the same delivery sent at once: the one that committed first started it
+            earlier = None
+            if delivery_id is not None and duplicate_start(exc):
+                with self.store.read() as tx:
+                    earlier = tx.runs.by_start_key(actor.channel, delivery_id)
+            if earlier is None:
+                raise
+            return StartedRun(**earlier.model_dump(), duplicate=True)
         if lease is not None:
             self._hold(Claim(run, Head(position, wf.first, None, 0, NEVER_ASKED)))
         else:
             self._ready(run_id)
-        return run
+        return StartedRun.model_construct(**dict(run))  # (validated once already: by the insert)
 
     def drive(self, *, run_id: str, wait_for_retries: bool = True,
               on_retry: Callable[[Run], None] | None = None) -> DriveResult:

@@ -19,7 +19,10 @@ A run id in a path may be shortened to a unique prefix of at least 4 characters,
 (``Hazel.resolve``); the answers carry the full id.
 
 A decision (``POST /api/runs/{id}/decisions``) honours an ``Idempotency-Key`` header: the same caller sending
-the same key again gets the first decision back (``duplicate: true``, status 200) instead of a new one. After a
+the same key again gets the first decision back (``duplicate: true``, status 200) instead of a new one. So does
+a start (``POST /api/runs``): the same caller sending the same key again gets the run the first request started,
+as it is now (status 200), never a second run, also when both arrive at once; a key that started a run of
+another workflow answers 422 ``IdempotencyKeyReusedError``. After a
 start, retry or settling decision the run continues at once: the worker pool of ``hazel serve`` is woken, or,
 in a process without one, the run is executed in a background thread; the answer never waits for its steps.
 """
@@ -94,11 +97,25 @@ class ApiRoute(APIRoute):
 
 
 def idempotency_delivery(caller_id: str, key: str) -> str:
-    """The delivery id of a REST decision sent with ``Idempotency-Key: key`` by the token named ``caller_id``:
-    ``caller:key``, the caller's ``%`` and ``:`` percent-encoded, so that two callers never share one (``x`` with
-    key ``y:k`` and ``x:y`` with key ``k`` were both ``x:y:k``: the second was told the first's decision was
-    its own). Names without ``%`` or ``:`` keep the form earlier versions stored."""
+    """The delivery id of a REST decision or start sent with ``Idempotency-Key: key`` by the token named
+    ``caller_id``: ``caller:key``, the caller's ``%`` and ``:`` percent-encoded, so that two callers never share
+    one (``x`` with key ``y:k`` and ``x:y`` with key ``k`` were both ``x:y:k``: the second was told the first's
+    decision was its own). Names without ``%`` or ``:`` keep the form earlier versions stored."""
     return f"{caller_id.replace('%', '%25').replace(':', '%3A')}:{key}"
+
+
+def check_idempotency_key(key: str | None, *, nothing: str) -> None:
+    """Refuse an ``Idempotency-Key`` header that is not 1 to ``MAX_IDEMPOTENCY_KEY_LEN`` characters of printable
+    ASCII, not all spaces (the header's ``max_length`` refuses a longer one first); None (no header) passes.
+
+    Raises:
+        ApiError: 422 ``InvalidRequestError``, its message ending with ``nothing`` (what was not done).
+    """
+    if key is not None and not (key.isascii() and key.isprintable() and key.strip()):
+        # (HTTP header values arrive as Latin-1: "ключ" would be stored and echoed as mojibake; an empty one,
+        # a shell's unset variable, would make the retry it was meant for a second decision or run)
+        raise ApiError(422, "InvalidRequestError", "Idempotency-Key must be 1 to "
+                       f"{MAX_IDEMPOTENCY_KEY_LEN} characters of printable ASCII, not all spaces: {nothing}")
 
 
 def api_tokens(settings: Settings) -> list[tuple[str, SecretStr]]:
@@ -188,10 +205,28 @@ def api_router(hazel: "Hazel", settings: Settings) -> APIRouter:
                         input_schema=wf.input_json_schema())
             for wf in hazel.workflows()])
 
-    @router.post("/runs", status_code=201, response_model=RunOut, summary="Start a run")
-    def start_run(body: StartRun, caller: Caller) -> RunOut:
-        """Create a run and start executing it; answers at once with the run (status ``ready``)."""
-        run = hazel.start(workflow=body.workflow, input=body.input, actor=caller, version=body.version)
+    @router.post("/runs", status_code=201, response_model=RunOut, summary="Start a run",
+                 responses={200: {"model": RunOut, "description": "A repeated Idempotency-Key: the run the "
+                                  "first request started, as it is now; nothing new started."}})
+    def start_run(body: StartRun, caller: Caller, response: Response,
+                  idempotency_key: Annotated[str | None, Header(
+                      alias="Idempotency-Key", max_length=MAX_IDEMPOTENCY_KEY_LEN,
+                      description="Send the same key to retry safely: one run is started.")] = None,
+                  ) -> RunOut:
+        """Create a run and start executing it; answers at once with the run (status ``ready``). 200: the
+        caller sent this Idempotency-Key with a start before, which started the run answered (as it is now)."""
+        check_idempotency_key(idempotency_key, nothing="nothing was started")
+        delivery_id = idempotency_delivery(caller.id, idempotency_key) if idempotency_key else None
+        run = hazel.start(workflow=body.workflow, input=body.input, actor=caller, version=body.version,
+                          delivery_id=delivery_id)
+        if run.duplicate:
+            if run.workflow != body.workflow:
+                raise ApiError(422, "IdempotencyKeyReusedError",
+                               f"Idempotency-Key {idempotency_key!r} was used to start run {run.id} of another "
+                               f"workflow ({run.workflow})")
+            response.status_code = 200
+            log.info("api: %s repeated the start of run %s of %s", caller.id, run.id, run.workflow)
+            return RunOut.of(run)
         log.info("api: %s started run %s of %s", caller.id, run.id, run.workflow)
         resume(run.id)
         return RunOut.of(run)
@@ -245,13 +280,7 @@ def api_router(hazel: "Hazel", settings: Settings) -> APIRouter:
         """Approve, edit, reject, give feedback or rewind, with the same payloads and rules as the other
         channels. 201: recorded; the run continues at once when it settled the request."""
         run_id = full(run_id)
-        if idempotency_key is not None and not (idempotency_key.isascii() and idempotency_key.isprintable()
-                                                and idempotency_key.strip()):
-            # (HTTP header values arrive as Latin-1: "ключ" would be stored and echoed as mojibake; an empty one,
-            # a shell's unset variable, would make the retry it was meant for a second decision)
-            raise ApiError(422, "InvalidRequestError", "Idempotency-Key must be 1 to "
-                           f"{MAX_IDEMPOTENCY_KEY_LEN} characters of printable ASCII, not all spaces: "
-                           "nothing was decided")
+        check_idempotency_key(idempotency_key, nothing="nothing was decided")
         given = getattr(body, "payload", None)  # (approve has none)
         payload = given.for_engine() if given is not None else {}
         delivery_id = idempotency_delivery(caller.id, idempotency_key) if idempotency_key else None
