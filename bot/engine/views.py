@@ -166,10 +166,10 @@ class Views:
         if paused and steps:  # the super-step that asked: only its nodes that did not pause are done
             rest = [name for name in node_names(steps[-1]) if name not in paused]
             steps = (*steps[:-1], *([NODES_JOIN.join(rest)] if rest else []))
-        next_id = payload.pop("next_request_id", None)
+        payload.pop("next_request_id", None)
         return ProgressView(
             run=run, workflow=run.workflow, event=event, steps=steps, paused=paused, facts=payload,
-            request=request, next_request=next_request if next_id else None,
+            request=request, next_request=next_request,
         )
 
     def outbox_view(self, tx: Tx, message: OutboxMessage) -> RequestView | ProgressView | None:
