@@ -6,7 +6,6 @@ nothing; a start without a key starts a run each time."""
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import httpx
@@ -16,36 +15,17 @@ from bot.inbound.api import api_router
 from bot.server.http import create_app
 from bot.settings import Settings
 from tests.bot.test_api import ALICE, API, BOB, Api, error_of, served  # noqa: F401  (served: the fixture)
+from tests.bot.test_idempotent_race import COPIES, at_once
 from tests.support.engine import make_hazel
 from tests.support.live import LiveServer
 from tests.workflows.doc import doc_workflow
 
-COPIES = 4
 BODY = {"workflow": "doc", "input": {"topic": "backups"}}
 
 
 def start(api: Api, key: str | bytes | None, *, token: str = ALICE, body: dict[str, Any] = BODY) -> httpx.Response:
     headers = {"Idempotency-Key": key} if key is not None else {}
     return api.call("POST", "/api/runs", token=token, json=body, headers=headers)
-
-
-def at_once(url: str, key: str) -> list[httpx.Response]:
-    """``COPIES`` identical starts with ``key``, each on its own connection, released together."""
-    barrier = threading.Barrier(COPIES)
-    answers: list[Any] = [None] * COPIES
-
-    def send(i: int) -> None:
-        with httpx.Client(base_url=url, timeout=30) as http:
-            barrier.wait()
-            answers[i] = http.post("/api/runs", json=BODY, headers={"Authorization": f"Bearer {ALICE}",
-                                                                    "Idempotency-Key": key})
-
-    threads = [threading.Thread(target=send, args=(i,)) for i in range(COPIES)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return answers
 
 
 def test_a_repeated_key_answers_200_with_the_first_run_as_it_is_now(served) -> None:  # noqa: ANN001,F811
@@ -70,7 +50,7 @@ def test_concurrent_starts_with_one_key_make_one_run(served) -> None:  # noqa: A
     hazel, api = served
     ids: set[str] = set()
     for attempt in range(3):
-        answers = at_once(api.url, f"race-{attempt}")
+        answers = at_once(api.url, "/api/runs", BODY, f"race-{attempt}")
         assert sorted(a.status_code for a in answers) == [200] * (COPIES - 1) + [201], [a.text for a in answers]
         started = {a.json()["id"] for a in answers}
         assert len(started) == 1, [a.text for a in answers]
