@@ -374,7 +374,8 @@ class Hazel(Reads, Requests):
         a start with an id already recorded on ``actor.channel`` starts nothing and returns the run it started,
         as it is now, with ``duplicate`` set (nothing checked, claimed or audited: not even whether it was the
         same workflow, which the caller compares), also when both are sent at once (the database's unique key
-        decides which one starts the run). Kept as long as the run is (retention prunes both).
+        decides which one starts the run). Kept as long as the run is (retention keeps runs, dropping
+        only their checkpoint history).
 
         Raises:
             UnknownWorkflowError, NotAllowedError (recorded in the audit log), InvalidInputError (also when
