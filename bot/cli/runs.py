@@ -23,8 +23,10 @@ from bot.cli.common import (
 )
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from bot.engine import DriveResult, Hazel
-    from store.models import Run, SteeringRequest
+    from store.models import AuditEvent, Run, SteeringRequest
 
 # rich, the engine and the store are imported by the commands that use them (see bot.cli.common).
 
@@ -101,8 +103,10 @@ def finish(hazel: "Hazel", run_id: str, result: "DriveResult | None", json_out: 
     run = hazel.get(run_id=run_id)
     pending = hazel.pending_request(run_id=run_id)
     failed = result is not None and run.status is RunStatus.FAILED
-    cancelled = result is not None and run.status is RunStatus.CANCELLED  # (only a cancel, or a timeout, ends
-    # a run as cancelled: never the steps this command executed)
+    # cancelled while this command executed it: the run ends so (only a cancel or a timeout does, never a step
+    # this command executed), or someone cancelled it and then continued it (a rewind, a retry) meanwhile
+    cancelled = result is not None and (run.status is RunStatus.CANCELLED or (
+        result.lease_lost and _cancel_of(hazel, run.id, since=result.started_at) is not None))
     if json_out:
         emit_json({**(extra or {}), "run": run, "steps": result.steps if result else [],
                    "pending_request": pending})
@@ -137,7 +141,7 @@ def cancelled_line(hazel: "Hazel", run_id: str, extra: dict | None = None) -> st
     from bot.cli.render import _short
     from store.models import person_label
 
-    ended = next((e for e in reversed(hazel.audit(run_id=run_id)) if e.action == "run.cancelled"), None)
+    ended = _cancel_of(hazel, run_id)
     by = f" by {person_label(ended.person, ended.actor_name, ended.actor_id)}" if ended is not None else ""
     reason = (ended.detail.get("reason") if ended is not None else None) or ""
     why = f" (reason: {_short(reason, 80)})" if str(reason).strip() else ""
@@ -145,6 +149,12 @@ def cancelled_line(hazel: "Hazel", run_id: str, extra: dict | None = None) -> st
     kept = f"the {decision.action.value} stays recorded, " if decision is not None else ""
     return (f"[red]error:[/red] {escape(f'run {run_id} was cancelled{by} while this command was executing it')}"
             f"{escape(why)}; {kept}the run goes no further")
+
+
+def _cancel_of(hazel: "Hazel", run_id: str, *, since: "datetime | None" = None) -> "AuditEvent | None":
+    """The run's latest ``run.cancelled`` event (at or after ``since``, UTC, when given), or None."""
+    ended = next((e for e in reversed(hazel.audit(run_id=run_id)) if e.action == "run.cancelled"), None)
+    return ended if ended is not None and (since is None or ended.created_at >= since) else None
 
 
 @app.command("runs")

@@ -122,14 +122,16 @@ class Claim:
 @dataclass
 class DriveResult:
     """What one drive of a run did: ``steps`` executed (names, in order), ``status`` the run was left in
-    (None when the drive stopped before deciding one: a lost lease, a hand-back), and ``run``: the run as it
-    is now (read on first access)."""
+    (None when the drive stopped before deciding one: a lost lease, a hand-back), ``started_at`` when it began
+    (UTC; what a caller compares the run's later events with: a cancel that cut it short), and ``run``: the run
+    as it is now (read on first access)."""
 
     run_id: str
     store: Store | None = None
     steps: list[str] = field(default_factory=list)
     lease_lost: bool = False
     status: RunStatus | None = None
+    started_at: datetime | None = None
     _run: Run | None = None
 
     @property
@@ -225,7 +227,7 @@ class Runner:
         run = claim.run
         token = run.lease_token
         assert token is not None, "drive() needs a run claimed by this runner"
-        result = DriveResult(run_id=run.id, store=self.store)
+        result = DriveResult(run_id=run.id, store=self.store, started_at=self.clock())
         self.leases.hold(token)
         with log_context(run_id=run.id):
             try:

@@ -70,10 +70,11 @@ def hazel(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
                           text=True, timeout=60)
 
 
-def cancelled_mid_step(args: list[str], run_id: str, env: dict[str, str],
-                       tmp_path: Path) -> subprocess.CompletedProcess:
+def cancelled_mid_step(args: list[str], run_id: str, env: dict[str, str], tmp_path: Path,
+                       then: list[str] | None = None) -> subprocess.CompletedProcess:
     """Run ``hazel ARGS`` as a process; once its ``slow`` step has started, ``hazel cancel`` the run from another
-    process (as sam), then let the step return. Returns the command's completed process."""
+    process (as sam), and ``hazel THEN`` after it when given, then let the step return. Returns the command's
+    completed process."""
     (tmp_path / "block").touch()
     proc = subprocess.Popen([sys.executable, "-m", "bot.cli", *args], env=env, cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
@@ -85,6 +86,9 @@ def cancelled_mid_step(args: list[str], run_id: str, env: dict[str, str],
             time.sleep(0.02)
         cancel = hazel(["cancel", run_id, "--reason", "wrong topic", "--as", "sam"], env)
         assert cancel.returncode == 0, cancel.stdout + cancel.stderr
+        if then is not None:
+            after = hazel(then, env)
+            assert after.returncode == 0, after.stdout + after.stderr
     finally:
         (tmp_path / "block").unlink()
     out, err = proc.communicate(timeout=60)
@@ -126,6 +130,22 @@ def test_json_output_of_an_approve_whose_run_is_cancelled_mid_step(env: dict[str
     assert body["run"]["status"] == "cancelled" and body["decision"]["action"] == "approve"
     assert (f"error: run {run_id} was cancelled by sam while this command was executing it (reason: wrong topic); "
             "the approve stays recorded, the run goes no further") in done.stderr.splitlines(), done.stderr
+
+
+@pytest.mark.slow
+def test_a_run_cancelled_then_rewound_by_others_mid_step_still_exits_1(env: dict[str, str], tmp_path: Path,
+                                                                       reader) -> None:  # noqa: ANN001
+    """Cancelled, then rewound to its review by someone else while the step still runs: the run goes on (on
+    the rewind's branch), but not from this command, which says it was cancelled (it said "queued for a worker"
+    and exited 0)."""
+    run_id = waiting_run(reader)
+    done = cancelled_mid_step(["approve", run_id], run_id, env, tmp_path,
+                              then=["rewind", run_id, "--to", "review", "--detach", "--as", "sam"])
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert (f"error: run {run_id} was cancelled by sam while this command was executing it (reason: wrong topic); "
+            "the approve stays recorded, the run goes no further") in done.stderr.splitlines(), done.stderr
+    shown = json.loads(reader("show", run_id, "--json").stdout)
+    assert shown["run"]["status"] == "ready"  # the rewind's branch, queued for a worker (--detach): not this one's
 
 
 @pytest.mark.slow
