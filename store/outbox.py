@@ -24,9 +24,9 @@ def _message(row: Any) -> OutboxMessage:
 
 
 _INSERT = outbox.insert()
+"""Built once and executed with a parameter dict (SQLAlchemy reuses the compiled form; see ``store.checkpoints``)."""
 _MARK_SENT = update(outbox).where(outbox.c.id == bindparam("message_id")).values(
     status=OutboxStatus.SENT.value, sent_at=bindparam("sent_at", type_=outbox.c.sent_at.type), last_error=None)
-"""Built once and executed with a parameter dict (SQLAlchemy reuses the compiled form; see ``store.checkpoints``)."""
 _r = steering_requests.c
 _COLUMNS = ["run_id", "request_id", "channel", "kind", "payload", "status", "attempts", "next_attempt_at",
             "created_at"]
@@ -71,21 +71,31 @@ and how many of that run and channel are pending (``queued``): ``OutboxRepo.clai
 claim (a correlated ``NOT EXISTS`` would read that range once per candidate on SQLite)."""
 
 
+def _pick(now: Any, limit: int, channels: Collection[str] | None, kinds: Collection[str],
+          of_runs: ColumnElement[bool] | None = None) -> Any:
+    """What ``OutboxRepo.claim_due`` takes: the due pending messages (``next_attempt_at`` at or before ``now``, a
+    datetime or a bind) that are the first of their run and channel, of the runs ``of_runs`` admits (a condition
+    on ``_PENDING.c.run_id``; None: all), for ``channels`` or ``kinds`` (None: all), up to ``limit`` by id, each
+    with ``queued``: a SELECT of the outbox's ids, to lock (``FOR UPDATE … SKIP LOCKED`` of the outbox)."""
+    p = _PENDING.c
+    due = (p.id == p.first_id) & (p.next_attempt_at <= now)
+    if of_runs is not None:
+        due &= of_runs
+    if channels is not None:
+        due &= _deliverable(channels, kinds, p)
+    first = select(p.id, p.queued).where(due).order_by(p.id).limit(limit).subquery("first")
+    return select(outbox.c.id, first.c.queued).join(first, first.c.id == outbox.c.id).order_by(outbox.c.id)
+
+
 @lru_cache(maxsize=64)
 def _claim_due_pg(of_runs: bool, channels: tuple[str, ...] | None, kinds: tuple[str, ...], limit: int) -> Any:
     """PostgreSQL: ``OutboxRepo.claim_due``'s pick and lease in one statement (a CTE that picks and locks the
     messages, the UPDATE that leases them answering each with its ``queued``), built once per shape and executed
     with ``now``, ``until`` (the lease's end) and, ``of_runs``, ``run_ids`` (a list: ``= ANY`` of an array)."""
-    p = _PENDING.c
     now = bindparam("now", type_=outbox.c.next_attempt_at.type)
-    due = (p.id == p.first_id) & (p.next_attempt_at <= now)
-    if of_runs:
-        due &= p.run_id == any_(bindparam("run_ids", type_=postgresql.ARRAY(outbox.c.run_id.type)))
-    if channels is not None:
-        due &= _deliverable(channels, kinds, p)
-    first = select(p.id, p.queued).where(due).order_by(p.id).limit(limit).subquery("first")
-    picked = (select(outbox.c.id, first.c.queued).join(first, first.c.id == outbox.c.id).order_by(outbox.c.id)
-              .with_for_update(skip_locked=True, of=outbox).cte("picked"))
+    runs_in = (_PENDING.c.run_id == any_(bindparam("run_ids", type_=postgresql.ARRAY(outbox.c.run_id.type)))
+               if of_runs else None)
+    picked = _pick(now, limit, channels, kinds, runs_in).with_for_update(skip_locked=True, of=outbox).cte("picked")
     return (update(outbox).where((outbox.c.id == picked.c.id) & (outbox.c.status == OutboxStatus.PENDING.value)
                                  & (outbox.c.next_attempt_at <= now))
             .values(next_attempt_at=bindparam("until", type_=outbox.c.next_attempt_at.type),
@@ -172,15 +182,8 @@ class OutboxRepo:
 
     def _claim_due_now(self, *, now: datetime, lease_sec: float, limit: int, run_ids: Collection[str] | None,
                        channels: Collection[str] | None, kinds: Collection[str]) -> Claimed:
-        p = _PENDING.c
-        due = (p.id == p.first_id) & (p.next_attempt_at <= now)
-        if run_ids is not None:
-            due &= p.run_id.in_(list(run_ids))
-        if channels is not None:
-            due &= _deliverable(channels, kinds, p)
-        first = select(p.id, p.queued).where(due).order_by(p.id).limit(limit).subquery("first")
-        pick = select(outbox.c.id, first.c.queued).join(first, first.c.id == outbox.c.id).order_by(outbox.c.id)
-        pick = self.dialect.lock(pick, skip_locked=True, of=outbox)
+        runs_in = _PENDING.c.run_id.in_(list(run_ids)) if run_ids is not None else None
+        pick = self.dialect.lock(_pick(now, limit, channels, kinds, runs_in), skip_locked=True, of=outbox)
         queued = {r.id: r.queued for r in self.conn.execute(pick)}
         claimed = Claimed()
         if not queued:

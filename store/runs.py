@@ -162,7 +162,7 @@ class RunRepo:
 
     def by_start_key(self, channel: str, delivery_id: str) -> Run | None:
         """The run started on ``channel`` with ``delivery_id`` (``insert``'s), as it is now; None if none was
-        (or it was pruned since)."""
+        (retention keeps runs: a key stays taken)."""
         res = fast.execute(self.conn, _BY_START_KEY, {"channel": channel, "start_key": start_key(delivery_id)})
         return _validated(res.one())
 
