@@ -4,6 +4,7 @@ decisions with the same rules as the other channels, idempotency, errors, and th
 from __future__ import annotations
 
 import threading
+from contextlib import contextmanager
 from typing import Any, Iterator
 
 import httpx
@@ -335,31 +336,41 @@ def test_idempotency_key_records_a_decision_once(served) -> None:  # noqa: ANN00
     assert hazel.decisions(run_id=third) == []
 
 
+XY, X = "tok-xy-0123456789", "tok-x-0123456789"
+"""The tokens of ``overlapping_callers``: ``x:y`` and ``x``."""
+
+
+@contextmanager
+def overlapping_callers(db_url: str) -> Iterator[tuple[Any, Api]]:
+    """The API (``doc`` workflow) served for two callers whose names overlap, ``x:y`` (token ``XY``) and ``x``
+    (``X``): ``x`` with key ``y:k`` and ``x:y`` with key ``k`` are both ``x:y:k`` when joined naively."""
+    hazel = make_hazel(db_url, doc_workflow())
+    app = create_app(hazel, routers=[api_router(hazel, Settings(HAZEL_API_TOKENS=f"x:y={XY},x={X}"))])
+    try:
+        with LiveServer(app) as server:
+            yield hazel, Api(server.url)
+    finally:
+        hazel.close()
+
+
 def test_idempotency_keys_of_two_callers_never_meet_whatever_their_names(db_url: str) -> None:
     """A fresh-user finding: the key was stored as ``caller:key``, so caller ``x`` with key ``y:k`` and caller
     ``x:y`` with key ``k`` shared one: the second was told the first's decision (its actor, its reason) was its
     own duplicate, nothing of its own recorded."""
-    xy, x = "tok-xy-0123456789", "tok-x-0123456789"
-    hazel = make_hazel(db_url, doc_workflow())
-    app = create_app(hazel, routers=[api_router(hazel, Settings(HAZEL_API_TOKENS=f"x:y={xy},x={x}"))])
-    try:
-        with LiveServer(app) as server:
-            api = Api(server.url)
-            run_id = api.start(token=x)["id"]
-            waiting = lambda: hazel.get(run_id=run_id).status is RunStatus.WAITING  # noqa: E731
-            wait_for(waiting, "the run to wait")
-            first = api.decide(run_id, {"action": "feedback", "payload": {"text": "by x"}}, token=x,
-                               headers={"Idempotency-Key": "y:k"})
-            assert first.status_code == 201, first.text
-            wait_for(waiting, "the run to wait again")
-            second = api.decide(run_id, {"action": "feedback", "payload": {"text": "by x:y"}}, token=xy,
-                                headers={"Idempotency-Key": "k"})
-            assert second.status_code == 201 and second.json()["duplicate"] is False, second.text
-            assert second.json()["decision"]["actor_id"] == "x:y"
-            assert [(d.actor_id, d.payload["text"]) for d in hazel.decisions(run_id=run_id)] == [
-                ("x", "by x"), ("x:y", "by x:y")]
-    finally:
-        hazel.close()
+    with overlapping_callers(db_url) as (hazel, api):
+        run_id = api.start(token=X)["id"]
+        waiting = lambda: hazel.get(run_id=run_id).status is RunStatus.WAITING  # noqa: E731
+        wait_for(waiting, "the run to wait")
+        first = api.decide(run_id, {"action": "feedback", "payload": {"text": "by x"}}, token=X,
+                           headers={"Idempotency-Key": "y:k"})
+        assert first.status_code == 201, first.text
+        wait_for(waiting, "the run to wait again")
+        second = api.decide(run_id, {"action": "feedback", "payload": {"text": "by x:y"}}, token=XY,
+                            headers={"Idempotency-Key": "k"})
+        assert second.status_code == 201 and second.json()["duplicate"] is False, second.text
+        assert second.json()["decision"]["actor_id"] == "x:y"
+        assert [(d.actor_id, d.payload["text"]) for d in hazel.decisions(run_id=run_id)] == [
+            ("x", "by x"), ("x:y", "by x:y")]
 
 
 # -- retry and cancel --------------------------------------------------------------------------------------------

@@ -11,14 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
-from bot.inbound.api import api_router
-from bot.server.http import create_app
-from bot.settings import Settings
-from tests.bot.test_api import ALICE, API, BOB, Api, error_of, served  # noqa: F401  (served: the fixture)
+from tests.bot.test_api import (  # noqa: F401  (served: the fixture)
+    ALICE, BOB, XY, Api, X, error_of, overlapping_callers, served)
 from tests.bot.test_idempotent_race import COPIES, at_once
-from tests.support.engine import make_hazel
-from tests.support.live import LiveServer
-from tests.workflows.doc import doc_workflow
 
 BODY = {"workflow": "doc", "input": {"topic": "backups"}}
 
@@ -74,21 +69,14 @@ def test_another_callers_same_key_starts_its_own_run(served) -> None:  # noqa: A
 
 def test_keys_of_callers_whose_names_overlap_never_meet(db_url: str) -> None:
     """Caller ``x`` with key ``y:k`` and caller ``x:y`` with key ``k`` (both ``x:y:k`` if joined naively)."""
-    xy, x = "tok-xy-0123456789", "tok-x-0123456789"
-    hazel = make_hazel(db_url, doc_workflow())
-    app = create_app(hazel, routers=[api_router(hazel, Settings(HAZEL_API_TOKENS=f"x:y={xy},x={x}"))])
-    try:
-        with LiveServer(app) as server:
-            api = Api(server.url)
-            first = start(api, "y:k", token=x)
-            second = start(api, "k", token=xy)
-            assert (first.status_code, second.status_code) == (201, 201), (first.text, second.text)
-            assert first.json()["id"] != second.json()["id"]
-            assert second.json()["started_by"] == "x:y"
-            assert (start(api, "y:k", token=x).status_code, start(api, "k", token=xy).status_code) == (200, 200)
-            assert len(hazel.runs()) == 2
-    finally:
-        hazel.close()
+    with overlapping_callers(db_url) as (hazel, api):
+        first = start(api, "y:k", token=X)
+        second = start(api, "k", token=XY)
+        assert (first.status_code, second.status_code) == (201, 201), (first.text, second.text)
+        assert first.json()["id"] != second.json()["id"]
+        assert second.json()["started_by"] == "x:y"
+        assert (start(api, "y:k", token=X).status_code, start(api, "k", token=XY).status_code) == (200, 200)
+        assert len(hazel.runs()) == 2
 
 
 def test_a_key_reused_for_another_workflow_answers_422_naming_the_run(served) -> None:  # noqa: ANN001,F811
