@@ -11,7 +11,6 @@ from functools import lru_cache
 from typing import Any, Collection
 
 from sqlalchemy import ColumnElement, Connection, any_, bindparam, false, func, literal, or_, select, union_all, update
-from sqlalchemy.dialects import postgresql
 
 from store import fast
 from store.dialect import Dialect
@@ -91,7 +90,11 @@ def _pick(now: Any, limit: int, channels: Collection[str] | None, kinds: Collect
 def _claim_due_pg(of_runs: bool, channels: tuple[str, ...] | None, kinds: tuple[str, ...], limit: int) -> Any:
     """PostgreSQL: ``OutboxRepo.claim_due``'s pick and lease in one statement (a CTE that picks and locks the
     messages, the UPDATE that leases them answering each with its ``queued``), built once per shape and executed
-    with ``now``, ``until`` (the lease's end) and, ``of_runs``, ``run_ids`` (a list: ``= ANY`` of an array)."""
+    with ``now``, ``until`` (the lease's end) and, ``of_runs``, ``run_ids`` (a list: ``= ANY`` of an array).
+    Its dialect module is imported here, not with this module: a command on SQLite (``hazel runs``) never needs
+    it (20 ms of a 0.4 s process)."""
+    from sqlalchemy.dialects import postgresql
+
     now = bindparam("now", type_=outbox.c.next_attempt_at.type)
     runs_in = (_PENDING.c.run_id == any_(bindparam("run_ids", type_=postgresql.ARRAY(outbox.c.run_id.type)))
                if of_runs else None)
