@@ -80,7 +80,17 @@ _stdin_read: list[bool] = []
 
 
 class CliError(Exception):
-    """A problem found by the CLI itself (bad --set syntax, unreadable file, …): exit status 1."""
+    """A problem found by the CLI itself (bad --set syntax, unreadable file, …): exit status 1.
+
+    Args:
+        output: the command's own JSON document, when it has one to print all the same (a run it drove into
+            ``failed``: ``bot.cli.ended``): with ``--json``, ``handle_errors`` prints it with the error as its
+            ``"error"`` member, one document, instead of the error alone.
+    """
+
+    def __init__(self, message: str, *, output: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.output = output
 
 
 def usage_error(option: str, message: str) -> Exception:
@@ -267,7 +277,8 @@ def _stdout_to_devnull() -> None:
 
 def handle_errors(fn: F) -> F:
     """Turn every error into one line on stderr and exit status 1; with ``--json``, also a JSON object
-    ``{"error": {"type", "message"}}`` on stdout. Hazel's own errors (``_REPORTED``) say what went wrong; any
+    ``{"error": {"type", "message"}}`` on stdout (the ``"error"`` member of the command's own document when the
+    error carries one: ``CliError.output``). Hazel's own errors (``_REPORTED``) say what went wrong; any
     other exception is a fault of Hazel's, reported as "unexpected …" in one line too (``HAZEL_DEBUG=1``
     lets its traceback through). Output cut short because stdout's reader went away (a ``BrokenPipeError``)
     ends the command quietly, with status ``EXIT_BROKEN_PIPE`` (141), as a Unix tool ends on SIGPIPE: what it
@@ -289,15 +300,11 @@ def handle_errors(fn: F) -> F:
                 raise
             if not _reported(exc) and os.environ.get("HAZEL_DEBUG") == "1":
                 raise
-            message = _redacted(_one_line(exc))
-            if json_mode:
-                emit_json({"error": {"type": type(exc).__name__, "message": message}})
-            if _error_log:  # serve / worker logging JSON: the error is a record of that log too
-                _error_log[0].error("%s", message)
-                raise typer.Exit(1) from None
-            from rich.markup import escape
-
-            console("err").print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
+            try:
+                _report(exc, json_mode)
+            except BrokenPipeError:  # (the JSON document cut short: as above)
+                _stdout_to_devnull()
+                raise typer.Exit(EXIT_BROKEN_PIPE) from None
             raise typer.Exit(1) from None
         finally:
             _driving.clear()
@@ -312,6 +319,22 @@ def handle_errors(fn: F) -> F:
                 logging.getLogger().removeHandler(_handlers.pop())
 
     return wrapper  # type: ignore[return-value]
+
+
+def _report(exc: Exception, json_mode: bool) -> None:
+    """``exc`` as one line on stderr (``error: …``, or a record of ``_error_log``); with ``json_mode`` first as
+    ``{"error": {"type", "message"}}`` on stdout, the member of the command's own document when the error
+    carries one (``CliError.output``)."""
+    message = _redacted(_one_line(exc))
+    if json_mode:
+        output = exc.output if isinstance(exc, CliError) and exc.output is not None else {}
+        emit_json({**output, "error": {"type": type(exc).__name__, "message": message}})
+    if _error_log:  # serve / worker logging JSON: the error is a record of that log too
+        _error_log[0].error("%s", message)
+        return
+    from rich.markup import escape
+
+    console("err").print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
 
 
 _error_log: list[Any] = []

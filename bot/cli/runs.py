@@ -23,10 +23,8 @@ from bot.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from datetime import datetime
-
     from bot.engine import DriveResult, Hazel
-    from store.models import AuditEvent, Run, SteeringRequest
+    from store.models import Run, SteeringRequest
 
 # rich, the engine and the store are imported by the commands that use them (see bot.cli.common).
 
@@ -94,26 +92,26 @@ def finish(hazel: "Hazel", run_id: str, result: "DriveResult | None", json_out: 
            extra: dict | None = None, *, queued_hint: bool = True) -> None:
     """Report a run after the CLI drove it (or only recorded something, ``result`` None: a ``ready`` run is
     then said to be queued for ``hazel serve`` / ``hazel worker``, unless ``queued_hint`` is False because the
-    caller printed its own hint). Exits with status 1 when the run this command drove ended ``failed``, or was
-    cancelled by someone else while this command continued it (one error line on stderr: ``cancelled_line``),
-    so that scripts notice."""
-    from bot.cli import render
+    caller printed its own hint): its usual output (with ``--json``, one document: ``extra``, ``run``,
+    ``steps``, ``pending_request``).
+
+    Raises:
+        RunFailedError, RunCancelledError: the run this command drove ended ``failed``, or was cancelled by
+            someone else while this command continued it (``bot.cli.ended``): after the usual output, one error
+            line on stderr and exit status 1 (``handle_errors``), so that scripts notice; with ``--json`` the
+            document is printed with the error as its ``"error"`` member.
+    """
+    from bot.cli import ended, render
     from store.models import RunStatus
 
     run = hazel.get(run_id=run_id)
     pending = hazel.pending_request(run_id=run_id)
-    failed = result is not None and run.status is RunStatus.FAILED
-    # cancelled while this command executed it: the run ends so (only a cancel or a timeout does, never a step
-    # this command executed), or someone cancelled it and then continued it (a rewind, a retry) meanwhile
-    cancelled = result is not None and (run.status is RunStatus.CANCELLED or (
-        result.lease_lost and _cancel_of(hazel, run.id, since=result.started_at) is not None))
+    body = {**(extra or {}), "run": run, "steps": result.steps if result else [], "pending_request": pending}
+    error = ended.run_error(hazel, run, result, extra, output=body)
     if json_out:
-        emit_json({**(extra or {}), "run": run, "steps": result.steps if result else [],
-                   "pending_request": pending})
-        if cancelled:
-            common.err.print(cancelled_line(hazel, run.id, extra), soft_wrap=True)
-        if failed or cancelled:
-            raise typer.Exit(1)
+        if error is not None:
+            raise error
+        emit_json(body)
         return
     if result is not None:
         line = render.drive_summary(result)
@@ -124,37 +122,8 @@ def finish(hazel: "Hazel", run_id: str, result: "DriveResult | None", json_out: 
     if run.status is RunStatus.FAILED:
         common.out.print(f"see the traceback with: hazel show {run.id} --full; resume with: hazel retry {run.id}",
                          soft_wrap=True)
-    if cancelled:
-        common.err.print(cancelled_line(hazel, run.id, extra), soft_wrap=True)
-    if failed or cancelled:
-        raise typer.Exit(1)
-
-
-def cancelled_line(hazel: "Hazel", run_id: str, extra: dict | None = None) -> str:
-    """The error line (rich markup) of a command whose run was cancelled while it continued it (a ``hazel
-    cancel`` from another shell, a REST or Slack cancel, a timeout): who cancelled it and why, from the run's
-    audit log, and that the decision this command recorded (``extra["decision"]``, when there is one) stays
-    recorded: ``error: run R was cancelled by sam while this command was executing it (reason: wrong topic);
-    the approve stays recorded, the run goes no further``."""
-    from rich.markup import escape
-
-    from bot.cli.render import _short
-    from store.models import person_label
-
-    ended = _cancel_of(hazel, run_id)
-    by = f" by {person_label(ended.person, ended.actor_name, ended.actor_id)}" if ended is not None else ""
-    reason = (ended.detail.get("reason") if ended is not None else None) or ""
-    why = f" (reason: {_short(reason, 80)})" if str(reason).strip() else ""
-    decision = (extra or {}).get("decision")
-    kept = f"the {decision.action.value} stays recorded, " if decision is not None else ""
-    return (f"[red]error:[/red] {escape(f'run {run_id} was cancelled{by} while this command was executing it')}"
-            f"{escape(why)}; {kept}the run goes no further")
-
-
-def _cancel_of(hazel: "Hazel", run_id: str, *, since: "datetime | None" = None) -> "AuditEvent | None":
-    """The run's latest ``run.cancelled`` event (at or after ``since``, UTC, when given), or None."""
-    ended = next((e for e in reversed(hazel.audit(run_id=run_id)) if e.action == "run.cancelled"), None)
-    return ended if ended is not None and (since is None or ended.created_at >= since) else None
+    if error is not None:
+        raise error
 
 
 @app.command("runs")

@@ -1,7 +1,8 @@
 """``hazel approve RUN`` (and the other commands that continue a run in their own process) while someone else
 cancels the run (``hazel cancel RUN`` from another shell) during the step it executes: the command used to say
 ``run R: now cancelled`` and exit 0, so a script checking ``$?`` believed the run went on. It now exits 1 with
-one error line naming who cancelled it; the decision it recorded stays recorded."""
+one error line naming who cancelled it, and with ``--json`` its document carries that error as its ``"error"``
+member; the decision it recorded stays recorded."""
 
 from __future__ import annotations
 
@@ -121,15 +122,18 @@ def test_approve_whose_run_is_cancelled_mid_step_exits_1(env: dict[str, str], tm
 @pytest.mark.slow
 def test_json_output_of_an_approve_whose_run_is_cancelled_mid_step(env: dict[str, str], tmp_path: Path,
                                                                     reader) -> None:  # noqa: ANN001
-    """With ``--json`` the body is printed as after any drive (the run ``cancelled``, the decision in it), the
-    error line goes to stderr, and the status is 1, as for a run the command drove into ``failed``."""
+    """With ``--json`` the body is printed as after any drive (the run ``cancelled``, the decision in it), one
+    document with the error as its ``"error"`` member, as every error that exits 1 is printed; the error line
+    goes to stderr, and the status is 1, as for a run the command drove into ``failed``."""
     run_id = waiting_run(reader)
     done = cancelled_mid_step(["approve", run_id, "--at", "review", "--json"], run_id, env, tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
-    body = json.loads(done.stdout)
+    body = json.loads(done.stdout)  # one document
     assert body["run"]["status"] == "cancelled" and body["decision"]["action"] == "approve"
-    assert (f"error: run {run_id} was cancelled by sam while this command was executing it (reason: wrong topic); "
-            "the approve stays recorded, the run goes no further") in done.stderr.splitlines(), done.stderr
+    message = (f"run {run_id} was cancelled by sam while this command was executing it (reason: wrong topic); "
+               "the approve stays recorded, the run goes no further")
+    assert body["error"] == {"type": "RunCancelledError", "message": message}, body.get("error")
+    assert f"error: {message}" in done.stderr.splitlines(), done.stderr
 
 
 @pytest.mark.slow
