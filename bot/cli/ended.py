@@ -2,11 +2,16 @@
 on: the drive left it ``failed``, or someone cancelled it while the command executed it. The command exits 1
 with one error line (``handle_errors``): ``error: run R failed at step S: RuntimeError: …``, ``error: run R was
 cancelled by sam while this command was executing it (reason: …); the approve stays recorded, the run goes no
-further``; with ``--json`` its usual document carries the error as its ``"error"`` member (``CliError.output``)."""
+further``; with ``--json`` its usual document carries the error as its ``"error"`` member (``CliError.output``).
+
+The engine's ``lease lost`` warning of a run cancelled mid-step is left off such a command's stderr
+(``lease_lost_held``): its error line says it. ``hazel serve`` / ``hazel worker`` log it as before."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import logging
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Iterator
 
 from bot.cli.common import CliError
 
@@ -88,3 +93,35 @@ def _cancel_of(hazel: "Hazel", run_id: str, *, since: "datetime | None" = None) 
     """The run's latest ``run.cancelled`` event (at or after ``since``, UTC, when given), or None."""
     ended = next((e for e in reversed(hazel.audit(run_id=run_id)) if e.action == "run.cancelled"), None)
     return ended if ended is not None and (since is None or ended.created_at >= since) else None
+
+
+@contextmanager
+def lease_lost_held(handlers: list[logging.Handler]) -> Iterator[list[logging.LogRecord]]:
+    """While a command executes a run: the engine's ``lease lost`` warning (``bot.engine.LEASE_LOST``) kept off
+    ``handlers`` (the command's stderr) and collected in the yielded list, for the caller to drop when the
+    command's error line says the run was cancelled, or else to print (``release``): another worker took the
+    run over."""
+    from bot.engine import LEASE_LOST
+
+    held: list[logging.LogRecord] = []
+
+    def hold(record: logging.LogRecord) -> bool:
+        if record.msg == LEASE_LOST:
+            held.append(record)
+            return False
+        return True
+
+    for handler in handlers:
+        handler.addFilter(hold)
+    try:
+        yield held
+    finally:
+        for handler in handlers:
+            handler.removeFilter(hold)
+
+
+def release(held: list[logging.LogRecord], handlers: list[logging.Handler]) -> None:
+    """Print the ``held`` records through ``handlers`` after all (their filters see them again)."""
+    for record in held:
+        for handler in handlers:
+            handler.handle(record)

@@ -73,9 +73,17 @@ def run_cmd(
 
 def drive(hazel: "Hazel", run_id: str) -> "DriveResult":
     """``hazel.drive(run_id=…)`` with the retry notices on stderr (``retry_notice``), the run remembered for
-    ``common.handle_errors``: Ctrl-C during it says which run it left and how it continues."""
+    ``common.handle_errors``: Ctrl-C during it says which run it left and how it continues. The engine's ``lease
+    lost`` warning is printed only when the run was not cancelled (another worker took it over): a cancel is
+    the command's own error line (``finish``)."""
+    from bot.cli import ended
+
     common._driving.append(run_id)
-    return hazel.drive(run_id=run_id, on_retry=retry_notice)
+    with ended.lease_lost_held(common._handlers) as held:
+        result = hazel.drive(run_id=run_id, on_retry=retry_notice)
+    if held and (result.run is None or not ended.cancelled_during(hazel, result.run, result)):
+        ended.release(held, common._handlers)
+    return result
 
 
 def retry_notice(run: "Run") -> None:

@@ -21,6 +21,7 @@ _WHERE: dict[str, tuple[str, str]] = {
     "bind_log_context": ("logcontext", "bind_log_context"), "log_context": ("logcontext", "log_context"),
     "People": ("people", "People"), "Person": ("people", "Person"), "Registry": ("registry", "Registry"),
     "Shown": ("reads", "Shown"), "Claim": ("runner", "Claim"), "DriveResult": ("runner", "DriveResult"),
+    "LEASE_LOST": ("runner", "LEASE_LOST"),
     "is_transient": ("runner", "is_transient"), "error_line": ("errors", "error_line"), "log_error": ("errors", "log_error"), "transient_error_classes": ("runner", "transient_error_classes"),
     "DecisionOutcome": ("steering", "DecisionOutcome"), "UNDECLARED": ("steering.edits", "UNDECLARED"),
     "entry_value": ("steering.edits", "entry_value"), "value_from_text": ("steering.edits", "value_from_text"),
@@ -72,7 +73,7 @@ if TYPE_CHECKING:  # the names as the type checker sees them (imported when used
     from bot.engine.people import People, Person
     from bot.engine.reads import Shown
     from bot.engine.registry import Registry
-    from bot.engine.runner import Claim, DriveResult, is_transient, transient_error_classes
+    from bot.engine.runner import LEASE_LOST, Claim, DriveResult, is_transient, transient_error_classes
     from bot.engine.steering import DecisionOutcome
     from bot.engine.steering.edits import UNDECLARED, entry_value, value_from_text
     from bot.engine.timeouts import TIMEOUT_RETRY_SEC, Fired
@@ -82,7 +83,7 @@ if TYPE_CHECKING:  # the names as the type checker sees them (imported when used
 __all__ = [
     "Access", "AlreadyDecidedError", "AmbiguousRunIdError", "Approvers", "CheckpointNotFoundError", "Claim", "ConfigurationError",
     "DECIDING", "DecisionOutcome", "DriveResult", "Fired", "Hazel", "HazelError", "InvalidDecisionError",
-    "InvalidInputError", "LOG_CONTEXT_VARS", "NoPendingRequestError", "NotAllowedError", "People", "Person",
+    "InvalidInputError", "LEASE_LOST", "LOG_CONTEXT_VARS", "NoPendingRequestError", "NotAllowedError", "People", "Person",
     "Registry", "RequestNotFoundError", "RunNotFoundError", "RunStateError", "Shown", "Step", "StepContext", "SteeringPoint",
     "StepContractError", "TIMEOUT_RETRY_SEC", "UnaskedPointError", "UnknownWorkflowError", "VersionUnavailableError", "Workflow",
     "WorkflowDefinitionError", "bind_log_context", "error_line", "is_transient", "log_context", "log_error", "transient_error_classes",

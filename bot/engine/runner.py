@@ -45,6 +45,11 @@ from store.models import SYSTEM, Run, RunStatus
 
 log = logging.getLogger("hazel.runner")
 
+LEASE_LOST = "run %s: lease lost (cancelled or taken over); stopping here"
+"""The warning (``log``'s, its one argument the run id) of a drive that stopped because its lease is gone: the run
+was cancelled, or another worker took it over. A CLI command that reports the cancel itself leaves it out
+(``bot.cli.ended``); ``hazel serve`` / ``hazel worker`` log it."""
+
 TRANSIENT_ERRORS = (sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError, sqlalchemy.exc.TimeoutError,
                     sqlalchemy.exc.DisconnectionError)
 """SQLAlchemy's errors of a database that is down or unreachable (``is_transient`` adds the drivers' own)."""
@@ -237,7 +242,7 @@ class Runner:
                     head = claim.head if migrated is run else None
                     self._execute(migrated, wf, token, head or self._load_head(migrated), result, hand_back)
             except LeaseLostError:
-                log.warning("run %s: lease lost (cancelled or taken over); stopping here", run.id)
+                log.warning(LEASE_LOST, run.id)
                 result.lease_lost = True
             except Exception as exc:  # Hazel's own error outside a step (loading, decoding, writing the state):
                 if is_transient(exc):  # the database is unreachable: recovery hands the run back once it is
@@ -268,7 +273,7 @@ class Runner:
                               outside_step=True)
                 transitions.progress(tx, run_id=run.id, now=now, event="failed", error=message)
         except LeaseLostError:
-            log.warning("run %s: lease lost (cancelled or taken over); stopping here", run.id)
+            log.warning(LEASE_LOST, run.id)
             result.lease_lost = True
             return
         except Exception as failing:  # (said so: it is not failed, it stays leased until its lease runs out)
