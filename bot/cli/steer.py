@@ -33,7 +33,8 @@ app = typer.Typer()
 RunArg = Annotated[str, typer.Argument(metavar="RUN", help="Run id (or a unique prefix).")]
 AtOpt = Annotated[str | None, typer.Option("--at", help="The steering point you answer (printed with the request): "
                                            "its latest request. If that one was decided meanwhile, you are told by "
-                                           "whom, instead of answering a request of the run's next point; a point "
+                                           "whom (if you may answer it; else that you may not), instead of "
+                                           "answering a request of the run's next point; a point "
                                            "that asked again (a redraft after feedback) is answered anew: "
                                            "--request N pins the version you reviewed.")]
 

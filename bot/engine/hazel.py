@@ -484,7 +484,10 @@ class Hazel(Reads, Requests):
         """Approve, edit, reject, give feedback on (or rewind) the run's pending request: see
         ``bot.engine.steering.decide`` for the payloads and the one transaction it is. ``request_id`` /
         ``point`` bind the decision to the request the person saw; ``delivery_id`` (a channel's delivery or
-        message id) makes a redelivery harmless; ``claim``: the caller will ``drive`` the run next.
+        message id) makes a redelivery harmless; ``claim``: the caller will ``drive`` the run next. Whether
+        ``actor`` may is answered first: a person who may not take ``action`` at the request's point gets
+        ``NotAllowedError`` whether the request waits or was settled; only a person who may is told who settled
+        it (``AlreadyDecidedError``).
 
         Raises:
             RunNotFoundError, NoPendingRequestError, NotAllowedError, InvalidDecisionError,

@@ -40,19 +40,21 @@ class Requests:
             return self.views.access(tx, request, run, actor)
 
     def check(self, *, request_id: int, action: str, actor: Actor) -> RequestView:
-        """Before a form opens: the request's view if ``actor`` may take ``action`` on it now.
+        """Before a form opens: the request's view if ``actor`` may take ``action`` on it now. Whether they may
+        is answered before whether the request was settled, as the decision itself answers it.
 
         Raises:
-            NoPendingRequestError: no such request. AlreadyDecidedError: it was settled (by whom, when).
-            InvalidDecisionError: the point does not allow ``action``. NotAllowedError: this person may not
-            (recorded in the audit log, as the decision itself would).
+            NoPendingRequestError: no such request. InvalidDecisionError: the point does not allow ``action``.
+            NotAllowedError: this person may not, whether the request waits or was settled (recorded in the
+            audit log, as the decision itself would). AlreadyDecidedError: they may, and it was settled (by
+            whom, when), or their vote is in. VersionUnavailableError: the request was settled and who may act
+            at its point is not known here (``SteeringCore._settled``).
         """
         view = self.request_view(request_id=request_id)
         if view is None:
             raise NoPendingRequestError(f"steering request {request_id} does not exist")
         if view.request.status.value != "pending":
-            with self.store.read() as tx:
-                raise self.steering._already(tx, view.request)
+            raise self.steering.refuse_settled(run=view.run, request=view.request, action=action, actor=actor)
         access = self.access(request_id=request_id, actor=actor)
         if access.may(action):
             return view

@@ -45,7 +45,8 @@ class Access:
     """What ``actor`` may do on one steering request now.
 
     ``allowed``: the actions they may take (in the point's order); ``refused``: for every other action of
-    the point, why not (not an approver, self-approval, their vote is already in, the request is settled);
+    the point, why not (not an approver, self-approval, their vote is already in, the request is settled:
+    that last one only for an action they may take there);
     ``earlier``: this person's decision on the request, when they took one (one person, one vote).
     """
 
@@ -193,10 +194,10 @@ class Views:
         point = self.point_of(tx, run, request)
         if point is None:
             return Access(request, (), {a: "the run's workflow version is not deployed here" for a in DECIDING})
-        if request.status is not RequestStatus.PENDING:
-            why = f"this request was already {past_tense(request.decided_action)} by {request.decided_by}"
-            return Access(request, (), {a: why for a in point.actions})
         reasons = permissions.reasons(point, actor, run, self.people, escalated=request.escalated_at is not None)
+        if request.status is not RequestStatus.PENDING:  # why not: may they first, then who settled it
+            why = f"this request was already {past_tense(request.decided_action)} by {request.decided_by}"
+            return Access(request, (), {a: reasons.get(a) or why for a in point.actions})
         mine = tx.decisions.by_person(request.id, actor.who)
         allowed, refused = [], {}
         for action in point.actions:

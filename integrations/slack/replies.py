@@ -11,7 +11,7 @@ from datetime import datetime
 
 from integrations.slack import blocks as B
 from integrations.slack import text as T
-from store.models import (REWIND_NODE, CheckpointInfo, Decision, RequestView, Run, branch_heading, continuation,
+from store.models import (REWIND_NODE, CheckpointInfo, Decision, Run, branch_heading, continuation,
                           node_label, past_tense, rewound_fields)
 
 
@@ -60,15 +60,6 @@ def plain_date(at: datetime | None) -> str:
 def plain_person(actor_id: str | None, label: str | None) -> str:
     """Who decided as plain text: the name recorded with the decision, else the id (never a mention)."""
     return label or actor_id or "someone"
-
-
-def already_from_view(view: RequestView) -> str:
-    """``already_text`` for a request that is no longer pending (before a modal would open)."""
-    r = view.request
-    action = "cancel" if r.status.value == "cancelled" else r.decided_action
-    settling = next((d for d in reversed(view.decisions) if d.action.value == r.decided_action), None)
-    return already_text(action=action, by_id=settling.actor_id if settling else None,
-                        by_channel=settling.channel if settling else None, by_label=r.decided_by, at=r.decided_at)
 
 
 def run_line(run: Run) -> str:

@@ -46,6 +46,31 @@ def test_approvers_quorum_and_one_vote_per_person(db_url):
     assert actions.count("decision.approve") == 2 and "request.opened" in actions
 
 
+def test_a_settled_steer_request_refuses_who_may_not_before_saying_who_decided(db_url):
+    """The point's approvers come with the interrupt (the checkpoint it was asked at): once its request is
+    settled, who may not is refused as while it waited, and only who may is told who decided."""
+    hz, wf, run_id = _waiting(db_url, approvers=Approvers(users=["ana", "bob"]))
+    request = hz.requests(run_id=run_id)[-1]
+    with pytest.raises(NotAllowedError) as pending:
+        hz.decide(run_id=run_id, action="approve", actor=person("carl"), request_id=request.id)
+    hz.decide(run_id=run_id, action="approve", actor=person("ana"), delivery_id="ana-1")
+    hz.drive(run_id=run_id)
+    assert hz.get(run_id=run_id).status is RunStatus.COMPLETED
+    with pytest.raises(NotAllowedError) as settled:
+        hz.decide(run_id=run_id, action="approve", actor=person("carl"), request_id=request.id)
+    assert settled.value.message == pending.value.message and "may not approve" in settled.value.message
+    with pytest.raises(NotAllowedError, match="carl may not reject"):
+        hz.decide(run_id=run_id, action="reject", actor=person("carl"), payload={"reason": "no"})
+    with pytest.raises(AlreadyDecidedError, match="^already approved by ana at "):
+        hz.decide(run_id=run_id, action="reject", actor=person("bob"), payload={"reason": "no"},
+                  request_id=request.id)
+    again = hz.decide(run_id=run_id, action="approve", actor=person("ana"), delivery_id="ana-1")
+    assert again.duplicate and len(hz.decisions(run_id=run_id)) == 1
+    refused = [e for e in hz.audit(run_id=run_id) if e.action == "decision.refused"]
+    assert [(e.actor_id, e.detail.get("rule")) for e in refused] == [
+        ("carl", None), ("carl", None), ("carl", None), ("bob", "already decided")]
+
+
 def test_a_duplicate_delivery_decides_once(db_url):
     hz, wf, run_id = _waiting(db_url)
     one = hz.decide(run_id=run_id, action="feedback", actor=person("ana"), payload={"text": "x"}, delivery_id="d1")

@@ -4,6 +4,10 @@ check with its audited refusal, "already decided by …" answers, and the outcom
 Every refusal (not allowed, a second vote by the same person, a request someone already decided) is recorded
 in the audit log as ``decision.refused`` with the rule that refused it, in its own transaction, so that nothing
 else changes. A refusal's record is written only on the refusal's path: a decision taken writes nothing more.
+
+Whether a person may act is answered before whether the request was settled (``_settled``): a person who may
+not take an action at a steering point is refused as such (``NotAllowedError``) whether its request waits or
+was decided or cancelled, on every channel; only a person who may is told who settled it and when.
 """
 
 from __future__ import annotations
@@ -13,11 +17,16 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Callable
 
+from bot.engine import permissions
 from bot.engine.errors import (
     AlreadyDecidedError,
+    HazelError,
+    InvalidDecisionError,
     NoPendingRequestError,
+    NotAllowedError,
     RunStateError,
     UnaskedPointError,
+    VersionUnavailableError,
     no_request,
     quoted,
 )
@@ -27,7 +36,7 @@ from bot.engine.people import People
 from bot.engine.reads import run_in
 from bot.engine.registry import Registry
 from bot.engine.transitions import Asked
-from bot.engine.versions import target_workflow
+from bot.engine.versions import request_point, resolve_workflow, target_workflow
 from bot.engine.workflow import SteeringPoint
 from store import ChainPosition, NewCheckpoint, Store, Tx
 from store.models import (
@@ -52,6 +61,16 @@ REWINDABLE = (RunStatus.WAITING, RunStatus.READY, RunStatus.COMPLETED, RunStatus
 def when(ts: datetime | None) -> str:
     """``2026-03-01 09:00 UTC`` (or "earlier")."""
     return ts.strftime("%Y-%m-%d %H:%M UTC") if ts else "earlier"
+
+
+class Refused(Exception):
+    """A permission refusal found inside a decision's or a rewind's transaction: the caller records it
+    (``SteeringCore.refuse``) once that transaction rolled back, and raises ``NotAllowedError`` with
+    ``reason``. ``request_id``: the request refused (None: a rewind of a run that waits on none)."""
+
+    def __init__(self, reason: str, run_id: str, request_id: int | None) -> None:
+        super().__init__(reason)
+        self.reason, self.run_id, self.request_id = reason, run_id, request_id
 
 
 @dataclass(frozen=True)
@@ -116,14 +135,17 @@ class SteeringCore:
 
     _run = staticmethod(run_in)  # the run read in a transaction, else RunNotFoundError (``reads.run_in``)
 
-    def _request(self, tx: Tx, run: Run, request_id: int | None, point: str | None = None) -> SteeringRequest:
+    def _request(self, tx: Tx, run: Run, request_id: int | None, point: str | None = None, *,
+                 actor: Actor | None = None, action: str | None = None) -> SteeringRequest:
         """The pending request a decision applies to: ``request_id``, else the latest at ``point``, else the
-        run's pending one.
+        run's pending one. ``actor`` taking ``action``: when the request found is settled, whether they may is
+        answered first (``_settled``); without them (a read, not a decision) it is answered with who settled it.
 
         Raises:
             NoPendingRequestError (UnaskedPointError: ``point`` is one the workflow does not declare, or the run
             never asked at; RequestNotFoundError: ``request_id`` is not one of the run's requests),
-            AlreadyDecidedError (the request named was settled: by whom, when).
+            AlreadyDecidedError (the request named was settled: by whom, when), and for ``actor`` on a settled
+            request, as ``_settled`` answers: Refused, InvalidDecisionError, VersionUnavailableError.
         """
         if request_id is None and point is not None:
             at_point = tx.requests.latest_at_point(run.id, point)
@@ -139,10 +161,10 @@ class SteeringCore:
                 failed = ("; it failed: retry it to resume it from its last good checkpoint"
                           if run.status is RunStatus.FAILED else "")
                 if last is not None and last.status is not RequestStatus.PENDING:
-                    # the run's last request was settled: refused as a decision naming it is (who, how)
-                    raise self._already(tx, last, tail=f" (run {run.id} is {run.status.value}, not waiting on a "
-                                                       f"steering request; its last request was {last.title!r}"
-                                                       f"{failed})")
+                    # the run's last request was settled: refused as a decision naming it is (may they, who, how)
+                    raise self._settled(tx, run, last, actor, action,
+                                        tail=f" (run {run.id} is {run.status.value}, not waiting on a steering "
+                                             f"request; its last request was {last.title!r}{failed})")
                 raise NoPendingRequestError(f"run {run.id} is {run.status.value}, not waiting on a steering request"
                                             f"{failed}")
             return request
@@ -150,7 +172,7 @@ class SteeringCore:
         if request is None or request.run_id != run.id:
             raise no_request(run.id, request_id)
         if request.status is not RequestStatus.PENDING:
-            raise self._already(tx, request)
+            raise self._settled(tx, run, request, actor, action)
         return request
 
     def _undeclared(self, run: Run, point: str) -> UnaskedPointError | None:
@@ -165,6 +187,61 @@ class SteeringCore:
         names = list(dict.fromkeys(p.name for wf in known for p in wf.steering_points()))
         return UnaskedPointError(f"workflow {known[0].label} has no steering point {quoted(point)} (its steering "
                                  f"points: {', '.join(names) or 'none'})")
+
+    def _settled(self, tx: Tx, run: Run, request: SteeringRequest, actor: Actor | None, action: str | None, *,
+                 tail: str = "") -> Exception:
+        """The answer to ``actor`` taking ``action`` on ``request``, which is no longer pending (decided or
+        cancelled): whether they may comes first, as on a pending request, so that the answer to a person who
+        may not act there does not depend on whether the request still waits. In order:
+
+        - ``InvalidDecisionError``: the request's steering point does not offer ``action``;
+        - ``Refused``: ``actor`` may not take it there (``permissions.refusal``, the one check a pending
+          request's decision makes: the point's approvers and per-action permissions, its backup approvers when
+          the request's row says it was escalated, the self-approval ban against who started the run, the
+          console acting for someone). The caller records it as a permission refusal and raises
+          ``NotAllowedError``;
+        - ``AlreadyDecidedError`` (``_already``, with ``tail``): they may, and are told who settled it, when, how.
+
+        The point is the one the request was asked at, in the version the run continues on (a LangGraph run's
+        from the checkpoint it was asked at). When it is not known here (that version is not deployed, or no
+        longer has the point), whether anyone may act there is not known either, and nobody is told who settled
+        it: ``VersionUnavailableError``, as a decision on a pending request of such a run is answered. Hazel
+        itself (a timeout, the system) may always act, and without ``actor`` (a read, not a decision) the
+        answer is ``_already``'s.
+        """
+        if actor is None or action is None or actor.channel in permissions.HAZEL_ITSELF:
+            return self._already(tx, request, tail=tail)
+        try:
+            wf = resolve_workflow(self.registry, run)
+        except VersionUnavailableError as error:  # (not deployed here: who may act there is not known)
+            return error
+        point = request_point(tx, wf, run, request)
+        if point is None:  # who may act there is not known here either
+            lost = ("the checkpoint it was asked at is no longer kept" if isinstance(wf, LangGraphWorkflow)
+                    else f"{wf.label} has no steering point {request.point!r}")
+            return VersionUnavailableError(f"who may decide request {request.id} of run {run.id} at "
+                                           f"{request.point!r} is not known here: {lost}")
+        if action not in point.actions:
+            return InvalidDecisionError(f"{action!r} is not allowed at {point.title!r} "
+                                        f"(allowed: {', '.join(point.actions)})")
+        reason = permissions.refusal(point, action, actor, run, self.people,
+                                     escalated=request.escalated_at is not None)
+        if reason is not None:
+            return Refused(reason, run.id, request.id)
+        return self._already(tx, request, tail=tail)
+
+    def refuse_settled(self, *, run: Run, request: SteeringRequest, action: str, actor: Actor) -> HazelError:
+        """The answer to ``actor`` taking ``action`` on ``request``, which is no longer pending, outside a
+        decision's transaction (before a form opens: ``Hazel.check``), as ``_settled`` gives it; a person who
+        may not act there gets ``NotAllowedError``, recorded in the audit log as a decision's refusal is."""
+        with self.store.read() as tx:
+            answer = self._settled(tx, run, request, actor, action)
+        if isinstance(answer, Refused):
+            self.refuse(run_id=answer.run_id, request_id=answer.request_id, actor=actor, action=action,
+                        reason=answer.reason)
+            return NotAllowedError(answer.reason)
+        assert isinstance(answer, HazelError)
+        return answer
 
     @staticmethod
     def _already(tx: Tx, request: SteeringRequest, *, tail: str = "") -> AlreadyDecidedError:

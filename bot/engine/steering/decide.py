@@ -8,7 +8,9 @@ vote counted), the decision recorded (unique per person per request, and per cha
 checkpoint that applies it written (the edited state, or the SME's words handed to the next step) and the run
 moved on: leased to this process when it executes here (the next step then starts at once from the state in
 hand), else made ``ready`` for any worker. The database settles every race: of two decisions only one settles
-a request, and the loser is told who decided and when.
+a request, and the loser is told who decided and when. Whether the person may act is checked before whether
+the request was settled: a person who may not take the action there is refused as such (``NotAllowedError``,
+audited) whether the request waits or was settled (``SteeringCore._settled``).
 
 On PostgreSQL, a decision taken by the process that paused the run (``hazel serve`` with its workers, an
 application embedding Hazel) reads nothing: that process kept the run, the request and the checkpoint as its
@@ -38,7 +40,7 @@ from bot.engine.errors import (
 )
 from bot.engine.limits import check_text, refuse_not_text, refuse_nul, state_tree
 from bot.engine.logcontext import bind_log_context
-from bot.engine.steering.core import DecisionOutcome, SteeringCore
+from bot.engine.steering.core import DecisionOutcome, Refused, SteeringCore
 from bot.engine.steering.edits import UNDECLARED, apply_edit, edited_value
 from bot.engine.transitions import Asked, close_request, end_run, vote_request_later
 from bot.engine.versions import decode_stored, point_in, resolve_workflow, write_migration
@@ -55,14 +57,6 @@ from store.models import (
     RunStatus,
     SteeringRequest,
 )
-
-
-class _Refused(Exception):
-    """A permission refusal found inside the decision's transaction (audited once it rolled back)."""
-
-    def __init__(self, reason: str, run_id: str, request_id: int) -> None:
-        super().__init__(reason)
-        self.reason, self.run_id, self.request_id = reason, run_id, request_id
 
 
 class _Stale(Exception):
@@ -84,8 +78,9 @@ class Deciding(SteeringCore):
                claim: bool = False) -> DecisionOutcome:
         """Take ``action`` on the run's pending steering request, or on request ``request_id``, or on the run's
         latest request at steering point ``point`` (so that a decision meant for one request never lands on the
-        next one: a decided request is refused with who decided and when). ``claim``: lease the run for the
-        caller, who continues it (``DecisionOutcome.claim``).
+        next one: a settled request is refused with who decided and when, to a person who may take ``action``
+        there; a person who may not is refused as not allowed, as on a pending request). ``claim``: lease the
+        run for the caller, who continues it (``DecisionOutcome.claim``).
 
         ``payload``: edit ``{"value": v}`` / ``{"text": str}`` / ``{"entries": {key: str}}`` (see
         ``bot.engine.steering.edits``); reject ``{"reason": str}``; feedback ``{"text": str}``; rewind
@@ -120,7 +115,7 @@ class Deciding(SteeringCore):
                 with self.store.transaction() as tx:
                     outcome = self._decide(tx, run_id, action, actor, payload, request_id, point, delivery_id,
                                            claim)
-        except _Refused as refused:
+        except Refused as refused:
             self.refuse(run_id=refused.run_id, request_id=refused.request_id, actor=actor, action=action,
                         reason=refused.reason)
             raise NotAllowedError(refused.reason) from None
@@ -152,7 +147,7 @@ class Deciding(SteeringCore):
             _Stale: ``known`` was given and the run or its request is not as kept (nothing written).
         """
         if known is None:
-            run, request, head, decision_id = self._read(tx, run_id, request_id, point_name)
+            run, request, head, decision_id = self._read(tx, run_id, request_id, point_name, actor, action)
             if run.status.ended:  # (a request left pending on an ended run must not bring it back)
                 raise RunStateError(f"run {run.id} is {run.status.value}; nothing to decide",
                                     hint=f"hazel show {run.id}")
@@ -173,7 +168,7 @@ class Deciding(SteeringCore):
                 raise _Stale
             finish = self._send(tx, wf, run, request, head, action, actor, payload, point_name, decision_id,
                                 delivery_id, claim, as_kept=True)
-        except (_Refused, HazelError, ChangedMeanwhileError):
+        except (Refused, HazelError, ChangedMeanwhileError):
             raise _Stale from None
         return finish()  # (committed: what it raises is the decision's answer)
 
@@ -185,7 +180,7 @@ class Deciding(SteeringCore):
         are as this process kept them (``_known``): the run is locked first and checked as kept.
 
         Raises:
-            _Refused, InvalidDecisionError, AlreadyDecidedError, ChangedMeanwhileError (a guarded write changed
+            Refused, InvalidDecisionError, AlreadyDecidedError, ChangedMeanwhileError (a guarded write changed
             no row: nothing written), DuplicateDecisionError.
         """
         point, new_tree, payload = self._checked(tx, wf, run, request, head, action, actor, payload, point_name)
@@ -212,7 +207,7 @@ class Deciding(SteeringCore):
         state tree or None, the payload as recorded)``.
 
         Raises:
-            InvalidDecisionError, _Refused.
+            InvalidDecisionError, Refused.
         """
         point = point_in(wf, request.point, run, tree=head.tree)
         if action not in point.actions:
@@ -222,7 +217,7 @@ class Deciding(SteeringCore):
         reason = permissions.refusal(point, action, actor, run, self.people,
                                      escalated=request.escalated_at is not None)
         if reason is not None:
-            raise _Refused(reason, run.id, request.id)
+            raise Refused(reason, run.id, request.id)
         # who, may they, then what they sent: a person not allowed is told so (403), whatever the payload holds
         refuse_nul(payload, what="the decision", refuse=InvalidDecisionError)  # (PostgreSQL cannot store one)
         sent = payload
@@ -266,16 +261,18 @@ class Deciding(SteeringCore):
                 return f"; run {run.id} also waits at {other.point!r}, where it is allowed: --at {other.point}"
         return ""
 
-    def _read(self, tx: Tx, run_id: str, request_id: int | None,
-              point_name: str | None) -> tuple[Run, SteeringRequest, LoadedCheckpoint | None, int | None]:
+    def _read(self, tx: Tx, run_id: str, request_id: int | None, point_name: str | None, actor: Actor,
+              action: str) -> tuple[Run, SteeringRequest, LoadedCheckpoint | None, int | None]:
         """The run (locked on PostgreSQL), its request, the head checkpoint when the request is the run's
         pending one, and an id for the decision (PostgreSQL, read with the run): on PostgreSQL one round trip
         for the four. The checkpoint is not read when this process committed it and still holds it
         (``store.heads``: the run paused here); None when the caller must load it (another request's, or not
-        held after all).
+        held after all). A request that is settled answers ``actor``'s ``action`` as ``SteeringCore._settled``
+        does: whether they may first, then who settled it.
 
         Raises:
-            RunNotFoundError, NoPendingRequestError, AlreadyDecidedError.
+            RunNotFoundError, NoPendingRequestError, AlreadyDecidedError, Refused, InvalidDecisionError,
+            VersionUnavailableError.
         """
         pending = head = None
         held = self.store.heads.held(run_id)
@@ -290,7 +287,7 @@ class Deciding(SteeringCore):
             raise no_run(run_id)
         request = pending.get() if pending is not None else None
         if request is None:
-            request = self._request(tx, run, request_id, point_name)
+            request = self._request(tx, run, request_id, point_name, actor=actor, action=action)
         if held is not None:
             return run, request, self.store.heads.get(run_id, request.checkpoint_seq), next_id
         return run, request, head.get() if head is not None else None, next_id

@@ -20,7 +20,7 @@ from bot.engine.limits import check_text, not_text, refuse_not_text, refuse_nul,
 from bot.engine.lgraph_run import label_names
 from bot.engine.logcontext import bind_log_context
 from bot.engine.reads import missing_checkpoint_in
-from bot.engine.steering.core import REWINDABLE, DecisionOutcome, SteeringCore, when
+from bot.engine.steering.core import REWINDABLE, DecisionOutcome, Refused, SteeringCore, when
 from bot.engine.steering.edits import apply_edits, refuse_empty_edits
 from bot.engine.transitions import close_request
 from bot.engine.versions import decode_stored, migrate_tree, point_in, request_point, resolve_workflow
@@ -31,12 +31,6 @@ from store.codec import is_text
 from store.hooks import actor_facts
 from store.models import (Action, Actor, CheckpointInfo, Decision, LoadedCheckpoint, RequestStatus, Run,
                           RunStatus, SteeringRequest, past_tense)
-
-
-class _Refused(Exception):
-    def __init__(self, reason: str, run_id: str, request_id: int | None) -> None:
-        super().__init__(reason)
-        self.reason, self.run_id, self.request_id = reason, run_id, request_id
 
 
 class Rewinding(SteeringCore):
@@ -55,7 +49,9 @@ class Rewinding(SteeringCore):
         (``DecisionOutcome.claim``). ``expect_head``: the head checkpoint the caller saw (a run page's); when
         the run's head is another one now (someone rewound it, or it ran on), nothing is written and the
         rewind is refused as a stale decision is (``AlreadyDecidedError``, audited as ``decision.refused``),
-        checked in the rewind's transaction with the run locked; None: not checked.
+        checked in the rewind's transaction with the run locked; None: not checked. Whether ``actor`` may rewind
+        is checked first: a person who may not is refused as such (``NotAllowedError``) whether the request
+        named (``request_id``) waits or was settled, and whether the run moved on since ``expect_head`` or not.
 
         Raises:
             RunNotFoundError, CheckpointNotFoundError, NotAllowedError, InvalidDecisionError (also a NUL
@@ -71,7 +67,7 @@ class Rewinding(SteeringCore):
             with self.store.transaction() as tx:
                 outcome = self._rewind(tx, run_id, actor, to, feedback, edits, request_id, delivery_id, claim,
                                        allow_empty, expect_head)
-        except _Refused as refused:
+        except Refused as refused:
             self.refuse(run_id=refused.run_id, request_id=refused.request_id, actor=actor, action="rewind",
                         reason=refused.reason)
             raise NotAllowedError(refused.reason) from None
@@ -114,9 +110,10 @@ class Rewinding(SteeringCore):
             named = tx.requests.get(request_id)
             if named is None or named.run_id != run.id:  # (another run's: nothing said of it)
                 raise no_request(run.id, request_id)
-            if named.status is not RequestStatus.PENDING:  # settled: said as such, even while a step executes
+            if named.status is not RequestStatus.PENDING:  # settled: said as such to who may rewind there (else
+                # refused as not allowed), even while a step executes
                 tail = f"; run {run.id} waits at {request.title!r} now (request #{request.id})" if request else ""
-                raise self._already(tx, named, tail=tail)
+                raise self._settled(tx, run, named, actor, Action.REWIND.value, tail=tail)
             if request is not None:
                 request = named  # another request the run waits on (a LangGraph super-step's): its point decides
         if run.status not in REWINDABLE:
@@ -124,11 +121,17 @@ class Rewinding(SteeringCore):
         wf = resolve_workflow(self.registry, run)
         if request is not None and request_id is None:  # (several at once: a LangGraph super-step's)
             request = self._rewinding_request(tx, wf, run, request, actor)
-        if expect_head is not None and run.head_seq != expect_head:
-            raise self._moved_on(tx, run, expect_head)
-        reason = self._rewind_refusal(wf, run, request, actor, tx)
-        if reason is not None:
-            raise _Refused(reason, run.id, request.id if request else None)
+        seen = expect_head if expect_head is not None and run.head_seq != expect_head else None  # (moved on)
+        try:
+            reason = self._rewind_refusal(wf, run, request, actor, tx)
+        except InvalidDecisionError:  # (where the run waits now allows no rewind: the page is stale first)
+            if seen is not None:
+                raise self._moved_on(tx, run, seen) from None
+            raise
+        if reason is not None:  # may they, then how the run moved on (who decided): only for who may rewind it
+            raise Refused(reason, run.id, request.id if request else None)
+        if seen is not None:
+            raise self._moved_on(tx, run, seen)
         # who, may they, then what they sent: a person not allowed is told so (403), whatever the rewind holds
         refuse_nul([to, edits], what="the rewind", refuse=InvalidDecisionError)  # (PostgreSQL cannot store one)
         if feedback is not None:

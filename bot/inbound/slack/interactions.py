@@ -40,7 +40,6 @@ from integrations.slack import modals as M
 from integrations.slack import text as T
 from integrations.slack.blocks import ACTION_PREFIX
 from integrations.slack.directory import DirectoryError
-from integrations.slack.replies import already_from_view
 from store.models import Actor, RequestView, plain_mentions, still_waiting_text
 
 log = logging.getLogger("hazel.slack")
@@ -175,9 +174,9 @@ class Clicks:
         return True
 
     def open_modal(self, view: RequestView, actor: Actor) -> None:
-        if view.request.status.value != "pending":
-            self.tell(already_from_view(view))
-            return
+        """Open the form of this button's action when the engine says ``actor`` may take it on ``view``'s
+        request now (``Hazel.check``: whether they may, then whether the request was settled); else tell them
+        why not."""
         try:
             view = self.hazel.check(request_id=view.request.id, action=self.kind, actor=actor)
         except AlreadyDecidedError as exc:
