@@ -433,8 +433,9 @@ class Hazel(Reads, Requests):
         """Execute ``run_id`` in this thread until it waits, ends or fails (sleeping through retry backoffs
         when ``wait_for_retries``). A run this caller claimed (``start``/``decide``/``rewind`` with
         ``claim=True``) continues from the state in hand. If another worker holds the run, returns at once
-        with nothing done."""
-        total = DriveResult(run_id=run_id, store=self.store)
+        with nothing done. ``DriveResult.started_at``: when this call began (what happened to the run since, e.g.
+        a cancel, is this drive's to report)."""
+        total = DriveResult(run_id=run_id, store=self.store, started_at=self.clock())
         while True:
             claimed = self._take_held(run_id) or self.runner.claim(run_id)
             if claimed is None:

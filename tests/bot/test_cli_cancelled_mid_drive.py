@@ -205,3 +205,41 @@ def test_the_lease_lost_warning_is_left_out_only_for_a_cancel(monkeypatch: pytes
             assert handler.filters == []  # (held only while the run is driven)
     finally:
         runner_log.removeHandler(handler)
+
+
+def test_a_cancel_before_the_drive_began_is_not_reported_as_this_commands(db_url: str) -> None:
+    """A run cancelled earlier and rewound since (so live again) whose drive then loses its lease to a takeover
+    is not reported as cancelled: ``Hazel.drive``'s result says when it began (``started_at``), and only a
+    cancel after it counts (it said None, and any earlier cancel of the run matched)."""
+    from pydantic import BaseModel
+
+    from bot.cli.ended import cancelled_during
+    from hazel import StepContext, Workflow
+    from tests.support.engine import make_hazel, person
+
+    class Notes(BaseModel):
+        text: str = ""
+
+    wf = Workflow("twice", version=1, state=Notes)
+
+    @wf.step
+    def draft(state: Notes, ctx: StepContext) -> Notes:
+        return Notes(text=state.text + "d")
+
+    wf.steer("review")
+
+    @wf.step
+    def ship(state: Notes, ctx: StepContext) -> Notes:
+        return Notes(text=state.text + "s")
+
+    hazel = make_hazel(db_url, wf)
+    sam = person("sam")
+    run = hazel.start(workflow="twice", input={}, actor=sam, claim=True)
+    hazel.drive(run_id=run.id)
+    hazel.cancel(run_id=run.id, actor=sam, reason="wrong topic")
+    hazel.rewind(run_id=run.id, actor=sam, to=1, feedback="again", claim=True)
+    began = hazel.clock()
+    result = hazel.drive(run_id=run.id)
+    assert result.started_at is not None and result.started_at >= began
+    result.lease_lost = True  # (as when another worker took the run over while this drive executed it)
+    assert not cancelled_during(hazel, hazel.get(run_id=run.id), result)
