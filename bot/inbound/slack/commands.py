@@ -16,8 +16,6 @@ needs the workflow's starters; refusals are audited. Reading (runs, status, hist
 from __future__ import annotations
 
 import json
-import threading
-import time
 from typing import Any, Callable
 
 from slack_bolt import App
@@ -72,12 +70,9 @@ def rewound_text(outcome: DecisionOutcome) -> str:
 class Commands:
     """Runs one ``/hazel`` command and returns the reply (mrkdwn)."""
 
-    def __init__(self, bridge: SlackBridge, *, memo_sec: float = 600.0) -> None:
+    def __init__(self, bridge: SlackBridge) -> None:
         self.bridge = bridge
         self.hazel = bridge.hazel
-        self.memo_sec = memo_sec
-        self._started: dict[str, tuple[float, str]] = {}
-        self._lock = threading.Lock()
 
     def answer(self, command: dict[str, Any]) -> str:
         """The reply to one ``/hazel`` payload (form fields as a dict): the subcommand's answer, or a helpful
@@ -180,30 +175,13 @@ class Commands:
                              '`{"request": "add an index"}`') from None
         if not isinstance(data, dict):
             raise HazelError("The input must be a JSON object of the workflow's state fields.")
+        # A resend (Slack's retry, also after a restart or to another server) is the same command, by the same
+        # person, with the same trigger id and text: the engine's start key finds the run it started.
         trigger = command.get("trigger_id")
-        if trigger:  # a resend is the same command, by the same person, with the same trigger id
-            trigger = f"{trigger}\0{actor.id}\0{rest}"
-        earlier = self._earlier(trigger)
-        if earlier is not None:
-            return f"Run `{earlier}` was started by this command already."
-        run = self.hazel.start(workflow=workflow, input=data, actor=actor)  # a refusal is audited by the engine
-        self._remember(trigger, run.id)
+        key = f"command:{trigger}\0{actor.id}\0{rest}" if trigger else None
+        run = self.hazel.start(workflow=workflow, input=data, actor=actor,  # a refusal is audited by the engine
+                               delivery_id=key)
+        if run.duplicate:
+            return f"Run `{run.id}` was started by this command already."
         return (f"▶️ Started run `{run.id}` of {T.escape(run.workflow)} v{run.workflow_version}. Its steering "
                 f"requests will be posted where the workflow asks; `{COMMAND} status {run.id}` follows it.")
-
-    # -- a resent start command starts nothing new ----------------------------------------------------------
-
-    def _earlier(self, trigger: str | None) -> str | None:
-        if not trigger:
-            return None
-        with self._lock:
-            now = time.monotonic()
-            for key in [k for k, (at, _) in self._started.items() if now - at > self.memo_sec]:
-                del self._started[key]
-            found = self._started.get(trigger)
-        return found[1] if found else None
-
-    def _remember(self, trigger: str | None, run_id: str) -> None:
-        if trigger:
-            with self._lock:
-                self._started[trigger] = (time.monotonic(), run_id)

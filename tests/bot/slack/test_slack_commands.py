@@ -94,6 +94,21 @@ def test_start_validates_its_input_and_a_resent_command_starts_one_run(make_env)
     assert "unknown workflow 'nope'" in other, other
 
 
+def test_a_start_resent_after_a_restart_starts_nothing_new(make_env) -> None:  # noqa: ANN001
+    """Slack resends a command it got no answer to (``X-Slack-Retry-Num``): when the server that took it restarted
+    meanwhile (or the resend reaches another server on the database), the run it started is found by the
+    engine's start key, not by a memory that the restart lost."""
+    first_server: SlackEnv = make_env()
+    body = first_server.sender.command_body(STARTER, 'start migration-plan {"request": "add an index"}')
+    run_id = first_server.sender.post(body).json()["text"].split("`")[1]
+    restarted: SlackEnv = make_env()  # (a new process on the same database)
+    again = restarted.sender.post(body, retry_num=1).json()["text"]
+    assert again == f"Run `{run_id}` was started by this command already.", again
+    assert [r.id for r in restarted.hazel.runs()] == [run_id]
+    started = [e for e in restarted.hazel.audit(run_id=run_id) if e.action == "run.started"]
+    assert len(started) == 1, started
+
+
 def test_a_command_whose_text_says_payload_is_read_as_a_command(make_env) -> None:  # noqa: ANN001
     """Bolt reads any form body holding the word ``payload`` as an interactivity payload: a slash command whose
     text said it had an empty body and was answered 400."""
