@@ -122,7 +122,10 @@ def continue_stranded(hazel: Hazel, *, run_id: str, refusal: Exception, action: 
             result = None
     if result is not None and not stands:
         _asks_now(hazel, run.id, action)
-    finish(hazel, run.id, result, json_out, extra={"refused": refused, "continued": result is not None},
+    # (--json: a refusal that exits 1 is also the document's "error", as every error that exits 1 is; a failure
+    # or a cancel of the run continued here replaces it: ``finish`` raises that, after the refusal's line)
+    extra = {"refused": refused, "continued": result is not None, **({} if stands else {"error": refused})}
+    finish(hazel, run.id, result, json_out, extra=extra,
            queued_hint=not detach)  # with --detach, the hint above says what continues the run
     raise typer.Exit(0 if stands else 1)
 

@@ -213,6 +213,7 @@ def test_killed_between_the_decision_and_its_first_step_then_reject_continues_it
     assert "already approved by sme" in rejected.stderr and "continuing it here" in rejected.stderr
     body = json.loads(rejected.stdout)
     assert body["refused"]["type"] == "AlreadyDecidedError" and body["continued"] is True
+    assert body["error"] == body["refused"]  # (exit 1: the refusal is the document's error, as every error's)
     assert body["steps"] == ["slow", "after"] and body["run"]["status"] == "waiting"
     assert effects(tmp_path).count("slow-start") == 1  # the hung process never started it
 
@@ -240,7 +241,8 @@ def test_a_live_lease_is_named_and_nothing_runs_twice(db_url: str, tmp_path: Pat
                                              f"stops; run {run_id} is being continued by "), rewound.stderr
             assert len(rewound.stderr.strip().splitlines()) == 1, rewound.stderr
             assert f":{first.pid}:" in rewound.stderr and "(lease until " in rewound.stderr
-        assert json.loads(rewound.stdout)["refused"]["type"] == "RunStateError"
+        refused = json.loads(rewound.stdout)
+        assert refused["refused"]["type"] == "RunStateError" and refused["error"] == refused["refused"]
         assert shown(run_id, reader)["run"]["status"] == "running"
     finally:
         (tmp_path / "block").unlink()
