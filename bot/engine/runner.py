@@ -387,7 +387,6 @@ class Runner:
                 result.status = self._failed(run, wf, node, token, attempt + 1, exc)
                 return
             now = self.clock()  # the step's checkpoint, the run's update and a request it opens: when they commit
-            done = [*result.steps, node.name]
             last_seq += 1
             next_node = lgraph.find_node(wf, next_name, lambda: new_tree) if next_name else None
             status = (RunStatus.COMPLETED if next_node is None else
@@ -399,6 +398,7 @@ class Runner:
                     position = writer.write(checkpoint, new_tree, position, token=token, now=now,
                                             lease_until=now + lease_sec)
                 else:
+                    done = [*result.steps, node.name]  # (a copy of the drive's steps: only where it stops)
                     fence = Fence(run.id, token, now, dict(head_seq=last_seq, last_seq=last_seq, status=status,
                                                            attempt=0, error=None, error_traceback=None,
                                                            lease_expires_at=None))
