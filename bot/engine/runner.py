@@ -382,8 +382,13 @@ class Runner:
                     raise StepContractError(f"step {node.name!r} routed to unknown node {next_name!r}")
             except LeaseLostError:  # a fenced write inside the step (a LangGraph run's graph checkpoint)
                 raise
-            except (Exception, SystemExit) as exc:  # the step's own error: retry or fail, never crash the worker
-                # (SystemExit too: a library's sys.exit() in a step ended the worker's thread, the run stuck)
+            except BaseException as exc:  # the step's own error: retry or fail, never crash the worker. Not only
+                # Exception: a library's sys.exit() (SystemExit), an LLM client's asyncio.CancelledError, a
+                # KeyboardInterrupt or GeneratorExit raised by the step each ended a worker's thread, its run left
+                # running (its lease renewed) for ever. A KeyboardInterrupt in the main thread is Ctrl-C: it goes on
+                # (the CLI says which run it left; ``hazel serve`` stops).
+                if isinstance(exc, KeyboardInterrupt) and threading.current_thread() is threading.main_thread():
+                    raise
                 result.status = self._failed(run, wf, node, token, attempt + 1, exc)
                 return
             now = self.clock()  # the step's checkpoint, the run's update and a request it opens: when they commit

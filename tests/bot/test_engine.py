@@ -506,6 +506,67 @@ def test_a_step_that_calls_sys_exit_fails_like_any_other_error(db_url: str, code
     assert [e.action for e in hazel.audit(run_id=run.id)].count("step.retry_scheduled") == 1
 
 
+@pytest.mark.parametrize("raised", ["CancelledError", "KeyboardInterrupt", "GeneratorExit"])
+def test_a_step_raising_a_base_exception_fails_and_the_worker_thread_goes_on(db_url: str, raised: str) -> None:
+    """A step whose LLM client raised ``asyncio.CancelledError`` (a ``BaseException``, not an ``Exception``), or
+    that raised ``KeyboardInterrupt`` / ``GeneratorExit`` itself, ended the ``hazel serve`` worker thread that
+    executed it: the run stayed ``running`` for ever (its lease renewed), and once every thread was gone the
+    server executed nothing. It is the step's error: retried, then the run fails, and the thread takes the next
+    run."""
+    import asyncio
+    import time
+
+    error = {"CancelledError": asyncio.CancelledError, "KeyboardInterrupt": KeyboardInterrupt,
+             "GeneratorExit": GeneratorExit}[raised]
+    wf = Workflow("cancelled", version=1, state=Counted)
+
+    @wf.step(max_attempts=2, backoff_sec=0)
+    def call_llm(state: Counted, ctx: StepContext) -> Counted:
+        raise error("llm call cancelled")
+
+    ok = Workflow("fine", version=1, state=Counted)
+
+    @ok.step
+    def work(state: Counted, ctx: StepContext) -> Counted:
+        return state.model_copy(update={"n": state.n + 1})
+
+    hazel = make_hazel(db_url, wf, ok)
+    pool = WorkerPool(hazel, threads=1, sweep_sec=0.05)  # one thread, as a small serve: it must survive
+    pool.start()
+    try:
+        broken = hazel.start(workflow="cancelled", input={}, actor=person("me"))
+        pool.wake()
+        fine = hazel.start(workflow="fine", input={}, actor=person("me"))
+        pool.wake()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not (hazel.get(run_id=broken.id).status.ended
+                                                   and hazel.get(run_id=fine.id).status.ended):
+            time.sleep(0.02)
+    finally:
+        pool.stop()
+    failed = hazel.get(run_id=broken.id)
+    assert failed.status is RunStatus.FAILED, failed
+    assert failed.error == f"{raised}: llm call cancelled", failed.error
+    assert [e.action for e in hazel.audit(run_id=broken.id)].count("step.retry_scheduled") == 1
+    assert hazel.get(run_id=fine.id).status is RunStatus.COMPLETED
+
+
+def test_a_keyboard_interrupt_in_the_main_thread_is_ctrl_c(db_url: str) -> None:
+    """In the main thread (a CLI command executing the run) a KeyboardInterrupt is Ctrl-C: it goes through, and
+    the command says which run it left; the run is not failed for it."""
+    wf = Workflow("interrupted", version=1, state=Counted)
+
+    @wf.step
+    def slow(state: Counted, ctx: StepContext) -> Counted:
+        raise KeyboardInterrupt
+
+    hazel = make_hazel(db_url, wf)
+    run = hazel.start(workflow="interrupted", input={}, actor=person("me"))
+    with pytest.raises(KeyboardInterrupt):
+        hazel.drive(run_id=run.id)
+    assert hazel.get(run_id=run.id).status is RunStatus.RUNNING  # (handed back by recovery, or `hazel retry`)
+
+
 def test_a_retry_of_a_run_a_retry_set_running_answers_with_it(db_url: str) -> None:
     """``hazel retry R & hazel retry R``: the second read the run already running (the first queued it and a
     worker took it) and was refused "is running", exit 1. What set the run going was a retry: the same one,
