@@ -23,9 +23,10 @@ from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
 from rich.text import Text
 
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-"""C0 controls but ``\\n`` and ``\\t``, DEL, C1 controls, the bidi embeddings/overrides and isolates."""
-_UNSAFE_ONE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+"""C0 controls but ``\\n`` and ``\\t``, DEL, C1 controls, the Unicode line and paragraph separators (U+2028,
+U+2029: line breaks to ``str.splitlines`` and rich), the bidi embeddings/overrides and isolates."""
+_UNSAFE_ONE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 """``_UNSAFE`` and ``\\n`` and ``\\t`` too: for a value shown on one line."""
 
 

@@ -138,6 +138,7 @@ def test_unknown_keys_and_malformed_entries_are_refused(data: dict[str, Any], me
      "people file: the name 'evil\\n 2026-12-06 | priya' must be one line of printable text (no line break or "
      "control character: the audit log and the CLI's tables show it)"),
     ('[people."sam\\u202e"]\n', "people file: the name 'sam\\u202e' must be one line of printable text"),
+    ('[people."ev\\u2028il"]\n', "people file: the name 'ev\\u2028il' must be one line of printable text"),
     ('[people.priya]\nconsole = ["pk\\r| olga"]\n',
      "people file: [people.priya] console 'pk\\r| olga' must be one line of printable text (no line break or "
      "control character"),

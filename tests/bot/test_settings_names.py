@@ -221,9 +221,10 @@ def test_a_prefixed_name_of_an_unprefixed_setting_is_pointed_at_it(clean: Path) 
         "HAZEL_SLACK_BOT_TOKEN is not a Hazel setting: it is ignored (did you mean SLACK_BOT_TOKEN?)"]
 
 
-@pytest.mark.parametrize("name", ["ops\nFORGED", "ops\x1b[2J", "ops\u202eevil"])
+@pytest.mark.parametrize("name", ["ops\nFORGED", "ops\x1b[2J", "ops\u202eevil", "ops\u2028FORGED", "ops\u2029x"])
 def test_an_operator_name_is_one_line_of_printable_text(clean: Path, name: str) -> None:
-    """A line break in ``HAZEL_OPERATOR`` started a row of its own in ``hazel audit`` and the tables."""
+    """A line break in ``HAZEL_OPERATOR`` started a row of its own in ``hazel audit`` and the tables; so did
+    U+2028 and U+2029 (a line and a paragraph separator to ``str.splitlines`` and rich), which were accepted."""
     assert _errors(HAZEL_OPERATOR=name) == [("HAZEL_OPERATOR", "must be one line of printable text (no line break "
                                              "or control character: the audit log and the CLI's tables show it)")]
 
