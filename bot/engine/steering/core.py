@@ -314,7 +314,8 @@ class SteeringCore:
                 return None
             run = tx.runs.get(earlier.run_id)
             request = tx.requests.get(earlier.request_id) if earlier.request_id else None
-            settled = request is None or request.status is not RequestStatus.PENDING
+            settled = request is None or (request.status is not RequestStatus.PENDING
+                                          and self._settled_by(tx, request, earlier))
             still: tuple[SteeringRequest, ...] = ()
             if settled and request is not None and run is not None:  # ([] for a native workflow: no query)
                 still = tuple(pending_siblings(tx, target_workflow(self.registry, run), request))
@@ -322,6 +323,17 @@ class SteeringCore:
         return DecisionOutcome(decision=earlier, request=request, settled=settled,
                                run_status=run.status if run else RunStatus.CANCELLED, duplicate=True,
                                still_pending=still, next_node=written.next_step if written else None)
+
+    @staticmethod
+    def _settled_by(tx: Tx, request: SteeringRequest, decision: Decision) -> bool:
+        """Whether ``decision`` is the one that settled ``request`` (which is no longer pending): the last of
+        the request's decisions with the action it was settled by. A quorum vote answered again (its delivery
+        retried) says ``settled`` as its first answer did, not as the request is now: another person's vote
+        that settled it later is not this one."""
+        if request.decided_action != decision.action.value:
+            return False
+        same = [d.id for d in tx.decisions.for_request(request.id, request.run_id) if d.action is decision.action]
+        return bool(same) and same[-1] == decision.id
 
     def _raced_delivery(self, actor: Actor, delivery_id: str | None) -> DecisionOutcome | None:
         """After a decision with ``delivery_id`` failed because the request was no longer pending or the run
