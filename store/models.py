@@ -485,6 +485,9 @@ class RequestView(_Record):
     """True when the request has approvers but none of them can still decide (``waiting_for`` is None)."""
     delivery: Delivery | None = None
     """The outbox message this view is delivered for (None: built elsewhere, e.g. for a Home tab)."""
+    point_known: bool = True
+    """False when the steering point is not known here (the run's workflow version is not deployed, or no
+    longer has the point): ``actions`` and ``approvers`` are then placeholders, and who may decide is not known."""
 
 
 def still_waiting_text(requests: "tuple[SteeringRequest, ...] | list[SteeringRequest]") -> str:

@@ -122,7 +122,7 @@ class Views:
                                                   request.channel),
             escalate_to=permissions.shown_approvers(point.escalate_to, self.people, request.channel)
             if getattr(point, "escalate_to", None) is not None else None,
-            escalate_channel=getattr(point, "escalate_channel", None),
+            escalate_channel=getattr(point, "escalate_channel", None), point_known=point is not None,
             notify_approvers=bool(getattr(point, "notify_approvers", False)),
             options=dict(getattr(point, "options", {}) or {}),
             decisions=tuple(decisions),

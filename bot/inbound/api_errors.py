@@ -53,6 +53,7 @@ from bot.engine import (
     is_transient,
     transient_error_classes,
 )
+from store.models import plain_mentions
 from bot.engine.limits import not_text
 from bot.inbound.api_models import ErrorBody
 
@@ -112,7 +113,7 @@ def hazel_error_response(exc: HazelError) -> JSONResponse:
     if isinstance(exc, AlreadyDecidedError):
         extra = {"decided_by": exc.decided_by, "decided_at": exc.decided_at, "action": exc.action,
                  "channel": exc.channel}
-    return error_response(status, type(exc).__name__, exc.message, **extra)
+    return error_response(status, type(exc).__name__, plain_mentions(exc.message), **extra)
 
 
 def database_unavailable_response() -> JSONResponse:

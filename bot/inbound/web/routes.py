@@ -48,7 +48,7 @@ from bot.inbound.web.auth import HEADERS, Refused, WebAuth
 from bot.inbound.web.links import Signer
 from bot.settings import Settings
 from integrations.terminal import for_terminal, unsafe
-from store.models import RunStatus, node_label, past_tense, still_waiting_text
+from store.models import RunStatus, node_label, past_tense, plain_mentions, still_waiting_text
 
 if TYPE_CHECKING:
     from bot.engine import Hazel
@@ -95,7 +95,7 @@ def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
                              trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined,
                              finalize=shown)
-    env.filters.update(pretty=pages.pretty, node=node_label, past=past_tense,
+    env.filters.update(pretty=pages.pretty, node=node_label, past=past_tense, plain=plain_mentions,
                        when=lambda t: f"{t:%Y-%m-%d %H:%M:%S} UTC" if t else "",
                        short=lambda t: f"{t:%d %b %H:%M}" if t else "")
     env.globals.update(fields_of=pages.fields_of, label=pages.label, statuses=[s.value for s in RunStatus])
