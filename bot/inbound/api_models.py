@@ -161,40 +161,45 @@ class EditPayload(_Payload):
 
     @model_validator(mode="after")
     def _one_of(self) -> "EditPayload":
-        """Exactly one of ``value`` and ``text``."""
-        given = self.model_fields_set & {"value", "text"}
-        if len(given) != 1:
+        """Not both ``value`` and ``text`` (neither: the engine refuses the edit, once it checked that the caller
+        may edit: ``InvalidDecisionError``, 422)."""
+        if {"value", "text"} <= self.model_fields_set:
             raise ValueError("give either value (the new value as JSON) or text (the new value as typed)")
         return self
 
     def for_engine(self) -> dict[str, Any]:
-        """The engine's edit payload: ``{"value": v}`` or ``{"text": s}``, with ``allow_empty`` (the engine
-        refuses an empty edit without it: ``bot.engine.steering.edits``)."""
-        given = {"text": self.text} if "text" in self.model_fields_set else {"value": self.value}
+        """The engine's edit payload: ``{"value": v}`` or ``{"text": s}`` (neither when neither was given), with
+        ``allow_empty`` (the engine refuses an empty edit without it: ``bot.engine.steering.edits``)."""
+        given = ({"text": self.text} if "text" in self.model_fields_set else
+                 {"value": self.value} if "value" in self.model_fields_set else {})
         return {**given, "allow_empty": self.allow_empty}
 
 
+# A payload left out, or a reason or text left empty, is the engine's to refuse (``InvalidDecisionError``, 422)
+# once it checked that the caller may take the action: a caller who may not is told so (403) whatever the
+# payload holds, as on every other channel.
+
 class EditDecision(_DecisionBase):
     action: Literal["edit"]
-    payload: EditPayload
+    payload: EditPayload = Field(default_factory=EditPayload)
 
 
 class RejectPayload(_Payload):
-    reason: str = Field(min_length=1)
+    reason: str = Field("", description="Why (required: an empty reason is refused, 422).")
 
 
 class RejectDecision(_DecisionBase):
     action: Literal["reject"]
-    payload: RejectPayload
+    payload: RejectPayload = Field(default_factory=RejectPayload)
 
 
 class FeedbackPayload(_Payload):
-    text: str = Field(min_length=1)
+    text: str = Field("", description="The feedback (required: an empty text is refused, 422).")
 
 
 class FeedbackDecision(_DecisionBase):
     action: Literal["feedback"]
-    payload: FeedbackPayload
+    payload: FeedbackPayload = Field(default_factory=FeedbackPayload)
 
 
 class RewindPayload(_Payload):
