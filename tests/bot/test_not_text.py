@@ -51,8 +51,8 @@ def test_lone_surrogates_are_refused_on_the_api_and_nothing_is_written(served) -
             "holds a character that is not Unicode text (U+DC9B, what the byte 0x9B becomes where it is not "
             "UTF-8); send it as UTF-8"), (body, refused.text)
     pair = raw(api, "POST", path, {"action": "feedback", "payload": {"text": "half \ud83d"}})
-    assert error_of(pair, 422, "InvalidRequestError") == (
-        "feedback.payload.text holds a character that is not Unicode text (U+D83D, a lone surrogate (half of a "
+    assert error_of(pair, 422, "InvalidDecisionError") == (  # (the engine's: once it checked who may)
+        "the feedback holds a character that is not Unicode text (U+D83D, a lone surrogate (half of a "
         "UTF-16 pair)); send it as UTF-8")
     # an unknown field named with a lone surrogate: refused, its name shown escaped (the answer is valid JSON)
     refused = raw(api, "POST", path, {"action": "rewind", "payload": {"to": 1, "edits": {"req\udc9b": "abc"}}})
@@ -85,8 +85,8 @@ def test_an_edit_as_typed_text_and_one_of_value_or_text(served) -> None:  # noqa
     run_id = api.wait_status(api.start()["id"], "waiting")["id"]
     both = {"action": "edit", "payload": {"value": {"steps": ["a"], "minutes": 5}, "text": "x"}}
     assert "either value" in error_of(api.decide(run_id, both), 422, "InvalidRequestError")
-    neither = {"action": "edit", "payload": {}}
-    assert "either value" in error_of(api.decide(run_id, neither), 422, "InvalidRequestError")
+    neither = {"action": "edit", "payload": {}}  # (the engine's to refuse, once it checked who may)
+    assert "an edit needs a new value" in error_of(api.decide(run_id, neither), 422, "InvalidDecisionError")
     typed = {"action": "edit", "payload": {"text": json.dumps({"steps": ["typed"], "minutes": 7})}}
     response = api.decide(run_id, typed)
     assert response.status_code == 201, response.text
