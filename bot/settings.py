@@ -6,6 +6,7 @@ Secrets are ``SecretStr``: they print as ``**********`` and never reach logs, me
 from __future__ import annotations
 
 import os
+import re
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationInfo, field_validator
@@ -68,6 +69,11 @@ def printable_name(name: str) -> bool:
 MAX_NAME_CHARS = 200
 """The longest name of a person or an identity (the database keeps actor names in 200 characters)."""
 
+_INVISIBLE = re.compile("[\u00ad\u180e\u200b\u2060-\u2064\ufeff]")
+"""Characters that print as nothing (soft hyphen, zero-width space, word joiner, invisible operators, BOM), so
+that ``b\u200bob`` reads as ``bob``. Not the zero-width (non-)joiners, U+200C and U+200D, which names in
+Persian and Indic scripts need."""
+
 
 def name_problem(name: str) -> str | None:
     """Why ``name`` cannot name a person or one of their identities (``HAZEL_OPERATOR``, ``--as``, ``hazel link
@@ -79,6 +85,10 @@ def name_problem(name: str) -> str | None:
     if not printable_name(name):
         return ("must be one line of printable text (no line break or control character: the audit log and the "
                 "CLI's tables show it)")
+    hidden = _INVISIBLE.search(name)
+    if hidden is not None:
+        return (f"holds an invisible character (U+{ord(hidden.group()):04X}): it would read as another name "
+                f"({_INVISIBLE.sub('', name)!r})")
     if len(name) > MAX_NAME_CHARS:
         return f"is {len(name)} characters long: at most {MAX_NAME_CHARS}"
     if name.strip().lower() in (SYSTEM.who.lower(), TIMEOUT.who.lower(), SYSTEM.id, TIMEOUT.id):

@@ -229,6 +229,16 @@ def test_an_operator_name_is_one_line_of_printable_text(clean: Path, name: str) 
                                              "or control character: the audit log and the CLI's tables show it)")]
 
 
+@pytest.mark.parametrize("name", ["b\u200bob", "bo\ufeffb", "b\u00adob", "bob\u2060"])
+def test_a_name_with_an_invisible_character_is_refused(clean: Path, name: str) -> None:
+    """``b\u200bob`` printed as ``bob``: refusals and the audit log read as another person's (a fresh-user
+    round). The zero-width (non-)joiners stay allowed: names in Persian and Indic scripts need them."""
+    [(variable, message)] = _errors(HAZEL_OPERATOR=name)
+    assert variable == "HAZEL_OPERATOR" and message.startswith("holds an invisible character (U+"), message
+    assert message.endswith("it would read as another name ('bob')"), message
+    assert _errors(HAZEL_OPERATOR="\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645") == []  # ZWNJ
+
+
 @pytest.mark.parametrize("variable, value, message", [
     ("HAZEL_API_TOKENS", "timeout=tok-timeout-1234567", "entry 1: its name is the name of Hazel's own actor "
                                                        "('timeout'); choose another name"),
