@@ -385,6 +385,16 @@ def _reported(exc: BaseException) -> bool:
         cls is not None and isinstance(exc, cls) for cls in map(_loaded, _REPORTED))
 
 
+def _first_line(text: str) -> str:
+    """``text`` up to its first line break (``\n``, ``\r``): not ``str.splitlines``, which also breaks at form
+    feeds, NEL, U+2028 and the like, so that an error quoting stored text was cut there (they are shown as
+    escapes on the line instead)."""
+    return _LINE_BREAK.split(text, maxsplit=1)[0]
+
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
 def _one_line(exc: BaseException) -> str:
     """What went wrong, on one line; database errors name the database (password masked), not a traceback."""
     ValidationError, SQLAlchemyError = _loaded("ValidationError"), _loaded("SQLAlchemyError")  # noqa: N806
@@ -394,7 +404,7 @@ def _one_line(exc: BaseException) -> str:
         return f"invalid {'settings' if exc.title == 'Settings' else exc.title}: {problems}"
     if SQLAlchemyError is not None and isinstance(exc, SQLAlchemyError):
         cause = getattr(exc, "orig", None) or exc
-        text = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
+        text = _first_line(str(cause).strip()) if str(cause).strip() else type(cause).__name__
         url = safe_url(_database_url())
         if url == _NOT_A_URL:
             return f"HAZEL_DATABASE_URL is not a valid database URL: {text}"
@@ -407,7 +417,7 @@ def _one_line(exc: BaseException) -> str:
         return ("an argument or setting is not UTF-8 text (a byte that is not UTF-8 became "
                 f"{exc.object[exc.start]!r}): give it as UTF-8")
     text = str(exc).strip()
-    first = text.splitlines()[0] if text else type(exc).__name__
+    first = _first_line(text) if text else type(exc).__name__
     if type(exc).__name__ == "UnsupportedDatabaseError":
         return f"HAZEL_DATABASE_URL: {first}"
     if not _reported(exc):

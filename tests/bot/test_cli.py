@@ -198,3 +198,16 @@ def test_the_retry_notice_says_a_short_backoff_in_milliseconds(capsys) -> None: 
     assert first.startswith("run ab12cd34ef56: attempt 2 in ") and first.endswith(" ms"), first
     assert 0 < int(first.split(" in ")[1].removesuffix(" ms")) <= 90, first
     assert second in ("run ab12cd34ef56: attempt 3 in 12.0s", "run ab12cd34ef56: attempt 3 in 11.9s"), second
+
+
+def test_an_error_line_is_cut_at_a_line_break_only() -> None:
+    """``str.splitlines`` also breaks at U+2028, NEL, form feeds: an error quoting stored text with one of them lost
+    the rest of its line (who decided, when, which run)."""
+    from bot.cli.common import _one_line
+
+    from bot.engine import RunStateError
+
+    line = _one_line(RunStateError("already approved by x\u2028y at 12:00 (run r1)\nsecond"))
+    assert "already approved by x\u2028y at 12:00 (run r1)" in line and "second" not in line, line
+    line = _one_line(ValueError("a\x0cb\x85c\r\nd"))
+    assert "a\x0cb\x85c (HAZEL_DEBUG=1 shows where)" in line, line
