@@ -262,8 +262,8 @@ class Runner:
             hands the run back when its lease runs out).
         """
         now = self.clock()
-        message = self.redact(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)[:2000]
-        trace = self.redact("".join(traceback.format_exception(exc)))
+        message, trace = (self.redact(text) for text in described(exc))
+        message = message[:2000]
         first = message.splitlines()[0] if message else type(exc).__name__
         try:
             with self.store.transaction() as tx:
@@ -482,8 +482,7 @@ class Runner:
         wrong return type, an undeclared field, a bad in-place assignment) fails it at once: not retried, and its
         stored ``attempt`` and log line say the try it was, not ``max_attempts``."""
         now = self.clock()
-        message = self.redact(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
-        trace = self.redact("".join(traceback.format_exception(exc)))
+        message, trace = (self.redact(text) for text in described(exc))
         contract = isinstance(exc, StepContractError)  # fails the same way every time: not retried, and said so
         if contract:  # (``attempts`` stays the tries made: the stored count and the log say what happened)
             log.warning("run %s step %s attempt %d failed, not retried (a contract error): %s", run.id, step.name,
@@ -510,6 +509,36 @@ class Runner:
             transitions.progress(tx, run_id=run.id, now=now, event="failed", step=step.name, error=message)
         self.on_outbox()
         return RunStatus.FAILED
+
+
+def described(exc: BaseException) -> tuple[str, str]:
+    """``(message, traceback)`` of an error as a run stores it (``Type: text``, ``Type`` alone when its text is
+    empty). Never raises: an exception whose ``str()`` (or traceback) raises, a ``BaseException`` included, is
+    described by its type, the step's error still (it failed the run "outside a step", or ended the worker's
+    thread). Storable on both databases: a NUL and a lone surrogate in the text are written as escapes (``\\x00``,
+    ``\\udcff``), as PostgreSQL refuses the one and no database encodes the other (the run stayed ``running``)."""
+    name = type(exc).__name__
+    try:
+        text = str(exc)
+    except BaseException:  # noqa: BLE001  (a __str__ that raises, even a BaseException)
+        text = "(its text could not be read: its __str__ raised)"
+    message = f"{name}: {text}" if text else name
+    try:
+        trace = "".join(traceback.format_exception(exc))
+    except BaseException:  # noqa: BLE001
+        trace = message
+    return _storable(message), _storable(trace)
+
+
+def _storable(text: str) -> str:
+    """``text`` with NUL written ``\\x00`` and lone surrogates as ``\\udcff``: what every database can store."""
+    if "\x00" in text:
+        text = text.replace("\x00", "\\x00")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 def _paused(tx: Any, wf: Workflow, run: Run, now: datetime, **values: Any) -> None:

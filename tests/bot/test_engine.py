@@ -551,6 +551,63 @@ def test_a_step_raising_a_base_exception_fails_and_the_worker_thread_goes_on(db_
     assert hazel.get(run_id=fine.id).status is RunStatus.COMPLETED
 
 
+class _StrRaises(BaseException):
+    def __str__(self) -> str:
+        raise _StrRaises()
+
+
+class _StrFails(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("str blew up")
+
+
+@pytest.mark.parametrize("error, stored", [
+    (_StrRaises(), "_StrRaises: (its text could not be read: its __str__ raised)"),
+    (_StrFails(), "_StrFails: (its text could not be read: its __str__ raised)"),
+    (RuntimeError("bad\x00nul"), "RuntimeError: bad\\x00nul"),
+    (RuntimeError("bad\udcffsurrogate"), "RuntimeError: bad\\udcffsurrogate"),
+], ids=["base-exception-str-raises", "exception-str-raises", "nul", "lone-surrogate"])
+def test_a_step_error_hard_to_describe_is_still_the_steps(db_url: str, error: BaseException, stored: str) -> None:
+    """A step's error whose ``str()`` raises (a ``BaseException`` one ended the worker's thread; an
+    ``Exception`` one failed the run "outside a step", not retried), or whose text holds a NUL or a lone
+    surrogate (no database stored it: "marking it failed failed too", the run left ``running`` for ever): the
+    step's error, retried, then the run fails with it, written with escapes; the worker's thread goes on."""
+    import time
+
+    wf = Workflow("hard", version=1, state=Counted)
+
+    @wf.step(max_attempts=2, backoff_sec=0)
+    def call(state: Counted, ctx: StepContext) -> Counted:
+        raise error
+
+    ok = Workflow("fine", version=1, state=Counted)
+
+    @ok.step
+    def work(state: Counted, ctx: StepContext) -> Counted:
+        return state
+
+    hazel = make_hazel(db_url, wf, ok)
+    pool = WorkerPool(hazel, threads=1, sweep_sec=0.05)
+    pool.start()
+    try:
+        hard = hazel.start(workflow="hard", input={}, actor=person("me"))
+        pool.wake()
+        fine = hazel.start(workflow="fine", input={}, actor=person("me"))
+        pool.wake()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not (hazel.get(run_id=hard.id).status.ended
+                                                   and hazel.get(run_id=fine.id).status.ended):
+            time.sleep(0.02)
+    finally:
+        pool.stop()
+    failed = hazel.get(run_id=hard.id)
+    assert failed.status is RunStatus.FAILED and failed.attempt == 2, failed
+    assert failed.error == stored, failed.error
+    actions = [e.action for e in hazel.audit(run_id=hard.id)]
+    assert actions.count("step.retry_scheduled") == 1 and "step.failed" in actions and "run.failed" not in actions
+    assert hazel.get(run_id=fine.id).status is RunStatus.COMPLETED
+
+
 def test_a_keyboard_interrupt_in_the_main_thread_is_ctrl_c(db_url: str) -> None:
     """In the main thread (a CLI command executing the run) a KeyboardInterrupt is Ctrl-C: it goes through, and
     the command says which run it left; the run is not failed for it."""
