@@ -69,10 +69,13 @@ def printable_name(name: str) -> bool:
 MAX_NAME_CHARS = 200
 """The longest name of a person or an identity (the database keeps actor names in 200 characters)."""
 
-_INVISIBLE = re.compile("[\u00ad\u180e\u200b\u2060-\u2064\ufeff]")
-"""Characters that print as nothing (soft hyphen, zero-width space, word joiner, invisible operators, BOM), so
-that ``b\u200bob`` reads as ``bob``. Not the zero-width (non-)joiners, U+200C and U+200D, which names in
-Persian and Indic scripts need."""
+_INVISIBLE = re.compile("[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b\u200e\u200f"
+                        "\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8"
+                        "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]")
+"""Unicode's default-ignorable code points (DerivedCoreProperties.txt, ``Default_Ignorable_Code_Point``): what
+prints as nothing (a soft hyphen, a zero-width space, direction marks, a word joiner, variation selectors, tag
+characters, Hangul fillers, U+FEFF), so that ``b\u200bob`` or ``time\u200eout`` reads as another name. Not the
+zero-width (non-)joiners, U+200C and U+200D, which names in Persian and Indic scripts need."""
 
 
 def name_problem(name: str) -> str | None:

@@ -229,7 +229,8 @@ def test_an_operator_name_is_one_line_of_printable_text(clean: Path, name: str) 
                                              "or control character: the audit log and the CLI's tables show it)")]
 
 
-@pytest.mark.parametrize("name", ["b\u200bob", "bo\ufeffb", "b\u00adob", "bob\u2060"])
+@pytest.mark.parametrize("name", ["b\u200bob", "bo\ufeffb", "b\u00adob", "bob\u2060", "b\u200eob", "bo\u034fb",
+                                  "bob\ufe0f", "b\U000e0020ob", "bo\u115fb", "b\U0001d173ob"])
 def test_a_name_with_an_invisible_character_is_refused(clean: Path, name: str) -> None:
     """``b\u200bob`` printed as ``bob``: refusals and the audit log read as another person's (a fresh-user
     round). The zero-width (non-)joiners stay allowed: names in Persian and Indic scripts need them."""
