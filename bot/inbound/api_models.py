@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
 
 from store.models import CheckpointInfo, Decision, Run, RunStatus, SteeringRequest
 
@@ -155,7 +155,7 @@ class EditPayload(_Payload):
     text: str | None = Field(None, description="Instead of value: the new value as typed, parsed as the CLI and "
                                                "Jira parse typed edits (text as it is for a text field, JSON "
                                                "otherwise).")
-    allow_empty: bool = Field(False, description="Accept an empty or blank new text (value or text): without "
+    allow_empty: StrictBool = Field(False, description="Accept an empty or blank new text (value or text): without "
                                                  "it such an edit is refused (422), as it would replace the field "
                                                  "with nothing (the CLI's --allow-empty).")
 
@@ -203,20 +203,21 @@ class FeedbackDecision(_DecisionBase):
 
 
 class RewindPayload(_Payload):
-    to: Annotated[StrictInt, Field(ge=0, le=INT_MAX)] | StrictStr = Field(
-        description="A checkpoint number (a JSON integer; a string of digits such as \"3\" names checkpoint #3 "
+    to: Annotated[StrictInt, Field(ge=0, le=INT_MAX)] | StrictStr | None = Field(
+        None, description="A checkpoint number (a JSON integer; a string of digits such as \"3\" names checkpoint #3 "
                     "too, as the CLI's --to 3 does), or a node name (the latest checkpoint on the current branch "
-                    "from which that node runs next). true, false and 1.0 are refused (422).")
+                    "from which that node runs next). true, false and 1.0 are refused (422); left out, the engine "
+                    "refuses the rewind (422) once it checked that the caller may rewind.")
     feedback: str | None = Field(None, description="Handed to the node that runs next.")
     edits: dict[str, Any] | None = Field(None, description="State fields to replace, validated.")
-    allow_empty: bool = Field(False, description="Accept edits that leave a field (or an entry of a mapping) "
+    allow_empty: StrictBool = Field(False, description="Accept edits that leave a field (or an entry of a mapping) "
                                                  "empty or blank: without it such a rewind is refused (422), as "
                                                  "an edit is (the CLI's hazel rewind --allow-empty).")
 
 
 class RewindDecision(_DecisionBase):
     action: Literal["rewind"]
-    payload: RewindPayload
+    payload: RewindPayload = Field(default_factory=RewindPayload)
 
 
 DecisionIn = Annotated[Union[ApproveDecision, EditDecision, RejectDecision, FeedbackDecision, RewindDecision],

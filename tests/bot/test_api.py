@@ -232,13 +232,15 @@ def test_refusals_map_to_http_errors_and_leave_the_run_intact(served) -> None:  
     error = error_of(api.decide(run_id, bad_edit), 422)
     assert error["type"] == "InvalidDecisionError" and "minutes" in error["message"]
     for body in ({"action": "approve", "payload": {"text": "x"}}, {"action": "maybe"},
-                 {"action": "edit", "payload": {"value": 1, "text": "1"}}):
+                 {"action": "edit", "payload": {"value": 1, "text": "1"}},
+                 {"action": "edit", "payload": {"text": "", "allow_empty": "yes"}},
+                 {"action": "rewind", "payload": {"to": 0, "allow_empty": 1}}):
         assert error_of(api.decide(run_id, body), 422)["type"] == "InvalidRequestError", body
     # what is left out or empty is refused by the engine, once it checked that the caller may: bob may not
     # reject or edit here (403, whatever the payload holds), and may give feedback (anyone may: 422)
     for body in ({"action": "reject"}, {"action": "reject", "payload": {"reason": ""}},
                  {"action": "feedback", "payload": {}}, {"action": "feedback"}, {"action": "edit"},
-                 {"action": "edit", "payload": {}}):
+                 {"action": "edit", "payload": {}}, {"action": "rewind"}, {"action": "rewind", "payload": {}}):
         assert error_of(api.decide(run_id, body), 422)["type"] == "InvalidDecisionError", body
         anyone = body["action"] == "feedback"
         bobs = error_of(api.decide(run_id, body, token=BOB), 422 if anyone else 403)["type"]
