@@ -69,7 +69,7 @@ def printable_name(name: str) -> bool:
 MAX_NAME_CHARS = 200
 """The longest name of a person or an identity (the database keeps actor names in 200 characters)."""
 
-_INVISIBLE = re.compile("[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b\u200e\u200f"
+INVISIBLE = re.compile("[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b\u200e\u200f"
                         "\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8"
                         "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]")
 """Unicode's default-ignorable code points (DerivedCoreProperties.txt, ``Default_Ignorable_Code_Point``): what
@@ -88,10 +88,12 @@ def name_problem(name: str) -> str | None:
     if not printable_name(name):
         return ("must be one line of printable text (no line break or control character: the audit log and the "
                 "CLI's tables show it)")
-    hidden = _INVISIBLE.search(name)
+    if name.strip() and name != name.strip():  # (a blank name: its callers say "blank")
+        return f"starts or ends with a space: it would read as another name ({name.strip()!r})"
+    hidden = INVISIBLE.search(name)
     if hidden is not None:
         return (f"holds an invisible character (U+{ord(hidden.group()):04X}): it would read as another name "
-                f"({_INVISIBLE.sub('', name)!r})")
+                f"({INVISIBLE.sub('', name)!r})")
     if len(name) > MAX_NAME_CHARS:
         return f"is {len(name)} characters long: at most {MAX_NAME_CHARS}"
     if name.strip().lower() in (SYSTEM.who.lower(), TIMEOUT.who.lower(), SYSTEM.id, TIMEOUT.id):

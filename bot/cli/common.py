@@ -177,7 +177,7 @@ def actor(hazel: Any, name: str | None) -> "Actor":
         raise usage_error("--as", "needs a name")
     from bot.settings import name_problem
 
-    problem = name_problem(name) if name is not None else None
+    problem = name_problem(name.strip()) if name is not None else None  # (spaces around it: dropped, as ever)
     if problem:
         raise usage_error("--as", problem)
     return hazel.operator(acting_for=name)

@@ -139,6 +139,8 @@ def test_unknown_keys_and_malformed_entries_are_refused(data: dict[str, Any], me
      "control character: the audit log and the CLI's tables show it)"),
     ('[people."sam\\u202e"]\n', "people file: the name 'sam\\u202e' must be one line of printable text"),
     ('[people."ev\\u2028il"]\n', "people file: the name 'ev\\u2028il' must be one line of printable text"),
+    ('[people." bob"]\nconsole = ["q"]\n[people.bob]\n',
+     "people file: the name ' bob' starts or ends with a space: it would read as another name ('bob')"),
     ('[people.priya]\nconsole = ["pk\\r| olga"]\n',
      "people file: [people.priya] console 'pk\\r| olga' must be one line of printable text (no line break or "
      "control character"),

@@ -59,6 +59,14 @@ from store.models import (
 )
 
 
+def shows_something(text: str) -> bool:
+    """Whether ``text`` shows something: not empty once its spaces and the characters that print as nothing
+    (``bot.settings.INVISIBLE``: a zero-width space, U+FEFF, a soft hyphen, …) are left out."""
+    from bot.settings import INVISIBLE
+
+    return bool(text.strip()) and bool(INVISIBLE.sub("", text).strip())
+
+
 class _Stale(Exception):
     """What this process kept of a run from its pause (``Deciding._known``) is no longer so, or was not enough to
     decide on: nothing was written, and the decision is taken again from the database."""
@@ -422,13 +430,13 @@ class Deciding(SteeringCore):
         """
         if action == Action.REJECT.value:
             reason = str(payload.get("reason") or "").strip()
-            if not reason:
+            if not shows_something(reason):  # (a text of characters that print as nothing reads as none in history)
                 raise InvalidDecisionError("a rejection needs a reason")
             return None, {"reason": check_text(reason, max_bytes=self.max_state_bytes, what="the reason",
                                                refuse=InvalidDecisionError)}
         if action == Action.FEEDBACK.value:
             text = str(payload.get("text") or "").strip()
-            if not text:
+            if not shows_something(text):
                 raise InvalidDecisionError("feedback needs some text")
             return None, {"text": check_text(text, max_bytes=self.max_state_bytes, what="the feedback",
                                              refuse=InvalidDecisionError)}
