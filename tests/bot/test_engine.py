@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections import Counter
 
@@ -506,51 +507,6 @@ def test_a_step_that_calls_sys_exit_fails_like_any_other_error(db_url: str, code
     assert [e.action for e in hazel.audit(run_id=run.id)].count("step.retry_scheduled") == 1
 
 
-@pytest.mark.parametrize("raised", ["CancelledError", "KeyboardInterrupt", "GeneratorExit"])
-def test_a_step_raising_a_base_exception_fails_and_the_worker_thread_goes_on(db_url: str, raised: str) -> None:
-    """A step whose LLM client raised ``asyncio.CancelledError`` (a ``BaseException``, not an ``Exception``), or
-    that raised ``KeyboardInterrupt`` / ``GeneratorExit`` itself, ended the ``hazel serve`` worker thread that
-    executed it: the run stayed ``running`` for ever (its lease renewed), and once every thread was gone the
-    server executed nothing. It is the step's error: retried, then the run fails, and the thread takes the next
-    run."""
-    import asyncio
-    import time
-
-    error = {"CancelledError": asyncio.CancelledError, "KeyboardInterrupt": KeyboardInterrupt,
-             "GeneratorExit": GeneratorExit}[raised]
-    wf = Workflow("cancelled", version=1, state=Counted)
-
-    @wf.step(max_attempts=2, backoff_sec=0)
-    def call_llm(state: Counted, ctx: StepContext) -> Counted:
-        raise error("llm call cancelled")
-
-    ok = Workflow("fine", version=1, state=Counted)
-
-    @ok.step
-    def work(state: Counted, ctx: StepContext) -> Counted:
-        return state.model_copy(update={"n": state.n + 1})
-
-    hazel = make_hazel(db_url, wf, ok)
-    pool = WorkerPool(hazel, threads=1, sweep_sec=0.05)  # one thread, as a small serve: it must survive
-    pool.start()
-    try:
-        broken = hazel.start(workflow="cancelled", input={}, actor=person("me"))
-        pool.wake()
-        fine = hazel.start(workflow="fine", input={}, actor=person("me"))
-        pool.wake()
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and not (hazel.get(run_id=broken.id).status.ended
-                                                   and hazel.get(run_id=fine.id).status.ended):
-            time.sleep(0.02)
-    finally:
-        pool.stop()
-    failed = hazel.get(run_id=broken.id)
-    assert failed.status is RunStatus.FAILED, failed
-    assert failed.error == f"{raised}: llm call cancelled", failed.error
-    assert [e.action for e in hazel.audit(run_id=broken.id)].count("step.retry_scheduled") == 1
-    assert hazel.get(run_id=fine.id).status is RunStatus.COMPLETED
-
-
 class _StrRaises(BaseException):
     def __str__(self) -> str:
         raise _StrRaises()
@@ -562,16 +518,24 @@ class _StrFails(Exception):
 
 
 @pytest.mark.parametrize("error, stored", [
+    (asyncio.CancelledError("llm call cancelled"), "CancelledError: llm call cancelled"),
+    (KeyboardInterrupt("llm call cancelled"), "KeyboardInterrupt: llm call cancelled"),
+    (GeneratorExit("llm call cancelled"), "GeneratorExit: llm call cancelled"),
     (_StrRaises(), "_StrRaises: (its text could not be read: its __str__ raised)"),
     (_StrFails(), "_StrFails: (its text could not be read: its __str__ raised)"),
     (RuntimeError("bad\x00nul"), "RuntimeError: bad\\x00nul"),
     (RuntimeError("bad\udcffsurrogate"), "RuntimeError: bad\\udcffsurrogate"),
-], ids=["base-exception-str-raises", "exception-str-raises", "nul", "lone-surrogate"])
-def test_a_step_error_hard_to_describe_is_still_the_steps(db_url: str, error: BaseException, stored: str) -> None:
-    """A step's error whose ``str()`` raises (a ``BaseException`` one ended the worker's thread; an
-    ``Exception`` one failed the run "outside a step", not retried), or whose text holds a NUL or a lone
-    surrogate (no database stored it: "marking it failed failed too", the run left ``running`` for ever): the
-    step's error, retried, then the run fails with it, written with escapes; the worker's thread goes on."""
+], ids=["cancelled-error", "keyboard-interrupt", "generator-exit", "base-exception-str-raises",
+        "exception-str-raises", "nul", "lone-surrogate"])
+def test_a_step_error_of_any_kind_is_the_steps_and_the_worker_thread_goes_on(db_url: str, error: BaseException,
+                                                                            stored: str) -> None:
+    """A step whose LLM client raised ``asyncio.CancelledError`` (a ``BaseException``, not an ``Exception``), or
+    that raised ``KeyboardInterrupt`` / ``GeneratorExit`` itself, ended the ``hazel serve`` worker thread that
+    executed it: the run stayed ``running`` for ever (its lease renewed), and once every thread was gone the
+    server executed nothing. So did an error whose ``str()`` raises (an ``Exception`` one failed the run "outside
+    a step", not retried), or whose text holds a NUL or a lone surrogate (no database stored it: "marking it
+    failed failed too"). Each is the step's error: retried, then the run fails with it (written with escapes),
+    and the thread takes the next run."""
     import time
 
     wf = Workflow("hard", version=1, state=Counted)
