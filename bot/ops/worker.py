@@ -178,7 +178,10 @@ class WorkerPool:
                 failures = 0
                 if worked:
                     continue
-            except Exception as exc:
+            except BaseException as exc:  # (not only Exception: an asyncio.CancelledError or a GeneratorExit from a
+                # listener or a library ended the thread, and with it this process's share of the work)
+                if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                    raise
                 pause_sec = self.outage_pauses_sec[min(failures, len(self.outage_pauses_sec) - 1)]
                 failures += 1
                 with log_context(run_id=getattr(exc, "hazel_run_id", None)):  # the run it concerns, if one

@@ -572,6 +572,44 @@ def test_a_step_error_of_any_kind_is_the_steps_and_the_worker_thread_goes_on(db_
     assert hazel.get(run_id=fine.id).status is RunStatus.COMPLETED
 
 
+def test_a_worker_thread_outlives_a_base_exception_outside_a_step(db_url: str) -> None:
+    """A ``BaseException`` raised around a step rather than by it (here a step listener's
+    ``asyncio.CancelledError``) ended the worker's thread, which ran nothing more: the loop logs it and goes on; the
+    run it was executing is handed back when its lease runs out and completes."""
+    import time
+
+    wf = Workflow("listened", version=1, state=Counted)
+
+    @wf.step
+    def work(state: Counted, ctx: StepContext) -> Counted:
+        return state.model_copy(update={"n": state.n + 1})
+
+    hazel = make_hazel(db_url, wf, lease_sec=1.0)
+    raised: list[str] = []
+
+    def listener(run_id: str, step: str) -> None:
+        if not raised:
+            raised.append(run_id)
+            raise asyncio.CancelledError("a listener's task was cancelled")
+
+    hazel.on_step(listener)
+    pool = WorkerPool(hazel, threads=1, sweep_sec=0.05, outage_pauses_sec=(0.05,))
+    pool.start()
+    try:
+        first = hazel.start(workflow="listened", input={}, actor=person("me"))
+        pool.wake()
+        second = hazel.start(workflow="listened", input={}, actor=person("me"))
+        pool.wake()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not all(hazel.get(run_id=r.id).status is RunStatus.COMPLETED
+                                                      for r in (first, second)):
+            time.sleep(0.05)
+    finally:
+        pool.stop()
+    assert raised == [first.id]
+    assert [hazel.get(run_id=r.id).status for r in (first, second)] == [RunStatus.COMPLETED] * 2
+
+
 def test_a_keyboard_interrupt_in_the_main_thread_is_ctrl_c(db_url: str) -> None:
     """In the main thread (a CLI command executing the run) a KeyboardInterrupt is Ctrl-C: it goes through, and
     the command says which run it left; the run is not failed for it."""
