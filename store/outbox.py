@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 from functools import lru_cache
-from typing import Any, Collection
+from typing import Any, Collection, Iterable
 
 from sqlalchemy import (ColumnElement, Connection, String, any_, bindparam, false, func, literal, literal_column, or_,
                         select, union_all, update)
@@ -125,6 +125,15 @@ class Claimed(list[OutboxMessage]):
     held_back: bool = False
 
 
+def _claimed(taken: Iterable[tuple[OutboxMessage, int]]) -> Claimed:
+    """What a claim leased, by id, from ``(message, how many of its run and channel are queued)``: ``held_back``
+    when one of them has a later message behind it."""
+    pairs = sorted(taken, key=lambda pair: pair[0].id)
+    claimed = Claimed(message for message, _ in pairs)
+    claimed.held_back = any(queued > 1 for _, queued in pairs)
+    return claimed
+
+
 class OutboxRepo:
     def __init__(self, conn: Connection, dialect: Dialect) -> None:
         self.conn = conn
@@ -183,9 +192,7 @@ class OutboxRepo:
             def read() -> Claimed:
                 rows = res.rows()
                 queued = [row.pop("queued") for row in rows]
-                claimed = Claimed(sorted((OutboxMessage.model_validate(row) for row in rows), key=lambda m: m.id))
-                claimed.held_back = any(n > 1 for n in queued)
-                return claimed
+                return _claimed(zip((OutboxMessage.model_validate(row) for row in rows), queued))
 
             return fast.Later(read)
         claimed = self._claim_due_now(now=now, lease_sec=lease_sec, limit=limit, run_ids=run_ids,
@@ -197,17 +204,14 @@ class OutboxRepo:
         runs_in = _PENDING.c.run_id.in_(list(run_ids)) if run_ids is not None else None
         pick = self.dialect.lock(_pick(now, limit, channels, kinds, runs_in), skip_locked=True, of=outbox)
         queued = {r.id: r.queued for r in self.conn.execute(pick)}
-        claimed = Claimed()
         if not queued:
-            return claimed
+            return Claimed()
         rows = self.conn.execute(update(outbox).where(
             outbox.c.id.in_(list(queued)) & (outbox.c.status == OutboxStatus.PENDING.value)
             & (outbox.c.next_attempt_at <= now)
         ).values(next_attempt_at=now + timedelta(seconds=lease_sec), attempts=outbox.c.attempts + 1)
             .returning(*outbox.c)).all()
-        claimed.extend(sorted((_message(r) for r in rows), key=lambda m: m.id))
-        claimed.held_back = any(queued[m.id] > 1 for m in claimed)
-        return claimed
+        return _claimed((_message(r), queued[r.id]) for r in rows)
 
     def due_elsewhere(self, *, now: datetime, channels: Collection[str], kinds: Collection[str] = (),
                       run_ids: Collection[str] | None = None, after_id: int = 0, since: datetime | None = None,

@@ -381,11 +381,9 @@ class Hazel(Reads, Requests):
             UnknownWorkflowError, NotAllowedError (recorded in the audit log), InvalidInputError (also when
                 the state is over ``HAZEL_MAX_STATE_BYTES`` or nested too deeply: ``bot.engine.limits``).
         """
-        if delivery_id is not None:
-            with self.store.read() as tx:
-                earlier = tx.runs.by_start_key(actor.channel, delivery_id)
-            if earlier is not None:
-                return StartedRun(**earlier.model_dump(), duplicate=True)
+        earlier = self._started_before(actor, delivery_id)
+        if earlier is not None:
+            return earlier
         wf = self.registry.get(workflow, version)
         if not wf.starters.empty and not permissions.is_approver(wf.starters, actor, self.people):
             who = permissions.describe(wf.starters, self.people)  # (people by name, each once)
@@ -415,18 +413,24 @@ class Hazel(Reads, Requests):
                 if lease is None:
                     tx.notify_ready(run_id)
         except IntegrityError as exc:  # the same delivery sent at once: the one that committed first started it
-            earlier = None
-            if delivery_id is not None and duplicate_start(exc):
-                with self.store.read() as tx:
-                    earlier = tx.runs.by_start_key(actor.channel, delivery_id)
+            earlier = self._started_before(actor, delivery_id) if duplicate_start(exc) else None
             if earlier is None:
                 raise
-            return StartedRun(**earlier.model_dump(), duplicate=True)
+            return earlier
         if lease is not None:
             self._hold(Claim(run, Head(position, wf.first, None, 0, NEVER_ASKED)))
         else:
             self._ready(run_id)
         return StartedRun.model_construct(**dict(run))  # (validated once already: by the insert)
+
+    def _started_before(self, actor: Actor, delivery_id: str | None) -> StartedRun | None:
+        """The run a start with ``delivery_id`` on ``actor``'s channel started, as it is now, marked
+        ``duplicate``; None when there is none (or no ``delivery_id``)."""
+        if delivery_id is None:
+            return None
+        with self.store.read() as tx:
+            earlier = tx.runs.by_start_key(actor.channel, delivery_id)
+        return StartedRun(**earlier.model_dump(), duplicate=True) if earlier is not None else None
 
     def drive(self, *, run_id: str, wait_for_retries: bool = True,
               on_retry: Callable[[Run], None] | None = None) -> DriveResult:
