@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Iterable
 
 from bot.engine.errors import NotAllowedError, WorkflowDefinitionError
 from bot.engine.people import People
@@ -250,12 +251,18 @@ def started_it(run: Run, actor: Actor) -> bool:
     return run.started_by == actor.id and run.started_via == actor.channel
 
 
+def not_offered(action: str, title: str, actions: Iterable[str]) -> str:
+    """Why ``action`` cannot be taken at the steering point titled ``title``, which offers ``actions``:
+    ``'edit' is not allowed at 'Sign off' (allowed: approve, reject)``."""
+    return f"{action!r} is not allowed at {title!r} (allowed: {', '.join(actions)})"
+
+
 def refusal(point: SteeringPoint, action: str, actor: Actor, run: Run | None, people: People, *,
             escalated: bool = False) -> str | None:
     """Why ``actor`` may not take ``action`` at ``point`` for ``run`` (None: they may). ``run`` None: for a
     run ``actor`` did not start (what holds at the point whoever started the run: "waiting on me")."""
     if action not in point.actions:
-        return f"{action!r} is not allowed at {point.title!r} (allowed: {', '.join(point.actions)})"
+        return not_offered(action, point.title, point.actions)
     lists = approvers_of(point, escalated=escalated)
     starter_may = action == Action.REWIND.value and run is not None and started_it(run, actor)
     if point.role_for(action) == "approvers" and not starter_may and not any(

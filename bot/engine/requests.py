@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Callable
 
+from bot.engine import permissions
 from bot.engine.errors import InvalidDecisionError, NoPendingRequestError, NotAllowedError
 from store.models import Actor, OutboxMessage, ProgressView, RequestView, SteeringRequest
 
@@ -59,8 +60,7 @@ class Requests:
         if access.may(action):
             return view
         if action not in view.actions:
-            raise InvalidDecisionError(f"{action!r} is not allowed at {view.title!r} "
-                                       f"(allowed: {', '.join(view.actions)})")
+            raise InvalidDecisionError(permissions.not_offered(action, view.title, view.actions))
         if access.earlier is not None and action != "rewind":  # their vote is in: the one refusal of a second
             with self.store.read() as tx:
                 error = self.steering._second_vote(tx, view.request, actor, action)

@@ -222,8 +222,7 @@ class SteeringCore:
             return VersionUnavailableError(f"who may decide request {request.id} of run {run.id} at "
                                            f"{request.point!r} is not known here: {lost}")
         if action not in point.actions:
-            return InvalidDecisionError(f"{action!r} is not allowed at {point.title!r} "
-                                        f"(allowed: {', '.join(point.actions)})")
+            return InvalidDecisionError(permissions.not_offered(action, point.title, point.actions))
         reason = permissions.refusal(point, action, actor, run, self.people,
                                      escalated=request.escalated_at is not None)
         if reason is not None:
@@ -237,9 +236,7 @@ class SteeringCore:
         with self.store.read() as tx:
             answer = self._settled(tx, run, request, actor, action)
         if isinstance(answer, Refused):
-            self.refuse(run_id=answer.run_id, request_id=answer.request_id, actor=actor, action=action,
-                        reason=answer.reason)
-            return NotAllowedError(answer.reason)
+            return self.not_allowed(answer, actor=actor, action=action)
         assert isinstance(answer, HazelError)
         return answer
 
@@ -272,6 +269,13 @@ class SteeringCore:
         with self.store.transaction() as tx:
             tx.events.add(action="decision.refused", actor=actor, now=self.clock(), run_id=run_id,
                           request_id=request_id, attempted=action, reason=reason, **detail)
+
+    def not_allowed(self, refused: Refused, *, actor: Actor, action: str) -> NotAllowedError:
+        """Record ``refused`` (found inside a transaction that then rolled back) in the audit log, and return the
+        ``NotAllowedError`` to raise."""
+        self.refuse(run_id=refused.run_id, request_id=refused.request_id, actor=actor, action=action,
+                    reason=refused.reason)
+        return NotAllowedError(refused.reason)
 
     def refuse_decided(self, *, run_id: str, actor: Actor, action: str, error: AlreadyDecidedError) -> None:
         """Record ``error``, the refusal of a decision on a request that was settled first (by someone else,

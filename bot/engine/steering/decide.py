@@ -33,7 +33,6 @@ from bot.engine.errors import (
     HazelError,
     InvalidDecisionError,
     NoPendingRequestError,
-    NotAllowedError,
     RunStateError,
     no_run,
     quoted,
@@ -124,9 +123,7 @@ class Deciding(SteeringCore):
                     outcome = self._decide(tx, run_id, action, actor, payload, request_id, point, delivery_id,
                                            claim)
         except Refused as refused:
-            self.refuse(run_id=refused.run_id, request_id=refused.request_id, actor=actor, action=action,
-                        reason=refused.reason)
-            raise NotAllowedError(refused.reason) from None
+            raise self.not_allowed(refused, actor=actor, action=action) from None
         except AlreadyDecidedError as error:  # (the transaction rolled back; the refusal is audited on its own)
             earlier = self._raced_delivery(actor, delivery_id)
             if earlier is not None:
@@ -219,9 +216,8 @@ class Deciding(SteeringCore):
         """
         point = point_in(wf, request.point, run, tree=head.tree)
         if action not in point.actions:
-            raise InvalidDecisionError(f"{action!r} is not allowed at {point.title!r} "
-                                       f"(allowed: {', '.join(point.actions)})"
-                                       f"{self._allowed_elsewhere(tx, wf, run, request, action, point_name)}")
+            raise InvalidDecisionError(permissions.not_offered(action, point.title, point.actions)
+                                       + self._allowed_elsewhere(tx, wf, run, request, action, point_name))
         reason = permissions.refusal(point, action, actor, run, self.people,
                                      escalated=request.escalated_at is not None)
         if reason is not None:

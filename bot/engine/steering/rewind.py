@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any, Callable
 
 from bot.engine import lgraph, permissions
-from bot.engine.errors import CheckpointNotFoundError, InvalidDecisionError, NotAllowedError, no_request, no_run
+from bot.engine.errors import CheckpointNotFoundError, InvalidDecisionError, no_request, no_run
 from bot.engine.errors import AlreadyDecidedError, RunStateError, VersionUnavailableError
 from bot.engine.limits import check_text, not_text, refuse_not_text, refuse_nul, state_tree
 from bot.engine.lgraph_run import label_names
@@ -68,9 +68,7 @@ class Rewinding(SteeringCore):
                 outcome = self._rewind(tx, run_id, actor, to, feedback, edits, request_id, delivery_id, claim,
                                        allow_empty, expect_head)
         except Refused as refused:
-            self.refuse(run_id=refused.run_id, request_id=refused.request_id, actor=actor, action="rewind",
-                        reason=refused.reason)
-            raise NotAllowedError(refused.reason) from None
+            raise self.not_allowed(refused, actor=actor, action="rewind") from None
         except AlreadyDecidedError as error:  # (the transaction rolled back; the refusal is audited on its own)
             earlier = self._raced_delivery(actor, delivery_id)
             if earlier is not None:
@@ -259,9 +257,9 @@ class Rewinding(SteeringCore):
         if request is not None:
             point = request_point(tx, wf, run, request) or point_in(wf, request.point, run)
             if Action.REWIND.value not in point.actions:
-                raise InvalidDecisionError(f"'rewind' is not allowed at {point.title!r} "
-                                           f"(allowed: {', '.join(point.actions)}), where run {run.id} waits"
-                                           f"{self._rewind_later(tx, wf, run, request, point)}")
+                raise InvalidDecisionError(permissions.not_offered(Action.REWIND.value, point.title, point.actions)
+                                           + f", where run {run.id} waits"
+                                           + self._rewind_later(tx, wf, run, request, point))
             return permissions.refusal(point, Action.REWIND.value, actor, run, self.people,
                                        escalated=request.escalated_at is not None)
         every = lgraph.points_of_run(tx, wf, run) or wf.steering_points()
