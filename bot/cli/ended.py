@@ -13,7 +13,7 @@ import logging
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Iterator
 
-from bot.cli.common import CliError
+from bot.cli.common import CliError, _first_line
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -69,7 +69,7 @@ def failed_message(hazel: "Hazel", run: "Run") -> str:
     failure = next((e for e in reversed(hazel.audit(run_id=run.id)) if e.action in ("step.failed", "run.failed")),
                    None)
     step = failure.detail.get("step") if failure is not None else None
-    error = (str(run.error or "").strip().splitlines() or ["unknown error"])[0]
+    error = _first_line(str(run.error or "").strip()) or "unknown error"
     return f"run {run.id} failed{f' at step {step}' if step else ''}: {_short(error, 300)}"
 
 

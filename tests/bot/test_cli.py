@@ -211,3 +211,14 @@ def test_an_error_line_is_cut_at_a_line_break_only() -> None:
     assert "already approved by x\u2028y at 12:00 (run r1)" in line and "second" not in line, line
     line = _one_line(ValueError("a\x0cb\x85c\r\nd"))
     assert "a\x0cb\x85c (HAZEL_DEBUG=1 shows where)" in line, line
+
+
+def test_a_failed_runs_error_line_is_cut_at_a_line_break_only() -> None:
+    """The line a command that drove its run into ``failed`` ends with keeps the error's first line whole."""
+    from types import SimpleNamespace
+
+    from bot.cli.ended import failed_message
+
+    hazel = SimpleNamespace(audit=lambda run_id: [])
+    run = SimpleNamespace(id="r1", error="RuntimeError: boom\u2028quoted\x85text\nTraceback …")
+    assert failed_message(hazel, run) == "run r1 failed: RuntimeError: boom\u2028quoted\x85text"
