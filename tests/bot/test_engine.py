@@ -507,6 +507,26 @@ def test_a_step_that_calls_sys_exit_fails_like_any_other_error(db_url: str, code
     assert [e.action for e in hazel.audit(run_id=run.id)].count("step.retry_scheduled") == 1
 
 
+def in_one_worker_thread(hazel, *workflows: str) -> list:  # noqa: ANN001
+    """Start a run of each of ``workflows`` for one worker thread (``WorkerPool(threads=1)``, as a small ``hazel
+    serve``) and wait, up to 20 s, until every one has ended; returns the runs as started."""
+    import time
+
+    pool = WorkerPool(hazel, threads=1, sweep_sec=0.05, outage_pauses_sec=(0.05,))
+    pool.start()
+    try:
+        runs = []
+        for name in workflows:
+            runs.append(hazel.start(workflow=name, input={}, actor=person("me")))
+            pool.wake()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not all(hazel.get(run_id=r.id).status.ended for r in runs):
+            time.sleep(0.02)
+    finally:
+        pool.stop()
+    return runs
+
+
 class _StrRaises(BaseException):
     def __str__(self) -> str:
         raise _StrRaises()
@@ -536,8 +556,6 @@ def test_a_step_error_of_any_kind_is_the_steps_and_the_worker_thread_goes_on(db_
     a step", not retried), or whose text holds a NUL or a lone surrogate (no database stored it: "marking it
     failed failed too"). Each is the step's error: retried, then the run fails with it (written with escapes),
     and the thread takes the next run."""
-    import time
-
     wf = Workflow("hard", version=1, state=Counted)
 
     @wf.step(max_attempts=2, backoff_sec=0)
@@ -551,19 +569,7 @@ def test_a_step_error_of_any_kind_is_the_steps_and_the_worker_thread_goes_on(db_
         return state
 
     hazel = make_hazel(db_url, wf, ok)
-    pool = WorkerPool(hazel, threads=1, sweep_sec=0.05)
-    pool.start()
-    try:
-        hard = hazel.start(workflow="hard", input={}, actor=person("me"))
-        pool.wake()
-        fine = hazel.start(workflow="fine", input={}, actor=person("me"))
-        pool.wake()
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and not (hazel.get(run_id=hard.id).status.ended
-                                                   and hazel.get(run_id=fine.id).status.ended):
-            time.sleep(0.02)
-    finally:
-        pool.stop()
+    hard, fine = in_one_worker_thread(hazel, "hard", "fine")
     failed = hazel.get(run_id=hard.id)
     assert failed.status is RunStatus.FAILED and failed.attempt == 2, failed
     assert failed.error == stored, failed.error
@@ -576,8 +582,6 @@ def test_a_worker_thread_outlives_a_base_exception_outside_a_step(db_url: str) -
     """A ``BaseException`` raised around a step rather than by it (here a step listener's
     ``asyncio.CancelledError``) ended the worker's thread, which ran nothing more: the loop logs it and goes on; the
     run it was executing is handed back when its lease runs out and completes."""
-    import time
-
     wf = Workflow("listened", version=1, state=Counted)
 
     @wf.step
@@ -593,19 +597,7 @@ def test_a_worker_thread_outlives_a_base_exception_outside_a_step(db_url: str) -
             raise asyncio.CancelledError("a listener's task was cancelled")
 
     hazel.on_step(listener)
-    pool = WorkerPool(hazel, threads=1, sweep_sec=0.05, outage_pauses_sec=(0.05,))
-    pool.start()
-    try:
-        first = hazel.start(workflow="listened", input={}, actor=person("me"))
-        pool.wake()
-        second = hazel.start(workflow="listened", input={}, actor=person("me"))
-        pool.wake()
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and not all(hazel.get(run_id=r.id).status is RunStatus.COMPLETED
-                                                      for r in (first, second)):
-            time.sleep(0.05)
-    finally:
-        pool.stop()
+    first, second = in_one_worker_thread(hazel, "listened", "listened")
     assert raised == [first.id]
     assert [hazel.get(run_id=r.id).status for r in (first, second)] == [RunStatus.COMPLETED] * 2
 
