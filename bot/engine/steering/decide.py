@@ -44,6 +44,7 @@ from bot.engine.steering.edits import UNDECLARED, apply_edit, edited_value
 from bot.engine.transitions import Asked, close_request, end_run, vote_request_later
 from bot.engine.versions import decode_stored, point_in, resolve_workflow, write_migration
 from bot.engine.workflow import SteeringPoint, Workflow
+from bot.settings import INVISIBLE
 from store import ChangedMeanwhileError, DuplicateDecisionError, NewCheckpoint, Tx
 from store.hooks import actor_facts
 from store.models import (
@@ -61,8 +62,6 @@ from store.models import (
 def shows_something(text: str) -> bool:
     """Whether ``text`` shows something: not empty once its spaces and the characters that print as nothing
     (``bot.settings.INVISIBLE``: a zero-width space, U+FEFF, a soft hyphen, …) are left out."""
-    from bot.settings import INVISIBLE
-
     return bool(text.strip()) and bool(INVISIBLE.sub("", text).strip())
 
 
