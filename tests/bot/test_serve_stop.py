@@ -37,17 +37,25 @@ def test_sigterm_lets_the_step_in_flight_checkpoint(db_url: str, tmp_path: Path)
     run_id = json.loads(cli(["run", "crashy", "--input", '{"total": 1}', "--detach", "--json"], env).stdout)["run"]["id"]
     serve = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve"], env=env, cwd=ROOT,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(serve.stderr.readline, "")), daemon=True)
     try:
+        reader.start()
         wait_until(lambda: (tmp_path / "slow.started").exists(), 30, "the slow step to start in serve")
         serve.send_signal(signal.SIGTERM)
-        time.sleep(0.5)
-        (tmp_path / "block").unlink()  # the step in flight can now finish
-        _, err = serve.communicate(timeout=30)
+        # the step in flight may finish once the workers are told to stop (not after a fixed sleep: on a busy
+        # machine uvicorn's shutdown outlasted it, the step finished first and the run went on to its end)
+        wait_until(lambda: any("stopping: letting steps" in line for line in lines) or serve.poll() is not None,
+                   30, "serve to say it is stopping")
+        (tmp_path / "block").unlink()
+        serve.wait(timeout=30)
+        reader.join(timeout=10)
     finally:
         if serve.poll() is None:
             serve.kill()
+    err = "".join(lines)
     assert serve.returncode == 0, err[-2000:]
-    assert "handed back at checkpoint #3" in err
+    assert "handed back at checkpoint #3" in err, err[-3000:]
     shown = json.loads(cli(["show", run_id, "--json"], env).stdout)
     assert shown["run"]["status"] == "ready" and shown["run"]["head_seq"] == 3
     assert cli(["worker", "--until-idle"], env).returncode == 0
