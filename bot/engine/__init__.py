@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 _ERRORS = (
     "AlreadyDecidedError", "AmbiguousRunIdError", "CheckpointNotFoundError", "ConfigurationError", "HazelError",
-    "InvalidDecisionError", "InvalidInputError", "NoPendingRequestError", "NotAllowedError", "RequestNotFoundError",
+    "InvalidDecisionError", "InvalidInputError", "MissingEditValueError", "NoPendingRequestError", "NotAllowedError",
+    "RequestNotFoundError",
     "RunNotFoundError", "RunStateError", "StepContractError", "UnaskedPointError", "UnknownWorkflowError", "VersionUnavailableError",
     "WorkflowDefinitionError",
 )
@@ -54,6 +55,7 @@ if TYPE_CHECKING:  # the names as the type checker sees them (imported when used
         HazelError,
         InvalidDecisionError,
         InvalidInputError,
+        MissingEditValueError,
         NoPendingRequestError,
         NotAllowedError,
         RequestNotFoundError,
@@ -83,7 +85,7 @@ if TYPE_CHECKING:  # the names as the type checker sees them (imported when used
 __all__ = [
     "Access", "AlreadyDecidedError", "AmbiguousRunIdError", "Approvers", "CheckpointNotFoundError", "Claim", "ConfigurationError",
     "DECIDING", "DecisionOutcome", "DriveResult", "Fired", "Hazel", "HazelError", "InvalidDecisionError",
-    "InvalidInputError", "LEASE_LOST", "LOG_CONTEXT_VARS", "NoPendingRequestError", "NotAllowedError", "People", "Person",
+    "InvalidInputError", "LEASE_LOST", "LOG_CONTEXT_VARS", "MissingEditValueError", "NoPendingRequestError", "NotAllowedError", "People", "Person",
     "Registry", "RequestNotFoundError", "RunNotFoundError", "RunStateError", "Shown", "Step", "StepContext", "SteeringPoint",
     "StepContractError", "TIMEOUT_RETRY_SEC", "UnaskedPointError", "UnknownWorkflowError", "VersionUnavailableError", "Workflow",
     "WorkflowDefinitionError", "bind_log_context", "error_line", "is_transient", "log_context", "log_error", "transient_error_classes",

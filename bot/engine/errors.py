@@ -12,6 +12,7 @@
     │   └── RequestNotFoundError: the decision names a request id that is not one of the run's
     ├── NotAllowedError (PermissionError): this person may not take this action here
     ├── InvalidDecisionError (ValueError): an edit that fails validation, a reject without reason, …
+    │   └── MissingEditValueError: an edit that gives no new value (each channel says what to send)
     ├── InvalidInputError (ValueError): a run's input does not fit the workflow's state model
     ├── ConfigurationError (ValueError): a setting is missing or malformed
     ├── AlreadyDecidedError: someone (maybe the same person) decided first; says who and when
@@ -143,6 +144,14 @@ class NotAllowedError(HazelError, PermissionError):
 
 class InvalidDecisionError(HazelError, ValueError):
     pass
+
+
+class MissingEditValueError(InvalidDecisionError):
+    """An edit that gives no new value: ``an edit needs a new value for field 'plan'``. The message names no
+    channel's way of giving one; a channel whose person can leave it out says what to send there (the REST API:
+    ``payload.value`` or ``payload.text``). The CLI, Slack and Jira ask for the value before the engine sees the
+    edit (``hazel edit`` without ``--file`` or ``--set``, a Jira ``/edit`` without text; a Slack modal sends its
+    inputs)."""
 
 
 class InvalidInputError(HazelError, ValueError):

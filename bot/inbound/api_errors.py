@@ -42,6 +42,7 @@ from bot.engine import (
     HazelError,
     InvalidDecisionError,
     InvalidInputError,
+    MissingEditValueError,
     NoPendingRequestError,
     NotAllowedError,
     RequestNotFoundError,
@@ -106,14 +107,23 @@ def error_response(status: int, type_: str, message: str, *, headers: dict[str, 
     return JSONResponse(error_body(type_, message, **extra), status_code=status, headers=headers)
 
 
+MISSING_EDIT_VALUE = "send payload.value (the new value as JSON) or payload.text (the new value as typed)"
+"""What an edit without a new value (``MissingEditValueError``) is told to send: the fields of the API's
+``EditPayload``, after the engine's ``an edit needs a new value for field 'plan'``."""
+
+
 def hazel_error_response(exc: HazelError) -> JSONResponse:
-    """A ``HazelError`` with its status (``STATUS_OF``) and its channel-neutral message."""
+    """A ``HazelError`` with its status (``STATUS_OF``) and its channel-neutral message; an edit without a new
+    value is told what the API takes (``MISSING_EDIT_VALUE``), as the ``InvalidDecisionError`` it is."""
     status = next((code for cls, code in STATUS_OF if isinstance(exc, cls)), 400)
     extra: dict[str, Any] = {}
     if isinstance(exc, AlreadyDecidedError):
         extra = {"decided_by": exc.decided_by, "decided_at": exc.decided_at, "action": exc.action,
                  "channel": exc.channel}
-    return error_response(status, type(exc).__name__, plain_mentions(exc.message), **extra)
+    type_, message = type(exc).__name__, plain_mentions(exc.message)
+    if isinstance(exc, MissingEditValueError):  # (the type REST callers know for a refused edit)
+        type_, message = InvalidDecisionError.__name__, f"{message}: {MISSING_EDIT_VALUE}"
+    return error_response(status, type_, message, **extra)
 
 
 def database_unavailable_response() -> JSONResponse:

@@ -36,7 +36,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from bot.engine.errors import InvalidDecisionError
+from bot.engine.errors import InvalidDecisionError, MissingEditValueError
 from bot.engine.limits import strict_json
 from bot.engine.workflow import Workflow
 
@@ -158,8 +158,10 @@ def edited_value(shown: Any, field: str | None, payload: dict[str, Any], *, entr
     new entry of the field is parsed like when the state model declares it (``entry_value``'s ``declared``).
 
     Raises:
-        InvalidDecisionError: no value given, empty text with ``allow_empty`` false, text that should be JSON,
-            entries of something not a mapping.
+        MissingEditValueError: no value given (none of ``value``, ``text``, ``entries``; empty ``text`` with
+            ``allow_empty`` absent), said in no channel's terms (``an edit needs a new value for field 'plan'``).
+        InvalidDecisionError: empty text with ``allow_empty`` false, text that should be JSON, entries of
+            something not a mapping.
     """
     what = named(field)
     allow_empty = payload.get("allow_empty")
@@ -173,7 +175,7 @@ def edited_value(shown: Any, field: str | None, payload: dict[str, Any], *, entr
         text = str(payload["text"])
         if not text.strip():
             if allow_empty is None and not text:  # (a Slack modal, a Jira /edit: they cannot allow it)
-                raise InvalidDecisionError(f"an edit needs a new value for {what}")
+                raise MissingEditValueError(f"an edit needs a new value for {what}")
             if not allow_empty:  # only whitespace: ``the edit leaves field 'plan' blank (only whitespace): …``
                 _refuse_empty(what, text)
             return text  # as it is
@@ -203,7 +205,7 @@ def edited_value(shown: Any, field: str | None, payload: dict[str, Any], *, entr
             if allow_empty is False and raw is not None:  # JSON text of an empty mapping or list, or null
                 _refuse_empty(named(field, key), out[key], was=shown.get(key, _ABSENT))
         return out
-    raise InvalidDecisionError(f"an edit needs a new value for {what} (payload 'value', 'text' or 'entries')")
+    raise MissingEditValueError(f"an edit needs a new value for {what}")  # (in no channel's terms: each says its own)
 
 
 def apply_edit(wf: Workflow, state: BaseModel, field: str | None, value: Any) -> BaseModel:
