@@ -386,7 +386,7 @@ class Hazel(Reads, Requests):
             return earlier
         wf = self.registry.get(workflow, version)
         if not wf.starters.empty and not permissions.is_approver(wf.starters, actor, self.people):
-            who = permissions.describe(wf.starters, self.people)  # (people by name, each once)
+            who = permissions.who_may([wf.starters], self.people)  # (people by name, each once; the operator)
             reason = f"{actor.label} may not start {wf.label}: only {who} may"
             self.steering.refuse(run_id=None, request_id=None, actor=actor, action="start", reason=reason)
             raise NotAllowedError(reason)

@@ -20,7 +20,7 @@ Every rule compares PEOPLE (``bot.engine.people``), not channel identities:
 - Hazel itself (timeouts, the system) may always act.
 
 Messages name people, not accounts: an approver list is described with each identity the people file claims
-shown as its person, and each person once (``describe``).
+shown as its person, each person once, and the console operator too where they may act (``who_may``).
 
 ``check`` raises ``NotAllowedError`` with a message naming the rule; ``reasons`` gives, for each action, why
 it is refused (None: allowed), for rendering buttons and "waiting on you" lists.
@@ -59,7 +59,7 @@ def is_approver(approvers: Approvers, actor: Actor, people: People) -> bool:
         return True
     if actor.channel == "jira" and actor.groups & set(approvers.jira_groups):
         return True
-    return actor.channel == "console" and not approvers.users and not approvers.people
+    return actor.channel == "console" and operator_counts(approvers)
 
 
 def approvers_of(point: SteeringPoint, *, escalated: bool = False) -> list[Approvers]:
@@ -82,8 +82,7 @@ def possible_approvers(point: SteeringPoint, people: People) -> frozenset[str] |
         return None
     found: set[str] = set()
     for approvers in approvers_of(point, escalated=True):
-        if approvers.empty or approvers.slack_usergroups or approvers.jira_groups or not (
-                approvers.users or approvers.people):
+        if approvers.empty or approvers.slack_usergroups or approvers.jira_groups or operator_counts(approvers):
             return None
         found.update(people.person_named(name) for name in approvers.people)  # (as ``listed_problem``)
         found.update(people.person_of("console", name) for name in approvers.users)
@@ -164,17 +163,33 @@ def check_quorums(points: list[SteeringPoint], people: People, *, label: str,
         raise WorkflowDefinitionError(f"workflow {label} is invalid: " + "; ".join(problems))
 
 
-def describe(approvers: Approvers, people: People) -> str:
-    """``approvers`` for a message, naming people: each identity the people file claims (a console or REST API
-    name, a Slack user id, a Jira account) as its person, others as ``Approvers.describe`` does (a Slack id as
-    ``<@U…>``), user groups as groups, and each person once (``priya`` listed by name and by her Slack id is
-    ``priya``); ``anyone`` when the list is empty."""
-    parts = _described(approvers, people)
-    return ", ".join(parts) if parts else "anyone"
+CONSOLE_OPERATOR = "the console operator"
+"""How a refusal's ``only … may`` names the console operator (``HAZEL_OPERATOR``) where they count as an
+approver (``operator_counts``)."""
+
+
+def operator_counts(approvers: Approvers) -> bool:
+    """Whether the console operator is one of ``approvers`` by ``is_approver``'s own rule: the list names
+    someone, and no console or REST API names and no people."""
+    return not approvers.empty and not approvers.users and not approvers.people
+
+
+def who_may(lists: Iterable[Approvers], people: People) -> str:
+    """Who ``lists`` (approver lists, any of which admits) let act, for a refusal's ``only … may``, naming
+    people: each identity the people file claims (a console or REST API name, a Slack user id, a Jira account)
+    as its person, others as ``Approvers.describe`` does (a Slack id as ``<@U…>``), user groups as groups, each
+    person once (``priya`` listed by name and by her Slack id is ``priya``), and ``the console operator`` last
+    when a list admits them (``operator_counts``): ``priya, <@U0123>, <!subteam^S0456>, the console operator``.
+    ``""`` when the lists name nobody."""
+    lists = list(lists)
+    names = dict.fromkeys(name for a in lists for name in _described(a, people))
+    if any(operator_counts(a) for a in lists):
+        names[CONSOLE_OPERATOR] = None
+    return ", ".join(names)
 
 
 def _described(approvers: Approvers, people: People) -> list[str]:
-    """The names ``describe`` joins, each once, in the list's order."""
+    """The names ``who_may`` joins of ``approvers``, each once, in the list's order."""
     parts = [*approvers.people]
     parts += [people.claimed("console", u) or people.claimed("api", u) or u for u in approvers.users]
     parts += [people.claimed("slack", u) or f"<@{u}>" for u in approvers.slack_users]
@@ -267,7 +282,7 @@ def refusal(point: SteeringPoint, action: str, actor: Actor, run: Run | None, pe
     starter_may = action == Action.REWIND.value and run is not None and started_it(run, actor)
     if point.role_for(action) == "approvers" and not starter_may and not any(
             is_approver(a, actor, people) for a in lists):
-        who = "; ".join(describe(a, people) for a in lists)
+        who = who_may(lists, people)
         also = ", or who started the run" if action == Action.REWIND.value else ""
         verb = "give feedback" if action == Action.FEEDBACK.value else action  # (not "may not feedback")
         return f"{actor.label} may not {verb} at {point.title!r}: only {who} may{also}"
@@ -326,8 +341,8 @@ def may_run_action(points: list[SteeringPoint], actor: Actor, run: Run, people: 
 def run_action_refusal(points: list[SteeringPoint], verb: str, actor: Actor, run: Run, people: People) -> str:
     """Why ``actor`` may not ``verb`` (``retry``, ``cancel``) ``run``, naming who may as a rewind refusal
     does: ``sam may not cancel run 1a2b: only priya, dan may, or who started the run`` (the approvers of
-    ``points``, each person once, ``describe``); ``only who started the run may`` when ``points`` name
-    nobody (for ``may_run_action``'s refusals: it does not check)."""
-    who = ", ".join(dict.fromkeys(name for p in points for name in _described(p.approvers, people)))
+    ``points``, each person once, and the console operator where they count: ``who_may``); ``only who started
+    the run may`` when ``points`` name nobody (for ``may_run_action``'s refusals: it does not check)."""
+    who = who_may((p.approvers for p in points), people)
     rule = f"only {who} may, or who started the run" if who else "only who started the run may"
     return f"{actor.label} may not {verb} run {run.id}: {rule}"

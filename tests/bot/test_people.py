@@ -361,7 +361,8 @@ def test_a_listed_identity_stands_for_its_person(people: People) -> None:
     for actor in (ident(people, "jira", PRIYA_CLOUD), ident(people, "api", "priya-ci"), operator(people, "pk")):
         assert permissions.refusal(by_slack, "approve", actor, run, people) is None, actor
     reason = permissions.refusal(by_slack, "approve", ident(people, "slack", ALICE_SLACK), run, people)
-    assert reason == "alice may not approve at 'Sign off': only priya may"  # (the person, not her account)
+    # (the person, not her account; and the console operator, who counts where no console name or person is listed)
+    assert reason == "alice may not approve at 'Sign off': only priya, the console operator may"
 
     by_console_name = a_point(Approvers(users=("pk",)))
     assert permissions.refusal(by_console_name, "approve", ident(people, "slack", PRIYA_SLACK), run, people) is None

@@ -44,7 +44,8 @@ def test_someone_not_allowed_is_told_why_nothing_changes_and_it_is_audited(make_
         env.wait(lambda a=action: (OUTSIDER, a) in refusals(env, run_id), f"the refused {action} in the audit")
     texts = [e["text"] for e in env.wait(lambda: len(env.fake.ephemerals_for(OUTSIDER)) == 4
                                          and env.fake.ephemerals_for(OUTSIDER), "four explanations")]
-    assert all(t.startswith("🚫") and "only <@U0000000001>, <!subteam^S0000000001> may" in t for t in texts)
+    assert all(t.startswith("🚫") and "only <@U0000000001>, <!subteam^S0000000001>, the console operator may" in t
+               for t in texts), texts
     assert env.fake.views == [] and env.hazel.decisions(run_id=run_id) == []
     assert env.pending(run_id) == request and len(env.fake.message(message.channel, message.ts).versions) == 0
 

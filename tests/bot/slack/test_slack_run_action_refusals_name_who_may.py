@@ -17,8 +17,8 @@ def test_cancel_and_retry_refusals_name_the_approvers(make_env) -> None:  # noqa
         assert response.status_code == 200, response.text
         text = response.json()["text"]
         # (the command's answer names them in plain words, as the CLI does: no mention syntax, escaped or not)
-        assert f"may not {verb} run {run_id}: only Slack user {PRIYA}, Slack group S0000000001 may, or who " \
-               "started the run" in text, text
+        assert f"may not {verb} run {run_id}: only Slack user {PRIYA}, Slack group S0000000001, the console " \
+               "operator may, or who started the run" in text, text
     assert env.pending(run_id) is not None  # nothing changed
     refused = [e for e in env.hazel.audit(run_id=run_id) if e.action == "decision.refused"]
     assert [e.detail["attempted"] for e in refused] == ["cancel", "retry"]

@@ -43,12 +43,12 @@ def test_a_slack_group_is_named_plainly_by_the_api_and_the_pages(db_url: str) ->
                              headers={"Authorization": f"Bearer {ALICE}"}, timeout=10)
         assert refused.status_code == 403, refused.text
         message = refused.json()["error"]["message"]
-        assert f"only Slack group {GROUP} may" in message and "subteam" not in message, message
+        assert f"only Slack group {GROUP}, the console operator may" in message and "subteam" not in message, message
         client = Browserless(server.url)
         sign_in(client, ALICE)
         page = client.get(f"/runs/{run.id}").text
         assert f"Who may decide: Slack group {GROUP}" in page, page
-        assert f"only Slack group {GROUP} may" in page and "subteam" not in page
+        assert f"only Slack group {GROUP}, the console operator may" in page and "subteam" not in page
 
 
 def test_a_run_page_of_a_version_not_deployed_does_not_say_anyone(db_url: str) -> None:
