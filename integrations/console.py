@@ -15,6 +15,7 @@ from rich.text import Text
 from integrations.base import Channel
 from integrations.terminal import SafeConsole, for_terminal, indented
 from store.models import Approvers, ProgressView, RequestStatus, RequestView, past_tense, person_label, plain_mentions
+from store.models import shown_error
 
 
 def render_value(value: Any) -> str:
@@ -143,16 +144,21 @@ class ConsoleChannel(Channel):
         if view.event == "waiting":
             return  # the new request prints itself
         style = {"completed": "green", "failed": "red", "rejected": "red", "cancelled": "yellow"}.get(view.event, "")
-        extra = progress_extra(view)
+        extra = progress_extra(view, command=self.command)
         line = Text(f"run {view.run.id} {view.event}", style=style)
         if extra:  # (a multi-line error's further lines indented: none passes for a line of its own)
             line.append(indented(for_terminal(f": {extra}")))
         self.console.print(line)
 
 
-def progress_extra(view: ProgressView) -> str:
-    """What follows ``run ID EVENT`` in a progress line: the run's error or the reason it was ended, or ``""``."""
-    return str(view.facts.get("error") or view.facts.get("reason") or "")
+def progress_extra(view: ProgressView, *, command: str = "hazel") -> str:
+    """What follows ``run ID EVENT`` in a progress line: the run's error (cut at ``ERROR_SHOWN_CHARS``
+    characters, saying how many more and where it is whole: ``store.models.shown_error``; ``command``: how the
+    reader invokes the CLI) or the reason it was ended, or ``""``."""
+    error = view.facts.get("error")
+    if error:
+        return shown_error(str(error), run_id=view.run.id, command=command)
+    return str(view.facts.get("reason") or "")
 
 
 @dataclass(frozen=True)

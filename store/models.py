@@ -238,7 +238,30 @@ class Run(_Record):
     """Fencing token of the current claim: every write by the executing worker requires it."""
     lease_expires_at: datetime | None = None
     error: str | None = None
+    """The last failure, ``Type: text`` as the step raised it, whole (printed cut: ``shown_error``)."""
     error_traceback: str | None = None
+    """Its traceback, whole (printed by ``hazel show RUN --full``; cut in ``--json``: ``shown_error``)."""
+
+
+ERROR_SHOWN_CHARS = 2_000
+"""Characters of a run's error printed for a person (the CLI's lines and ``hazel show``, the console channel, the
+engine's log line): a step that raised an error of megabytes fills no terminal or log with it."""
+
+ERROR_JSON_CHARS = 20_000
+"""Characters of a run's error and of its traceback in the CLI's ``--json`` documents: an ordinary traceback
+whole, an error of megabytes not."""
+
+
+def shown_error(text: str, *, run_id: str, max_chars: int = ERROR_SHOWN_CHARS, command: str = "hazel",
+                one_line: bool = False) -> str:
+    """``text`` (a run's stored error or traceback, kept whole in the database) as printed: whole up to
+    ``max_chars`` characters, else its first ``max_chars`` followed, on a line of its own (on the same one with
+    ``one_line``), by how much was left out and where the whole text is: ``… (2,998,000 more characters: hazel
+    show 1a2b3c4d5e6f --full)``. ``command``: how the reader invokes the CLI."""
+    if len(text) <= max_chars:
+        return text
+    between = "" if one_line else "\n"
+    return f"{text[:max_chars]}{between}… ({len(text) - max_chars:,} more characters: {command} show {run_id} --full)"
 
 
 class CheckpointInfo(_Record):

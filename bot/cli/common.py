@@ -207,24 +207,38 @@ _MASK = "hazelpasswordmasked7f3a9c"
 rendering leaves them as they are, where it would quote ``*``)."""
 
 
-def to_jsonable(value: Any) -> Any:
+def to_jsonable(value: Any, *, whole: bool = False) -> Any:
+    """``value`` as JSON's types: pydantic models dumped, lists and mappings gone through. A run's ``error`` and
+    ``error_traceback`` are cut at ``ERROR_JSON_CHARS`` characters, saying how many more there are and that
+    ``hazel show RUN --full`` prints them (``store.models.shown_error``), unless ``whole``: the database keeps
+    them whole."""
     from pydantic import BaseModel
 
+    from store.models import ERROR_JSON_CHARS, Run, shown_error
+
+    if isinstance(value, Run):
+        data = value.model_dump(mode="json")
+        for key in ("error", "error_traceback") if not whole else ():
+            if data.get(key):
+                data[key] = shown_error(data[key], run_id=value.id, max_chars=ERROR_JSON_CHARS,
+                                        command=command_prefix())
+        return data
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
     if isinstance(value, (list, tuple)):
-        return [to_jsonable(v) for v in value]
+        return [to_jsonable(v, whole=whole) for v in value]
     if isinstance(value, dict):
-        return {k: to_jsonable(v) for k, v in value.items()}
+        return {k: to_jsonable(v, whole=whole) for k, v in value.items()}
     return value
 
 
-def emit_json(value: Any) -> None:
+def emit_json(value: Any, *, whole: bool = False) -> None:
     """``value`` as indented JSON (ASCII) and a newline on stdout, written whole: with ``PYTHONUNBUFFERED=1``
     stdout's text layer writes straight to the file descriptor and drops what a short write left (a pipe whose
     reader went away after taking some: the rest was lost and the command ended 0, not 141). Raises
-    ``BrokenPipeError`` when the reader is gone (``handle_errors`` ends the command quietly then)."""
-    text = json.dumps(to_jsonable(value), indent=2, default=str) + "\n"
+    ``BrokenPipeError`` when the reader is gone (``handle_errors`` ends the command quietly then). ``whole``: a
+    run's error and traceback whole (``to_jsonable``; ``hazel show RUN --full --json``)."""
+    text = json.dumps(to_jsonable(value, whole=whole), indent=2, default=str) + "\n"
     out = getattr(sys.stdout, "buffer", None)
     if out is None:  # (a test's stdout without a byte layer)
         sys.stdout.write(text)

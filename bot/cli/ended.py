@@ -60,17 +60,27 @@ def cancelled_during(hazel: "Hazel", run: "Run", result: "DriveResult") -> bool:
         result.lease_lost and _cancel_of(hazel, run.id, since=result.started_at) is not None)
 
 
+ERROR_LINE_CHARS = 300
+"""Characters of a failed run's error on the command's error line (``failed_message``)."""
+
+
 def failed_message(hazel: "Hazel", run: "Run") -> str:
     """``run R failed at step S: RuntimeError: payment provider down``: the step of the run's latest failure (from
-    its audit log; none when it failed outside a step) and the first line of its error (at most 300 characters:
-    the whole error is the run's, ``hazel show R --full``)."""
-    from bot.cli.render import _short
+    its audit log; none when it failed outside a step) and the first line of its error, cut at
+    ``ERROR_LINE_CHARS`` characters saying how many more the error has and where it is whole (``… (2,999,700
+    more characters: hazel show R --full)``)."""
+    from bot.cli.common import command_prefix
+    from store.models import shown_error
 
     failure = next((e for e in reversed(hazel.audit(run_id=run.id)) if e.action in ("step.failed", "run.failed")),
                    None)
     step = failure.detail.get("step") if failure is not None else None
-    error = _first_line(str(run.error or "").strip()) or "unknown error"
-    return f"run {run.id} failed{f' at step {step}' if step else ''}: {_short(error, 300)}"
+    error = str(run.error or "").strip()
+    line = _first_line(error) or "unknown error"
+    if len(line) > ERROR_LINE_CHARS:  # (the more characters counted in the whole error, its other lines too)
+        line = shown_error(error, run_id=run.id, max_chars=ERROR_LINE_CHARS, command=command_prefix(),
+                           one_line=True)
+    return f"run {run.id} failed{f' at step {step}' if step else ''}: {line}"
 
 
 def cancelled_message(hazel: "Hazel", run_id: str, extra: dict | None = None) -> str:

@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, Any
 from rich.markup import escape
 from rich.table import Table
 
-from bot.cli.common import when
+from bot.cli.common import command_prefix, when
 from integrations.terminal import for_terminal, indented
 from bot.engine import DriveResult
 from store.models import REWIND_NODE, branch_heading, continuation, node_label, person_label, rewound_fields
-from store.models import AuditEvent, CheckpointInfo, Decision, Run, SteeringRequest
+from store.models import AuditEvent, CheckpointInfo, Decision, Run, SteeringRequest, shown_error
 
 if TYPE_CHECKING:
     from rich.tree import Tree
@@ -132,6 +132,9 @@ def audit_table(events: list[AuditEvent]) -> Table:
 
 
 def drive_summary(result: DriveResult) -> str:
+    """What a command that executed a run prints of it: ``run R: ran a, b; now waiting``; a failed run's error
+    follows, cut at ``ERROR_SHOWN_CHARS`` characters (``store.models.shown_error``: how many more there are, and
+    ``hazel show R --full``, which prints them)."""
     run = result.run
     if run is None:
         return ""
@@ -144,6 +147,7 @@ def drive_summary(result: DriveResult) -> str:
         parts.append(f"continuing in another worker ({escape(str(run.lease_owner))})")
     else:
         parts.append(f"now {status(run.status.value)}")
-    if run.status.value == "failed" and run.error:
-        parts.append(escape(indented(for_terminal(run.error))))  # (its further lines indented)
+    if run.status.value == "failed" and run.error:  # (its further lines indented; megabytes cut short)
+        error = shown_error(run.error, run_id=run.id, command=command_prefix())
+        parts.append(escape(indented(for_terminal(error))))
     return f"run {run.id}: " + "; ".join(parts)

@@ -18,6 +18,7 @@ from bot.cli.common import (
     engine,
     handle_errors,
     read_arg,
+    to_jsonable,
     usage_error,
     when,
 )
@@ -162,7 +163,7 @@ def runs_cmd(
     waiting = hazel.pending_requests_by_run(run_ids=[r.id for r in runs])
     pending = {run_id: max(found, key=lambda r: r.id) for run_id, found in waiting.items()}
     if json_out:
-        emit_json([{**r.model_dump(mode="json"), "pending_request": pending.get(r.id),
+        emit_json([{**to_jsonable(r), "pending_request": pending.get(r.id),
                     "pending_requests": waiting.get(r.id, [])} for r in runs])
         return
     if not runs:
@@ -219,7 +220,8 @@ def show_cmd(
     run_ref: Annotated[str, typer.Argument(metavar="RUN", help="Run id (or a unique prefix).")],
     seq: Annotated[int | None, typer.Option("--seq", min=0, max=INT_MAX, help="Show the state at this "
                                             "checkpoint.")] = None,
-    full: Annotated[bool, typer.Option("--full", help="Whole artefacts and tracebacks.")] = False,
+    full: Annotated[bool, typer.Option("--full", help="Whole artefacts, errors and tracebacks (with --json: the "
+                                      "run's error and traceback whole).")] = False,
     raw: Annotated[bool, typer.Option("--raw", help="Print only the shown field (or the state), undecorated, "
                                       "ended by one added newline: `hazel show RUN --raw > plan.txt`, edit, "
                                       "`hazel edit RUN --file plan.txt` (which drops a file's final newline: "
@@ -238,6 +240,7 @@ def show_cmd(
     from bot.cli import render
     from integrations.console import render_value
     from integrations.terminal import for_terminal
+    from store.models import shown_error
 
     if raw and json_out:
         from typer._click.exceptions import UsageError  # the Click that typer vendors: a usage error, exit 2
@@ -258,7 +261,7 @@ def show_cmd(
         raise hazel.missing_checkpoint(run_id=run.id, seq=seq)
     if json_out:
         emit_json({"run": run, "pending_request": pending, "pending_requests": waiting, "state": tree,
-                   "seq": run.head_seq if seq is None else seq})
+                   "seq": run.head_seq if seq is None else seq}, whole=full)
         return
     if raw and at is None and seq is None and len(waiting) > 1:  # which one's value: the person says
         points = ", ".join(repr(r.point) for r in waiting)
@@ -280,8 +283,9 @@ def show_cmd(
                      + (f" · {request.approvals}/{request.approvals_required} approvals"
                         if request.approvals_required > 1 else "")
                      + f" · request {request.id}")  # what `--request N` names
-    if run.error:
-        lines.append(f"error      {e(run.error)}")
+    if run.error:  # (cut short but with --full: a step's error may be megabytes)
+        error = run.error if full else shown_error(run.error, run_id=run.id, command=common.command_prefix())
+        lines.append(f"error      {e(error)}")
     # titles as Text, not markup (a run id and a field name hold neither markup nor emoji codes): parsing a
     # title as markup looks its :codes: up in rich's emoji table, ~3 ms of every `hazel show` to import it
     common.out.print(Panel("\n".join(lines), title=Text(f"run {run.id}"), title_align="left"))

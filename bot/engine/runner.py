@@ -41,7 +41,7 @@ from bot.engine.registry import Registry
 from bot.engine.workflow import END, Step, StepContext, SteeringPoint, Workflow, unknown_fields
 from store import ChainPosition, Fence, LeaseLostError, NewCheckpoint, Store
 from store.steps import StepWriter
-from store.models import SYSTEM, Run, RunStatus
+from store.models import SYSTEM, Run, RunStatus, shown_error
 
 log = logging.getLogger("hazel.runner")
 
@@ -484,12 +484,13 @@ class Runner:
         now = self.clock()
         message, trace = (self.redact(text) for text in described(exc))
         contract = isinstance(exc, StepContractError)  # fails the same way every time: not retried, and said so
+        said = shown_error(message, run_id=run.id)  # (stored whole; a log line of megabytes helps nobody)
         if contract:  # (``attempts`` stays the tries made: the stored count and the log say what happened)
             log.warning("run %s step %s attempt %d failed, not retried (a contract error): %s", run.id, step.name,
-                        attempts, message)
+                        attempts, said)
         else:
             log.warning("run %s step %s attempt %d/%d failed: %s", run.id, step.name, attempts, step.max_attempts,
-                        message)
+                        said)
         if not contract and attempts < step.max_attempts:
             delay = step.backoff_for(attempts, self.rng)
             wake_at = now + timedelta(seconds=delay)
