@@ -7,7 +7,9 @@ is a command (``/approve``, ``/reject REASON``, ``/edit VALUE``, ``/rewind STEP 
 and a transition to the point's approve / reject status is that decision. Whatever the engine refuses (not
 allowed, invalid edit, already decided) is answered with a comment on the issue and changes nothing; a refused
 transition's issue is first moved back where it came from, through as many transitions as the workflow needs
-(``JiraChannel.walk``), and the answer says whether Hazel could.
+(``JiraChannel.walk``), and the answer says whether Hazel could. A ``/rewind`` that settles no request of its
+issue (the run had ended, or waits on another channel) is answered with what it did, since no outcome comment
+comes to that issue from the outbox.
 
 Duplicates decide once: decisions carry ``delivery_id`` (``<site>/issue/<id>/comment/<id>``, ``…/changelog/<id>``:
 ``integrations.jira.webhook.delivery_key``), which the database keeps unique, so Jira's retries and Server's
@@ -60,7 +62,7 @@ from integrations.jira import (
     verify_signature,
 )
 from integrations.jira.options import same_status
-from integrations.jira.render import inline, mention, who_may
+from integrations.jira.render import inline, mention, rewound_comment, who_may
 from integrations.jira.webhook import SIGNATURE_HEADER, WEBHOOK_ID_HEADER, split_rewind
 from store.models import Actor, RequestStatus, RequestView, SteeringRequest, past_tense
 
@@ -70,16 +72,19 @@ HELP = ("Answer with a plain comment (feedback), or /approve, /reject REASON, /e
 
 
 class _Answer:
-    """A refusal decided for one delivery, not yet posted on the issue: ``text`` and, for a refused
+    """An answer decided for one delivery, not yet posted on the issue: a refusal's ``text`` and, for a refused
     transition, ``on_refused`` (moves the issue back; returns the sentence that says where it is), run again
-    by each attempt to post it."""
+    by each attempt to post it; or, with ``decided`` (the webhook's JSON answer for the decision), what a
+    decision did that no outcome comment will say on this issue (a rewind of an ended run)."""
 
-    def __init__(self, event: JiraEvent, text: str, on_refused: Callable[[], str] | None = None) -> None:
-        self.event, self.text, self.on_refused = event, text, on_refused
+    def __init__(self, event: JiraEvent, text: str, on_refused: Callable[[], str] | None = None, *,
+                 decided: dict[str, Any] | None = None) -> None:
+        self.event, self.text, self.on_refused, self.decided = event, text, on_refused, decided
 
 
 class _Unanswered(Exception):
-    """The refusal of a delivery is decided (and audited) but Jira did not take the answer: ``answer``."""
+    """The outcome of a delivery (a refusal, audited, or a rewind) is decided but Jira did not take the answer:
+    ``answer``."""
 
     def __init__(self, answer: _Answer, cause: DeliveryError) -> None:
         super().__init__(str(cause))
@@ -157,10 +162,10 @@ class JiraWebhook:
             return 200, {"duplicate": True}
         try:
             status, answer = self._post(refusal) if refusal is not None else self._dispatch(event)
-        except _Unanswered as exc:  # refused (and audited) once: the retry gets this refusal, nothing else
+        except _Unanswered as exc:  # refused (and audited) or rewound once: the retry gets this answer, nothing else
             self.seen.release(key, exc.answer)
-            log.warning("jira webhook %s on issue %s: refused, but Jira did not take the answer: %s",
-                        event.webhook_event, event.issue_id, exc.cause)
+            log.warning("jira webhook %s on issue %s: %s, but Jira did not take the answer: %s", event.webhook_event,
+                        event.issue_id, "decided" if exc.answer.decided else "refused", exc.cause)
             return 503, {"error": "Jira is unavailable; send again later"}
         except DeliveryError as exc:
             self.seen.release(key)
@@ -293,8 +298,17 @@ class JiraWebhook:
                                              f"{self._still(request.id, action, newer)}", on_refused))
         log.info("jira %s on issue %s by %s: %s run %s%s", event.webhook_event, event.issue_id, actor.id, action,
                  run_id, " (duplicate)" if outcome.duplicate else "")
-        return 200, {"decided": outcome.decision.action.value, "run_id": run_id, "duplicate": outcome.duplicate,
-                     "run_status": outcome.run_status.value}
+        decided = {"decided": outcome.decision.action.value, "run_id": run_id, "duplicate": outcome.duplicate,
+                   "run_status": outcome.run_status.value}
+        settled = outcome.request
+        if action == "rewind" and not outcome.duplicate and (
+                settled is None or settled.message_key != message_key(event.issue_id)):
+            # no request of this issue was settled (the run had ended, or waits elsewhere): no outcome comment
+            # comes here from the outbox, so the person is answered now
+            ended = view.run.status.value if view.run.status.ended else None
+            return self._post(_Answer(event, rewound_comment(outcome.decision, next_step=outcome.next_node,
+                                                             ended=ended), decided=decided))
+        return 200, decided
 
     def _still(self, request_id: int, action: str, newer: SteeringRequest | None) -> str:
         """The sentence ending a refusal: the newer version the issue asks about, when the person answered an
@@ -323,16 +337,18 @@ class JiraWebhook:
                                    groups=groups, email=event.actor.email)
 
     def _post(self, answer: _Answer) -> tuple[int, dict[str, Any]]:
-        """Post a refusal the engine gave (after ``on_refused``, whose sentence ends it).
+        """Post a refusal the engine gave (after ``on_refused``, whose sentence ends it), or what a decision did
+        (``answer.decided``: the JSON answer then carries it too).
 
         Raises:
-            _Unanswered: Jira is unavailable (the refusal stands: the retry posts it, deciding nothing again).
+            _Unanswered: Jira is unavailable (the outcome stands: the retry posts it, deciding nothing again).
         """
         try:
             note = answer.on_refused() if answer.on_refused else ""
-            return self._reply(answer.event, answer.text + note, refused=True)
+            status, body = self._reply(answer.event, answer.text + note, refused=answer.decided is None)
         except DeliveryError as exc:
             raise _Unanswered(answer, exc) from exc
+        return status, {**(answer.decided or {}), **body}
 
     def _reply(self, event: JiraEvent, text: str, *, refused: bool) -> tuple[int, dict[str, Any]]:
         """Answer the person on the issue (raises DeliveryError when Jira is down: the caller answers 503)."""

@@ -266,6 +266,17 @@ def outcome_comment(view: RequestView, *, note: str | None = None) -> str:
     return text + (f"\n\n{note}" if note else "")
 
 
+def rewound_comment(decision: Decision, *, next_step: str | None, ended: str | None = None) -> str:
+    """The answer to a ``/rewind`` comment that settled no request of its issue (so no outcome comment comes
+    for it): the run ``ended`` (its status then: ``rejected``, …) or waiting elsewhere was forked from the
+    checkpoint the decision names and continues at ``next_step`` on a new branch, with the feedback if any."""
+    was = f" (it had ended {inline(ended)})" if ended else ""
+    at = f" at {inline(next_step)}" if next_step else ""
+    feedback = decision.payload.get("feedback")
+    return (f"Rewound run {decision.run_id} to checkpoint #{decision.payload.get('to', '?')}{was}: it continues"
+            f"{at} on a new branch" + (f", with your feedback: {quoted(feedback)}" if feedback else "."))
+
+
 def progress_comment(view: ProgressView) -> str:
     """The run's progress since this issue's request: steps done, what it waits on now, or how it ended."""
     run, facts = view.run.id, view.facts

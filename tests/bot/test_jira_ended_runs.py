@@ -1,0 +1,106 @@
+"""Comments on the issue of a run that has ended (completed, rejected, cancelled, failed), over real HTTP with
+signed webhooks and the fake Jira: each one gets an answer on the issue.
+
+A tester's finding: ``/rewind STEP [feedback]`` there got no reply at all. The engine takes it (any ended run can
+be rewound: the run goes on from that checkpoint on a new branch), but settles no request of the issue, so no
+outcome comment came from the outbox: the webhook now answers with what the rewind did.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import pytest
+
+from store.models import RunStatus
+from tests.support.jira_env import OPERATOR, JiraEnv, jira_env
+
+
+@pytest.fixture(autouse=True)
+def _offline_example(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:  # noqa: ANN001
+    for name in ("HAZEL_LLM_BASE_URL", "HAZEL_LLM_API_KEY", "HAZEL_LLM_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HAZEL_OUTPUT_DIR", str(tmp_path / "out"))
+
+
+@pytest.fixture
+def env(db_url: str) -> Iterator[JiraEnv]:
+    with jira_env(db_url) as e:
+        yield e
+
+
+ENDINGS = ["completed", "rejected", "cancelled", "failed"]
+
+
+def ended(env: JiraEnv, how: str) -> tuple[str, dict]:
+    """A run of the example ended ``how``, and the issue of the request it ended at (or after)."""
+    run_id = env.start()
+    issue = env.issue(run_id)
+    if how == "completed":  # approved on both issues; the run deploys
+        assert env.send(env.comment(issue, "/approve")).json()["decided"] == "approve"
+        env.drive(run_id)
+        issue = env.issue(run_id)
+        assert env.send(env.comment(issue, "/approve")).json()["decided"] == "approve"
+    elif how == "rejected":
+        assert env.send(env.comment(issue, "/reject the down script loses data")).json()["decided"] == "reject"
+    elif how == "cancelled":
+        env.hazel.cancel(run_id=run_id, actor=OPERATOR, reason="superseded")
+    else:  # what a timeout with on_timeout="fail" does
+        assert env.hazel.steering.end_waiting(env.pending(run_id), RunStatus.FAILED, "nobody decided in time")
+    run = env.drive(run_id)
+    assert run.status.value == how
+    return run_id, issue
+
+
+@pytest.mark.parametrize("how", ENDINGS)
+def test_a_rewind_of_an_ended_run_is_answered_with_what_it_did(env: JiraEnv, how: str) -> None:
+    run_id, issue = ended(env, how)
+    before = len(env.fake.bodies(issue["id"]))
+    answer = env.send(env.comment(issue, "/rewind write_scripts use batches of 1000"))
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["decided"] == "rewind" and body["run_status"] == "ready", body
+    to = env.hazel.decisions(run_id=run_id)[-1].payload["to"]
+    expected = (f"Rewound run {run_id} to checkpoint #{to} (it had ended {how}): it continues at write_scripts "
+                "on a new branch, with your feedback: use batches of 1000")
+    assert body["answered"] == expected
+    assert env.fake.bodies(issue["id"])[before:] == [f"[~accountid:{env.who['sme']}] {expected}"]
+    # the run goes on from there: the scripts are written again with the feedback, and asked about again
+    assert env.drive(run_id).status is RunStatus.WAITING
+    assert env.pending(run_id).point == "review_artefacts"
+    assert "revision 1: use batches of 1000" in next(iter(env.hazel.state_at(run_id=run_id).scripts.values()))
+
+
+def test_a_rewind_from_an_issue_whose_run_waits_elsewhere_is_answered_there(env: JiraEnv) -> None:
+    """The review's issue (approved) while the run waits at the sign-off's: the sign-off's issue hears that its
+    request was rewound (the outbox), the review's, where the person wrote, gets the answer."""
+    run_id = env.start()
+    review = env.issue(run_id)
+    assert env.send(env.comment(review, "/approve")).json()["decided"] == "approve"
+    env.drive(run_id)
+    signoff = env.issue(run_id)
+    assert signoff["id"] != review["id"]
+    before = len(env.fake.bodies(review["id"]))
+    body = env.send(env.comment(review, "/rewind write_scripts")).json()
+    assert body["decided"] == "rewind", body
+    assert body["answered"].startswith(f"Rewound run {run_id} to checkpoint #") and body["answered"].endswith(
+        ": it continues at write_scripts on a new branch."), body
+    assert "had ended" not in body["answered"]
+    assert env.fake.bodies(review["id"])[before:] == [f"[~accountid:{env.who['sme']}] {body['answered']}"]
+    env.drive(run_id)
+    assert any(b.startswith("Rewound by ") for b in env.fake.bodies(signoff["id"])), env.fake.bodies(signoff["id"])
+
+
+def test_a_rewind_answered_while_jira_is_down_is_answered_on_the_retry(env: JiraEnv) -> None:
+    """The rewind is recorded, but Jira does not take the answer: 503, and Jira's retry of the same comment posts
+    the answer and rewinds nothing more."""
+    run_id, issue = ended(env, "rejected")
+    before = len(env.fake.bodies(issue["id"]))
+    payload = env.comment(issue, "/rewind write_scripts")
+    env.fake.fail("POST", "/comment$", status=503)
+    assert env.send(payload).status_code == 503
+    retry = env.send(payload)
+    assert retry.status_code == 200 and retry.json()["decided"] == "rewind", retry.text
+    assert retry.json()["answered"].startswith(f"Rewound run {run_id} to checkpoint #")
+    assert len(env.fake.bodies(issue["id"])) == before + 1
+    assert [d.action.value for d in env.hazel.decisions(run_id=run_id)].count("rewind") == 1
