@@ -7,9 +7,11 @@ is a command (``/approve``, ``/reject REASON``, ``/edit VALUE``, ``/rewind STEP 
 and a transition to the point's approve / reject status is that decision. Whatever the engine refuses (not
 allowed, invalid edit, already decided) is answered with a comment on the issue and changes nothing; a refused
 transition's issue is first moved back where it came from, through as many transitions as the workflow needs
-(``JiraChannel.walk``), and the answer says whether Hazel could. A ``/rewind`` that settles no request of its
-issue (the run had ended, or waits on another channel) is answered with what it did, since no outcome comment
-comes to that issue from the outbox.
+(``JiraChannel.walk``), and the answer says whether Hazel could. On the issue of a run that has ended, a plain
+comment where the point takes feedback goes to the engine as feedback too (refused and answered, not ignored),
+and a refusal there says that the run has ended and what runs it again. A ``/rewind`` that settles no request
+of its issue (the run had ended, or waits on another channel) is answered with what it did, since no outcome
+comment comes to that issue from the outbox.
 
 Duplicates decide once: decisions carry ``delivery_id`` (``<site>/issue/<id>/comment/<id>``, ``…/changelog/<id>``:
 ``integrations.jira.webhook.delivery_key``), which the database keeps unique, so Jira's retries and Server's
@@ -64,7 +66,7 @@ from integrations.jira import (
 from integrations.jira.options import same_status
 from integrations.jira.render import inline, mention, rewound_comment, who_may
 from integrations.jira.webhook import SIGNATURE_HEADER, WEBHOOK_ID_HEADER, split_rewind
-from store.models import Actor, RequestStatus, RequestView, SteeringRequest, past_tense
+from store.models import Actor, RequestStatus, RequestView, RunStatus, SteeringRequest, past_tense
 
 log = logging.getLogger("hazel.jira")
 HELP = ("Answer with a plain comment (feedback), or /approve, /reject REASON, /edit followed by the new value, "
@@ -248,8 +250,10 @@ class JiraWebhook:
         if command.action == "unknown":
             return self._reply(event, f"/{inline(command.argument)} is not a Hazel command. {HELP}", refused=True)
         pending = view.request.status is RequestStatus.PENDING
-        # (feedback written on a version answered since is refused, saying so, rather than ignored as a comment)
-        answering = pending or (newer is not None and newer.status is RequestStatus.PENDING)
+        # (feedback written on a version answered since is refused, saying so, rather than ignored as a comment;
+        # so is feedback on the issue of a run that has ended: the engine says who settled it, and the run ended)
+        answering = (pending or (newer is not None and newer.status is RequestStatus.PENDING)
+                     or view.run.status.ended)
         if command.plain and pending and event.issue_status:  # the comment of a transition, delivered first
             opts = self.channel.options_for(view.options)
             if same_status(event.issue_status, opts.approve_status) or same_status(event.issue_status,
@@ -311,17 +315,31 @@ class JiraWebhook:
         return 200, decided
 
     def _still(self, request_id: int, action: str, newer: SteeringRequest | None) -> str:
-        """The sentence ending a refusal: the newer version the issue asks about, when the person answered an
-        older one; else whether the request is still open, as the engine has it now (another channel may have
-        settled it while this delivery was refused)."""
+        """The sentence ending a refusal, as the engine has the run now: that the run has ended (``_ended``);
+        else the newer version the issue asks about, when the person answered an older one; else whether the
+        request is still open (another channel may have settled it while this delivery was refused)."""
+        if action == "rewind" and newer is None:
+            return ""
+        now = self.hazel.request_view(request_id=request_id)
+        if now is not None and now.run.status.ended:
+            return self._ended(now)
         if newer is not None:
             return (f" This answered an earlier version of the issue; it now asks again (request {newer.id}): "
                     "read it and answer that one.")
-        if action == "rewind":
-            return ""
-        now = self.hazel.request_view(request_id=request_id)
         return " The request is still open." if now is not None and now.request.status is RequestStatus.PENDING \
             else ""
+
+    @staticmethod
+    def _ended(view: RequestView) -> str:
+        """The sentence telling that ``view``'s run has ended, and what moves it again: ``hazel retry`` for a
+        failed run, ``/rewind`` where the steering point offers it."""
+        run = view.run
+        text = f" Run {run.id} has ended ({run.status.value})."
+        if run.status is RunStatus.FAILED:
+            text += f" {{{{hazel retry {run.id}}}}} resumes it."
+        if "rewind" in view.actions:
+            text += " To run it again from an earlier step: /rewind STEP [feedback]."
+        return text
 
     def _actor(self, event: JiraEvent) -> Actor:
         """The commenter as the engine's ``Actor``: their groups are read from Jira only when some approver

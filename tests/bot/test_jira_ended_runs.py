@@ -33,14 +33,14 @@ ENDINGS = ["completed", "rejected", "cancelled", "failed"]
 
 
 def ended(env: JiraEnv, how: str) -> tuple[str, dict]:
-    """A run of the example ended ``how``, and the issue of the request it ended at (or after)."""
+    """A run of the example ended ``how``, and the issue of its scripts review (the request it ended at, but for
+    a completed run: approved there, then signed off on the sign-off's issue)."""
     run_id = env.start()
     issue = env.issue(run_id)
     if how == "completed":  # approved on both issues; the run deploys
         assert env.send(env.comment(issue, "/approve")).json()["decided"] == "approve"
         env.drive(run_id)
-        issue = env.issue(run_id)
-        assert env.send(env.comment(issue, "/approve")).json()["decided"] == "approve"
+        assert env.send(env.comment(env.issue(run_id), "/approve")).json()["decided"] == "approve"
     elif how == "rejected":
         assert env.send(env.comment(issue, "/reject the down script loses data")).json()["decided"] == "reject"
     elif how == "cancelled":
@@ -104,3 +104,39 @@ def test_a_rewind_answered_while_jira_is_down_is_answered_on_the_retry(env: Jira
     assert retry.json()["answered"].startswith(f"Rewound run {run_id} to checkpoint #")
     assert len(env.fake.bodies(issue["id"])) == before + 1
     assert [d.action.value for d in env.hazel.decisions(run_id=run_id)].count("rewind") == 1
+
+
+@pytest.mark.parametrize("how", ENDINGS)
+def test_every_command_on_an_ended_runs_issue_is_answered(env: JiraEnv, how: str) -> None:
+    """``/approve``, ``/reject``, ``/edit`` and a plain comment (feedback where the point takes it) on the issue
+    of an ended run are each answered: who settled the request, that nothing changed and that the run has ended
+    (a plain comment there was ignored: the person who meant it as feedback heard nothing)."""
+    run_id, issue = ended(env, how)
+    decisions = env.hazel.decisions(run_id=run_id)
+    before = len(env.fake.bodies(issue["id"]))
+    tail = f"Run {run_id} has ended ({how})."
+    for text in ("/approve", "/reject too risky", '/edit {"001_fix.up.sql": "SELECT 1;"}',
+                 "Please also add an index on users.email_address."):
+        answer = env.send(env.comment(issue, text))
+        assert answer.status_code == 200, answer.text
+        refused = answer.json()["refused"]
+        assert "Nothing changed." in refused and tail in refused, (text, refused)
+        if how in ("completed", "rejected"):
+            verb = "approved" if how == "completed" else "rejected"
+            assert refused.startswith(f"already {verb} by {env.who['sme']} at "), refused
+        else:
+            assert refused.startswith("this request was cancelled ("), refused
+        if how == "failed":
+            assert f"{{{{hazel retry {run_id}}}}} resumes it." in refused, refused
+        assert env.fake.bodies(issue["id"])[-1] == f"[~accountid:{env.who['sme']}] {refused}"
+    assert len(env.fake.bodies(issue["id"])) == before + 4
+    assert env.hazel.decisions(run_id=run_id) == decisions, "nothing was decided"
+    assert env.hazel.get(run_id=run_id).status.value == how
+    if how == "completed":  # where the point takes no feedback, a plain comment is just a comment, as while it
+        # waited; a command there is answered
+        signoff = env.fake.issue("MIG-2")
+        thanks = env.send(env.comment(signoff, "Deployed fine, thanks.")).json()
+        assert thanks == {"ignored": "a comment, not a decision"}
+        refused = env.send(env.comment(signoff, "/approve")).json()["refused"]
+        assert refused.startswith("already approved by ") and refused.endswith(
+            f"{tail} To run it again from an earlier step: /rewind STEP [feedback]."), refused

@@ -211,8 +211,11 @@ def test_reject_needs_a_reason_and_ends_the_run(env: JiraEnv) -> None:
     assert last_two[1].startswith(f"Run {run_id} ended rejected by {env.who['sme']}: the down script loses data")
     # a command on a settled request says who decided
     late = env.send(env.comment(issue, "/approve", person="lead")).json()["refused"]
-    assert late.startswith("already rejected by ")
-    assert env.send(env.comment(issue, "thanks all")).json() == {"ignored": "a comment, not a decision"}
+    assert late.startswith("already rejected by ") and f"Run {run_id} has ended (rejected)." in late
+    # feedback there too: the run has ended (a plain comment on a request decided while the run goes on, or where
+    # the point takes no feedback, is just a comment)
+    thanks = env.send(env.comment(issue, "thanks all")).json()["refused"]
+    assert thanks.startswith("already rejected by ") and f"Run {run_id} has ended (rejected)." in thanks
 
 
 def test_rewind_from_a_comment(env: JiraEnv) -> None:
