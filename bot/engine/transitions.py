@@ -106,9 +106,10 @@ def vote_request_later(tx: Tx, request: SteeringRequest, *, now: datetime, by: A
     return after, answer
 
 
-FOLLOWING = ("slack",)
-"""Kinds of channel whose request thread follows the run to its end: the run's latest request there hears how
-the run ended (completed, failed, rejected, cancelled) even when it ended at a request on another channel."""
+FOLLOWING = ("slack", "jira")
+"""Kinds of channel whose request thread follows the run to its end: the run's latest request there (a Slack
+thread, a Jira issue) hears how the run ended (completed, failed, rejected, cancelled) even when it ended at a
+request on another channel."""
 
 
 def progress(tx: Tx, *, run_id: str, now: datetime, event: str, exclude_request_id: int | None = None,
@@ -120,7 +121,7 @@ def progress(tx: Tx, *, run_id: str, now: datetime, event: str, exclude_request_
 
     An ending (any event but ``waiting``) is also queued, once, for the run's latest request on each kind of
     channel in ``FOLLOWING`` other than that request's own (a Slack thread that said the run now waits at a
-    Jira point hears how it ended there)."""
+    Jira point hears how it ended there, and a Jira issue that said it waits at a Slack point)."""
     if event != "waiting":  # run.waiting is emitted by open_request, with its request
         tx.hooks.emit(f"run.{event}", run_id=run_id, now=now, **facts)
     if asked is None:

@@ -60,6 +60,18 @@ def issue_of(request: SteeringRequest | None) -> str | None:
     return str(ref["issue_id"]) if isinstance(ref, dict) and ref.get("issue_id") else None
 
 
+def contradicts(view: ProgressView) -> bool:
+    """Whether how the run ended contradicts how the issue's own request was decided: the run was rejected after
+    the issue's request was approved (or edited), or completed after it was rejected (an ``on_reject`` branch),
+    at a later point, in Jira or on another channel. Such an issue stays where its decision put it; the progress
+    comment tells how the run ended."""
+    r = view.request
+    if r is None or r.status is not RequestStatus.DECIDED:
+        return False
+    return (view.event == "rejected" and r.decided_action in APPROVED) or (
+        view.event == "completed" and r.decided_action == "reject")
+
+
 class JiraChannel(Channel):
     """Steering requests as Jira issues.
 
@@ -177,8 +189,10 @@ class JiraChannel(Channel):
         self.comment(issue_id, render.outcome_comment(view, note=note), delivery=view.delivery, part="outcome")
 
     def progress(self, view: ProgressView) -> None:
-        """Comment the run's progress on the issue of its previous request; when the run completed (or ended
-        rejected) move that issue to the done (rejected) status.
+        """Comment the run's progress on the issue of its previous request (or, for how the run ended, of its
+        latest request in Jira when it ended at a request on another channel); when the run completed (or ended
+        rejected) move that issue to the done (rejected) status, unless that would undo the decision of the
+        issue's own request (``contradicts``).
 
         Raises:
             DeliveryError, PermanentDeliveryError.
@@ -188,7 +202,7 @@ class JiraChannel(Channel):
             return  # the previous request never had an issue: nothing to comment on
         ref = view.request.message_ref or {}  # type: ignore[union-attr]
         target = {"completed": ref.get("done_status"), "rejected": ref.get("rejected_status")}.get(view.event)
-        note = self.move(issue_id, target)
+        note = None if contradicts(view) else self.move(issue_id, target)
         self.comment(issue_id, render.progress_comment(view) + (f"\n\n{note}" if note else ""),
                      delivery=view.delivery, part="progress")
 

@@ -232,11 +232,31 @@ def test_progress_comments_and_final_transitions(fake: FakeJira, event: str, fac
     channel = fake.channel(rejected_status="Rejected")
     ref = channel.open_request(view(request()))
     nxt = request(id=8).model_copy(update={"title": "Sign off"})
+    action = "reject" if event == "rejected" else "approve"  # (the request the run ended at, or before)
     channel.progress(ProgressView(run=run(), workflow="migration-plan", event=event, facts=facts,
-                                  request=request(status=RequestStatus.DECIDED, action="approve", ref=ref),
+                                  request=request(status=RequestStatus.DECIDED, action=action, ref=ref),
                                   next_request=nxt if event == "waiting" else None, steps=("deploy",)))
     assert fake.status(ref["issue_id"]) == status
     assert text in fake.bodies(ref["issue_id"])[-1]
+
+
+@pytest.mark.parametrize("action, event, status", [("approve", "rejected", "Done"), ("edit", "rejected", "Done"),
+                                                   ("reject", "completed", "Rejected"),
+                                                   ("feedback", "rejected", "Rejected"),
+                                                   ("feedback", "completed", "Done")])
+def test_a_runs_ending_never_undoes_the_decision_of_the_issues_own_request(fake: FakeJira, action: str, event: str,
+                                                                           status: str) -> None:
+    """The run ended at a later point (in Slack, say) otherwise than this issue's request was decided: told in a
+    comment, the issue stays where its decision put it; an issue left open (feedback) moves as the run ended."""
+    channel = fake.channel(rejected_status="Rejected")
+    ref = channel.open_request(view(request()))
+    decided = request(status=RequestStatus.DECIDED, action=action, ref=ref)
+    channel.update_request(view(decided, decisions=(decision(action),)))
+    channel.progress(ProgressView(run=run(), workflow="migration-plan", event=event, request=decided,
+                                  facts={"by": "priya", "reason": "no"} if event == "rejected" else {}))
+    assert fake.status(ref["issue_id"]) == status
+    assert f"Run a1b2c3d4e5f6 {'ended rejected by priya' if event == 'rejected' else 'completed'}" in \
+        fake.bodies(ref["issue_id"])[-1]
 
 
 def test_reminders_and_escalations_comment_on_the_issue(fake: FakeJira) -> None:
