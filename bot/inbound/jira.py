@@ -294,7 +294,7 @@ class JiraWebhook:
                                             request_id=request.id, delivery_id=event.delivery_id)
         except NotAllowedError as exc:
             who = who_may(view.approvers, cloud=self.channel.cloud, identities=self.channel.identities)
-            still = self._still(request.id, action, newer) if on_refused or newer else ""
+            still = self._still(request.id, action, newer) if on_refused or newer or view.run.status.ended else ""
             return self._post(_Answer(event, f"{inline(exc.message)}. Nothing changed. Who may steer this request: "
                                              f"{who}.{still}", on_refused))
         except HazelError as exc:  # invalid edit, already decided, a second vote, unknown rewind target, …

@@ -26,6 +26,7 @@ def _offline_example(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:  # noqa
 @pytest.fixture
 def env(db_url: str) -> Iterator[JiraEnv]:
     with jira_env(db_url) as e:
+        e.fake.groups.update({e.who["stranger"]: ["jira-users"]})
         yield e
 
 
@@ -129,7 +130,10 @@ def test_every_command_on_an_ended_runs_issue_is_answered(env: JiraEnv, how: str
         if how == "failed":
             assert f"{{{{hazel retry {run_id}}}}} resumes it." in refused, refused
         assert env.fake.bodies(issue["id"])[-1] == f"[~accountid:{env.who['sme']}] {refused}"
-    assert len(env.fake.bodies(issue["id"])) == before + 4
+    # someone who may not approve there is told who may, and that the run has ended
+    refused = env.send(env.comment(issue, "/approve", person="stranger")).json()["refused"]
+    assert "may not approve" in refused and tail in refused, refused
+    assert len(env.fake.bodies(issue["id"])) == before + 5
     assert env.hazel.decisions(run_id=run_id) == decisions, "nothing was decided"
     assert env.hazel.get(run_id=run_id).status.value == how
     if how == "completed":  # where the point takes no feedback, a plain comment is just a comment, as while it
