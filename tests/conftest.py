@@ -30,6 +30,30 @@ REQUIRE_PG = os.environ.get("HAZEL_TEST_REQUIRE_POSTGRES") == "1"
 BACKENDS = [b.strip() for b in os.environ.get("HAZEL_TEST_BACKENDS", "sqlite,postgresql").split(",") if b.strip()]
 
 
+def _one_tls_context() -> None:
+    """Every ``httpx`` client of the test process (the tests' requests into our own endpoints, ``httpx.post``
+    included) gets one default TLS context, built once: httpx builds one per client, loading certifi's bundle
+    again each time (17-20 ms of CPU: the largest cost of a webhook test on the 2-core VM, about a sixth of the
+    Jira webhook tests' CPU). The tests talk plain HTTP on loopback; a context asked for with other arguments
+    (a custom ``verify``, a client certificate) is built as httpx builds it."""
+    import functools
+
+    from httpx._transports import default as transports  # (httpx's own name for it, patched in this process)
+
+    build = getattr(transports, "create_ssl_context", None)
+    if build is None:  # another httpx: each client builds its own, as before
+        return
+    shared = functools.lru_cache(maxsize=1)(lambda: build())
+
+    def create_ssl_context(verify=True, cert=None, trust_env=True):  # noqa: ANN001, ANN202
+        return shared() if (verify is True and cert is None and trust_env) else build(verify=verify, cert=cert, trust_env=trust_env)
+
+    transports.create_ssl_context = create_ssl_context
+
+
+_one_tls_context()
+
+
 def _pg_reachable() -> str | None:
     """None when PostgreSQL answers, else the reason."""
     return unreachable_reason(PG_ADMIN_URL)
