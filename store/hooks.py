@@ -1,8 +1,8 @@
 """Notification hook events, written to the outbox in the transaction that causes them.
 
-``HookRepo.emit`` writes one ``hook.event`` outbox row (channel ``hook``) per configured URL, payload
-``{"url", "delivery_id", "event"}``: an event exists exactly when its cause was committed, and is POSTed
-afterwards by ``bot.ops.hooks.HookSender``. The URLs are the store's (``Store(hook_urls=...)``, from
+``HookRepo.emit`` writes one ``hook.event`` outbox row per configured URL (on the URL's own channel,
+``hook:<key>``: ``url_channel``), payload ``{"url", "delivery_id", "event"}``: an event exists exactly when its
+cause was committed, and is POSTed afterwards by ``bot.ops.hooks.HookSender``. The URLs are the store's (``Store(hook_urls=...)``, from
 ``HAZEL_HOOK_URLS``); with none configured, ``emit`` writes nothing and costs nothing.
 
 The event body::
@@ -16,6 +16,7 @@ The event body::
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -26,7 +27,17 @@ if TYPE_CHECKING:
     from store import Tx
 
 CHANNEL = "hook"
-"""The outbox channel of hook events."""
+"""The kind of outbox channel of hook events: each URL's rows are on a channel of its own (``url_channel``)."""
+
+
+def url_channel(url: str) -> str:
+    """The outbox channel of ``url``'s hook events: ``hook:`` and the first 12 hex digits of the URL's SHA-256
+    (``hook:3f9a0c…``). The outbox delivers a run's messages to one channel in order, holding later ones back
+    while an earlier one waits for its retry: one channel per URL keeps that order for each receiver, and a
+    receiver that is down delays no other (on one ``hook`` channel for all URLs, it held back every later
+    event of its runs to every URL until its row died, hours later). A digest, not the URL: a URL may carry
+    credentials, and the channel is shown wherever the outbox is listed."""
+    return f"{CHANNEL}:{hashlib.sha256(url.encode('utf-8')).hexdigest()[:12]}"
 
 
 def actor_facts(actor: Actor) -> dict[str, str | None]:
@@ -63,7 +74,7 @@ class HookRepo:
             "data": {k: v for k, v in data.items() if v is not None},
         }
         for i, url in enumerate(self.urls):
-            self.tx.outbox.add(channel=CHANNEL, kind=OutboxKind.HOOK_EVENT, now=now, run_id=run_id,
+            self.tx.outbox.add(channel=url_channel(url), kind=OutboxKind.HOOK_EVENT, now=now, run_id=run_id,
                                request_id=request.id if request is not None else None,
                                payload={"url": url, "delivery_id": f"{event_id}.{i}", "event": body})
         return len(self.urls)

@@ -55,7 +55,8 @@ class HazelApp(Engine):
             slack.waits_on = self._waits_on_slack_user
         self.router = ChannelRouter(self.channels, fallback=self.console)
         self.deliverer = Deliverer(self, self.router)
-        self.deliverer.senders[HOOK_KIND] = HookSender(self.settings).send
+        if self.settings.hook_secret is not None:  # (a process that cannot sign leaves hook rows to one that can)
+            self.deliverer.senders[HOOK_KIND] = HookSender(self.settings).send
         self.on_outbox(self.deliverer.wake)  # a commit that wrote outbox rows wakes delivery, not its sweep
 
     def _identities(self, kind: str, person: str) -> frozenset[str]:

@@ -209,7 +209,7 @@ def test_dead_after_the_last_attempt_visible_in_hazel_outbox(db_url: str, receiv
     assert listed.exit_code == 0, listed.output
     shown = json.loads(listed.stdout)
     assert {m["id"] for m in shown["messages"]} == {rows["down"].id, rows["gone"].id}
-    assert {m["channel"] for m in shown["messages"]} == {"hook"} and shown["backlog"]["dead"] == 2
+    assert {m["channel"].split(":")[0] for m in shown["messages"]} == {"hook"} and shown["backlog"]["dead"] == 2
     assert SECRET not in listed.output
     before = len(receiver.ok())
     retried = cli.invoke(app, ["outbox", "retry", str(rows["down"].id), "--json"])
@@ -265,3 +265,49 @@ def test_hooks_load_the_certificate_bundle_once(db_url: str, receiver: HookRecei
     hazel.close()
     assert len(receiver.ok()) == 6  # run.waiting, run.decided, run.completed to each URL
     assert len(loads) <= 1, loads
+
+
+def test_a_receiver_that_is_down_holds_back_no_other_receiver(db_url: str, receiver: HookReceiver) -> None:
+    """Each URL's events are delivered in order on their own: while /down answers 500 (its run.waiting retried
+    with backoff), /ok gets run.waiting, run.decided and run.completed as they happen (a fresh-user finding:
+    on one outbox channel for every URL, /ok's later events waited behind /down's row, for hours)."""
+    clock = Clock()
+    hazel = make(db_url, [receiver.url("/ok"), receiver.url("/down")], clock=clock)
+    receiver.answer(500, times=100, path="/down")
+    run = hazel.start(workflow="doc", input={"topic": "backups"}, actor=ALICE)
+    hazel.drive(run_id=run.id)
+    hazel.decide(run_id=run.id, action="approve", actor=ALICE)
+    hazel.drive(run_id=run.id)
+    hazel.deliverer.deliver_due()
+    assert [r.event["type"] for r in receiver.ok()] == ["run.waiting", "run.decided", "run.completed"]
+    assert {r.path for r in receiver.ok()} == {"/ok"}
+    down = [r.event["type"] for r in receiver.received if r.path == "/down"]
+    assert down and set(down) == {"run.waiting"}  # /down's own order holds: nothing overtook its first event
+    channels = {m.payload["url"]: m.channel for m in hook_rows(hazel)}
+    assert len(set(channels.values())) == 2 and all(c.startswith("hook:") for c in channels.values())
+    assert all(len(c) == len("hook:") + 12 and "/" not in c for c in channels.values())  # a digest, not the URL
+    hazel.close()
+
+
+def test_a_process_without_the_hook_secret_leaves_hook_events_to_one_with_it(db_url: str,
+                                                                            receiver: HookReceiver) -> None:
+    """A process without ``HAZEL_HOOK_SECRET`` cannot sign hook events: it leaves their rows pending, as it
+    leaves Slack's to a process with Slack's settings, instead of failing them (a fresh-user finding: a second
+    ``serve`` and a shell without the hook settings took the rows and spent their attempts, 25 in all)."""
+    clock = Clock()
+    emitter = make(db_url, [receiver.url("/a")], clock=clock)
+    emitter.deliverer.senders.clear()  # (this one only writes: the rows wait for a deliverer)
+    run = emitter.start(workflow="doc", input={"topic": "backups"}, actor=ALICE)
+    emitter.drive(run_id=run.id)
+    [row] = hook_rows(emitter)
+    unsigned = make(db_url, [], clock=clock, secret=None)
+    unsigned.deliverer.deliver_due()
+    [row] = hook_rows(unsigned)
+    assert row.status is OutboxStatus.PENDING and row.attempts == 0 and row.last_error is None
+    assert receiver.received == []
+    signer = make(db_url, [], clock=clock)  # the secret, no URLs of its own: it delivers the rows it finds
+    signer.deliverer.deliver_due()
+    [row] = hook_rows(signer)
+    assert row.status is OutboxStatus.SENT and [signed(r)["type"] for r in receiver.ok()] == ["run.waiting"]
+    for h in (emitter, unsigned, signer):
+        h.close()
