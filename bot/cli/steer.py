@@ -182,7 +182,7 @@ def rewind_cmd(
     edits = None
     if set_:  # the edits apply over the target's state, not the head's
         target = hazel.rewind_target(run_id=run_id, to=to)
-        tree = hazel.state_tree_at(run_id=run_id, seq=target)
+        tree = hazel.rewind_tree(run_id=run_id, seq=target)  # (migrated, as the rewind edits it)
         if tree is None:
             raise hazel.missing_checkpoint(run_id=run_id, seq=target)
         declared = hazel.declared_fields(run_id=run_id)  # a graph's channel no node has written yet, too

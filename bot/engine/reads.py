@@ -246,6 +246,27 @@ class Reads:
         wf = self.registry.find(run.workflow, loaded.info.workflow_version)
         return loaded.tree if wf is None else wf.state_view(loaded.tree, run_id=run.id)
 
+    def rewind_tree(self, *, run_id: str, seq: int) -> Any:
+        """The state at checkpoint ``seq`` as a rewind to it edits it (a JSON tree; None: no such checkpoint):
+        migrated to the workflow version the run continues on (``target_workflow``) when the checkpoint holds
+        an older version's state that version declares a migration from, as the rewind migrates it before its
+        edits apply (so a ``--set`` value is read by the field's type in that version: ``plan=["a"]`` for a
+        ``list[str]`` that was a ``str``); else as ``state_tree_at``.
+
+        Raises:
+            RunNotFoundError. VersionUnavailableError: the migration failed (as the rewind would).
+        """
+        from bot.engine.versions import migrate_tree
+
+        run, loaded = self._load(run_id, seq)
+        if loaded is None:
+            return None
+        version, target = loaded.info.workflow_version, target_workflow(self.registry, run)
+        if target is not None and version != target.version and version in target.migrations:
+            return target.state_view(migrate_tree(target, version, loaded.tree, run_id=run.id), run_id=run.id)
+        wf = self.registry.find(run.workflow, version)
+        return loaded.tree if wf is None else wf.state_view(loaded.tree, run_id=run.id)
+
     def missing_checkpoint(self, *, run_id: str, seq: int) -> CheckpointNotFoundError:
         """The error to raise for checkpoint ``seq`` of run ``run_id`` that a read did not find: "checkpoint #1
         of run R was pruned (kept: #3)" for one ``hazel prune`` removed, else "run R has no checkpoint #9 (it

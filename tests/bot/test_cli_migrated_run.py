@@ -209,3 +209,68 @@ def test_rewind_set_may_name_a_field_the_new_version_adds(cli, deploy) -> None: 
     rewound = cli.json("rewind", run_id, "--to", "1", "--set", "owner=bob", "--set", "n=4")
     assert rewound["run"]["workflow_version"] == 2 and rewound["pending_request"]["point"] == "review"
     assert cli.json("show", run_id)["state"] == {"plan": "line one\nline two", "n": 4, "owner": "bob"}
+
+
+# v2 turns `plan` from text into a list of lines: a value given for it is read as v2's field
+LIST_V1 = '''
+from pydantic import BaseModel
+
+from hazel import Workflow
+
+
+class L(BaseModel):
+    plan: str = ""
+
+
+wf = Workflow("lplan", version=1, state=L)
+
+
+@wf.step
+def draft(state, ctx):
+    return {"plan": "one"}
+
+
+wf.steer("review", show="plan", actions=["approve", "edit", "rewind"])
+'''
+LIST_V2 = '''
+from pydantic import BaseModel
+
+from hazel import Workflow
+
+
+class L2(BaseModel):
+    plan: list[str] = []
+
+
+wf = Workflow("lplan", version=2, state=L2)
+
+
+@wf.migration(from_version=1)
+def m(tree):
+    return {"plan": [tree["plan"]] if tree["plan"] else []}
+
+
+@wf.step
+def draft(state, ctx):
+    return {"plan": ["one"]}
+
+
+wf.steer("review", show="plan", actions=["approve", "edit", "rewind"])
+'''
+
+
+def test_rewind_set_reads_a_value_by_the_field_type_of_the_version_the_run_continues_on(cli, deploy) -> None:  # noqa: ANN001
+    """``hazel rewind --set`` to a checkpoint holding v1 state, the run continuing on v2: the value is read as
+    v2's field (JSON for a list), as the rewind migrates the state before its edits apply (a fresh-user
+    finding: it was read as v1's text field, then refused by v2's model, with no way to give the field)."""
+    deploy("migrate_lplan_v1.py", LIST_V1)
+    waiting = cli.json("run", "lplan", "--input", "{}")["run"]["id"]  # waits on v1
+    migrated = cli.json("run", "lplan", "--input", "{}")["run"]["id"]
+    deploy("migrate_lplan_v2.py", LIST_V2)
+    assert cli.json("approve", migrated)["run"]["workflow_version"] == 2  # completed on v2
+    for run_id in (waiting, migrated):
+        rewound = cli.json("rewind", run_id, "--to", "1", "--set", 'plan=["x", "y"]', "--detach")
+        assert rewound["run"]["workflow_version"] == 2, rewound
+        assert cli.json("show", run_id)["state"]["plan"] == ["x", "y"]
+    refused = cli("rewind", waiting, "--to", "1", "--set", "plan=x", "--detach", code=1)
+    assert "valid list" in refused.output or "JSON" in refused.output, refused.output
