@@ -4,7 +4,9 @@ CSRF checks, and the security headers of every page.
 The cookie is ``hazel_session``: signed (``links.Signer``), ``Secure``, ``HttpOnly``, ``SameSite=Lax`` (Lax,
 not Strict: a link opened from Slack or Jira is a cross-site navigation, and its redirect must keep the
 cookie). Every form carries the session's CSRF token in a hidden field, compared in constant time on POST;
-SameSite alone is not relied on.
+SameSite alone is not relied on. A sign-in lasts while the REST token it was made with is configured: a token
+removed from ``HAZEL_API_TOKENS`` (or changed) signs its sessions out at their next request (the runs of links
+they opened stay).
 """
 
 from __future__ import annotations
@@ -50,12 +52,20 @@ class WebAuth:
         self.signer = signer
         self.tokens = TokenAuth(tokens, lambda name: hazel.identify(channel="web", id=name, name=name))
         self.sign_in_enabled = bool(tokens)
+        self._signed_in_by = {(name, signer.token_key(token.get_secret_value())) for name, token in tokens}
+        """``(identity, token key)`` of every configured token: what a signed-in session must still match."""
 
     # -- the session -----------------------------------------------------------------------------------
 
     def session(self, request: Request) -> Session | None:
-        """The request's valid session, if any."""
-        return self.signer.load_session(request.cookies.get(COOKIE))
+        """The request's valid session, if any: a sign-in whose token is no longer configured (removed from
+        ``HAZEL_API_TOKENS``, or changed; or a session from before sign-ins carried their token's key) counts
+        as signed out, keeping the runs of the links it opened."""
+        session = self.signer.load_session(request.cookies.get(COOKIE))
+        if session is not None and session.all_runs and (
+                (session.identity, session.token_key) not in self._signed_in_by):
+            return replace(session, identity=None, all_runs=False, token_key=None)
+        return session
 
     def save(self, response: Response, session: Session) -> None:
         """Set the session cookie on ``response``."""
@@ -93,7 +103,8 @@ class WebAuth:
         if name is None:
             raise Refused(401, "unknown token: use a token of HAZEL_API_TOKENS")
         before = self.session(request) or Session()
-        return Session(identity=name, all_runs=True, runs=before.runs)
+        return Session(identity=name, all_runs=True, runs=before.runs,
+                       token_key=self.signer.token_key(presented.strip()))
 
     # -- checks ----------------------------------------------------------------------------------------
 

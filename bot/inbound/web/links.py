@@ -8,11 +8,15 @@ A link that names a person (``hazel link RUN --for PERSON``) lets its holder act
 (channel ``web``); one that names nobody (the links on Slack cards and Jira issues, seen by a whole channel)
 shows the run and nothing more. Opening a link starts a session limited to that run.
 
-The session cookie signs ``Session`` (the same secret, another salt) and lasts ``HAZEL_WEB_SESSION_SEC``.
+The session cookie signs ``Session`` (the same secret, another salt) and lasts ``HAZEL_WEB_SESSION_SEC``. A
+session signed in with a REST token carries the token's key (``Signer.token_key``: an HMAC of it, never the
+token), so that it lasts only while that token is one of ``HAZEL_API_TOKENS`` (``bot.inbound.web.auth``).
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import secrets
 import time
 from dataclasses import dataclass, field, replace
@@ -50,13 +54,15 @@ class Session:
     """A signed-in browser. ``identity``: the REST token name (sign-in) or the person a link names, who acts
     on the channel ``web`` (None: view only); ``all_runs``: signed in at ``/login`` (else only ``runs``,
     the runs of the links opened, with the person each names); ``csrf``: the token every form must carry;
-    ``flash``: a one-line message for the next page."""
+    ``flash``: a one-line message for the next page; ``token_key``: the key of the REST token signed in with
+    (``Signer.token_key``), which must still be a configured token's for the sign-in to count."""
 
     identity: str | None = None
     all_runs: bool = False
     runs: dict[str, str | None] = field(default_factory=dict)
     csrf: str = field(default_factory=lambda: secrets.token_urlsafe(24))
     flash: str | None = None
+    token_key: str | None = None
 
     def may_see(self, run_id: str) -> bool:
         return self.all_runs or run_id in self.runs
@@ -85,6 +91,7 @@ class Signer:
         self.base_url = (settings.base_url or "").rstrip("/") or None
         self.link_ttl_sec = settings.link_ttl_sec
         self.session_sec = settings.web_session_sec
+        self._token_keys = hmac.new(secret.encode("utf-8"), b"hazel.web-token-key", hashlib.sha256).digest()
         self._links = URLSafeTimedSerializer(secret, salt=LINK_SALT)
         self._sessions = URLSafeTimedSerializer(secret, salt=SESSION_SALT)
 
@@ -118,9 +125,15 @@ class Signer:
         person = data.get("p")
         return Grant(run_id=data["r"], person=person if isinstance(person, str) and person else None)
 
+    def token_key(self, token: str) -> str:
+        """What a session signed in with REST token ``token`` carries of it: 32 hex digits of an HMAC-SHA256 of
+        the token under a key derived from ``HAZEL_WEB_SECRET`` (the cookie is signed, not encrypted: it holds
+        neither the token nor a digest anyone could test guesses against without the secret)."""
+        return hmac.new(self._token_keys, token.encode("utf-8"), hashlib.sha256).hexdigest()[:32]
+
     def dump_session(self, session: Session) -> str:
         return self._sessions.dumps({"i": session.identity, "a": session.all_runs, "r": session.runs,
-                                     "c": session.csrf, "f": session.flash})
+                                     "c": session.csrf, "f": session.flash, "k": session.token_key})
 
     def load_session(self, cookie: str | None) -> Session | None:
         """The session of a cookie (None: none, expired, or not ours)."""
@@ -133,8 +146,9 @@ class Signer:
         if not isinstance(data, dict) or not isinstance(data.get("c"), str):
             return None
         runs = data.get("r") if isinstance(data.get("r"), dict) else {}
+        key = data.get("k")
         return Session(identity=data.get("i"), all_runs=bool(data.get("a")), runs=runs, csrf=data["c"],
-                       flash=data.get("f"))
+                       flash=data.get("f"), token_key=key if isinstance(key, str) else None)
 
 
 def link_maker(settings: Settings):  # noqa: ANN201

@@ -235,3 +235,38 @@ def test_a_page_opened_by_a_link_for_a_person_names_who_acts(served: Served, cli
     client.get(served.link())  # a view-only link of the same run: nobody named any more
     page = client.get(f"/runs/{served.run_id}").text
     assert "opened by link" in page and "(by link)" not in page
+
+
+
+def test_a_sign_in_ends_when_its_token_is_removed(served: Served, client: Browserless) -> None:
+    """A session signed in with a REST token lasts while that token is configured: served again (the same
+    ``HAZEL_WEB_SECRET``) with alice's token kept, her cookie still works; with it removed from
+    ``HAZEL_API_TOKENS``, or changed, the cookie neither shows the runs nor decides (a fresh-user finding: a
+    revoked token kept steering runs from the pages for the session's 12 hours)."""
+    from bot.inbound.web import web_router
+    from bot.server.http import create_app
+    from bot.settings import Settings
+    from tests.bot.web.scenario import ALICE, BOB, SECRET
+    from tests.support.live import LiveServer
+
+    sign_in(client, ALICE)
+    [cookie] = {c.value for c in client.http.cookies.jar if c.name == "hazel_session"}
+    run = served.run_id
+    for tokens, kept in ((f"alice={ALICE}, bob={BOB}", True), (f"bob={BOB}", False),
+                         (f"alice=tok-alice-rotated-000000, bob={BOB}", False)):
+        settings = Settings(HAZEL_WEB_SECRET=SECRET, HAZEL_API_TOKENS=tokens)
+        app = create_app(served.hazel, routers=[web_router(served.hazel, settings)])
+        with LiveServer(app) as restarted:
+            again = Browserless(restarted.url)
+            again.http.cookies.set("hazel_session", cookie)
+            for path in ("/runs", f"/runs/{run}"):
+                shown = again.get(path)
+                assert (shown.status_code == 200) is kept, (tokens, path, shown.status_code)
+                if not kept:
+                    assert shown.headers["location"].startswith("/login?next="), shown.headers
+            if not kept:
+                before = len(served.hazel.audit(run_id=run))
+                refused = again.post(f"/runs/{run}/decide", data={"csrf": "x", "action": "feedback",
+                                                                   "text": "still here"})
+                assert refused.status_code in (303, 401, 403), refused.status_code
+                assert served.hazel.audit(run_id=run)[before:] == []
