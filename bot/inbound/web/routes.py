@@ -323,11 +323,21 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
             auth.save(response, session)
             return response
         session = auth.viewer(request, run_id)
-        if session.all_runs:  # a unique prefix of 4 or more characters, as the CLI and the REST API take
-            full = hazel.resolve(ref=run_id)  # (RunNotFoundError: the 404 page; AmbiguousRunIdError names them)
-            if full != run_id:
-                return RedirectResponse(f"/runs/{quote(full)}", status_code=303, headers=HEADERS)
-        return run_view(request, session, run_id)
+        return to_full_id(request, session, run_id) or run_view(request, session, run_id)
+
+    def to_full_id(request: Request, session: "Session", run_id: str) -> Response | None:
+        """For a signed-in session, the redirect (303) from a page of a run named by a unique prefix of its id
+        (4 or more characters, as the CLI and the REST API take) to the same page of its full id, the query
+        kept; None when ``run_id`` is a full id (or the session sees linked runs only: they are named whole).
+        Raises ``RunNotFoundError`` (the 404 page) or ``AmbiguousRunIdError`` (naming them)."""
+        if not session.all_runs:
+            return None
+        full = hazel.resolve(ref=run_id)
+        if full == run_id:
+            return None
+        page = request.url.path.split(f"/runs/{run_id}", 1)[-1]  # ("" for the run page, "/audit", …)
+        query = f"?{request.url.query}" if request.url.query else ""
+        return RedirectResponse(f"/runs/{quote(full)}{quote(page)}{query}", status_code=303, headers=HEADERS)
 
     def run_view(request: Request, session: "Session", run_id: str, *, error: str | None = None,
                  status: int = 200) -> Response:
@@ -340,6 +350,9 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
     @guarded
     def state(request: Request, run_id: str, seq: Annotated[int, InPath(ge=0, le=INT_MAX)]) -> Response:
         session = auth.viewer(request, run_id)
+        moved = to_full_id(request, session, run_id)
+        if moved is not None:
+            return moved
         run_ = hazel.get(run_id=run_id)
         checkpoints = hazel.checkpoints(run_id=run_id)
         cp = next((c for c in checkpoints if c.seq == seq), None)
@@ -353,6 +366,9 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
     @guarded
     def diff(request: Request, run_id: str, a: Seq = None, b: Seq = None) -> Response:
         session = auth.viewer(request, run_id)
+        moved = to_full_id(request, session, run_id)
+        if moved is not None:
+            return moved
         run_ = hazel.get(run_id=run_id)
         checkpoints = hazel.checkpoints(run_id=run_id)
         b = run_.head_seq if b is None else b
@@ -374,6 +390,9 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
     @guarded
     def audit(request: Request, run_id: str) -> Response:
         session = auth.viewer(request, run_id)
+        moved = to_full_id(request, session, run_id)
+        if moved is not None:
+            return moved
         return render(request, session, "audit.html", run=hazel.get(run_id=run_id),
                      events=hazel.audit(run_id=run_id))
 

@@ -101,6 +101,13 @@ def test_sign_in_with_a_rest_token(served: Served, client: Browserless) -> None:
     prefix = client.get(f"/runs/{served.run_id[:6]}")
     assert prefix.status_code == 303 and prefix.headers["location"] == f"/runs/{served.run_id}", prefix.text
     assert client.get(f"/runs/{served.run_id[:3]}").status_code == 404
+    # and so does every page of the run, its query kept (a fresh-user finding: they answered "no run")
+    run, short = served.run_id, served.run_id[:6]
+    for page in ("/audit", "/checkpoints/2", "/diff?a=0&b=1"):
+        moved = client.get(f"/runs/{short}{page}")
+        assert moved.status_code == 303 and moved.headers["location"] == f"/runs/{run}{page}", (page, moved.text)
+        assert client.get(moved.headers["location"]).status_code == 200, page
+    assert client.get(f"/runs/{run[:3]}/audit").status_code == 404
 
 
 def test_a_link_for_one_run_does_not_resolve_prefixes(served: Served, client: Browserless) -> None:
