@@ -143,7 +143,10 @@ def test_an_overdue_item_nobody_takes_does_not_stop_the_wake_job(db_url: str) ->
     finally:
         scheduler.stop()
     assert hazel.get(run_id=run.id).status is RunStatus.READY  # still overdue: nobody took it
-    assert [e.detail["reminder"] for e in events(hazel, nagging, "request.reminded")][:2] == [1, 2]
+    first, second = [e.detail["reminder"] for e in events(hazel, nagging, "request.reminded")][:2]
+    # the second came (the job stayed armed): the next slot's, or a later one's when the loaded machine woke the
+    # job half a period late or more (a late reminder stands for the slot it is closest to: seen in CI, [1, 4])
+    assert first == 1 and second > first
 
 
 def test_a_late_reminder_stands_for_a_slot_that_comes_within_half_a_period(db_url: str) -> None:
