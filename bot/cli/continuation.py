@@ -20,6 +20,8 @@ finished them, as it does once the run has moved on. 1 also when the run this co
 
 from __future__ import annotations
 
+import json
+
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -33,12 +35,14 @@ if TYPE_CHECKING:
 
 def decide(hazel: Hazel, *, run_id: str, action: str, actor: Actor, detach: bool, json_out: bool,
            payload: dict[str, Any] | None = None, point: str | None = None,
-           request_id: int | None = None) -> DecisionOutcome:
+           request_id: int | None = None, typed: dict[str, Any] | None = None) -> DecisionOutcome:
     """``hazel.decide`` (claiming the run unless ``detach``); a refusal as already decided / nothing pending on
     a run that no process continues is handled by ``continue_stranded`` (which exits). A point the run never
     asked at (``UnaskedPointError``: undeclared, or not reached) is refused as it is: the run is not driven.
     ``request_id`` (``--request N``) pins the request answered: the engine refuses it once it was settled, even
     when its point has asked again since; ``point`` with it must be that request's point (``check_request``).
+    ``typed``: what the person typed, when ``payload`` does not say it (an edit's ``--set`` pairs: ``sets``),
+    for telling whether a decision that settled the request first is this one (``_same_words``).
 
     Raises:
         the engine's errors, as ``Hazel.decide``; ``CliError`` (``check_request``); ``typer.Exit`` once a
@@ -54,7 +58,7 @@ def decide(hazel: Hazel, *, run_id: str, action: str, actor: Actor, detach: bool
         raise
     except (AlreadyDecidedError, NoPendingRequestError) as refusal:
         continue_stranded(hazel, run_id=run_id, refusal=refusal, action=action, actor=actor, detach=detach,
-                          json_out=json_out, payload=payload)
+                          json_out=json_out, payload=typed if typed is not None else payload)
         raise
 
 
@@ -174,11 +178,42 @@ def _stands(hazel: Hazel, run: Run, refusal: Exception, action: str, actor: Acto
 
 
 def _same_words(recorded: dict[str, Any], sent: dict[str, Any]) -> bool:
-    """A feedback's text, a rejection's reason, a rewind's feedback, an edit's new text: the recorded decision's
-    against this command's (an edit of entries is compared by the engine's recorded value only when it is text)."""
+    """A feedback's text, a rejection's reason, a rewind's feedback, an edit's new value: the recorded decision's
+    against this command's. An edit (recorded as its new ``value``) is compared with what was typed: ``text``
+    (``--file``'s), or ``sets`` (``--set FIELD[.KEY]=VALUE`` pairs: each VALUE that value's, or its FIELD's or
+    KEY's within it, as text or as JSON). A rewind is compared by its target checkpoint and its edits too."""
+    if "to" in sent and "to" in recorded and (sent["to"] != recorded["to"]
+                                              or (sent.get("edits") or None) != (recorded.get("edits") or None)):
+        return False
     for key in ("text", "reason", "feedback"):
         if key in sent and key in recorded:
             return str(sent[key]).strip() == str(recorded[key]).strip()
-    if isinstance(sent.get("text"), str) and isinstance(recorded.get("value"), str):
-        return sent["text"].strip() == recorded["value"].strip()
+    if "value" not in recorded:
+        return True
+    value = recorded["value"]
+    if isinstance(sent.get("text"), str):
+        return _typed_as(value, sent["text"])
+    if sent.get("sets"):
+        return all(any(_typed_as(v, raw) for v in _candidates(value, field, sub))
+                   for field, sub, raw in common._parse_sets(sent["sets"]))
     return True
+
+
+def _candidates(value: Any, field: str, sub: str | None) -> list[Any]:
+    """Where ``--set FIELD[.KEY]=…`` lands in an edit's recorded ``value``: the shown field's whole value, or
+    its entry KEY; the whole state's FIELD (or FIELD's KEY) when the point shows the whole state."""
+    if sub is None:
+        return [value, *([value[field]] if isinstance(value, dict) and field in value else [])]
+    found = [value.get(sub)] if isinstance(value, dict) and sub in value else []
+    inner = value.get(field) if isinstance(value, dict) else None
+    return found + ([inner[sub]] if isinstance(inner, dict) and sub in inner else [])
+
+
+def _typed_as(recorded: Any, raw: str) -> bool:
+    """Whether ``raw`` (typed) gives ``recorded``: the same text (outer blanks aside), or JSON of it."""
+    if isinstance(recorded, str) and recorded.strip() == raw.strip():
+        return True
+    try:
+        return json.loads(raw) == recorded
+    except ValueError:
+        return False

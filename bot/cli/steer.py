@@ -120,8 +120,9 @@ def edit_cmd(
         refused = shown is None or (shown.actions and "edit" not in shown.actions)
         payload = {"entries": {}} if refused else edit_sets(set_ or [], shown.field)
     payload["allow_empty"] = allow_empty  # the engine refuses an empty or blank value without it
+    typed = {"text": payload["text"]} if file else {"sets": set_}  # (what a settled edit is compared with)
     outcome = decide(hazel, run_id=run_id, action="edit", actor=actor(hazel, as_), payload=payload, point=at,
-                     request_id=request, detach=detach, json_out=json_out)
+                     request_id=request, detach=detach, json_out=json_out, typed=typed)
     _after(hazel, outcome, detach, json_out)
 
 
@@ -188,7 +189,7 @@ def rewind_cmd(
         declared = hazel.declared_fields(run_id=run_id)  # a graph's channel no node has written yet, too
         edits = apply_sets(set_, {**declared, **(tree if isinstance(tree, dict) else {})},
                            hazel.declared_entries(run_id=run_id))
-    from bot.engine import AlreadyDecidedError, NoPendingRequestError, RunStateError
+    from bot.engine import AlreadyDecidedError, HazelError, NoPendingRequestError, RunStateError
 
     who, words = actor(hazel, as_), read_arg(feedback) if feedback else None
     try:
@@ -197,8 +198,13 @@ def rewind_cmd(
                                allow_empty=allow_empty)  # the engine refuses an empty or blank --set without it
     except (AlreadyDecidedError, NoPendingRequestError, RunStateError) as refusal:  # run again after a crash, or
         # while a process runs its steps (RunStateError: "is running"): as a decision is, naming who holds it
+        typed: dict[str, Any] = {"feedback": words} if words is not None else {}
+        try:  # (what an earlier rewind of this person's must have been to be this one: its target, its edits)
+            typed.update(to=hazel.rewind_target(run_id=run_id, to=to), edits=edits)
+        except HazelError:
+            pass
         continue_stranded(hazel, run_id=run_id, refusal=refusal, action="rewind", actor=who, detach=detach,
-                          json_out=json_out, payload={"feedback": words} if words is not None else {})
+                          json_out=json_out, payload=typed)
         raise
     _after(hazel, outcome, detach, json_out)
 

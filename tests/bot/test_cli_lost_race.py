@@ -74,3 +74,40 @@ def test_ones_own_feedback_with_the_same_words_stands(cli) -> None:  # noqa: ANN
     again = cli("feedback", run_id, "--at", "review", " shorter ")
     assert "already answered with feedback by olga" in again.stdout and "error:" not in again.output
     assert "not taken" not in again.output
+
+
+@pytest.mark.parametrize(("workflow", "point", "first", "again", "field"), [
+    ("doc-review", "review", {"text": "AAA"}, "draft=BBB", "draft"),  # a text field
+    ("budget", "approve_budget", {"value": 70}, "amount=80", "amount"),  # a number, typed as JSON
+])
+def test_ones_own_edit_with_another_value_is_not_taken(cli, workflow: str, point: str, first: dict, again: str,  # noqa: ANN001
+                                                       field: str) -> None:
+    """A stranded run's edit sent again with another value: the value recorded first is the one the run got;
+    the one typed now was not taken (exit 1; a fresh-user finding: it exited 0 and said nothing of it)."""
+    inputs = {"doc-review": {"topic": "t"}, "budget": {"purpose": "p"}}[workflow]
+    run_id = cli.json("run", workflow, "--input", json.dumps(inputs))["run"]["id"]
+    approved_elsewhere(run_id, "olga", "edit", first)
+    other = cli("edit", run_id, "--at", point, "--set", again, code=1)
+    assert "error: already edited by olga" in other.stderr, other.output
+    recorded = first.get("text", first.get("value"))
+    assert cli.json("show", run_id)["state"][field] == recorded
+    same = "{}={}".format(field, recorded)
+    rerun = cli.json("run", workflow, "--input", json.dumps(inputs))["run"]["id"]
+    approved_elsewhere(rerun, "olga", "edit", first)
+    stands = cli("edit", rerun, "--at", point, "--set", same)  # the same value: it stands (exit 0)
+    assert "already edited by olga" in stands.stdout and "error:" not in stands.output
+
+
+def test_ones_own_rewind_to_another_checkpoint_is_not_taken(cli) -> None:  # noqa: ANN001
+    """A stranded run's rewind of a request sent again to another checkpoint (or with other edits): the first
+    one is the one the run got; this one was not taken (exit 1; it exited 0 when the feedback matched)."""
+    run_id = cli.json("run", "doc-review", "--input", '{"topic": "t"}')["run"]["id"]
+    request = cli.json("show", run_id)["pending_request"]["id"]
+    cli("rewind", run_id, "--to", "0", "--request", str(request), "--detach")  # recorded; nothing continues it
+    other = cli("rewind", run_id, "--to", "1", "--request", str(request), "--detach", code=1)
+    assert "error: already rewound by olga" in other.stderr, other.output
+    edited = cli("rewind", run_id, "--to", "0", "--request", str(request), "--set", "topic=zzz", "--detach",
+                 code=1)
+    assert "error: already rewound by olga" in edited.stderr, edited.output
+    same = cli("rewind", run_id, "--to", "0", "--request", str(request), "--detach")  # the same one: it stands
+    assert "already rewound by olga" in same.stdout and "error:" not in same.output
