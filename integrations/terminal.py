@@ -17,6 +17,7 @@ Text meant for a file (``hazel show --raw``) is written to ``sys.stdout`` direct
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any, Iterable
 
 from rich.console import Console, ConsoleOptions, RenderableType
@@ -57,13 +58,61 @@ def unsafe(text: str, *, one_line: bool = False) -> bool:
     return (_UNSAFE_ONE_LINE if one_line else _UNSAFE).search(text) is not None
 
 
+def write_whole(stream: Any, text: str) -> None:
+    """Write ``text`` to the text stream ``stream`` whole, through its byte layer (encoded as the stream
+    encodes): with ``PYTHONUNBUFFERED=1`` a text stream writes straight to its file descriptor and drops what a
+    short write left (a pipe whose reader went away after taking some: the rest was lost, no error, and the
+    command ended 0, not 141). A stream without a byte layer (a test's ``StringIO``) is written as it is.
+
+    Raises:
+        BrokenPipeError: the reader is gone. UnicodeEncodeError: text the stream's encoding cannot hold.
+    """
+    out = getattr(stream, "buffer", None)
+    if out is None:
+        stream.write(text)
+        return
+    stream.flush()
+    data = memoryview(text.encode(getattr(stream, "encoding", None) or "utf-8",
+                                  getattr(stream, "errors", None) or "strict"))
+    while data:
+        written = out.write(data)
+        if written is None:  # (a non-blocking stream that is full: wait until it takes more)
+            import select
+
+            select.select([], [out], [])
+            continue
+        data = data[written:]
+    out.flush()
+
+
+class _Whole:
+    """``sys.stdout`` (or ``sys.stderr``), looked up at each use as rich's own default is (a test that swaps it
+    is written to), whose ``write`` writes whole (``write_whole``); everything else is the stream's."""
+
+    def __init__(self, stderr: bool) -> None:
+        self._stderr = stderr
+
+    @property
+    def _stream(self) -> Any:
+        return sys.stderr if self._stderr else sys.stdout
+
+    def write(self, text: str) -> int:
+        write_whole(self._stream, text)
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 class SafeConsole(Console):
     """A rich ``Console`` that never writes a stored control character (see the module docstring). Emoji
-    codes (``:warning:``) and rich's highlighter are off by default: stored text prints as it is."""
+    codes (``:warning:``) and rich's highlighter are off by default: stored text prints as it is. Output goes
+    to the standard stream whole (``write_whole``), unless ``file`` is given."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("emoji", False)
         kwargs.setdefault("highlight", False)
+        kwargs.setdefault("file", _Whole(bool(kwargs.get("stderr"))))
         super().__init__(*args, **kwargs)
 
     def on_broken_pipe(self) -> None:

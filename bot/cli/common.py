@@ -238,22 +238,9 @@ def emit_json(value: Any, *, whole: bool = False) -> None:
     reader went away after taking some: the rest was lost and the command ended 0, not 141). Raises
     ``BrokenPipeError`` when the reader is gone (``handle_errors`` ends the command quietly then). ``whole``: a
     run's error and traceback whole (``to_jsonable``; ``hazel show RUN --full --json``)."""
-    text = json.dumps(to_jsonable(value, whole=whole), indent=2, default=str) + "\n"
-    out = getattr(sys.stdout, "buffer", None)
-    if out is None:  # (a test's stdout without a byte layer)
-        sys.stdout.write(text)
-        return
-    sys.stdout.flush()
-    data = memoryview(text.encode("ascii"))
-    while data:
-        written = out.write(data)
-        if written is None:  # (a non-blocking stdout that is full: wait until it takes more)
-            import select
+    from integrations.terminal import write_whole
 
-            select.select([], [out], [])
-            continue
-        data = data[written:]
-    out.flush()
+    write_whole(sys.stdout, json.dumps(to_jsonable(value, whole=whole), indent=2, default=str) + "\n")
 
 
 EXIT_BROKEN_PIPE = 141

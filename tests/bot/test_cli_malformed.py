@@ -381,11 +381,14 @@ def test_the_real_entry_point_answers_one_line(db_url: str, tmp_path: Path) -> N
     piped = [subprocess.Popen([str(HAZEL), *argv], env={**env, **extra}, cwd=tmp_path, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE)
              for argv, extra in ((["show", run_id], {}), (["show", run_id, "--json"], {}),
-                                 (["show", run_id, "--json"], {"PYTHONUNBUFFERED": "1"}))]
+                                 (["show", run_id, "--json"], {"PYTHONUNBUFFERED": "1"}),
+                                 (["show", run_id, "--full"], {"PYTHONUNBUFFERED": "1"}))]  # (rich, a short write)
     for p in piped[:2]:
         p.stdout.close()
     assert piped[2].stdout.read(10) == b'{\n  "run":'
     piped[2].stdout.close()
+    assert piped[3].stdout.read(10)
+    piped[3].stdout.close()
     for p in piped:
         assert (p.wait(timeout=60), p.stderr.read()) == (141, b""), p.args
         p.stderr.close()
