@@ -40,11 +40,10 @@ from bot.engine.errors import (
 from bot.engine.limits import check_text, refuse_not_text, refuse_nul, state_tree
 from bot.engine.logcontext import bind_log_context
 from bot.engine.steering.core import DecisionOutcome, Refused, SteeringCore
-from bot.engine.steering.edits import UNDECLARED, apply_edit, edited_value
+from bot.engine.steering.edits import UNDECLARED, apply_edit, blank, edited_value
 from bot.engine.transitions import Asked, close_request, end_run, vote_request_later
 from bot.engine.versions import decode_stored, point_in, resolve_workflow, write_migration
 from bot.engine.workflow import SteeringPoint, Workflow
-from bot.settings import INVISIBLE
 from store import ChangedMeanwhileError, DuplicateDecisionError, NewCheckpoint, Tx
 from store.hooks import actor_facts
 from store.models import (
@@ -61,8 +60,8 @@ from store.models import (
 
 def shows_something(text: str) -> bool:
     """Whether ``text`` shows something: not empty once its spaces and the characters that print as nothing
-    (``bot.settings.INVISIBLE``: a zero-width space, U+FEFF, a soft hyphen, …) are left out."""
-    return bool(text.strip()) and bool(INVISIBLE.sub("", text).strip())
+    (``bot.settings.INVISIBLE``: a zero-width space, U+FEFF, a soft hyphen, …) are left out (``edits.blank``)."""
+    return not blank(text)
 
 
 class _Stale(Exception):

@@ -39,6 +39,7 @@ from pydantic import BaseModel, ValidationError
 from bot.engine.errors import InvalidDecisionError, MissingEditValueError
 from bot.engine.limits import strict_json
 from bot.engine.workflow import Workflow
+from bot.settings import INVISIBLE
 
 _JIRA_BLOCK = re.compile(r"^\s*\{(code|noformat)(?::[^}]*)?\}\s*\n?(.*?)\n?\s*\{\1\}\s*$", re.DOTALL)
 
@@ -100,12 +101,20 @@ _ABSENT = object()
 """``_refuse_empty``'s ``was`` when the value it replaces is not known (or there was none)."""
 
 
+def blank(text: str) -> bool:
+    """Whether ``text`` shows nothing: empty once its spaces and the characters that print as nothing
+    (``bot.settings.INVISIBLE``: a zero-width space, U+FEFF, a soft hyphen, …) are left out. The one test of a
+    blank edit, reason and feedback."""
+    return not text.strip() or not INVISIBLE.sub("", text).strip()
+
+
 def _refuse_empty(what: str, value: Any, *, hint: str = "hazel edit --allow-empty", was: Any = _ABSENT) -> None:
     """Raise when ``value`` is empty or blank text, or an empty mapping or list (``{}``, ``[]``), or null
     replacing a value ``was`` that was not null, for an edit with ``allow_empty`` false: ``the edit leaves field
     'plan' empty: …`` (``what``: ``named``'s phrase; ``hint``: the console's way to allow it)."""
-    if isinstance(value, str) and not value.strip():
-        how = "empty" if not value else "blank (only whitespace)"
+    if isinstance(value, str) and blank(value):
+        how = "empty" if not value else ("blank (only whitespace)" if not value.strip() else
+                                         "blank (only whitespace and characters that print as nothing)")
     elif isinstance(value, (dict, list)) and not value:
         how = f"empty ({json.dumps(value)})"
     elif value is None and was is not None and was is not _ABSENT:  # ``--set limits=null`` clears as ``{}`` would
@@ -173,7 +182,7 @@ def edited_value(shown: Any, field: str | None, payload: dict[str, Any], *, entr
         return payload["value"]
     if "text" in payload:
         text = str(payload["text"])
-        if not text.strip():
+        if blank(text):
             if allow_empty is None and not text:  # (a Slack modal, a Jira /edit: they cannot allow it)
                 raise MissingEditValueError(f"an edit needs a new value for {what}")
             if not allow_empty:  # only whitespace: ``the edit leaves field 'plan' blank (only whitespace): …``
