@@ -34,7 +34,7 @@ demo: $(VENV)/.installed
 demo-langgraph: $(VENV)/.installed-langgraph
 	@HAZEL_WORKFLOWS=examples.langgraph_review $(BIN)/hazel run langgraph-review --input '{"topic": "tide pools"}'
 	@echo
-	@echo "Those commands need the example's workflow loaded; in this shell, first:"
+	@echo "Those commands need the example's workflow loaded (without it they answer: set HAZEL_WORKFLOWS); in this shell, first:"
 	@echo "  export HAZEL_WORKFLOWS=examples.migration_plan,examples.langgraph_review"
 	@echo "then answer, e.g.:  $(BIN)/hazel approve RUN   (or feedback RUN 'text', edit, reject, rewind)"
 	@echo "and look:           $(BIN)/hazel history RUN"

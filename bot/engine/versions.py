@@ -48,6 +48,12 @@ def resolve_workflow(registry: Registry, run: Run) -> Workflow:
     if wf is not None:
         return wf
     have = registry.versions(run.workflow)
+    if not have:  # no version at all: the process was not given the module (a shell without HAZEL_WORKFLOWS)
+        raise VersionUnavailableError(
+            f"run {run.id} is on workflow {run.workflow!r} version {run.workflow_version}, which this process does "
+            f"not have: no version of {run.workflow!r} is registered here (registered: "
+            f"{', '.join(sorted({wf.name for wf in registry.all()})) or 'none'}); set HAZEL_WORKFLOWS to the "
+            "module that defines it; the run stays as it is")
     raise VersionUnavailableError(
         f"run {run.id} is on workflow {run.workflow!r} version {run.workflow_version}, which is not deployed "
         f"(deployed: {', '.join(f'v{v}' for v in have) or 'none'}) and no deployed version declares a migration "

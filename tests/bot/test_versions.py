@@ -97,6 +97,20 @@ def test_a_declared_migration_moves_the_run_to_the_new_version(db_url: str) -> N
     assert any(e.action == "run.migrated" for e in new.audit(run_id=run_id))
 
 
+def test_a_workflow_this_process_does_not_have_names_hazel_workflows(db_url: str) -> None:
+    """A run whose workflow has no version registered in this process (a shell without ``HAZEL_WORKFLOWS``,
+    as ``make demo-langgraph``'s printed commands run in one): the refusal says to set it, not that a version
+    is "not deployed" with no migration (a fresh-user finding)."""
+    run_id = waiting_v1_run(db_url)
+    other = Workflow("other", version=1, state=V1)
+    other.step(lambda state, ctx: state, name="noop")
+    shell = make_hazel(db_url, other)
+    with pytest.raises(VersionUnavailableError, match="no version of 'article' is registered here \\(registered: "
+                                                      "other\\); set HAZEL_WORKFLOWS"):
+        shell.decide(run_id=run_id, action="approve", actor=person("sme"))
+    assert shell.get(run_id=run_id).status is RunStatus.WAITING
+
+
 def test_without_a_migration_the_decision_is_refused_and_the_run_stays(db_url: str) -> None:
     run_id = waiting_v1_run(db_url)
     new = make_hazel(db_url, v2(with_migration=False))
