@@ -24,11 +24,9 @@ from typing import Any, Iterator
 import httpx
 import pytest
 from pydantic import BaseModel
-from typer.testing import CliRunner
 
-from bot.cli import app as cli_app
 from bot.engine.workflow import END, Workflow
-from store.models import Approvers, RunStatus, SteeringRequest
+from store.models import Approvers, RunStatus
 from tests.support import deployment, jira_payloads
 from tests.support.deployment import wait_for
 from tests.support.fake_slack import Message
@@ -91,16 +89,6 @@ class Deployment(deployment.Deployment):
         assert response.status_code == 201, response.text
         return response.json()["id"]
 
-    def waiting(self, run_id: str, point: str) -> SteeringRequest:
-        """The run's pending request at ``point``, once the run waits on it and it was delivered."""
-        def posted() -> SteeringRequest | None:
-            request = self.hazel.pending_request(run_id=run_id)
-            if request is None or request.point != point or not request.message_ref:
-                return None
-            return request if self.hazel.get(run_id=run_id).status is RunStatus.WAITING else None
-
-        return wait_for(posted, f"run {run_id} to wait at {point}")
-
     def issue(self, run_id: str) -> dict[str, Any]:
         return self.jira.issue(self.waiting(run_id, "jira_review").message_ref["issue_id"])
 
@@ -122,17 +110,6 @@ class Deployment(deployment.Deployment):
         assert modal["callback_id"] == "hazel_reject"
         assert self.sender.submit(PRIYA, modal, {"reason": reason}, name="priya").status_code == 200
 
-    def ended(self, run_id: str, status: RunStatus) -> None:
-        wait_for(lambda: self.hazel.get(run_id=run_id).status is status, f"run {run_id} to be {status.value}")
-
-    def quiet(self, run_id: str) -> None:
-        """Wait until every outbox message of the run is delivered (so that a duplicate would be posted by now)."""
-        def delivered() -> bool:
-            with self.hazel.store.read() as tx:
-                return all(m.status == "sent" for m in tx.outbox.list(run_id=run_id, limit=1000))
-
-        wait_for(delivered, f"the outbox messages of run {run_id} to be delivered")
-
     def told(self, run_id: str, issue: dict[str, Any], before: int) -> list[str]:
         """The comments added to ``issue`` since it had ``before``, once the run's outbox is delivered."""
         self.quiet(run_id)
@@ -142,10 +119,6 @@ class Deployment(deployment.Deployment):
         return self.jira_send(jira_payloads.comment_event(issue, body, SME, cloud=True, base=self.jira.base,
                                                           display="sam"))
 
-    def cli(self, *args: str) -> Any:
-        result = CliRunner().invoke(cli_app, list(args), env=self.env)
-        assert result.exit_code == 0, (args, result.stdout, result.stderr, result.exception)
-        return result
 
 
 @pytest.fixture

@@ -20,11 +20,9 @@ from typing import Any, Iterator
 import httpx
 import pytest
 from pydantic import BaseModel
-from typer.testing import CliRunner
 
-from bot.cli import app as cli_app
 from bot.engine.workflow import Workflow
-from store.models import Approvers, RunStatus, SteeringRequest
+from store.models import Approvers, RunStatus
 from tests.support import jira_payloads
 from tests.support import deployment
 from tests.support.deployment import wait_for
@@ -83,16 +81,6 @@ class Deployment(deployment.Deployment):
         assert response.status_code == 201, response.text
         return response.json()["id"]
 
-    def waiting(self, run_id: str, point: str) -> SteeringRequest:
-        """The run's pending request at ``point``, once the run waits on it and it was delivered."""
-        def posted() -> SteeringRequest | None:
-            request = self.hazel.pending_request(run_id=run_id)
-            if request is None or request.point != point or not request.message_ref:
-                return None
-            return request if self.hazel.get(run_id=run_id).status is RunStatus.WAITING else None
-
-        return wait_for(posted, f"run {run_id} to wait at {point}")
-
     def slack_request(self, run_id: str) -> Message:
         ref = self.waiting(run_id, "plan_review").message_ref
         return self.slack.message(ref["channel"], ref["ts"])
@@ -116,25 +104,10 @@ class Deployment(deployment.Deployment):
 
         return wait_for(replies, f"{at_least} replies in the request's thread") if at_least else replies() or []
 
-    def ended(self, run_id: str, status: RunStatus) -> None:
-        wait_for(lambda: self.hazel.get(run_id=run_id).status is status, f"run {run_id} to be {status.value}")
-
-    def quiet(self, run_id: str) -> None:
-        """Wait until every outbox message of the run is delivered (so that a duplicate would be posted by now)."""
-        def delivered() -> bool:
-            with self.hazel.store.read() as tx:
-                return all(m.status == "sent" for m in tx.outbox.list(run_id=run_id, limit=1000))
-
-        wait_for(delivered, f"the outbox messages of run {run_id} to be delivered")
-
     def comment(self, issue: dict[str, Any], body: str) -> httpx.Response:
         return self.jira_send(jira_payloads.comment_event(issue, body, SME, cloud=True, base=self.jira.base,
                                                           display="sam"))
 
-    def cli(self, *args: str) -> Any:
-        result = CliRunner().invoke(cli_app, list(args), env=self.env)
-        assert result.exit_code == 0, (args, result.stdout, result.stderr, result.exception)
-        return result
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from __future__ import annotations
 import io
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import httpx
 import responses
@@ -25,6 +25,9 @@ from tests.support.fake_jira import FakeJira
 from tests.support.fake_slack import FakeSlack
 from tests.support.live import LiveServer
 from tests.support.slack_payloads import SlackSender
+
+if TYPE_CHECKING:
+    from store.models import RunStatus, SteeringRequest
 
 SLACK_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 JIRA_SECRET = "jira-webhook-secret-for-tests"
@@ -116,3 +119,36 @@ class Deployment:
     def jira_send(self, payload: dict[str, Any]) -> httpx.Response:
         """A Jira webhook delivery, signed with the deployment's secret."""
         return jira_payloads.send(self.server.url + "/jira/webhook", payload, secret=JIRA_SECRET)
+
+    def waiting(self, run_id: str, point: str) -> "SteeringRequest":
+        """The run's pending request at ``point``, once the run waits on it and it was delivered."""
+        from store.models import RunStatus
+
+        def posted() -> "SteeringRequest | None":
+            request = self.hazel.pending_request(run_id=run_id)
+            if request is None or request.point != point or not request.message_ref:
+                return None
+            return request if self.hazel.get(run_id=run_id).status is RunStatus.WAITING else None
+
+        return wait_for(posted, f"run {run_id} to wait at {point}")
+
+    def ended(self, run_id: str, status: "RunStatus") -> None:
+        wait_for(lambda: self.hazel.get(run_id=run_id).status is status, f"run {run_id} to be {status.value}")
+
+    def quiet(self, run_id: str) -> None:
+        """Wait until every outbox message of the run is delivered (so that a duplicate would be posted by now)."""
+        def delivered() -> bool:
+            with self.hazel.store.read() as tx:
+                return all(m.status == "sent" for m in tx.outbox.list(run_id=run_id, limit=1000))
+
+        wait_for(delivered, f"the outbox messages of run {run_id} to be delivered")
+
+    def cli(self, *args: str) -> Any:
+        """``hazel ARGS`` in-process on the deployment's settings; it must exit 0."""
+        from typer.testing import CliRunner
+
+        from bot.cli import app as cli_app
+
+        result = CliRunner().invoke(cli_app, list(args), env=self.env)
+        assert result.exit_code == 0, (args, result.stdout, result.stderr, result.exception)
+        return result
