@@ -181,9 +181,11 @@ def _same_words(recorded: dict[str, Any], sent: dict[str, Any]) -> bool:
     """A feedback's text, a rejection's reason, a rewind's feedback, an edit's new value: the recorded decision's
     against this command's. An edit (recorded as its new ``value``) is compared with what was typed: ``text``
     (``--file``'s), or ``sets`` (``--set FIELD[.KEY]=VALUE`` pairs: each VALUE that value's, or its FIELD's or
-    KEY's within it, as text or as JSON). A rewind is compared by its target checkpoint and its edits too."""
-    if "to" in sent and "to" in recorded and (sent["to"] != recorded["to"]
-                                              or (sent.get("edits") or None) != (recorded.get("edits") or None)):
+    KEY's within it, as text or as JSON). A rewind is compared by its edits (``rewind_edits``) and, when the
+    command named it by number, its checkpoint (``to``) too."""
+    if "to" in sent and "to" in recorded and sent["to"] != recorded["to"]:
+        return False
+    if "rewind_edits" in sent and (sent["rewind_edits"] or None) != (recorded.get("edits") or None):
         return False
     for key in ("text", "reason", "feedback"):
         if key in sent and key in recorded:

@@ -189,7 +189,7 @@ def rewind_cmd(
         declared = hazel.declared_fields(run_id=run_id)  # a graph's channel no node has written yet, too
         edits = apply_sets(set_, {**declared, **(tree if isinstance(tree, dict) else {})},
                            hazel.declared_entries(run_id=run_id))
-    from bot.engine import AlreadyDecidedError, HazelError, NoPendingRequestError, RunStateError
+    from bot.engine import AlreadyDecidedError, NoPendingRequestError, RunStateError
 
     who, words = actor(hazel, as_), read_arg(feedback) if feedback else None
     try:
@@ -198,11 +198,10 @@ def rewind_cmd(
                                allow_empty=allow_empty)  # the engine refuses an empty or blank --set without it
     except (AlreadyDecidedError, NoPendingRequestError, RunStateError) as refusal:  # run again after a crash, or
         # while a process runs its steps (RunStateError: "is running"): as a decision is, naming who holds it
+        # (what an earlier rewind of this person's must have been to be this one: its checkpoint when named by
+        # number, not by a step, whose checkpoint the earlier rewind's fork has changed since; its edits)
         typed: dict[str, Any] = {"feedback": words} if words is not None else {}
-        try:  # (what an earlier rewind of this person's must have been to be this one: its target, its edits)
-            typed.update(to=hazel.rewind_target(run_id=run_id, to=to), edits=edits)
-        except HazelError:
-            pass
+        typed.update({"rewind_edits": edits}, **({"to": int(number)} if number.isdigit() else {}))
         continue_stranded(hazel, run_id=run_id, refusal=refusal, action="rewind", actor=who, detach=detach,
                           json_out=json_out, payload=typed)
         raise
