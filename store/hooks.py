@@ -2,8 +2,9 @@
 
 ``HookRepo.emit`` writes one ``hook.event`` outbox row per configured URL (on the URL's own channel,
 ``hook:<key>``: ``url_channel``), payload ``{"url", "delivery_id", "event"}``: an event exists exactly when its
-cause was committed, and is POSTed afterwards by ``bot.ops.hooks.HookSender``. The URLs are the store's (``Store(hook_urls=...)``, from
-``HAZEL_HOOK_URLS``); with none configured, ``emit`` writes nothing and costs nothing.
+cause was committed, and is POSTed afterwards by ``bot.ops.hooks.HookSender``. The URLs are the store's
+(``Store(hook_urls=...)``, from ``HAZEL_HOOK_URLS``); with none configured, ``emit`` writes nothing and costs
+nothing.
 
 The event body::
 
