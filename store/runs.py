@@ -291,11 +291,22 @@ class RunRepo:
     def renew_leases(self, *, tokens: list[str], lease_until: datetime) -> int:
         if not tokens:
             return 0
-        res = self.conn.execute(
-            update(runs).where(runs.c.lease_token.in_(tokens) & (runs.c.status == RunStatus.RUNNING.value))
+        res = self.conn.execute(  # (a run cancelled while its step executes stays held until the step ends)
+            update(runs).where(runs.c.lease_token.in_(tokens)
+                               & runs.c.status.in_([RunStatus.RUNNING.value, RunStatus.CANCELLED.value]))
             .values(lease_expires_at=lease_until)
         )
         return res.rowcount
+
+    def drop_lease(self, run_id: str, *, token: str) -> bool:
+        """Clear the lease ``token`` still holds on a run that left ``running`` under it (cancelled while its
+        step executed: ``transitions.end_run``'s ``keep_lease``), once that step has ended. False when the run
+        holds another lease or none."""
+        res = self.conn.execute(
+            update(runs).where((runs.c.id == run_id) & (runs.c.lease_token == token)
+                               & (runs.c.status != RunStatus.RUNNING.value))
+            .values(lease_owner=None, lease_token=None, lease_expires_at=None))
+        return res.rowcount == 1
 
     def running(self) -> list[Run]:
         return [_run(r) for r in self.conn.execute(

@@ -251,7 +251,20 @@ class Runner:
                 self._crashed(run, token, exc, result)
             finally:
                 self.leases.drop(token)
+                if result.lease_lost:
+                    self._let_go(run.id, token)
         return result
+
+    def _let_go(self, run_id: str, token: str) -> None:
+        """After a lost lease: clear it where the run still carries it (cancelled while its step executed, the
+        lease kept so that a rewind waits for that step), so that the run can be rewound now. Best effort: the
+        lease, no longer renewed, runs out by itself."""
+        try:
+            with self.store.transaction() as tx:
+                tx.runs.drop_lease(run_id, token=token)
+        except Exception as exc:  # (the database is unreachable: the lease runs out)
+            log.warning("run %s: could not let go of its lease after its step ended (%s); it runs out by itself",
+                        run_id, type(exc).__name__)
 
     def _crashed(self, run: Run, token: str, exc: Exception, result: DriveResult) -> None:
         """Fail ``run`` (leased with ``token``) after its drive raised ``exc`` outside a step: ``failed`` with the

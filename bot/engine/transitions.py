@@ -141,15 +141,18 @@ def progress(tx: Tx, *, run_id: str, now: datetime, event: str, exclude_request_
 def end_run(tx: Tx, *, run_id: str, status: RunStatus, now: datetime, by: Actor,
             from_statuses: Iterable[RunStatus] | None = None, request_id: int | None = None,
             reason: str | None = None, error: str | None = None, steps: list[str] | None = None,
-            asked: Asked | None = None) -> bool:
+            asked: Asked | None = None, keep_lease: bool = False) -> bool:
     """End the run as ``status`` (rejected, cancelled, failed, completed): move it from ``from_statuses``
     (None: the caller already moved it, with its own conditional or fenced write), record ``run.<status>``
     in the audit log (by ``by``; a completion is not an audit event) and report it to the channels and hooks
     (``asked``: see ``progress``).
-    Returns False, writing nothing, when the run was not in ``from_statuses`` (someone else moved it first)."""
+    Returns False, writing nothing, when the run was not in ``from_statuses`` (someone else moved it first).
+    ``keep_lease``: the run's lease stays (a run cancelled while a process executes its step: that process
+    still holds it until its step ends, ``RunRepo.drop_lease``, and a rewind waits for it)."""
+    lease = {} if keep_lease else {"lease_owner": None, "lease_token": None, "lease_expires_at": None}
     if from_statuses is not None and not tx.runs.transition(
-            run_id, from_statuses=list(from_statuses), now=now, status=status, wake_at=None, lease_owner=None,
-            lease_token=None, lease_expires_at=None, **({"error": error} if error is not None else {})):
+            run_id, from_statuses=list(from_statuses), now=now, status=status, wake_at=None, **lease,
+            **({"error": error} if error is not None else {})):
         return False
     if status is not RunStatus.COMPLETED:
         tx.events.add(action=f"run.{status.value}", actor=by, now=now, run_id=run_id, request_id=request_id,

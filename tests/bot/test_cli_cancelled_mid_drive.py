@@ -73,10 +73,11 @@ def hazel(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
 
 
 def cancelled_mid_step(args: list[str], run_id: str, env: dict[str, str], tmp_path: Path,
-                       then: list[str] | None = None) -> subprocess.CompletedProcess:
+                       then: list[str] | None = None, then_code: int = 0,
+                       then_says: str = "") -> subprocess.CompletedProcess:
     """Run ``hazel ARGS`` as a process; once its ``slow`` step has started, ``hazel cancel`` the run from another
-    process (as sam), and ``hazel THEN`` after it when given, then let the step return. Returns the command's
-    completed process."""
+    process (as sam), and ``hazel THEN`` after it when given (exiting ``then_code``, ``then_says`` in its
+    output), then let the step return. Returns the command's completed process."""
     (tmp_path / "block").touch()
     proc = subprocess.Popen([sys.executable, "-m", "bot.cli", *args], env=env, cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
@@ -90,7 +91,8 @@ def cancelled_mid_step(args: list[str], run_id: str, env: dict[str, str], tmp_pa
         assert cancel.returncode == 0, cancel.stdout + cancel.stderr
         if then is not None:
             after = hazel(then, env)
-            assert after.returncode == 0, after.stdout + after.stderr
+            assert after.returncode == then_code, after.stdout + after.stderr
+            assert then_says in " ".join((after.stdout + after.stderr).split()), after.stdout + after.stderr
     finally:
         (tmp_path / "block").unlink()
     out, err = proc.communicate(timeout=60)
@@ -140,16 +142,19 @@ def test_json_output_of_an_approve_whose_run_is_cancelled_mid_step(env: dict[str
 @pytest.mark.slow
 def test_a_run_cancelled_then_rewound_by_others_mid_step_still_exits_1(env: dict[str, str], tmp_path: Path,
                                                                        reader) -> None:  # noqa: ANN001
-    """Cancelled, then rewound to its review by someone else while the step still runs: the run goes on (on
-    the rewind's branch), but not from this command, which says it was cancelled (it said "queued for a worker"
-    and exited 0)."""
+    """Cancelled, then rewound to its review by someone else: while the cancelled step still runs the rewind is
+    refused (its own run of the step would execute beside it: a fresh-user finding), and this command says the
+    run was cancelled (it once said "queued for a worker" and exited 0); once the step has ended, the rewind
+    goes ahead, and the run goes on on its branch."""
     run_id = waiting_run(reader)
-    done = cancelled_mid_step(["approve", run_id], run_id, env, tmp_path,
-                              then=["rewind", run_id, "--to", "review", "--detach", "--as", "sam"])
+    rewind = ["rewind", run_id, "--to", "review", "--detach", "--as", "sam"]
+    done = cancelled_mid_step(["approve", run_id], run_id, env, tmp_path, then=rewind, then_code=1,
+                              then_says="was cancelled while a step was executing in")
     assert done.returncode == 1, done.stdout + done.stderr
     assert done.stderr.splitlines() == [
         f"error: run {run_id} was cancelled by sam while this command was executing it (reason: wrong topic); "
         "the approve stays recorded, the run goes no further"], done.stderr
+    assert hazel(rewind, env).returncode == 0  # the step has ended: its lease let go
     shown = json.loads(reader("show", run_id, "--json").stdout)
     assert shown["run"]["status"] == "ready"  # the rewind's branch, queued for a worker (--detach): not this one's
 

@@ -229,6 +229,43 @@ def test_cancel_while_running_discards_the_step(db_url: str) -> None:
     assert [c.seq for c in hazel.checkpoints(run_id=run.id)] == [0]
 
 
+def test_a_rewind_waits_for_the_step_a_cancel_left_executing(db_url: str) -> None:
+    """A run cancelled while a process executes its step keeps that process's lease until the step ends: a
+    rewind meanwhile is refused (its own run of the step would execute beside the cancelled one: a fresh-user
+    finding, the same side-effecting step twice at once); once the step has ended, the lease is let go and the
+    rewind goes ahead."""
+    from bot.engine.errors import RunStateError
+
+    started, release, calls = threading.Event(), threading.Event(), []
+
+    wf = Workflow("slow", version=1, state=Counted)
+
+    @wf.step
+    def slow(state: Counted, ctx: StepContext) -> Counted:
+        calls.append(ctx.idempotency_key)
+        started.set()
+        release.wait(10)
+        return state.model_copy(update={"n": 99})
+
+    hazel = make_hazel(db_url, wf)
+    run = hazel.start(workflow="slow", input={}, actor=person("me"))
+    t = threading.Thread(target=hazel.drive, kwargs={"run_id": run.id})
+    t.start()
+    assert started.wait(10)
+    hazel.cancel(run_id=run.id, actor=person("me"))
+    held = hazel.get(run_id=run.id)
+    assert held.status is RunStatus.CANCELLED and held.lease_owner == hazel.runner.owner
+    with pytest.raises(RunStateError, match="cancelled while a step was executing .* rewind when it has"):
+        hazel.rewind(run_id=run.id, actor=person("me"), to=0)
+    assert len(calls) == 1 and [c.seq for c in hazel.checkpoints(run_id=run.id)] == [0]
+    release.set()
+    t.join()
+    after = hazel.get(run_id=run.id)
+    assert after.status is RunStatus.CANCELLED and after.lease_owner is None and after.lease_token is None
+    hazel.rewind(run_id=run.id, actor=person("me"), to=0, claim=True)
+    assert hazel.drive(run_id=run.id).run.status is RunStatus.COMPLETED and len(calls) == 2
+
+
 def test_recovery_of_runs_left_running_by_a_dead_process(db_url: str) -> None:
     calls, lock = Counter(), threading.Lock()
     hazel = make_hazel(db_url, loop_workflow(calls, lock))

@@ -116,6 +116,11 @@ class Rewinding(SteeringCore):
                 request = named  # another request the run waits on (a LangGraph super-step's): its point decides
         if run.status not in REWINDABLE:
             raise RunStateError(f"run {run.id} is {run.status.value} (executing a step): rewind when it stops")
+        if run.lease_token is not None and run.lease_expires_at is not None and run.lease_expires_at > self.clock():
+            # cancelled while a process executes its step: the rewind's own would run beside it
+            raise RunStateError(f"run {run.id} was cancelled while a step was executing in {run.lease_owner}; that "
+                                f"step is still finishing (lease until {when(run.lease_expires_at)}): rewind "
+                                "when it has, so that the step does not run twice at once")
         wf = resolve_workflow(self.registry, run)
         if request is not None and request_id is None:  # (several at once: a LangGraph super-step's)
             request = self._rewinding_request(tx, wf, run, request, actor)

@@ -82,7 +82,8 @@ class RunActions(SteeringCore):
     @bind_log_context(run_id="run_id")
     def cancel(self, run_id: str, actor: Actor, *, reason: str | None = None) -> Run:
         """Cancel a run that has not ended; its pending request is closed. A step executing now finishes,
-        but its result is discarded (the worker's fenced write fails).
+        but its result is discarded (the worker's fenced write fails); until it has, the run keeps that worker's
+        lease (a rewind waits for it: the step would run twice at once).
 
         Raises:
             RunNotFoundError, RunStateError (already ended), NotAllowedError, InvalidDecisionError (a reason
@@ -104,7 +105,8 @@ class RunActions(SteeringCore):
                                       now=now, by=actor, action="cancel", status=RequestStatus.CANCELLED,
                                       cancelled=True)
             if not end_run(tx, run_id=run_id, status=RunStatus.CANCELLED, now=now, by=actor,
-                           from_statuses=CANCELLABLE, request_id=request.id if request else None, reason=reason):
+                           from_statuses=CANCELLABLE, request_id=request.id if request else None, reason=reason,
+                           keep_lease=current.status is RunStatus.RUNNING):  # (its step still executes)
                 raise RunStateError(f"run {run_id} changed meanwhile; look at it again", hint=f"hazel show {run_id}")
             after = self._run(tx, run_id)
         self.on_outbox()
