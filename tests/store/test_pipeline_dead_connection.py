@@ -143,6 +143,8 @@ def test_a_connection_lost_after_the_commit_was_answered_is_not_a_failed_commit(
     def then_end(self, query, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
         cursor = execute(self, query, *args, **kwargs)
         if query == "COMMIT":
+            with self.pipeline() as pipeline:  # the COMMIT's answer received first (under load it was not yet,
+                pipeline.sync()  # and the test's premise, "answered, then the connection ended", did not hold)
             execute(self, "SELECT pg_terminate_backend(pg_backend_pid())")
         return cursor
 
