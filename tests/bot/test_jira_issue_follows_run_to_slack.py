@@ -120,7 +120,6 @@ class Deployment(deployment.Deployment):
                                                           display="sam"))
 
 
-
 @pytest.fixture
 def deploy(db_url: str, tmp_path: Path) -> Iterator[Deployment]:
     deployment = Deployment(db_url, tmp_path)
