@@ -21,7 +21,6 @@ finished them, as it does once the run has moved on. 1 also when the run this co
 from __future__ import annotations
 
 import json
-
 from typing import TYPE_CHECKING, Any
 
 import typer

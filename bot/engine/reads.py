@@ -241,8 +241,11 @@ class Reads:
             RunNotFoundError.
         """
         run, loaded = self._load(run_id, seq)
-        if loaded is None:
-            return None
+        return None if loaded is None else self._viewed(run, loaded)
+
+    def _viewed(self, run: Run, loaded: Any) -> Any:
+        """``loaded``'s state tree as people see it: through its version's ``Workflow.state_view`` when that
+        version is registered here, else as stored."""
         wf = self.registry.find(run.workflow, loaded.info.workflow_version)
         return loaded.tree if wf is None else wf.state_view(loaded.tree, run_id=run.id)
 
@@ -264,8 +267,7 @@ class Reads:
         version, target = loaded.info.workflow_version, target_workflow(self.registry, run)
         if target is not None and version != target.version and version in target.migrations:
             return target.state_view(migrate_tree(target, version, loaded.tree, run_id=run.id), run_id=run.id)
-        wf = self.registry.find(run.workflow, version)
-        return loaded.tree if wf is None else wf.state_view(loaded.tree, run_id=run.id)
+        return self._viewed(run, loaded)
 
     def missing_checkpoint(self, *, run_id: str, seq: int) -> CheckpointNotFoundError:
         """The error to raise for checkpoint ``seq`` of run ``run_id`` that a read did not find: "checkpoint #1

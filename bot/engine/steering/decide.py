@@ -58,12 +58,6 @@ from store.models import (
 )
 
 
-def shows_something(text: str) -> bool:
-    """Whether ``text`` shows something: not empty once its spaces and the characters that print as nothing
-    (``bot.settings.INVISIBLE``: a zero-width space, U+FEFF, a soft hyphen, …) are left out (``edits.blank``)."""
-    return not blank(text)
-
-
 class _Stale(Exception):
     """What this process kept of a run from its pause (``Deciding._known``) is no longer so, or was not enough to
     decide on: nothing was written, and the decision is taken again from the database."""
@@ -424,20 +418,20 @@ class Deciding(SteeringCore):
         """
         if action == Action.REJECT.value:
             reason = str(payload.get("reason") or "").strip()
-            if not shows_something(reason):  # (a text of characters that print as nothing reads as none in history)
+            if blank(reason):  # (a text of characters that print as nothing reads as none in the history)
                 raise InvalidDecisionError("a rejection needs a reason")
             return None, {"reason": check_text(reason, max_bytes=self.max_state_bytes, what="the reason",
                                                refuse=InvalidDecisionError)}
         if action == Action.FEEDBACK.value:
             text = str(payload.get("text") or "").strip()
-            if not shows_something(text):
+            if blank(text):
                 raise InvalidDecisionError("feedback needs some text")
             return None, {"text": check_text(text, max_bytes=self.max_state_bytes, what="the feedback",
                                              refuse=InvalidDecisionError)}
         if action == Action.EDIT.value:
             shown = tree.get(point.show) if point.show and isinstance(tree, dict) else tree
-            blank = wf.declared_entries().get(point.show, UNDECLARED) if point.show else UNDECLARED
-            value = edited_value(shown, point.show, payload, entry_blank=blank)
+            entry_blank = wf.declared_entries().get(point.show, UNDECLARED) if point.show else UNDECLARED
+            value = edited_value(shown, point.show, payload, entry_blank=entry_blank)
             state = apply_edit(wf, decode_stored(wf, tree), point.show, value)
             return state_tree(wf, state, max_bytes=self.max_state_bytes, what="the edited state",
                               refuse=InvalidDecisionError, edited=tree), {"value": value}
