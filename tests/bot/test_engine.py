@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import Counter
+from typing import Any
 
 import pytest
 from pydantic import BaseModel, Field
@@ -206,27 +207,39 @@ def test_waiting_runs_hold_no_threads(db_url: str) -> None:
     assert threading.active_count() == baseline
 
 
+class _Blocking:
+    """A ``slow`` workflow whose one step records its idempotency key in ``calls``, sets ``started`` and waits
+    for ``release``; ``cancelled_mid_step`` drives a run of it in a thread and cancels it there."""
+
+    def __init__(self) -> None:
+        self.started, self.release, self.calls = threading.Event(), threading.Event(), []
+        self.wf = Workflow("slow", version=1, state=Counted)
+
+        @self.wf.step
+        def slow(state: Counted, ctx: StepContext) -> Counted:
+            self.calls.append(ctx.idempotency_key)
+            self.started.set()
+            self.release.wait(10)
+            return state.model_copy(update={"n": 99})
+
+    def cancelled_mid_step(self, db_url: str) -> tuple[Any, str, threading.Thread]:
+        """A hazel, the run cancelled while its step waits for ``release``, and the thread driving it."""
+        hazel = make_hazel(db_url, self.wf)
+        run = hazel.start(workflow="slow", input={}, actor=person("me"))
+        t = threading.Thread(target=hazel.drive, kwargs={"run_id": run.id})
+        t.start()
+        assert self.started.wait(10)
+        hazel.cancel(run_id=run.id, actor=person("me"))
+        return hazel, run.id, t
+
+
 def test_cancel_while_running_discards_the_step(db_url: str) -> None:
-    started, release = threading.Event(), threading.Event()
-
-    wf = Workflow("slow", version=1, state=Counted)
-
-    @wf.step
-    def slow(state: Counted, ctx: StepContext) -> Counted:
-        started.set()
-        release.wait(10)
-        return state.model_copy(update={"n": 99})
-
-    hazel = make_hazel(db_url, wf)
-    run = hazel.start(workflow="slow", input={}, actor=person("me"))
-    t = threading.Thread(target=hazel.drive, kwargs={"run_id": run.id})
-    t.start()
-    assert started.wait(10)
-    hazel.cancel(run_id=run.id, actor=person("me"))
-    release.set()
+    blocking = _Blocking()
+    hazel, run_id, t = blocking.cancelled_mid_step(db_url)
+    blocking.release.set()
     t.join()
-    assert hazel.get(run_id=run.id).status is RunStatus.CANCELLED
-    assert [c.seq for c in hazel.checkpoints(run_id=run.id)] == [0]
+    assert hazel.get(run_id=run_id).status is RunStatus.CANCELLED
+    assert [c.seq for c in hazel.checkpoints(run_id=run_id)] == [0]
 
 
 def test_a_rewind_waits_for_the_step_a_cancel_left_executing(db_url: str) -> None:
@@ -236,34 +249,19 @@ def test_a_rewind_waits_for_the_step_a_cancel_left_executing(db_url: str) -> Non
     rewind goes ahead."""
     from bot.engine.errors import RunStateError
 
-    started, release, calls = threading.Event(), threading.Event(), []
-
-    wf = Workflow("slow", version=1, state=Counted)
-
-    @wf.step
-    def slow(state: Counted, ctx: StepContext) -> Counted:
-        calls.append(ctx.idempotency_key)
-        started.set()
-        release.wait(10)
-        return state.model_copy(update={"n": 99})
-
-    hazel = make_hazel(db_url, wf)
-    run = hazel.start(workflow="slow", input={}, actor=person("me"))
-    t = threading.Thread(target=hazel.drive, kwargs={"run_id": run.id})
-    t.start()
-    assert started.wait(10)
-    hazel.cancel(run_id=run.id, actor=person("me"))
-    held = hazel.get(run_id=run.id)
+    blocking = _Blocking()
+    hazel, run_id, t = blocking.cancelled_mid_step(db_url)
+    held = hazel.get(run_id=run_id)
     assert held.status is RunStatus.CANCELLED and held.lease_owner == hazel.runner.owner
     with pytest.raises(RunStateError, match="cancelled while a step was executing .* rewind when it has"):
-        hazel.rewind(run_id=run.id, actor=person("me"), to=0)
-    assert len(calls) == 1 and [c.seq for c in hazel.checkpoints(run_id=run.id)] == [0]
-    release.set()
+        hazel.rewind(run_id=run_id, actor=person("me"), to=0)
+    assert len(blocking.calls) == 1 and [c.seq for c in hazel.checkpoints(run_id=run_id)] == [0]
+    blocking.release.set()
     t.join()
-    after = hazel.get(run_id=run.id)
+    after = hazel.get(run_id=run_id)
     assert after.status is RunStatus.CANCELLED and after.lease_owner is None and after.lease_token is None
-    hazel.rewind(run_id=run.id, actor=person("me"), to=0, claim=True)
-    assert hazel.drive(run_id=run.id).run.status is RunStatus.COMPLETED and len(calls) == 2
+    hazel.rewind(run_id=run_id, actor=person("me"), to=0, claim=True)
+    assert hazel.drive(run_id=run_id).run.status is RunStatus.COMPLETED and len(blocking.calls) == 2
 
 
 def test_recovery_of_runs_left_running_by_a_dead_process(db_url: str) -> None:
