@@ -76,8 +76,9 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from bench.databases import file_size_bytes
-from bench.hazel_side import WARM_UP_STEPS, HistoryCost, StepCost, cost_of
+from bench.hazel_side import REWIND_SAMPLES, WARM_UP_STEPS, HistoryCost, StepCost, cost_of
 from bench.pause_resume import PauseResume, _summary
+from bench.stats import median
 from bench.workload import PAUSE_STEPS, RESUMED_STEP, step_text
 
 APP_NAME = "hazel-bench-dbos"
@@ -420,7 +421,7 @@ def pause_resume_threads(backend, n_runs: int, *,  # noqa: ANN001
 
 
 def history_and_rewind(backend, n_steps: int = 200, rewind_to: int = 100, *,  # noqa: ANN001
-                       fork_queue_poll_sec: float | None = None) -> HistoryCost:
+                       fork_queue_poll_sec: float | None = None, samples: int = REWIND_SAMPLES) -> HistoryCost:
     """Item 6: a completed ``n_steps`` linear workflow; ``history_ms`` = ``DBOS.list_workflow_steps(id)``
     (every step with its output deserialized; checked to return ``n_steps`` entries); ``rewind_step_ms`` = from
     the call of ``DBOS.fork_workflow(id, start_step)`` to the start of the first step the fork executes anew.
@@ -429,7 +430,8 @@ def history_and_rewind(backend, n_steps: int = 200, rewind_to: int = 100, *,  # 
     as Hazel's ``rewind(to=rewind_to)`` keeps checkpoint ``rewind_to``, and runs the others again (checked).
     ``fork_queue_poll_sec``: None forks onto DBOS's internal queue (its default: a poll every second); a number
     registers a queue polled that often and forks onto it. The same calls run once first on a
-    ``WARM_UP_STEPS``-step workflow, as on Hazel's side."""
+    ``WARM_UP_STEPS``-step workflow, as on Hazel's side; as there, ``samples`` workflows are run, the history is
+    of the first and ``rewind_step_ms`` the median of one fork of each."""
     from dbos import DBOS, SetWorkflowID
 
     fns = _functions()
@@ -439,15 +441,18 @@ def history_and_rewind(backend, n_steps: int = 200, rewind_to: int = 100, *,  # 
             DBOS.register_queue(FORK_QUEUE, polling_interval_sec=fork_queue_poll_sec)
             queue_name = FORK_QUEUE
         _rewind_once(fns, WARM_UP_STEPS, WARM_UP_STEPS // 2, queue_name)
-        workflow_id = uuid.uuid4().hex
-        with SetWorkflowID(workflow_id):
-            fns.linear(n_steps)
+        workflow_ids = [uuid.uuid4().hex for _ in range(samples)]
+        for workflow_id in workflow_ids:
+            with SetWorkflowID(workflow_id):
+                fns.linear(n_steps)
         started = time.perf_counter()
-        steps = DBOS.list_workflow_steps(workflow_id)
+        steps = DBOS.list_workflow_steps(workflow_ids[0])
         history_ms = (time.perf_counter() - started) * 1e3
         assert len(steps) == n_steps, len(steps)
-        rewind_ms = _rewind_once(fns, n_steps, rewind_to, queue_name, workflow_id=workflow_id, steps=steps)
-    return HistoryCost(history_ms, rewind_ms)
+        rewinds_ms = [_rewind_once(fns, n_steps, rewind_to, queue_name, workflow_id=workflow_id,
+                                   steps=steps if workflow_id == workflow_ids[0] else None)
+                      for workflow_id in workflow_ids]
+    return HistoryCost(history_ms, median(rewinds_ms))
 
 
 def _rewind_once(fns: _Functions, n_steps: int, rewind_to: int, queue_name: str | None, *,

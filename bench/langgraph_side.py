@@ -8,7 +8,7 @@ guarantees. Pause and resume use ``interrupt()`` in the review node and ``Comman
 runs from the call of ``invoke(Command(resume=...))`` (LangGraph records the answer inside that call) to the
 start of the node after the review. History is ``get_state_history`` (it returns each checkpoint's values; Hazel's
 ``checkpoints`` returns metadata only); rewind is ``invoke(None, config_of_checkpoint_100)`` with
-``interrupt_after`` the one node it runs.
+``interrupt_after`` the one node it runs, the median of one rewind on each of ``REWIND_SAMPLES`` runs.
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ from contextlib import contextmanager
 from typing import Annotated, Any, Iterator, TypedDict
 
 from bench.databases import LANGGRAPH_TABLES, file_size_bytes
-from bench.hazel_side import WARM_UP_STEPS, HistoryCost, StepCost, cost_of
+from bench.hazel_side import REWIND_SAMPLES, WARM_UP_STEPS, HistoryCost, StepCost, cost_of
 from bench.pause_resume import PauseResume, _summary
+from bench.stats import median
 from bench.workload import PAUSE_STEPS, RESUMED_STEP, step_text
 
 
@@ -166,21 +167,29 @@ def pause_resume(backend, n_runs: int) -> PauseResume:  # noqa: ANN001
     return _summary(n_runs, pause_sec, resume_sec, latencies)
 
 
-def history_and_rewind(backend, n_steps: int = 200, rewind_to: int = 100) -> HistoryCost:  # noqa: ANN001
+def history_and_rewind(backend, n_steps: int = 200, rewind_to: int = 100,  # noqa: ANN001
+                       samples: int = REWIND_SAMPLES) -> HistoryCost:
+    """Item 6 as Hazel's side measures it (``bench.hazel_side.history_and_rewind``): ``samples`` completed
+    runs, the history of the first, and the median of one rewind on each (``invoke`` from checkpoint
+    ``rewind_to`` until its next node has run: ``interrupt_after``)."""
     with saver_for(backend, "history") as (saver, _url):
         _history_warm_up(saver)
         graph = linear_graph(n_steps, None).compile(checkpointer=saver)
-        config = _config(uuid.uuid4().hex, n_steps)
-        graph.invoke({"items": []}, config, durability="sync")
+        configs = [_config(uuid.uuid4().hex, n_steps) for _ in range(samples)]
+        for config in configs:
+            graph.invoke({"items": []}, config, durability="sync")
         started = time.perf_counter()
-        history = list(graph.get_state_history(config))
+        history = list(graph.get_state_history(configs[0]))
         history_ms = (time.perf_counter() - started) * 1e3
-        target = next(s for s in history if len(s.values.get("items", [])) == rewind_to and s.next)
-        started = time.perf_counter()
-        graph.invoke(None, {**target.config, "recursion_limit": n_steps + 20}, durability="sync",
-                     interrupt_after=list(target.next))
-        rewind_ms = (time.perf_counter() - started) * 1e3
-    return HistoryCost(history_ms, rewind_ms)
+        rewinds_ms = []
+        for config in configs:
+            target = next(s for s in (history if config is configs[0] else graph.get_state_history(config))
+                          if len(s.values.get("items", [])) == rewind_to and s.next)
+            started = time.perf_counter()
+            graph.invoke(None, {**target.config, "recursion_limit": n_steps + 20}, durability="sync",
+                         interrupt_after=list(target.next))
+            rewinds_ms.append((time.perf_counter() - started) * 1e3)
+    return HistoryCost(history_ms, median(rewinds_ms))
 
 
 def _history_warm_up(saver) -> None:  # noqa: ANN001
