@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import threading
 import time
@@ -161,6 +162,12 @@ def rows(sizes: Sizes) -> list[Row]:
         )],
         Row("4", "resumes/s, 2 worker processes ÷ 1", "w2_resumes_ps/w1_resumes_ps", 2,
             Goal(HIGHER, 1.7, "≥ 1.7", PG_ONLY), backends=PG_ONLY),
+        *[Row("4", f"CPU per resume, ms, 1 worker process: {label}", f"w1_cpu_{who}_ms", 2, backends=PG_ONLY)
+          for who, label in (("workers", "the worker"), ("postgresql", "PostgreSQL (this machine's)"),
+                             ("bench", "the bench process (looking whether runs are done)"))],
+        Row("4", "CPU per resume, ms, 2 worker processes: all of the above", "w2_cpu_ms", 2, backends=PG_ONLY),
+        Row("4", f"the most any number of worker processes could resume on {CORES} cores at 1's CPU per resume "
+            "÷ 1's resumes/s", "w1_ceiling_ps/w1_resumes_ps", 2, backends=PG_ONLY),
         Row("5", "hazel serve RSS, 0 waiting runs, MiB", "serve_rss0_mb", 1),
         Row("5", f"hazel serve RSS, {k} waiting runs, MiB", "serve_rss10k_mb", 1),
         Row("5", f"RSS difference ({k} − 0), MiB", "serve_rss_delta_mb", 1, Goal(LOWER, 20, "< 20")),
@@ -436,6 +443,16 @@ def _pause(s: Samples, prefix: str, backend: str, fn: Callable[[], object]) -> N
     if r is not None:
         for key, value in zip(keys, (r.pause_per_sec, r.resume_median_ms, r.resume_p99_ms, r.resumes_per_sec)):
             s.add(key, backend, value)
+        if r.cpu_ms:  # worker processes: who spent the CPU of a resume, and what the machine's cores allow
+            for who, ms in r.cpu_ms.items():
+                s.add(f"{prefix}_cpu_{who}_ms", backend, ms)
+            s.add(f"{prefix}_cpu_ms", backend, sum(r.cpu_ms.values()))
+            s.add(f"{prefix}_ceiling_ps", backend, CORES / (sum(r.cpu_ms.values()) / 1e3))
+
+
+CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+"""The cores this bench may use: with every process of item 4's worker rows on them, no number of worker
+processes resumes more runs per second than ``CORES`` ÷ the CPU time of one resume."""
 
 
 def _history(s: Samples, prefix: str, backend: str, fn: Callable[[], object]) -> None:

@@ -35,12 +35,16 @@ REPO = Path(__file__).resolve().parent.parent
 
 @dataclass(frozen=True)
 class PauseResume:
-    """Throughputs per second and latencies in milliseconds (see the module docstring)."""
+    """Throughputs per second and latencies in milliseconds (see the module docstring). ``cpu_ms``: with worker
+    processes, CPU time (user + system, ms) per resume of the resumes/s phase, by who spent it: ``workers``,
+    ``postgresql`` (every ``postgres`` process of this machine: none when the server is elsewhere) and
+    ``bench`` (this process, looking whether the runs are done); None in process."""
 
     pause_per_sec: float
     resume_median_ms: float
     resume_p99_ms: float
     resumes_per_sec: float
+    cpu_ms: dict[str, float] | None = None
 
 
 def _latencies_ms(ready_at: dict[str, float], step_at: dict[str, float]) -> list[float]:
@@ -187,9 +191,12 @@ def worker_processes(backend, n_runs: int, *, processes: int, threads: int = 4, 
                 for run_id in bulk:
                     hazel.decide(run_id=run_id, action="approve", actor=ACTOR)
             finally:
+                cpu_before = cpu_seconds(pids)
                 started = time.monotonic()
                 _signal(pids, signal.SIGCONT)
             resume_sec = _wait_for(hazel, bulk, RunStatus.COMPLETED, poll_sec=WORKER_POLL_SEC) - started
+            cpu_ms = {who: sum(at - cpu_before.get(who, {}).get(pid, 0.0) for pid, at in by_pid.items())
+                      * 1e3 / len(bulk) for who, by_pid in cpu_seconds(pids).items()}
             _wait_idle(hazel)  # the bulk phase's notifications delivered: the latency phase starts with no queue
             decided_at: dict[str, float] = {}
             for run_id in paced:
@@ -213,7 +220,38 @@ def worker_processes(backend, n_runs: int, *, processes: int, threads: int = 4, 
                     step_at[run_id] = at
     latencies = _latencies_ms(decided_at, step_at)
     return PauseResume(len(run_ids) / pause_sec, percentile(latencies, 50), percentile(latencies, 99),
-                       n_runs / resume_sec)
+                       n_runs / resume_sec, cpu_ms)
+
+
+def cpu_seconds(worker_pids: list[int]) -> dict[str, dict[int, float]]:
+    """CPU time (user + system, seconds) spent so far by each process of ``worker_pids``, of every ``postgres``
+    process on this machine (backends, WAL writer, checkpointer: what PostgreSQL spends for the workers) and of
+    this process: ``{"workers": {pid: …}, "postgresql": {…}, "bench": {…}}`` (``postgresql`` missing when
+    none runs here; subtract by pid, so that a process that ended in between counts nothing). Empty without
+    psutil."""
+    try:
+        import psutil
+    except ImportError:
+        return {}
+    spent: dict[str, dict[int, float]] = {}
+
+    def add(who: str, proc: "psutil.Process") -> None:
+        try:
+            times = proc.cpu_times()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            return
+        spent.setdefault(who, {})[proc.pid] = times.user + times.system
+
+    for pid in worker_pids:
+        try:
+            add("workers", psutil.Process(pid))
+        except psutil.NoSuchProcess:
+            continue
+    for proc in psutil.process_iter(["name"]):
+        if proc.info["name"] == "postgres":
+            add("postgresql", proc)
+    add("bench", psutil.Process())
+    return spent
 
 
 def _signal(pids: list[int], sig: int) -> None:

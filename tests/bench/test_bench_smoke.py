@@ -3,6 +3,8 @@ PostgreSQL and lands in the one table. No timing is asserted (bench code measure
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from bench import cli, databases, pause_resume, serve_memory
@@ -57,6 +59,25 @@ def test_worker_processes_record_every_resume(backends) -> None:  # noqa: ANN001
         pytest.skip("PostgreSQL unreachable")
     result = pause_resume.worker_processes(pg[0], 6, processes=2, threads=2)
     assert result.resumes_per_sec > 0 and result.resume_p99_ms >= result.resume_median_ms
+    # the CPU of the resumes/s phase, by who spent it (PostgreSQL's only when its server runs on this machine)
+    assert result.cpu_ms is not None and result.cpu_ms["workers"] > 0 and result.cpu_ms["bench"] >= 0
+    assert set(result.cpu_ms) <= {"workers", "postgresql", "bench"}
+
+
+def test_cpu_seconds_by_pid_counts_a_busy_child() -> None:
+    import subprocess
+    import sys
+    child = subprocess.Popen([sys.executable, "-c", "import time\nend = time.process_time() + 0.3\n"
+                              "while time.process_time() < end: pass\nimport sys; sys.stdin.read()"],
+                             stdin=subprocess.PIPE)
+    try:
+        before = pause_resume.cpu_seconds([child.pid])["workers"][child.pid]
+        deadline = time.monotonic() + 10
+        while pause_resume.cpu_seconds([child.pid])["workers"][child.pid] - before < 0.2:
+            assert time.monotonic() < deadline, "the busy child's CPU time never showed"
+            time.sleep(0.05)
+    finally:
+        child.communicate(b"")
 
 
 def test_serve_footprint_with_waiting_runs(backends) -> None:  # noqa: ANN001
