@@ -109,7 +109,8 @@ class JiraChannel(Channel):
         attempt created when its answer was lost, by the request's label). Returns ``{"key":
         "jira:<issue id>", "issue_id", "issue_key", "url", "done_status", "rejected_status"}``. A request
         settled before it reached Jira gets no new issue (``{"skipped": …}``), but the issue an earlier attempt
-        created (its answer lost) is adopted all the same, so that the outcome (delivered after this: the outbox
+        created (its answer lost: found by this run's point label and the request's label together, never
+        another run's issue of the same request number) is adopted all the same, so that the outcome (delivered after this: the outbox
         keeps a run's messages to one channel in order) is commented on it and moves it.
 
         Raises:
@@ -117,11 +118,13 @@ class JiraChannel(Channel):
             PermanentDeliveryError: Jira refused the issue (unknown project or issue type, no permission).
         """
         opts = self.options_for(view.options)
-        if view.request.status is not RequestStatus.PENDING:
-            mine = request_label(view.request.id)
+        if view.request.status is not RequestStatus.PENDING:  # this run's point's issue that shows this request:
+            # request ids start at 1 in every database, so another database's issue on the site (staging and
+            # production, a database reset) carries the same request label, never this run's point label
+            label, mine = point_label(view.run.id, view.point), request_label(view.request.id)
             with jira_call("search for the request's issue"):
-                found = self.client.search_issues(f'labels = "{mine}" ORDER BY created DESC', maxResults=1,
-                                                  fields="status,labels")
+                found = self.client.search_issues(f'labels = "{label}" AND labels = "{mine}" ORDER BY created DESC',
+                                                  maxResults=1, fields="status,labels")
             if found:
                 return self._ref(found[0].id, found[0].key, opts)
             return {"skipped": f"request was {view.request.status.value} before its issue was created"}

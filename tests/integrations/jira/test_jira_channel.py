@@ -42,8 +42,8 @@ def fake(request: pytest.FixtureRequest, rsps: responses.RequestsMock) -> FakeJi
     return FakeJira(rsps, cloud=request.param == "cloud")
 
 
-def run(status: RunStatus = RunStatus.WAITING) -> Run:
-    return Run(id="a1b2c3d4e5f6", workflow="migration-plan", workflow_version=1, status=status, head_seq=3,
+def run(status: RunStatus = RunStatus.WAITING, run_id: str = "a1b2c3d4e5f6") -> Run:
+    return Run(id=run_id, workflow="migration-plan", workflow_version=1, status=status, head_seq=3,
                last_seq=3, branch=0, started_by="priya", started_via="console", created_at=NOW, updated_at=NOW)
 
 
@@ -57,9 +57,10 @@ def request(*, id: int = 7, status: RequestStatus = RequestStatus.PENDING, ref: 
 
 
 def view(req: SteeringRequest, *, options: dict[str, Any] | None = None, decisions: tuple[Decision, ...] = (),
-         approvers: Approvers | None = None, shown: Any = None, **kw: Any) -> RequestView:
+         approvers: Approvers | None = None, shown: Any = None, of_run: Run | None = None,
+         **kw: Any) -> RequestView:
     return RequestView(
-        request=req, run=run(), workflow="migration-plan", workflow_version=1, point="review_artefacts",
+        request=req, run=of_run or run(), workflow="migration-plan", workflow_version=1, point="review_artefacts",
         title=req.title, show="scripts", shown_value=SCRIPTS if shown is None else shown,
         actions=("approve", "edit", "reject", "feedback", "rewind"),
         approvers=approvers or Approvers(jira_users=("acc-sme", "acc-lead"), jira_groups=("dba",)),
@@ -180,6 +181,31 @@ def test_a_request_settled_before_delivery_gets_no_issue(fake: FakeJira) -> None
     before = len(fake.calls)
     channel.update_request(view(request(status=RequestStatus.DECIDED, action="approve", ref=ref)))
     assert len(fake.calls) == before
+
+
+def test_a_settled_request_adopts_only_its_own_runs_issue(fake: FakeJira) -> None:
+    """Request ids start at 1 in every database: another database's issue for its request #7 (staging beside
+    production on one site, a database reset) is neither commented nor moved by this run's settled #7."""
+    channel = fake.channel()
+    theirs = channel.open_request(view(request(id=7), of_run=run(run_id="0ther0databas")))
+    settled = request(status=RequestStatus.DECIDED, action="approve")
+    ref = channel.open_request(view(settled))
+    assert "skipped" in ref and list(fake.issues) == [theirs["issue_id"]]
+    channel.update_request(view(request(status=RequestStatus.DECIDED, action="approve", ref=ref),
+                                decisions=(decision("approve"),)))
+    assert fake.status(theirs["issue_id"]) == "To Do" and fake.bodies(theirs["issue_id"]) == []
+
+
+def test_a_settled_request_adopts_its_issue_made_by_an_attempt_whose_answer_was_lost(fake: FakeJira) -> None:
+    channel = fake.channel()
+    fake.fail("POST", r"^/issue$", status=504, after=True)  # created, but the answer lost
+    with pytest.raises(DeliveryError):
+        channel.open_request(view(request(id=7)))
+    ref = channel.open_request(view(request(id=7, status=RequestStatus.DECIDED, action="approve")))
+    assert ref["issue_id"] in fake.issues and "skipped" not in ref
+    channel.update_request(view(request(id=7, status=RequestStatus.DECIDED, action="approve", ref=ref),
+                                decisions=(decision("approve"),)))
+    assert fake.status(ref["issue_id"]) == "Done"
 
 
 @pytest.mark.parametrize("action, payload, status, text", [
