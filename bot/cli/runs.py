@@ -155,6 +155,8 @@ def runs_cmd(
     for s in status or []:
         if s not in valid:
             raise usage_error("--status", f"{s!r} is not a run status (one of: {', '.join(sorted(valid))})")
+    if workflow is not None and not workflow:  # (an unset "$WF" in a script: not every run of every workflow)
+        raise usage_error("--workflow", "needs a workflow name (see `hazel workflows`)")
     hazel = engine(json_out)
     if versions:
         _versions(hazel, json_out, statuses=status or None, workflow=workflow)

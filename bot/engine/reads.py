@@ -98,8 +98,9 @@ class Reads:
     def runs(self, *, statuses: Iterable[str] | None = None, limit: int = 100, offset: int = 0,
              workflow: str | None = None) -> list[Run]:
         """Runs, newest first, filtered by status and workflow (a name no workflow can have, one holding NUL or
-        text that is not Unicode, lists none: PostgreSQL refuses NUL in a query)."""
-        if workflow is not None and ("\x00" in workflow or not is_text(workflow)):
+        text that is not Unicode, lists none: PostgreSQL refuses NUL in a query; so does ``""``, never every
+        run)."""
+        if workflow is not None and (not workflow or "\x00" in workflow or not is_text(workflow)):
             return []
         with self.store.read() as tx:
             return tx.runs.list(statuses=list(statuses) if statuses else None, limit=limit, offset=offset,

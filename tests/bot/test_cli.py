@@ -136,7 +136,9 @@ def test_a_filter_value_no_run_can_have_is_a_usage_error(cli) -> None:  # noqa: 
                         (["outbox", "--status", "lost"], ["'lost' is not an outbox status", "pending, sent, dead"]),
                         (["prune", "--older-than", "-1"], ["--older-than", "0 or more days"]),
                         (["prune", "--older-than", "99999999999"], ["(not 99,999,999,999)"]),  # not "1e+11"
-                        (["runs", "--limit", "0"], ["--limit"])):
+                        (["runs", "--limit", "0"], ["--limit"]),
+                        (["runs", "--workflow", ""], ["--workflow", "needs a workflow name"]),  # not every run
+                        (["runs", "--version", "--workflow", "", "--json"], ["--workflow"])):
         result = cli(*argv, code=2)
         line = result.stderr.strip()
         assert len(line.splitlines()) == 1 and line.startswith("error: Invalid value for '"), (argv, line)
@@ -222,3 +224,17 @@ def test_a_failed_runs_error_line_is_cut_at_a_line_break_only() -> None:
     hazel = SimpleNamespace(audit=lambda run_id: [])
     run = SimpleNamespace(id="r1", error="RuntimeError: boom\u2028quoted\x85text\nTraceback …")
     assert failed_message(hazel, run) == "run r1 failed: RuntimeError: boom\u2028quoted\x85text"
+
+
+def test_an_empty_workflow_filter_lists_no_run_through_the_engine(db_url) -> None:  # noqa: ANN001
+    """``Hazel.runs(workflow="")``: a name no workflow can have lists none (it listed every run)."""
+    from store.models import Actor
+    from tests.bot.test_api_limits import loose_workflow
+    from tests.support.engine import make_hazel
+
+    hazel = make_hazel(db_url, loose_workflow())
+    try:
+        hazel.start(workflow="loose", input={"data": {"k": "v"}}, actor=Actor(channel="api", id="alice"))
+        assert hazel.runs(workflow="") == [] and len(hazel.runs()) == 1
+    finally:
+        hazel.close()
