@@ -23,7 +23,8 @@ class EventRepo:
     def add(self, *, action: str, actor: Actor, now: datetime, run_id: str | None = None,
             request_id: int | None = None, **detail: Any) -> None:
         """Record that ``actor`` (its identity and its person) did ``action``; ``detail``: JSON facts.
-        A console proxy (``--as``) is recorded with ``acting_for`` in the detail."""
+        A console proxy (``--as``, or a person link the operator made) is recorded with ``acting_for`` in the
+        detail."""
         if actor.acting_for is not None:
             detail = {"acting_for": actor.acting_for, **detail}
         fast.execute(self.conn, _INSERT, dict(

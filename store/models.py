@@ -169,8 +169,10 @@ class Actor(_Record):
     for it (Slack user group ids, Jira group names). ``person`` is who that is across channels (the name of a
     person of the people file, else the identity itself; see ``bot.engine.people``): quorum counts people and
     the self-approval ban compares them. ``acting_for`` is set when the console operator ``id`` acts for the
-    person ``person`` (``hazel approve --as NAME``): the decision is NAME's, recorded as "operator X for NAME".
-    Actors are made by the engine (``Hazel.identify``, ``Hazel.operator``), never assembled by adapters.
+    person ``person`` (``hazel approve --as NAME``, channel ``console``; or a person link that operator made,
+    ``hazel link RUN --for NAME``, channel ``web``): the decision is NAME's, recorded as "operator X for NAME".
+    Actors are made by the engine (``Hazel.identify``, ``Hazel.operator``, ``Hazel.link_actor``), never
+    assembled by adapters.
     """
 
     id: str
@@ -366,7 +368,8 @@ class Decision(_Record):
     person: str | None = None
     """Whose vote it is (one per person per request); ``actor_id``/``channel`` is the identity used."""
     acting_for: str | None = None
-    """Set when the console operator ``actor_id`` decided for ``person`` (``--as``)."""
+    """Set when the console operator ``actor_id`` decided for ``person`` (``--as`` on the channel ``console``,
+    a person link that operator made on the channel ``web``)."""
 
     @property
     def label(self) -> str:

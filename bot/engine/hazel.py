@@ -13,7 +13,8 @@ Every method is keyword-only. Who acts is always an ``Actor`` the engine made (`
 that the person behind every channel identity is resolved in one place. The engine writes outbox rows and
 never delivers them: whoever runs delivery (``bot.ops.outbox``) listens with ``on_outbox``; workers listen
 with ``on_ready`` and take claims with ``take_claims``; the scheduler (``bot.ops.scheduler``) listens with
-``on_deadline``. The reading methods are in ``bot.engine.reads``.
+``on_deadline``. The reading methods are in ``bot.engine.reads``; those of requests and timers in
+``bot.engine.requests``; those of person links (``hazel link --for``) in ``bot.engine.links``.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from bot.engine.errors import (
 from bot.engine.people import EmailSource, People
 from bot.engine.inputs import check_hooks, validate_input
 from bot.engine.lgraph import LangGraphWorkflow
+from bot.engine.links import Links
 from bot.engine.limits import refuse_not_text, state_tree
 from bot.engine.reads import Reads
 from bot.engine.requests import Requests
@@ -85,7 +87,7 @@ class StartedRun(Run):
     as it is now."""
 
 
-class Hazel(Reads, Requests):
+class Hazel(Reads, Requests, Links):
     """The engine: store, registered workflows, people, runner and steering.
 
     Args:

@@ -14,7 +14,8 @@ Every rule compares PEOPLE (``bot.engine.people``), not channel identities:
 - the console acting for someone (``--as NAME``) acts as NAME: NAME's vote, NAME's self-approval ban; on a
   point with a quorum or a self-approval ban that is refused unless the point's ``users`` (console names) name
   NAME (one of NAME's console or REST API names), so that one operator cannot cast other people's votes
-  where votes matter;
+  where votes matter. A person link (``hazel link RUN --for NAME``, ``bot.engine.links``) is the same proxy on
+  the channel ``web``, held to the same rule (``a link made by operator M may not approve for NAME …``);
 - rewind, like retry and cancel (``may_run_action``), is also open to who started the run: the point must
   still allow rewinding (``actions``), and its approvers may rewind as before;
 - Hazel itself (timeouts, the system) may always act.
@@ -296,10 +297,17 @@ def refusal(point: SteeringPoint, action: str, actor: Actor, run: Run | None, pe
         names = mine.get("console", frozenset()) | mine.get("api", frozenset())
         if not any(names & set(a.users) for a in lists):
             rule = "a quorum" if point.approvals_required > 1 else "a self-approval ban"
-            return (f"the console may not {action} for {actor.acting_for} at {point.title!r}: the point has "
-                    f"{rule}, so {actor.acting_for} decides through their own identity (or the point lists "
+            return (f"{proxy_name(actor)} may not {action} for {actor.acting_for} at {point.title!r}: the point "
+                    f"has {rule}, so {actor.acting_for} decides through their own identity (or the point lists "
                     f"{actor.acting_for!r} in its console users)")
     return None
+
+
+def proxy_name(actor: Actor) -> str:
+    """Who acts for someone, as a proxy refusal names them: ``the console`` (``--as``), or ``a link made by
+    operator M`` (a person link, ``hazel link --for``: an actor on the channel ``web`` whose ``id`` is the
+    operator who made it, ``Hazel.link_actor``)."""
+    return "the console" if actor.channel == "console" else f"a link made by operator {actor.id}"
 
 
 def permission_key(point: SteeringPoint) -> str:

@@ -295,8 +295,10 @@ class SteeringCore:
                                        decided_at=None, action=None, decided_by_id=actor.id, channel=actor.channel,
                                        request_id=request.id)
         through = f"{earlier.channel} ({earlier.actor_id})"
-        if earlier.acting_for:
+        if earlier.acting_for and earlier.channel == "console":
             through = f"the console (operator {earlier.actor_id} for {earlier.acting_for})"
+        elif earlier.acting_for:  # a person link (``hazel link --for``): channel web, the operator who made it
+            through = f"a link made by operator {earlier.actor_id} (for {earlier.acting_for})"
         counted = (f"; {current.approvals} of {current.approvals_required} approvals so far"
                    if current is not None and current.approvals_required > 1 else "")
         return AlreadyDecidedError(
