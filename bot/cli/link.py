@@ -1,4 +1,8 @@
-"""``hazel link RUN [--for PERSON]``: a signed "View run" link to a run's page (``bot.inbound.web.links``)."""
+"""``hazel link RUN [--for PERSON]``: a signed "View run" link to a run's page (``bot.inbound.web.links``).
+
+A ``--for`` link is the operator's proxy for PERSON, as ``--as PERSON`` is: it carries the operator who made it
+(``Hazel.operator().id``), its minting is recorded on the run first (``Hazel.record_link``: ``link.minted`` in
+``hazel audit``), and what its holder decides is recorded as "operator M for PERSON" (``bot.engine.links``)."""
 
 from typing import Annotated
 
@@ -6,6 +10,7 @@ import typer
 
 from bot.cli import common
 from bot.cli.common import CliError, JsonOpt, emit_json, engine, handle_errors, usage_error
+from bot.cli.render import span
 
 app = typer.Typer()
 
@@ -15,8 +20,10 @@ app = typer.Typer()
 def link_cmd(
     run_ref: Annotated[str, typer.Argument(metavar="RUN", help="Run id (or a unique prefix).")],
     for_: Annotated[str | None, typer.Option("--for", metavar="PERSON", help="Let the link's holder act on the "
-                                             "run as PERSON (a person's name, or a REST token's name); without "
-                                             "it the link shows the run only.")] = None,
+                                             "run for PERSON (a person's name, or a REST token's name) as your "
+                                             "proxy, as --as PERSON does: recorded as 'operator YOU for PERSON', "
+                                             "and its making in hazel audit; without it the link shows the run "
+                                             "only.")] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Print a signed link to the run's page, valid for HAZEL_LINK_TTL_SEC (needs HAZEL_BASE_URL and
@@ -46,24 +53,19 @@ def link_cmd(
                 f"approver of this run's workflow, or who started the run): the link acts as {person!r}, a "
                 "person of their own who may decide only where anyone may (people need not be listed: see "
                 "\"Who is who\" in the README); check the spelling")
-    url = Signer(settings).link(run_id, person)
+    me = hazel.operator()
+    if person is not None:  # recorded before the link exists: no link acts that the audit log does not show
+        hazel.record_link(run_id=run_id, person=person, actor=me, ttl_sec=settings.link_ttl_sec)
+    url = Signer(settings).link(run_id, person, minted_by=me.id if person is not None else None)
     if json_out:
-        emit_json({"run_id": run_id, "url": url, "for": person, "ttl_sec": settings.link_ttl_sec, "note": note})
+        emit_json({"run_id": run_id, "url": url, "for": person, "minted_by": me.id if person else None,
+                   "ttl_sec": settings.link_ttl_sec, "note": note})
         return
+    from rich.markup import escape
+
     common.out.print(url, soft_wrap=True, markup=False, highlight=False)
-    who = f"acts as {person}" if person else "shows the run only"
-    common.err.print(f"[dim]valid for {_span(settings.link_ttl_sec)}; {who}. Anyone holding it can use it.[/dim]")
+    who = (f"acts as operator {escape(me.id)} for {escape(person)} (recorded in hazel audit)" if person
+           else "shows the run only")
+    common.err.print(f"[dim]valid for {span(settings.link_ttl_sec)}; {who}. Anyone holding it can use it.[/dim]")
     if note is not None:
-        from rich.markup import escape
-
         common.err.print(f"[yellow]note:[/yellow] {escape(note)}", soft_wrap=True)
-
-
-def _span(seconds: float) -> str:
-    """A link's lifetime as a person reads it: ``168 h``, ``2 min``, ``1 s`` (hours from one hour up; it said
-    ``0.000277778 h`` for a second)."""
-    if seconds >= 3600:
-        return f"{seconds / 3600:.3g} h"
-    if seconds >= 60:
-        return f"{seconds / 60:.3g} min"
-    return f"{seconds:.3g} s"

@@ -115,16 +115,36 @@ def _short(text: Any, n: int = 60) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
+def span(seconds: float) -> str:
+    """A lifetime as a person reads it: ``168 h``, ``2 min``, ``1 s`` (hours from one hour up; it said
+    ``0.000277778 h`` for a second)."""
+    if seconds >= 3600:
+        return f"{seconds / 3600:.3g} h"
+    if seconds >= 60:
+        return f"{seconds / 60:.3g} min"
+    return f"{seconds:.3g} s"
+
+
+def event_detail(e: AuditEvent) -> str:
+    """An audit event's detail on one line: ``key=value, …`` (``acting_for`` is said in ``who``); a person
+    link's minting (``link.minted``) as ``link for priya, valid for 168 h``."""
+    if e.action == "link.minted" and isinstance(e.detail.get("for"), str):
+        ttl = e.detail.get("ttl_sec")
+        valid = f", valid for {span(ttl)}" if isinstance(ttl, (int, float)) and not isinstance(ttl, bool) else ""
+        return f"link for {_short(e.detail['for'], 80)}{valid}"
+    facts = {k: v for k, v in e.detail.items() if k != "acting_for"}
+    return ", ".join(f"{k}={_short(v, 80)}" for k, v in facts.items() if v not in (None, "", []))
+
+
 def audit_table(events: list[AuditEvent]) -> Table:
-    """Who (the person; "operator X for NAME" for a console proxy) did what, when, and through which channel
-    identity (``via``)."""
+    """Who (the person; "operator X for NAME" for a console proxy: ``--as``, or a person link X made) did what,
+    when, and through which channel identity (``via``)."""
     table = Table(show_edge=False, header_style="bold")
     for col in ("when (UTC)", "who", "via", "action"):
         table.add_column(col, no_wrap=col not in ("who", "via"))
     table.add_column("detail", overflow="fold")
     for e in events:
-        facts = {k: v for k, v in e.detail.items() if k != "acting_for"}
-        detail = ", ".join(f"{k}={_short(v, 80)}" for k, v in facts.items() if v not in (None, "", []))
+        detail = event_detail(e)
         acting_for = e.detail.get("acting_for")
         who = f"operator {e.actor_id} for {acting_for}" if acting_for else (e.person or e.actor_name or e.actor_id)
         table.add_row(when(e.created_at), escape(who), escape(f"{e.channel} {e.actor_id}"), e.action, escape(detail))

@@ -95,7 +95,7 @@ def test_the_run_page_shows_every_pending_request_each_with_its_own_forms(db_url
     settings = web_settings()
     with LiveServer(create_app(hz, routers=[web_router(hz, settings)])) as server:
         client = Browserless(server.url)
-        assert client.get(f"/runs/{run_id}?t={Signer(settings).token(run_id, 'alice')}").status_code in (200, 303)
+        assert client.get(f"/runs/{run_id}?t={Signer(settings).token(run_id, 'alice', minted_by='olga')}").status_code in (200, 303)
         page = client.get(f"/runs/{run_id}").text
         assert page.count('class="card pending"') == 2
         assert "<code>legal</code>" in page and "<code>security</code>" in page

@@ -78,7 +78,7 @@ def test_history_names_them_on_the_cli_rest_and_the_run_page(db_url, tmp_path, m
         body = listed.json()
         assert _steps(body if isinstance(body, list) else body["checkpoints"]) == PAIR
         client = Browserless(server.url)
-        assert client.get(f"/runs/{run_id}?t={Signer(settings).token(run_id, 'alice')}").status_code in (200, 303)
+        assert client.get(f"/runs/{run_id}?t={Signer(settings).token(run_id, 'alice', minted_by='olga')}").status_code in (200, 303)
         page = client.get(f"/runs/{run_id}").text
         assert "#2 draft + legal" in page and "→ draft + legal" in page, page
 

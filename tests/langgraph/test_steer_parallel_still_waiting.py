@@ -134,7 +134,7 @@ def test_the_run_page_says_what_the_run_still_waits_on(db_url):
     settings = web_settings()
     with LiveServer(create_app(hz, routers=[web_router(hz, settings)])) as server:
         client = Browserless(server.url)
-        assert client.get(f"/runs/{run.id}?t={Signer(settings).token(run.id, 'alice')}").status_code in (200, 303)
+        assert client.get(f"/runs/{run.id}?t={Signer(settings).token(run.id, 'alice', minted_by='olga')}").status_code in (200, 303)
         page = client.get(f"/runs/{run.id}").text
         csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
         nonce = re.search(r'name="nonce" value="([^"]+)"', page).group(1)
@@ -142,4 +142,4 @@ def test_the_run_page_says_what_the_run_still_waits_on(db_url):
                                                               "request_id": legal.id, "nonce": nonce})
         assert answer.status_code == 303, answer.text
         flash = re.search(r'<p class="flash"[^>]*>([^<]*)</p>', client.get(f"/runs/{run.id}").text).group(1)
-        assert "Approved as alice" in flash and _still(security) in flash, flash
+        assert "Approved as operator olga for alice" in flash and _still(security) in flash, flash

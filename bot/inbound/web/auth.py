@@ -19,7 +19,7 @@ from fastapi import Request, Response
 from pydantic import SecretStr
 
 from bot.inbound.api import TokenAuth
-from bot.inbound.web.links import Grant, LinkError, Session, Signer
+from bot.inbound.web.links import OUTDATED_LINK, Grant, LinkError, Session, Signer
 
 if TYPE_CHECKING:
     from bot.engine import Hazel
@@ -92,7 +92,7 @@ class WebAuth:
 
     def sign_in(self, request: Request, presented: str) -> Session:
         """A new session for the holder of REST token ``presented`` (a fresh CSRF token; the runs of links
-        opened before are kept).
+        opened before are kept, with who made each person link).
 
         Raises:
             Refused: 401, unknown token; 403, sign-in is off (no ``HAZEL_API_TOKEN(S)``).
@@ -103,7 +103,7 @@ class WebAuth:
         if name is None:
             raise Refused(401, "unknown token: use a token of HAZEL_API_TOKENS")
         before = self.session(request) or Session()
-        return Session(identity=name, all_runs=True, runs=before.runs,
+        return Session(identity=name, all_runs=True, runs=before.runs, minted_by=before.minted_by,
                        token_key=self.signer.token_key(presented.strip()))
 
     # -- checks ----------------------------------------------------------------------------------------
@@ -124,11 +124,27 @@ class WebAuth:
         return session
 
     def actor(self, session: Session, run_id: str) -> "Actor | None":
-        """Who acts on ``run_id`` from this session (channel ``web``), or None (view only)."""
-        identity = session.identity_for(run_id)
-        if identity is None:
+        """Who acts on ``run_id`` from this session (channel ``web``), or None (view only): the signed-in
+        identity; else, for a run opened by a person link, the engine's proxy of the operator who made it for
+        the person it names (``Hazel.link_actor``: "operator M for PERSON"); a person link (or a session) that
+        does not say who made it is view only (``Grant.outdated``)."""
+        if session.all_runs:
+            if session.identity is None:
+                return None
+            return self.hazel.identify(channel="web", id=session.identity, name=session.identity)
+        grant = session.link_for(run_id)
+        if grant is None or not grant.acts:
             return None
-        return self.hazel.identify(channel="web", id=identity, name=identity)
+        return self.hazel.link_actor(minted_by=grant.minted_by, person=grant.person)  # type: ignore[arg-type]
+
+    @staticmethod
+    def view_only(session: Session, run_id: str) -> str:
+        """Why ``session`` may not act on ``run_id`` (the refusal of a form it posts): an outdated person link
+        says so and how to get a new one (``OUTDATED_LINK``); any other session is offered the sign-in."""
+        grant = None if session.all_runs else session.link_for(run_id)
+        if grant is not None and grant.outdated:
+            return OUTDATED_LINK.format(person=grant.person, run_id=run_id)
+        return "this link shows the run only: sign in to act on it"
 
     @staticmethod
     def check_csrf(session: Session | None, presented: str | None) -> None:

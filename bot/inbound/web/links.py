@@ -1,14 +1,19 @@
 """Signed "View run" links and the run pages' session cookies (itsdangerous, https://itsdangerous.palletsprojects.com/).
 
 A link is ``{HAZEL_BASE_URL}/runs/{run_id}?t={token}``: the token signs ``{"r": run_id, "p": person | None,
-"e": ttl_sec}`` with ``HAZEL_WEB_SECRET`` and a timestamp, and is refused once it is older than the lifetime it
-was made with (``HAZEL_LINK_TTL_SEC`` of the process that made it: ``hazel link`` says it) or than the serving
-process's ``HAZEL_LINK_TTL_SEC``, whichever is shorter.
-A link that names a person (``hazel link RUN --for PERSON``) lets its holder act on that run as that person
-(channel ``web``); one that names nobody (the links on Slack cards and Jira issues, seen by a whole channel)
-shows the run and nothing more. Opening a link starts a session limited to that run.
+"e": ttl_sec}`` (and ``"m": minted_by`` when ``p`` names a person) with ``HAZEL_WEB_SECRET`` and a timestamp, and
+is refused once it is older than the lifetime it was made with (``HAZEL_LINK_TTL_SEC`` of the process that made
+it: ``hazel link`` says it) or than the serving process's ``HAZEL_LINK_TTL_SEC``, whichever is shorter.
+A link that names a person (``hazel link RUN --for PERSON``) lets its holder act on that run for that person,
+as a proxy of the console operator who made it (``minted_by``; channel ``web``, recorded as "operator M for
+PERSON": ``Hazel.link_actor``); one that names nobody (the links on Slack cards and Jira issues, seen by a whole
+channel) shows the run and nothing more. A person link made before links carried their maker (no ``"m"``)
+shows the run only (``Grant.outdated``): the holder is told to ask for a new one. Opening a link starts a
+session limited to that run.
 
-The session cookie signs ``Session`` (the same secret, another salt) and lasts ``HAZEL_WEB_SESSION_SEC``. A
+The session cookie signs ``Session`` (the same secret, another salt) and lasts ``HAZEL_WEB_SESSION_SEC``:
+``{"i": identity, "a": all_runs, "r": {run_id: person | None}, "m": {run_id: minted_by}, "c": csrf, "f": flash,
+"k": token_key}`` (``"m"`` is new: a cookie without it loads, each of its person links showing its run only). A
 session signed in with a REST token carries the token's key (``Signer.token_key``: an HMAC of it, never the
 token), so that it lasts only while that token is one of ``HAZEL_API_TOKENS`` (``bot.inbound.web.auth``).
 """
@@ -43,19 +48,38 @@ class LinkError(Exception):
 
 @dataclass(frozen=True)
 class Grant:
-    """What a valid link gives: the run, and the person it names (None: view only)."""
+    """What a valid link gives: the run, the person it names (None: view only) and the console operator who
+    made it (``minted_by``: the holder acts for ``person`` as that operator's proxy; None on a view-only link,
+    and on a person link from before links carried their maker, which is view only: ``outdated``)."""
 
     run_id: str
     person: str | None
+    minted_by: str | None = None
+
+    @property
+    def acts(self) -> bool:
+        """True when the holder may act: the link names a person and who made it."""
+        return self.person is not None and self.minted_by is not None
+
+    @property
+    def outdated(self) -> bool:
+        """True for a person link that does not say who made it (an older Hazel's): it shows the run only."""
+        return self.person is not None and self.minted_by is None
+
+
+OUTDATED_LINK = ("this link for {person} was made by an older Hazel, which did not record who made it: it shows "
+                 "the run only; ask for a new one (hazel link {run_id} --for {person}) or sign in")
+"""What a page says of an ``outdated`` person link (``{person}``: whom it names; ``{run_id}``: its run)."""
 
 
 @dataclass(frozen=True)
 class Session:
-    """A signed-in browser. ``identity``: the REST token name (sign-in) or the person a link names, who acts
-    on the channel ``web`` (None: view only); ``all_runs``: signed in at ``/login`` (else only ``runs``,
-    the runs of the links opened, with the person each names); ``csrf``: the token every form must carry;
-    ``flash``: a one-line message for the next page; ``token_key``: the key of the REST token signed in with
-    (``Signer.token_key``), which must still be a configured token's for the sign-in to count."""
+    """A signed-in browser. ``identity``: the REST token name of a sign-in, who acts on the channel ``web``
+    (None: not signed in); ``all_runs``: signed in at ``/login`` (else only ``runs``, the runs of the links
+    opened, with the person each names, and ``minted_by``, who made each of those person links: a run whose
+    person has no maker here, from an older link or cookie, shows the run only); ``csrf``: the token every form
+    must carry; ``flash``: a one-line message for the next page; ``token_key``: the key of the REST token
+    signed in with (``Signer.token_key``), which must still be a configured token's for the sign-in to count."""
 
     identity: str | None = None
     all_runs: bool = False
@@ -63,18 +87,33 @@ class Session:
     csrf: str = field(default_factory=lambda: secrets.token_urlsafe(24))
     flash: str | None = None
     token_key: str | None = None
+    minted_by: dict[str, str] = field(default_factory=dict)
 
     def may_see(self, run_id: str) -> bool:
         return self.all_runs or run_id in self.runs
 
-    def identity_for(self, run_id: str) -> str | None:
-        """Who acts on ``run_id``: the signed-in identity, else the person the run's link named."""
-        return self.identity if self.all_runs else self.runs.get(run_id)
+    def link_for(self, run_id: str) -> Grant | None:
+        """The link this session opened ``run_id`` with (None: none)."""
+        if run_id not in self.runs:
+            return None
+        return Grant(run_id=run_id, person=self.runs[run_id], minted_by=self.minted_by.get(run_id))
+
+    def acts_on(self, run_id: str) -> bool:
+        """True when someone acts on ``run_id`` from this session: a sign-in, or a person link with its maker."""
+        if self.all_runs:
+            return self.identity is not None
+        grant = self.link_for(run_id)
+        return grant is not None and grant.acts
 
     def with_link(self, grant: Grant) -> "Session":
+        """This session with ``grant``'s run (the newest; the oldest of more than ``MAX_LINKED_RUNS`` forgotten)."""
         runs = {k: v for k, v in self.runs.items() if k != grant.run_id}
         runs[grant.run_id] = grant.person
-        return replace(self, runs=dict(list(runs.items())[-MAX_LINKED_RUNS:]))
+        kept = dict(list(runs.items())[-MAX_LINKED_RUNS:])
+        makers = {k: v for k, v in self.minted_by.items() if k in kept and k != grant.run_id}
+        if grant.acts:
+            makers[grant.run_id] = grant.minted_by  # type: ignore[assignment]  (acts: not None)
+        return replace(self, runs=kept, minted_by=makers)
 
 
 class Signer:
@@ -95,15 +134,30 @@ class Signer:
         self._links = URLSafeTimedSerializer(secret, salt=LINK_SALT)
         self._sessions = URLSafeTimedSerializer(secret, salt=SESSION_SALT)
 
-    def token(self, run_id: str, person: str | None = None) -> str:
-        """The signed token of a link to ``run_id`` (for ``person``, or view only)."""
-        return self._links.dumps({"r": run_id, "p": person, "e": self.link_ttl_sec})
+    def token(self, run_id: str, person: str | None = None, *, minted_by: str | None = None) -> str:
+        """The signed token of a link to ``run_id``: for ``person``, made by the console operator
+        ``minted_by`` (``Hazel.operator().id``), or view only (neither; the same token as before links carried
+        their maker).
 
-    def link(self, run_id: str, person: str | None = None) -> str | None:
-        """``{base}/runs/{run_id}?t=…`` (None without ``HAZEL_BASE_URL``)."""
+        Raises:
+            ValueError: ``person`` without ``minted_by`` (or ``minted_by`` without ``person``).
+        """
+        if (person is None) != (minted_by is None) or person == "" or minted_by == "":
+            raise ValueError("a person link names both the person and the operator who made it")
+        data: dict[str, Any] = {"r": run_id, "p": person, "e": self.link_ttl_sec}
+        if minted_by is not None:
+            data["m"] = minted_by
+        return self._links.dumps(data)
+
+    def link(self, run_id: str, person: str | None = None, *, minted_by: str | None = None) -> str | None:
+        """``{base}/runs/{run_id}?t=…`` (None without ``HAZEL_BASE_URL``); see ``token``.
+
+        Raises:
+            ValueError: as ``token``.
+        """
         if self.base_url is None:
             return None
-        return f"{self.base_url}/runs/{run_id}?t={self.token(run_id, person)}"
+        return f"{self.base_url}/runs/{run_id}?t={self.token(run_id, person, minted_by=minted_by)}"
 
     def grant(self, token: str) -> Grant:
         """What ``token`` gives.
@@ -122,8 +176,10 @@ class Signer:
             raise LinkError("this link is not valid: ask for a new one or sign in") from None
         if not isinstance(data, dict) or not isinstance(data.get("r"), str):
             raise LinkError("this link is not valid: ask for a new one or sign in")
-        person = data.get("p")
-        return Grant(run_id=data["r"], person=person if isinstance(person, str) and person else None)
+        person, maker = data.get("p"), data.get("m")
+        person = person if isinstance(person, str) and person else None
+        return Grant(run_id=data["r"], person=person,
+                     minted_by=maker if person is not None and isinstance(maker, str) and maker else None)
 
     def token_key(self, token: str) -> str:
         """What a session signed in with REST token ``token`` carries of it: 32 hex digits of an HMAC-SHA256 of
@@ -133,7 +189,8 @@ class Signer:
 
     def dump_session(self, session: Session) -> str:
         return self._sessions.dumps({"i": session.identity, "a": session.all_runs, "r": session.runs,
-                                     "c": session.csrf, "f": session.flash, "k": session.token_key})
+                                     "m": session.minted_by, "c": session.csrf, "f": session.flash,
+                                     "k": session.token_key})
 
     def load_session(self, cookie: str | None) -> Session | None:
         """The session of a cookie (None: none, expired, or not ours)."""
@@ -146,9 +203,11 @@ class Signer:
         if not isinstance(data, dict) or not isinstance(data.get("c"), str):
             return None
         runs = data.get("r") if isinstance(data.get("r"), dict) else {}
+        makers = data.get("m") if isinstance(data.get("m"), dict) else {}  # (none in a cookie from before)
         key = data.get("k")
         return Session(identity=data.get("i"), all_runs=bool(data.get("a")), runs=runs, csrf=data["c"],
-                       flash=data.get("f"), token_key=key if isinstance(key, str) else None)
+                       flash=data.get("f"), token_key=key if isinstance(key, str) else None,
+                       minted_by={k: v for k, v in makers.items() if k in runs and isinstance(v, str) and v})
 
 
 def link_maker(settings: Settings):  # noqa: ANN201

@@ -142,8 +142,9 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
         context = {"session": None, "flash": None, "path": "", "sign_in": False, "link": None, **context}
         session, on_run = context["session"], re.match(r"^/runs/([^/]+)", context["path"] or "")
         # a page of a run opened by a link that names a person: the header names who acts (``hazel link --for``)
-        context["link_person"] = (session.runs.get(on_run.group(1)) if session is not None and on_run
-                                  and not session.all_runs else None)
+        grant = (session.link_for(on_run.group(1)) if session is not None and on_run and not session.all_runs
+                 else None)
+        context["link_grant"] = grant if grant is not None and grant.person is not None else None
         return HTMLResponse(env.get_template(name).render(**context), status_code=status, headers=HEADERS)
 
     def message_page(request: Request, status: int, title: str, message: str,
@@ -236,7 +237,7 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
             return RedirectResponse(f"/login?next={quote(target)}", status_code=303, headers=HEADERS)
         session = auth.session(request)  # a signed-in person is still shown as signed in (a stale form's 403)
         run_id = request.path_params.get("run_id")
-        may_act = session is not None and (session.identity_for(run_id) if run_id else session.identity)
+        may_act = session is not None and (session.acts_on(run_id) if run_id else session.identity is not None)
         return html("message.html", exc.status, title="Not allowed" if exc.status == 403 else "Sign in",
                     message=str(exc), session=session, sign_in=exc.status == 401 or not may_act,
                     path=request.url.path if request.method == "GET" else f"/runs/{run_id}" if run_id else "",
@@ -343,8 +344,10 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
                  status: int = 200) -> Response:
         actor = auth.actor(session, run_id)
         data = pages.run_page(hazel, run_id, actor)
+        grant = None if session.all_runs else session.link_for(run_id)
+        outdated = auth.view_only(session, run_id) if grant is not None and grant.outdated else None
         return render(request, session, "run.html", status, p=data, actor=actor, error=error,
-                     web_actions=WEB_ACTIONS, nonce=secrets.token_urlsafe(12))
+                     web_actions=WEB_ACTIONS, nonce=secrets.token_urlsafe(12), outdated=outdated)
 
     @router.get("/runs/{run_id}/checkpoints/{seq}")
     @guarded
@@ -403,7 +406,7 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
         auth.check_csrf(session, csrf)
         actor = auth.actor(session, run_id)
         if actor is None:
-            raise Refused(403, "this link shows the run only: sign in to act on it")
+            raise Refused(403, auth.view_only(session, run_id))
         return session, actor
 
     def done(request: Request, session: "Session", run_id: str, outcome: Any, what: str) -> Response:
@@ -436,7 +439,7 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
                                    request_id=request_id, delivery_id=form_delivery(actor.id, nonce, request_id, action))
         except HazelError as exc:
             return failed(request, session, run_id, exc)
-        log.info("web: %s decided %s on run %s", actor.id, action, run_id)
+        log.info("web: %s decided %s on run %s", actor.label, action, run_id)
         return done(request, session, run_id, outcome, f"{past_tense(action).capitalize()} as {actor.label}.")
 
     @router.post("/runs/{run_id}/rewind")
@@ -454,7 +457,7 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
                                    delivery_id=form_delivery(actor.id, nonce, request_id, f"rewind:{to}"))
         except HazelError as exc:
             return failed(request, session, run_id, exc)
-        log.info("web: %s rewound run %s to #%s", actor.id, run_id, to)
+        log.info("web: %s rewound run %s to #%s", actor.label, run_id, to)
         return done(request, session, run_id, outcome, f"Rewound to checkpoint #{to} as {actor.label}.")
 
     # last: a path under /runs/ that no page above took is a run id no run has ("no run 'abc/def'", 404), an

@@ -22,6 +22,8 @@ from tests.support.live import LiveServer
 from tests.workflows.doc import doc_workflow
 
 CHROMIUM = "/usr/bin/chromium"
+MINTER = "olga"
+"""The console operator who made the tests' person links (``Served.link``)."""
 REQUIRE_CHROMIUM = os.environ.get("HAZEL_TEST_REQUIRE_CHROMIUM") == "1"
 
 
@@ -32,10 +34,12 @@ class Served:
     run_id: str
     signer: Signer
 
-    def link(self, person: str | None = None, run_id: str | None = None) -> str:
-        """The path of a signed link (``/runs/ID?t=…``)."""
+    def link(self, person: str | None = None, run_id: str | None = None, minted_by: str = MINTER) -> str:
+        """The path of a signed link (``/runs/ID?t=…``): view only, or for ``person``, made by the console
+        operator ``minted_by`` (as ``hazel link RUN --for PERSON`` run by ``olga`` makes it)."""
         run_id = run_id or self.run_id
-        return f"/runs/{run_id}?t={self.signer.token(run_id, person)}"
+        token = self.signer.token(run_id, person, minted_by=minted_by if person is not None else None)
+        return f"/runs/{run_id}?t={token}"
 
 
 @pytest.fixture

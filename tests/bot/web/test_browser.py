@@ -89,12 +89,12 @@ def test_rewind_to_here_from_the_tree(page: Any, served: Served) -> None:
     page.goto(served.link("alice"))
     page.wait_for_url(f"**/runs/{served.run_id}")
     page.locator("#cp-1").get_by_role("button", name="rewind here").click()
-    assert "Rewound to checkpoint #1 as alice" in page.inner_text(".flash")
+    assert "Rewound to checkpoint #1 as operator olga for alice" in page.inner_text(".flash")
     wait_status(served, RunStatus.WAITING)
     page.reload()
     # #1 is the first draft, waiting for its review: the fork's first checkpoint waits there again
     assert page.locator("li.row").count() == 9 and page.locator("svg.graph path.fork").count() == 3
-    assert "rewound by alice via web" in page.inner_text("#cp-8")
+    assert "rewound by operator olga for alice via web" in page.inner_text("#cp-8")
     assert page.locator("li.row.head").inner_text().startswith("#8")
     assert "Waiting: Review the plan" in page.inner_text("#pending")
 

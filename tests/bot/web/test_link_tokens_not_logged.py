@@ -50,7 +50,7 @@ def _logged_app(db_url: str, log_format: str) -> tuple[Any, str, str, io.StringI
     stream = io.StringIO()
     configure_logging(settings, stream=stream)
     app = create_app(hazel, routers=[web_router(hazel, settings)])
-    return app, run_id, Signer(settings).token(run_id, "alice"), stream
+    return app, run_id, Signer(settings).token(run_id, "alice", minted_by="olga"), stream
 
 
 @pytest.mark.parametrize("log_format", ["text", "json"])

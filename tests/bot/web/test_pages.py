@@ -45,7 +45,7 @@ def test_a_tampered_or_foreign_or_expired_link_is_refused(served: Served, client
     response = client.get(tampered)
     assert response.status_code == 401 and "not valid" in response.text and "restore drill" not in response.text
     other = served.hazel.start(workflow="doc", input={"topic": "other run"}, actor=as_api(served.hazel, "olga"))
-    response = client.get(f"/runs/{served.run_id}?t={served.signer.token(other.id, 'alice')}")
+    response = client.get(f"/runs/{served.run_id}?t={served.signer.token(other.id, 'alice', minted_by='olga')}")
     assert response.status_code == 401 and "another run" in response.text
     real = time.time
     monkeypatch.setattr("itsdangerous.timed.time.time", lambda: real() - served.signer.link_ttl_sec - 5)
@@ -178,8 +178,10 @@ def test_decisions_from_the_page_go_through_the_engine_as_the_person(served: Ser
     assert again.status_code == 303
     wait_status(served, RunStatus.COMPLETED)
     approvals = [d for d in served.hazel.decisions(run_id=served.run_id) if d.action.value == "approve"]
-    assert [(d.channel, d.actor_id, d.person) for d in approvals] == [("web", "alice", "alice")]
-    assert "Approved as alice" in client.get(f"/runs/{served.run_id}").text
+    # the link's holder acts for alice as the proxy of olga, who made the link (as `hazel approve --as alice`)
+    assert [(d.channel, d.actor_id, d.person, d.acting_for) for d in approvals] == [("web", "olga", "alice",
+                                                                                     "alice")]
+    assert "Approved as operator olga for alice" in client.get(f"/runs/{served.run_id}").text
     late = client.post(f"/runs/{served.run_id}/decide", data={**form, "nonce": "n2"})
     assert late.status_code == 409 and "already" in late.text
 
@@ -238,10 +240,11 @@ def test_the_pages_leave_other_routes_alone(db_url: str) -> None:
 def test_a_page_opened_by_a_link_for_a_person_names_who_acts(served: Served, client: Browserless) -> None:
     client.get(served.link("alice<b>"))  # (escaped as every stored text is)
     page = client.get(f"/runs/{served.run_id}").text
-    assert '<span class="me">alice&lt;b&gt; (by link)</span>' in page and "opened by link" not in page
+    assert '<span class="me">alice&lt;b&gt; (by link from operator olga)</span>' in page
+    assert "opened by link" not in page
     client.get(served.link())  # a view-only link of the same run: nobody named any more
     page = client.get(f"/runs/{served.run_id}").text
-    assert "opened by link" in page and "(by link)" not in page
+    assert "opened by link" in page and "(by link" not in page
 
 
 
