@@ -1,7 +1,8 @@
 """Make the README's screenshots of the run pages: ``.venv/bin/python docs/make_screenshots.py``.
 
 A ``doc`` run with two rewinds (tests/bot/web/scenario.py) on a temporary SQLite file, ``hazel serve``'s app on
-a loopback port, Debian's Chromium (``/usr/bin/chromium``) through Playwright, signed in by a link for alice.
+a loopback port, Debian's Chromium (``/usr/bin/chromium``) through Playwright, signed in by a link for alice
+(made by the operator olga, as ``hazel link RUN --for alice`` makes it).
 Writes docs/screenshots/{tree,diff,pending,phone}.png.
 """
 
@@ -37,7 +38,7 @@ def main() -> None:
                 sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True)
             page = browser.new_page(viewport={"width": 1100, "height": 900}, device_scale_factor=1)
-            page.goto(f"{server.url}/runs/{run_id}?t={Signer(settings).token(run_id, 'alice')}")
+            page.goto(f"{server.url}/runs/{run_id}?t={Signer(settings).token(run_id, 'alice', minted_by='olga')}")
             page.locator("section.card", has_text="Checkpoint tree").screenshot(path=OUT / "tree.png")
             page.locator("#pending").screenshot(path=OUT / "pending.png")
             page.goto(f"{server.url}/runs/{run_id}/diff?a=3&b=7")
