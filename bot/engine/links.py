@@ -50,10 +50,11 @@ class Links:
             raise InvalidInputError("a link needs the name of the person it acts for")
         if actor.channel != "console" or actor.acting_for is not None:
             raise InvalidInputError("a person link is made by the console operator acting as themself")
+        seconds = int(ttl_sec) if float(ttl_sec).is_integer() else ttl_sec  # (604800, not 604800.0)
         with self.store.transaction() as tx:
             run_in(tx, run_id)
             tx.events.add(action=LINK_MINTED, actor=actor, now=self.clock(), run_id=run_id,
-                          **{"for": person, "ttl_sec": ttl_sec})
+                          **{"for": person, "ttl_sec": seconds})
 
     def link_actor(self, *, minted_by: str, person: str) -> Actor:
         """Who acts through a person link: the console operator ``minted_by`` (who ran ``hazel link``) for

@@ -189,7 +189,7 @@ def test_hazel_audit_shows_who_minted_a_link(linked: Linked, monkeypatch: pytest
     said = " ".join(linked.cli("link", run_id, "--for", "sam").stderr.split())
     assert "acts as operator olga for sam (recorded in hazel audit)" in said, said
     audit_page = linked.opened(linked.link(run_id, "priya")).get(f"/runs/{run_id}/audit")
-    assert "olga console olga link.minted for=sam" in text_of(audit_page), text_of(audit_page)
+    assert "olga console olga link.minted for=sam ttl_sec=7200 " in text_of(audit_page), text_of(audit_page)
 
 
 def test_a_link_at_a_quorum_listing_the_person_is_their_one_vote(linked: Linked) -> None:
