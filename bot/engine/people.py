@@ -16,7 +16,9 @@ Who an identity is (``People.person_of``):
 1. the person whose file entry lists it (a person's own name is also their console and REST API name, and
    console and REST API names are one namespace: a name listed under either counts on both);
 2. else, when the channel tells the identity's email (Slack ``users.info``, a Jira user whose email is
-   visible), the person with that email;
+   visible), the person with that email, unless the file lists that person's identities on this channel: a
+   list is the whole list (on Jira Server / Data Center users may edit their own email, so another account
+   showing priya's email must not become priya when the file says which accounts are hers);
 3. else the identity is its own person: a console or REST API name is the person of that name (so a console
    name and a REST token name that are the same string are the same person), a Slack or Jira identity is
    ``slack:<id>`` / ``jira:<id>``.
@@ -178,7 +180,8 @@ class People:
 
     def person_of(self, channel: str, identity: str, *, email: EmailSource = None) -> str:
         """Who ``identity`` on ``channel`` is (see the module docstring). ``email`` is looked up only when
-        nobody claims the identity and some person has an email."""
+        nobody claims the identity and some person has an email; it names a person only when the file lists
+        none of that person's identities on ``channel``."""
         claimed = self._claims.get(("api" if channel == "web" else channel, identity))
         if claimed is not None:
             return claimed
@@ -186,7 +189,7 @@ class People:
             address = email() if callable(email) else email
             if address:
                 found = self._emails.get(address.strip().lower())
-                if found is not None:
+                if found is not None and not self._people[found].on(channel):  # (her listed accounts only)
                     return found
         if channel in NAMED_CHANNELS:
             return identity

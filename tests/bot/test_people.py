@@ -240,14 +240,28 @@ def test_console_and_api_names_are_one_namespace(people: People, tmp_path: Path)
         People.load(clash)
 
 
-def test_email_matches_an_unclaimed_identity_whatever_its_case(people: People) -> None:
-    assert people.person_of("slack", STRANGER_SLACK, email=" PRIYA@example.COM ") == "priya"
-    assert people.person_of("jira", "557058:new", email="priya@example.com") == "priya"
-    assert people.person_of("console", "pkumar", email="priya@example.com") == "priya"
+EMAIL_ONLY = People.from_dict({"people": {"sam": {"email": "Sam@Example.com"}, "alice": {"slack": [ALICE_SLACK]}}})
+"""Sam has an email and no Slack or Jira identity listed: the channels' emails say which accounts are his."""
+
+
+def test_email_matches_an_unclaimed_identity_whatever_its_case() -> None:
+    assert EMAIL_ONLY.person_of("slack", STRANGER_SLACK, email=" SAM@example.COM ") == "sam"
+    assert EMAIL_ONLY.person_of("jira", "557058:new", email="sam@example.com") == "sam"
     for nothing in (None, "", "someone@example.com"):
-        assert people.person_of("slack", STRANGER_SLACK, email=nothing) == f"slack:{STRANGER_SLACK}"
+        assert EMAIL_ONLY.person_of("slack", STRANGER_SLACK, email=nothing) == f"slack:{STRANGER_SLACK}"
     # an identity the file gives to someone is theirs, whatever email the channel reports
-    assert people.person_of("slack", ALICE_SLACK, email="priya@example.com") == "alice"
+    assert EMAIL_ONLY.person_of("slack", ALICE_SLACK, email="sam@example.com") == "alice"
+
+
+def test_an_email_is_no_one_on_a_channel_where_the_file_lists_their_accounts(people: People) -> None:
+    """Priya's Slack and Jira accounts are listed: another account showing her email (on Jira Server / Data
+    Center users may edit their own) is its own person, not priya (fresh-user s13 F4); console and REST names
+    are names, never matched by email."""
+    assert people.person_of("jira", "mallory-jira-000000000000", email="PRIYA@example.com") == \
+        "jira:mallory-jira-000000000000"
+    assert people.person_of("slack", STRANGER_SLACK, email="priya@example.com") == f"slack:{STRANGER_SLACK}"
+    assert people.person_of("console", "pkumar", email="priya@example.com") == "pkumar"
+    assert people.person_of("jira", PRIYA_SERVER, email="someone@example.com") == "priya"  # (listed: hers)
 
 
 def test_the_email_is_asked_for_only_when_it_could_matter(people: People) -> None:
@@ -255,10 +269,10 @@ def test_the_email_is_asked_for_only_when_it_could_matter(people: People) -> Non
     assert people.person_of("slack", ALICE_SLACK, email=claimed) == "alice" and claimed.calls == 0
     assert people.person_of("console", "priya", email=claimed) == "priya" and claimed.calls == 0
 
-    unclaimed = Asked("priya@example.com")
-    assert people.person_of("slack", STRANGER_SLACK, email=unclaimed) == "priya" and unclaimed.calls == 1
+    unclaimed = Asked("sam@example.com")
+    assert EMAIL_ONLY.person_of("slack", STRANGER_SLACK, email=unclaimed) == "sam" and unclaimed.calls == 1
     silent = Asked(None)  # the channel shows no email (or could not answer)
-    assert people.person_of("slack", STRANGER_SLACK, email=silent) == f"slack:{STRANGER_SLACK}"
+    assert EMAIL_ONLY.person_of("slack", STRANGER_SLACK, email=silent) == f"slack:{STRANGER_SLACK}"
     assert silent.calls == 1
 
     without_emails = People.from_dict({"people": {"alice": {"slack": [ALICE_SLACK]}}})
@@ -298,9 +312,13 @@ def test_identify_and_operator_make_the_actors_of_people(db_url: str, people: Pe
     assert alice == Actor(id=ALICE_SLACK, channel="slack", name="alice.s", groups=frozenset({"S0000000001"}),
                           person="alice")
     assert email.calls == 0 and groups == [frozenset({"S0000000001"})]  # the groups some workflow names
-    stranger = hazel.identify(channel="slack", id=STRANGER_SLACK, email=email)
-    assert stranger.person == "priya" and stranger.who == "priya" and email.calls == 1
-    assert stranger.label == "priya" and stranger.via == f"slack {STRANGER_SLACK}"
+    stranger = hazel.identify(channel="slack", id=STRANGER_SLACK, email=email)  # (priya's Slack ids are listed)
+    assert stranger.person == f"slack:{STRANGER_SLACK}" and email.calls == 1
+    assert stranger.via == f"slack {STRANGER_SLACK}"
+    hazel.people = EMAIL_ONLY  # (identify reads it at each call)
+    found = hazel.identify(channel="slack", id=STRANGER_SLACK, email=Asked("sam@example.com"))
+    assert found.person == "sam" and found.who == "sam" and found.label == "sam"
+    hazel.people = people
     jira = hazel.identify(channel="jira", id="557058:nobody", name="No Body", groups=lambda w: frozenset({"x"}))
     assert jira.person == "jira:557058:nobody" and jira.groups == frozenset()  # no workflow names Jira groups
     assert hazel.identify(channel="api", id="priya-ci").person == "priya"
