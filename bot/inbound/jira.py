@@ -246,7 +246,7 @@ class JiraWebhook:
 
     def _comment(self, event: JiraEvent, view: RequestView,
                  newer: SteeringRequest | None) -> tuple[int, dict[str, Any]]:
-        command = parse_command(event.text)
+        command = parse_command(event.text, own_words=not event.quoted_opening)  # (a quoted /approve: feedback)
         if command.action == "unknown":
             return self._reply(event, f"/{inline(command.argument)} is not a Hazel command. {HELP}", refused=True)
         pending = view.request.status is RequestStatus.PENDING

@@ -8,7 +8,8 @@ markup: ``{"type": "doc", "version": 1, "content": [...]}``, a tree of block nod
 and the node pages under it.
 
 ``adf_text`` reads it as plain text, so commands (``/approve``, ``/edit`` followed by a code block) and feedback
-are read the same way from either format: blocks separated by a blank line, ``hardBreak`` as a newline, a
+are read the same way from either format (a command only from the author's own first line:
+``opens_with_own_words``): blocks separated by a blank line, ``hardBreak`` as a newline, a
 code block's text verbatim, list items as ``- item`` / ``1. item``, a mention as its display text
 (``@Sam``), marks (bold, links…) dropped.
 """
@@ -41,6 +42,23 @@ def adf_text(doc: Any) -> str:
     if not is_adf(doc):
         raise ADFError('not an ADF document (no "type": "doc")')
     return _blocks(doc.get("content"), 0).strip("\n")
+
+
+def opens_with_own_words(doc: Any) -> bool:
+    """True when the document's first block with any text is a paragraph or a heading (the author's own
+    line), False when it is anything else: a ``blockquote`` (someone's words quoted), a ``codeBlock`` (text
+    shown), a list, a table, a panel. Only the author's own first line can be a command (``/approve``): in wiki
+    markup a quote or a code block starts with ``{quote}``, ``bq.`` or ``{code}`` and is never one either.
+
+    Raises:
+        ADFError: as ``adf_text``.
+    """
+    if not is_adf(doc):
+        raise ADFError('not an ADF document (no "type": "doc")')
+    for node in _children(doc.get("content")):
+        if _block(node, 1).strip():
+            return node.get("type") in ("paragraph", "heading", "text", "hardBreak", *_INLINE_ATTR)
+    return True
 
 
 def _children(content: Any) -> list[dict[str, Any]]:

@@ -31,7 +31,7 @@ from datetime import datetime, timezone
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from integrations.jira.adf import ADFError, adf_text, is_adf
+from integrations.jira.adf import ADFError, adf_text, is_adf, opens_with_own_words
 from integrations.jira.client import user_id
 
 SIGNATURE_HEADER = "X-Hub-Signature"
@@ -95,6 +95,9 @@ class JiraEvent:
         issue_status: the issue's status as the payload shows it (``issue.fields.status.name``; Cloud's
             ``comment_created`` carries it, Server's does not): a comment arriving on an issue already moved to
             an approve or reject status is that transition's comment, delivered before it.
+        quoted_opening: the comment (an ADF body) opens with something other than its author's own line: a
+            quote, a code block, a list (``adf.opens_with_own_words``); its text is then never a command
+            (``parse_command(text, own_words=False)``), as a wiki-markup ``{quote}/approve{quote}`` is not.
     """
 
     kind: Literal["comment", "transition"]
@@ -110,6 +113,7 @@ class JiraEvent:
     site: str | None = None
     at: datetime | None = None
     issue_status: str | None = None
+    quoted_opening: bool = False
 
 
 def _user(raw: Any, what: str) -> JiraUser:
@@ -175,20 +179,21 @@ def event_time(payload: dict[str, Any]) -> datetime | None:
     return None
 
 
-def _comment(raw: Any) -> tuple[str, str, str | None]:
-    """(comment id, body as text, issue id from its ``self`` URL)."""
+def _comment(raw: Any) -> tuple[str, str, str | None, bool]:
+    """(comment id, body as text, issue id from its ``self`` URL, whether the body opens with its author's own
+    words: False for an ADF body that opens with a quote, a code block, a list… (``opens_with_own_words``))."""
     if not isinstance(raw, dict) or not raw.get("id"):
         raise MalformedWebhookError("comment event without comment.id")
-    body = raw.get("body")
+    body, own = raw.get("body"), True
     if is_adf(body):
         try:
-            body = adf_text(body)
+            body, own = adf_text(body), opens_with_own_words(body)
         except ADFError as exc:
             raise MalformedWebhookError(f"comment.body: {exc}") from None
     if not isinstance(body, str):
         raise MalformedWebhookError("comment.body is neither text nor an Atlassian Document Format document")
     m = _ISSUE_IN_COMMENT_URL.search(str(raw.get("self") or ""))
-    return str(raw["id"]), body, m.group(1) if m else None
+    return str(raw["id"]), body, m.group(1) if m else None, own
 
 
 def parse_event(payload: Any, *, webhook_id: str | None = None) -> JiraEvent | None:
@@ -211,7 +216,7 @@ def parse_event(payload: Any, *, webhook_id: str | None = None) -> JiraEvent | N
     if name in ("comment_created", "comment_updated") or (
             name == "jira:issue_updated" and subtype in ("issue_commented", "issue_comment_edited")
             and "comment" in payload and not _status_item(payload)):
-        comment_id, body, issue_from_url = _comment(payload.get("comment"))
+        comment_id, body, issue_from_url, own = _comment(payload.get("comment"))
         issue_id = str(issue.get("id") or issue_from_url or "")
         if not issue_id:
             raise MalformedWebhookError("comment event without issue.id or an issue id in comment.self")
@@ -222,7 +227,7 @@ def parse_event(payload: Any, *, webhook_id: str | None = None) -> JiraEvent | N
                          actor=_user(author or payload.get("user"), "comment.author"),
                          delivery_id=delivery_key(site, issue_id, "comment", comment_id), text=body,
                          comment_id=comment_id, webhook_event=label, site=site, at=event_time(payload),
-                         issue_status=_status_name(issue))
+                         issue_status=_status_name(issue), quoted_opening=not own)
 
     if name == "jira:issue_updated":
         item = _status_item(payload)
@@ -230,9 +235,9 @@ def parse_event(payload: Any, *, webhook_id: str | None = None) -> JiraEvent | N
             return None
         if not issue.get("id"):
             raise MalformedWebhookError("jira:issue_updated without issue.id")
-        comment_id, text = None, ""
+        comment_id, text, own = None, "", True
         if isinstance(payload.get("comment"), dict):
-            comment_id, text, _ = _comment(payload["comment"])
+            comment_id, text, _, own = _comment(payload["comment"])
         changelog_id = (payload.get("changelog") or {}).get("id")
         kind, ident = (("comment", comment_id) if comment_id else ("changelog", changelog_id) if changelog_id
                        else ("webhook", webhook_id) if webhook_id else (None, None))
@@ -242,7 +247,8 @@ def parse_event(payload: Any, *, webhook_id: str | None = None) -> JiraEvent | N
                          actor=_user(payload.get("user"), "user"),
                          delivery_id=delivery_key(site, str(issue["id"]), kind, str(ident)), text=text,
                          to_status=str(item.get("toString") or ""), from_status=item.get("fromString") or None,
-                         comment_id=comment_id, webhook_event=label, site=site, at=event_time(payload))
+                         comment_id=comment_id, webhook_event=label, site=site, at=event_time(payload),
+                         quoted_opening=not own)
     return None
 
 
@@ -272,11 +278,12 @@ class Command:
     plain: bool = False
 
 
-def parse_command(text: str) -> Command:
+def parse_command(text: str, *, own_words: bool = True) -> Command:
     """``/approve``, ``/reject REASON``, ``/edit VALUE`` (a wrapping ``{noformat}`` / ``{code}`` block is
     removed), ``/rewind STEP [feedback]``, ``/feedback TEXT``; anything else is plain feedback. Commands are
-    case-insensitive; a path such as ``/etc/hosts`` is not a command."""
-    m = _COMMAND.match(text or "")
+    case-insensitive; a path such as ``/etc/hosts`` is not a command. ``own_words=False`` (a comment that opens
+    with a quote or a code block: ``JiraEvent.quoted_opening``): plain feedback, whatever it starts with."""
+    m = _COMMAND.match(text or "") if own_words else None
     if m is None:
         return Command("feedback", (text or "").strip(), plain=True)
     word, rest = m.group(1).lower(), m.group(2)

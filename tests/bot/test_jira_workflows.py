@@ -125,6 +125,29 @@ def test_adf_feedback_is_read_as_its_text(env: JiraEnv) -> None:
     assert "revision 1: Hi @Sam, two things:" in next(iter(env.hazel.state_at(run_id=run_id).scripts.values()))
 
 
+@pytest.mark.parametrize("opening", [
+    {"type": "blockquote", "content": [{"type": "paragraph", "content": [{"type": "text", "text": "/reject too expensive"}]}]},
+    {"type": "codeBlock", "content": [{"type": "text", "text": "/approve"}]},
+    {"type": "bulletList", "content": [{"type": "listItem", "content": [
+        {"type": "paragraph", "content": [{"type": "text", "text": "/approve"}]}]}]},
+], ids=["quote", "code", "list"])
+def test_an_adf_comment_that_opens_with_a_quote_or_code_is_feedback_not_a_command(env: JiraEnv,
+                                                                                 opening: dict) -> None:
+    """Replying to a colleague's "/reject too expensive" by quoting it is no rejection (fresh-user s13 F10):
+    only the author's own first line is a command, as in wiki markup (``{quote}/approve{quote}``)."""
+    run_id = env.start()
+    body = p.adf(opening, p.paragraph(p.text("I disagree with the above: looks fine to me")))
+    answer = env.send(env.comment(env.issue(run_id), body))
+    assert answer.status_code == 200 and answer.json()["decided"] == "feedback", answer.json()
+    assert env.hazel.get(run_id=run_id).status is not RunStatus.COMPLETED
+    (feedback,) = [d for d in env.hazel.decisions(run_id=run_id) if d.channel == "jira"]
+    assert feedback.payload["text"].endswith("I disagree with the above: looks fine to me")
+    # the author's own first line still commands, whatever follows it
+    second = env.start("drop the legacy table")
+    quoted_after = p.adf(p.paragraph(p.text("/approve")), opening)
+    assert env.send(env.comment(env.issue(second), quoted_after)).json()["decided"] == "approve"
+
+
 def test_an_adf_edit_takes_its_code_block(env: JiraEnv) -> None:
     run_id = env.start()
     body = p.adf(p.paragraph(p.text("/edit")),

@@ -9,7 +9,7 @@ import pytest
 import responses
 
 from integrations.base import DeliveryError
-from integrations.jira.adf import ADFError, adf_text
+from integrations.jira.adf import ADFError, adf_text, opens_with_own_words
 from integrations.jira.workflow import walk
 from store.models import ProgressView, RequestStatus
 from tests.integrations.jira.test_jira_channel import request, run, view
@@ -138,6 +138,19 @@ def test_adf_text_of_the_common_nodes() -> None:
 def test_a_code_block_is_verbatim_and_commands_survive() -> None:
     doc = p.adf(p.paragraph(p.text("/edit")), {"type": "codeBlock", "content": [p.text("line 1\n  line 2\n")]})
     assert adf_text(doc) == "/edit\n\nline 1\n  line 2"
+
+
+def test_only_a_paragraph_or_heading_opens_with_the_authors_own_words() -> None:
+    quote = {"type": "blockquote", "content": [p.paragraph(p.text("/approve"))]}
+    code = {"type": "codeBlock", "content": [p.text("/approve")]}
+    assert opens_with_own_words(p.adf(p.paragraph(p.text("/approve")), quote))
+    assert opens_with_own_words(p.adf({"type": "heading", "content": [p.text("/approve")]}))
+    assert opens_with_own_words(p.adf(p.paragraph(), {"type": "rule"}, p.paragraph(p.text("ok"))))  # (empty first)
+    assert not opens_with_own_words(p.adf(quote, p.paragraph(p.text("no"))))
+    assert not opens_with_own_words(p.adf(p.paragraph(), code))
+    assert opens_with_own_words(p.adf())
+    with pytest.raises(ADFError):
+        opens_with_own_words("text")
 
 
 @pytest.mark.parametrize("doc, message", [
