@@ -24,8 +24,8 @@ from bot.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from bot.engine import DriveResult, Hazel
-    from store.models import Run, SteeringRequest
+    from bot.engine import DriveResult, Hazel, Shown
+    from store.models import Run
 
 # rich, the engine and the store are imported by the commands that use them (see bot.cli.common).
 
@@ -261,9 +261,14 @@ def show_cmd(
     tree = hazel.state_tree_at(run_id=run.id, seq=seq)
     if seq is not None and tree is None:
         raise hazel.missing_checkpoint(run_id=run.id, seq=seq)
+    shown = {r.id: hazel.shown(request_id=r.id) for r in waiting}
+    # a run whose version is gone and whose migration fails: said, with why, and shown as stored (exit 0)
+    warnings = list(dict.fromkeys(f"{s.migration_error}; every decision on it is refused until a version whose "
+                                  f"migration works is deployed; its state is shown as v{run.workflow_version} "
+                                  "stored it" for s in shown.values() if s.migration_error))
     if json_out:
         emit_json({"run": run, "pending_request": pending, "pending_requests": waiting, "state": tree,
-                   "seq": run.head_seq if seq is None else seq}, whole=full)
+                   "seq": run.head_seq if seq is None else seq, "warnings": warnings}, whole=full)
         return
     if raw and at is None and seq is None and len(waiting) > 1:  # which one's value: the person says
         points = ", ".join(repr(r.point) for r in waiting)
@@ -272,7 +277,12 @@ def show_cmd(
     if raw:
         # the value alone, as text (a text field as it is, anything else as JSON), ended by one added line end
         # that `read_file` drops again: `--raw > f` then `edit --file f` gives back the value byte for byte
-        value = _shown_value(hazel, run, pending, tree, seq)
+        failed = shown[pending.id].migration_error if pending is not None and seq is None else None
+        if failed:  # the value an edit replaces is the migrated one, which cannot be made
+            raise CliError(f"{failed}; --raw prints the value an edit replaces, the migrated one, which cannot be "
+                           f"made (every decision is refused until then; `{common.command_prefix()} show {run.id}` "
+                           f"shows the state as v{run.workflow_version} stored it)")
+        value = _shown_value(shown[pending.id] if pending is not None and seq is None else None, tree)
         sys.stdout.write(value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False))
         sys.stdout.write("\n")
         return
@@ -288,6 +298,7 @@ def show_cmd(
     if run.error:  # (cut short but with --full: a step's error may be megabytes)
         error = run.error if full else shown_error(run.error, run_id=run.id, command=common.command_prefix())
         lines.append(f"error      {e(error)}")
+    lines += [f"[yellow]warning[/yellow]    {e(warning)}" for warning in warnings]
     # titles as Text, not markup (a run id and a field name hold neither markup nor emoji codes): parsing a
     # title as markup looks its :codes: up in rich's emoji table, ~3 ms of every `hazel show` to import it
     common.out.print(Panel("\n".join(lines), title=Text(f"run {run.id}"), title_align="left"))
@@ -295,21 +306,23 @@ def show_cmd(
         common.out.print(Text(for_terminal(run.error_traceback)))
     shows: dict[str | None, object] = {}
     for request in waiting if seq is None else []:  # each field a pending request shows, once
-        shown = hazel.shown(request_id=request.id)
-        shows.setdefault(shown.field, shown.value if shown.field else tree)
+        if shown[request.id].migration_error:  # (v2's field read from v1's state may not be there, or mean it)
+            shows.setdefault(None, tree)
+        else:
+            shows.setdefault(shown[request.id].field, shown[request.id].value if shown[request.id].field else tree)
     for show, value in (shows or {None: tree}).items():
         text = render_value(value)
         if not full and len(text) > 3000:
             text = text[:3000] + f"\n… ({len(text) - 3000} more characters: --full)"
         title = (show or "state") + (f" at #{seq}" if seq is not None else "")
+        if show is None and warnings and seq is None:
+            title += f" as v{run.workflow_version} stored it (not migrated)"
         common.out.print(Panel(Text(for_terminal(text)), title=Text(title), title_align="left"))
 
 
-def _shown_value(hazel: "Hazel", run: "Run", pending: "SteeringRequest | None", tree: object,
-                 seq: int | None) -> object:
-    """The value the pending request shows (its field's, as it was asked: for a LangGraph run, the interrupt's
-    value), else ``tree`` (the whole state, at ``seq`` when given)."""
-    shown = hazel.shown(request_id=pending.id) if pending is not None and seq is None else None
+def _shown_value(shown: "Shown | None", tree: object) -> object:
+    """The value the pending request shows (``shown``: its field's, as it was asked; for a LangGraph run, the
+    interrupt's value), else ``tree`` (the whole state, at ``--seq`` when given)."""
     return shown.value if shown is not None and shown.field else tree
 
 

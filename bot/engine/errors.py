@@ -48,10 +48,24 @@ def quoted(value: object, *, max_chars: int = QUOTE_MAX_CHARS) -> str:
     return f"{text[:max_chars]!r}… ({len(text):,} characters)"
 
 
-def validation_details(exc: Any, *, root: str = "") -> str:
+def validation_details(exc: Any, *, root: str = "", max_chars: int | None = None) -> str:
     """A pydantic ``ValidationError`` in one line: ``loc: msg`` for each error, joined by ``; `` (an error of
-    the whole value, whose ``loc`` is empty, named ``root``)."""
-    return "; ".join(f"{'.'.join(str(x) for x in e['loc']) or root}: {e['msg']}" for e in exc.errors())
+    the whole value, whose ``loc`` is empty, named ``root``; a line break in a validator's message becomes a
+    space). ``max_chars``: at most about that many characters: the errors that fit, then how many there are in
+    all (``owner: Field required; … (40 errors in all)``), a first error longer than that cut with ``…``."""
+    parts = [" ".join(f"{'.'.join(str(x) for x in e['loc']) or root}: {e['msg']}".splitlines())
+             for e in exc.errors(include_url=False, include_input=False)]
+    text = "; ".join(parts)
+    if max_chars is None or len(text) <= max_chars:
+        return text
+    kept: list[str] = []
+    for part in parts:
+        if len("; ".join([*kept, part])) > max_chars:
+            break
+        kept.append(part)
+    if not kept:
+        kept = [parts[0][:max_chars - 1] + "…"]
+    return "; ".join(kept) + (f"; … ({len(parts)} errors in all)" if len(parts) > 1 else "")
 
 class HazelError(Exception):
     """Base of Hazel's errors; ``str(err)`` is a one-line message fit to show the person who acted.

@@ -35,6 +35,11 @@ class Shown:
     value: Any
     actions: tuple[str, ...] = ()
     """The decisions its steering point allows (``edit`` among them or not)."""
+    migration_error: str | None = None
+    """Why the state cannot be migrated to the version a decision on the request is made on (the run's version
+    is no longer deployed, the deployed one's migration from it fails): ``versions.migrate_tree``'s message,
+    with which every decision on the request is refused; ``value`` is then read from the state as stored (the
+    old version's), not the value a decision would change. None: nothing failed."""
 
 
 def run_in(tx: "Tx", run_id: str, *, for_update: bool = False) -> Run:
@@ -313,7 +318,8 @@ class Reads:
     def shown(self, *, request_id: int) -> Shown:
         """The field a request shows and its value when it was asked, in the version a decision on it is made
         on: for a run whose version is no longer deployed, the one that migrates it (the point as that
-        version declares it, the value migrated to it: ``versions.asked_at``).
+        version declares it, the value migrated to it: ``versions.asked_at``). When that migration fails,
+        ``Shown.migration_error`` says why and the value is read from the state as stored.
 
         Raises:
             NoPendingRequestError: no such request.
@@ -326,10 +332,10 @@ class Reads:
             if request is None or run is None:
                 raise NoPendingRequestError(f"no steering request {request_id}")
             loaded = tx.checkpoints.load(run.id, request.checkpoint_seq)
-        point, tree = asked_at(target_workflow(self.registry, run), run, request, loaded)
+        point, tree, failed = asked_at(target_workflow(self.registry, run), run, request, loaded)
         field = getattr(point, "show", None)
         return Shown(field, tree.get(field) if field and isinstance(tree, dict) else tree,
-                     tuple(getattr(point, "actions", ()) or ()))
+                     tuple(getattr(point, "actions", ()) or ()), migration_error=failed)
 
     # -- operations -----------------------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from bot.engine import lgraph
-from bot.engine.errors import RunStateError, VersionUnavailableError, validation_details
+from bot.engine.errors import RunStateError, VersionUnavailableError, error_line, validation_details
 from bot.engine.registry import Registry
 from bot.engine.workflow import MIGRATE_NODE, SteeringPoint, Workflow
 from store import NewCheckpoint, Tx
@@ -75,19 +75,36 @@ def runnable_versions(registry: Registry) -> dict[str, list[int]]:
     return out
 
 
+MIGRATION_DETAILS_MAX_CHARS = 400
+"""Characters of a failed migration's reasons in its message (the fields the new model refuses and why: one
+line on every channel, however many fields fail)."""
+
+
 def migrate_tree(target: Workflow, from_version: int, tree: Any, *, run_id: str) -> Any:
     """Apply ``target``'s migration from ``from_version`` to a state tree and validate the result.
 
     Raises:
-        VersionUnavailableError: the migration raised or produced a state the new model refuses.
+        VersionUnavailableError: the migration raised, or produced a state the new model refuses. Its message
+            is one line (every channel shows it as it is: the CLI's ``error:`` line, REST's 409, Slack's and
+            Jira's answers) that names why: each field the new model refuses and the reason, at most
+            ``MIGRATION_DETAILS_MAX_CHARS`` characters of them (``run R: migrating its state from v1 to mig v2
+            failed: the migrated state does not fit mig v2's state model (S2): owner: Field required``; a state
+            that is not a mapping is named ``(state)``), or the migration function's error and the first line of
+            its message (``… failed: the migration function raised KeyError: 'draft'``).
     """
+    failed = f"run {run_id}: migrating its state from v{from_version} to {target.label} failed"
     try:
         migrated = target.migrations[from_version](copy.deepcopy(tree))
+    except Exception as exc:  # the author's function: report, never half-apply
+        raise VersionUnavailableError(f"{failed}: the migration function raised {error_line(exc)}") from exc
+    try:
         return target.codec.encode(target.codec.decode(migrated))
-    except (ValidationError, Exception) as exc:  # the author's function: report, never half-apply
-        raise VersionUnavailableError(
-            f"run {run_id}: migrating its state from v{from_version} to {target.label} failed: "
-            f"{type(exc).__name__}: {exc}") from exc
+    except ValidationError as exc:  # (pydantic's str() is several lines, the fields after the first)
+        details = validation_details(exc, root="(state)", max_chars=MIGRATION_DETAILS_MAX_CHARS)
+        raise VersionUnavailableError(f"{failed}: the migrated state does not fit {target.label}'s state model "
+                                      f"({exc.title}): {details}") from exc
+    except Exception as exc:  # a state the codec cannot encode (a validator's odd value): report it as well
+        raise VersionUnavailableError(f"{failed}: {error_line(exc)}") from exc
 
 
 def write_migration(tx: Tx, *, run: Run, target: Workflow, parent_seq: int, now: datetime) -> int:
@@ -183,25 +200,28 @@ def find_point(wf: Workflow | None, name: str, tree: Any) -> SteeringPoint | Non
 
 
 def asked_at(wf: Workflow | None, run: Run, request: SteeringRequest,
-             loaded: LoadedCheckpoint | None) -> tuple[SteeringPoint | None, Any]:
-    """What a decision on ``request`` is made against: ``(its steering point in wf, the state tree)``.
+             loaded: LoadedCheckpoint | None) -> tuple[SteeringPoint | None, Any, str | None]:
+    """What a decision on ``request`` is made against: ``(its steering point in wf, the state tree, why the
+    tree is not migrated)``.
 
     ``wf`` is the definition the run continues on (``target_workflow``); ``loaded`` is the checkpoint the
     request was asked at. When another version wrote that checkpoint (the run's version is no longer deployed
     and ``wf`` declares a migration from it), the tree is migrated to ``wf`` as a decision migrates the run
     before it edits (``Decisions._current``), so that what a channel shows (``show="plan"``: the value of
-    ``plan``) is what an edit replaces. A migration that fails leaves the stored tree (the decision is
-    refused, saying why). The point is None when ``wf`` is None or has no such point; the tree is None when
-    ``loaded`` is.
+    ``plan``) is what an edit replaces. A migration that fails leaves the stored tree, and the third item is
+    its error's message (``migrate_tree``: the fields the new model refuses and why), with which every decision
+    on the request is refused; None when nothing failed. The point is None when ``wf`` is None or has no such
+    point; the tree is None when ``loaded`` is.
     """
     tree = loaded.tree if loaded is not None else None
     written_by = loaded.info.workflow_version if loaded is not None else run.workflow_version
+    failed: str | None = None
     if wf is not None and loaded is not None and written_by != wf.version and written_by in wf.migrations:
         try:
             tree = migrate_tree(wf, written_by, tree, run_id=run.id)
-        except VersionUnavailableError:
-            pass  # shown as stored; deciding on it is refused with the migration's error
-    return find_point(wf, request.point, tree), tree
+        except VersionUnavailableError as exc:
+            failed = exc.message  # shown as stored; deciding on it is refused with this error
+    return find_point(wf, request.point, tree), tree, failed
 
 
 def _tree_at(tx: Tx, run_id: str, seq: int) -> Any:

@@ -110,7 +110,7 @@ class Views:
             decisions = tx.decisions.for_request(request.id, request.run_id)
             checkpoints = tx.checkpoints.list(run.id, newest=HISTORY_IN_VIEW)
         wf = self.target(run)  # the version a decision on it is made on (a run to migrate: the new one)
-        point, tree = asked_at(wf, run, request, tx.checkpoints.load(run.id, request.checkpoint_seq))
+        point, tree, _ = asked_at(wf, run, request, tx.checkpoints.load(run.id, request.checkpoint_seq))
         tree = {} if tree is None else tree
         show = getattr(point, "show", None)
         shown = tree.get(show) if show and isinstance(tree, dict) else tree

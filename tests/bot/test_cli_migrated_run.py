@@ -274,3 +274,71 @@ def test_rewind_set_reads_a_value_by_the_field_type_of_the_version_the_run_conti
         assert cli.json("show", run_id)["state"]["plan"] == ["x", "y"]
     refused = cli("rewind", waiting, "--to", "1", "--set", "plan=x", "--detach", code=1)
     assert "valid list" in refused.output or "JSON" in refused.output, refused.output
+
+
+# v2 adds a required `owner` that its migration from v1 does not give: the run cannot be migrated
+BROKEN_V2 = '''
+from pydantic import BaseModel
+
+from hazel import Workflow
+
+
+class S2(BaseModel):
+    plan: str = ""
+    n: int = 0
+    owner: str
+
+
+wf2 = Workflow("tplan", version=2, state=S2)
+
+
+@wf2.migration(from_version=1)
+def m(tree):
+    return dict(tree)
+
+
+@wf2.step
+def draft(state, ctx):
+    return {"plan": "line one\\nline two", "n": 1, "owner": "x"}
+
+
+wf2.steer("review", show="plan", actions=["approve", "edit", "rewind"])
+wf2.steer("count", show="n", actions=["approve", "edit"])
+'''
+
+
+def test_a_failing_migration_is_named_and_hazel_show_says_the_state_is_not_migrated(cli, deploy) -> None:  # noqa: ANN001
+    """Fresh-user finding F7: every decision was refused with ``… failed: ValidationError: 1 validation error
+    for S2`` (pydantic's first line: the field and the reason cut off), and ``hazel show RUN`` printed v1's value
+    with exit status 0 and no word of it. Now the refusal names the field and why; ``hazel show`` says the state
+    cannot be migrated, with the same reason (exit 0, the state shown as v1 stored it); ``--raw``, whose value
+    is the migrated one an edit replaces, refuses (exit 1)."""
+    deploy("migrate_tplan_v1_b.py", V1)
+    run_id = cli.json("run", "tplan", "--input", "{}")["run"]["id"]
+    deploy("migrate_tplan_v2_broken.py", BROKEN_V2)
+    reason = (f"run {run_id}: migrating its state from v1 to tplan v2 failed: the migrated state does not fit "
+              "tplan v2's state model (S2): owner: Field required")
+    assert cli("approve", run_id, code=1).stderr == f"error: {reason}\n"
+    refused = cli("edit", run_id, "--at", "review", "--set", "plan=x", "--json", code=1)
+    assert json.loads(refused.stdout)["error"]["message"] == reason
+    assert cli("rewind", run_id, "--to", "0", code=1).stderr == f"error: {reason}\n"
+
+    shown = cli("show", run_id)
+    assert "warning" in shown.stdout and "owner: Field required" in shown.stdout
+    assert "every decision on it is refused" in shown.stdout
+    assert "state as v1 stored it (not migrated)" in shown.stdout and "line two" in shown.stdout
+    assert "owner: Field required" in cli("show", run_id, "--full").stdout
+    as_json = cli.json("show", run_id)
+    assert as_json["warnings"] == [f"{reason}; every decision on it is refused until a version whose migration "
+                                   "works is deployed; its state is shown as v1 stored it"]
+    assert as_json["state"] == {"plan": "line one\nline two", "n": 1} and as_json["run"]["workflow_version"] == 1
+    raw = cli("show", run_id, "--raw", code=1)
+    assert raw.stdout == "" and raw.stderr.startswith(f"error: {reason}; --raw prints the value an edit replaces")
+    assert cli("show", run_id, "--raw", "--seq", "0").stdout.startswith("{")  # a checkpoint's state, as stored
+    assert cli.json("show", run_id)["run"]["status"] == "waiting"
+
+
+def test_hazel_show_of_a_run_that_migrates_has_no_warnings(cli, deploy) -> None:  # noqa: ANN001
+    run_id = waiting_v1_run(cli, deploy)
+    assert cli.json("show", run_id)["warnings"] == []
+    assert "warning" not in cli("show", run_id).stdout
