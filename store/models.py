@@ -477,7 +477,8 @@ class RequestView(_Record):
 
     ``shown_value`` is the shown field's value as a JSON tree (the whole state when ``show`` is None).
     ``decisions`` are the decisions on this request so far (votes, then the settling one).
-    ``checkpoints`` are the run's checkpoints (for a rewind picker), newest first, at most 100.
+    ``checkpoints`` are the run's newest checkpoints, newest first, at most 100 (a long run's #0 is not among
+    them: Slack's rewind modal reads them all, ``Hazel.checkpoints``, and picks its 100 options itself).
     """
 
     request: SteeringRequest
