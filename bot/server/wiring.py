@@ -108,7 +108,12 @@ def _off(path: str, message: str) -> "APIRouter":
 
 
 def start_socket_mode(hazel: "HazelApp", settings: Settings):  # noqa: ANN201
-    """Connect the Slack app over Socket Mode (``hazel serve --socket-mode``); returns the handler to close."""
+    """Connect the Slack app over Socket Mode (``hazel serve --socket-mode``) in the background, trying again while
+    Slack cannot be reached; returns the ``SocketModeConnection`` to close (``bot.inbound.slack.start_socket_mode``).
+
+    Raises:
+        ValueError: ``SLACK_BOT_TOKEN`` or ``SLACK_APP_TOKEN`` is not set.
+    """
     from bot.inbound.slack import start_socket_mode as start
 
     return start(hazel, settings, channel=_channel(hazel, "slack"))

@@ -3,7 +3,7 @@
 
 ```python
 routers = slack_routers(hazel, settings, channel=slack)   # bot.server.wiring.http_routers: POST /slack/events
-handler = start_socket_mode(hazel, settings, channel=slack)   # hazel serve --socket-mode (SLACK_APP_TOKEN)
+socket = start_socket_mode(hazel, settings, channel=slack)   # hazel serve --socket-mode (SLACK_APP_TOKEN)
 ```
 """
 
@@ -15,16 +15,17 @@ from typing import Callable
 from fastapi import APIRouter
 from slack_bolt import App
 from slack_bolt.authorization import AuthorizeResult
-from slack_bolt.adapter.socket_mode import SocketModeHandler
 
 from bot.engine import Hazel
 from bot.inbound.slack import commands, home, interactions
 from bot.inbound.slack.bridge import SlackBridge
-from bot.inbound.slack.http import slack_router, socket_mode_handler
+from bot.inbound.slack.http import slack_router
+from bot.inbound.slack.socket_mode import SocketModeConnection, socket_mode_handler, socket_mode_web_client
 from bot.settings import Settings
 from integrations.slack import SlackChannel, SlackDirectory, make_client
 
-__all__ = ["build_app", "slack_router", "slack_routers", "socket_mode_handler", "start_socket_mode"]
+__all__ = ["SocketModeConnection", "build_app", "slack_router", "slack_routers", "socket_mode_handler",
+           "start_socket_mode"]
 log = logging.getLogger("hazel.slack")
 
 
@@ -103,8 +104,11 @@ def slack_routers(hazel: Hazel, settings: Settings, *, channel: SlackChannel | N
                          settings.slack_signing_secret.get_secret_value())]
 
 
-def start_socket_mode(hazel: Hazel, settings: Settings, *, channel: SlackChannel | None = None) -> SocketModeHandler:
-    """Connect to Slack over Socket Mode (``SLACK_APP_TOKEN``) in the background; ``.close()`` stops it.
+def start_socket_mode(hazel: Hazel, settings: Settings, *, channel: SlackChannel | None = None,
+                      first_backoff_sec: float = 1.0, max_backoff_sec: float = 30.0) -> SocketModeConnection:
+    """Connect to Slack over Socket Mode (``SLACK_APP_TOKEN``) in the background; returns at once, whether
+    Slack answers or not (``SocketModeConnection``: tries again with backoff from ``first_backoff_sec`` up to
+    ``max_backoff_sec`` while Slack cannot be reached; ``.close()`` stops it).
 
     Raises:
         ValueError: ``SLACK_BOT_TOKEN`` or ``SLACK_APP_TOKEN`` is not set.
@@ -112,7 +116,7 @@ def start_socket_mode(hazel: Hazel, settings: Settings, *, channel: SlackChannel
     if settings.slack_app_token is None:
         raise ValueError("Socket Mode needs SLACK_APP_TOKEN (an app-level token, xapp-…)")
     handler = socket_mode_handler(build_app(hazel, settings, channel=channel, socket_mode=True),
-                                  settings.slack_app_token.get_secret_value())
-    handler.connect()
-    log.info("connected to Slack over Socket Mode")
-    return handler
+                                  settings.slack_app_token.get_secret_value(),
+                                  web_client=socket_mode_web_client(settings.slack_api_url))
+    return SocketModeConnection(handler, first_backoff_sec=first_backoff_sec,
+                                max_backoff_sec=max_backoff_sec).start()

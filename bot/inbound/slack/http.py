@@ -1,4 +1,4 @@
-"""Serving the Bolt app: ``POST /slack/events`` on Hazel's FastAPI app, or Socket Mode.
+"""Serving the Bolt app: ``POST /slack/events`` on Hazel's FastAPI app (Socket Mode: ``bot.inbound.slack.socket_mode``).
 
 The route is a thin adapter in the manner of Bolt's own (``slack_bolt.adapter.starlette``), with one
 difference: Bolt's sync ``App.dispatch`` runs in the thread pool so that one slow request never blocks the
@@ -20,7 +20,6 @@ from urllib.parse import parse_qsl
 from fastapi import APIRouter, Request, Response
 from slack_bolt import App, BoltContext, BoltRequest
 from slack_bolt.request.internals import build_context
-from slack_bolt.adapter.socket_mode import SocketModeHandler
 from slack_bolt.adapter.starlette.handler import to_bolt_request, to_starlette_response
 from slack_sdk.signature import SignatureVerifier
 from starlette.concurrency import run_in_threadpool
@@ -262,9 +261,3 @@ def _inputs_reason(block_id: str, inputs: Any) -> str | None:
         if option is not None and not (isinstance(option, dict) and isinstance(option.get("value"), str)):
             return f"{where}.{action_id[:100]}.selected_option is not an object with a text value"
     return None
-
-
-def socket_mode_handler(app: App, app_token: str) -> SocketModeHandler:
-    """Bolt's Socket Mode handler (``apps.connections.open`` with the app-level ``xapp-`` token, scope
-    ``connections:write``); call ``.connect()`` to start it in the background and ``.close()`` to stop."""
-    return SocketModeHandler(app, app_token)
