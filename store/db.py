@@ -34,17 +34,23 @@ if TYPE_CHECKING:
     from store.txconn import TxConnection
 
 SQLITE_SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
+BUSY_TIMEOUT_MS = 30_000
+"""How long a SQLite connection waits for another process's write lock before it fails with "database is
+locked" (SQLite's ``busy_timeout``; ``make_engine``'s default, read when an engine is made), in milliseconds."""
+SQLITE_BUSY, SQLITE_BUSY_SNAPSHOT = 5, 517
+"""SQLite's result codes (``sqlite3.Error.sqlite_errorcode``; the second an extended code of the first)."""
 PING_IDLE_SEC = 1.0
 """A PostgreSQL connection idle in the pool at least this long is checked with ``SELECT 1`` before use."""
 
 
 def make_engine(
-    url: str, *, sqlite_synchronous: str = "FULL", busy_timeout_ms: int = 30_000, pool_size: int = 10
+    url: str, *, sqlite_synchronous: str = "FULL", busy_timeout_ms: int | None = None, pool_size: int = 10
 ) -> Engine:
     """Create an engine for ``url`` (``sqlite:///path.db`` or ``postgresql+psycopg://…``).
 
     ``sqlite_synchronous`` is SQLite's ``PRAGMA synchronous`` (FULL: a committed checkpoint survives power
-    loss; NORMAL: it survives a process crash). Ignored on PostgreSQL.
+    loss; NORMAL: it survives a process crash). ``busy_timeout_ms``: how long a writer waits for another
+    process's write lock (default ``BUSY_TIMEOUT_MS``, 30 s; then ``is_sqlite_busy``). Both ignored on PostgreSQL.
 
     The pool lends its most recently returned connection first (``pool_use_lifo``): its statements are
     already prepared (the sqlite3 module's statement cache, psycopg's prepared statements) and, on SQLite,
@@ -68,6 +74,7 @@ def make_engine(
             f"PostgreSQL driver {parsed.get_driver_name()!r}: Hazel talks to PostgreSQL through psycopg 3, "
             "use postgresql+psycopg://…")
     if parsed.get_backend_name() == "sqlite":
+        busy_timeout_ms = BUSY_TIMEOUT_MS if busy_timeout_ms is None else busy_timeout_ms
         if sqlite_synchronous.upper() not in SQLITE_SYNCHRONOUS:
             raise ValueError(f"sqlite_synchronous must be one of {SQLITE_SYNCHRONOUS}")
         engine = create_engine(
@@ -89,6 +96,23 @@ def make_engine(
         return engine
     raise UnsupportedDatabaseError(
         f"unsupported database {parsed.get_backend_name()!r}: use sqlite:///FILE or postgresql+psycopg://…")
+
+
+def is_sqlite_busy(exc: BaseException) -> bool:
+    """Whether ``exc`` (the driver's ``sqlite3.OperationalError``, SQLAlchemy's error wrapping one, or an error
+    raised from either) is SQLite's ``SQLITE_BUSY``, "database is locked": another connection (another process:
+    this process's writers take turns first, ``write_turn``) held the write lock for the whole busy timeout. The
+    transaction that met it wrote nothing. Not ``SQLITE_BUSY_SNAPSHOT``, which fails at once: a read snapshot
+    older than the last commit (``opened_cursor``), no wait for anyone."""
+    seen: BaseException | None = exc
+    for _ in range(5):  # the error, its driver error (``orig``), what it was raised from
+        if seen is None:
+            return False
+        code = getattr(seen, "sqlite_errorcode", None)
+        if isinstance(code, int):
+            return code & 0xFF == SQLITE_BUSY and code != SQLITE_BUSY_SNAPSHOT
+        seen = getattr(seen, "orig", None) or seen.__cause__
+    return False
 
 
 def relaxed_level(synchronous: str) -> str:

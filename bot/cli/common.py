@@ -381,9 +381,35 @@ def _loaded(name: str) -> type[BaseException] | None:
 
 def _reported(exc: BaseException) -> bool:
     """Whether ``exc`` is one of the errors reported in one line: ``HazelError``, ``StoreError``, ``CliError``,
-    ``SQLAlchemyError``, pydantic's ``ValidationError`` or ``bot.settings.EnvFileError`` (a malformed ``.env``)."""
-    return isinstance(exc, CliError) or any(
+    ``SQLAlchemyError``, pydantic's ``ValidationError``, ``bot.settings.EnvFileError`` (a malformed ``.env``),
+    or SQLite's "database is locked" as the driver raised it (``_busy``)."""
+    return isinstance(exc, CliError) or _busy(exc) or any(
         cls is not None and isinstance(exc, cls) for cls in map(_loaded, _REPORTED))
+
+
+def _busy(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite's ``SQLITE_BUSY`` (``store.db.is_sqlite_busy``): the driver's own error (raised
+    where Hazel begins a transaction on the driver's connection) or SQLAlchemy's wrapping of it. (``store.db`` is
+    not imported for it: no database error was raised without it.)"""
+    db = sys.modules.get("store.db")
+    return db is not None and db.is_sqlite_busy(exc)
+
+
+def _busy_line() -> str:
+    """What a command says when SQLite's write lock stayed taken for the whole busy timeout (``_busy``): the
+    database, the wait, what stands and what to do. Nothing of the transaction that met it was written; a
+    command that was executing a run (``_driving``) had recorded its decision or start before, and its run,
+    left ``running``, continues as after Ctrl-C."""
+    from store import db
+
+    busy = (f"the database is busy ({safe_url(_database_url())}): another process has held SQLite's write lock "
+            f"for {db.BUSY_TIMEOUT_MS / 1000:g} s")
+    if not _driving:
+        return f"{busy}; nothing was recorded: try again"
+    run_id = _driving[-1]
+    return (f"{busy}; what this command recorded before stands, and run {run_id} was executing: a step cut short "
+            f"runs again from its last checkpoint: `{command_prefix()} retry {run_id}` continues it here once the "
+            "database is free, or `hazel serve` / `hazel worker`")
 
 
 def _first_line(text: str) -> str:
@@ -399,6 +425,8 @@ _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 def _one_line(exc: BaseException) -> str:
     """What went wrong, on one line; database errors name the database (password masked), not a traceback."""
     ValidationError, SQLAlchemyError = _loaded("ValidationError"), _loaded("SQLAlchemyError")  # noqa: N806
+    if _busy(exc):  # (also the driver's own error, which is no SQLAlchemyError)
+        return _busy_line()
     if ValidationError is not None and isinstance(exc, ValidationError):  # the environment's settings
         problems = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg'].removeprefix('Value error, ')}"
                              for e in exc.errors())
