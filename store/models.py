@@ -343,13 +343,25 @@ class SteeringRequest(_Record):
     decided_by: str | None = None
     decided_action: str | None = None
     message_ref: dict[str, Any] | None = None
-    """Where the channel put it: ``{"channel": "C…", "ts": "…"}`` for Slack, ``{"key": "MIG-1"}`` for Jira."""
+    """Where the channel put it: ``{"channel": "C…", "ts": "…"}`` for Slack, ``{"key": "MIG-1"}`` for Jira; Slack
+    adds the approvers' DMs (``"dms": [{"channel": "D…", "ts": "…", "user": "U…"}]``), and the outbox the copies
+    reminders and escalations posted with its buttons (``"copies": [{"channel", "ts", "via", "user"?}]``)."""
     message_key: str | None = None
     """The channel's own key for it (``ref["key"]``), indexed to find the request when the channel calls back."""
     escalated_at: datetime | None = None
     reminders_sent: int = 0
     next_action_at: datetime | None = None
     """When the scheduler must next look at it (reminder, escalation, timeout); None: nothing scheduled."""
+
+    def posted_in(self, channel: str | None, ts: str | None) -> bool:
+        """Whether message ``ts`` of conversation ``channel`` (a Slack channel or DM id and the message's
+        timestamp) is one posted for this request: its message, an approver's DM or a copy a reminder or an
+        escalation posted (``message_ref``). False when either is missing or empty."""
+        if not (isinstance(channel, str) and channel and isinstance(ts, str) and ts):
+            return False
+        ref = self.message_ref if isinstance(self.message_ref, dict) else {}
+        posted = [ref, *(ref.get("dms") or ()), *(ref.get("copies") or ())]
+        return any(isinstance(m, dict) and m.get("channel") == channel and m.get("ts") == ts for m in posted)
 
 
 class Decision(_Record):

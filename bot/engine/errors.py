@@ -9,7 +9,8 @@
     ├── CheckpointNotFoundError (LookupError): no checkpoint matches a rewind target
     ├── NoPendingRequestError (LookupError): the run is not waiting on a steering request
     │   ├── UnaskedPointError: the decision names a point the run never asked at (undeclared, not reached)
-    │   └── RequestNotFoundError: the decision names a request id that is not one of the run's
+    │   └── RequestNotFoundError: the decision names a request id that is not one of the run's (or, from a
+    │       button that names no run, one not posted in the message clicked)
     ├── NotAllowedError (PermissionError): this person may not take this action here
     ├── InvalidDecisionError (ValueError): an edit that fails validation, a reject without reason, …
     │   └── MissingEditValueError: an edit that gives no new value (each channel says what to send)
@@ -150,6 +151,13 @@ def no_request(run_id: str, request_id: int) -> RequestNotFoundError:
     """The error for a decision on run ``run_id`` naming request ``request_id``, which is not one of its:
     ``run R has no steering request N``."""
     return RequestNotFoundError(f"run {run_id} has no steering request {request_id}")
+
+
+def not_posted_there(request_id: int) -> RequestNotFoundError:
+    """The error for a click naming request ``request_id`` on a message that is not one posted for it (a card
+    of an older Hazel, whose buttons named the request only, after the database was reset or restored):
+    ``no steering request N was posted in this message`` (whether a request N exists is not said)."""
+    return RequestNotFoundError(f"no steering request {request_id} was posted in this message")
 
 
 class NotAllowedError(HazelError, PermissionError):

@@ -8,7 +8,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Callable
 
 from bot.engine import permissions
-from bot.engine.errors import InvalidDecisionError, NoPendingRequestError, NotAllowedError
+from bot.engine.errors import (InvalidDecisionError, NoPendingRequestError, NotAllowedError, no_request,
+                               not_posted_there)
 from store.models import Actor, OutboxMessage, ProgressView, RequestView, SteeringRequest
 
 if TYPE_CHECKING:
@@ -40,20 +41,20 @@ class Requests:
                 raise NoPendingRequestError(f"steering request {request_id} does not exist")
             return self.views.access(tx, request, run, actor)
 
-    def check(self, *, request_id: int, action: str, actor: Actor) -> RequestView:
-        """Before a form opens: the request's view if ``actor`` may take ``action`` on it now. Whether they may
+    def check(self, *, run_id: str, request_id: int, action: str, actor: Actor) -> RequestView:
+        """Before a form opens: the view of request ``request_id`` of run ``run_id`` if ``actor`` may take
+        ``action`` on it now. The request must be the run's (``request_of``), as for a decision; whether they may
         is answered before whether the request was settled, as the decision itself answers it.
 
         Raises:
-            NoPendingRequestError: no such request. InvalidDecisionError: the point does not allow ``action``.
-            NotAllowedError: this person may not, whether the request waits or was settled (recorded in the
-            audit log, as the decision itself would). AlreadyDecidedError: they may, and it was settled (by
-            whom, when), or their vote is in. VersionUnavailableError: the request was settled and who may act
-            at its point is not known here (``SteeringCore._settled``).
+            RunNotFoundError: no such run. RequestNotFoundError: the run has no such request (nothing is
+            recorded). InvalidDecisionError: the point does not allow ``action``. NotAllowedError: this person
+            may not, whether the request waits or was settled (recorded in the audit log, as the decision itself
+            would). AlreadyDecidedError: they may, and it was settled (by whom, when), or their vote is in.
+            VersionUnavailableError: the request was settled and who may act at its point is not known here
+            (``SteeringCore._settled``).
         """
-        view = self.request_view(request_id=request_id)
-        if view is None:
-            raise NoPendingRequestError(f"steering request {request_id} does not exist")
+        view = self.request_of(run_id=run_id, request_id=request_id)
         if view.request.status.value != "pending":
             raise self.steering.refuse_settled(run=view.run, request=view.request, action=action, actor=actor)
         access = self.access(request_id=request_id, actor=actor)
@@ -80,6 +81,44 @@ class Requests:
         """The request as channels render it now (None: no such request)."""
         with self.store.read() as tx:
             return self.views.request_view(tx, request_id, reminder=reminder, escalation=escalation)
+
+    def request_of(self, *, run_id: str, request_id: int) -> RequestView:
+        """Request ``request_id`` of run ``run_id`` as channels render it now, whatever its status: what a
+        button or a form that names both (a Slack card's, a modal's ``private_metadata``) acts on. The request
+        must be the run's, as a decision's (``decide(run_id=…, request_id=…)``) must: request ids start again
+        after a database reset and go back after a restore, so an id alone may name another run's request.
+
+        Raises:
+            RunNotFoundError: no run ``run_id``. RequestNotFoundError: the run has no request ``request_id``
+            (another run's is not said).
+        """
+        with self.store.read() as tx:
+            run = self.steering._run(tx, run_id)
+            self.steering._request_of(tx, run, request_id)
+            view = self.views.request_view(tx, request_id, run_id=run.id)
+        if view is None:  # (not in one snapshot, which the read is: never None to the caller)
+            raise no_request(run_id, request_id)
+        return view
+
+    def posted_request(self, *, request_id: int, channel: str | None, ts: str | None) -> RequestView:
+        """Request ``request_id`` as channels render it now, when message ``ts`` of conversation ``channel`` is
+        one posted for it (``SteeringRequest.posted_in``: its message, an approver's DM, a copy a reminder or an
+        escalation posted): what a button of a card an older Hazel posted, whose value named the request only,
+        acts on. Its run is the view's; pass it to ``decide`` / ``check``.
+
+        Raises:
+            RequestNotFoundError: no request ``request_id`` was posted in that message (none has the id, or it
+            was posted elsewhere: the id was handed out again after a database reset or restore; or there is no
+            message, e.g. a click in App Home).
+        """
+        with self.store.read() as tx:
+            request = tx.requests.get(request_id)
+            if request is None or not request.posted_in(channel, ts):
+                raise not_posted_there(request_id)
+            view = self.views.request_view(tx, request_id, run_id=request.run_id)
+        if view is None:
+            raise not_posted_there(request_id)
+        return view
 
     def outbox_view(self, *, message: OutboxMessage) -> RequestView | ProgressView | None:
         """What a channel needs to deliver an outbox message (None: its run or request is gone)."""

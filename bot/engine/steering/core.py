@@ -168,11 +168,22 @@ class SteeringCore:
                 raise NoPendingRequestError(f"run {run.id} is {run.status.value}, not waiting on a steering request"
                                             f"{failed}")
             return request
+        request = self._request_of(tx, run, request_id)
+        if request.status is not RequestStatus.PENDING:
+            raise self._settled(tx, run, request, actor, action)
+        return request
+
+    @staticmethod
+    def _request_of(tx: Tx, run: Run, request_id: int) -> SteeringRequest:
+        """Request ``request_id`` of ``run``, whatever its status: the one check that a request a decision (or a
+        form, a button) names is one of the run's.
+
+        Raises:
+            RequestNotFoundError: no request has that id, or another run's has (nothing is said of that one).
+        """
         request = tx.requests.get(request_id)
         if request is None or request.run_id != run.id:
             raise no_request(run.id, request_id)
-        if request.status is not RequestStatus.PENDING:
-            raise self._settled(tx, run, request, actor, action)
         return request
 
     def _undeclared(self, run: Run, point: str) -> UnaskedPointError | None:

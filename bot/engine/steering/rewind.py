@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any, Callable
 
 from bot.engine import lgraph, permissions
-from bot.engine.errors import CheckpointNotFoundError, InvalidDecisionError, no_request, no_run
+from bot.engine.errors import CheckpointNotFoundError, InvalidDecisionError, no_run
 from bot.engine.errors import AlreadyDecidedError, RunStateError, VersionUnavailableError
 from bot.engine.limits import check_text, not_text, refuse_not_text, refuse_nul, state_tree
 from bot.engine.lgraph_run import label_names
@@ -105,9 +105,7 @@ class Rewinding(SteeringCore):
             raise no_run(run_id)
         request = pending.get() if run.status is RunStatus.WAITING else None
         if request_id is not None and (request is None or request.id != request_id):
-            named = tx.requests.get(request_id)
-            if named is None or named.run_id != run.id:  # (another run's: nothing said of it)
-                raise no_request(run.id, request_id)
+            named = self._request_of(tx, run, request_id)  # (another run's: nothing said of it)
             if named.status is not RequestStatus.PENDING:  # settled: said as such to who may rewind there (else
                 # refused as not allowed), even while a step executes
                 tail = f"; run {run.id} waits at {request.title!r} now (request #{request.id})" if request else ""

@@ -178,7 +178,7 @@ class Clicks:
         request now (``Hazel.check``: whether they may, then whether the request was settled); else tell them
         why not."""
         try:
-            view = self.hazel.check(request_id=view.request.id, action=self.kind, actor=actor)
+            view = self.hazel.check(run_id=view.run.id, request_id=view.request.id, action=self.kind, actor=actor)
         except AlreadyDecidedError as exc:
             self.tell(already_from_error(exc))
             return
