@@ -90,7 +90,7 @@ def click_body(request_id: int, run_id: str) -> str:
         "message": {"type": "message", "ts": "1700000000.000100", "text": f"run {run_id}", "blocks": []},
         "response_url": "https://hooks.slack.com/actions/T0BENCH00/1/unused",
         "actions": [{"type": "button", "action_id": "hazel_approve", "block_id": "hazel_actions",
-                     "value": str(request_id), "action_ts": f"{time.time():.6f}",
+                     "value": f"{run_id}:{request_id}", "action_ts": f"{time.time():.6f}",
                      "text": {"type": "plain_text", "text": "Approve"}}],
     }
     return urlencode({"payload": json.dumps(payload)})

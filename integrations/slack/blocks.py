@@ -12,6 +12,7 @@ and element): 50 blocks per message and 100 per Home tab; 3000 characters per se
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -31,7 +32,14 @@ PREVIEW_CHARS = 2500
 """Characters of an artefact previewed in the message when the whole of it goes into a file."""
 
 ACTION_PREFIX = "hazel_"
-"""Button ``action_id`` = ``hazel_<action>`` (approve, edit, reject, feedback, rewind); value = request id."""
+"""Button ``action_id`` = ``hazel_<action>`` (approve, edit, reject, feedback, rewind); value =
+``<run id>:<request id>`` (``button_value``)."""
+MAX_BUTTON_VALUE_CHARS = 2000
+RUN_ID = re.compile(r"[0-9A-Za-z_-]{1,32}")
+"""What a run id a button or a modal names may look like (Hazel's are 12 hex characters; ``runs.id`` holds 32)."""
+_BUTTON_VALUE = re.compile(rf"(?:({RUN_ID.pattern}):)?([0-9]{{1,100}})")
+"""A button value Hazel writes: ``<run id>:<request id>``, or the request id alone (a card an older Hazel
+posted: ``ButtonValue.run_id`` None)."""
 BUTTON_LABELS = {"approve": "Approve", "edit": "Edit", "reject": "Reject", "feedback": "Feedback",
                  "rewind": "Rewind"}
 OUTCOME_EMOJI = {"approve": "✅", "edit": "✏️", "reject": "⛔", "feedback": "💬", "rewind": "↩️", "cancel": "🚫"}
@@ -133,10 +141,44 @@ def started_by(run: Run) -> str:
     return person(run.started_by, run.started_via, person_label(run.started_by_person, None, run.started_by))
 
 
-def button(action: str, request_id: int, *, label: str | None = None) -> dict[str, Any]:
-    """A decision button: ``action_id`` ``hazel_<action>``, value the request id. Approve is primary, Reject is
-    danger behind a confirm dialog (https://docs.slack.dev/reference/block-kit/composition-objects/confirmation-dialog-object)."""
-    b: dict[str, Any] = {"type": "button", "action_id": ACTION_PREFIX + action, "value": str(request_id),
+@dataclass(frozen=True)
+class ButtonValue:
+    """What a decision button's ``value`` names: the request, and the run it belongs to (None on a card posted by
+    an older Hazel, whose buttons named the request only)."""
+
+    run_id: str | None
+    request_id: int
+
+
+def button_value(run_id: str, request_id: int) -> str:
+    """The ``value`` of a button acting on request ``request_id`` of run ``run_id``: ``<run id>:<request id>``
+    (at most 43 characters: a run id has at most 32, a request id at most 10 digits; Slack allows
+    ``MAX_BUTTON_VALUE_CHARS``). Request ids start again after a database reset and go back after a restore,
+    while the cards posted before keep their buttons: the run says which request a click is for."""
+    value = f"{run_id}:{request_id}"
+    if _BUTTON_VALUE.fullmatch(value) is None or len(value) > MAX_BUTTON_VALUE_CHARS:
+        raise ValueError(f"not a run id and a request id: {value[:80]!r}")
+    return value
+
+
+def read_button_value(value: Any) -> ButtonValue | None:
+    """The run and the request a button's ``value`` names (``button_value``; a bare request id from an older
+    Hazel's card: ``run_id`` None), or None when it is not a value Hazel writes: ASCII only, digits only for the
+    request id (``int()`` would also take ``" 6"``, ``"+6"``, ``"6_0"`` and ``"６"``)."""
+    if not isinstance(value, str) or not value.isascii():
+        return None
+    match = _BUTTON_VALUE.fullmatch(value)
+    if match is None:
+        return None
+    return ButtonValue(run_id=match.group(1), request_id=int(match.group(2)))
+
+
+def button(action: str, run_id: str, request_id: int, *, label: str | None = None) -> dict[str, Any]:
+    """A decision button: ``action_id`` ``hazel_<action>``, value the run and the request (``button_value``).
+    Approve is primary, Reject is danger behind a confirm dialog
+    (https://docs.slack.dev/reference/block-kit/composition-objects/confirmation-dialog-object)."""
+    b: dict[str, Any] = {"type": "button", "action_id": ACTION_PREFIX + action,
+                         "value": button_value(run_id, request_id),
                          "text": plain_text(label or BUTTON_LABELS.get(action, action.title()), MAX_BUTTON_TEXT_CHARS)}
     if action == "approve":
         b["style"] = "primary"
@@ -149,10 +191,10 @@ def button(action: str, request_id: int, *, label: str | None = None) -> dict[st
     return b
 
 
-def actions_block(actions: tuple[str, ...] | list[str], request_id: int) -> dict[str, Any]:
-    """The decision buttons for ``actions`` (in that order) of request ``request_id``."""
+def actions_block(actions: tuple[str, ...] | list[str], run_id: str, request_id: int) -> dict[str, Any]:
+    """The decision buttons for ``actions`` (in that order) of request ``request_id`` of run ``run_id``."""
     return {"type": "actions", "block_id": f"hazel_actions_{request_id}",
-            "elements": [button(a, request_id) for a in actions if a in BUTTON_LABELS]}
+            "elements": [button(a, run_id, request_id) for a in actions if a in BUTTON_LABELS]}
 
 
 # -- the request message --------------------------------------------------------------------------------------
@@ -227,7 +269,7 @@ def request_message(view: RequestView, *, file_where: str = "in this message's t
     if summary:
         blocks.append(section(summary))
     if view.request.status.value == "pending":
-        blocks.append(actions_block(view.actions, view.request.id))
+        blocks.append(actions_block(view.actions, view.run.id, view.request.id))
     if link:
         blocks.append(context(f"<{link}|View run> · the checkpoint tree, diffs and audit log"))
     title = T.escape(view.title)
@@ -300,7 +342,7 @@ def home_request(view: RequestView) -> list[dict[str, Any]]:
                 *([f"due {date(r.due_at)}"] if r.due_at else []),
                 *([f"{r.approvals} of {r.approvals_required} approvals"] if r.approvals_required > 1 else [])),
         section(preview),
-        actions_block(view.actions, r.id),
+        actions_block(view.actions, view.run.id, r.id),
     ]
 
 

@@ -163,6 +163,6 @@ def _button(blocks: list[dict[str, Any]], action: str, request_id: int | None = 
     for block in blocks:
         for element in block.get("elements") or []:
             if element.get("action_id") == f"hazel_{action}" and (
-                    request_id is None or element.get("value") == str(request_id)):
+                    request_id is None or str(element.get("value")).rpartition(":")[2] == str(request_id)):
                 return block, element
     raise AssertionError(f"no hazel_{action} button in these blocks")

@@ -12,6 +12,16 @@ invalid edit comes back inline (``response_action: errors``) with nothing change
 Delivery ids make Slack's retries (``X-Slack-Retry-Num``) harmless: a click is ``click:<user id>:<trigger_id>``, a
 submission ``view:<view id>``; the same delivery decides once. Two different clicks race in the database and
 the loser is told who won.
+
+A button names the run as well as the request (``blocks.button_value``: ``<run id>:<request id>``), and a modal's
+``private_metadata`` both: the engine acts on the request only when it is that run's (``Hazel.decide``,
+``Hazel.check``, ``Hazel.request_of``), so that a card posted before a database reset or restore (request ids
+start again, or go back) never decides another run's request that got the same id; the person is told that the
+message belongs to a request that no longer exists, and nothing is recorded. A button of a card an older Hazel
+posted names the request only: it acts on it when the message clicked is one posted for that request
+(``Hazel.posted_request``: its channel message, an approver's DM, a reminder's or escalation's copy), else it
+is refused the same way (a click in App Home has no message: the Home tab is published again, with buttons that
+name the run).
 """
 
 from __future__ import annotations
@@ -26,10 +36,11 @@ from slack_sdk.errors import SlackApiError
 
 from bot.engine import (
     AlreadyDecidedError,
-    Hazel,
     HazelError,
     InvalidDecisionError,
     NotAllowedError,
+    RequestNotFoundError,
+    RunNotFoundError,
     is_transient,
     log_error,
 )
@@ -38,7 +49,7 @@ from bot.inbound.slack.bridge import SlackBridge, already_from_error
 from integrations.slack import blocks as B
 from integrations.slack import modals as M
 from integrations.slack import text as T
-from integrations.slack.blocks import ACTION_PREFIX
+from integrations.slack.blocks import ACTION_PREFIX, ButtonValue
 from integrations.slack.directory import DirectoryError
 from store.models import Actor, RequestView, plain_mentions, still_waiting_text
 
@@ -79,7 +90,10 @@ class Clicks:
         self.user = body["user"]["id"]
         container = body.get("container") or {}
         self.channel = container.get("channel_id") or (body.get("channel") or {}).get("id")
+        self.message_ts = container.get("message_ts") or (body.get("message") or {}).get("ts")
+        """The message clicked (none in App Home, whose container is a ``view``)."""
         self.from_home = container.get("type") == "view"
+        self._views: dict[tuple[str, int], RequestView | None] = {}
 
     def ack(self) -> None:
         """Acknowledge the click to Slack (HTTP 200), once."""
@@ -101,9 +115,9 @@ class Clicks:
                 self.ack()
             self.handle()
         except Exception as exc:  # noqa: BLE001 (answered here: Bolt would log the SQL with its traceback)
-            value = self.action.get("value")  # (as sent: one line of digits, or not logged)
+            named = B.read_button_value(self.action.get("value"))  # (as Hazel writes it, or not logged)
             log_error(log, exc, "a Slack %s click by %s on request %s failed", self.kind, self.user,
-                      value[:20] if isinstance(value, str) and value.isascii() and value.isdigit() else "?")
+                      "?" if named is None else str(named.request_id)[:20])
             if not self.recorded:
                 why = ("Hazel could not reach its database" if is_transient(exc) else
                        "something went wrong on Hazel's side (its log says what)")
@@ -116,54 +130,77 @@ class Clicks:
         finally:
             self.ack()
 
-    @staticmethod
-    def quote(exc: Exception, view: RequestView) -> str:
+    def quote(self, exc: Exception, run_id: str, request_id: int) -> str:
         """The engine's message as mrkdwn: escaped (it may quote stored text, such as a person's name), keeping
         the mentions of the request's approvers it names."""
-        return T.escape_keeping(str(exc), B.mentions(view.approvers, view.escalate_to))
+        view = self.view(run_id, request_id)
+        return T.escape_keeping(str(exc), B.mentions(view.approvers, view.escalate_to) if view else [])
+
+    def view(self, run_id: str, request_id: int) -> RequestView | None:
+        """Request ``request_id`` of run ``run_id`` (``Hazel.request_of``), read once; None when the run has no
+        such request."""
+        key = (run_id, request_id)
+        if key not in self._views:
+            try:
+                self._views[key] = self.hazel.request_of(run_id=run_id, request_id=request_id)
+            except (RunNotFoundError, RequestNotFoundError):
+                self._views[key] = None
+        return self._views[key]
 
     def handle(self) -> None:
-        value = self.action.get("value")
-        # (the value Hazel wrote: ASCII digits; int() would also take " 6", "+6", "6_0" and "６")
-        if not (isinstance(value, str) and value.isascii() and value.isdigit()):
+        named = B.read_button_value(self.action.get("value"))
+        if named is None:
             self.tell("This button does not belong to a Hazel steering request.")
             return
-        request_id = int(value)
         try:
             actor = self.bridge.actor(self.body["user"])
         except DirectoryError as exc:
             self.tell(f"I could not check your Slack user groups, so nothing was done: {T.escape(str(exc))}. "
                       "Please try again.")
             return
-        view = _request_view(self.hazel, request_id)
-        if view is None:
-            self.tell(f"Steering request {request_id} does not exist (any more). `/hazel runs` shows what waits.")
+        if not 1 <= named.request_id <= INT_MAX:  # (32-bit database ids, as the REST API and the CLI bound
+            self.tell(gone_text(named))  # them: a larger one names no request; SQLite's driver overflowed)
             return
+        run_id = named.run_id
+        if run_id is None:  # an older Hazel's card, whose buttons name the request only: only from its message
+            try:
+                view = self.hazel.posted_request(request_id=named.request_id, channel=self.channel,
+                                                 ts=self.message_ts)
+            except RequestNotFoundError:
+                self.tell(gone_text(named))
+                return
+            run_id = view.run.id
+            self._views[(run_id, named.request_id)] = view
         if self.kind == "approve":
-            if self.approve(view, actor) and self.from_home:
+            if self.approve(named, run_id, actor) and self.from_home:
                 self.bridge.publish_home(self.user, client=self.client)  # without the request just decided
         elif not self.retried:  # the first delivery of this click opened the modal already
-            self.open_modal(view, actor)
+            self.open_modal(named, run_id, actor)
 
-    def approve(self, view: RequestView, actor: Actor) -> bool:
-        """Approve through the engine; True when it was recorded (the clicker is told what the run still waits
-        on, if anything), False when the clicker was told why not, or that more approvals are needed."""
+    def approve(self, named: ButtonValue, run_id: str, actor: Actor) -> bool:
+        """Approve request ``named`` of run ``run_id`` through the engine (which refuses a request that is not
+        that run's); True when it was recorded (the clicker is told what the run still waits on, if anything),
+        False when the clicker was told why not, or that more approvals are needed."""
         # Who clicked is part of the key: Slack's redelivery of one person's click repeats its trigger_id
         # and user; another person's click (the same trigger_id or action_ts) is a decision of its own.
         delivery = f"click:{self.user}:{self.body.get('trigger_id') or self.action.get('action_ts')}"
+        rid = named.request_id
         try:
-            outcome = self.hazel.decide(run_id=view.run.id, action="approve", actor=actor,
-                                        request_id=view.request.id, delivery_id=delivery)
+            outcome = self.hazel.decide(run_id=run_id, action="approve", actor=actor, request_id=rid,
+                                        delivery_id=delivery)
             self.recorded = True
             self.ack()  # (recorded: Slack gets its 200 now)
         except AlreadyDecidedError as exc:
             self.tell(already_from_error(exc))
             return False
+        except (RunNotFoundError, RequestNotFoundError):  # (not that run's request: nothing recorded)
+            self.tell(gone_text(named))
+            return False
         except NotAllowedError as exc:  # recorded in the audit log by the engine
-            self.tell(f"🚫 {self.quote(exc, view)}")
+            self.tell(f"🚫 {self.quote(exc, run_id, rid)}")
             return False
         except HazelError as exc:
-            self.tell(self.quote(exc, view))
+            self.tell(self.quote(exc, run_id, rid))
             return False
         if not outcome.duplicate and not outcome.settled and outcome.request is not None:
             r = outcome.request
@@ -173,20 +210,24 @@ class Clicks:
             self.tell(f"Approved. The run is {T.escape(still_waiting_text(outcome.still_pending))}.")
         return True
 
-    def open_modal(self, view: RequestView, actor: Actor) -> None:
-        """Open the form of this button's action when the engine says ``actor`` may take it on ``view``'s
-        request now (``Hazel.check``: whether they may, then whether the request was settled); else tell them
-        why not."""
+    def open_modal(self, named: ButtonValue, run_id: str, actor: Actor) -> None:
+        """Open the form of this button's action when the engine says ``actor`` may take it on request
+        ``named`` of run ``run_id`` now (``Hazel.check``: that run's request, whether they may, then whether it
+        was settled); else tell them why not. The form's ``private_metadata`` names the run and the request."""
+        rid = named.request_id
         try:
-            view = self.hazel.check(run_id=view.run.id, request_id=view.request.id, action=self.kind, actor=actor)
+            view = self.hazel.check(run_id=run_id, request_id=rid, action=self.kind, actor=actor)
         except AlreadyDecidedError as exc:
             self.tell(already_from_error(exc))
             return
+        except (RunNotFoundError, RequestNotFoundError):  # (not that run's request: nothing recorded)
+            self.tell(gone_text(named))
+            return
         except NotAllowedError as exc:  # recorded in the audit log by the engine
-            self.tell(f"🚫 {self.quote(exc, view)}")
+            self.tell(f"🚫 {self.quote(exc, run_id, rid)}")
             return
         except HazelError as exc:
-            self.tell(self.quote(exc, view))
+            self.tell(self.quote(exc, run_id, rid))
             return
         meta = {"request_id": view.request.id, "run_id": view.run.id, "channel": self.channel}
         try:
@@ -230,16 +271,27 @@ class Submission:
         try:
             meta = json.loads(self.view.get("private_metadata") or "{}")
             request_id = int(meta["request_id"])
+            run_id = meta["run_id"]
+            if not (isinstance(run_id, str) and B.RUN_ID.fullmatch(run_id)):
+                raise ValueError("not a run id")
         except (ValueError, KeyError, TypeError, OverflowError):  # (OverflowError: "Infinity")
             ack(response_action="errors", errors={first: "This form is not from Hazel (its context is missing)."})
             return
-        view = _request_view(self.hazel, request_id)
+        named = ButtonValue(run_id=run_id, request_id=request_id)
+        try:  # (that run's request, or refused; a larger id than a 32-bit database id names none)
+            view = self.hazel.request_of(run_id=run_id, request_id=request_id) if 1 <= request_id <= INT_MAX \
+                else None
+        except (RunNotFoundError, RequestNotFoundError):
+            view = None
         if view is None:
-            ack(response_action="errors", errors={first: f"Steering request {_short(str(request_id))} does not exist."})
+            ack(response_action="errors", errors={first: _short(gone_text(named, form=True))})
             return
         try:
             actor = self.bridge.actor(self.body["user"])
-            self.decide(view, actor)
+            self.decide(view, actor, run_id=run_id, request_id=request_id)
+        except (RunNotFoundError, RequestNotFoundError):  # (gone since the form was read: nothing recorded)
+            ack(response_action="errors", errors={first: _short(gone_text(named, form=True))})
+            return
         except InvalidDecisionError as exc:
             ack(response_action="errors", errors={self.block_for(view, str(exc), first): _short(_field_error(exc))})
             return
@@ -265,13 +317,16 @@ class Submission:
             return "feedback"
         return first
 
-    def decide(self, view: RequestView, actor: Actor) -> None:
-        """Take the decision the modal asks for through the engine.
+    def decide(self, view: RequestView, actor: Actor, *, run_id: str, request_id: int) -> None:
+        """Take the decision the modal asks for through the engine, on request ``request_id`` of run ``run_id``
+        (its ``private_metadata``'s: the engine refuses a request that is not that run's); ``view``: that
+        request as the form showed it.
 
         Raises:
-            InvalidDecisionError, AlreadyDecidedError, NotAllowedError, HazelError.
+            InvalidDecisionError, AlreadyDecidedError, NotAllowedError, RunNotFoundError, RequestNotFoundError,
+            HazelError.
         """
-        run_id, rid, delivery = view.run.id, view.request.id, f"view:{self.view['id']}"
+        rid, delivery = request_id, f"view:{self.view['id']}"
         if self.kind == "edit":
             try:
                 payload = M.edit_payload(view.shown_value, view.show, self.values)
@@ -299,11 +354,21 @@ def _field_error(exc: Exception) -> str:
     return plain_mentions(exc.message if isinstance(exc, HazelError) else str(exc))
 
 
-def _request_view(hazel: Hazel, request_id: int) -> RequestView | None:
-    """The steering request a button's value or a modal's ``private_metadata`` names, or None. Ids are
-    32-bit database integers (``INT_MAX``, as the REST API and the CLI bound them): a larger one names no
-    request (SQLite's driver raised OverflowError past 64 bits, a 500 or Bolt's 404)."""
-    return hazel.request_view(request_id=request_id) if 1 <= request_id <= INT_MAX else None
+def gone_text(named: ButtonValue, *, form: bool = False) -> str:
+    """The answer to a button (or, ``form``, a modal) naming a request the engine does not find there: its run
+    has no such request (request ids start again after a database reset and go back after a restore, so the
+    id may be another run's now), the run is gone, or (a button of an older Hazel's card, which names no run)
+    the request was not posted in the message clicked. Mrkdwn for a button, plain text for a form."""
+    what = "form" if form else "message"
+    if named.run_id is not None:
+        run = named.run_id if form else f"`{T.escape(named.run_id)}`"
+        which = f"request {named.request_id} of run {run}"
+    else:
+        which = (f"request {_short(str(named.request_id))}; this button of an earlier Hazel names no run, and "
+                 f"that request was not posted in this message")
+    return (f"⚠️ This {what} belongs to a steering request that no longer exists ({which}): Hazel's database may "
+            f"have been reset or restored since it was posted. Nothing was done."
+            + ("" if form else " `/hazel runs` shows what waits."))
 
 
 def _short(text: str) -> str:

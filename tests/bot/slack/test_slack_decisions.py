@@ -184,9 +184,9 @@ def test_malformed_buttons_and_forms_get_an_answer_and_change_nothing(make_env) 
                  f"{n} refusals")
     assert env.hazel.decisions(run_id=run_id) == [] and env.hazel.pending_request(run_id=run_id).id == request_id
     payload = env.sender.click_payload(PRIYA, "approve", message)
-    payload["actions"][0]["value"] = "999999"
+    payload["actions"][0]["value"] = "999999"  # (an older Hazel's value, on a message not posted for it)
     env.sender.send_payload(payload)
-    env.ephemeral(PRIYA, "Steering request 999999 does not exist")
+    env.ephemeral(PRIYA, "belongs to a steering request that no longer exists (request 999999;")
 
     env.sender.click(PRIYA, "feedback", message)
     modal = env.wait(lambda: env.fake.views and env.fake.views[-1], "the feedback modal")

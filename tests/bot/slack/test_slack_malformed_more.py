@@ -188,7 +188,7 @@ def test_a_button_naming_a_request_id_beyond_the_database_range_is_answered(make
     payload["actions"][0]["value"] = request_id
     assert env.sender.send_payload(payload).status_code == 200
     env.ephemeral(PRIYA, "This button does not belong to a Hazel steering request" if request_id == "-5"
-                  else f"Steering request {request_id} does not exist")  # (Hazel writes digits only)
+                  else f"belongs to a steering request that no longer exists (request {request_id};")  # (digits)
     _unchanged(env, run_id)
 
 

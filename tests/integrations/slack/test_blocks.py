@@ -56,9 +56,23 @@ def test_request_message_has_header_context_artefact_and_only_allowed_buttons() 
     assert blocks[2]["text"]["text"].startswith("*Plan*")
     buttons = blocks[-1]["elements"]
     assert [b["action_id"] for b in buttons] == ["hazel_approve", "hazel_reject"]
-    assert buttons[0]["style"] == "primary" and buttons[0]["value"] == "7"
+    assert buttons[0]["style"] == "primary" and buttons[0]["value"] == "abcdef123456:7"  # (the run, the request)
     assert buttons[1]["style"] == "danger" and buttons[1]["confirm"]["confirm"]["text"] == "Reject"
     assert "waits for a decision" in fallback
+
+
+def test_a_button_value_names_the_run_and_the_request_within_slacks_limit() -> None:
+    assert B.read_button_value(B.button_value("abcdef123456", 7)) == B.ButtonValue("abcdef123456", 7)
+    longest = B.button_value("f" * 32, 2**31 - 1)  # (the runs.id column's width, the largest request id)
+    assert len(longest) == 43 <= B.MAX_BUTTON_VALUE_CHARS
+    assert B.read_button_value("7") == B.ButtonValue(None, 7)  # a card an older Hazel posted: the request alone
+    for forged in (" 7", "+7", "\uff17", "7\n", "a:b", ":7", "abc:", "a:7:8", "x" * 33 + ":7", "\u00e9:7", None, 7):
+        assert B.read_button_value(forged) is None, forged
+    with pytest.raises(ValueError):
+        B.button_value("not a run id", 7)
+    home = B.home_view([make_view()], [])
+    values = [e["value"] for b in home["blocks"] if b["type"] == "actions" for e in b["elements"]]
+    assert values and set(values) == {"abcdef123456:7"}
 
 
 def test_long_artefact_is_split_over_sections_then_previewed_with_a_file() -> None:
