@@ -136,17 +136,21 @@ def make_env(db_url: str, tmp_path, monkeypatch) -> Iterator[Callable[..., Slack
     made: list[tuple[SlackEnv, FakeSlack]] = []
 
     def make(*workflows: Workflow, clock: Callable[[], datetime] | None = None, max_retries: int = 2,
-             **fake_kwargs: Any) -> SlackEnv:
-        fake = FakeSlack(channels={"migrations": MIGRATIONS, "deploys": DEPLOYS},
-                         usergroups={DBA: [SAM, "U0000000004"]}, **fake_kwargs).start()
+             fake: FakeSlack | None = None, **fake_kwargs: Any) -> SlackEnv:
+        """``fake``: the Slack of an earlier env of the test (its messages kept), e.g. a Hazel started again."""
+        own = fake is None
+        if fake is None:
+            fake = FakeSlack(channels={"migrations": MIGRATIONS, "deploys": DEPLOYS},
+                             usergroups={DBA: [SAM, "U0000000004"]}, **fake_kwargs).start()
         env = SlackEnv(db_url, list(workflows) or [example()], fake, clock=clock, max_retries=max_retries)
-        made.append((env, fake))
+        made.append((env, fake if own else None))
         return env
 
     yield make
     for env, fake in made:
         env.close()
-        fake.stop()
+        if fake is not None:
+            fake.stop()
 
 
 def post_answer_lost(make_env: Callable[..., SlackEnv]) -> "tuple[SlackEnv, Clock, str]":
