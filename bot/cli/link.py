@@ -10,7 +10,6 @@ import typer
 
 from bot.cli import common
 from bot.cli.common import CliError, JsonOpt, emit_json, engine, handle_errors, usage_error
-from bot.cli.render import span
 
 app = typer.Typer()
 
@@ -28,6 +27,7 @@ def link_cmd(
 ) -> None:
     """Print a signed link to the run's page, valid for HAZEL_LINK_TTL_SEC (needs HAZEL_BASE_URL and
     HAZEL_WEB_SECRET)."""
+    from bot.cli.render import span  # (imported here: every command's --help imports this module)
     from bot.inbound.api import api_tokens
     from bot.inbound.web import Signer
 

@@ -66,3 +66,18 @@ def test_runs_and_show_import_nothing_they_do_not_use(db_url: str, tmp_path: Pat
                            capture_output=True, text=True, timeout=60, check=True)
     assert shown.stdout.count(run_id) >= 2  # the listing and the panel's title
     assert shown.stderr.strip().splitlines()[-1] == "[]", shown.stderr[-2000:]
+
+
+HELP_NEVER_IMPORTS = ("sqlalchemy", "store", "bot.cli.render", "bot.engine")
+"""What ``hazel --help`` (and a command's ``--help``) never needs: the store, the engine, the renderer (a module
+of the CLI that imported the renderer at its top made every ``--help`` 0.06 → 0.35 s)."""
+
+
+def test_help_imports_neither_the_store_nor_the_engine() -> None:
+    code = ("import sys\nfrom bot.cli import main\nsys.argv = ['hazel', '--help']\ntry:\n    main()\n"
+            "except SystemExit:\n    pass\n"
+            f"print('LOADED', *[m for m in {HELP_NEVER_IMPORTS!r} if m in sys.modules])")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                          env={k: v for k, v in os.environ.items() if not k.startswith("HAZEL_")})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "LOADED", done.stdout.splitlines()[-1]
