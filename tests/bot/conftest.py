@@ -10,9 +10,17 @@ import pytest
 from typer.testing import CliRunner
 
 from bot.cli import app
+from tests.support.cli import wide_consoles
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "tests" / "workflows" / "sample.py"
+
+
+@pytest.fixture
+def wide_cli(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI's consoles do not wrap (``wide_consoles``), for tests that run commands without ``cli``: a module
+    names it with ``pytestmark = pytest.mark.usefixtures("wide_cli")``."""
+    wide_consoles(monkeypatch)
 
 
 @pytest.fixture
@@ -24,10 +32,7 @@ def cli(db_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callabl
     monkeypatch.setenv("HAZEL_OPERATOR", "olga")
     monkeypatch.setenv("HAZEL_OUTPUT_DIR", str(tmp_path / "out"))
     monkeypatch.chdir(tmp_path)
-    from bot.cli import common
-
-    monkeypatch.setattr(common.out, "width", 200)
-    monkeypatch.setattr(common.err, "width", 200)
+    wide_consoles(monkeypatch)
     runner = CliRunner()
 
     def invoke(*args: str, code: int = 0):  # noqa: ANN202

@@ -31,6 +31,8 @@ from tests.support import deployment, jira_payloads
 from tests.support.deployment import wait_for
 from tests.support.fake_slack import Message
 
+pytestmark = pytest.mark.usefixtures("wide_cli")  # (the CLI's tables do not wrap)
+
 MIGRATIONS = "C0000000001"
 PRIYA = "U0000000001"
 SME = "557058:sme-sam"
@@ -127,15 +129,6 @@ def deploy(db_url: str, tmp_path: Path) -> Iterator[Deployment]:
         yield deployment
     finally:
         deployment.close()
-
-
-@pytest.fixture(autouse=True)
-def _wide_cli(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The CLI's consoles do not wrap (as in tests/bot/conftest.py ``cli``)."""
-    from bot.cli import common
-
-    monkeypatch.setattr(common.out, "width", 200)
-    monkeypatch.setattr(common.err, "width", 200)
 
 
 # -- the run ends at its Slack point ---------------------------------------------------------------------------

@@ -41,6 +41,8 @@ from tests.support import deployment
 from tests.support.deployment import wait_for
 from tests.support.fake_slack import Message
 
+pytestmark = pytest.mark.usefixtures("wide_cli")  # (the CLI's tables do not wrap)
+
 DEPLOYS = "C0000000002"
 PRIYA_SLACK, ALICE_SLACK, OUTSIDER_SLACK, EMAIL_SLACK = "U0000000001", "U0000000002", "U0000000005", "U0000000009"
 PRIYA_JIRA, ALICE_JIRA = "557058:priya-p", "557058:alice-a"
@@ -201,15 +203,6 @@ def deploy(db_url: str, tmp_path: Path) -> Iterator[Callable[..., Deployment]]:
     yield make
     for deployment in made:
         deployment.close()
-
-
-@pytest.fixture(autouse=True)
-def _wide_cli(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The CLI's consoles do not wrap (as in tests/bot/conftest.py ``cli``)."""
-    from bot.cli import common
-
-    monkeypatch.setattr(common.out, "width", 200)
-    monkeypatch.setattr(common.err, "width", 200)
 
 
 def when(d: Decision) -> str:

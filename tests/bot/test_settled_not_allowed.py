@@ -31,6 +31,8 @@ from tests.support.clock import FakeClock
 from tests.support.deployment import wait_for
 from tests.support.engine import make_hazel, person
 
+pytestmark = pytest.mark.usefixtures("wide_cli")  # (the CLI's tables do not wrap)
+
 DEPLOYS = "C0000000002"
 PRIYA_SLACK, ALICE_SLACK, OUTSIDER_SLACK = "U0000000001", "U0000000002", "U0000000005"
 PRIYA_JIRA, ALICE_JIRA, STRANGER_JIRA = "557058:priya-p", "557058:alice-a", "557058:stranger-stu"
@@ -153,15 +155,6 @@ def deploy(db_url: str, tmp_path: Path) -> Iterator[Callable[[], Deployment]]:
     yield make
     for d in made:
         d.close()
-
-
-@pytest.fixture(autouse=True)
-def _wide_cli(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The CLI's consoles do not wrap (as in tests/bot/conftest.py ``cli``)."""
-    from bot.cli import common
-
-    monkeypatch.setattr(common.out, "width", 200)
-    monkeypatch.setattr(common.err, "width", 200)
 
 
 def not_allowed_audit(event: AuditEvent, *, by: tuple[str, str], attempted: str, reason: str,

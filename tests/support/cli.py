@@ -9,6 +9,14 @@ import pytest
 from typer.testing import CliRunner
 
 
+def wide_consoles(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI's consoles (``bot.cli.common.out`` / ``err``) 200 columns wide, so that tables do not wrap."""
+    from bot.cli import common
+
+    monkeypatch.setattr(common.out, "width", 200)
+    monkeypatch.setattr(common.err, "width", 200)
+
+
 def in_process_cli(monkeypatch: pytest.MonkeyPatch, cwd: Path, *, db_url: str, workflows: str,
                    operator: str = "olga") -> Callable[..., Any]:
     """``invoke(*args, code=0)`` runs ``hazel ARGS`` in this process on ``db_url`` with ``workflows``
@@ -18,10 +26,9 @@ def in_process_cli(monkeypatch: pytest.MonkeyPatch, cwd: Path, *, db_url: str, w
     monkeypatch.setenv("HAZEL_WORKFLOWS", workflows)
     monkeypatch.setenv("HAZEL_OPERATOR", operator)
     monkeypatch.chdir(cwd)
-    from bot.cli import app, common
+    from bot.cli import app
 
-    monkeypatch.setattr(common.out, "width", 200)
-    monkeypatch.setattr(common.err, "width", 200)
+    wide_consoles(monkeypatch)
     runner = CliRunner()
 
     def invoke(*args: str, code: int = 0) -> Any:
