@@ -70,6 +70,7 @@ import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
+from statistics import median
 from typing import Any, Callable, Iterator
 
 from sqlalchemy import create_engine, text
@@ -78,7 +79,6 @@ from sqlalchemy.engine import make_url
 from bench.databases import file_size_bytes
 from bench.hazel_side import REWIND_SAMPLES, WARM_UP_STEPS, HistoryCost, StepCost, cost_of
 from bench.pause_resume import PauseResume, _summary
-from bench.stats import median
 from bench.workload import PAUSE_STEPS, RESUMED_STEP, step_text
 
 APP_NAME = "hazel-bench-dbos"

@@ -12,9 +12,10 @@ from __future__ import annotations
 import gc
 import time
 from dataclasses import dataclass
+from statistics import median
 
 from bench.databases import HAZEL_TABLES
-from bench.stats import mean, median
+from bench.stats import mean
 from bench.workload import ACTOR, linear_workflow, make_engine
 
 

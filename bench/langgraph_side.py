@@ -19,12 +19,12 @@ import sqlite3
 import time
 import uuid
 from contextlib import contextmanager
+from statistics import median
 from typing import Annotated, Any, Iterator, TypedDict
 
 from bench.databases import LANGGRAPH_TABLES, file_size_bytes
 from bench.hazel_side import REWIND_SAMPLES, WARM_UP_STEPS, HistoryCost, StepCost, cost_of
 from bench.pause_resume import PauseResume, _summary
-from bench.stats import median
 from bench.workload import PAUSE_STEPS, RESUMED_STEP, step_text
 
 

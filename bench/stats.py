@@ -47,8 +47,3 @@ class Summary:
 
 def mean(values: Sequence[float]) -> float:
     return statistics.fmean(values)
-
-
-def median(values: Sequence[float]) -> float:
-    """Raises statistics.StatisticsError when ``values`` is empty."""
-    return statistics.median(values)
