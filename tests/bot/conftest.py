@@ -17,6 +17,16 @@ SAMPLE = ROOT / "tests" / "workflows" / "sample.py"
 
 
 @pytest.fixture
+def offline_example(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The example workflows offline (no ``HAZEL_LLM_*``: their steps draft without a model) and writing their
+    artefacts under ``tmp_path``: a module names it with ``pytestmark = pytest.mark.usefixtures(
+    "offline_example")``."""
+    for name in ("HAZEL_LLM_BASE_URL", "HAZEL_LLM_API_KEY", "HAZEL_LLM_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HAZEL_OUTPUT_DIR", str(tmp_path / "out"))
+
+
+@pytest.fixture
 def wide_cli(monkeypatch: pytest.MonkeyPatch) -> None:
     """The CLI's consoles do not wrap (``wide_consoles``), for tests that run commands without ``cli``: a module
     names it with ``pytestmark = pytest.mark.usefixtures("wide_cli")``."""

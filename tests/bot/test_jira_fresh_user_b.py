@@ -37,11 +37,7 @@ from tests.support.live import LiveServer
 HOUR = 3600.0
 
 
-@pytest.fixture(autouse=True)
-def _offline_example(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for name in ("HAZEL_LLM_BASE_URL", "HAZEL_LLM_API_KEY", "HAZEL_LLM_MODEL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("HAZEL_OUTPUT_DIR", str(tmp_path / "out"))
+pytestmark = pytest.mark.usefixtures("offline_example")  # (no model: the examples draft offline)
 
 
 @pytest.fixture

@@ -11,11 +11,7 @@ from tests.integrations.jira.test_jira_hostile_text import LINE, never_markup
 from tests.support.jira_env import JiraEnv, jira_env
 
 
-@pytest.fixture(autouse=True)
-def _offline_example(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:  # noqa: ANN001
-    for name in ("HAZEL_LLM_BASE_URL", "HAZEL_LLM_API_KEY", "HAZEL_LLM_MODEL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("HAZEL_OUTPUT_DIR", str(tmp_path / "out"))
+pytestmark = pytest.mark.usefixtures("offline_example")  # (no model: the examples draft offline)
 
 
 @pytest.fixture(params=["cloud", "server"])

@@ -22,11 +22,7 @@ REVIEW = {
 """A review workflow with no transition from Approved back to In Review (only Reopen, then Start review)."""
 
 
-@pytest.fixture(autouse=True)
-def _offline_example(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:  # noqa: ANN001
-    for name in ("HAZEL_LLM_BASE_URL", "HAZEL_LLM_API_KEY", "HAZEL_LLM_MODEL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("HAZEL_OUTPUT_DIR", str(tmp_path / "out"))
+pytestmark = pytest.mark.usefixtures("offline_example")  # (no model: the examples draft offline)
 
 
 @pytest.fixture
