@@ -58,6 +58,20 @@ def _graph_history(saver: HazelSaver, run_id: str) -> list[tuple[str, int, int]]
     return [(t.metadata["source"], t.metadata["step"], len(t.pending_writes)) for t in tuples][::-1]
 
 
+def _assert_same_graph_history(crashed: list[tuple[str, int, int]], clean: list[tuple[str, int, int]]) -> None:
+    """The graph checkpoints of the crashed run are the clean run's, and so are their pending writes, but for a
+    checkpoint older than the killed super-step's, whose writes may be missing whole: LangGraph saves a task's
+    writes in the background (``pregel/_loop.py``: ``put_writes`` is ``submit``-ted) and does not wait for them
+    before it runs the next super-step, so a process killed there may have stored a finished super-step's
+    checkpoint after it (and the killed one's) but not its tasks' writes: with any checkpointer. Nothing reads
+    them: the checkpoint after it holds what they wrote, and a rewind forks after the checkpoint (its old writes
+    stay on the old branch)."""
+    assert [(source, step) for source, step, _ in crashed] == [(source, step) for source, step, _ in clean]
+    killed = len(clean) - 2  # the killed super-step's checkpoint (fast + slow), then review's that waits
+    for i, (mine, theirs) in enumerate(zip(crashed, clean)):
+        assert mine[2] == theirs[2] or (i < killed and mine[2] == 0), f"graph checkpoint {i}: {mine} != {theirs}"
+
+
 def _fast_stored(saver: HazelSaver, run_id: str) -> bool:
     newest = saver.get_tuple({"configurable": {"thread_id": run_id, "checkpoint_ns": ""}})
     return newest is not None and any(w[1] == "trail" and w[2] == ["fast"] for w in newest.pending_writes)
@@ -118,7 +132,7 @@ def test_a_super_step_killed_after_fast_finished_yields_the_checkpoints_of_a_cra
     assert hz.get(run_id=run_id).status is RunStatus.WAITING
 
     assert _history(hz, run_id) == _history(hz, reference)
-    assert _graph_history(saver, run_id) == _graph_history(saver, reference)
+    _assert_same_graph_history(_graph_history(saver, run_id), _graph_history(saver, reference))
     ran = Counter(_effects(crashed))
     assert ran == Counter(_effects(clean)) + Counter({"slow-start": 1})  # only the killed node again
     assert ran["fast"] == (1 if rewind is None else 2)  # once in the killed super-step (and once before)
