@@ -76,18 +76,24 @@ class LiveServer:
     def __init__(self, app, *, port: int | None = None, access_log: bool = False) -> None:  # noqa: ANN001
         """``access_log``: uvicorn logs every request at INFO through the root logger's handlers (as
         ``hazel serve`` configures it: ``log_config=None``)."""
-        self.port = port or free_port()
+        # Bound here and handed to uvicorn, so that no other process can take the port between choosing it and
+        # listening on it (a port chosen free and bound later was taken by another test process once).
+        self.socket = socket.socket()
+        self.socket.bind(("127.0.0.1", port or 0))
+        self.port = self.socket.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         logs = {"log_level": "info", "log_config": None} if access_log else {"log_level": "warning"}
         config = uvicorn.Config(app, host="127.0.0.1", port=self.port, lifespan="off", **logs)
         self.server = _Server(config)
-        self.thread = threading.Thread(target=self.server.run, name="live-server", daemon=True)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]},
+                                       name="live-server", daemon=True)
 
     def __enter__(self) -> "LiveServer":
         self.thread.start()
         deadline = time.monotonic() + 10
         while not self.server.started:
             if time.monotonic() > deadline or not self.thread.is_alive():
+                self.socket.close()
                 raise RuntimeError("test server did not start")
             time.sleep(0.01)
         return self
@@ -95,3 +101,4 @@ class LiveServer:
     def __exit__(self, *exc) -> None:  # noqa: ANN002
         self.server.stop()
         self.thread.join(timeout=10)
+        self.socket.close()
