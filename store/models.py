@@ -287,6 +287,29 @@ class CheckpointInfo(_Record):
     """What the next step receives from a decision: ``{"feedback": str, "by": str}`` or ``{"rejection": ...}``."""
 
 
+class RewindChoices(_Record):
+    """The checkpoints a rewind of a run offers to choose from, as every channel lists them (Slack's Rewind
+    modal in its select, Jira's issue and ``/rewind`` answers); chosen by the engine
+    (``bot.engine.choices.rewind_choices``), at most ``bot.engine.choices.REWIND_CHOICES`` (100) of them."""
+
+    checkpoints: tuple[CheckpointInfo, ...] = ()
+    """The checkpoints offered, newest first: each one the run can continue from (it has a ``next_step``), or,
+    when there are more, #0 (the run's input), where each step starts, and the newest."""
+    total: int = 0
+    """How many checkpoints the run can continue from in all (kept ones: a pruned history has fewer)."""
+
+    @property
+    def cut(self) -> bool:
+        """True when some checkpoints the run can continue from are not offered (``total`` is more)."""
+        return self.total > len(self.checkpoints)
+
+    @property
+    def steps(self) -> list[str]:
+        """The node names the offered checkpoints run next, sorted, each once (``draft + legal``: both);
+        Hazel's own nodes (``HAZEL_NODES``) left out."""
+        return sorted({n for cp in self.checkpoints for n in node_names(cp.next_step)} - HAZEL_NODES.keys())
+
+
 def continuation(parent: CheckpointInfo, children: list[CheckpointInfo]) -> CheckpointInfo | None:
     """The child that continues ``parent``'s line in a drawing of the checkpoint tree: its only child when that
     child is on the same branch; None when every child starts a branch of its own (a fork: several children, or
@@ -490,7 +513,8 @@ class RequestView(_Record):
     ``shown_value`` is the shown field's value as a JSON tree (the whole state when ``show`` is None).
     ``decisions`` are the decisions on this request so far (votes, then the settling one).
     ``checkpoints`` are the run's newest checkpoints, newest first, at most 100 (a long run's #0 is not among
-    them: Slack's rewind modal reads them all, ``Hazel.checkpoints``, and picks its 100 options itself).
+    them). ``rewind`` is what a rewind offers to choose from (``RewindChoices``: on a long run, #0 and where
+    each step starts too), when the point offers ``rewind``; else None.
     """
 
     request: SteeringRequest
@@ -510,6 +534,7 @@ class RequestView(_Record):
     options: dict[str, Any] = Field(default_factory=dict)
     decisions: tuple[Decision, ...] = ()
     checkpoints: tuple[CheckpointInfo, ...] = ()
+    rewind: RewindChoices | None = None
     reminder: bool = False
     escalation: bool = False
     still_pending: tuple[SteeringRequest, ...] = ()

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from bot.engine import permissions
+from bot.engine.choices import rewind_choices
 from bot.engine.lgraph import pending_siblings
 from bot.engine.people import People
 from bot.engine.versions import asked_at, request_point
@@ -37,7 +38,8 @@ from store.waiting import UNKNOWN_KEY, Place
 DECIDING = ("approve", "edit", "reject")
 """Actions that make a request "waiting on you" (App Home, ``/hazel runs``)."""
 HISTORY_IN_VIEW = 100
-"""Checkpoints a request view carries for a rewind picker (newest first)."""
+"""Checkpoints a request view carries (newest first), read with the request; a rewind's choices
+(``RequestView.rewind``) come from them when the run has no more, else from all its checkpoints."""
 
 
 @dataclass(frozen=True)
@@ -114,10 +116,15 @@ class Views:
         tree = {} if tree is None else tree
         show = getattr(point, "show", None)
         shown = tree.get(show) if show and isinstance(tree, dict) else tree
+        actions = tuple(getattr(point, "actions", ("approve", "reject")))
+        rewind = None
+        if "rewind" in actions:  # (a long run: every checkpoint read, to offer #0 and where each step starts)
+            history = checkpoints if len(checkpoints) < HISTORY_IN_VIEW else tx.checkpoints.list(run.id)
+            rewind = rewind_choices(history, head_seq=run.head_seq)
         return RequestView(
             request=request, run=run, workflow=run.workflow, workflow_version=run.workflow_version,
             point=request.point, title=request.title, show=show, shown_value=shown,
-            actions=tuple(getattr(point, "actions", ("approve", "reject"))),
+            actions=actions,
             approvers=permissions.shown_approvers(getattr(point, "approvers", None) or Approvers(), self.people,
                                                   request.channel),
             escalate_to=permissions.shown_approvers(point.escalate_to, self.people, request.channel)
@@ -126,7 +133,7 @@ class Views:
             notify_approvers=bool(getattr(point, "notify_approvers", False)),
             options=dict(getattr(point, "options", {}) or {}),
             decisions=tuple(decisions),
-            checkpoints=tuple(checkpoints),
+            checkpoints=tuple(checkpoints), rewind=rewind,
             reminder=reminder, escalation=escalation,
             still_pending=tuple(pending_siblings(tx, wf, request)) if request.status is not RequestStatus.PENDING
             else (),

@@ -185,62 +185,24 @@ def checkpoint_label(cp: CheckpointInfo) -> str:
                       MAX_OPTION_TEXT_CHARS)
 
 
-def rewind_choices(checkpoints: list[CheckpointInfo], *, head_seq: int | None = None,
-                   limit: int = MAX_OPTIONS) -> tuple[list[CheckpointInfo], int]:
-    """The checkpoints a rewind select offers, newest first, and how many the run can continue from in all.
-
-    A checkpoint the run can continue from has a ``next_step`` (the one a run ended at has none). When there are
-    more than ``limit`` of them (a ``static_select`` lists at most 100 options:
-    https://docs.slack.dev/reference/block-kit/block-elements/select-menu-element#static_select, formerly
-    https://api.slack.com/reference/block-kit/block-elements#static_select), the select keeps, in this order
-    of priority: the first of them (#0, the run's input: "start over"); where each step starts, the first
-    checkpoint at which it runs next, on the line from #0 to the run's head (``head_seq``: the branch the run is
-    on) and, for a step that line never reached, on any branch; then the newest. So a step that looped 150
-    times (``ctx.goto`` itself) takes the newest places, and #0 and the other steps' starts stay. Fewer
-    places than steps (a workflow of more than 99 steps): #0 and the earliest starts.
-
-    Args:
-        checkpoints: the run's checkpoints (``Hazel.checkpoints``: all of them, any order).
-        head_seq: the run's head (``Run.head_seq``); None: the newest checkpoint.
-        limit: the most to return (at least 1).
-    """
-    targets = sorted((cp for cp in checkpoints if cp.next_step), key=lambda cp: cp.seq)
-    if len(targets) <= limit:
-        return targets[::-1], len(targets)
-    by_seq = {cp.seq: cp for cp in checkpoints}
-    line: set[int] = set()
-    at = by_seq.get(max(by_seq) if head_seq is None else head_seq)
-    while at is not None and at.seq not in line:  # (a pruned history ends the walk early)
-        line.add(at.seq)
-        at = by_seq.get(at.parent_seq) if at.parent_seq is not None else None
-    starts: dict[str, CheckpointInfo] = {}
-    for on_line in (True, False):
-        for cp in targets:
-            if (cp.seq in line) == on_line and cp.next_step not in starts:
-                starts[cp.next_step or ""] = cp
-    kept = {targets[0].seq: targets[0]}
-    for cp in sorted(starts.values(), key=lambda c: c.seq):
-        if len(kept) >= limit:
-            break
-        kept.setdefault(cp.seq, cp)
-    for cp in reversed(targets):
-        if len(kept) >= limit:
-            break
-        kept.setdefault(cp.seq, cp)
-    return sorted(kept.values(), key=lambda cp: -cp.seq), len(targets)
-
-
-def rewind_modal(view: RequestView, checkpoints: list[CheckpointInfo], meta: dict[str, Any]) -> dict[str, Any]:
+def rewind_modal(view: RequestView, meta: dict[str, Any]) -> dict[str, Any]:
     """The rewind modal: pick a checkpoint (newest first; those the run can continue from), optional
     feedback for the step that runs next.
 
-    ``checkpoints``: the run's checkpoints, all of them (``Hazel.checkpoints``). Slack lists at most 100 options
-    in a ``static_select``; with more, the select offers ``rewind_choices``' (#0, where each step starts, the
-    newest) and a context block under it says so and how to reach any other: ``Showing 100 of 151 checkpoints
+    The select offers the engine's choice (``view.rewind``, ``bot.engine.choices``: at most 100, the most a
+    ``static_select`` lists); when the run can continue from more (#0, where each step starts and the newest are
+    offered), a context block under it says so and how to reach any other: ``Showing 100 of 151 checkpoints
     the run can continue from: …; to continue from another, `/hazel rewind RUN N`, `hazel rewind RUN --to N`
     or the run's page.`` (the commands as the README names them).
+
+    Raises:
+        ValueError: the view offers no rewind (``view.rewind`` is None: its point does not offer it), or more
+            than 100 checkpoints.
     """
-    targets, total = rewind_choices(checkpoints, head_seq=view.run.head_seq)
+    choices = view.rewind
+    if choices is None or len(choices.checkpoints) > MAX_OPTIONS:
+        raise ValueError("the request's view offers no rewind choices a select can list")
+    targets, total = choices.checkpoints, choices.total
     options = [{"text": plain_text(checkpoint_label(cp), MAX_OPTION_TEXT_CHARS), "value": str(cp.seq)}
                for cp in targets]
     blocks = [
@@ -250,7 +212,7 @@ def rewind_modal(view: RequestView, checkpoints: list[CheckpointInfo], meta: dic
          "element": {"type": "static_select", "action_id": VALUE, "options": options,
                      "placeholder": plain_text("Choose a checkpoint", 150)}},
     ]
-    if total > len(targets):  # (under the select it is about)
+    if choices.cut:  # (under the select it is about)
         run = view.run.id
         blocks.append(context(
             f"Showing {len(targets)} of {total} checkpoints the run can continue from: #0 (the run's input), "

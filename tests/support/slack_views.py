@@ -12,6 +12,7 @@ from store.models import (
     Decision,
     RequestStatus,
     RequestView,
+    RewindChoices,
     Run,
     RunStatus,
     SteeringRequest,
@@ -40,6 +41,8 @@ def make_view(*, shown: Any = "# Plan\n\n1. expand\n2. backfill", show: str | No
                                        step=step, next_step=nxt, workflow_version=1, created_at=T0,
                                        is_snapshot=s == 0, stored_bytes=10)
                         for s, step, nxt in ((1, "draft_plan", "review_plan"), (0, "__start__", "draft_plan")))
+    if "rewind" in actions and "rewind" not in extra:  # (what the engine offers: every one, newest first)
+        extra["rewind"] = RewindChoices(checkpoints=checkpoints, total=len(checkpoints))
     return RequestView(request=request, run=run, workflow="migration-plan", workflow_version=1,
                        point="review_plan", title=request.title, show=show, shown_value=shown, actions=actions,
                        approvers=approvers or Approvers(slack_users=("U0000000001",),

@@ -233,16 +233,13 @@ class Clicks:
         try:
             if self.kind == "edit":
                 modal = M.edit_modal(view, meta)
-            elif self.kind == "rewind":  # every checkpoint: the view holds the newest 100, #0 not among them
-                modal = M.rewind_modal(view, self.hazel.checkpoints(run_id=view.run.id), meta)
+            elif self.kind == "rewind":  # the engine's choice (view.rewind): #0 and each step's start kept
+                modal = M.rewind_modal(view, meta)
             else:
                 modal = M.reason_modal(self.kind, view, meta)  # type: ignore[arg-type]
         except M.TooLargeToEditError as exc:
             self.tell(f"{T.escape(str(exc))}. Edit it from the command line: "
                       f"`hazel edit {view.run.id} --file FILE`.")
-            return
-        except HazelError as exc:  # (the run was deleted since: RunNotFoundError)
-            self.tell(self.quote(exc, view))
             return
         try:
             self.client.views_open(trigger_id=self.body["trigger_id"], view=modal)

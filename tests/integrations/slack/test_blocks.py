@@ -12,7 +12,7 @@ import pytest
 from integrations.slack import blocks as B
 from integrations.slack import modals as M
 from integrations.slack import text as T
-from store.models import RequestStatus
+from store.models import RequestStatus, RewindChoices
 from tests.support.fake_slack import block_problems, view_problems
 from tests.support.slack_views import decision, make_view
 
@@ -162,7 +162,7 @@ def test_edit_payload_hands_typed_entries_to_the_engine_which_parses_them() -> N
 def test_rewind_and_reason_modals_are_valid() -> None:
     meta = {"request_id": 7, "run_id": "abcdef123456", "channel": None}
     view = make_view()
-    rewind = M.rewind_modal(view, list(view.checkpoints), meta)
+    rewind = M.rewind_modal(view, meta)
     assert not view_problems(rewind)
     options = rewind["blocks"][2]["element"]["options"]
     assert [o["value"] for o in options] == ["1", "0"] and options[0]["text"]["text"].startswith("#1 → review_plan")
@@ -185,11 +185,11 @@ def test_shortcodes_in_a_workflows_or_persons_words_stay_as_written() -> None:
     ``plain_text`` object has ``"emoji": false``."""
     meta = {"request_id": 7, "run_id": "abcdef123456", "channel": None}
     view = make_view(shown={":key:": "v"}, show=":memo:")
-    view = view.model_copy(update={
-        "title": ":tada: Ship it",
-        "checkpoints": tuple(c.model_copy(update={"next_step": ":boom:"}) for c in view.checkpoints)})
+    boom = tuple(c.model_copy(update={"next_step": ":boom:"}) for c in view.checkpoints)
+    view = view.model_copy(update={"title": ":tada: Ship it", "checkpoints": boom,
+                                   "rewind": RewindChoices(checkpoints=boom, total=len(boom))})
     surfaces = [B.request_message(view)[1], B.request_message(view.model_copy(update={"escalation": True}))[1],
-                M.edit_modal(view, meta), M.rewind_modal(view, list(view.checkpoints), meta),
+                M.edit_modal(view, meta), M.rewind_modal(view, meta),
                 M.reason_modal("reject", view, meta), B.home_view([view], [])]
     objects = plain_texts(surfaces)
     texts = " ".join(o["text"] for o in objects)
