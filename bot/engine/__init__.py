@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 _ERRORS = (
     "AlreadyDecidedError", "AmbiguousRunIdError", "CheckpointNotFoundError", "ConfigurationError", "HazelError",
-    "InvalidDecisionError", "InvalidInputError", "MissingEditValueError", "NoPendingRequestError", "NotAllowedError",
-    "RequestNotFoundError",
+    "InvalidDecisionError", "InvalidInputError", "MissingEditValueError", "MissingRewindTargetError",
+    "NoPendingRequestError", "NotAllowedError", "RequestNotFoundError",
     "RunNotFoundError", "RunStateError", "StepContractError", "UnaskedPointError", "UnknownWorkflowError", "VersionUnavailableError",
     "WorkflowDefinitionError",
 )
@@ -56,6 +56,7 @@ if TYPE_CHECKING:  # the names as the type checker sees them (imported when used
         InvalidDecisionError,
         InvalidInputError,
         MissingEditValueError,
+        MissingRewindTargetError,
         NoPendingRequestError,
         NotAllowedError,
         RequestNotFoundError,
@@ -85,7 +86,7 @@ if TYPE_CHECKING:  # the names as the type checker sees them (imported when used
 __all__ = [
     "Access", "AlreadyDecidedError", "AmbiguousRunIdError", "Approvers", "CheckpointNotFoundError", "Claim", "ConfigurationError",
     "DECIDING", "DecisionOutcome", "DriveResult", "Fired", "Hazel", "HazelError", "InvalidDecisionError",
-    "InvalidInputError", "LEASE_LOST", "LOG_CONTEXT_VARS", "MissingEditValueError", "NoPendingRequestError", "NotAllowedError", "People", "Person",
+    "InvalidInputError", "LEASE_LOST", "LOG_CONTEXT_VARS", "MissingEditValueError", "MissingRewindTargetError", "NoPendingRequestError", "NotAllowedError", "People", "Person",
     "Registry", "RequestNotFoundError", "RunNotFoundError", "RunStateError", "Shown", "Step", "StepContext", "SteeringPoint",
     "StepContractError", "TIMEOUT_RETRY_SEC", "UnaskedPointError", "UnknownWorkflowError", "VersionUnavailableError", "Workflow",
     "WorkflowDefinitionError", "bind_log_context", "error_line", "is_transient", "log_context", "log_error", "transient_error_classes",

@@ -13,7 +13,8 @@
     │       button that names no run, one not posted in the message clicked)
     ├── NotAllowedError (PermissionError): this person may not take this action here
     ├── InvalidDecisionError (ValueError): an edit that fails validation, a reject without reason, …
-    │   └── MissingEditValueError: an edit that gives no new value (each channel says what to send)
+    │   ├── MissingEditValueError: an edit that gives no new value (each channel says what to send)
+    │   └── MissingRewindTargetError: a rewind that names no checkpoint (each channel may list them)
     ├── InvalidInputError (ValueError): a run's input does not fit the workflow's state model
     ├── ConfigurationError (ValueError): a setting is missing or malformed
     ├── AlreadyDecidedError: someone (maybe the same person) decided first; says who and when
@@ -174,6 +175,12 @@ class MissingEditValueError(InvalidDecisionError):
     ``payload.value`` or ``payload.text``). The CLI, Slack and Jira ask for the value before the engine sees the
     edit (``hazel edit`` without ``--file`` or ``--set``, a Jira ``/edit`` without text; a Slack modal sends its
     inputs)."""
+
+
+class MissingRewindTargetError(InvalidDecisionError):
+    """A rewind that names no checkpoint (neither a number nor a step name): ``rewind needs a target: a
+    checkpoint number or a step name``. A channel may answer it with the checkpoints to choose from (Jira lists
+    ``RequestView.rewind``); the REST API answers it as the ``InvalidDecisionError`` it is (422)."""
 
 
 class InvalidInputError(HazelError, ValueError):

@@ -43,6 +43,7 @@ from bot.engine import (
     InvalidDecisionError,
     InvalidInputError,
     MissingEditValueError,
+    MissingRewindTargetError,
     NoPendingRequestError,
     NotAllowedError,
     RequestNotFoundError,
@@ -114,7 +115,8 @@ MISSING_EDIT_VALUE = "send payload.value (the new value as JSON) or payload.text
 
 def hazel_error_response(exc: HazelError) -> JSONResponse:
     """A ``HazelError`` with its status (``STATUS_OF``) and its channel-neutral message; an edit without a new
-    value is told what the API takes (``MISSING_EDIT_VALUE``), as the ``InvalidDecisionError`` it is."""
+    value is told what the API takes (``MISSING_EDIT_VALUE``), as the ``InvalidDecisionError`` it is, and a
+    rewind without a target is answered as one too."""
     status = next((code for cls, code in STATUS_OF if isinstance(exc, cls)), 400)
     extra: dict[str, Any] = {}
     if isinstance(exc, AlreadyDecidedError):
@@ -123,6 +125,8 @@ def hazel_error_response(exc: HazelError) -> JSONResponse:
     type_, message = type(exc).__name__, plain_mentions(exc.message)
     if isinstance(exc, MissingEditValueError):  # (the type REST callers know for a refused edit)
         type_, message = InvalidDecisionError.__name__, f"{message}: {MISSING_EDIT_VALUE}"
+    elif isinstance(exc, MissingRewindTargetError):  # (likewise for a rewind without ``to``)
+        type_ = InvalidDecisionError.__name__
     return error_response(status, type_, message, **extra)
 
 

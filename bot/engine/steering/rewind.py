@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any, Callable
 
 from bot.engine import lgraph, permissions
-from bot.engine.errors import CheckpointNotFoundError, InvalidDecisionError, no_run
+from bot.engine.errors import CheckpointNotFoundError, InvalidDecisionError, MissingRewindTargetError, no_run
 from bot.engine.errors import AlreadyDecidedError, RunStateError, VersionUnavailableError
 from bot.engine.limits import check_text, not_text, refuse_not_text, refuse_nul, state_tree
 from bot.engine.lgraph_run import label_names
@@ -309,10 +309,11 @@ class Rewinding(SteeringCore):
         ``lgraph_run.label_names``; metadata only: the caller loads it).
 
         Raises:
-            InvalidDecisionError: no target; CheckpointNotFoundError: none matches (or it was pruned).
+            MissingRewindTargetError: no target; InvalidDecisionError: a target that is not text;
+            CheckpointNotFoundError: none matches (or it was pruned).
         """
         if to is None or (isinstance(to, str) and not to.strip()):
-            raise InvalidDecisionError("rewind needs a target: a checkpoint number or a step name")
+            raise MissingRewindTargetError("rewind needs a target: a checkpoint number or a step name")
         if isinstance(to, str) and not is_text(to):  # (a byte that is not UTF-8 on the command line)
             raise InvalidDecisionError(f"the rewind's target {not_text(to)}")
         seq = _seq(to)
