@@ -4,7 +4,9 @@ Order of checks: the signature (``X-Hub-Signature``, 401 if wrong or missing; no
 payload (400 if malformed), the kind of event (others: 200, ignored), the issue (not Hazel's: 200, ignored),
 the actor (Hazel's own comments and transitions: 200, ignored, so Hazel never answers itself). Then a comment
 is a command (``/approve``, ``/reject REASON``, ``/edit VALUE``, ``/rewind STEP [feedback]``) or feedback,
-and a transition to the point's approve / reject status is that decision. Whatever the engine refuses (not
+and a transition to the point's approve / reject status is that decision. A ``/rewind`` without a target, or
+naming none the run has, is answered with the checkpoints it can name (the engine's choice, as Slack's Rewind
+modal lists them: ``RequestView.rewind``), saying when that list is cut and how to reach the rest. Whatever the engine refuses (not
 allowed, invalid edit, already decided) is answered with a comment on the issue and changes nothing; a refused
 transition's issue is first moved back where it came from, through as many transitions as the workflow needs
 (``JiraChannel.walk``), and the answer says whether Hazel could. On the issue of a run that has ended, a plain
@@ -48,7 +50,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from bot.engine import Hazel, HazelError, NotAllowedError
+from bot.engine import CheckpointNotFoundError, Hazel, HazelError, MissingRewindTargetError, NotAllowedError
 from bot.inbound.api_errors import load_json_body
 from bot.settings import Settings
 from integrations.base import DeliveryError, PermanentDeliveryError
@@ -64,13 +66,13 @@ from integrations.jira import (
     verify_signature,
 )
 from integrations.jira.options import same_status
-from integrations.jira.render import inline, mention, rewound_comment, who_may
+from integrations.jira.render import inline, mention, rewind_help, rewound_comment, who_may
 from integrations.jira.webhook import SIGNATURE_HEADER, WEBHOOK_ID_HEADER, split_rewind
 from store.models import Actor, RequestStatus, RequestView, RunStatus, SteeringRequest, past_tense
 
 log = logging.getLogger("hazel.jira")
 HELP = ("Answer with a plain comment (feedback), or /approve, /reject REASON, /edit followed by the new value, "
-        "/rewind STEP [feedback].")
+        "/rewind STEP [feedback] (/rewind alone lists the checkpoints to continue from).")
 
 
 class _Answer:
@@ -299,7 +301,8 @@ class JiraWebhook:
                                              f"{who}.{still}", on_refused))
         except HazelError as exc:  # invalid edit, already decided, a second vote, unknown rewind target, …
             return self._post(_Answer(event, f"{inline(exc.message)}. Nothing changed."
-                                             f"{self._still(request.id, action, newer)}", on_refused))
+                                             f"{self._still(request.id, action, newer)}{_choices(view, exc)}",
+                                      on_refused))
         log.info("jira %s on issue %s by %s: %s run %s%s", event.webhook_event, event.issue_id, actor.id, action,
                  run_id, " (duplicate)" if outcome.duplicate else "")
         decided = {"decided": outcome.decision.action.value, "run_id": run_id, "duplicate": outcome.duplicate,
@@ -372,6 +375,15 @@ class JiraWebhook:
         """Answer the person on the issue (raises DeliveryError when Jira is down: the caller answers 503)."""
         self.channel.comment(event.issue_id, f"{mention(event.actor.id, cloud=self.channel.cloud)} {text}")
         return 200, {"refused" if refused else "answered": text}
+
+
+def _choices(view: RequestView, exc: HazelError) -> str:
+    """After a ``/rewind`` the engine refused for its target (none given: ``MissingRewindTargetError``; none the
+    run has: ``CheckpointNotFoundError``), the checkpoints the person can name, as the engine offers them
+    (``view.rewind``, what Slack's Rewind modal lists too: ``render.rewind_help``); else ``""``."""
+    if view.rewind is None or not isinstance(exc, (MissingRewindTargetError, CheckpointNotFoundError)):
+        return ""
+    return "\n\n" + rewind_help(view.run.id, view.rewind)
 
 
 def jira_router(hazel: Hazel, settings: Settings, *, channel: JiraChannel,

@@ -21,8 +21,8 @@ from typing import Any, Callable, Iterable
 
 from integrations.jira.options import JiraOptions
 from integrations.terminal import for_terminal
-from store.models import (Approvers, Decision, ProgressView, RequestStatus, RequestView, node_names, past_tense,
-                          person_label, still_waiting_text)
+from store.models import (Approvers, Decision, ProgressView, RequestStatus, RequestView, RewindChoices, node_label,
+                          past_tense, person_label, still_waiting_text)
 
 MAX_TEXT_CHARS = 30_000
 """Characters of artefact Hazel puts in one description (Jira's limit per field is 32,767)."""
@@ -30,6 +30,8 @@ FIELD_CHARS = 32_767
 """Jira's limit for a text field (description, comment body)."""
 SUMMARY_CHARS = 255
 """Jira's limit for an issue summary."""
+STEP_CHARS = 80
+"""Characters of a step's name in a list of checkpoints (``rewind_help``); a longer one is cut with ``…``."""
 
 
 def mention(user: str, *, cloud: bool) -> str:
@@ -193,10 +195,36 @@ def how_to_answer(view: RequestView, opts: JiraOptions) -> list[str]:
                      f"* {{{{/edit}}}} followed by {form} replaces the {what}; the edited version is asked again "
                      f"and needs {required} approvals anew.")
     if "rewind" in view.actions:
-        steps = sorted({n for c in view.checkpoints for n in node_names(c.next_step)})  # (draft + legal: each)
+        steps = view.rewind.steps if view.rewind is not None else []  # (the engine's choice: every step's start)
         lines.append("* {{/rewind STEP [feedback]}} goes back to an earlier step and runs again from there"
-                     + (f" (steps: {', '.join(map(inline, steps))}; or a checkpoint number)." if steps else "."))
+                     + (f" (steps: {', '.join(map(inline, steps))}; or a checkpoint's number: {{{{/rewind}}}} alone "
+                        "lists them)." if steps else "."))
     return lines
+
+
+def rewind_help(run_id: str, choices: RewindChoices) -> str:
+    """The checkpoints a ``/rewind`` can name, as the engine offers them (``RequestView.rewind``: the same as
+    Slack's Rewind modal lists), newest first, one bullet each (``* #3 → write_scripts · 11-29 14:05 UTC ·
+    branch 0``), then how to name one; when the run can continue from more than are listed (at most 100: #0,
+    where each step starts, and the newest), a last line says so and how to reach any other: ``/rewind N`` with
+    its number (``/rewind`` takes a number, ``7`` or ``#7``, or a step name: ``webhook.split_rewind``), which
+    ``hazel history RUN`` lists, or the run's page."""
+    if not choices.checkpoints:
+        return f"Run {run_id} has no checkpoint to continue from."
+    lines = [f"Run {run_id} can continue from these checkpoints (newest first: the number → the step that runs "
+             "next · when · branch):"]
+    for cp in choices.checkpoints:
+        step = node_label(cp.next_step or "")
+        step = step if len(step) <= STEP_CHARS else step[:STEP_CHARS - 1] + "…"
+        lines.append(f"* #{cp.seq} → {inline(step)} · {cp.created_at:%Y-%m-%d %H:%M} UTC · branch {cp.branch}")
+    lines.append("Answer {{/rewind N [feedback]}} with a checkpoint's number, or {{/rewind STEP [feedback]}} with "
+                 "a step's name (the latest checkpoint from which it runs).")
+    if choices.cut:
+        lines.append(f"Showing {len(choices.checkpoints)} of {choices.total} checkpoints the run can continue from: "
+                     "#0 (the run's input), where each step starts, and the newest. To continue from another, "
+                     f"{{{{/rewind N}}}} with its number ({{{{hazel history {run_id}}}}} lists them all), or the "
+                     "run's page.")
+    return "\n".join(lines)
 
 
 def description(view: RequestView, opts: JiraOptions, *, cloud: bool, max_chars: int = MAX_TEXT_CHARS,

@@ -7,13 +7,14 @@ import io
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import httpx
 import responses
 from rich.console import Console
 
 from bot.engine.registry import Registry
+from bot.engine.workflow import Workflow
 from bot.server.app import HazelApp as Hazel
 from bot.settings import Settings
 from bot.server.http import create_app
@@ -97,11 +98,12 @@ class JiraEnv:
 @contextmanager
 def jira_env(db_url: str, *, cloud: bool = True, approvers: Approvers | None = None,
              secret: str | None = SECRET, base: str | None = None, first_issue_id: int = 10001,
-             rsps: responses.RequestsMock | None = None, **settings: Any) -> Iterator[JiraEnv]:
+             rsps: responses.RequestsMock | None = None, workflows: Iterable[Workflow] = (),
+             **settings: Any) -> Iterator[JiraEnv]:
     """The example workflow with its scripts review and sign-off on ``jira:MIG`` (plan review on the console),
-    approvers: the SME by id and the ``dba`` group (unless ``approvers`` says otherwise); the fake Jira site
-    at ``base`` (default: the fake's), numbering its issues from ``first_issue_id``; two sites in one test
-    share one ``rsps`` (``responses`` mocks do not nest)."""
+    approvers: the SME by id and the ``dba`` group (unless ``approvers`` says otherwise), and ``workflows``
+    besides; the fake Jira site at ``base`` (default: the fake's), numbering its issues from ``first_issue_id``;
+    two sites in one test share one ``rsps`` (``responses`` mocks do not nest)."""
     who = people(cloud)
     approvers = approvers or Approvers(jira_users=(who["sme"],), jira_groups=("dba",))
     with (nullcontext(rsps) if rsps is not None else responses.RequestsMock(assert_all_requests_are_fired=False)) as rsps:
@@ -114,6 +116,8 @@ def jira_env(db_url: str, *, cloud: bool = True, approvers: Approvers | None = N
         registry = Registry()
         registry.add(build(plan_channel="console", review_channel="jira:MIG", signoff_channel="jira:MIG",
                            approvers=approvers))
+        for wf in workflows:
+            registry.add(wf)
         clock = Clock()
         console = ConsoleChannel(console=Console(file=io.StringIO(), width=120))
         hazel = Hazel(config, registry=registry, load_workflows=False, console=console, clock=clock,

@@ -10,38 +10,9 @@ PostgreSQL."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
-from bot.engine.workflow import Workflow
-from hazel import StepContext
 from store.models import Action, Approvers
 from tests.bot.slack.conftest import PRIYA, SlackEnv
-
-LOOPS = 150
-
-
-class Loop(BaseModel):
-    topic: str = "t"
-    turns: int = 0
-
-
-def looping() -> Workflow:
-    """``prepare``, then ``loop`` going to itself until it has run ``LOOPS`` times, then ``review`` in Slack."""
-    wf = Workflow("looping", state=Loop)
-
-    @wf.step
-    def prepare(state: Loop, ctx: StepContext) -> Loop:
-        return state
-
-    @wf.step
-    def loop(state: Loop, ctx: StepContext) -> Loop:
-        if state.turns + 1 < LOOPS:
-            ctx.goto("loop")
-        return state.model_copy(update={"turns": state.turns + 1})
-
-    wf.steer("review", title="Review the loop", show="turns", actions=["approve", "rewind"],
-             channel="slack:#migrations", approvers=Approvers(slack_users=(PRIYA,)))
-    return wf
+from tests.workflows.looping import looping
 
 
 def open_rewind_modal(env: SlackEnv, run_id: str) -> dict:
@@ -56,7 +27,7 @@ def texts(modal: dict) -> str:
 
 
 def test_the_rewind_select_keeps_the_input_and_each_steps_start_and_says_it_is_cut(make_env) -> None:  # noqa: ANN001
-    env: SlackEnv = make_env(looping())
+    env: SlackEnv = make_env(looping(channel="slack:#migrations", approvers=Approvers(slack_users=(PRIYA,))))
     run_id = env.start("looping", {"topic": "t"})
     env.settle()
     checkpoints = env.hazel.checkpoints(run_id=run_id)

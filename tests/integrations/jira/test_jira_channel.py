@@ -20,6 +20,7 @@ from store.models import (
     ProgressView,
     RequestStatus,
     RequestView,
+    RewindChoices,
     Run,
     RunStatus,
     SteeringRequest,
@@ -59,15 +60,17 @@ def request(*, id: int = 7, status: RequestStatus = RequestStatus.PENDING, ref: 
 def view(req: SteeringRequest, *, options: dict[str, Any] | None = None, decisions: tuple[Decision, ...] = (),
          approvers: Approvers | None = None, shown: Any = None, of_run: Run | None = None,
          **kw: Any) -> RequestView:
+    history = tuple(CheckpointInfo(run_id="a1b2c3d4e5f6", seq=s, parent_seq=s - 1 if s else None, branch=0, step=step,
+                                   next_step=nxt, workflow_version=1, created_at=NOW, is_snapshot=True,
+                                   stored_bytes=10)
+                    for s, step, nxt in ((1, "draft_plan", "review_plan"), (0, "__start__", "draft_plan")))
+    kw.setdefault("rewind", RewindChoices(checkpoints=history, total=len(history)))  # (as the engine offers them)
     return RequestView(
         request=req, run=of_run or run(), workflow="migration-plan", workflow_version=1, point="review_artefacts",
         title=req.title, show="scripts", shown_value=SCRIPTS if shown is None else shown,
         actions=("approve", "edit", "reject", "feedback", "rewind"),
         approvers=approvers or Approvers(jira_users=("acc-sme", "acc-lead"), jira_groups=("dba",)),
-        options=options or {}, decisions=decisions, checkpoints=tuple(
-            CheckpointInfo(run_id="a1b2c3d4e5f6", seq=s, parent_seq=s - 1 if s else None, branch=0, step=step,
-                           next_step=nxt, workflow_version=1, created_at=NOW, is_snapshot=True, stored_bytes=10)
-            for s, step, nxt in ((0, "__start__", "draft_plan"), (1, "draft_plan", "review_plan"))), **kw)
+        options=options or {}, decisions=decisions, checkpoints=history, **kw)
 
 
 def decision(action: str, **payload: Any) -> Decision:

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from integrations.jira import render
-from store.models import Decision, ProgressView, RequestStatus
+from store.models import Decision, ProgressView, RequestStatus, RewindChoices
 from tests.integrations.jira.test_jira_channel import decision, fake, request, rsps, run, view  # noqa: F401
 from tests.support.fake_jira import FakeJira
 
@@ -113,3 +113,25 @@ def test_hostile_progress_comments(event: str, facts: dict) -> None:
     text = render.progress_comment(ProgressView(run=run(), workflow=LINE, event=event, steps=(LINE,),
                                                 facts=facts, request=request(), next_request=nxt))
     never_markup(text)
+
+
+def test_hostile_step_names_in_the_rewind_help_and_the_how_to_answer(fake: FakeJira) -> None:  # noqa: F811
+    """A step's name (a LangGraph node may be named anything) in the list of checkpoints a ``/rewind`` can
+    name, and in the issue's "How to answer", is literal text, cut at ``STEP_CHARS``."""
+    name = "[~accountid:evil] {code}x{code} [click|http://evil.example] |a|b| *bold* (x)"
+    base = view(request())
+    offered = tuple(cp.model_copy(update={"next_step": step}) for cp, step in zip(
+        base.rewind.checkpoints, (name, "x" * 500)))
+    choices = RewindChoices(checkpoints=offered, total=152)
+    help_ = render.rewind_help("a1b2c3d4e5f6", choices)
+    never_markup(help_)
+    assert f"* #1 → {render.inline(name)} · 2024-05-01 12:00 UTC · branch 0" in help_
+    assert f"* #0 → {'x' * (render.STEP_CHARS - 1)}… · " in help_ and "x" * render.STEP_CHARS not in help_
+    assert help_.endswith("Showing 2 of 152 checkpoints the run can continue from: #0 (the run's input), where "
+                          "each step starts, and the newest. To continue from another, {{/rewind N}} with its "
+                          "number ({{hazel history a1b2c3d4e5f6}} lists them all), or the run's page.")
+    assert "Showing" not in render.rewind_help("a1b2c3d4e5f6", RewindChoices(checkpoints=offered, total=2))
+    ref = fake.channel().open_request(base.model_copy(update={"rewind": choices}))
+    description = fake.issue(ref["issue_id"])["fields"]["description"]
+    never_markup(description)
+    assert f"(steps: {render.inline(name)}, {'x' * 500}; or a checkpoint's number" in description
