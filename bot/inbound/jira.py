@@ -6,14 +6,14 @@ the actor (Hazel's own comments and transitions: 200, ignored, so Hazel never an
 is a command (``/approve``, ``/reject REASON``, ``/edit VALUE``, ``/rewind STEP [feedback]``) or feedback,
 and a transition to the point's approve / reject status is that decision. A ``/rewind`` without a target, or
 naming none the run has, is answered with the checkpoints it can name (the engine's choice, as Slack's Rewind
-modal lists them: ``RequestView.rewind``), saying when that list is cut and how to reach the rest. Whatever the engine refuses (not
-allowed, invalid edit, already decided) is answered with a comment on the issue and changes nothing; a refused
-transition's issue is first moved back where it came from, through as many transitions as the workflow needs
-(``JiraChannel.walk``), and the answer says whether Hazel could. On the issue of a run that has ended, a plain
-comment where the point takes feedback goes to the engine as feedback too (refused and answered, not ignored),
-and a refusal there says that the run has ended and what runs it again. A ``/rewind`` that settles no request
-of its issue (the run had ended, or waits on another channel) is answered with what it did, since no outcome
-comment comes to that issue from the outbox.
+modal lists them: ``RequestView.rewind``), saying when that list is cut and how to reach the rest. Whatever the
+engine refuses (not allowed, invalid edit, already decided) is answered with a comment on the issue and changes
+nothing; a refused transition's issue is first moved back where it came from, through as many transitions as
+the workflow needs (``JiraChannel.walk``), and the answer says whether Hazel could. On the issue of a run that
+has ended, a plain comment where the point takes feedback goes to the engine as feedback too (refused and
+answered, not ignored), and a refusal there says that the run has ended and what runs it again. A ``/rewind``
+that settles no request of its issue (the run had ended, or waits on another channel) is answered with what it
+did, since no outcome comment comes to that issue from the outbox.
 
 Duplicates decide once: decisions carry ``delivery_id`` (``<site>/issue/<id>/comment/<id>``, ``…/changelog/<id>``:
 ``integrations.jira.webhook.delivery_key``), which the database keeps unique, so Jira's retries and Server's
