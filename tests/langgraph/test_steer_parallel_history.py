@@ -95,4 +95,4 @@ def test_the_jira_issue_lists_each_node_a_rewind_may_name(db_url):
         run = env.hazel.start(workflow="lg-intake", input={"topic": "tides"}, actor=person("olga"))
         env.drive(run.id)
         issue = json.dumps(env.issue(run.id)["fields"], ensure_ascii=False)
-        assert "steps: draft, intake, legal; or a checkpoint number" in issue, issue  # not 'draft + legal'
+        assert "steps: draft, intake, legal; or a checkpoint's number" in issue, issue  # not 'draft + legal'
