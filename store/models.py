@@ -328,6 +328,19 @@ def branch_heading(parent: CheckpointInfo, child: CheckpointInfo) -> str:
     return f"fork from #{parent.seq} → branch {child.branch}"
 
 
+def line_of(checkpoints: "list[CheckpointInfo]", head_seq: int | None = None) -> set[int]:
+    """The checkpoint numbers on the line from ``head_seq`` back to #0 (the branch the run is on), through each
+    checkpoint's parent; ``head_seq`` None: the newest checkpoint. A pruned history ends the walk at the first
+    parent not in ``checkpoints``; an empty ``checkpoints`` gives an empty set."""
+    by_seq = {cp.seq: cp for cp in checkpoints}
+    line: set[int] = set()
+    at = by_seq.get(max(by_seq) if head_seq is None and by_seq else head_seq)  # type: ignore[arg-type]
+    while at is not None and at.seq not in line:
+        line.add(at.seq)
+        at = by_seq.get(at.parent_seq) if at.parent_seq is not None else None
+    return line
+
+
 def rewound_fields(cp: CheckpointInfo, decision: "Decision") -> list[str]:
     """The state fields a rewind's edits set, for a drawing of the tree: the names in ``decision``'s payload
     when ``cp`` is that rewind's checkpoint; empty otherwise (another node's, or a rewind without edits)."""

@@ -28,6 +28,7 @@ _WHERE: dict[str, tuple[str, str]] = {
     "entry_value": ("steering.edits", "entry_value"), "value_from_text": ("steering.edits", "value_from_text"),
     "TIMEOUT_RETRY_SEC": ("timeouts", "TIMEOUT_RETRY_SEC"), "Fired": ("timeouts", "Fired"),
     "DECIDING": ("views", "DECIDING"), "Access": ("views", "Access"), "Approvers": ("workflow", "Approvers"),
+    "rewind_choices": ("choices", "rewind_choices"), "REWIND_CHOICES": ("choices", "REWIND_CHOICES"),
     "Step": ("workflow", "Step"), "StepContext": ("workflow", "StepContext"),
     "SteeringPoint": ("workflow", "SteeringPoint"), "Workflow": ("workflow", "Workflow"),
 }
@@ -46,6 +47,7 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:  # the names as the type checker sees them (imported when used, above)
+    from bot.engine.choices import REWIND_CHOICES, rewind_choices
     from bot.engine.clock import utcnow
     from bot.engine.errors import (
         AlreadyDecidedError,

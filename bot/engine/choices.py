@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from store.models import CheckpointInfo, RewindChoices
+from store.models import CheckpointInfo, RewindChoices, line_of
 
 REWIND_CHOICES = 100
 """The most checkpoints a rewind offers (Slack's limit of options in a ``static_select``)."""
@@ -40,12 +40,7 @@ def rewind_choices(checkpoints: Iterable[CheckpointInfo], *, head_seq: int | Non
     targets = sorted((cp for cp in every if cp.next_step), key=lambda cp: cp.seq)
     if len(targets) <= limit:
         return RewindChoices(checkpoints=tuple(targets[::-1]), total=len(targets))
-    by_seq = {cp.seq: cp for cp in every}
-    line: set[int] = set()
-    at = by_seq.get(max(by_seq) if head_seq is None else head_seq)
-    while at is not None and at.seq not in line:  # (a pruned history ends the walk early)
-        line.add(at.seq)
-        at = by_seq.get(at.parent_seq) if at.parent_seq is not None else None
+    line = line_of(every, head_seq)
     starts: dict[str, CheckpointInfo] = {}
     for on_line in (True, False):
         for cp in targets:
