@@ -1,7 +1,9 @@
 """The checkpoint tree as a graph (a "git log --graph" drawn in SVG): one row per checkpoint in sequence
 order, one lane per branch (a lane is reused once its branch has ended), a curve from the checkpoint a rewind
 forked from to the first checkpoint of the new branch. Checkpoints off the head's line (abandoned branches)
-are drawn faint; steering points are diamonds; the head is ringed.
+are drawn faint; steering points are diamonds; the head is ringed. A page of a long run's tree draws part of
+it (``bot.inbound.web.history``): an empty row where it leaves checkpoints out, and a short dashed stroke into a
+checkpoint whose parent is not on the page.
 
 Pure layout: no store, no engine; the page template draws what ``layout`` returns.
 """
@@ -10,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from store.models import REWIND_NODE, START, CheckpointInfo, Decision, SteeringRequest
+from store.models import REWIND_NODE, START, CheckpointInfo, Decision, SteeringRequest, line_of
 
 ROW_PX = 56
 """Height of one row of the tree (the SVG and the HTML rows share it)."""
@@ -43,11 +45,13 @@ class Node:
 
 @dataclass(frozen=True)
 class Edge:
-    """An SVG path ``d`` from a parent to its child; ``live`` when both are on the head's line."""
+    """An SVG path ``d`` from a parent to its child; ``live`` when both are on the head's line; ``off``: the
+    parent is not drawn (a stroke from the top of the child's row)."""
 
     d: str
     live: bool
     fork: bool
+    off: bool = False
 
 
 @dataclass(frozen=True)
@@ -68,17 +72,18 @@ def _kind(cp: CheckpointInfo, points: set[str]) -> str:
 
 
 def layout(checkpoints: list[CheckpointInfo], *, head_seq: int, decisions: list[Decision],
-           points: set[str] = frozenset()) -> Graph:  # type: ignore[assignment]
-    """The drawing of ``checkpoints`` (every branch; any order) with the run's ``decisions``; ``points``: the
-    workflow's steering point names."""
+           points: set[str] = frozenset(), line: set[int] | None = None,  # type: ignore[assignment]
+           gaps_before: set[int] = frozenset()) -> Graph:  # type: ignore[assignment]
+    """The drawing of ``checkpoints`` (every branch, or a page of them; any order) with the run's ``decisions``;
+    ``points``: the workflow's steering point names. ``line``: the checkpoints on the head's line
+    (``store.models.line_of`` of the whole history), for a page that does not hold that whole line; None: walked
+    through ``checkpoints``. ``gaps_before``: checkpoints drawn after an empty row (where a page leaves some
+    out)."""
     cps = sorted(checkpoints, key=lambda c: c.seq)
-    by_seq = {c.seq: c for c in cps}
-    row_of = {c.seq: i for i, c in enumerate(cps)}
-    live: set[int] = set()
-    seq: int | None = head_seq
-    while seq is not None and seq in by_seq and seq not in live:
-        live.add(seq)
-        seq = by_seq[seq].parent_seq
+    row_of: dict[int, int] = {}
+    for c in cps:
+        row_of[c.seq] = len(row_of) + sum(1 for g in gaps_before if g <= c.seq)
+    live = line_of(cps, head_seq) if line is None else line
     # a lane per branch, from the row it forks at to its last row; reused when free again
     span: dict[int, list[int]] = {}
     for c in cps:
@@ -110,9 +115,13 @@ def layout(checkpoints: list[CheckpointInfo], *, head_seq: int, decisions: list[
                             live=c.seq in live, head=c.seq == head_seq, decisions=shown)
     edges = []
     for c in cps:
-        if c.parent_seq is None or c.parent_seq not in nodes:
+        if c.parent_seq is None:
             continue
-        a, b = nodes[c.parent_seq], nodes[c.seq]
+        b = nodes[c.seq]
+        if c.parent_seq not in nodes:  # its parent is on another page (or was pruned)
+            edges.append(Edge(d=f"M{b.x},{b.y - ROW_PX // 2} L{b.x},{b.y}", live=b.live, fork=False, off=True))
+            continue
+        a = nodes[c.parent_seq]
         if a.lane == b.lane:
             d = f"M{a.x},{a.y} L{b.x},{b.y}"
         else:  # curve out of the parent into the new lane, then straight down to the child
@@ -120,8 +129,9 @@ def layout(checkpoints: list[CheckpointInfo], *, head_seq: int, decisions: list[
             d = f"M{a.x},{a.y} C{a.x},{bend} {b.x},{a.y} {b.x},{bend} L{b.x},{b.y}"
         edges.append(Edge(d=d, live=a.live and b.live, fork=a.lane != b.lane or c.step == REWIND_NODE))
     lanes = max(len(lane_end), 1)
+    rows = max(row_of.values(), default=0) + 1
     return Graph(nodes=tuple(nodes[c.seq] for c in cps), edges=tuple(edges),
-                 width_px=2 * PAD_PX + (lanes - 1) * LANE_PX, height_px=max(len(cps), 1) * ROW_PX)
+                 width_px=2 * PAD_PX + (lanes - 1) * LANE_PX, height_px=rows * ROW_PX)
 
 
 def waiting_at(requests: list[SteeringRequest]) -> dict[int, SteeringRequest]:
