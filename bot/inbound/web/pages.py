@@ -1,7 +1,11 @@
 """What each run page shows, read through the engine's boundary (``Hazel``'s reading methods, one read
 transaction each): the list of runs, a run with its tree and pending request, the state at a checkpoint, a
 diff between two checkpoints. No store access of its own, no permission logic (``Hazel.access`` says what
-the person may do)."""
+the person may do).
+
+Whatever the run's length, a page lists a bounded part of it (``bot.inbound.web.history``) and loads at most the
+states it shows: a run page those of its pending requests, a diff page two. It reads the run's checkpoint
+metadata whole (``Hazel.checkpoints``: no states, one query), as the choice of #0 and each step's start needs."""
 
 from __future__ import annotations
 
@@ -9,9 +13,10 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from bot.inbound.web import history
 from bot.inbound.web.diff import FieldDiff, state_diff
 from bot.inbound.web.graph import Graph, layout
-from store.models import CheckpointInfo, Decision, Run, RunStatus, SteeringRequest, node_label
+from store.models import CheckpointInfo, Decision, Run, RunStatus, SteeringRequest, line_of, node_label
 
 if TYPE_CHECKING:
     from bot.engine import Access, Hazel
@@ -19,6 +24,8 @@ if TYPE_CHECKING:
 
 PAGE_SIZE = 25
 """Runs per page of ``/runs``."""
+DECISION_ROWS = 50
+"""Decisions the run page's table lists (the newest; the audit log has every one)."""
 
 
 @dataclass
@@ -26,8 +33,13 @@ class RunPage:
     """A run as ``/runs/{id}`` shows it."""
 
     run: Run
-    checkpoints: list[CheckpointInfo]
+    window: history.Window
+    """The page of the tree shown (``?page=``; 0: the newest)."""
+    targets: history.Choices
+    """What the rewind form's checkpoint field offers."""
     decisions: list[Decision]
+    """The newest ``DECISION_ROWS`` decisions, oldest first (``decisions_total``: how many in all)."""
+    decisions_total: int
     requests: list[SteeringRequest]
     graph: Graph
     pending: "RequestView | None" = None
@@ -46,8 +58,9 @@ class Waiting:
     access: "Access | None" = None
 
 
-def run_page(hazel: "Hazel", run_id: str, actor: "Actor | None") -> RunPage:
-    """The run, its checkpoint tree, its pending requests and what ``actor`` may do at each (None: view only).
+def run_page(hazel: "Hazel", run_id: str, actor: "Actor | None", *, page: int = 0) -> RunPage:
+    """The run, page ``page`` of its checkpoint tree (0: the newest, ``history.window``), its pending requests
+    and what ``actor`` may do at each (None: view only).
 
     Raises:
         RunNotFoundError.
@@ -56,19 +69,22 @@ def run_page(hazel: "Hazel", run_id: str, actor: "Actor | None") -> RunPage:
     checkpoints = hazel.checkpoints(run_id=run_id)
     decisions = hazel.decisions(run_id=run_id)
     requests = hazel.requests(run_id=run_id)
-    graph = layout(checkpoints, head_seq=run.head_seq, decisions=decisions, points={r.point for r in requests})
-    page = RunPage(run=run, checkpoints=checkpoints, decisions=decisions, requests=requests, graph=graph,
-                   request_of={r.id: r for r in requests})
+    window = history.window(checkpoints, head_seq=run.head_seq, page=page)
+    graph = layout(window.shown, head_seq=run.head_seq, decisions=decisions, points={r.point for r in requests},
+                   line=line_of(checkpoints, run.head_seq), gaps_before=set(window.gaps))
+    shown = RunPage(run=run, window=window, targets=history.rewind_targets(checkpoints, head_seq=run.head_seq),
+                    decisions=decisions[-DECISION_ROWS:], decisions_total=len(decisions), requests=requests,
+                    graph=graph, request_of={r.id: r for r in requests})
     for pending in (r for r in requests if r.status.value == "pending"):  # several: parallel LangGraph nodes
-        page.waiting.append(Waiting(hazel.request_view(request_id=pending.id),
-                                    hazel.access(request_id=pending.id, actor=actor) if actor is not None else None))
-    if page.waiting:
-        page.pending, page.access = page.waiting[0].view, page.waiting[0].access
-        if page.access is not None:
-            page.may_rewind = page.access.may("rewind")
+        shown.waiting.append(Waiting(hazel.request_view(request_id=pending.id),
+                                     hazel.access(request_id=pending.id, actor=actor) if actor is not None else None))
+    if shown.waiting:
+        shown.pending, shown.access = shown.waiting[0].view, shown.waiting[0].access
+        if shown.access is not None:
+            shown.may_rewind = shown.access.may("rewind")
     elif actor is not None and run.status is not RunStatus.RUNNING:
-        page.may_rewind = True  # an ended run: the engine decides who may (its refusal is shown)
-    return page
+        shown.may_rewind = True  # an ended run: the engine decides who may (its refusal is shown)
+    return shown
 
 
 @dataclass
@@ -121,13 +137,17 @@ def label(cp: CheckpointInfo) -> str:
 
 @dataclass
 class DiffPage:
+    """``a`` and ``b`` compared field by field; ``choices``: what the page's two checkpoint fields offer."""
+
     a: CheckpointInfo
     b: CheckpointInfo
     fields: list[FieldDiff]
+    choices: history.Choices
 
 
-def diff_page(hazel: "Hazel", run_id: str, checkpoints: list[CheckpointInfo], a: int, b: int) -> DiffPage:
-    """The field-by-field diff of the states at checkpoints ``a`` and ``b``.
+def diff_page(hazel: "Hazel", run: Run, checkpoints: list[CheckpointInfo], a: int, b: int) -> DiffPage:
+    """The field-by-field diff of the states at checkpoints ``a`` and ``b`` of ``run`` (``checkpoints``: its
+    checkpoints' metadata, all of them); two states loaded.
 
     Raises:
         CheckpointNotFoundError: either does not exist.
@@ -135,7 +155,8 @@ def diff_page(hazel: "Hazel", run_id: str, checkpoints: list[CheckpointInfo], a:
     by_seq = {c.seq: c for c in checkpoints}
     for seq in (a, b):
         if seq not in by_seq:
-            raise hazel.missing_checkpoint(run_id=run_id, seq=seq)
-    old = hazel.state_tree_at(run_id=run_id, seq=a)
-    new = hazel.state_tree_at(run_id=run_id, seq=b)
-    return DiffPage(by_seq[a], by_seq[b], state_diff(old, new))
+            raise hazel.missing_checkpoint(run_id=run.id, seq=seq)
+    old = hazel.state_tree_at(run_id=run.id, seq=a)
+    new = hazel.state_tree_at(run_id=run.id, seq=b)
+    choices = history.diff_choices(checkpoints, head_seq=run.head_seq, keep=(a, b))
+    return DiffPage(by_seq[a], by_seq[b], state_diff(old, new), choices)

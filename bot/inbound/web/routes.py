@@ -2,7 +2,8 @@
 another host):
 
 - ``GET /runs``: runs, newest first, filtered by status, workflow and "waiting on me", paged;
-- ``GET /runs/{id}``: the checkpoint tree, the pending request and its actions; ``?t=`` opens a signed link;
+- ``GET /runs/{id}``: the checkpoint tree, a page at a time (``?page=``, 0: the newest), the pending request and
+  its actions; ``?t=`` opens a signed link;
 - ``GET /runs/{id}/checkpoints/{seq}``: the state at a checkpoint;
 - ``GET /runs/{id}/diff?a=&b=``: a field-by-field diff of two checkpoints' states;
 - ``GET /runs/{id}/audit``: the audit log;
@@ -43,7 +44,7 @@ from bot.inbound.api import api_tokens, hazel_error_response
 from bot.inbound.api_errors import validation_message
 from bot.inbound.api_models import INT_MAX
 from bot.inbound.continuing import continue_soon
-from bot.inbound.web import pages
+from bot.inbound.web import history, pages
 from bot.inbound.web.auth import HEADERS, Refused, WebAuth
 from bot.inbound.web.links import Signer
 from bot.settings import Settings
@@ -60,7 +61,7 @@ WEB_ACTIONS = ("approve", "reject", "feedback")
 """Decisions the pages offer (``edit`` stays with Slack, Jira, the CLI and the REST API)."""
 Page = Annotated[int, Query(ge=0, le=INT_MAX)]
 Seq = Annotated[int | None, Query(ge=0, le=INT_MAX)]
-FormSeq = Annotated[int, Form(ge=0, le=INT_MAX)]
+FormSeq = Annotated[int | None, Form(ge=0, le=INT_MAX)]
 FormHead = Annotated[int, Form(ge=0, le=INT_MAX)]
 FormId = Annotated[int | None, Form(ge=1, le=INT_MAX)]
 
@@ -317,14 +318,14 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
 
     @router.get("/runs/{run_id}")
     @guarded
-    def run(request: Request, run_id: str, t: str | None = None) -> Response:
+    def run(request: Request, run_id: str, t: str | None = None, page: Page = 0) -> Response:
         if t is not None:  # opening a link: remember it in the session, then drop the token from the address
             session = auth.open_link(request, run_id, t)
             response = RedirectResponse(f"/runs/{run_id}", status_code=303, headers=HEADERS)
             auth.save(response, session)
             return response
         session = auth.viewer(request, run_id)
-        return to_full_id(request, session, run_id) or run_view(request, session, run_id)
+        return to_full_id(request, session, run_id) or run_view(request, session, run_id, page=page)
 
     def to_full_id(request: Request, session: "Session", run_id: str) -> Response | None:
         """For a signed-in session, the redirect (303) from a page of a run named by a unique prefix of its id
@@ -341,9 +342,9 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
         return RedirectResponse(f"/runs/{quote(full)}{quote(page)}{query}", status_code=303, headers=HEADERS)
 
     def run_view(request: Request, session: "Session", run_id: str, *, error: str | None = None,
-                 status: int = 200) -> Response:
+                 status: int = 200, page: int = 0) -> Response:
         actor = auth.actor(session, run_id)
-        data = pages.run_page(hazel, run_id, actor)
+        data = pages.run_page(hazel, run_id, actor, page=page)
         grant = None if session.all_runs else session.link_for(run_id)
         outdated = auth.view_only(session, run_id) if grant is not None and grant.outdated else None
         return render(request, session, "run.html", status, p=data, actor=actor, error=error,
@@ -363,7 +364,9 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
             return render(request, session, "message.html", 404, title="No such checkpoint",
                           message=hazel.missing_checkpoint(run_id=run_id, seq=seq).message)
         tree = hazel.state_tree_at(run_id=run_id, seq=seq)
-        return render(request, session, "state.html", run=run_, cp=cp, tree=tree, checkpoints=checkpoints)
+        ordered = sorted(checkpoints, key=lambda c: c.seq)
+        return render(request, session, "state.html", run=run_, cp=cp, tree=tree,
+                      strip=history.strip(ordered, seq), tree_page=history.page_of(ordered, seq))
 
     @router.get("/runs/{run_id}/diff")
     @guarded
@@ -384,10 +387,10 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
                               title="Nothing earlier to compare with" if known else "No such checkpoint",
                               message=exc.message)
         try:
-            found = pages.diff_page(hazel, run_id, checkpoints, a, b)
+            found = pages.diff_page(hazel, run_, checkpoints, a, b)
         except HazelError as exc:
             return render(request, session, "message.html", 404, title="No such checkpoint", message=str(exc))
-        return render(request, session, "diff.html", run=run_, d=found, checkpoints=checkpoints)
+        return render(request, session, "diff.html", run=run_, d=found)
 
     @router.get("/runs/{run_id}/audit")
     @guarded
@@ -444,12 +447,17 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
 
     @router.post("/runs/{run_id}/rewind")
     @guarded
-    def rewind(request: Request, run_id: str, to: FormSeq, head: FormHead, csrf: Annotated[str, Form()] = "",
-               request_id: FormId = None, feedback: Annotated[str, Form()] = "",
+    def rewind(request: Request, run_id: str, head: FormHead, to: FormSeq = None, here: FormSeq = None,
+               csrf: Annotated[str, Form()] = "", request_id: FormId = None, feedback: Annotated[str, Form()] = "",
                nonce: Annotated[str, Form(max_length=64)] = "") -> Response:
-        """A rewind from the page; ``head``: the head checkpoint the page showed, required (the engine refuses
-        the rewind when the run has moved on since: ``Hazel.rewind``'s ``expect_head``; a form without it
-        skipped that check)."""
+        """A rewind from the page's one rewind form: to checkpoint ``here`` when a row's "rewind here" button
+        sent it (a button of that form: only the one clicked is sent), else ``to`` (the form's checkpoint
+        field); neither answers 422 ``to: Field required``. ``head``: the head checkpoint the page
+        showed, required (the engine refuses the rewind when the run has moved on since: ``Hazel.rewind``'s
+        ``expect_head``; a form without it skipped that check)."""
+        to = here if here is not None else to
+        if to is None:
+            raise RequestValidationError([{"type": "missing", "loc": ("body", "to"), "msg": "Field required"}])
         session, actor = acting(request, run_id, csrf)
         try:
             outcome = hazel.rewind(run_id=run_id, actor=actor, to=to, feedback=typed(feedback) or None,

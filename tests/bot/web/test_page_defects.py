@@ -30,12 +30,13 @@ def wait_for(served: Served, *statuses: RunStatus) -> None:
 
 
 def rewind_forms(page: str) -> dict[str, dict[str, str]]:
-    """The rewind forms of a run page, by their ``to`` (the "rewind here" buttons): their hidden fields."""
-    forms = {}
-    for body in re.findall(r'<form method="post" action="/runs/[^"]+/rewind" class="inline">(.*?)</form>', page):
-        fields = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', body))
-        forms[fields["to"]] = fields
-    return forms
+    """What a run page's "rewind here" buttons send, by their checkpoint: the one rewind form's hidden fields
+    and the button's ``here`` (a button of that form, ``form="rewind"``, outside it)."""
+    [body] = re.findall(r'<form method="post" action="/runs/[^"]+/rewind" class="act act-rewind" id="rewind">'
+                        r'(.*?)</form>', page, re.S)
+    fields = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', body))
+    buttons = re.findall(r'<button [^>]*form="rewind" name="here" value="(\d+)"[^>]*>rewind here</button>', page)
+    return {seq: {**fields, "here": seq} for seq in buttons}
 
 
 def complete(served: Served) -> None:
