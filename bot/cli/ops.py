@@ -171,6 +171,18 @@ def _read_settings() -> "Settings":
         raise
 
 
+def _socket_mode_missing(settings: "Settings") -> str | None:
+    """The settings ``serve --socket-mode`` lacks, named for the error line (``SLACK_APP_TOKEN (an app-level
+    token, xapp-…) and SLACK_BOT_TOKEN (…)``), or None when it has both: the app-level token opens the
+    connection, and the bot token answers what comes over it (buttons, modals, ``/hazel``). Checked before
+    anything starts: without the bot token the Slack app could only be built once the workers were running,
+    and ``serve`` stopped them again with ``unexpected ValueError``."""
+    missing = [text for value, text in ((settings.slack_app_token, "SLACK_APP_TOKEN (an app-level token, xapp-…)"),
+                                        (settings.slack_bot_token, "SLACK_BOT_TOKEN (the bot token, xoxb-…)"))
+               if value is None]
+    return " and ".join(missing) or None
+
+
 @app.command("serve")
 @handle_errors
 def serve_cmd(
@@ -193,13 +205,14 @@ def serve_cmd(
     settings = _read_settings()
     configure_logging(settings)
     _log_errors(settings)
+    missing = _socket_mode_missing(settings) if socket_mode else None
+    if missing:
+        raise CliError(f"--socket-mode needs {missing}")
     problem = bind_problem(host or settings.host, port or settings.port)
     if problem:
         raise CliError(problem)
     warn_unknown_settings()
     common.started()
-    if socket_mode and settings.slack_app_token is None:
-        raise CliError("--socket-mode needs SLACK_APP_TOKEN (an app-level token, xapp-…)")
     serve(settings, host=host or settings.host, port=port or settings.port, workers=workers,
           socket_mode=socket_mode, signals=signals,
           console=console_for(settings, command=command_prefix()))  # (the answer commands as `worker` prints them)
