@@ -30,9 +30,19 @@ def slack_channel(settings: Settings) -> "SlackChannel":
 
 
 def jira_channel(settings: Settings) -> "JiraChannel":
-    """The Jira channel from the ``JIRA_*`` settings (only when ``settings.jira_configured``)."""
+    """The Jira channel from the ``JIRA_*`` settings (only when ``settings.jira_configured``).
+
+    Raises:
+        ConfigurationError: ``JIRA_API_TOKEN`` without ``JIRA_USER`` (and no ``JIRA_PAT``): the token is sent
+            with the user's e-mail (``_jira_credential_problem``).
+    """
     from integrations.jira import JiraChannel, JiraOptions, build_client
 
+    problem = _jira_credential_problem(settings)
+    if problem is not None:
+        from bot.engine import ConfigurationError
+
+        raise ConfigurationError(problem)
     secret = settings.jira_api_token.get_secret_value() if settings.jira_api_token else None
     pat = settings.jira_pat.get_secret_value() if settings.jira_pat else None
     client = build_client(url=settings.jira_url or "", cloud=settings.jira_cloud, user=settings.jira_user,
@@ -47,9 +57,24 @@ def jira_channel(settings: Settings) -> "JiraChannel":
     return JiraChannel(client=client, cloud=settings.jira_cloud, defaults=defaults, link_for=link_maker(settings))
 
 
+def _jira_credential_problem(settings: Settings) -> str | None:
+    """Why the ``JIRA_*`` settings turn Jira on (``settings.jira_configured``) with a credential it cannot send
+    (the settings named, in one line), or None. ``JIRA_URL`` with ``JIRA_API_TOKEN`` but no ``JIRA_USER`` was
+    taken as configured and failed where the channel was built, as ``unexpected ValueError``: in every
+    command, and in ``hazel serve`` and ``hazel worker``."""
+    if settings.jira_configured and settings.jira_pat is None and not settings.jira_user:
+        return ("JIRA_API_TOKEN is set but JIRA_USER is not: Jira takes the API token with the bot account's "
+                "e-mail (JIRA_USER); on Jira Server / Data Center set JIRA_PAT instead")
+    return None
+
+
 def channels_from_settings(settings: Settings) -> dict[str, Channel]:
     """The configured channels by kind (``slack``, ``jira``). Unconfigured ones are absent: their requests
-    fall back to the console (see ``bot.ops.outbox.ChannelRouter``)."""
+    fall back to the console (see ``bot.ops.outbox.ChannelRouter``).
+
+    Raises:
+        ConfigurationError: a channel turned on without what it needs (``jira_channel``).
+    """
     channels: dict[str, Channel] = {}
     if settings.slack_configured:
         channels["slack"] = slack_channel(settings)

@@ -1,9 +1,11 @@
-"""Slack settings that turn Socket Mode on without what it needs are refused up front, in one line naming what
-is missing, exit status 1, before anything starts (no database opened, no worker started).
+"""Slack and Jira settings that turn a channel on without what it needs are refused up front, in one line naming
+what is missing, exit status 1, before anything starts (no database opened, no worker started).
 
 Found: ``hazel serve --socket-mode`` with ``SLACK_APP_TOKEN`` but no ``SLACK_BOT_TOKEN`` started its workers,
 delivery and scheduler, then built the Slack app, which needs the bot token, and stopped them all again with
-``error: unexpected ValueError: Slack needs SLACK_BOT_TOKEN``.
+``error: unexpected ValueError: Slack needs SLACK_BOT_TOKEN``. ``JIRA_URL`` and ``JIRA_API_TOKEN`` without
+``JIRA_USER`` (the API token is sent with the bot account's e-mail) ended every command, ``serve`` and
+``worker`` included, with ``unexpected ValueError`` too.
 
 Each command runs in a process of its own, in an empty directory (no ``.env``), with only the settings given.
 """
@@ -48,3 +50,24 @@ def test_socket_mode_without_a_slack_token_is_refused_before_anything_starts(
     assert done.stdout == ""
     assert not (tmp_path / "hazel.db").exists()  # the database was not even opened
     assert APP_TOKEN not in done.stderr and BOT_TOKEN not in done.stderr
+
+
+JIRA_LINE = ("error: JIRA_API_TOKEN is set but JIRA_USER is not: Jira takes the API token with the bot account's "
+             "e-mail (JIRA_USER); on Jira Server / Data Center set JIRA_PAT instead")
+
+
+@pytest.mark.parametrize("args", [["serve"], ["worker"], ["worker", "--until-idle"], ["runs"]])
+def test_a_jira_api_token_without_its_user_is_refused_in_one_line(tmp_path: Path, args: list[str]) -> None:
+    done = _hazel(tmp_path, args, {"JIRA_URL": "https://example.atlassian.net", "JIRA_API_TOKEN": "jira-secret-1"})
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines() == [JIRA_LINE], done.stderr
+    assert not (tmp_path / "hazel.db").exists()
+    assert "jira-secret-1" not in done.stderr
+
+
+def test_a_jira_api_token_with_a_pat_needs_no_user(tmp_path: Path) -> None:
+    """``JIRA_PAT`` is a credential of its own (Server / Data Center): with it, ``JIRA_USER`` is not needed."""
+    done = _hazel(tmp_path, ["runs"], {"JIRA_URL": "https://jira.example.com", "JIRA_API_TOKEN": "jira-secret-1",
+                                       "JIRA_PAT": "jira-pat-1"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "no runs"
