@@ -139,6 +139,7 @@ def _sqlite_hooks(engine: Engine, synchronous: str, busy_timeout_ms: int) -> Non
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:  # a transaction SQLAlchemy begins (Alembic's, ``engine.begin()``)
+        # a writer's unless the connection says ``hazel_write=False`` (``store.migrate.current_revision``)
         options = conn.get_execution_options()
         if options.get(BEGUN):  # a ``transaction``'s: begun already
             return

@@ -61,10 +61,15 @@ def head_revision() -> str:
 def current_revision(engine: Engine) -> str | None:
     """The revision the database is at, or None when it has no version table (or an empty one).
 
+    A read: on SQLite its transaction is a plain ``BEGIN`` (``store.db``'s begin hook makes every other
+    transaction SQLAlchemy begins a writer's ``BEGIN IMMEDIATE``), so that the check every command starts with
+    (``ensure``) and ``/healthz`` (``Store.health``) answer while another process holds the write lock: in WAL
+    mode a reader never waits for a writer.
+
     Raises:
         sqlalchemy.exc.DBAPIError: the database failed otherwise (unreachable, the connection lost).
     """
-    with engine.connect() as conn:
+    with engine.connect().execution_options(hazel_write=False) as conn:
         try:
             return conn.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).scalar()
         except DBAPIError as exc:  # no version table: a database Alembic has never touched
@@ -287,9 +292,10 @@ def downgrade(engine: Engine, revision: str, *, discard_graph_state: bool = Fals
 def ensure(engine: Engine, *, upgrade_if_empty: bool = True) -> None:
     """Create the schema on an empty database; refuse to run on an out-of-date one.
 
-    A database at ``HEAD`` is answered with one query, without a lock. Otherwise the check (and the creation)
-    runs under ``schema_lock``, reading the revision again once it holds it: a process that started beside
-    another one creating the schema waits for it, then finds the schema made.
+    A database at ``HEAD`` is answered with one query, without a lock (a read, ``current_revision``: on SQLite
+    not SQLite's write lock either, so that a command that only reads answers beside another process's writer).
+    Otherwise the check (and the creation) runs under ``schema_lock``, reading the revision again once it holds
+    it: a process that started beside another one creating the schema waits for it, then finds the schema made.
 
     Raises:
         SchemaTooNewError: the database is at a revision newer than this Hazel (a newer Hazel is needed).
