@@ -111,8 +111,8 @@ def http_routers(hazel: "HazelApp", settings: Settings) -> list["APIRouter"]:
 
         routers.append(jira_router(hazel, settings, channel=_channel(hazel, "jira") or jira_channel(settings)))
     else:
-        routers.append(_off("/jira/webhook", "Jira is off on this server: set JIRA_URL and JIRA_API_TOKEN (or "
-                                             "JIRA_PAT)"))
+        routers.append(_off("/jira/webhook", "Jira is off on this server: set JIRA_URL with JIRA_USER and "
+                                             "JIRA_API_TOKEN (Cloud), or with JIRA_PAT (Server/Data Center)"))
     return routers
 
 

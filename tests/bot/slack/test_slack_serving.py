@@ -90,8 +90,8 @@ def test_wiring_builds_the_channel_and_route_only_when_configured(db_url: str) -
     with LiveServer(create_app(hazel, routers=http_routers(hazel, bare))) as server:  # off: said so, not 404
         for path, says in (("/slack/events", "Slack is off on this server: set SLACK_BOT_TOKEN and "
                                              "SLACK_SIGNING_SECRET"),
-                           ("/jira/webhook", "Jira is off on this server: set JIRA_URL and JIRA_API_TOKEN (or "
-                                             "JIRA_PAT)")):
+                           ("/jira/webhook", "Jira is off on this server: set JIRA_URL with JIRA_USER and "
+                                             "JIRA_API_TOKEN (Cloud), or with JIRA_PAT (Server/Data Center)")):
             answer = httpx.post(server.url + path, content=b"{}", headers={"Content-Type": "application/json"})
             assert answer.status_code == 503, answer.text
             assert answer.json() == {"error": {"type": "ChannelOffError", "message": says}}
