@@ -495,7 +495,10 @@ class Settings(BaseSettings):
     def _base_url(cls, value: str | None, info: ValidationInfo) -> str | None:
         """An http(s) URL with a host (the run pages' links, Jira's REST API, the LLM's API start with it),
         checked when a command starts rather than at the first delivery or call; Jira's and Hazel's own
-        without a query or fragment (the ``jira`` library, and the run pages' links, append paths to them)."""
+        without a query or fragment (the ``jira`` library, and the run pages' links, append paths to them); Hazel's
+        own without a path, too: the run pages link and redirect to root paths (``/runs/…``, ``/login``)."""
+        from urllib.parse import urlsplit
+
         if value is None:
             return None
         example = {"jira_url": "https://yourcompany.atlassian.net", "llm_base_url": "https://api.openai.com/v1"}
@@ -504,6 +507,9 @@ class Settings(BaseSettings):
                              f", not {_url_shown(value)!r}")
         if info.field_name in ("jira_url", "base_url") and ("?" in value or "#" in value):
             raise ValueError(f"must be the site's URL without a query or fragment, not {_url_shown(value)!r}")
+        if info.field_name == "base_url" and urlsplit(value.strip()).path.strip("/"):  # pages link to /runs/…
+            raise ValueError("must be the site's root URL, without a path (the run pages link to /runs/…: serve "
+                             f"Hazel at the root of a host name or port), not {_url_shown(value)!r}")
         return value.strip()
 
     @field_validator("database_url")
