@@ -511,14 +511,17 @@ class Hazel(Reads, Requests, Links):
         """Fork the run from checkpoint ``to`` (a number, or a step name: just before it ran), optionally with
         ``feedback`` for the next step and state ``edits`` (an edit leaving a field or an entry empty or blank
         is refused unless ``allow_empty``, as an edit's). One transaction (``bot.engine.steering.rewind``).
+        ``edits`` need what an edit needs besides the rewind permission: ``edit`` at the steering point the
+        target asks at next for a field it shows, else at the point of the nearest approval behind the target
+        (``bot.engine.steering.rewind_edits``); refused as ``NotAllowedError``, audited, nothing written.
         ``expect_head``: the head checkpoint the caller showed (a run page's); if the run's head is another
         one by the time the rewind's transaction locks the run, nothing is written and the rewind is refused
         (``AlreadyDecidedError``: ``the run changed since this page was loaded (it is now at #7, waiting, not
         #3; last rewound to #0 by sam at …): reload the page``). None (the default): not checked.
 
         Raises:
-            RunNotFoundError, CheckpointNotFoundError, NotAllowedError, InvalidDecisionError,
-            AlreadyDecidedError (also: the head is not ``expect_head``), RunStateError,
+            RunNotFoundError, CheckpointNotFoundError, NotAllowedError (also: edits the person may not make
+            there), InvalidDecisionError, AlreadyDecidedError (also: the head is not ``expect_head``), RunStateError,
             VersionUnavailableError.
         """
         outcome = self.steering.rewind(run_id, actor, to=to, feedback=feedback, edits=edits,

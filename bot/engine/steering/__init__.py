@@ -1,8 +1,8 @@
 """Decisions, rewinds, retries and cancellations: the one path every channel takes to steer a run.
 
 ``Steering`` is the sum of small parts that share ``core.SteeringCore``: ``decide`` (approve, edit, reject,
-feedback), ``rewind`` (time travel), ``run_actions`` (retry, cancel, ending a timed-out run) and ``edits`` (the
-one place an edit is parsed and validated). The engine's boundary, ``bot.engine.hazel.Hazel``, is what
+feedback), ``rewind`` (time travel; ``rewind_edits``: who may rewind with edits), ``run_actions`` (retry,
+cancel, ending a timed-out run) and ``edits`` (the one place an edit is parsed and validated). The engine's boundary, ``bot.engine.hazel.Hazel``, is what
 adapters call; they never reach in here.
 """
 

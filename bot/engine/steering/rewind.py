@@ -22,6 +22,7 @@ from bot.engine.logcontext import bind_log_context
 from bot.engine.reads import missing_checkpoint_in
 from bot.engine.steering.core import REWINDABLE, DecisionOutcome, Refused, SteeringCore, when
 from bot.engine.steering.edits import apply_edits, refuse_empty_edits
+from bot.engine.steering.rewind_edits import edits_refusal
 from bot.engine.transitions import close_request
 from bot.engine.versions import decode_stored, migrate_tree, point_in, request_point, resolve_workflow
 from bot.engine.workflow import REWIND_NODE, SteeringPoint, Workflow
@@ -52,6 +53,9 @@ class Rewinding(SteeringCore):
         checked in the rewind's transaction with the run locked; None: not checked. Whether ``actor`` may rewind
         is checked first: a person who may not is refused as such (``NotAllowedError``) whether the request
         named (``request_id``) waits or was settled, and whether the run moved on since ``expect_head`` or not.
+        ``edits`` also need what an edit needs where they would be shown or past the approval they would pass
+        (``bot.engine.steering.rewind_edits``): refused as ``NotAllowedError`` otherwise, audited, nothing
+        written.
 
         Raises:
             RunNotFoundError, CheckpointNotFoundError, NotAllowedError, InvalidDecisionError (also a NUL
@@ -141,6 +145,11 @@ class Rewinding(SteeringCore):
         if loaded is None:
             loaded = tx.checkpoints.load(run.id, target.seq)
             assert loaded is not None
+        if isinstance(edits, dict) and edits:  # a rewind's edits need what an edit needs (``rewind_edits``)
+            reason = edits_refusal(tx, wf, run, target=target, tree=loaded.tree, edits=edits, actor=actor,
+                                   people=self.people, pending=request)
+            if reason is not None:
+                raise Refused(reason, run.id, request.id if request else None)
         tree = loaded.tree
         if target.workflow_version != wf.version:
             if target.workflow_version not in wf.migrations:
