@@ -137,7 +137,7 @@ def _past_approval(head: str, run: Run, target: CheckpointInfo, request: Steerin
     title = point.title if point is not None else request.title
     goes = (f"the run would go on with them from {node_label(target.next_step)}" if target.next_step
             else "they would be the run's final state")
-    why = (f"{head}: #{target.seq} comes after the approval at {title!r} ({past(request)}): {goes} with "
+    why = (f"{head}: #{target.seq} comes after the approval at {title!r} ({_past(request)}): {goes} with "
            "nobody approving them, and a rewind's edits past an approval need what an edit there needs: ")
     instead = (f" (rewind without edits, or to #{request.checkpoint_seq} or before, where {title!r} asks "
                "again)")
@@ -155,8 +155,9 @@ def _past_approval(head: str, run: Run, target: CheckpointInfo, request: Steerin
     return None
 
 
-def past(request: SteeringRequest) -> str:
-    """``by sam at 2026-03-01 09:00 UTC`` (a quorum's: the vote that settled it, and the count)."""
-    quorum = f", {request.approvals} of {request.approvals_required} approvals" if request.approvals_required > 1 else ""
+def _past(request: SteeringRequest) -> str:
+    """``approved by sam at 2026-03-01 09:00 UTC`` (a quorum's: the vote that settled it, and the count)."""
+    quorum = (f", {request.approvals} of {request.approvals_required} approvals"
+              if request.approvals_required > 1 else "")
     action = past_tense(request.decided_action or Action.APPROVE.value)
     return f"{action} by {request.decided_by or 'someone'} at {when(request.decided_at)}{quorum}"
