@@ -44,8 +44,10 @@ class Rewinding(SteeringCore):
                expect_head: int | None = None) -> DecisionOutcome:
         """Fork the run from an earlier checkpoint: ``to`` is a sequence number, or a node name (the latest
         checkpoint on the current branch from which that node runs next). ``feedback`` goes to the node that
-        runs next (to the steering point's feedback step when the target waits at one); ``edits`` replace
-        state fields (an empty or blank text is refused unless ``allow_empty``, as an edit's:
+        runs next (to the steering point's feedback step when the target waits at one); without it, the node
+        gets what the target hands it (a feedback or a rejection that routed the run there, as ``retry`` from
+        that checkpoint gives it: ``CheckpointInfo.handoff``; a LangGraph run's words are in its state).
+        ``edits`` replace state fields (an empty or blank text is refused unless ``allow_empty``, as an edit's:
         ``bot.engine.steering.edits.refuse_empty_edits``); ``claim``: lease the run for the caller
         (``DecisionOutcome.claim``). ``expect_head``: the head checkpoint the caller saw (a run page's); when
         the run's head is another one now (someone rewound it, or it ran on), nothing is written and the
@@ -181,6 +183,8 @@ class Rewinding(SteeringCore):
             node = wf.nodes.get(next_node) if next_node else None
             if isinstance(node, SteeringPoint):
                 next_node = wf.feedback_target(node) or next_node
+        elif not graph and target.handoff and next_node == target.next_step:
+            handoff = dict(target.handoff)  # the words a decision routed this step with, as a retry gives them
         payload = {"to": target.seq, "feedback": feedback, "edits": edits or None}
         now = self.clock()
         with tx.pipeline():  # PostgreSQL: the writes in one or two round trips (the request's answer, the rest)
