@@ -212,6 +212,9 @@ class Rewinding(SteeringCore):
         decision_id = tx.decisions.insert(run_id=run.id, request_id=request.id if request else None,
                                           action=Action.REWIND, actor=actor, payload=payload, now=now,
                                           delivery_id=delivery_id, decision_id=decision_id)
+        # the hook reads the run as the rewind found it (README: ``run.status`` before the decision moved it on)
+        tx.hooks.emit("run.decided", run_id=run.id, now=now, request=after, decision_id=decision_id,
+                      action=Action.REWIND.value, actor=actor_facts(actor), settled=True, payload=payload)
         seq, branch = run.last_seq + 1, run.last_branch + 1
         checkpoint = NewCheckpoint(run_id=run.id, seq=seq, parent_seq=target.seq, branch=branch, step=REWIND_NODE,
                                    next_step=next_node, workflow_version=wf.version, created_at=now,
@@ -222,8 +225,6 @@ class Rewinding(SteeringCore):
         tx.events.add(action="decision.rewind", actor=actor, now=now, run_id=run.id,
                       request_id=request.id if request else None, to_seq=target.seq, continues_at=next_node,
                       feedback=feedback, edited_fields=sorted(edits) if edits else None)
-        tx.hooks.emit("run.decided", run_id=run.id, now=now, request=after, decision_id=decision_id,
-                      action=Action.REWIND.value, actor=actor_facts(actor), settled=True, payload=payload)
         decision = Decision(id=decision_id, run_id=run.id, request_id=request.id if request else None,
                             action=Action.REWIND, actor_id=actor.id, actor_name=actor.name, channel=actor.channel,
                             payload=payload, created_at=now, delivery_id=delivery_id, person=actor.who,
