@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from typer.testing import CliRunner
 from bot.cli import app as cli_app
 from bot.engine.errors import NotAllowedError
 from bot.inbound.api import api_router
+from bot.ops.retention import prune
 from bot.server.http import create_app
 from bot.settings import Settings
 from examples.migration_plan import build
@@ -277,3 +279,24 @@ def test_rest_rewind_with_edits_past_the_sign_off(db_url: str, tmp_path: Path) -
         assert plain.status_code == 201, plain.text
         settles(RunStatus.COMPLETED)
         assert hz.state_at(run_id=run_id).scripts == scripts
+
+
+def test_a_pruned_history_is_judged_by_the_runs_newest_approval(db_url: str) -> None:
+    """``hazel prune`` keeps only the final checkpoint (no parent): the approval behind it is the run's newest
+    one before it (priya's, at 'Review it'), so the starter may not edit the final state past it."""
+    hz = make_hazel(db_url, locked)
+    run = hz.start(workflow="locked", input={}, actor=person("dan"))
+    hz.drive(run_id=run.id)
+    hz.decide(run_id=run.id, action="approve", actor=person("priya"))
+    hz.drive(run_id=run.id)
+    assert prune(hz.store, older_than_days=0, now=hz.clock() + timedelta(seconds=1)).runs == [run.id]
+    [head] = hz.checkpoints(run_id=run.id)
+    assert head.parent_seq is None and head.seq > 0
+    with pytest.raises(NotAllowedError, match=rf"to #{head.seq} with edits of text: #{head.seq} comes after the "
+                                              r"approval at 'Review it' \(approved by priya at .*\): they would be "
+                                              r"the run's final state with nobody approving them, .*: dan may not "
+                                              r"edit at 'Review it': only priya may"):
+        hz.rewind(run_id=run.id, actor=person("dan"), to=head.seq, edits={"text": "after the fact"})
+    hz.rewind(run_id=run.id, actor=person("priya"), to=head.seq, edits={"text": "priya's"})
+    hz.drive(run_id=run.id)
+    assert hz.state_at(run_id=run.id).text == "priya's"

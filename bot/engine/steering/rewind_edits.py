@@ -142,7 +142,8 @@ def _past_approval(head: str, run: Run, target: CheckpointInfo, request: Steerin
     instead = (f" (rewind without edits, or to #{request.checkpoint_seq} or before, where {title!r} asks "
                "again)")
     if point is None:
-        return why + f"who may edit at {request.point!r} is not known here (its definition is not deployed)" + instead
+        return why + (f"who may edit at {request.point!r} is not known here ({run.workflow} as deployed here has no "
+                      "such steering point, or the checkpoint it was asked at is gone)" + instead)
     reason = permissions.refusal(point, EDIT, actor, run, people, escalated=request.escalated_at is not None)
     if reason is not None:
         return why + reason + instead
