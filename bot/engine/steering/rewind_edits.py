@@ -37,7 +37,7 @@ from store import Tx
 from store.models import (REWIND_NODE, Action, Actor, CheckpointInfo, RequestStatus, Run, SteeringRequest,
                           node_label, node_names, past_tense)
 
-EDIT = Action.EDIT.value
+_EDIT = Action.EDIT.value
 _APPROVING = (Action.APPROVE.value, Action.EDIT.value)
 
 
@@ -47,7 +47,8 @@ def edits_refusal(tx: Tx, wf: Workflow, run: Run, *, target: CheckpointInfo, tre
     the module docstring; None when they may (or ``edits`` is empty, or Hazel itself rewinds). ``tree``: the
     target's stored state tree (a LangGraph run's: the points asked there); ``pending``: the request the run
     waits on now (its escalation counts at the point ahead when it was asked at ``target``). Reads the run's
-    checkpoint list and requests only when a field is not one the point ahead shows (rule 2)."""
+    checkpoint list and requests only when a field is not one the point ahead shows (rule 2); on a LangGraph
+    run, also the latest request at each node that runs next (rule 1)."""
     if not edits or actor.channel in permissions.HAZEL_ITSELF:
         return None
     graph = isinstance(wf, lgraph.LangGraphWorkflow)
@@ -60,7 +61,7 @@ def edits_refusal(tx: Tx, wf: Workflow, run: Run, *, target: CheckpointInfo, tre
             continue
         escalated = (pending is not None and pending.checkpoint_seq == target.seq and pending.point == point.name
                      and pending.escalated_at is not None)
-        reason = permissions.refusal(point, EDIT, actor, run, people, escalated=escalated)
+        reason = permissions.refusal(point, _EDIT, actor, run, people, escalated=escalated)
         if reason is not None:
             return (f"{head}: {point.title!r} asks about them next, and a rewind's edits of what a steering point "
                     f"shows need what an edit there needs: {reason}")
@@ -144,7 +145,7 @@ def _past_approval(head: str, run: Run, target: CheckpointInfo, request: Steerin
     if point is None:
         return why + (f"who may edit at {request.point!r} is not known here ({run.workflow} as deployed here has no "
                       "such steering point, or the checkpoint it was asked at is gone)" + instead)
-    reason = permissions.refusal(point, EDIT, actor, run, people, escalated=request.escalated_at is not None)
+    reason = permissions.refusal(point, _EDIT, actor, run, people, escalated=request.escalated_at is not None)
     if reason is not None:
         return why + reason + instead
     unshown = [f for f in fields if not _shows(point, f, graph)]
