@@ -70,6 +70,12 @@ def past_tense(action: str | None) -> str:
     return PAST_TENSE.get(action or "", "decided")
 
 
+DB_INT_MAX = 2**31 - 1
+"""The largest value the database's integer columns hold (PostgreSQL's ``integer``: 2,147,483,647; SQLite's hold
+more, so a larger one would work there and fail on PostgreSQL): a workflow's version, a step's ``max_attempts``,
+a steering point's ``approvals_required``, and every number a request names (a checkpoint, a request id)
+are at most this, refused where they are given rather than sent to the database."""
+
 START = "__start__"
 """Name of the node that produced a run's first checkpoint (the validated input)."""
 REWIND_NODE = "__rewind__"

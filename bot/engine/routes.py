@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from store.models import ALL_ACTIONS, Action
+from store.models import ALL_ACTIONS, DB_INT_MAX, Action
 
 END = "__end__"
 """The end target: ``next=END``, ``on_reject=END``, ``on_feedback=END`` or ``ctx.goto(END)`` ends the run there
@@ -100,6 +100,9 @@ def point_settings_problems(p: Any) -> list[str]:
             out.append(f"invalid channel {channel!r} (console, slack:#channel, slack:C…, jira:PROJECTKEY)")
     if p.approvals_required < 1:
         out.append("approvals_required must be at least 1")
+    elif p.approvals_required > DB_INT_MAX:  # (a request's approvals_required column, PostgreSQL's integer)
+        out.append(f"approvals_required must be at most {DB_INT_MAX:,} (what the database's integer columns hold), "
+                   f"not {p.approvals_required}")
     if p.on_timeout and p.timeout_sec is None:
         out.append("on_timeout without timeout_sec")
     if p.on_timeout in ALL_ACTIONS and p.on_timeout not in p.actions:

@@ -47,7 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from bot.engine.errors import WorkflowDefinitionError, validation_details
 from bot.engine.routes import END, problems
 from store.codec import StateCodec
-from store.models import ALL_ACTIONS, MIGRATE_NODE, REWIND_NODE, START, Approvers, node_label
+from store.models import ALL_ACTIONS, DB_INT_MAX, MIGRATE_NODE, REWIND_NODE, START, Approvers, node_label
 
 __all__ = ["Approvers", "END", "MIGRATE_NODE", "REWIND_NODE", "START", "Step", "StepContext", "SteeringPoint",
            "Workflow", "node_label"]
@@ -80,15 +80,30 @@ class Step:
         return base * (rng or random).uniform(0.5, 1.0)
 
 
+INT_COLUMNS = "what the database's integer columns hold"
+"""Why a number a workflow gives is at most ``DB_INT_MAX`` (said after the bound in each refusal)."""
+
+
+def version_problem(version: Any) -> str | None:
+    """Why ``version`` cannot be a workflow's version (a whole number, not a bool, from 1 to ``DB_INT_MAX``:
+    the runs, checkpoints and requests store it in an integer column, and a larger one, a date stamp such as
+    202612061530, failed every start on PostgreSQL while SQLite took it), or None when it can."""
+    if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= DB_INT_MAX:
+        return f"version must be a whole number from 1 to {DB_INT_MAX:,} ({INT_COLUMNS}), not {version!r}"
+    return None
+
+
 def retry_problems(max_attempts: Any, backoff_sec: Any, max_backoff_sec: Any) -> list[str]:
-    """The problems of a step's retry settings: ``max_attempts`` a whole number (not a bool) of at least 1, the
-    backoffs numbers of seconds (not bools, not text), finite, 0 or more and at most ``MAX_DURATION_SEC``
+    """The problems of a step's retry settings: ``max_attempts`` a whole number (not a bool) from 1 to
+    ``DB_INT_MAX`` (a run's ``attempt`` column counts up to it), the backoffs numbers of seconds (not bools, not text), finite, 0 or more and at most ``MAX_DURATION_SEC``
     (NaN, infinity, ``True`` or -5 were taken: a NaN backoff waited a default, -5 retried at once)."""
     out = []
     if isinstance(max_attempts, bool) or not isinstance(max_attempts, int):
         out.append(f"max_attempts must be a whole number, not {max_attempts!r}")
     elif max_attempts < 1:
         out.append("max_attempts must be at least 1")
+    elif max_attempts > DB_INT_MAX:
+        out.append(f"max_attempts must be at most {DB_INT_MAX:,} ({INT_COLUMNS}), not {max_attempts}")
     for sec_name, value in (("backoff_sec", backoff_sec), ("max_backoff_sec", max_backoff_sec)):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             out.append(f"{sec_name} must be a number of seconds, not {value!r}")
@@ -176,9 +191,14 @@ class Workflow(Generic[S]):
 
     Args:
         name: unique name (letters, digits, ``_ . -``), used by ``hazel run NAME``.
-        version: integer; a run pins the version it started on.
+        version: a whole number from 1 to ``DB_INT_MAX`` (2,147,483,647: the database's integer columns); a run
+            pins the version it started on.
         state: the pydantic model of the run's state; the run's input is validated against it.
         starters: who may start runs from Slack or the REST API (default: anyone).
+
+    Raises:
+        WorkflowDefinitionError: an invalid name, a state that is not a pydantic model, a version that is not a
+            whole number from 1 to ``DB_INT_MAX`` (``version_problem``). The rest is checked by ``validate``.
     """
 
     def __init__(self, name: str, *, version: int = 1, state: type[S], description: str = "",
@@ -187,6 +207,9 @@ class Workflow(Generic[S]):
             raise WorkflowDefinitionError(f"workflow name {name!r} must match {_NAME.pattern}")
         if not (isinstance(state, type) and issubclass(state, BaseModel)):
             raise WorkflowDefinitionError(f"workflow {name!r}: state must be a pydantic BaseModel class")
+        problem = version_problem(version)
+        if problem:
+            raise WorkflowDefinitionError(f"workflow {name!r}: {problem}")
         self.name = name
         self.version = int(version)
         self.state = state
