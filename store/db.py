@@ -52,6 +52,11 @@ def make_engine(
     loss; NORMAL: it survives a process crash). ``busy_timeout_ms``: how long a writer waits for another
     process's write lock (default ``BUSY_TIMEOUT_MS``, 30 s; then ``is_sqlite_busy``). Both ignored on PostgreSQL.
 
+    A database error's text never holds its statement's parameters (``hide_parameters``: SQLAlchemy writes
+    ``[SQL parameters hidden due to hide_parameters=True]`` in their place; ``store.fast`` raises its own so):
+    they are a run's state, a person's text, which an error's text carries into logs, tracebacks and the
+    error a run stores.
+
     The pool lends its most recently returned connection first (``pool_use_lifo``): its statements are
     already prepared (the sqlite3 module's statement cache, psycopg's prepared statements) and, on SQLite,
     its page cache is warm, where the default order cycles through every pooled connection
@@ -83,6 +88,7 @@ def make_engine(
             pool_size=pool_size,
             max_overflow=20,
             pool_use_lifo=True,
+            hide_parameters=True,
         )
         _sqlite_hooks(engine, sqlite_synchronous.upper(), busy_timeout_ms)
         if not parsed.database.startswith("file:"):
@@ -91,7 +97,7 @@ def make_engine(
     if parsed.get_backend_name() == "postgresql":
         # connect_timeout: an unreachable server fails fast (health checks answer 503 instead of hanging)
         engine = create_engine(url, pool_size=pool_size, max_overflow=20, pool_use_lifo=True,
-                               connect_args={"connect_timeout": 10})
+                               connect_args={"connect_timeout": 10}, hide_parameters=True)
         _ping_idle_connections(engine)
         return engine
     raise UnsupportedDatabaseError(

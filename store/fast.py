@@ -324,8 +324,8 @@ def execute(conn: Connection, stmt: ClauseElement, params: dict[str, Any], *, bi
         invalid = conn.dialect.is_disconnect(exc, raw, None)
         if invalid:
             conn.invalidate(exc)
-        raise DBAPIError.instance(c.sql, values, exc, conn.dialect.loaded_dbapi.Error,
-                                  connection_invalidated=invalid, dialect=conn.dialect) from exc
+        raise DBAPIError.instance(c.sql, values, exc, conn.dialect.loaded_dbapi.Error,  # (its text: no values)
+                                  connection_invalidated=invalid, dialect=conn.dialect, hide_parameters=True) from exc
     except BaseException:  # a value the driver cannot send (OverflowError for an int past 64 bits, …)
         if cursor is not None:
             cursor.close()

@@ -23,7 +23,9 @@ _WHERE: dict[str, tuple[str, str]] = {
     "People": ("people", "People"), "Person": ("people", "Person"), "Registry": ("registry", "Registry"),
     "Shown": ("reads", "Shown"), "Claim": ("runner", "Claim"), "DriveResult": ("runner", "DriveResult"),
     "LEASE_LOST": ("runner", "LEASE_LOST"),
-    "is_transient": ("runner", "is_transient"), "error_line": ("errors", "error_line"), "log_error": ("errors", "log_error"), "transient_error_classes": ("runner", "transient_error_classes"),
+    "is_transient": ("runner", "is_transient"), "error_line": ("errors", "error_line"), "log_error": ("errors", "log_error"),
+    "traceback_text": ("errors", "traceback_text"), "without_statements": ("errors", "without_statements"),
+    "transient_error_classes": ("runner", "transient_error_classes"),
     "DecisionOutcome": ("steering", "DecisionOutcome"), "UNDECLARED": ("steering.edits", "UNDECLARED"),
     "entry_value": ("steering.edits", "entry_value"), "value_from_text": ("steering.edits", "value_from_text"),
     "TIMEOUT_RETRY_SEC": ("timeouts", "TIMEOUT_RETRY_SEC"), "Fired": ("timeouts", "Fired"),
@@ -71,6 +73,8 @@ if TYPE_CHECKING:  # the names as the type checker sees them (imported when used
         WorkflowDefinitionError,
         error_line,
         log_error,
+        traceback_text,
+        without_statements,
     )
     from bot.engine.hazel import Hazel
     from bot.engine.logcontext import VARS as LOG_CONTEXT_VARS
@@ -92,5 +96,5 @@ __all__ = [
     "Registry", "RequestNotFoundError", "RunNotFoundError", "RunStateError", "Shown", "Step", "StepContext", "SteeringPoint",
     "StepContractError", "TIMEOUT_RETRY_SEC", "UnaskedPointError", "UnknownWorkflowError", "VersionUnavailableError", "Workflow",
     "WorkflowDefinitionError", "bind_log_context", "error_line", "is_transient", "log_context", "log_error", "transient_error_classes",
-    "utcnow", "entry_value", "value_from_text", "UNDECLARED",
+    "traceback_text", "utcnow", "without_statements", "entry_value", "value_from_text", "UNDECLARED",
 ]

@@ -31,10 +31,11 @@ echoes an oversized value back.
 from __future__ import annotations
 
 import logging
-
-from typing import Any
-
+import re
+import sys
+import traceback
 from datetime import datetime
+from typing import Any, Iterator
 
 
 QUOTE_MAX_CHARS = 60
@@ -235,17 +236,85 @@ def carries_statement(exc: BaseException) -> bool:
     """Whether ``exc``'s message holds a SQL statement and its bound parameters (SQLAlchemy's ``StatementError``:
     every error the database raised through SQLAlchemy, a schema that is not this Hazel's among them), which may
     hold users' text: such an error is logged as its ``error_line``, not with a traceback ending in its message."""
-    from sqlalchemy.exc import StatementError
+    module = sys.modules.get("sqlalchemy.exc")  # (not imported: SQLAlchemy has raised nothing)
+    return module is not None and isinstance(exc, module.StatementError)
 
-    return isinstance(exc, StatementError)
+
+_DRIVERS = ("psycopg", "sqlite3")
+"""The DB-API drivers whose own errors ``is_database_error`` knows (of those already imported)."""
+
+
+def is_database_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is an error of the database: SQLAlchemy's ``StatementError`` (``carries_statement``) or a
+    driver's own (``psycopg.Error``, ``sqlite3.Error``: SQLAlchemy's error carries one as ``orig`` and is raised
+    from it), whose further lines (PostgreSQL's ``DETAIL:`` and ``CONTEXT:``) may quote a row's values. Such an
+    error is shown by its first line (``error_line``, ``traceback_text``)."""
+    if carries_statement(exc):
+        return True
+    for name in _DRIVERS:
+        module = sys.modules.get(name)  # (a driver not imported has raised nothing)
+        if module is not None and isinstance(exc, module.Error):
+            return True
+    return False
+
+
+def chained(exc: BaseException) -> Iterator[BaseException]:
+    """``exc``, what it was raised from or while handling (``__cause__``, ``__context__``) and, for an exception
+    group, its members, each once: every error a traceback of ``exc`` shows."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        yield e
+        todo += [e.__cause__, e.__context__, *(e.exceptions if isinstance(e, BaseExceptionGroup) else ())]
+
+
+def _text(exc: BaseException) -> str:
+    try:
+        return str(exc)
+    except Exception:  # noqa: BLE001  (a __str__ that raises: the traceback module shows a placeholder)
+        return ""
+
+
+def traceback_text(exc: BaseException) -> str:
+    """``exc``'s traceback as Python prints it (``traceback.format_exception``), each database error in it
+    (``is_database_error``, along ``chained``) shown by the first line of its message: ``sqlalchemy.exc.DataError:
+    (psycopg.errors.NumericValueOutOfRange) integer out of range``, without SQLAlchemy's ``[SQL: …]`` and
+    ``[parameters: …]`` lines or the driver's ``DETAIL:`` lines (the statement's values: a run's input, a
+    person's text); so is any other error whose message quotes such a text (``without_statements``). The frames
+    (files, lines, code) are kept: where it happened is no one's data."""
+    text = "".join(traceback.format_exception(exc))
+    for e in chained(exc):
+        full = _text(e)
+        safe = (full.strip().splitlines() or [""])[0] if is_database_error(e) else without_statements(full)
+        if full and safe != full:
+            text = text.replace(full, safe)
+    return text
+
+
+_STATEMENT_LINE = re.compile(r"^\s*\[SQL: ", re.MULTILINE)
+"""A line of SQLAlchemy's text of a database error that starts its statement (``[SQL: INSERT …``); its
+parameters (``[parameters: …]``) follow."""
+
+
+def without_statements(text: str) -> str:
+    """``text`` cut to its first line when it holds the text of a database error's statement (a line starting
+    ``[SQL: ``: a message made with ``str()`` of SQLAlchemy's error, as a library's ``f"… (error: {e})"``),
+    else ``text`` itself; its further lines would carry the statement, its parameters and the driver's detail."""
+    if "[SQL: " not in text or not _STATEMENT_LINE.search(text):
+        return text
+    return text.strip().splitlines()[0]
 
 
 def log_error(log: logging.Logger, exc: BaseException, message: str, *args: object) -> None:
-    """Log ``message % args`` at ERROR for ``exc``: an error of the database (``carries_statement``: its message
-    holds the SQL statement and its parameters, which may be users' text) as one line, ``message:
+    """Log ``message % args`` at ERROR for ``exc``: an error of the database (``is_database_error``: its message
+    holds the SQL statement and its parameters, or the driver's detail, which may be users' text) as one line, ``message:
     <error_line(exc)>`` (its class and first line: ``ProgrammingError: (psycopg.errors.UndefinedColumn) column …
     does not exist``), without a traceback; any other error with its traceback (a bug to look at)."""
-    if carries_statement(exc):
+    if is_database_error(exc):
         log.error(message + ": %s", *args, error_line(exc))
     else:
         log.error(message, *args, exc_info=exc)

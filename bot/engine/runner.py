@@ -23,7 +23,6 @@ import secrets
 import sys
 import threading
 import time
-import traceback
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Callable
@@ -34,7 +33,13 @@ from pydantic_core import PydanticSerializationError
 
 from bot.engine import lgraph, transitions, versions
 from bot.engine.clock import utcnow
-from bot.engine.errors import StepContractError, VersionUnavailableError
+from bot.engine.errors import (
+    StepContractError,
+    VersionUnavailableError,
+    is_database_error,
+    traceback_text,
+    without_statements,
+)
 from bot.engine.leases import Leases, make_owner
 from bot.engine.logcontext import log_context
 from bot.engine.registry import Registry
@@ -530,15 +535,20 @@ def described(exc: BaseException) -> tuple[str, str]:
     empty). Never raises: an exception whose ``str()`` (or traceback) raises, a ``BaseException`` included, is
     described by its type, the step's error still (it failed the run "outside a step", or ended the worker's
     thread). Storable on both databases: a NUL and a lone surrogate in the text are written as escapes (``\\x00``,
-    ``\\udcff``), as PostgreSQL refuses the one and no database encodes the other (the run stayed ``running``)."""
+    ``\\udcff``), as PostgreSQL refuses the one and no database encodes the other (the run stayed ``running``).
+    A database error (Hazel's own: a write of the run's state that failed; or one a step's code met) is described
+    by the first line of its text, and so it is in the traceback (``errors.traceback_text``): its statement, its
+    parameters and the driver's ``DETAIL:`` lines (a run's state, a person's text) would be shown on every
+    channel that shows the run's error."""
     name = type(exc).__name__
     try:
         text = str(exc)
+        text = (text.strip().splitlines() or [""])[0] if is_database_error(exc) else without_statements(text)
     except BaseException:  # noqa: BLE001  (a __str__ that raises, even a BaseException)
         text = "(its text could not be read: its __str__ raised)"
     message = f"{name}: {text}" if text else name
     try:
-        trace = "".join(traceback.format_exception(exc))
+        trace = traceback_text(exc)
     except BaseException:  # noqa: BLE001
         trace = message
     return _storable(message), _storable(trace)

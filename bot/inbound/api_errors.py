@@ -14,7 +14,8 @@ Status of each (the README's REST API section documents the same table):
     413 PayloadTooLargeError           the body is over HAZEL_MAX_BODY_BYTES (``bot.server.http``)
     422 InvalidRequestError            the body is not JSON, not UTF-8, nested too deeply, or fails validation
         InvalidDecisionError, InvalidInputError, UnknownWorkflowError, IdempotencyKeyReusedError
-    500 InternalError                  an unexpected failure (logged with its traceback; the answer has none)
+    500 InternalError                  an unexpected failure (logged with its traceback, a database error in it
+                                       by its first line: ``bot.ops.logs``; the answer has none)
     503 ApiDisabledError               no token is configured
         DatabaseUnavailableError       the database cannot be reached (``Retry-After`` says when to try again;
                                        the answer names no host, port or credentials)
@@ -292,7 +293,8 @@ async def _database_down(request: Request, exc: Exception) -> JSONResponse:
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-    # (Starlette's ServerErrorMiddleware raises it again after this answer: the server logs the traceback.)
+    # (Starlette's ServerErrorMiddleware raises it again after this answer: the server logs the traceback, a
+    # database error's SQL statement and parameters left out by the log's formatter, bot.ops.logs.)
     if is_transient(exc):  # raised from an outage's error (its __cause__)
         return database_unavailable_response()
     return error_response(500, "InternalError", "an unexpected error; the server's log has the details")

@@ -10,7 +10,9 @@ The runner, steering and the outbox deliverer bind ``run_id`` / ``request_id`` w
 (context variables, so each thread and each HTTP request keeps its own); ``ContextFilter`` copies them onto
 every record. ``RedactingFormatter`` replaces the value of every ``SecretStr`` setting (and the database URL's
 password) in the formatted line, exceptions included, with ``**********``: a defence in depth, since Hazel
-never logs a secret on purpose. The context itself lives in ``bot.engine.logcontext``.
+never logs a secret on purpose. It formats a record without the SQL statement, the parameters and the driver's
+detail a database error's text carries (``without_database_text``), whoever logged it. The context itself lives
+in ``bot.engine.logcontext``.
 
 Under ``json`` the console channel of ``serve`` / ``worker`` logs its notifications (``hazel.console``,
 ``integrations.console_log.LoggingConsole``, chosen by ``bot.server.processes.console_for``) instead of printing
@@ -25,6 +27,7 @@ import sys
 from typing import TextIO
 
 from bot.engine import LOG_CONTEXT_VARS as _VARS
+from bot.engine import traceback_text, without_statements
 from bot.settings import REDACTED, Redactor, Settings, secret_values
 from integrations.terminal import for_terminal
 
@@ -83,9 +86,9 @@ timestamp and the signature (27 characters for HMAC-SHA1), each URL-safe base64,
 
 
 class RedactingFormatter(logging.Formatter):
-    """Formats with ``inner``, then replaces each of ``secrets`` (and its JSON-escaped form: ``Redactor``), the
-    token of every signed run link (``LINK_TOKEN``) and any other signed token (``SIGNED_TOKEN``) by
-    ``**********``."""
+    """Formats with ``inner`` what ``without_database_text`` leaves of a record, then replaces each of
+    ``secrets`` (and its JSON-escaped form: ``Redactor``), the token of every signed run link (``LINK_TOKEN``)
+    and any other signed token (``SIGNED_TOKEN``) by ``**********``."""
 
     def __init__(self, inner: logging.Formatter, secrets: list[str]) -> None:
         super().__init__()
@@ -93,7 +96,7 @@ class RedactingFormatter(logging.Formatter):
         self.redact = Redactor(secrets)
 
     def format(self, record: logging.LogRecord) -> str:
-        text = self.redact(self.inner.format(record))
+        text = self.redact(self.inner.format(without_database_text(record)))
         if "t=" in text or "%74=" in text:
             text = LINK_TOKEN.sub(r"\g<1>" + REDACTED, text)
         if "eyJ" in text:
@@ -101,6 +104,24 @@ class RedactingFormatter(logging.Formatter):
         return text
 
 
+def without_database_text(record: logging.LogRecord) -> logging.LogRecord:
+    """``record``, or a copy of it without what a database error's text carries past its first line (the SQL
+    statement, its parameters, the driver's ``DETAIL:``: a run's input, a person's text): its traceback as
+    ``bot.engine.traceback_text`` writes it (every database error in it by its first line), and a message that
+    quotes such a text (``without_statements``: a library's ``f"Failed to run listener function (error:
+    {e})"``, a ``%s`` of the error) cut to its first line. Whoever logged it (uvicorn's ``Exception in ASGI
+    application`` after a REST 500, APScheduler, Bolt, Hazel's own ``log.exception``) and whatever the format
+    (text or JSON). The record itself is left as it is, for other handlers."""
+    exc = record.exc_info[1] if record.exc_info else None
+    message = record.getMessage()
+    safe = without_statements(message)
+    if safe is message and exc is None:
+        return record
+    copy = logging.makeLogRecord(record.__dict__)
+    copy.msg, copy.args = safe, None
+    if exc is not None:  # (formatted here: the same text as ``Formatter.formatException`` for any other error)
+        copy.exc_info, copy.exc_text = None, traceback_text(exc).rstrip("\n")
+    return copy
 
 
 _HANDLER_MARK = "_hazel_handler"
