@@ -10,7 +10,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _ERRORS = (
-    "AlreadyDecidedError", "AmbiguousRunIdError", "CheckpointNotFoundError", "ConfigurationError", "HazelError",
+    "AlreadyDecidedError", "AmbiguousRunIdError", "CheckpointNotFoundError", "ConfigurationError", "EmptyEditError",
+    "HazelError",
     "InvalidDecisionError", "InvalidInputError", "MissingEditValueError", "MissingRewindTargetError",
     "NoPendingRequestError", "NotAllowedError", "RequestNotFoundError",
     "RunNotFoundError", "RunStateError", "StepContractError", "UnaskedPointError", "UnknownWorkflowError", "VersionUnavailableError",
@@ -56,6 +57,7 @@ if TYPE_CHECKING:  # the names as the type checker sees them (imported when used
         AmbiguousRunIdError,
         CheckpointNotFoundError,
         ConfigurationError,
+        EmptyEditError,
         HazelError,
         InvalidDecisionError,
         InvalidInputError,
@@ -91,7 +93,7 @@ if TYPE_CHECKING:  # the names as the type checker sees them (imported when used
 
 __all__ = [
     "Access", "AlreadyDecidedError", "AmbiguousRunIdError", "Approvers", "CheckpointNotFoundError", "Claim", "ConfigurationError",
-    "DECIDING", "DecisionOutcome", "DriveResult", "Fired", "Hazel", "HazelError", "InvalidDecisionError",
+    "DECIDING", "EmptyEditError", "DecisionOutcome", "DriveResult", "Fired", "Hazel", "HazelError", "InvalidDecisionError",
     "InvalidInputError", "LEASE_LOST", "LOG_CONTEXT_VARS", "MissingEditValueError", "MissingRewindTargetError", "NoPendingRequestError", "NotAllowedError", "People", "Person",
     "Registry", "RequestNotFoundError", "RunNotFoundError", "RunStateError", "Shown", "Step", "StepContext", "SteeringPoint",
     "StepContractError", "TIMEOUT_RETRY_SEC", "UnaskedPointError", "UnknownWorkflowError", "VersionUnavailableError", "Workflow",

@@ -14,6 +14,7 @@
     ├── NotAllowedError (PermissionError): this person may not take this action here
     ├── InvalidDecisionError (ValueError): an edit that fails validation, a reject without reason, …
     │   ├── MissingEditValueError: an edit that gives no new value (each channel says what to send)
+    │   ├── EmptyEditError: an edit that leaves a field or an entry empty (each channel says how to allow it)
     │   └── MissingRewindTargetError: a rewind that names no checkpoint (each channel may list them)
     ├── InvalidInputError (ValueError): a run's input does not fit the workflow's state model
     ├── ConfigurationError (ValueError): a setting is missing or malformed
@@ -176,6 +177,20 @@ class MissingEditValueError(InvalidDecisionError):
     ``payload.value`` or ``payload.text``). The CLI, Slack and Jira ask for the value before the engine sees the
     edit (``hazel edit`` without ``--file`` or ``--set``, a Jira ``/edit`` without text; a Slack modal sends its
     inputs)."""
+
+
+class EmptyEditError(InvalidDecisionError):
+    """An edit (or a rewind's edits) that would leave a field or an entry empty or blank, refused because it did not
+    allow that (``allow_empty``): ``the edit leaves field 'plan' empty: that would replace the value with
+    nothing``, or ``… entry 'b.sql' of field 'scripts' blank (only whitespace) …``. The check is the engine's
+    (``bot.engine.steering.edits``); how an empty value is given is each channel's to say, after ``message``:
+    ``str(err)``, the console's, adds ``; add --allow-empty if that is what you mean`` (``hint``: the command that
+    takes it, ``hazel edit --allow-empty`` or ``hazel rewind --allow-empty``); the REST API names its
+    ``allow_empty``; a Slack modal and a Jira ``/edit``, which have no way to give one, name where it can be
+    given (``hint``, and the REST API's ``allow_empty``)."""
+
+    def __str__(self) -> str:
+        return f"{self.message}; add --allow-empty if that is what you mean"
 
 
 class MissingRewindTargetError(InvalidDecisionError):

@@ -40,6 +40,7 @@ from bot.engine import (
     AlreadyDecidedError,
     AmbiguousRunIdError,
     CheckpointNotFoundError,
+    EmptyEditError,
     HazelError,
     InvalidDecisionError,
     InvalidInputError,
@@ -109,6 +110,11 @@ def error_response(status: int, type_: str, message: str, *, headers: dict[str, 
     return JSONResponse(error_body(type_, message, **extra), status_code=status, headers=headers)
 
 
+ALLOW_EMPTY = 'send "allow_empty": true in the payload if that is what you mean'
+"""What an edit (or a rewind's edits) refused for leaving a field or an entry empty (``EmptyEditError``) is told
+after the engine's ``the edit leaves field 'plan' empty: that would replace the value with nothing``: the
+``allow_empty`` of the API's ``EditPayload`` and ``RewindPayload``."""
+
 MISSING_EDIT_VALUE = "send payload.value (the new value as JSON) or payload.text (the new value as typed)"
 """What an edit without a new value (``MissingEditValueError``) is told to send: the fields of the API's
 ``EditPayload``, after the engine's ``an edit needs a new value for field 'plan'``."""
@@ -116,8 +122,9 @@ MISSING_EDIT_VALUE = "send payload.value (the new value as JSON) or payload.text
 
 def hazel_error_response(exc: HazelError) -> JSONResponse:
     """A ``HazelError`` with its status (``STATUS_OF``) and its channel-neutral message; an edit without a new
-    value is told what the API takes (``MISSING_EDIT_VALUE``), as the ``InvalidDecisionError`` it is, and a
-    rewind without a target is answered as one too."""
+    value is told what the API takes (``MISSING_EDIT_VALUE``), and one that leaves a value empty how to allow it
+    (``ALLOW_EMPTY``), as the ``InvalidDecisionError`` each is, and a rewind without a target is answered as one
+    too."""
     status = next((code for cls, code in STATUS_OF if isinstance(exc, cls)), 400)
     extra: dict[str, Any] = {}
     if isinstance(exc, AlreadyDecidedError):
@@ -126,6 +133,8 @@ def hazel_error_response(exc: HazelError) -> JSONResponse:
     type_, message = type(exc).__name__, plain_mentions(exc.message)
     if isinstance(exc, MissingEditValueError):  # (the type REST callers know for a refused edit)
         type_, message = InvalidDecisionError.__name__, f"{message}: {MISSING_EDIT_VALUE}"
+    elif isinstance(exc, EmptyEditError):  # (likewise; the engine's words say no channel's way to allow it)
+        type_, message = InvalidDecisionError.__name__, f"{message}; {ALLOW_EMPTY}"
     elif isinstance(exc, MissingRewindTargetError):  # (likewise for a rewind without ``to``)
         type_ = InvalidDecisionError.__name__
     return error_response(status, type_, message, **extra)

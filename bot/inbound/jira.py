@@ -50,7 +50,14 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from bot.engine import CheckpointNotFoundError, Hazel, HazelError, MissingRewindTargetError, NotAllowedError
+from bot.engine import (
+    CheckpointNotFoundError,
+    EmptyEditError,
+    Hazel,
+    HazelError,
+    MissingRewindTargetError,
+    NotAllowedError,
+)
 from bot.inbound.api_errors import load_json_body
 from bot.settings import Settings
 from integrations.base import DeliveryError, PermanentDeliveryError
@@ -300,7 +307,7 @@ class JiraWebhook:
             return self._post(_Answer(event, f"{inline(exc.message)}. Nothing changed. Who may steer this request: "
                                              f"{who}.{still}", on_refused))
         except HazelError as exc:  # invalid edit, already decided, a second vote, unknown rewind target, …
-            return self._post(_Answer(event, f"{inline(exc.message)}. Nothing changed."
+            return self._post(_Answer(event, f"{_refusal(exc)}. Nothing changed."
                                              f"{self._still(request.id, action, newer)}{_choices(view, exc)}",
                                       on_refused))
         log.info("jira %s on issue %s by %s: %s run %s%s", event.webhook_event, event.issue_id, actor.id, action,
@@ -375,6 +382,18 @@ class JiraWebhook:
         """Answer the person on the issue (raises DeliveryError when Jira is down: the caller answers 503)."""
         self.channel.comment(event.issue_id, f"{mention(event.actor.id, cloud=self.channel.cloud)} {text}")
         return 200, {"refused" if refused else "answered": text}
+
+
+def _refusal(exc: HazelError) -> str:
+    """The engine's refusal as an answer on the issue says it (wiki text); an edit refused for leaving a value
+    empty also says where an empty value can be given, since a comment has no way to (``EmptyEditError``:
+    ``…; an empty value can be set with {{hazel edit --allow-empty}} or the REST API's {{allow_empty}}, not
+    from a Jira comment``)."""
+    text = inline(exc.message)
+    if isinstance(exc, EmptyEditError) and exc.hint:
+        text += (f"; an empty value can be set with {{{{{exc.hint}}}}} or the REST API's "
+                 "{{allow_empty}}, not from a Jira comment")
+    return text
 
 
 def _choices(view: RequestView, exc: HazelError) -> str:

@@ -36,7 +36,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from bot.engine.errors import InvalidDecisionError, MissingEditValueError
+from bot.engine.errors import EmptyEditError, InvalidDecisionError, MissingEditValueError
 from bot.engine.limits import strict_json
 from bot.engine.workflow import Workflow
 from bot.settings import INVISIBLE
@@ -110,8 +110,9 @@ def blank(text: str) -> bool:
 
 def _refuse_empty(what: str, value: Any, *, hint: str = "hazel edit --allow-empty", was: Any = _ABSENT) -> None:
     """Raise when ``value`` is empty or blank text, or an empty mapping or list (``{}``, ``[]``), or null
-    replacing a value ``was`` that was not null, for an edit with ``allow_empty`` false: ``the edit leaves field
-    'plan' empty: …`` (``what``: ``named``'s phrase; ``hint``: the console's way to allow it)."""
+    replacing a value ``was`` that was not null, for an edit with ``allow_empty`` false: ``EmptyEditError``, ``the
+    edit leaves field 'plan' empty: …`` (``what``: ``named``'s phrase; ``hint``: the console's way to allow it;
+    each channel says its own way after the message)."""
     if isinstance(value, str) and blank(value):
         how = "empty" if not value else ("blank (only whitespace)" if not value.strip() else
                                          "blank (only whitespace and characters that print as nothing)")
@@ -121,8 +122,7 @@ def _refuse_empty(what: str, value: Any, *, hint: str = "hazel edit --allow-empt
         how = "empty (null)"
     else:
         return
-    raise InvalidDecisionError(f"the edit leaves {what} {how}: that would replace the value with nothing; "
-                               "allow an empty value (allow_empty) if that is what you mean", hint=hint)
+    raise EmptyEditError(f"the edit leaves {what} {how}: that would replace the value with nothing", hint=hint)
 
 
 def _refuse_blank_entries(field: str | None, value: Any, shown: Any, *,
@@ -152,7 +152,7 @@ def refuse_empty_edits(edits: dict[str, Any] | None, current: Any) -> None:
     ``hazel rewind --set parts.b=…`` hands the whole mapping, its other entries as they were.
 
     Raises:
-        InvalidDecisionError: ``the edit leaves field 'plan' empty: …`` / ``… entry 'b' of field 'parts' …``.
+        EmptyEditError: ``the edit leaves field 'plan' empty: …`` / ``… entry 'b' of field 'parts' …``.
     """
     hint = "hazel rewind --allow-empty"
     for field, value in (edits or {}).items():
@@ -169,8 +169,8 @@ def edited_value(shown: Any, field: str | None, payload: dict[str, Any], *, entr
     Raises:
         MissingEditValueError: no value given (none of ``value``, ``text``, ``entries``; empty ``text`` with
             ``allow_empty`` absent), said in no channel's terms (``an edit needs a new value for field 'plan'``).
-        InvalidDecisionError: empty text with ``allow_empty`` false, text that should be JSON, entries of
-            something not a mapping.
+        EmptyEditError: a value, an entry or an item left empty or blank without ``allow_empty``.
+        InvalidDecisionError: text that should be JSON, entries of something not a mapping.
     """
     what = named(field)
     allow_empty = payload.get("allow_empty")

@@ -36,6 +36,7 @@ from slack_sdk.errors import SlackApiError
 
 from bot.engine import (
     AlreadyDecidedError,
+    EmptyEditError,
     HazelError,
     InvalidDecisionError,
     NotAllowedError,
@@ -346,9 +347,13 @@ class Submission:
 
 def _field_error(exc: Exception) -> str:
     """An error as a modal's field shows it: plain text (Slack renders no mention there: ``<@U0123>`` reads as
-    ``Slack user U0123``), without the console's hint (``hazel edit --allow-empty`` is nothing a Slack user
-    can run)."""
-    return plain_mentions(exc.message if isinstance(exc, HazelError) else str(exc))
+    ``Slack user U0123``), without the console's hint appended; an edit refused for leaving a value empty says
+    where an empty value can be given, since a modal has no way to (``EmptyEditError``: ``…; an empty value can
+    be set with hazel edit --allow-empty or the REST API's allow_empty, not from a Slack form``)."""
+    text = plain_mentions(exc.message if isinstance(exc, HazelError) else str(exc))
+    if isinstance(exc, EmptyEditError):
+        text += f"; an empty value can be set with {exc.hint} or the REST API's allow_empty, not from a Slack form"
+    return text
 
 
 def gone_text(named: ButtonValue, *, form: bool = False) -> str:
