@@ -28,6 +28,10 @@ MAX_WORKERS = 1000
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 _NUMBER_MAX = 2**31 - 1
 """The largest number a setting takes (seconds: 68 years; bytes: 2 GiB)."""
+WEB_SECRET_MIN_CHARS = 32
+"""The fewest characters ``HAZEL_WEB_SECRET`` takes (spaces around it not counted: the signer leaves them out):
+it alone signs the "View run" links every Slack card and Jira issue carries, ``hazel link --for`` proxy links
+and the session cookies, and a short one can be found offline from any posted link by trying them all."""
 
 
 def _http_url(url: str) -> bool:
@@ -368,8 +372,8 @@ class Settings(BaseSettings):
     """Where people reach ``hazel serve``, e.g. ``https://hazel.example.com`` (the run pages' links; without it
     Slack cards, Jira issues and ``hazel link`` carry no "View run" link)."""
     web_secret: SecretStr | None = Field(None, validation_alias="HAZEL_WEB_SECRET")
-    """Signs "View run" links and the run pages' session cookies (a long random string, the same on every
-    ``hazel serve``; without it the run pages are off and no link is rendered)."""
+    """Signs "View run" links and the run pages' session cookies (a random string of at least 32 characters, the
+    same on every ``hazel serve``; without it the run pages are off and no link is rendered)."""
     link_ttl_sec: float = Field(7 * 24 * 3600.0, validation_alias="HAZEL_LINK_TTL_SEC")
     """How long a "View run" link works after it was made (default 7 days)."""
     web_session_sec: float = Field(12 * 3600.0, validation_alias="HAZEL_WEB_SESSION_SEC")
@@ -478,6 +482,17 @@ class Settings(BaseSettings):
         """``HAZEL_API_TOKENS`` as ``name=token`` pairs, no name or token twice (``HAZEL_API_TOKEN``'s, named
         ``api``, included), checked for every command (``hazel runs`` as ``hazel serve``)."""
         api_token_pairs(info.data.get("api_token"), value)
+        return value
+
+    @field_validator("web_secret")
+    @classmethod
+    def _web_secret(cls, value: SecretStr | None) -> SecretStr | None:
+        """At least ``WEB_SECRET_MIN_CHARS`` characters; the message says how to make one and never shows the
+        value (nor its length)."""
+        if value is not None and len(value.get_secret_value().strip()) < WEB_SECRET_MIN_CHARS:
+            raise ValueError(f"must be at least {WEB_SECRET_MIN_CHARS} characters: it alone signs the run pages' "
+                             "links and session cookies, and a short one can be guessed from any link; make one "
+                             "with: python -c 'import secrets; print(secrets.token_urlsafe(32))'")
         return value
 
     @field_validator("sqlite_synchronous")

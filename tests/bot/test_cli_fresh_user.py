@@ -151,7 +151,7 @@ def test_cancel_reason_at_file_reads_the_file_as_reject_does(cli, tmp_path) -> N
 
 def test_url_settings_are_refused_at_start_naming_the_value_as_given(cli, monkeypatch) -> None:  # noqa: ANN001
     run_id = json.loads(cli("run", "doc-review", "--input", '{"topic": "t"}', "--json").stdout)["run"]["id"]
-    monkeypatch.setenv("HAZEL_WEB_SECRET", "a-long-random-web-secret")
+    monkeypatch.setenv("HAZEL_WEB_SECRET", "a-long-random-web-secret-of-40-characters")
     monkeypatch.setenv("HAZEL_BASE_URL", "notaurl")
     assert cli("link", run_id, code=1).stderr == ("error: invalid settings: HAZEL_BASE_URL: must be an http(s) URL "
                                                   "such as https://hazel.example.com, not 'notaurl'\n")

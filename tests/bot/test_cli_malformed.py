@@ -37,8 +37,7 @@ NUMBER_ZERO_OK = {"retention_days", "head_cache_bytes"}
 ANY_TEXT = {"host", "output_dir", "slack_api_url", "slack_bot_token", "slack_signing_secret", "slack_app_token",
             "jira_url", "jira_user", "jira_api_token", "jira_pat", "jira_webhook_secret", "jira_issue_type",
             "jira_approve_status", "jira_reject_status", "jira_done_status", "jira_rejected_status",
-            "llm_base_url", "llm_api_key", "llm_model", "api_token", "api_tokens", "web_secret",
-            "hook_secret"}
+            "llm_base_url", "llm_api_key", "llm_model", "api_token", "api_tokens", "hook_secret"}
 """Text settings that take any non-blank text as far as a command that does not use them can tell (secrets,
 names of Jira statuses, URLs of services only ``serve`` talks to)."""
 
@@ -61,6 +60,7 @@ def setting_extras(tmp: Path) -> dict[str, list[str]]:
         "hook_urls": ["not-a-url", "hello"],
         "base_url": ["notaurl", "ftp://hazel.example.com", "https://", "https://hazel.example.com/?x=1#frag"],
         "retention_days": ["1e9", "inf"],  # as hazel prune --older-than: below 1,000,000 days
+        "web_secret": ["x", "s" * 31, " " * 8 + "s" * 31 + " " * 8],  # at least 32 characters, spaces not counted
     }
 
 
