@@ -27,7 +27,7 @@ import sys
 from typing import TextIO
 
 from bot.engine import LOG_CONTEXT_VARS as _VARS
-from bot.engine import traceback_text, without_statements
+from bot.engine import is_database_error, traceback_text, without_statements
 from bot.settings import REDACTED, Redactor, Settings, secret_values
 from integrations.terminal import for_terminal
 
@@ -109,12 +109,18 @@ def without_database_text(record: logging.LogRecord) -> logging.LogRecord:
     statement, its parameters, the driver's ``DETAIL:``: a run's input, a person's text): its traceback as
     ``bot.engine.traceback_text`` writes it (every database error in it by its first line), and a message that
     quotes such a text (``without_statements``: a library's ``f"Failed to run listener function (error:
-    {e})"``, a ``%s`` of the error) cut to its first line. Whoever logged it (uvicorn's ``Exception in ASGI
-    application`` after a REST 500, APScheduler, Bolt, Hazel's own ``log.exception``) and whatever the format
-    (text or JSON). The record itself is left as it is, for other handlers."""
+    {e})"``; a ``%s`` of a database error, or of a driver's, whose ``DETAIL:`` lines come without a ``[SQL: …]``)
+    cut to its first line. Whoever logged it (uvicorn's ``Exception in ASGI application`` after a REST 500,
+    APScheduler, Bolt, Hazel's own ``log.exception``) and whatever the format (text or JSON). The record itself
+    is left as it is, for other handlers."""
     exc = record.exc_info[1] if record.exc_info else None
     message = record.getMessage()
-    safe = without_statements(message)
+    args = record.args if isinstance(record.args, tuple) else (record.args,)
+    if any(isinstance(arg, BaseException) and is_database_error(arg) for arg in args):
+        first = (message.strip().splitlines() or [""])[0]
+        safe = message if first == message else first
+    else:
+        safe = without_statements(message)
     if safe is message and exc is None:
         return record
     copy = logging.makeLogRecord(record.__dict__)

@@ -185,10 +185,11 @@ def test_any_record_quoting_a_database_error_is_logged_without_its_statement(roo
     assert "could not record the decision" in logged and "second line kept" in logged, logged
 
 
-def test_hazels_own_engines_never_put_parameters_in_an_error(db_url: str) -> None:
+def test_hazels_own_engines_never_put_parameters_in_an_error(db_url: str, root_logging: None) -> None:
     """``hide_parameters``: an error raised through Hazel's store (any path: SQLAlchemy's or the driver's own)
     carries no parameter in its text, wherever that text goes (a traceback printed by Python itself, a library's
-    log)."""
+    log). PostgreSQL's own ``DETAIL:`` line quotes the row: Hazel shows and logs the error by its first line,
+    the driver's error (SQLAlchemy's ``orig``) logged with ``%s`` included."""
     from bot.engine import error_line, traceback_text
 
     hazel = make_hazel(db_url, doc_workflow())
@@ -197,5 +198,9 @@ def test_hazels_own_engines_never_put_parameters_in_an_error(db_url: str) -> Non
             tx.conn.execute(text("INSERT INTO hazel_runs (id, workflow) VALUES (:id, :wf)"), {"id": "r", "wf": PRIVATE})
     said = str(raised.value)
     assert "[parameters: " not in said and "[SQL parameters hidden due to hide_parameters=True]" in said, said
-    assert PRIVATE not in said[said.index("[SQL: "):], said  # (PostgreSQL's DETAIL quotes the row: Hazel shows
-    assert PRIVATE not in error_line(raised.value) and PRIVATE not in traceback_text(raised.value)  # its 1st line)
+    assert PRIVATE not in said[said.index("[SQL: "):], said
+    assert PRIVATE not in error_line(raised.value) and PRIVATE not in traceback_text(raised.value)
+    stream = io.StringIO()
+    configure_logging(Settings(HAZEL_LOG_FORMAT="text"), stream=stream)
+    logging.getLogger("hazel.test").warning("the driver said: %s", raised.value.orig)
+    assert "the driver said: " in stream.getvalue() and PRIVATE not in stream.getvalue(), stream.getvalue()
