@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pytest
 from typer.testing import CliRunner
@@ -52,3 +53,23 @@ def cli(db_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callabl
 
     invoke.json = lambda *args: json.loads(invoke(*args, "--json").stdout)  # type: ignore[attr-defined]
     return invoke
+
+
+@pytest.fixture
+def serve_logging() -> Iterator[None]:
+    """The root logger restored after the test; uvicorn's loggers propagating to it, as in a fresh ``hazel serve``
+    process (a server started with uvicorn's own logging config, as other tests' are, gave them handlers of their
+    own and stopped them propagating)."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    uvicorns = [logging.getLogger(name) for name in ("uvicorn", "uvicorn.access", "uvicorn.error")]
+    kept = [(lg, list(lg.handlers), lg.propagate, lg.level) for lg in uvicorns]
+    for lg in uvicorns:
+        lg.handlers[:], lg.propagate = [], True
+        lg.setLevel(logging.NOTSET)
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+    for lg, its_handlers, propagate, its_level in kept:
+        lg.handlers[:], lg.propagate = its_handlers, propagate
+        lg.setLevel(its_level)

@@ -34,23 +34,6 @@ contains (…)`` quotes a row)."""
 NEVER = ("[SQL", "SQL:", "INSERT INTO", "[parameters", "parameters hidden", "DETAIL", "CONTEXT:", "Failing row", "private note")
 
 
-@pytest.fixture
-def root_logging() -> Iterator[None]:
-    """The root logger restored after the test; uvicorn's loggers propagating to it, as in ``hazel serve``."""
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    uvicorns = [logging.getLogger(name) for name in ("uvicorn", "uvicorn.access", "uvicorn.error")]
-    kept = [(lg, list(lg.handlers), lg.propagate, lg.level) for lg in uvicorns]
-    for lg in uvicorns:
-        lg.handlers[:], lg.propagate = [], True
-        lg.setLevel(logging.NOTSET)
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
-    for lg, its_handlers, propagate, its_level in kept:
-        lg.handlers[:], lg.propagate = its_handlers, propagate
-        lg.setLevel(its_level)
-
 
 @pytest.fixture
 def refusing(db_url: str) -> Iterator[str]:
@@ -100,7 +83,7 @@ def _lines(stream: io.StringIO, log_format: str) -> str:
 
 @pytest.mark.parametrize("log_format", ["text", "json"])
 def test_a_rest_500_from_the_database_logs_no_sql_and_no_parameters(
-        db_url: str, refusing: str, root_logging: None, log_format: str) -> None:
+        db_url: str, refusing: str, serve_logging: None, log_format: str) -> None:
     hazel = make_hazel(db_url, doc_workflow())
     with hazel.store.transaction() as tx:
         tx.conn.execute(text(refusing))  # (every checkpoint: the start's #0 too)
@@ -119,7 +102,7 @@ def test_a_rest_500_from_the_database_logs_no_sql_and_no_parameters(
 
 
 def test_a_worker_that_meets_a_database_error_logs_and_stores_no_sql_and_no_parameters(
-        db_url: str, refusing: str, root_logging: None) -> None:
+        db_url: str, refusing: str, serve_logging: None) -> None:
     """The run's first step writes checkpoint #1, which the database refuses: the run fails "outside a step".
     Its error (shown by ``hazel show``, the REST API, the run pages, Slack and Jira) and its traceback (``hazel
     show --full``) held the statement and its parameters; the log line was one line already."""
@@ -156,7 +139,7 @@ def _integrity_error() -> sqlalchemy.exc.IntegrityError:
 
 
 @pytest.mark.parametrize("log_format", ["text", "json"])
-def test_any_record_quoting_a_database_error_is_logged_without_its_statement(root_logging: None,
+def test_any_record_quoting_a_database_error_is_logged_without_its_statement(serve_logging: None,
                                                                             log_format: str) -> None:
     """Whoever logs it: a traceback (``log.exception``; the error wrapped in another), a library's
     ``f"… (error: {e})"`` (Bolt's listener errors), a ``%s`` of the error. An error that is not the
@@ -185,7 +168,7 @@ def test_any_record_quoting_a_database_error_is_logged_without_its_statement(roo
     assert "could not record the decision" in logged and "second line kept" in logged, logged
 
 
-def test_hazels_own_engines_never_put_parameters_in_an_error(db_url: str, root_logging: None) -> None:
+def test_hazels_own_engines_never_put_parameters_in_an_error(db_url: str, serve_logging: None) -> None:
     """``hide_parameters``: an error raised through Hazel's store (any path: SQLAlchemy's or the driver's own)
     carries no parameter in its text, wherever that text goes (a traceback printed by Python itself, a library's
     log). PostgreSQL's own ``DETAIL:`` line quotes the row: Hazel shows and logs the error by its first line,

@@ -6,8 +6,7 @@ and JSON logs."""
 from __future__ import annotations
 
 import io
-import logging
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -20,25 +19,6 @@ from tests.support.engine import make_hazel
 from tests.support.live import LiveServer
 from tests.workflows.doc import doc_workflow
 
-
-@pytest.fixture
-def root_logging() -> Iterator[None]:
-    """The root logger restored after the test; uvicorn's loggers as in a fresh ``hazel serve`` process (a
-    server started with uvicorn's own logging config, as other tests' are, gave them handlers of their own and
-    stopped them propagating)."""
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    uvicorns = [logging.getLogger(name) for name in ("uvicorn", "uvicorn.access", "uvicorn.error")]
-    kept = [(lg, list(lg.handlers), lg.propagate, lg.level) for lg in uvicorns]
-    for lg in uvicorns:
-        lg.handlers[:], lg.propagate = [], True
-        lg.setLevel(logging.NOTSET)
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
-    for lg, its_handlers, propagate, its_level in kept:
-        lg.handlers[:], lg.propagate = its_handlers, propagate
-        lg.setLevel(its_level)
 
 
 def _logged_app(db_url: str, log_format: str) -> tuple[Any, str, str, io.StringIO]:
@@ -54,7 +34,7 @@ def _logged_app(db_url: str, log_format: str) -> tuple[Any, str, str, io.StringI
 
 
 @pytest.mark.parametrize("log_format", ["text", "json"])
-def test_a_signed_link_is_logged_without_its_token(db_url: str, root_logging: None, log_format: str) -> None:
+def test_a_signed_link_is_logged_without_its_token(db_url: str, serve_logging: None, log_format: str) -> None:
     app, run_id, token, stream = _logged_app(db_url, log_format)
     with LiveServer(app, access_log=True) as server:
         opened = httpx.get(f"{server.url}/runs/{run_id}?t={token}", follow_redirects=False)
@@ -68,7 +48,7 @@ def test_a_signed_link_is_logged_without_its_token(db_url: str, root_logging: No
 
 
 @pytest.mark.parametrize("log_format", ["text", "json"])
-def test_a_token_under_another_spelling_of_its_key_is_not_logged_either(db_url: str, root_logging: None,
+def test_a_token_under_another_spelling_of_its_key_is_not_logged_either(db_url: str, serve_logging: None,
                                                                        log_format: str) -> None:
     """The query parser decodes keys, so ``?%74=TOKEN`` opens the run as ``?t=`` does; uvicorn logs the path as
     the client sent it. Path parameters (``;t=``), an encoded separator (``%26t=``) and a double-encoded key
