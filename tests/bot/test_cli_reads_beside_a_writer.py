@@ -21,19 +21,23 @@ from tests.support.writer import write_held
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = ROOT / "tests" / "workflows" / "sample.py"
-WAIT_SEC = 15.0
-"""How long a command may take here: a command that waits for the write lock waits 30 s (the busy timeout)."""
+WAIT_SEC = 25.0
+"""How long a command run while the other program holds its write transaction may take: one that waits for the
+write lock waits 30 s (the busy timeout), then fails."""
+SETUP_SEC = 120.0
+"""How long any other command may take (the commands that set a test up, on a loaded machine)."""
 
 
-def _hazel(db_url: str, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+def _hazel(db_url: str, tmp_path: Path, *args: str, wait_sec: float = SETUP_SEC) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HAZEL_", "SLACK_", "JIRA_"))}
     env.update(PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
                HAZEL_DATABASE_URL=db_url, HAZEL_WORKFLOWS=str(WORKFLOWS), HAZEL_OPERATOR="olga")
     try:
         return subprocess.run([sys.executable, "-m", "bot.cli", *args], env=env, cwd=tmp_path, capture_output=True,
-                              text=True, timeout=WAIT_SEC)
+                              text=True, timeout=wait_sec)
     except subprocess.TimeoutExpired:
-        pytest.fail(f"hazel {' '.join(args)} did not answer within {WAIT_SEC:g} s: it waited for the write lock")
+        pytest.fail(f"hazel {' '.join(args)} did not answer within {wait_sec:g} s"
+                    + (": it waited for the write lock" if wait_sec == WAIT_SEC else ""))
 
 
 def _run(db_url: str, tmp_path: Path, topic: str) -> str:
@@ -48,11 +52,11 @@ def test_reading_commands_answer_while_another_program_writes(db_url: str, tmp_p
     completed = _run(db_url, tmp_path, "readers")
     assert _hazel(db_url, tmp_path, "approve", completed).returncode == 0
     with write_held(db_url, run_id=waiting):
-        runs = _hazel(db_url, tmp_path, "runs", "--json")
-        shown = _hazel(db_url, tmp_path, "show", waiting, "--json")
-        history = _hazel(db_url, tmp_path, "history", waiting)
-        audit = _hazel(db_url, tmp_path, "audit", waiting, "--json")
-        plain = [_hazel(db_url, tmp_path, *args) for args in (["runs"], ["show", completed])]
+        runs = _hazel(db_url, tmp_path, "runs", "--json", wait_sec=WAIT_SEC)
+        shown = _hazel(db_url, tmp_path, "show", waiting, "--json", wait_sec=WAIT_SEC)
+        history = _hazel(db_url, tmp_path, "history", waiting, wait_sec=WAIT_SEC)
+        audit = _hazel(db_url, tmp_path, "audit", waiting, "--json", wait_sec=WAIT_SEC)
+        plain = [_hazel(db_url, tmp_path, *args, wait_sec=WAIT_SEC) for args in (["runs"], ["show", completed])]
     for done in (runs, shown, history, audit, *plain):
         assert done.returncode == 0 and done.stderr == "", done.stderr
     assert {r["id"]: r["status"] for r in json.loads(runs.stdout)} == {waiting: "waiting", completed: "completed"}
@@ -67,7 +71,7 @@ def test_an_older_schema_is_still_refused_while_another_program_writes(empty_url
     assert _hazel(empty_url, tmp_path, "db", "upgrade").returncode == 0
     assert _hazel(empty_url, tmp_path, "db", "downgrade", "0007").returncode == 0
     with write_held(empty_url):
-        done = _hazel(empty_url, tmp_path, "runs")
+        done = _hazel(empty_url, tmp_path, "runs", wait_sec=WAIT_SEC)
     assert done.returncode == 1
     assert done.stderr.strip() == ("error: the database is at schema revision 0007, this Hazel needs 0008: run "
                                    "`hazel db upgrade`"), done.stderr
