@@ -1,9 +1,11 @@
 """A workflow whose run has more checkpoints than a rewind lists (100): ``prepare``, then ``loop`` going to
-itself (``ctx.goto``) until it has run ``LOOPS`` times, then the steering point ``review``. Checkpoint #0 runs
-``prepare`` next, #1 ``loop`` (where it starts), #2 … #150 ``loop`` again, #151 ``review``: 152 checkpoints the
-run can continue from."""
+itself (``ctx.goto``) until it has run ``loops`` times (the run's input; ``LOOPS`` by default), then the steering
+point ``review``. Checkpoint #0 runs ``prepare`` next, #1 ``loop`` (where it starts), #2 … #LOOPS ``loop``
+again, #LOOPS+1 ``review``: 152 checkpoints the run can continue from by default."""
 
 from __future__ import annotations
+
+from typing import Sequence
 
 from pydantic import BaseModel
 
@@ -14,12 +16,15 @@ LOOPS = 150
 
 class Loop(BaseModel):
     topic: str = "t"
+    loops: int = LOOPS
     turns: int = 0
 
 
-def looping(*, channel: str, approvers: Approvers) -> Workflow:
-    """The workflow ``looping``, its ``review`` (approve or rewind) asked on ``channel`` of ``approvers``."""
-    wf = Workflow("looping", state=Loop)
+def looping(*, approvers: Approvers, channel: str = "console", name: str = "looping",
+            actions: Sequence[str] = ("approve", "rewind"), permissions: dict | None = None) -> Workflow:
+    """The workflow ``name``, its ``review`` (``actions``, ``permissions``) asked on ``channel`` of
+    ``approvers``."""
+    wf = Workflow(name, state=Loop)
 
     @wf.step
     def prepare(state: Loop, ctx: StepContext) -> Loop:
@@ -27,10 +32,10 @@ def looping(*, channel: str, approvers: Approvers) -> Workflow:
 
     @wf.step
     def loop(state: Loop, ctx: StepContext) -> Loop:
-        if state.turns + 1 < LOOPS:
+        if state.turns + 1 < state.loops:
             ctx.goto("loop")
         return state.model_copy(update={"turns": state.turns + 1})
 
-    wf.steer("review", title="Review the loop", show="turns", actions=["approve", "rewind"], channel=channel,
-             approvers=approvers)
+    wf.steer("review", title="Review the loop", show="turns", actions=list(actions), approvers=approvers,
+             channel=channel, permissions=permissions)
     return wf

@@ -13,12 +13,11 @@ import time
 from typing import Any, Iterator
 
 import pytest
-from pydantic import BaseModel
 
 from bot.engine.workflow import Workflow
 from bot.inbound.web import Signer, history, pages, web_router
 from bot.server.http import create_app
-from hazel import Approvers, StepContext
+from hazel import Approvers
 from store.checkpoints import CheckpointRepo
 from store.models import Action, RunStatus
 from tests.bot.web.conftest import Browserless, Served
@@ -26,6 +25,7 @@ from tests.bot.web.scenario import ALICE, BOB, as_api, web_settings
 from tests.bot.web.test_pages import sign_in
 from tests.support.engine import make_hazel
 from tests.support.live import LiveServer
+from tests.workflows.looping import looping
 
 LOOPS = 3000
 RUN_PAGE_MAX_BYTES = 64_000
@@ -34,28 +34,11 @@ SMALL_PAGE_MAX_BYTES = 16_000
 """The most a diff page and a checkpoint's state page of this run may take (its states are a few bytes)."""
 
 
-class Loop(BaseModel):
-    loops: int = LOOPS
-    turns: int = 0
-
-
 def long_workflow() -> Workflow:
-    """``prepare``, then ``loop`` going to itself until it has run ``loops`` times, then ``review`` (alice)."""
-    wf = Workflow("long", state=Loop)
-
-    @wf.step
-    def prepare(state: Loop, ctx: StepContext) -> Loop:
-        return state
-
-    @wf.step
-    def loop(state: Loop, ctx: StepContext) -> Loop:
-        if state.turns + 1 < state.loops:
-            ctx.goto("loop")
-        return state.model_copy(update={"turns": state.turns + 1})
-
-    wf.steer("review", title="Review the loop", show="turns", actions=["approve", "feedback", "rewind"],
-             approvers=Approvers(users=["alice"]), permissions={"feedback": "anyone"})
-    return wf
+    """``prepare``, then ``loop`` going to itself until it has run ``loops`` times (the run's input), then
+    ``review`` (alice; feedback from anyone)."""
+    return looping(name="long", approvers=Approvers(users=["alice"]), actions=["approve", "feedback", "rewind"],
+                   permissions={"feedback": "anyone"})
 
 
 def start(hazel: Any, loops: int = LOOPS) -> str:
