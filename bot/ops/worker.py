@@ -87,12 +87,18 @@ class WorkerPool:
         if self.take_claims:
             self.hazel.take_claims(self.submit)
 
+    def begin_stop(self) -> None:
+        """Stop claiming, and tell the runs being executed to be handed back once their current step is
+        checkpointed; returns at once (``stop`` waits for them). A process that stops calls it first, before it
+        stops its other parts, so that no step begins after the stop was asked for."""
+        self._stop.set()
+        self.hazel.take_claims(None)
+
     def stop(self, timeout_sec: float = 30.0) -> None:
         """Stop claiming; runs being executed finish their current step, checkpoint it and are handed back
         (another process, or this one when it starts again, continues them), and so are claims not started yet.
         Waits up to ``timeout_sec``."""
-        self._stop.set()
-        self.hazel.take_claims(None)
+        self.begin_stop()
         if self._listener is not None:
             self._listener.stop()
             self._listener = None

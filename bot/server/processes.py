@@ -134,6 +134,7 @@ def serve(settings: Settings, *, host: str, port: int, workers: int | None = Non
                                         log_config=None), early=signals.received)
         server.run()
     finally:
+        pool.begin_stop()  # first: a step that ends while the rest stops is handed back, not followed by the next
         log.info("stopping: letting steps in flight finish and checkpoint")
         if socket is not None:
             socket.close()
@@ -197,6 +198,7 @@ def work(settings: Settings, *, workers: int | None = None, until_idle: bool = F
                  hazel.store.engine.dialect.name,
                  ", ".join(sorted(f"{wf.name} v{wf.version}" for wf in hazel.registry.all())) or "none")
         stop.wait()
+        pool.begin_stop()  # (as serve does: before the scheduler's stop, which may take a while)
         log.info("stopping: letting steps in flight finish and checkpoint")
         return 0
     finally:

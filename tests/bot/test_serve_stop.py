@@ -26,13 +26,16 @@ def cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
                           text=True, timeout=60)
 
 
-@pytest.mark.slow
-def test_sigterm_lets_the_step_in_flight_checkpoint(db_url: str, tmp_path: Path) -> None:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_sigterm_lets_the_step_in_flight_checkpoint(db_url: str, tmp_path: Path) -> None:
     env = {**os.environ, "HAZEL_DATABASE_URL": db_url, "HAZEL_WORKFLOWS": str(WORKFLOW), "CRASHY_DIR": str(tmp_path),
-           "HAZEL_PORT": str(port), "HAZEL_OPERATOR": "tester"}
+           "HAZEL_PORT": str(free_port()), "HAZEL_OPERATOR": "tester"}
     (tmp_path / "block").touch()
     run_id = json.loads(cli(["run", "crashy", "--input", '{"total": 1}', "--detach", "--json"], env).stdout)["run"]["id"]
     serve = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve"], env=env, cwd=ROOT,
@@ -63,6 +66,50 @@ def test_sigterm_lets_the_step_in_flight_checkpoint(db_url: str, tmp_path: Path)
     assert shown["run"]["status"] == "completed" and shown["state"]["total"] == 54
     effects = [line.split()[0] for line in (tmp_path / "effects.log").read_text().splitlines()]
     assert effects == ["first", "second", "slow-start", "slow-end", "last"]
+
+
+@pytest.mark.parametrize("command", ["serve", "worker"])
+def test_a_step_that_ends_while_the_process_stops_is_handed_back(command: str, db_url: str,
+                                                                 tmp_path: Path) -> None:
+    """The workers were told to hand runs back only after the scheduler (and Socket Mode) had stopped: a step
+    that ended meanwhile was followed by the next step (a deploy waited for it; seen as a flaky run of the test
+    above). Now the workers are told first. The step in flight is made to end inside the scheduler's stop."""
+    env = {**os.environ, "HAZEL_DATABASE_URL": db_url, "HAZEL_WORKFLOWS": str(WORKFLOW), "CRASHY_DIR": str(tmp_path),
+           "HAZEL_PORT": str(free_port()), "HAZEL_OPERATOR": "tester"}
+    (tmp_path / "block").touch()
+    run_id = json.loads(cli(["run", "crashy", "--input", '{"total": 1}', "--detach", "--json"], env).stdout)["run"]["id"]
+    script = (  # the scheduler's stop lets the step in flight end, and waits until it has been checkpointed
+        "import pathlib, sys, time\n"
+        "from bot.ops.scheduler import Scheduler\n"
+        "real = Scheduler.stop\n"
+        "def slow_stop(self, *args, **kwargs):\n"
+        f"    d = pathlib.Path({str(tmp_path)!r})\n"
+        "    (d / 'block').unlink(missing_ok=True)\n"
+        "    deadline = time.monotonic() + 20\n"
+        "    while 'slow-end' not in (d / 'effects.log').read_text() and time.monotonic() < deadline:\n"
+        "        time.sleep(0.05)\n"
+        "    time.sleep(1.0)\n"
+        "    return real(self, *args, **kwargs)\n"
+        "Scheduler.stop = slow_stop\n"
+        "from bot.cli import main\n"
+        f"sys.argv = ['hazel', {command!r}]\n"
+        "main()\n")
+    process = subprocess.Popen([sys.executable, "-c", script], env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: (tmp_path / "slow.started").exists() or process.poll() is not None, 30,
+                   "the slow step to start")
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, err[-2000:]
+    assert "handed back at checkpoint #3" in err, err[-3000:]
+    effects = [line.split()[0] for line in (tmp_path / "effects.log").read_text().splitlines()]
+    assert effects == ["first", "second", "slow-start", "slow-end"]
+    shown = json.loads(cli(["show", run_id, "--json"], env).stdout)
+    assert shown["run"]["status"] == "ready" and shown["run"]["head_seq"] == 3
 
 
 def test_a_worker_logs_its_start_and_its_stop(db_url: str, tmp_path: Path) -> None:
@@ -96,11 +143,8 @@ def signalled_from_inside(imports: str, function: str, command: str, db_url: str
                           tmp_path: Path) -> subprocess.CompletedProcess:
     """``hazel COMMAND`` in a process of its own whose ``function`` (reached after ``imports``) sends the
     process a SIGTERM before doing its work: a signal from inside the window it opens, whatever the timing."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     env = {**os.environ, "HAZEL_DATABASE_URL": db_url, "HAZEL_WORKFLOWS": str(WORKFLOW), "CRASHY_DIR": str(tmp_path),
-           "HAZEL_PORT": str(port), "HAZEL_OPERATOR": "tester"}
+           "HAZEL_PORT": str(free_port()), "HAZEL_OPERATOR": "tester"}
     script = (
         "import os, signal, sys\n"
         f"{imports}\n"
@@ -135,11 +179,8 @@ def test_a_signal_while_the_database_is_unreachable_stops_the_process_cleanly(co
     (a deploy) or SIGINT (Ctrl-C) then killed them (status -15 or 130, nothing logged after the last "retrying"
     line: a fresh-user finding). Now the wait ends at once, the process logs "stopped" and exits 0. (No Hazel
     database is needed: nothing listens on port 1; a SQLite file is never "unreachable".)"""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     env = {**os.environ, "HAZEL_DATABASE_URL": "postgresql+psycopg://hazel:pw-never-shown@127.0.0.1:1/hazel",
-           "HAZEL_WORKFLOWS": str(WORKFLOW), "HAZEL_PORT": str(port), "HAZEL_OPERATOR": "tester"}
+           "HAZEL_WORKFLOWS": str(WORKFLOW), "HAZEL_PORT": str(free_port()), "HAZEL_OPERATOR": "tester"}
     process = subprocess.Popen([sys.executable, "-m", "bot.cli", command], env=env, cwd=ROOT,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     lines: list[str] = []
