@@ -77,8 +77,11 @@ class LiveServer:
         """``access_log``: uvicorn logs every request at INFO through the root logger's handlers (as
         ``hazel serve`` configures it: ``log_config=None``)."""
         # Bound here and handed to uvicorn, so that no other process can take the port between choosing it and
-        # listening on it (a port chosen free and bound later was taken by another test process once).
-        self.socket = socket.socket()
+        # listening on it (a port chosen free and bound later was taken by another test process once). Its
+        # protocol named (IPPROTO_TCP), as uvicorn's own socket has it: asyncio sets TCP_NODELAY only on the
+        # connections of such a socket; without it, every response on a kept-alive connection waited 40 ms
+        # (its body held back by Nagle's algorithm until the client's delayed ACK of its headers).
+        self.socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self.socket.bind(("127.0.0.1", port or 0))
         self.port = self.socket.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
