@@ -365,7 +365,8 @@ def pause_resume_threads(backend, n_runs: int, *,  # noqa: ANN001
                          listener_poll_sec: float | None = None) -> tuple[PauseResume, int]:
     """Item 4 on DBOS, plus item 5's question: ``(PauseResume, threads)``.
 
-    Pause: ``n_runs`` × ``DBOS.start_workflow`` of the pause workflow, timed until every run is blocked in
+    Pause (after one run paused and resumed untimed, as on Hazel's and LangGraph's sides): ``n_runs`` ×
+    ``DBOS.start_workflow`` of the pause workflow, timed until every run is blocked in
     ``recv``: its three steps recorded and the ``DBOS.sleep`` row of ``recv``'s durable timeout committed (the
     bench polls ``operation_outputs`` every 2 ms, as Hazel's side polls its runs). ``threads``: then
     ``threading.active_count()`` minus its value just before the runs were started (DBOS reuses an executor
@@ -387,17 +388,24 @@ def pause_resume_threads(backend, n_runs: int, *,  # noqa: ANN001
         poller = create_engine(sysdb.url)
         count_waiting = text(f"SELECT COUNT(*) FROM {sysdb.operation_outputs()} WHERE function_name = 'DBOS.sleep'")
 
-        def all_waiting() -> bool:
+        def waiting(n: int) -> bool:
             with poller.connect() as conn:
-                return int(conn.execute(count_waiting).scalar_one()) >= n_runs
+                return int(conn.execute(count_waiting).scalar_one()) >= n
 
         try:
             with _launched(sysdb, listener_poll_sec=listener_poll_sec):
                 _PROBE.on_step = on_step
+                # one run paused and resumed untimed, as Hazel's and LangGraph's sides do (its DBOS.sleep row
+                # stays: counted below)
+                warm_up = DBOS.start_workflow(fns.pause)
+                _wait_until(lambda: waiting(1), "the warm-up run waiting in recv")
+                DBOS.send(warm_up.workflow_id, "approve", TOPIC)
+                warm_up.get_result()
+                resumed_at.clear()
                 threads_before = threading.active_count()
                 started = time.perf_counter()
                 handles = [DBOS.start_workflow(fns.pause) for _ in range(n_runs)]
-                _wait_until(all_waiting, f"{n_runs} runs waiting in recv")
+                _wait_until(lambda: waiting(n_runs + 1), f"{n_runs} runs waiting in recv")
                 pause_sec = time.perf_counter() - started
                 threads = threading.active_count() - threads_before
                 sent_at: dict[str, float] = {}
