@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.live import free_port
 from tests.support.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,12 +74,6 @@ class Process:
         finally:
             if self.proc.poll() is None:
                 self.proc.kill()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def assert_all_json(name: str, lines: list[str]) -> None:

@@ -6,7 +6,6 @@ port nothing listens on, a database file that cannot be opened."""
 
 from __future__ import annotations
 
-import socket
 import sqlite3
 from pathlib import Path
 
@@ -14,12 +13,7 @@ import psycopg
 import pytest
 
 from bot.engine.runner import is_transient
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.support.live import free_port
 
 
 def _raised(fn) -> BaseException:  # noqa: ANN001
@@ -29,7 +23,7 @@ def _raised(fn) -> BaseException:  # noqa: ANN001
 
 
 def test_the_drivers_own_outage_errors_are_transient(tmp_path: Path) -> None:
-    pg = _raised(lambda: psycopg.connect(f"host=127.0.0.1 port={_closed_port()} user=x dbname=x connect_timeout=2"))
+    pg = _raised(lambda: psycopg.connect(f"host=127.0.0.1 port={free_port()} user=x dbname=x connect_timeout=2"))
     assert isinstance(pg, psycopg.OperationalError) and is_transient(pg)
     lite = _raised(lambda: sqlite3.connect(str(tmp_path)).execute("SELECT 1"))  # a folder is no database file
     assert isinstance(lite, sqlite3.OperationalError) and is_transient(lite)
