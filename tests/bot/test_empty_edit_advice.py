@@ -79,3 +79,63 @@ def test_a_jira_edit_says_where_an_empty_value_can_be_set(jira: JiraEnv) -> None
                               "comment. Nothing changed."), refused
     assert "(allow_empty) if" not in refused
     assert jira.hazel.state_at(run_id=run_id).scripts == scripts
+
+
+COUNTED = '''
+from pydantic import BaseModel
+
+from hazel import StepContext, Workflow
+
+
+class Count(BaseModel):
+    n: int = 0
+    limits: dict[str, int] = {}
+
+
+counted = Workflow("counted", version=1, state=Count)
+
+
+@counted.step
+def count(state: Count, ctx: StepContext) -> Count:
+    return state.model_copy(update={"n": 11, "limits": {"a": 1}})
+
+
+counted.steer("check", show="n", actions=["approve", "edit", "rewind"])
+
+limited = Workflow("counted-limits", version=1, state=Count)
+limited.step(count)
+limited.steer("check", show="limits", actions=["approve", "edit", "rewind"])
+'''
+
+
+def test_an_empty_value_the_state_model_refuses_anyway_is_refused_in_its_words(
+        cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    """A fresh-user finding: ``hazel edit --set n=null`` (or ``n={}``) on an ``int`` field advised ``add
+    --allow-empty``, which then failed on the state model. A value the model refuses whatever ``--allow-empty``
+    says is refused in the model's words at once, by edit and rewind alike; nothing is recorded."""
+    path = tmp_path / "counted.py"
+    path.write_text(COUNTED)
+    monkeypatch.setenv("HAZEL_WORKFLOWS", str(path))
+    run_id = cli.json("run", "counted", "--input", "{}")["run"]["id"]
+    refusals = {
+        ("edit", run_id, "--set", "n=null"):
+            "error: the edit leaves field 'n' empty: that would replace the value with nothing, and the state "
+            "model needs a value there",
+        ("edit", run_id, "--set", "n={}"): "error: invalid edit: n: Input should be a valid integer",
+        ("edit", run_id, "--set", "n=[]"): "error: invalid edit: n: Input should be a valid integer",
+        ("rewind", run_id, "--to", "1", "--set", "n=null", "--detach"):
+            "error: invalid edit: n: Input should be a valid integer",
+        ("rewind", run_id, "--to", "1", "--set", "n={}", "--detach"):
+            "error: invalid edit: n: Input should be a valid integer",
+    }
+    for command, said in refusals.items():
+        refused = cli(*command, code=1)
+        assert refused.stderr.strip() == said, (command, refused.stderr)
+    shown = cli.json("show", run_id)
+    assert shown["run"]["status"] == "waiting" and shown["state"] == {"n": 11, "limits": {"a": 1}}
+    assert cli.json("history", run_id)["decisions"] == []
+    # a value the model takes keeps the advice: an empty mapping is a valid dict[str, int]
+    run_id = cli.json("run", "counted-limits", "--input", "{}")["run"]["id"]
+    refused = cli("edit", run_id, "--set", "limits={}", code=1)
+    assert refused.stderr.strip() == ("error: the edit leaves field 'limits' empty ({}): that would replace the "
+                                      "value with nothing; add --allow-empty if that is what you mean")

@@ -40,7 +40,7 @@ from bot.engine.errors import (
 from bot.engine.limits import check_text, refuse_not_text, refuse_nul, state_tree
 from bot.engine.logcontext import bind_log_context
 from bot.engine.steering.core import DecisionOutcome, Refused, SteeringCore
-from bot.engine.steering.edits import UNDECLARED, apply_edit, blank, edited_value
+from bot.engine.steering.edits import UNDECLARED, blank, edited_state
 from bot.engine.transitions import Asked, close_request, end_run, vote_request_later
 from bot.engine.versions import decode_stored, point_in, resolve_workflow, write_migration
 from bot.engine.workflow import SteeringPoint, Workflow
@@ -431,8 +431,8 @@ class Deciding(SteeringCore):
         if action == Action.EDIT.value:
             shown = tree.get(point.show) if point.show and isinstance(tree, dict) else tree
             entry_blank = wf.declared_entries().get(point.show, UNDECLARED) if point.show else UNDECLARED
-            value = edited_value(shown, point.show, payload, entry_blank=entry_blank)
-            state = apply_edit(wf, decode_stored(wf, tree), point.show, value)
+            value, state = edited_state(wf, decode_stored(wf, tree), shown, point.show, payload,
+                                        entry_blank=entry_blank)
             return state_tree(wf, state, max_bytes=self.max_state_bytes, what="the edited state",
                               refuse=InvalidDecisionError, edited=tree), {"value": value}
         return None, {}

@@ -152,7 +152,8 @@ def refuse_empty_edits(edits: dict[str, Any] | None, current: Any) -> None:
     ``hazel rewind --set parts.b=…`` hands the whole mapping, its other entries as they were.
 
     Raises:
-        EmptyEditError: ``the edit leaves field 'plan' empty: …`` / ``… entry 'b' of field 'parts' …``.
+        EmptyEditError: ``the edit leaves field 'plan' empty: …`` / ``… entry 'b' of field 'parts' …`` (a
+            rewind checks first whether its state model refuses the value anyway: ``rewind``).
     """
     hint = "hazel rewind --allow-empty"
     for field, value in (edits or {}).items():
@@ -215,6 +216,28 @@ def edited_value(shown: Any, field: str | None, payload: dict[str, Any], *, entr
                 _refuse_empty(named(field, key), out[key], was=shown.get(key, _ABSENT))
         return out
     raise MissingEditValueError(f"an edit needs a new value for {what}")  # (in no channel's terms: each says its own)
+
+
+def edited_state(wf: Workflow, state: BaseModel, shown: Any, field: str | None, payload: dict[str, Any], *,
+                 entry_blank: Any = UNDECLARED) -> tuple[Any, BaseModel]:
+    """``edited_value`` then ``apply_edit``: ``(new value, edited state)``. An empty value refused for want of
+    ``allow_empty`` that the state model refuses anyway (null or ``{}`` for an ``int`` field) is refused in the
+    model's words: allowing it would not help, so no channel advises it (a fresh-user finding: ``hazel edit
+    --set n=null`` advised ``--allow-empty``, which then failed on the model).
+
+    Raises:
+        MissingEditValueError, EmptyEditError, InvalidDecisionError: as ``edited_value`` and ``apply_edit``.
+    """
+    try:
+        value = edited_value(shown, field, payload, entry_blank=entry_blank)
+    except EmptyEditError as refused:
+        try:
+            allowed = edited_value(shown, field, {**payload, "allow_empty": True}, entry_blank=entry_blank)
+        except InvalidDecisionError:
+            raise refused from None
+        apply_edit(wf, state, field, allowed)  # the model's refusal, when it has one
+        raise
+    return value, apply_edit(wf, state, field, value)
 
 
 def apply_edit(wf: Workflow, state: BaseModel, field: str | None, value: Any) -> BaseModel:

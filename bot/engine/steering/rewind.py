@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from bot.engine import lgraph, permissions
 from bot.engine.errors import CheckpointNotFoundError, InvalidDecisionError, MissingRewindTargetError, no_run
-from bot.engine.errors import AlreadyDecidedError, RunStateError, VersionUnavailableError
+from bot.engine.errors import AlreadyDecidedError, EmptyEditError, RunStateError, VersionUnavailableError
 from bot.engine.limits import check_text, not_text, refuse_not_text, refuse_nul, state_tree
 from bot.engine.lgraph_run import label_names
 from bot.engine.logcontext import bind_log_context
@@ -161,7 +161,12 @@ class Rewinding(SteeringCore):
             tree = migrate_tree(wf, target.workflow_version, tree, run_id=run.id)
         graph = isinstance(wf, lgraph.LangGraphWorkflow)
         if edits and not allow_empty:  # (a graph's fields are in its own checkpoint: whole fields only)
-            refuse_empty_edits(edits, None if graph else tree)
+            try:
+                refuse_empty_edits(edits, None if graph else tree)
+            except EmptyEditError:  # a value the state model refuses anyway: the model's words (no advice to
+                if not graph:  # allow what would fail then)
+                    apply_edits(wf, decode_stored(wf, tree), edits)
+                raise
         if graph:  # the graph's own state takes the feedback and edits
             tree = wf.fork_tree(tree, feedback=feedback, edits=edits, run_id=run.id, seq=target.seq,
                                 earlier=lambda: _takes_values_before(tx, wf, run.id, target.parent_seq))
