@@ -32,6 +32,9 @@ demo: $(VENV)/.installed
 ## Start a run of the LangGraph example (examples/langgraph_review.py, graph langgraph-review) on SQLite
 ## (./hazel.db) and print the commands that answer its review.
 demo-langgraph: $(VENV)/.installed-langgraph
+	@echo "The commands printed below need the example's workflow loaded: in this shell, first"
+	@echo "  export HAZEL_WORKFLOWS=examples.migration_plan,examples.langgraph_review"
+	@echo
 	@HAZEL_WORKFLOWS=examples.langgraph_review $(BIN)/hazel run langgraph-review --input '{"topic": "tide pools"}'
 	@echo
 	@echo "Those commands need the example's workflow loaded (without it they answer: set HAZEL_WORKFLOWS); in this shell, first:"
