@@ -39,9 +39,10 @@ class RunActions(SteeringCore):
     @bind_log_context(run_id="run_id")
     def retry(self, run_id: str, actor: Actor) -> Run:
         """Queue a ``failed`` run again from its last good checkpoint (attempts start over). A run that is
-        already ``ready`` is returned as it is, and so is one that another retry queued since this one read it
-        (the same retry sent twice at once), whatever a worker made of it since, and a ``running`` one that a
-        retry set going (``_running_for_a_retry``).
+        already ``ready`` is returned as it is (the retry audited, ``run.retried``: what sets it going next is
+        this retry, so that the same retry sent again once a process took the run is answered with it too), and
+        so is one that another retry queued since this one read it (the same retry sent twice at once), whatever
+        a worker made of it since, and a ``running`` one that a retry set going (``_running_for_a_retry``).
 
         Raises:
             RunNotFoundError, RunStateError (neither failed nor ready: the message says what moves the run
@@ -49,7 +50,10 @@ class RunActions(SteeringCore):
             is not deployed here and no deployed version migrates from it: no worker could take it up).
         """
         run = self._check_run_action(run_id, actor, "retry")
-        if run.status is RunStatus.READY:
+        if run.status is RunStatus.READY:  # (two retries of a ready run at once: the one whose process claimed
+            with self.store.transaction() as tx:  # it drives it, the other is answered with it; both exit 0)
+                tx.events.add(action="run.retried", actor=actor, now=self.clock(), run_id=run.id,
+                              from_seq=run.head_seq)
             return run
         if run.status is RunStatus.RUNNING and self._running_for_a_retry(run_id):
             return run  # the same retry sent twice at once, and a worker took the run after the first
