@@ -700,7 +700,7 @@ def test_two_retries_of_a_ready_run_at_once_both_answer_with_it(db_url: str) -> 
     """A fresh-user finding: ``hazel retry R & hazel retry R`` on a ``ready`` run (a rewind ``--detach`` queued
     it): the first claimed and drove it, the second read it running and was refused "is running", exit 1 (for a
     failed run both answered). A retry of a ready run is audited as one (``run.retried``), so what set the run
-    going is a retry, and the second is answered with the run. A run another cause set going is still refused."""
+    going is a retry, and the second is answered with the run."""
     import threading
 
     gate, inside = threading.Event(), threading.Event()
@@ -725,18 +725,7 @@ def test_two_retries_of_a_ready_run_at_once_both_answer_with_it(db_url: str) -> 
         worker.join(10)
     assert hazel.get(run_id=run.id).status is RunStatus.COMPLETED
     assert [e.action for e in hazel.audit(run_id=run.id)].count("run.retried") == 1
-    other = hazel.start(workflow="gated-ready", input={}, actor=person("me"))  # set going by its start
-    gate.clear()
-    inside.clear()
-    started = threading.Thread(target=hazel.drive, kwargs={"run_id": other.id})
-    started.start()
-    try:
-        assert inside.wait(10)
-        with pytest.raises(RunStateError, match=f"run {other.id} is running: it is being continued"):
-            hazel.retry(run_id=other.id, actor=person("me"))
-    finally:
-        gate.set()
-        started.join(10)
+    # (a run another cause set going is still refused: the test above)
 
 
 def test_a_resume_commits_each_transaction_with_its_statements(db_url: str,
