@@ -605,16 +605,17 @@ def edit_sets(pairs: list[str], show: str | None) -> dict[str, Any]:
     entries: dict[str, str] = {}
     whole: str | None = None
     for field, sub, raw in _parse_sets(pairs):
+        name = field if sub is None else f"{field}.{sub}"
         if show is None:
             if sub is not None:
                 raise CliError(f"--set {field}.{sub}: this steering point shows the whole state; set {field}=JSON")
             entries[field] = raw
-        elif field != show:
-            raise CliError(f"this steering point lets you edit {show!r} only, not {field}")
-        elif sub is None:
+        elif name == show:  # (a shown name may hold a dot: a LangGraph node sent twice asks as ``each.2``)
             whole = raw
+        elif name.startswith(f"{show}."):
+            entries[name[len(show) + 1:]] = raw
         else:
-            entries[sub] = raw
+            raise CliError(f"this steering point lets you edit {show!r} only, not {field}")
     if whole is not None and entries:
         raise CliError(f"--set {show}=… replaces the whole {show}: do not combine it with --set {show}.KEY=…")
     return {"text": whole} if whole is not None else {"entries": entries}

@@ -605,10 +605,9 @@ def fits(adapter: TypeAdapter[Any], value: Any, *, strict: bool, where: tuple[st
             dumped = json.dumps(value, ensure_ascii=False)
             if not is_text(dumped):
                 return [f"{'.'.join(where) or 'the value'} {not_text(dumped)}"]
-        big = _past_int64(value)
+        big = int64_problem(value, where=where)
         if big is not None:
-            return [f"{'.'.join((*where, *big[0])) or 'value'}: {big[1]} is past the 64-bit integers the "
-                    f"graph's checkpoints hold"]
+            return [big]
         adapter.validate_python(value, strict=strict)
     except ValidationError as exc:
         return [f"{'.'.join(str(x) for x in (*where, *e.get('loc', ()))) or 'value'}: {e.get('msg')}"
@@ -616,6 +615,17 @@ def fits(adapter: TypeAdapter[Any], value: Any, *, strict: bool, where: tuple[st
     except RecursionError:  # (the state's own depth limit says it better, where it applies first)
         return [f"{'.'.join(where) or 'value'}: nested too deeply to be checked"]
     return []
+
+
+def int64_problem(value: Any, *, where: tuple[str, ...] = ()) -> str | None:
+    """Why ``value`` cannot be stored in a graph's checkpoint for its integers: ``ask.q: 99999999999999999999999
+    is past the 64-bit integers the graph's checkpoints hold`` (``where``: the path to ``value``); None when
+    every integer in it fits ``INT64``."""
+    big = _past_int64(value)
+    if big is None:
+        return None
+    path = ".".join((*where, *big[0])) or "value"
+    return f"{path}: {big[1]} is past the 64-bit integers the graph's checkpoints hold"
 
 
 def _past_int64(value: Any) -> tuple[tuple[str, ...], int] | None:

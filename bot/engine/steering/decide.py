@@ -433,6 +433,10 @@ class Deciding(SteeringCore):
             entry_blank = wf.declared_entries().get(point.show, UNDECLARED) if point.show else UNDECLARED
             value, state = edited_state(wf, decode_stored(wf, tree), shown, point.show, payload,
                                         entry_blank=entry_blank)
+            if isinstance(wf, lgraph.LangGraphWorkflow):  # refused while the request waits: recorded, the node's
+                big = lgraph.int64_problem(value, where=(point.show,) if point.show else ())  # write would fail
+                if big is not None:  # at every attempt (a fresh-user finding: the run failed, retry could not help)
+                    raise InvalidDecisionError(f"invalid edit: {big}")
             return state_tree(wf, state, max_bytes=self.max_state_bytes, what="the edited state",
                               refuse=InvalidDecisionError, edited=tree), {"value": value}
         return None, {}
