@@ -54,9 +54,15 @@ def resolve_workflow(registry: Registry, run: Run) -> Workflow:
             f"not have: no version of {run.workflow!r} is registered here (registered: "
             f"{', '.join(sorted({wf.name for wf in registry.all()})) or 'none'}); set HAZEL_WORKFLOWS to the "
             "module that defines it; the run stays as it is")
+    deployed = ", ".join(f"v{v}" for v in have) or "none"
+    if isinstance(registry.find(run.workflow, have[-1]), lgraph.LangGraphWorkflow):  # (a graph has no migrations)
+        raise VersionUnavailableError(
+            f"run {run.id} is on graph {run.workflow!r} version {run.workflow_version}, which is not deployed "
+            f"(deployed: {deployed}); a graph's run continues only on its own version: register v"
+            f"{run.workflow_version} beside the new one, or cancel the run; the run stays as it is")
     raise VersionUnavailableError(
         f"run {run.id} is on workflow {run.workflow!r} version {run.workflow_version}, which is not deployed "
-        f"(deployed: {', '.join(f'v{v}' for v in have) or 'none'}) and no deployed version declares a migration "
+        f"(deployed: {deployed}) and no deployed version declares a migration "
         f"from v{run.workflow_version}; the run stays as it is until one is deployed"
     )
 

@@ -150,8 +150,13 @@ def test_a_waiting_run_keeps_its_version_and_is_refused_when_it_is_gone(db_url):
     other = hz.start(workflow="lg-review", input={"topic": "x"}, actor=person("olga"), version=1)
     hz.drive(run_id=other.id)
     hz3 = make_hazel(db_url, workflow(review_graph(), version=2))
-    with pytest.raises(VersionUnavailableError, match="version 1, which is not deployed"):
+    with pytest.raises(VersionUnavailableError) as refused:
         hz3.decide(run_id=other.id, action="approve", actor=person("ana"))
+    # (a graph declares no migrations: the refusal does not ask for one, a fresh-user finding)
+    assert str(refused.value) == (
+        f"run {other.id} is on graph 'lg-review' version 1, which is not deployed (deployed: v2); a graph's run "
+        "continues only on its own version: register v1 beside the new one, or cancel the run; the run stays "
+        "as it is")
     assert hz3.get(run_id=other.id).status is RunStatus.WAITING
     assert hz3.requests(run_id=other.id)[-1].status is RequestStatus.PENDING
 
