@@ -237,12 +237,17 @@ class AlreadyDecidedError(HazelError):
         self.action = action
 
 
+def first_line(text: str) -> str:
+    """The first line of ``text`` once its surrounding whitespace is left out (``""`` for a blank text)."""
+    return (text.strip().splitlines() or [""])[0]
+
+
 def error_line(exc: BaseException) -> str:
     """``exc`` in one line for a log or a stored error: ``OperationalError: (psycopg.OperationalError) terminating
     connection due to administrator command``, its class and the first line of its message (at most 300
     characters). A SQLAlchemy error's further lines (``[SQL: …]``, ``[parameters: …]``: what a step, a decision,
     a message carried, text of the users) and a driver's ``DETAIL`` lines (a unique key's values) are left out."""
-    first = (str(exc).strip().splitlines() or [""])[0]
+    first = first_line(str(exc))
     first = first if len(first) <= 300 else first[:299] + "…"
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
@@ -304,7 +309,7 @@ def traceback_text(exc: BaseException) -> str:
     text = "".join(traceback.format_exception(exc))
     for e in chained(exc):
         full = _text(e)
-        safe = (full.strip().splitlines() or [""])[0] if is_database_error(e) else without_statements(full)
+        safe = shown_text(e, full)
         if full and safe != full:
             text = text.replace(full, safe)
     return text
@@ -321,7 +326,13 @@ def without_statements(text: str) -> str:
     else ``text`` itself; its further lines would carry the statement, its parameters and the driver's detail."""
     if "[SQL: " not in text or not _STATEMENT_LINE.search(text):
         return text
-    return text.strip().splitlines()[0]
+    return first_line(text)
+
+
+def shown_text(exc: BaseException, text: str) -> str:
+    """``text`` (``str(exc)``) as a log, a stored error or a traceback shows it: a database error's
+    (``is_database_error``) by its first line, any other's without a quoted statement (``without_statements``)."""
+    return first_line(text) if is_database_error(exc) else without_statements(text)
 
 
 def log_error(log: logging.Logger, exc: BaseException, message: str, *args: object) -> None:

@@ -33,13 +33,7 @@ from pydantic_core import PydanticSerializationError
 
 from bot.engine import lgraph, transitions, versions
 from bot.engine.clock import utcnow
-from bot.engine.errors import (
-    StepContractError,
-    VersionUnavailableError,
-    is_database_error,
-    traceback_text,
-    without_statements,
-)
+from bot.engine.errors import StepContractError, VersionUnavailableError, shown_text, traceback_text
 from bot.engine.leases import Leases, make_owner
 from bot.engine.logcontext import log_context
 from bot.engine.registry import Registry
@@ -543,7 +537,7 @@ def described(exc: BaseException) -> tuple[str, str]:
     name = type(exc).__name__
     try:
         text = str(exc)
-        text = (text.strip().splitlines() or [""])[0] if is_database_error(exc) else without_statements(text)
+        text = shown_text(exc, text)
     except BaseException:  # noqa: BLE001  (a __str__ that raises, even a BaseException)
         text = "(its text could not be read: its __str__ raised)"
     message = f"{name}: {text}" if text else name

@@ -27,7 +27,7 @@ import sys
 from typing import TextIO
 
 from bot.engine import LOG_CONTEXT_VARS as _VARS
-from bot.engine import is_database_error, traceback_text, without_statements
+from bot.engine import first_line, is_database_error, traceback_text, without_statements
 from bot.settings import REDACTED, Redactor, Settings, secret_values
 from integrations.terminal import for_terminal
 
@@ -117,7 +117,7 @@ def without_database_text(record: logging.LogRecord) -> logging.LogRecord:
     message = record.getMessage()
     args = record.args if isinstance(record.args, tuple) else (record.args,)
     if any(isinstance(arg, BaseException) and is_database_error(arg) for arg in args):
-        first = (message.strip().splitlines() or [""])[0]
+        first = first_line(message)
         safe = message if first == message else first
     else:
         safe = without_statements(message)
