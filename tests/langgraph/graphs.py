@@ -10,6 +10,7 @@ from langgraph.types import interrupt
 
 from hazel.langgraph.register import register
 from hazel.langgraph.steer import steer
+from tests.support.engine import person
 
 
 def chain(state: type, *nodes: Callable[..., Any]) -> StateGraph:
@@ -107,6 +108,16 @@ def pair_graph(checkpointer: Any = None):
     g.add_edge(["legal", "security"], "join")
     g.add_edge("join", END)
     return g.compile(checkpointer=checkpointer)
+
+
+def revised_once(hz: Any, text: str = "shorter") -> str:
+    """A run of ``lg-review`` (``review_graph``'s workflow, registered in ``hz``) started by olga, its first draft
+    answered with ana's feedback ``text`` and driven on: it waits at the revised draft's review. Its id."""
+    run = hz.start(workflow="lg-review", input={"topic": "tides"}, actor=person("olga"))
+    hz.drive(run_id=run.id)
+    hz.decide(run_id=run.id, action="feedback", actor=person("ana"), payload={"text": text})
+    hz.drive(run_id=run.id)
+    return run.id
 
 
 def workflow(graph: Any, name: str = "lg-review", version: int = 1, **settings: Any):

@@ -21,7 +21,7 @@ from store import Store
 from store.checkpoints import SnapshotPolicy
 from store.models import RunStatus
 from store.schema import lg_checkpoints, lg_writes
-from tests.langgraph.graphs import review_graph, workflow
+from tests.langgraph.graphs import review_graph, revised_once, workflow
 from tests.support.clock import FakeClock
 from tests.support.engine import make_hazel, person
 
@@ -59,13 +59,10 @@ def _pointer(hz, run_id: str) -> str:  # noqa: ANN001
 
 def completed(hz) -> str:  # noqa: ANN001
     """A run of the review graph through feedback, a revision and an approval: 6+ super-steps."""
-    run = hz.start(workflow="lg-review", input={"topic": "tides"}, actor=person("olga"))
-    hz.drive(run_id=run.id)
-    hz.decide(run_id=run.id, action="feedback", actor=person("ana"), payload={"text": "shorter"})
-    hz.drive(run_id=run.id)
-    hz.decide(run_id=run.id, action="approve", actor=person("ana"))
-    assert hz.drive(run_id=run.id).run.status is RunStatus.COMPLETED
-    return run.id
+    run_id = revised_once(hz)
+    hz.decide(run_id=run_id, action="approve", actor=person("ana"))
+    assert hz.drive(run_id=run_id).run.status is RunStatus.COMPLETED
+    return run_id
 
 
 def cancelled(hz) -> str:  # noqa: ANN001

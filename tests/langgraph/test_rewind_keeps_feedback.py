@@ -8,17 +8,13 @@ resumes nothing: ``review`` asks again, so no node runs without the words. On SQ
 from __future__ import annotations
 
 from store.models import RunStatus
-from tests.langgraph.graphs import review_graph, workflow
+from tests.langgraph.graphs import review_graph, revised_once, workflow
 from tests.support.engine import make_hazel, person
 
 
 def test_a_rewind_after_a_graphs_feedback_keeps_it_or_asks_again(db_url: str) -> None:
-    wf = workflow(review_graph())
-    hz = make_hazel(db_url, wf)
-    run = hz.start(workflow="lg-review", input={"topic": "tides"}, actor=person("olga"))
-    hz.drive(run_id=run.id)
-    hz.decide(run_id=run.id, action="feedback", actor=person("ana"), payload={"text": "shorter"})
-    hz.drive(run_id=run.id)
+    hz = make_hazel(db_url, workflow(review_graph()))
+    run = hz.get(run_id=revised_once(hz))
     revised = "Draft about tides [revised: shorter]"
     assert hz.shown(request_id=hz.pending_request(run_id=run.id).id).value == revised
     history = hz.checkpoints(run_id=run.id)

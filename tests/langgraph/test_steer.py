@@ -17,7 +17,7 @@ from bot.engine.errors import NotAllowedError
 from hazel import Approvers
 from hazel.langgraph import HazelSaver, steer
 from store.models import Actor, RequestStatus, RunStatus
-from tests.langgraph.graphs import pair_graph, review_graph, workflow
+from tests.langgraph.graphs import pair_graph, review_graph, revised_once, workflow
 from tests.support.engine import make_hazel, person
 
 
@@ -57,11 +57,8 @@ def test_interrupt_waits_at_a_steering_request_and_approve_completes_the_graph(d
 def test_edit_feedback_and_reject_resume_with_their_documented_values(db_url):
     wf = workflow(review_graph())
     hz = make_hazel(db_url, wf)
-    run = hz.start(workflow="lg-review", input={"topic": "tides"}, actor=person("olga"))
-    hz.drive(run_id=run.id)
-    hz.decide(run_id=run.id, action="feedback", actor=person("ana"), payload={"text": "shorter"})
-    hz.drive(run_id=run.id)
-    assert hz.get(run_id=run.id).status is RunStatus.WAITING
+    run = hz.get(run_id=revised_once(hz))
+    assert run.status is RunStatus.WAITING
     second = hz.requests(run_id=run.id)[-1]
     assert hz.shown(request_id=second.id).value == "Draft about tides [revised: shorter]"
     hz.decide(run_id=run.id, action="edit", actor=person("ana"), payload={"value": "Tides, by Ana"})
