@@ -186,14 +186,19 @@ class Store:
         pool_size: connections kept open by the pool.
         head_cache_bytes: stored bytes of the checkpoints kept in memory for this process's own decisions
             (``store.heads``; 0: none).
+        wal_preallocate_pages: SQLite: the frames its log is grown to before this process's first write
+            (``store.wal``; 0: not grown); ignored on PostgreSQL.
     """
 
     def __init__(self, url: str, *, sqlite_synchronous: str = "FULL",
                  snapshot_policy: SnapshotPolicy | None = None, hook_urls: tuple[str, ...] = (),
-                 pool_size: int = 10, head_cache_bytes: int = 4 << 20) -> None:
+                 pool_size: int = 10, head_cache_bytes: int = 4 << 20,
+                 wal_preallocate_pages: int = db.WAL_PREALLOCATE_PAGES) -> None:
         self.url = url
         self.sqlite_synchronous = sqlite_synchronous.upper()
-        self.engine: Engine = db.make_engine(url, sqlite_synchronous=sqlite_synchronous, pool_size=pool_size)
+        self.wal_preallocate_pages = wal_preallocate_pages
+        self.engine: Engine = db.make_engine(url, sqlite_synchronous=sqlite_synchronous, pool_size=pool_size,
+                                             wal_preallocate_pages=wal_preallocate_pages)
         self.policy = snapshot_policy or SnapshotPolicy()
         self.hook_urls = tuple(hook_urls)
         self.dialect_hooks = dialect_named(self.engine.dialect.name)
@@ -218,7 +223,8 @@ class Store:
         relaxed = db.relaxed_level(self.sqlite_synchronous)
         if self.dialect != "sqlite" or relaxed == self.sqlite_synchronous:
             return self.engine
-        return db.make_engine(self.url, sqlite_synchronous=relaxed, pool_size=2)
+        return db.make_engine(self.url, sqlite_synchronous=relaxed, pool_size=2,
+                              wal_preallocate_pages=self.wal_preallocate_pages)
 
     @contextmanager
     def transaction(self, *, write: bool = True, durable: bool = True, snapshot: bool = True) -> Iterator[Tx]:

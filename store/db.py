@@ -29,6 +29,7 @@ from sqlalchemy import Connection, Engine, create_engine, event, exc
 from sqlalchemy.engine import make_url
 
 from store.errors import UnsupportedDatabaseError
+from store.wal import WAL_PREALLOCATE_PAGES, WalGrowth
 
 if TYPE_CHECKING:
     from store.txconn import TxConnection
@@ -44,13 +45,16 @@ PING_IDLE_SEC = 1.0
 
 
 def make_engine(
-    url: str, *, sqlite_synchronous: str = "FULL", busy_timeout_ms: int | None = None, pool_size: int = 10
+    url: str, *, sqlite_synchronous: str = "FULL", busy_timeout_ms: int | None = None, pool_size: int = 10,
+    wal_preallocate_pages: int = WAL_PREALLOCATE_PAGES,
 ) -> Engine:
     """Create an engine for ``url`` (``sqlite:///path.db`` or ``postgresql+psycopg://…``).
 
     ``sqlite_synchronous`` is SQLite's ``PRAGMA synchronous`` (FULL: a committed checkpoint survives power
     loss; NORMAL: it survives a process crash). ``busy_timeout_ms``: how long a writer waits for another
-    process's write lock (default ``BUSY_TIMEOUT_MS``, 30 s; then ``is_sqlite_busy``). Both ignored on PostgreSQL.
+    process's write lock (default ``BUSY_TIMEOUT_MS``, 30 s; then ``is_sqlite_busy``). ``wal_preallocate_pages``:
+    the frames SQLite's log is grown to before this process's first write (``store.wal``; 0: not grown). All
+    three ignored on PostgreSQL.
 
     A database error's text never holds its statement's parameters (``hide_parameters``: SQLAlchemy writes
     ``[SQL parameters hidden due to hide_parameters=True]`` in their place; ``store.fast`` raises its own so):
@@ -92,7 +96,11 @@ def make_engine(
         )
         _sqlite_hooks(engine, sqlite_synchronous.upper(), busy_timeout_ms)
         if not parsed.database.startswith("file:"):
-            _WRITE_TURNS[engine] = _WriteTurns.of(os.path.realpath(parsed.database), busy_timeout_ms / 1000)
+            path = os.path.realpath(parsed.database)
+            turns = _WriteTurns.of(path, busy_timeout_ms / 1000)
+            if wal_preallocate_pages > 0:
+                turns.growth = WalGrowth(engine, path, wal_preallocate_pages)
+            _WRITE_TURNS[engine] = turns
         return engine
     if parsed.get_backend_name() == "postgresql":
         # connect_timeout: an unreachable server fails fast (health checks answer 503 instead of hanging)
@@ -139,6 +147,11 @@ def _sqlite_hooks(engine: Engine, synchronous: str, busy_timeout_ms: int) -> Non
         cur.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
         cur.execute("PRAGMA foreign_keys=ON")
         cur.close()
+        _log_may_be_new(engine)
+
+    @event.listens_for(engine, "close")
+    def _on_close(_dbapi_conn, _record):  # noqa: ANN001
+        _log_may_be_new(engine)  # (SQLite deletes the log when the last connection to the file closes)
 
     levels = (synchronous, relaxed_level(synchronous))
     _SQLITE_LEVELS[engine] = levels
@@ -151,6 +164,13 @@ def _sqlite_hooks(engine: Engine, synchronous: str, busy_timeout_ms: int) -> Non
             return
         sqlite_begin(conn.connection, levels, write=options.get("hazel_write", True),
                      durable=options.get("hazel_durable", True))
+
+
+def _log_may_be_new(engine: Engine) -> None:
+    """A connection of ``engine`` opened or closed: its next write looks at the log's size first."""
+    turns = _WRITE_TURNS.get(engine)
+    if turns is not None and turns.growth is not None:
+        turns.growth.connected()
 
 
 _SQLITE_LEVELS: "weakref.WeakKeyDictionary[Engine, tuple[str, str]]" = weakref.WeakKeyDictionary()
@@ -247,6 +267,8 @@ class _WriteTurns:
     def __init__(self, lock: threading.Lock, timeout_sec: float) -> None:
         self.lock = lock
         self.timeout_sec = timeout_sec
+        self.growth: WalGrowth | None = None
+        """The engine's log growth (``store.wal``), run in the first turn after a connection opened."""
 
     @classmethod
     def of(cls, path: str, timeout_sec: float) -> "_WriteTurns":
@@ -281,8 +303,15 @@ def write_turn(engine: Engine) -> Iterator[None]:
 
 def take_turn(turns: _WriteTurns | None) -> bool:
     """Wait for this process's turn to write (``write_turns``; at most the busy timeout). True when taken: the
-    caller releases ``turns.lock`` when its transaction ends. False on PostgreSQL (None), or after the wait."""
-    return turns is not None and turns.lock.acquire(timeout=turns.timeout_sec)
+    caller releases ``turns.lock`` when its transaction ends. False on PostgreSQL (None), or after the wait.
+    The first turn after the engine's pool opened a connection grows SQLite's log first (``store.wal``)."""
+    if turns is None:
+        return False
+    held = turns.lock.acquire(timeout=turns.timeout_sec)
+    growth = turns.growth
+    if held and growth is not None and growth.pending:
+        growth.run()
+    return held
 
 
 @contextmanager

@@ -45,7 +45,7 @@ def db_upgrade(json_out: JsonOpt = False) -> None:
     from store.migrate import current_revision, head_revision
 
     settings = Settings()
-    store = Store(settings.database_url)
+    store = Store(settings.database_url, wal_preallocate_pages=0)  # (a schema change, no steps: see store.wal)
     try:
         before = store.upgrade()  # (read under the schema lock: of two upgrades at once, one reports the change)
         after = current_revision(store.engine)
@@ -88,7 +88,7 @@ def db_downgrade(revision: Annotated[str, typer.Argument(help="The revision to g
     missing = _missing_sqlite_file(url)
     if missing is not None:
         raise CliError(f"no database file at {missing}: nothing to downgrade (nothing created)")
-    store = Store(url)
+    store = Store(url, wal_preallocate_pages=0)
     try:
         before = current_revision(store.engine)
         try:
@@ -121,7 +121,7 @@ def db_current(json_out: JsonOpt = False) -> None:
     if missing is not None:
         current, head = None, head_revision()
     else:
-        store = Store(url)
+        store = Store(url, wal_preallocate_pages=0)
         try:
             current, head = current_revision(store.engine), head_revision()
         finally:

@@ -112,7 +112,8 @@ class Hazel(Reads, Requests, Links):
         check_hooks(self.settings)
         self.store = store or Store(self.settings.database_url, sqlite_synchronous=self.settings.sqlite_synchronous,
                                     pool_size=self.settings.db_pool_size, hook_urls=tuple(self.settings.hook_url_list),
-                                    head_cache_bytes=self.settings.head_cache_bytes)
+                                    head_cache_bytes=self.settings.head_cache_bytes,
+                                    wal_preallocate_pages=self.settings.sqlite_wal_preallocate_pages)
         """The engine's database: for the operations that maintain it (outbox delivery, retention)."""
         self.registry = registry or Registry()
         self.people = people if people is not None else People.load(self.settings.people_file)

@@ -350,7 +350,8 @@ def _open_store(conn_string: str | None, options: dict[str, Any]) -> Store:
 
         settings = Settings()
         conn_string = settings.database_url
-        options = {"sqlite_synchronous": settings.sqlite_synchronous, **options}
+        options = {"sqlite_synchronous": settings.sqlite_synchronous,
+                   "wal_preallocate_pages": settings.sqlite_wal_preallocate_pages, **options}
     store = Store(conn_string, **options)
     try:
         store.ensure_schema()

@@ -1,0 +1,114 @@
+"""SQLite's write-ahead log grown to its working size before the commits that would extend it, one at a time.
+
+In WAL mode every commit appends its pages to the ``-wal`` file, and with ``synchronous=FULL`` waits for them
+to reach the disk (``fdatasync``). While the file grows, that wait also covers the file's new size and the
+blocks the filesystem allocates for it (on ext4 a journal commit more); once SQLite has checkpointed the log
+and starts again at its beginning (after ``wal_autocheckpoint`` pages, 1,000 by default) it writes over
+blocks that exist and the wait is for the data alone. The log is deleted when the last connection to the
+database closes, so every process that opens the database alone starts in the slow regime: on the 2-core VM
+of ``bench/`` a step's commit took 210-310 µs while the log grew against 130-170 µs once it was reused
+(``bench/README.md``, "The session after ec92208").
+
+So, once per pool of connections that could have found no log, the first write transaction of a process
+first grows the log to ``pages`` frames if it is shorter: PostgreSQL creates its WAL segments zero-filled to
+their full size (``wal_init_zero``) for the same reason. The growth goes through SQLite alone: one
+transaction inserts ``pages`` pages of zeros into a table it creates, with a page cache of 8 pages so that
+SQLite spills them to the log as it goes (``PRAGMA cache_size``; spilling is SQLite's ``cache_spill``,
+on by default), then rolls back. Nothing is committed: the frames lie past the log's last commit, where
+SQLite's recovery never reads (a frame counts only up to the last frame that ends a commit, its checksums
+chained from the log's header), and the next commits write over them. The database file does not change.
+Cost, measured on the same VM: 7 ms for 1,000 pages, and the first commit after it 4 ms (its ``fdatasync``
+writes the 4 MB out); it pays for itself after about 100 commits.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import weakref
+from typing import Any
+
+from sqlalchemy import Engine
+
+log = logging.getLogger(__name__)
+
+WAL_PREALLOCATE_PAGES = 1000
+"""Frames the log is grown to (SQLite's default ``wal_autocheckpoint``, after which it starts again at its
+beginning): ``HAZEL_SQLITE_WAL_PREALLOCATE_PAGES``; 0 grows nothing."""
+
+_FRAME_HEADER_BYTES = 24
+_WAL_HEADER_BYTES = 32
+_SPILL_CACHE_PAGES = 8
+
+_GROW = ("INSERT INTO hazel_wal_pad SELECT zeroblob(?) FROM (WITH RECURSIVE n(i) AS "
+         "(SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?) SELECT i FROM n)")
+
+
+class WalGrowth:
+    """The growth of one engine's SQLite log (``store.db.take_turn`` runs it with the process's write turn
+    held). ``pending``: whether the next write transaction looks at the log's size first; set again whenever
+    the engine's pool opens or closes a connection (SQLite deletes the log when the last one closes)."""
+
+    def __init__(self, engine: Engine, db_path: str, pages: int) -> None:
+        self._engine = weakref.ref(engine)  # the engine keeps this (store.db._WRITE_TURNS): no cycle
+        self.wal_path = db_path + "-wal"
+        self.pages = pages
+        self.pending = pages > 0
+
+    def connected(self) -> None:
+        """A connection was opened or closed: look at the log before the next write."""
+        self.pending = self.pages > 0
+
+    def wal_bytes(self) -> int:
+        """The ``-wal`` file's size in bytes; 0 when there is none."""
+        try:
+            return os.stat(self.wal_path).st_size
+        except OSError:
+            return 0
+
+    def run(self) -> None:
+        """Grow the log to ``pages`` frames unless it holds them already. Never raises: a log that could not
+        be grown (a database locked by another process for the whole busy timeout, a read-only file) is left
+        as it is, and the transaction that follows meets the same condition and reports it."""
+        engine = self._engine()
+        if engine is None or self.wal_bytes() >= _WAL_HEADER_BYTES + self.pages * (4096 + _FRAME_HEADER_BYTES):
+            self.pending = False  # (the default page size; a larger one is looked at below)
+            return
+        pool = engine.pool
+        if pool.checkedout() >= pool.size():  # (type: ignore[attr-defined]: QueuePool's) no wait for a
+            return  # connection while holding the write turn: the next turn tries again
+        fairy = engine.raw_connection()
+        self.pending = False  # (after opening that connection, which set it again)
+        try:
+            grow(fairy.driver_connection, self.pages, self.wal_bytes())
+        except Exception as exc:  # noqa: BLE001 - a log left as it is; the caller's transaction decides
+            log.debug("the SQLite log of %s was not grown: %s", self.wal_path, type(exc).__name__)
+            fairy.invalidate()
+        finally:
+            fairy.close()
+
+
+def grow(raw: Any, pages: int, wal_bytes: int) -> bool:
+    """Grow the log of the sqlite3 connection ``raw`` (in autocommit mode, no transaction open) to ``pages``
+    frames, given its current size ``wal_bytes``. True when grown; False when it was large enough.
+
+    Raises:
+        sqlite3.Error: the write lock not taken (``SQLITE_BUSY`` after the busy timeout), a read-only file.
+    """
+    page_size = raw.execute("PRAGMA page_size").fetchone()[0]
+    if wal_bytes >= _WAL_HEADER_BYTES + pages * (page_size + _FRAME_HEADER_BYTES):
+        return False
+    cache_size = raw.execute("PRAGMA cache_size").fetchone()[0]
+    raw.execute(f"PRAGMA cache_size={_SPILL_CACHE_PAGES}")
+    try:
+        raw.execute("BEGIN IMMEDIATE")
+        try:
+            raw.execute("CREATE TABLE hazel_wal_pad (p BLOB)")
+            # a row of a page's usable size less its cell's header fills one page (no overflow page); the
+            # pages still in the cache at the rollback are never written: a cache's worth more
+            raw.execute(_GROW, (page_size - 100, pages + 2 * _SPILL_CACHE_PAGES))
+        finally:
+            raw.execute("ROLLBACK")
+    finally:
+        raw.execute(f"PRAGMA cache_size={int(cache_size)}")
+    return True
