@@ -310,7 +310,11 @@ def take_turn(turns: _WriteTurns | None) -> bool:
     held = turns.lock.acquire(timeout=turns.timeout_sec)
     growth = turns.growth
     if held and growth is not None and growth.pending:
-        growth.run()
+        try:
+            growth.run()  # (never raises; but a turn taken is always handed back to the caller)
+        except BaseException:
+            turns.lock.release()
+            raise
     return held
 
 

@@ -75,9 +75,13 @@ class WalGrowth:
             self.pending = False  # (the default page size; a larger one is looked at below)
             return
         pool = engine.pool
-        if pool.checkedout() >= pool.size():  # (type: ignore[attr-defined]: QueuePool's) no wait for a
-            return  # connection while holding the write turn: the next turn tries again
-        fairy = engine.raw_connection()
+        if pool.checkedout() >= pool.size():  # (QueuePool's) no wait for a connection while holding the
+            return  # write turn: the next turn tries again
+        try:
+            fairy = engine.raw_connection()
+        except Exception as exc:  # noqa: BLE001 - the database unreachable: the caller's own checkout says so
+            log.debug("the SQLite log of %s was not grown: %s", self.wal_path, type(exc).__name__)
+            return
         self.pending = False  # (after opening that connection, which set it again)
         try:
             grow(fairy.driver_connection, self.pages, self.wal_bytes())

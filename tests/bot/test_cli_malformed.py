@@ -31,9 +31,10 @@ HAZEL = ROOT / ".venv" / "bin" / "hazel"
 LIMIT = 4096
 """``HAZEL_MAX_STATE_BYTES`` in these tests: the largest input file the CLI reads."""
 
-NUMBER_ZERO_OK = {"retention_days", "head_cache_bytes"}
+NUMBER_ZERO_OK = {"retention_days", "head_cache_bytes", "sqlite_wal_preallocate_pages"}
 """Numeric settings for which 0 is meaningful (``HAZEL_RETENTION_DAYS=0``: prune every ended run;
-``HAZEL_HEAD_CACHE_BYTES=0``: keep no checkpoint in memory)."""
+``HAZEL_HEAD_CACHE_BYTES=0``: keep no checkpoint in memory; ``HAZEL_SQLITE_WAL_PREALLOCATE_PAGES=0``: grow no
+SQLite log)."""
 ANY_TEXT = {"host", "output_dir", "slack_api_url", "slack_bot_token", "slack_signing_secret", "slack_app_token",
             "jira_url", "jira_user", "jira_api_token", "jira_pat", "jira_webhook_secret", "jira_issue_type",
             "jira_approve_status", "jira_reject_status", "jira_done_status", "jira_rejected_status",
