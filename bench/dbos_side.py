@@ -338,10 +338,10 @@ def checkpoint_cost(backend, n_steps: int, *, measure_storage: bool = False) -> 
     starts: list[float] = []
     with _system_database(backend, "linear") as sysdb:
         with _launched(sysdb, listener_poll_sec=QUIET_LISTENER_SEC):
+            gc.collect()  # as every side, before the warm-up (bench.hazel_side.checkpoint_cost)
             fns.linear(WARM_UP_STEPS)
             before = sysdb.size_bytes() if measure_storage else 0
             workflow_id = uuid.uuid4().hex
-            gc.collect()
             _PROBE.on_step = lambda _name: starts.append(time.perf_counter())
             with SetWorkflowID(workflow_id):
                 items = fns.linear(n_steps)

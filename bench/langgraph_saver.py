@@ -65,10 +65,10 @@ def checkpoint_cost(backend, n_steps: int, *, measure_storage: bool = False) -> 
     with hazel_saver_for(backend, "linear") as (saver, url):
         graph = langgraph_side.linear_graph(n_steps, starts).compile(checkpointer=saver)
         warm_up = langgraph_side.linear_graph(WARM_UP_STEPS, None).compile(checkpointer=saver)
+        gc.collect()  # as every side, before the warm-up (bench.hazel_side.checkpoint_cost)
         warm_up.invoke({"items": []}, langgraph_side._config("warm-up", WARM_UP_STEPS), durability="sync")
         before = _size(backend, url) if measure_storage else 0
         thread = uuid.uuid4().hex
-        gc.collect()  # as every side before its measured run: a full collection lands in none of them
         graph.invoke({"items": []}, langgraph_side._config(thread, n_steps), durability="sync")
         count = sum(1 for _ in saver.list(langgraph_side._config(thread)))
     per_checkpoint = (_size(backend, url) - before) / count if measure_storage else None

@@ -108,12 +108,12 @@ def checkpoint_cost(backend, n_steps: int, *, measure_storage: bool = False) -> 
     with saver_for(backend, "linear") as (saver, url):
         graph = linear_graph(n_steps, starts).compile(checkpointer=saver)
         warm_up = linear_graph(WARM_UP_STEPS, None).compile(checkpointer=saver)  # as Hazel's warm-up run
+        gc.collect()  # as Hazel's side, before the warm-up (bench.hazel_side.checkpoint_cost)
         warm_up.invoke({"items": []}, _config("warm-up", WARM_UP_STEPS), durability="sync")
         before = _size(backend, url) if measure_storage and backend.name != "sqlite" else 0
         if measure_storage and backend.name == "sqlite":
             before = file_size_bytes(backend.file_of(url))
         thread = uuid.uuid4().hex
-        gc.collect()  # as Hazel's side before its measured run
         graph.invoke({"items": []}, _config(thread, n_steps), durability="sync")
         count = sum(1 for _ in saver.list(_config(thread)))
     per_checkpoint = None
