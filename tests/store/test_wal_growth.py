@@ -124,3 +124,19 @@ def test_a_log_that_cannot_be_grown_leaves_the_writes_as_they_were(tmp_path) -> 
     assert [x for (x,) in other.execute("SELECT x FROM t")] == [2]
     other.close()
     engine.dispose()
+
+
+def test_the_setting_reaches_the_engines_store(tmp_path) -> None:  # noqa: ANN001
+    from bot.engine import Hazel
+    from bot.settings import Settings
+
+    for pages, grown in ((0, False), (300, True)):
+        path = tmp_path / f"engine-{pages}.db"
+        settings = Settings(HAZEL_DATABASE_URL=f"sqlite:///{path}", HAZEL_SQLITE_WAL_PREALLOCATE_PAGES=pages)
+        hazel = Hazel(settings, load_workflows=False)
+        try:
+            with db.transaction(hazel.store.engine) as conn:
+                conn.execute(text("CREATE TABLE t (x INTEGER)"))
+            assert (_wal_bytes(path) >= 300 * FRAME_BYTES) is grown, (pages, _wal_bytes(path))
+        finally:
+            hazel.close()
