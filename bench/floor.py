@@ -12,18 +12,11 @@ step, which is one statement on PostgreSQL too, is measured against the cheapest
 
 from __future__ import annotations
 
-import os
 import time
 
 from store import db, wal
 
 from bench.workload import step_text
-
-
-def wal_bytes(url: str) -> int:
-    """The size of SQLite's ``-wal`` file of ``url`` in bytes; 0 when there is none."""
-    path = url.removeprefix("sqlite:///") + "-wal"
-    return os.path.getsize(path) if os.path.exists(path) else 0
 
 
 def floor_us_per_commit(url: str, n_rows: int, *, warm_up_rows: int = 0) -> float:
@@ -46,7 +39,7 @@ def floor_us_per_commit(url: str, n_rows: int, *, warm_up_rows: int = 0) -> floa
             insert = "INSERT INTO hazel_bench_floor (payload) VALUES (%s)"
         raw.commit()
         if sqlite:  # the log grown first, as Hazel's first write grows it (store.wal)
-            wal.grow(raw.driver_connection, wal.WAL_PREALLOCATE_PAGES, wal_bytes(url))
+            wal.grow(raw.driver_connection, wal.WAL_PREALLOCATE_PAGES, url.removeprefix("sqlite:///") + "-wal")
         else:
             raw.driver_connection.autocommit = True
         def commit_one() -> None:

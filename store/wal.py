@@ -61,10 +61,7 @@ class WalGrowth:
 
     def wal_bytes(self) -> int:
         """The ``-wal`` file's size in bytes; 0 when there is none."""
-        try:
-            return os.stat(self.wal_path).st_size
-        except OSError:
-            return 0
+        return wal_bytes(self.wal_path)
 
     def run(self) -> None:
         """Grow the log to ``pages`` frames unless it holds them already. Never raises: a log that could not
@@ -84,7 +81,7 @@ class WalGrowth:
             return
         self.pending = False  # (after opening that connection, which set it again)
         try:
-            grow(fairy.driver_connection, self.pages, self.wal_bytes())
+            grow(fairy.driver_connection, self.pages, self.wal_path)
         except Exception as exc:  # noqa: BLE001 - a log left as it is; the caller's transaction decides
             log.debug("the SQLite log of %s was not grown: %s", self.wal_path, type(exc).__name__)
             fairy.invalidate()
@@ -92,21 +89,34 @@ class WalGrowth:
             fairy.close()
 
 
-def grow(raw: Any, pages: int, wal_bytes: int) -> bool:
-    """Grow the log of the sqlite3 connection ``raw`` (in autocommit mode, no transaction open) to ``pages``
-    frames, given its current size ``wal_bytes``. True when grown; False when it was large enough.
+def wal_bytes(wal_path: str) -> int:
+    """The size in bytes of the log at ``wal_path`` (``<database file>-wal``); 0 when there is none."""
+    try:
+        return os.stat(wal_path).st_size
+    except OSError:
+        return 0
+
+
+def grow(raw: Any, pages: int, wal_path: str) -> bool:
+    """Grow the log ``wal_path`` of the sqlite3 connection ``raw`` (in autocommit mode, no transaction open) to
+    ``pages`` frames. True when grown; False when it held them already (looked at under the write lock: of two
+    processes starting at once, one grows it), or when the database is not in WAL mode (a file system where
+    SQLite cannot share memory keeps its rollback journal: there is no log to grow).
 
     Raises:
-        sqlite3.Error: the write lock not taken (``SQLITE_BUSY`` after the busy timeout), a read-only file.
+        sqlite3.Error: the write lock not taken (``SQLITE_BUSY`` after the busy timeout), a read-only file, a
+            full disk (nothing written then: the transaction is rolled back).
     """
-    page_size = raw.execute("PRAGMA page_size").fetchone()[0]
-    if wal_bytes >= _WAL_HEADER_BYTES + pages * (page_size + _FRAME_HEADER_BYTES):
+    if str(raw.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
         return False
+    page_size = raw.execute("PRAGMA page_size").fetchone()[0]
     cache_size = raw.execute("PRAGMA cache_size").fetchone()[0]
     raw.execute(f"PRAGMA cache_size={_SPILL_CACHE_PAGES}")
     try:
         raw.execute("BEGIN IMMEDIATE")
         try:
+            if wal_bytes(wal_path) >= _WAL_HEADER_BYTES + pages * (page_size + _FRAME_HEADER_BYTES):
+                return False
             raw.execute("CREATE TABLE hazel_wal_pad (p BLOB)")
             # a row of a page's usable size less its cell's header fills one page (no overflow page); the
             # pages still in the cache at the rollback are never written: a cache's worth more

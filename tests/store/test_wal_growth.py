@@ -140,3 +140,27 @@ def test_the_setting_reaches_the_engines_store(tmp_path) -> None:  # noqa: ANN00
             assert (_wal_bytes(path) >= 300 * FRAME_BYTES) is grown, (pages, _wal_bytes(path))
         finally:
             hazel.close()
+
+
+def test_grow_looks_under_the_lock_and_only_at_a_log(tmp_path) -> None:  # noqa: ANN001
+    from store.wal import grow
+
+    path = tmp_path / "grow.db"
+    raw = sqlite3.connect(path, isolation_level=None)
+    raw.execute("PRAGMA journal_mode=WAL")
+    raw.execute("CREATE TABLE t (x INTEGER)")
+    assert grow(raw, 100, f"{path}-wal") is True
+    grown = _wal_bytes(path)
+    assert grown >= 100 * FRAME_BYTES
+    assert grow(raw, 100, f"{path}-wal") is False  # (another process got there first)
+    assert _wal_bytes(path) == grown
+    raw.close()
+
+    journal = tmp_path / "journal.db"  # a database SQLite keeps in rollback-journal mode: no log to grow
+    raw = sqlite3.connect(journal, isolation_level=None)
+    raw.execute("CREATE TABLE t (x INTEGER)")
+    size = os.path.getsize(journal)
+    assert grow(raw, 100, f"{journal}-wal") is False
+    assert os.path.getsize(journal) == size and not os.path.exists(f"{journal}-wal")
+    assert _tables(journal) == ["t"]
+    raw.close()
