@@ -288,10 +288,11 @@ class Settings(BaseSettings):
     workflows: str = Field("examples.migration_plan", validation_alias="HAZEL_WORKFLOWS")
     """Comma-separated modules (or ``.py`` paths) whose top-level ``Workflow`` objects are registered."""
     sqlite_synchronous: str = Field("FULL", validation_alias="HAZEL_SQLITE_SYNCHRONOUS")
-    sqlite_wal_preallocate_pages: int = Field(1000, ge=0, le=1_000_000,
+    sqlite_wal_preallocate_pages: int = Field(1000, ge=0, le=10_000,
                                               validation_alias="HAZEL_SQLITE_WAL_PREALLOCATE_PAGES")
     """Frames SQLite's log is grown to before a process's first write, so that commits write over blocks that
-    exist instead of extending the file (``store.wal``; 0: not grown). Ignored on PostgreSQL."""
+    exist instead of extending the file (``store.wal``; 0: not grown; at most 10,000, 40 MB of 4 KB pages: SQLite
+    starts its log again after 1,000). Ignored on PostgreSQL."""
     db_pool_size: int = Field(10, ge=1, le=1000, validation_alias="HAZEL_DB_POOL_SIZE")
     """Database connections each process keeps open (PostgreSQL also opens up to 20 more under load, and each
     worker process one ``LISTEN`` connection)."""
