@@ -39,6 +39,10 @@ beginning): ``HAZEL_SQLITE_WAL_PREALLOCATE_PAGES``; 0 grows nothing."""
 _FRAME_HEADER_BYTES = 24
 _WAL_HEADER_BYTES = 32
 _SPILL_CACHE_PAGES = 8
+FREE_SPACE_FACTOR = 64
+"""The log is grown only where the file system keeps at least this many times the growth free afterwards (256
+MB for 1,000 pages of 4 KB): on a disk nearly full, 4 MB taken at once would fill it sooner than the log would."""
+_SQLITE_BUSY = 5
 
 _GROW = ("INSERT INTO hazel_wal_pad SELECT zeroblob(?) FROM (WITH RECURSIVE n(i) AS "
          "(SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?) SELECT i FROM n)")
@@ -54,6 +58,12 @@ class WalGrowth:
         self.wal_path = db_path + "-wal"
         self.pages = pages
         self.pending = pages > 0
+        self.page_size = 4096
+        """The database's page size (SQLite's default until read at the first growth)."""
+
+    def target_bytes(self) -> int:
+        """The size of a log of ``pages`` frames, in bytes."""
+        return _WAL_HEADER_BYTES + self.pages * (self.page_size + _FRAME_HEADER_BYTES)
 
     def connected(self) -> None:
         """A connection was opened or closed: look at the log before the next write."""
@@ -64,12 +74,17 @@ class WalGrowth:
         return wal_bytes(self.wal_path)
 
     def run(self) -> None:
-        """Grow the log to ``pages`` frames unless it holds them already. Never raises: a log that could not
-        be grown (a database locked by another process for the whole busy timeout, a read-only file) is left
-        as it is, and the transaction that follows meets the same condition and reports it."""
+        """Grow the log to ``pages`` frames unless it holds them already, or the disk lacks room for it
+        (``FREE_SPACE_FACTOR``). Never raises, and never waits for another process: while one holds SQLite's
+        write lock, the growth is tried again at a later write; a log that cannot be grown (a read-only file, a
+        full disk) is left as it is, and the transaction that follows meets the same condition and reports it."""
         engine = self._engine()
-        if engine is None or self.wal_bytes() >= _WAL_HEADER_BYTES + self.pages * (4096 + _FRAME_HEADER_BYTES):
-            self.pending = False  # (the default page size; a larger one is looked at below)
+        if engine is None or self.wal_bytes() >= self.target_bytes():
+            self.pending = False
+            return
+        if free_bytes(self.wal_path) < FREE_SPACE_FACTOR * self.target_bytes():
+            self.pending = False
+            log.debug("the SQLite log of %s is not grown: its disk is nearly full", self.wal_path)
             return
         pool = engine.pool
         if pool.checkedout() >= pool.size():  # (QueuePool's) no wait for a connection while holding the
@@ -81,12 +96,31 @@ class WalGrowth:
             return
         self.pending = False  # (after opening that connection, which set it again)
         try:
-            grow(fairy.driver_connection, self.pages, self.wal_path)
+            raw = fairy.driver_connection
+            self.page_size = raw.execute("PRAGMA page_size").fetchone()[0]
+            grow(raw, self.pages, self.wal_path)
         except Exception as exc:  # noqa: BLE001 - a log left as it is; the caller's transaction decides
             log.debug("the SQLite log of %s was not grown: %s", self.wal_path, type(exc).__name__)
-            fairy.invalidate()
+            if _busy(exc):
+                self.pending = True  # another process writes: at a later write (the connection is sound)
+            else:
+                fairy.invalidate()
         finally:
             fairy.close()
+
+
+def _busy(exc: BaseException) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(code, int) and code & 0xFF == _SQLITE_BUSY
+
+
+def free_bytes(path: str) -> int:
+    """Bytes free to an unprivileged writer on the file system of ``path`` (its folder); 0 when unknown."""
+    try:
+        stat = os.statvfs(os.path.dirname(path) or ".")
+    except OSError:
+        return 0
+    return stat.f_bavail * stat.f_frsize
 
 
 def wal_bytes(wal_path: str) -> int:
@@ -103,15 +137,20 @@ def grow(raw: Any, pages: int, wal_path: str) -> bool:
     processes starting at once, one grows it), or when the database is not in WAL mode (a file system where
     SQLite cannot share memory keeps its rollback journal: there is no log to grow).
 
+    The write lock is asked for without waiting (``PRAGMA busy_timeout=0`` for the attempt): a growth is not
+    worth the wait that the write after it will make anyway.
+
     Raises:
-        sqlite3.Error: the write lock not taken (``SQLITE_BUSY`` after the busy timeout), a read-only file, a
-            full disk (nothing written then: the transaction is rolled back).
+        sqlite3.Error: the write lock held by another connection (``SQLITE_BUSY``, at once), a read-only file,
+            a full disk (nothing written then: the transaction is rolled back).
     """
     if str(raw.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
         return False
     page_size = raw.execute("PRAGMA page_size").fetchone()[0]
     cache_size = raw.execute("PRAGMA cache_size").fetchone()[0]
+    busy_timeout_ms = raw.execute("PRAGMA busy_timeout").fetchone()[0]
     raw.execute(f"PRAGMA cache_size={_SPILL_CACHE_PAGES}")
+    raw.execute("PRAGMA busy_timeout=0")
     try:
         raw.execute("BEGIN IMMEDIATE")
         try:
@@ -124,5 +163,6 @@ def grow(raw: Any, pages: int, wal_path: str) -> bool:
         finally:
             raw.execute("ROLLBACK")
     finally:
+        raw.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
         raw.execute(f"PRAGMA cache_size={int(cache_size)}")
     return True
