@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import gc
 import json
+import logging
 import os
 import re
 import shutil
@@ -117,9 +118,14 @@ def command_prefix() -> str:
     return rel if not rel.startswith("..") else argv0
 
 
-def engine(json_mode: bool = False, *, prepare: bool = True):  # noqa: ANN201
+def engine(json_mode: bool = False, *, prepare: bool = True, reads_only: bool = False):  # noqa: ANN201
     """Build ``HazelApp`` (the engine with its channels) from the environment. In JSON mode the console
-    channel prints nothing (the JSON output holds the run and its pending request; stderr stays for errors)."""
+    channel prints nothing (the JSON output holds the run and its pending request; stderr stays for errors).
+
+    ``reads_only`` (commands that only read: ``runs``, ``show``, ``history``, ``audit``, ``outbox``): the runs
+    of dead processes are handed back if the database takes the write; if it does not (a full disk, another
+    process holding SQLite's write lock for the whole busy timeout), a warning says so and the command reads
+    on, the runs shown as stored. Every other command fails as before: it is about to write."""
     from bot.cli.console import CommandConsole
     from bot.server.app import HazelApp
     from bot.server.wiring import channels_from_settings
@@ -138,10 +144,27 @@ def engine(json_mode: bool = False, *, prepare: bool = True):  # noqa: ANN201
     channel = CommandConsole(console=printer, command=command_prefix())
     hazel = HazelApp(settings, channels=channels_from_settings(settings), console=channel)
     _opened.append(hazel)
-    if prepare:
+    if prepare and reads_only:
+        hazel.store.ensure_schema()
+        _recover_if_writable(hazel)
+    elif prepare:
         hazel.prepare()
     started()
     return hazel
+
+
+def _recover_if_writable(hazel: Any) -> None:
+    """``hazel.recover()``; a database error of its write is a warning instead (``engine(reads_only=True)``)."""
+    from sqlalchemy.exc import OperationalError
+
+    from bot.engine import first_line
+
+    try:
+        hazel.recover()
+    except OperationalError as exc:
+        logging.getLogger("hazel.cli").warning(
+            "runs left running by a dead process were not handed back (%s): they are shown as stored; the next "
+            "command that writes hands them back", first_line(str(exc.orig or exc)))
 
 
 _handlers: list[Any] = []

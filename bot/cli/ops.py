@@ -277,7 +277,7 @@ def outbox_list(
     if status is not None and status not in {s.value for s in OutboxStatus}:
         raise usage_error("--status", f"{status!r} is not an outbox status (one of: "
                                       f"{', '.join(s.value for s in OutboxStatus)})")
-    hazel = engine(json_out)
+    hazel = engine(json_out, reads_only=True)
     if run is not None:
         run = hazel.resolve(ref=run)
     if status:

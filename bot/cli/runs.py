@@ -157,7 +157,7 @@ def runs_cmd(
             raise usage_error("--status", f"{s!r} is not a run status (one of: {', '.join(sorted(valid))})")
     if workflow is not None and not workflow:  # (an unset "$WF" in a script: not every run of every workflow)
         raise usage_error("--workflow", "needs a workflow name (see `hazel workflows`)")
-    hazel = engine(json_out)
+    hazel = engine(json_out, reads_only=True)
     if versions:
         _versions(hazel, json_out, statuses=status or None, workflow=workflow)
         return
@@ -248,7 +248,7 @@ def show_cmd(
         from typer._click.exceptions import UsageError  # the Click that typer vendors: a usage error, exit 2
 
         raise UsageError("--raw prints the value undecorated and --json as JSON: give one of them")
-    hazel = engine(json_out)
+    hazel = engine(json_out, reads_only=True)
     run = hazel.get(run_id=hazel.resolve(ref=run_ref))
     waiting = hazel.pending_requests_of(run_id=run.id)
     pending = max(waiting, key=lambda r: r.id) if waiting else None  # what a decision naming no request settles
@@ -333,7 +333,7 @@ def history_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """The run's checkpoint tree: every step and decision, with the branches rewinds created."""
-    hazel = engine(json_out)
+    hazel = engine(json_out, reads_only=True)
     run = hazel.get(run_id=hazel.resolve(ref=run_ref))
     checkpoints = hazel.checkpoints(run_id=run.id)
     decisions = hazel.decisions(run_id=run.id)
@@ -353,7 +353,7 @@ def audit_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Who did what to a run, when, and through which channel (refused attempts included)."""
-    hazel = engine(json_out)
+    hazel = engine(json_out, reads_only=True)
     run_id = hazel.resolve(ref=run_ref)
     events = hazel.audit(run_id=run_id)
     if json_out:
