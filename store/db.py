@@ -268,7 +268,7 @@ class _WriteTurns:
         self.lock = lock
         self.timeout_sec = timeout_sec
         self.growth: WalGrowth | None = None
-        """The engine's log growth (``store.wal``), run in the first turn after a connection opened."""
+        """The engine's log growth (``store.wal``), run in the first turn after a connection opened or closed."""
 
     @classmethod
     def of(cls, path: str, timeout_sec: float) -> "_WriteTurns":
@@ -304,7 +304,8 @@ def write_turn(engine: Engine) -> Iterator[None]:
 def take_turn(turns: _WriteTurns | None) -> bool:
     """Wait for this process's turn to write (``write_turns``; at most the busy timeout). True when taken: the
     caller releases ``turns.lock`` when its transaction ends. False on PostgreSQL (None), or after the wait.
-    The first turn after the engine's pool opened a connection grows SQLite's log first (``store.wal``)."""
+    The first turn after the engine's pool opened or closed a connection grows SQLite's log first if it is
+    short (``store.wal``)."""
     if turns is None:
         return False
     held = turns.lock.acquire(timeout=turns.timeout_sec)
