@@ -86,10 +86,10 @@ class WalGrowth:
             self.pending = False
             log.debug("the SQLite log of %s is not grown: its disk is nearly full", self.wal_path)
             return
-        pool = engine.pool
-        if pool.checkedout() >= pool.size():  # (QueuePool's) no wait for a connection while holding the
-            return  # write turn: the next turn tries again
         try:
+            pool = engine.pool
+            if pool.checkedout() >= pool.size():  # (QueuePool's) no wait for a connection while holding the
+                return  # write turn: the next turn tries again
             fairy = engine.raw_connection()
         except Exception as exc:  # noqa: BLE001 - the database unreachable: the caller's own checkout says so
             log.debug("the SQLite log of %s was not grown: %s", self.wal_path, type(exc).__name__)
