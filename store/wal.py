@@ -79,12 +79,8 @@ class WalGrowth:
         write lock, the growth is tried again at a later write; a log that cannot be grown (a read-only file, a
         full disk) is left as it is, and the transaction that follows meets the same condition and reports it."""
         engine = self._engine()
-        if engine is None or self.wal_bytes() >= self.target_bytes():
+        if engine is None or self.wal_bytes() >= self.target_bytes():  # (the page size known, or 4 KB)
             self.pending = False
-            return
-        if free_bytes(self.wal_path) < FREE_SPACE_FACTOR * self.target_bytes():
-            self.pending = False
-            log.debug("the SQLite log of %s is not grown: its disk is nearly full", self.wal_path)
             return
         try:
             pool = engine.pool
@@ -98,6 +94,9 @@ class WalGrowth:
         try:
             raw = fairy.driver_connection
             self.page_size = raw.execute("PRAGMA page_size").fetchone()[0]
+            if free_bytes(self.wal_path) < FREE_SPACE_FACTOR * self.target_bytes():  # (at its page size: s18 M2)
+                log.debug("the SQLite log of %s is not grown: its disk is nearly full", self.wal_path)
+                return
             grow(raw, self.pages, self.wal_path)
         except Exception as exc:  # noqa: BLE001 - a log left as it is; the caller's transaction decides
             log.debug("the SQLite log of %s was not grown: %s", self.wal_path, type(exc).__name__)

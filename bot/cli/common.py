@@ -429,10 +429,17 @@ def _busy_line() -> str:
             f"for {db.BUSY_TIMEOUT_MS / 1000:g} s")
     if not _driving:
         return f"{busy}; nothing was recorded: try again"
+    return busy + _left_running("is free")
+
+
+def _left_running(when: str) -> str:
+    """What stands after a database error that stopped a command executing a run (``_driving``): its decision
+    or start was committed before, and its run, left ``running``, continues as after Ctrl-C once the database
+    ``when`` (``is free``, ``takes writes again``)."""
     run_id = _driving[-1]
-    return (f"{busy}; what this command recorded before stands, and run {run_id} was executing: a step cut short "
-            f"runs again from its last checkpoint: `{command_prefix()} retry {run_id}` continues it here once the "
-            "database is free, or `hazel serve` / `hazel worker`")
+    return (f"; what this command recorded before stands, and run {run_id} was executing: a step cut short runs "
+            f"again from its last checkpoint: `{command_prefix()} retry {run_id}` continues it here once the "
+            f"database {when}, or `hazel serve` / `hazel worker`")
 
 
 def _first_line(text: str) -> str:
@@ -460,7 +467,8 @@ def _one_line(exc: BaseException) -> str:
         url = safe_url(_database_url())
         if url == _NOT_A_URL:
             return f"HAZEL_DATABASE_URL is not a valid database URL: {text}"
-        return f"database {url}: {text}"
+        # (a full disk part-way through `approve` or `run`: what it committed before stands; s18 M1)
+        return f"database {url}: {text}" + (_left_running("takes writes again") if _driving else "")
     if isinstance(exc, RecursionError):
         return "a value is nested too deeply (JSON nested more than about 900 levels)"
     if isinstance(exc, UnicodeDecodeError) and os.path.exists(".env"):  # pydantic-settings reading it

@@ -205,3 +205,18 @@ def test_a_database_of_small_pages_is_grown_once(tmp_path) -> None:  # noqa: ANN
     _insert(engine, 2)
     assert len(checkouts) == 1  # the write's own: the log's size was known to be enough (s17 F6)
     engine.dispose()
+
+
+def test_the_free_space_needed_follows_the_page_size(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    from store import wal
+
+    path = tmp_path / "large-pages.db"
+    with sqlite3.connect(path) as raw:
+        raw.execute("PRAGMA page_size=65536")
+        raw.execute("CREATE TABLE t (x INTEGER)")
+    enough_for_4k_pages = 64 * (32 + WAL_PREALLOCATE_PAGES * FRAME_BYTES)
+    monkeypatch.setattr(wal, "free_bytes", lambda _path: enough_for_4k_pages)  # not for 1,000 pages of 64 KB
+    engine = db.make_engine(f"sqlite:///{path}")
+    _insert(engine, 1)
+    assert _wal_bytes(path) < 10 * (65536 + 24)  # (s18 M2: it grew to 64 MB, leaving far less than 64 times)
+    engine.dispose()
