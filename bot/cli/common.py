@@ -161,10 +161,16 @@ def _recover_if_writable(hazel: Any) -> None:
 
     try:
         hazel.recover()
-    except OperationalError as exc:
+    except Exception as exc:
+        if not (_busy(exc) or isinstance(exc, OperationalError)):
+            raise
+        from store import db
+
+        why = (f"another process has held SQLite's write lock for {db.BUSY_TIMEOUT_MS / 1000:g} s" if _busy(exc)
+               else first_line(str(getattr(exc, "orig", None) or exc)))
         logging.getLogger("hazel.cli").warning(
             "runs left running by a dead process were not handed back (%s): they are shown as stored; the next "
-            "command that writes hands them back", first_line(str(exc.orig or exc)))
+            "command that writes hands them back", why)
 
 
 _handlers: list[Any] = []

@@ -51,3 +51,22 @@ def test_reads_go_on_when_the_hand_back_cannot_be_written(dead_owners_run,  # no
     listed = writable("runs", "--json")
     assert "not handed back" not in listed.stderr
     assert [r["status"] for r in json.loads(listed.stdout)] == ["ready"]  # handed back by the first writer
+
+
+def test_behind_a_held_lock_the_warning_names_it(dead_owners_run,  # noqa: ANN001
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from store import db
+
+    path, run_id = dead_owners_run
+    monkeypatch.setattr(db, "BUSY_TIMEOUT_MS", 300)  # (read when an engine is made: 0.3 s instead of 30)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # another program's writer (Hazel's own turns do not see it)
+    try:
+        cli = in_process_cli(monkeypatch, ROOT, db_url=f"sqlite:///{path}", workflows="examples.migration_plan")
+        result = cli("show", run_id, "--json")
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert json.loads(result.stdout)["run"]["status"] == "running"
+    assert ("runs left running by a dead process were not handed back (another process has held SQLite's write "
+            "lock for 0.3 s): they are shown as stored") in result.stderr
