@@ -157,17 +157,13 @@ def _recover_if_writable(hazel: Any) -> None:
     """``hazel.recover()``; a database error of its write is a warning instead (``engine(reads_only=True)``)."""
     from sqlalchemy.exc import OperationalError
 
-    from bot.engine import first_line
-
     try:
         hazel.recover()
     except Exception as exc:
-        if not (_busy(exc) or isinstance(exc, OperationalError)):
+        busy = _busy(exc)
+        if not (busy or isinstance(exc, OperationalError)):
             raise
-        from store import db
-
-        why = (f"another process has held SQLite's write lock for {db.BUSY_TIMEOUT_MS / 1000:g} s" if _busy(exc)
-               else first_line(str(getattr(exc, "orig", None) or exc)))
+        why = _lock_held() if busy else _database_text(exc)
         logging.getLogger("hazel.cli").warning(
             "runs left running by a dead process were not handed back (%s): they are shown as stored; the next "
             "command that writes hands them back", why)
@@ -429,13 +425,24 @@ def _busy_line() -> str:
     database, the wait, what stands and what to do. Nothing of the transaction that met it was written; a
     command that was executing a run (``_driving``) had recorded its decision or start before, and its run,
     left ``running``, continues as after Ctrl-C."""
-    from store import db
-
-    busy = (f"the database is busy ({safe_url(_database_url())}): another process has held SQLite's write lock "
-            f"for {db.BUSY_TIMEOUT_MS / 1000:g} s")
+    busy = f"the database is busy ({safe_url(_database_url())}): {_lock_held()}"
     if not _driving:
         return f"{busy}; nothing was recorded: try again"
     return busy + _left_running("is free")
+
+
+def _lock_held() -> str:
+    """``another process has held SQLite's write lock for 30 s`` (the busy timeout, ``store.db.BUSY_TIMEOUT_MS``)."""
+    from store import db
+
+    return f"another process has held SQLite's write lock for {db.BUSY_TIMEOUT_MS / 1000:g} s"
+
+
+def _database_text(exc: BaseException) -> str:
+    """A database error's own words: the first line of the driver's error it wraps (``orig``), else of ``exc``;
+    its class name when it has none."""
+    cause = getattr(exc, "orig", None) or exc
+    return _first_line(str(cause).strip()) if str(cause).strip() else type(cause).__name__
 
 
 def _left_running(when: str) -> str:
@@ -468,8 +475,7 @@ def _one_line(exc: BaseException) -> str:
                              for e in exc.errors())
         return f"invalid {'settings' if exc.title == 'Settings' else exc.title}: {problems}"
     if SQLAlchemyError is not None and isinstance(exc, SQLAlchemyError):
-        cause = getattr(exc, "orig", None) or exc
-        text = _first_line(str(cause).strip()) if str(cause).strip() else type(cause).__name__
+        text = _database_text(exc)
         url = safe_url(_database_url())
         if url == _NOT_A_URL:
             return f"HAZEL_DATABASE_URL is not a valid database URL: {text}"
