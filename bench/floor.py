@@ -16,6 +16,7 @@ import time
 
 from store import db, wal
 
+from bench.databases import SqliteBackend
 from bench.workload import step_text
 
 
@@ -39,7 +40,7 @@ def floor_us_per_commit(url: str, n_rows: int, *, warm_up_rows: int = 0) -> floa
             insert = "INSERT INTO hazel_bench_floor (payload) VALUES (%s)"
         raw.commit()
         if sqlite:  # the log grown first, as Hazel's first write grows it (store.wal)
-            wal.grow(raw.driver_connection, wal.WAL_PREALLOCATE_PAGES, url.removeprefix("sqlite:///") + "-wal")
+            wal.grow(raw.driver_connection, wal.WAL_PREALLOCATE_PAGES, SqliteBackend.file_of(url) + "-wal")
         else:
             raw.driver_connection.autocommit = True
         def commit_one() -> None:

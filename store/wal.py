@@ -42,7 +42,6 @@ _SPILL_CACHE_PAGES = 8
 FREE_SPACE_FACTOR = 64
 """The log is grown only where the file system keeps at least this many times the growth free afterwards (256
 MB for 1,000 pages of 4 KB): on a disk nearly full, 4 MB taken at once would fill it sooner than the log would."""
-_SQLITE_BUSY = 5
 
 _GROW = ("INSERT INTO hazel_wal_pad SELECT zeroblob(?) FROM (WITH RECURSIVE n(i) AS "
          "(SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?) SELECT i FROM n)")
@@ -100,17 +99,14 @@ class WalGrowth:
             grow(raw, self.pages, self.wal_path)
         except Exception as exc:  # noqa: BLE001 - a log left as it is; the caller's transaction decides
             log.debug("the SQLite log of %s was not grown: %s", self.wal_path, type(exc).__name__)
-            if _busy(exc):
+            from store.db import is_sqlite_busy  # (store.db imports this module)
+
+            if is_sqlite_busy(exc):
                 self.pending = True  # another process writes: at a later write (the connection is sound)
             else:
                 fairy.invalidate()
         finally:
             fairy.close()
-
-
-def _busy(exc: BaseException) -> bool:
-    code = getattr(exc, "sqlite_errorcode", None)
-    return isinstance(code, int) and code & 0xFF == _SQLITE_BUSY
 
 
 def free_bytes(path: str) -> int:
