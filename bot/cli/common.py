@@ -164,9 +164,15 @@ def _recover_if_writable(hazel: Any) -> None:
         if not (busy or isinstance(exc, OperationalError)):
             raise
         why = _lock_held() if busy else _database_text(exc)
-        logging.getLogger("hazel.cli").warning(
-            "runs left running by a dead process were not handed back (%s): they are shown as stored; the next "
-            "command that writes hands them back", why)
+        warning = (f"runs left running by a dead process were not handed back ({why}): they are shown as stored; "
+                   "the next command that writes hands them back")
+        start_up_warnings.append(warning)
+        logging.getLogger("hazel.cli").warning("%s", warning)
+
+
+start_up_warnings: list[str] = []
+"""What the command's start-up warned of on stderr (``_recover_if_writable``), for a command's JSON output to
+carry as well (``hazel show --json``: ``warnings``)."""
 
 
 _handlers: list[Any] = []
@@ -334,6 +340,7 @@ def handle_errors(fn: F) -> F:
             raise typer.Exit(1) from None
         finally:
             _driving.clear()
+            start_up_warnings.clear()
             _error_log.clear()
             _stdin_read.clear()
             _settings.clear()

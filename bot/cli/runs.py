@@ -266,9 +266,10 @@ def show_cmd(
     warnings = list(dict.fromkeys(f"{s.migration_error}; every decision on it is refused until a version whose "
                                   f"migration works is deployed; its state is shown as v{run.workflow_version} "
                                   "stored it" for s in shown.values() if s.migration_error))
-    if json_out:
+    if json_out:  # (with what start-up warned of on stderr: the run shown as stored, not handed back)
         emit_json({"run": run, "pending_request": pending, "pending_requests": waiting, "state": tree,
-                   "seq": run.head_seq if seq is None else seq, "warnings": warnings}, whole=full)
+                   "seq": run.head_seq if seq is None else seq,
+                   "warnings": [*common.start_up_warnings, *warnings]}, whole=full)
         return
     if raw and at is None and seq is None and len(waiting) > 1:  # which one's value: the person says
         points = ", ".join(repr(r.point) for r in waiting)

@@ -44,12 +44,17 @@ def test_reads_go_on_when_the_hand_back_cannot_be_written(dead_owners_run,  # no
         result = read_only(*args)
         assert "runs left running by a dead process were not handed back (attempt to write a readonly " \
                "database): they are shown as stored" in result.stderr, (args, result.stderr)
+        if args[0] == "show":  # the JSON says it too: the run it shows as running was not handed back
+            warnings = json.loads(result.stdout)["warnings"]
+            assert len(warnings) == 1 and warnings[0].startswith(
+                "runs left running by a dead process were not handed back (attempt to write"), result.stdout
     assert [r["status"] for r in json.loads(read_only("runs", "--json").stdout)] == ["running"]
     refused = read_only("cancel", run_id, code=1)  # a command that writes fails in one line, as before
     assert "attempt to write a readonly database" in refused.stderr
     writable = in_process_cli(monkeypatch, ROOT, db_url=f"sqlite:///{path}", workflows="examples.migration_plan")
     listed = writable("runs", "--json")
     assert "not handed back" not in listed.stderr
+    assert json.loads(writable("show", run_id, "--json").stdout)["warnings"] == []  # (none kept from before)
     assert [r["status"] for r in json.loads(listed.stdout)] == ["ready"]  # handed back by the first writer
 
 
@@ -68,5 +73,6 @@ def test_behind_a_held_lock_the_warning_names_it(dead_owners_run,  # noqa: ANN00
         holder.execute("ROLLBACK")
         holder.close()
     assert json.loads(result.stdout)["run"]["status"] == "running"
+    assert "another process has held SQLite's write lock" in json.loads(result.stdout)["warnings"][0]
     assert ("runs left running by a dead process were not handed back (another process has held SQLite's write "
             "lock for 0.3 s): they are shown as stored") in result.stderr
