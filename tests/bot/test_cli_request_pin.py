@@ -53,8 +53,9 @@ def test_a_redraft_after_rest_feedback_is_not_answered_by_the_pinned_command(db_
 
     refused = cli(command[0], run_id, *command[1:], "--at", "review", "--request", str(seen), code=1)
     line = refused.stderr.strip()
-    assert re.fullmatch(r"error: already answered with feedback by alice at \d{4}-\d\d-\d\d \d\d:\d\d UTC", line), \
-        refused.output
+    now = redraft["pending_request"]["id"]  # where the run waits now, said after who settled the one named
+    assert re.fullmatch(r"error: already answered with feedback by alice at \d{4}-\d\d-\d\d \d\d:\d\d UTC; "
+                        rf"run {run_id} now waits at 'review' \(request {now}\)", line), refused.output
     after = cli.json("show", run_id)
     assert after["run"]["status"] == "waiting" and after["pending_request"]["id"] == redraft["pending_request"]["id"]
     assert not [d for d in cli.json("history", run_id)["decisions"] if d["actor_id"] == "olga"]

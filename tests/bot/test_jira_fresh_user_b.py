@@ -147,7 +147,9 @@ def test_a_transition_to_rejected_on_an_approved_request_is_refused_and_moved_ba
     assert answer.status_code == 200
     refused = answer.json()["refused"]
     assert refused.startswith(f"already approved by {env.who['sme']} at "), refused
-    assert refused.endswith(" UTC. Nothing changed. Hazel moved the issue back to Done."), refused
+    sign_off = env.hazel.pending_request(run_id=run_id)  # where the run waits now: said after who settled it
+    assert refused.endswith(f" UTC; run {run_id} now waits at {sign_off.point!r} (request {sign_off.id}). Nothing "
+                            "changed. Hazel moved the issue back to Done."), refused
     assert env.fake.status(issue["id"]) == "Done"
     assert env.fake.bodies(issue["id"])[-1].endswith(refused)
     assert [d.action.value for d in env.hazel.decisions(run_id=run_id)] == ["approve", "approve"]

@@ -170,8 +170,18 @@ class SteeringCore:
             return request
         request = self._request_of(tx, run, request_id)
         if request.status is not RequestStatus.PENDING:
-            raise self._settled(tx, run, request, actor, action)
+            raise self._settled(tx, run, request, actor, action, tail=self._now_waits(tx, run, request))
         return request
+
+    @staticmethod
+    def _now_waits(tx: Tx, run: Run, settled: SteeringRequest) -> str:
+        """What follows who settled ``settled``, a request named by its point or id: where the run waits now
+        (``; run R now waits at 'review_plan' (request 4)``: after a rewind, the point named may have been
+        settled on the old branch while the run waits at another); ``""`` when it waits on nothing."""
+        waiting = [r for r in tx.requests.pending(run_ids=[run.id]) if r.id != settled.id]
+        if not waiting:
+            return ""
+        return f"; run {run.id} now waits at " + ", ".join(f"{r.point!r} (request {r.id})" for r in waiting)
 
     @staticmethod
     def _request_of(tx: Tx, run: Run, request_id: int) -> SteeringRequest:
