@@ -378,7 +378,8 @@ class Settings(BaseSettings):
     Slack cards, Jira issues and ``hazel link`` carry no "View run" link)."""
     web_secret: SecretStr | None = Field(None, validation_alias="HAZEL_WEB_SECRET")
     """Signs "View run" links and the run pages' session cookies (a random string of at least 32 characters, the
-    same on every ``hazel serve``; without it the run pages are off and no link is rendered)."""
+    same on every ``hazel serve``; without it the run pages are off and no link is rendered). A shorter one is
+    refused at start. Make one with: python -c 'import secrets; print(secrets.token_urlsafe(32))'"""
     link_ttl_sec: float = Field(7 * 24 * 3600.0, validation_alias="HAZEL_LINK_TTL_SEC")
     """How long a "View run" link works after it was made (default 7 days)."""
     web_session_sec: float = Field(12 * 3600.0, validation_alias="HAZEL_WEB_SESSION_SEC")
