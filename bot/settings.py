@@ -34,6 +34,38 @@ it alone signs the "View run" links every Slack card and Jira issue carries, ``h
 and the session cookies, and a short one can be found offline from any posted link by trying them all."""
 
 
+_SQLITE_DRIVER_ARGS = frozenset({"timeout", "isolation_level", "detect_types", "check_same_thread",
+                                 "cached_statements", "factory", "uri"})
+"""The query arguments SQLAlchemy's pysqlite dialect passes to ``sqlite3.connect``
+(https://docs.sqlalchemy.org/en/20/dialects/sqlite.html#uri-connections); with ``uri=true`` any other is
+SQLite's own URI parameter (``mode=ro``, ``cache=shared``: https://www.sqlite.org/uri.html)."""
+
+
+def _sqlite_query(url: str) -> None:
+    """Refuse a SQLite URL whose ``?`` was meant as part of the file's name: SQLAlchemy reads everything after the
+    first ``?`` as the URL's query, so ``sqlite:///runs?old.db`` opened (and created) the file ``runs`` without
+    a word, and ``sqlite:///a?b=1.db`` only warned. A query is accepted when each argument has a value and is one
+    the driver takes, or any with ``uri=true``.
+
+    Raises:
+        ValueError: naming the file SQLite would open and how to write a ``?`` in a name (``%3F``).
+    """
+    from urllib.parse import parse_qsl
+
+    scheme, _, rest = url.partition(":")
+    if not scheme.lower().startswith("sqlite") or "?" not in rest:
+        return
+    path, _, query = rest.partition("?")
+    args = parse_qsl(query, keep_blank_values=True)
+    uri = any(k == "uri" and v.lower() in ("true", "1") for k, v in args)
+    if args and all("=" in part for part in query.split("&") if part) and (
+            uri or all(k in _SQLITE_DRIVER_ARGS for k, _ in args)):
+        return
+    opened = path.removeprefix("///") if path.startswith("///") else path
+    raise ValueError(f"the '?' in a SQLite URL starts its query, so the database would be the file {opened!r}; "
+                     "write a '?' that is part of the file's name as %3F")
+
+
 def _http_url(url: str) -> bool:
     """Whether ``url`` is an http(s) URL with a host (and, if it has one, a valid port)."""
     from urllib.parse import urlsplit
@@ -544,6 +576,7 @@ class Settings(BaseSettings):
             urlsplit(value.strip()).port  # noqa: B018 (raises ValueError for a port that is not a number)
         except ValueError:
             raise ValueError("the port in the URL must be a number from 0 to 65535") from None
+        _sqlite_query(value.strip())
         return value
 
     @field_validator("hook_urls")
