@@ -216,13 +216,15 @@ def actor(hazel: Any, name: str | None) -> "Actor":
 
 def safe_url(url: str) -> str:
     """A database URL fit to print: the password masked as the logs mask a secret (``user:**********@``, and
-    ``?password=**********``, which libpq takes as well)."""
+    ``?password=**********``, which libpq takes as well); one without a password as it was given."""
     from sqlalchemy.engine import make_url
 
     from bot.settings import REDACTED
 
     try:
         parsed = make_url(url)
+        if parsed.password is None and "password" not in parsed.query:  # as given (rendered, ``file:`` read
+            return url.strip()  # ``file%3A``)
         if parsed.password is not None:
             parsed = parsed.set(password=_MASK)
         if "password" in parsed.query:

@@ -102,7 +102,7 @@ def test_a_workflow_module_that_fails_to_import_quoting_secrets_is_reported_with
     module.write_text('import os\nraise RuntimeError("boom " + os.environ["HAZEL_DATABASE_URL"] + " "'
                       ' + os.environ["HAZEL_API_TOKENS"] + " " + os.environ["SLACK_BOT_TOKEN"])\n')
     password, token, bot = "PgPassw0rdXYZ", "tokALICEsecret123456", "xoxb-not-a-real-bot-token"
-    env = {**os.environ, "HAZEL_DATABASE_URL": f"sqlite:///{tmp_path}/x.db?password={password}",
+    env = {**os.environ, "HAZEL_DATABASE_URL": f"sqlite:///file:{tmp_path}/x.db?password={password}&uri=true",
            "HAZEL_API_TOKENS": f"alice={token}", "SLACK_BOT_TOKEN": bot, "HAZEL_WORKFLOWS": str(module)}
     root = Path(__file__).resolve().parents[2]
     for args in (["runs"], ["runs", "--json"], ["worker", "--until-idle"]):
