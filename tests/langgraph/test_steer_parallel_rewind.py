@@ -101,7 +101,7 @@ def test_a_rewind_after_the_point_that_allows_it_was_answered_says_what_to_do(db
         hz.rewind(run_id=run_id, actor=person("ana"), to=1, request_id=asked["legal"].id)
     assert str(settled.value).startswith("already approved by ana at ")
     assert str(settled.value).endswith(
-        f"; run {run_id} waits at 'Security review' now (request #{asked['security'].id})")
+        f"; run {run_id} now waits at 'security' (request {asked['security'].id})")
     assert [c.seq for c in hz.checkpoints(run_id=run_id)] == before
     hz.decide(run_id=run_id, action="approve", actor=person("ana"), point="security")
     hz.drive(run_id=run_id)

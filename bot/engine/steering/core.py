@@ -105,6 +105,14 @@ class DecisionOutcome:
         return self.run_status in (RunStatus.READY, RunStatus.RUNNING) and not self.duplicate
 
 
+def now_waits_at(run_id: str, waiting: list[SteeringRequest]) -> str:
+    """``; run R now waits at 'review_plan' (request 9)`` (several: each, by point and id), what follows who
+    settled a request a decision named; ``""`` when ``waiting`` is empty."""
+    if not waiting:
+        return ""
+    return f"; run {run_id} now waits at " + ", ".join(f"{r.point!r} (request {r.id})" for r in waiting)
+
+
 class SteeringCore:
     """The shared state of the steering mixins (``bot.engine.steering.Steering``).
 
@@ -178,10 +186,7 @@ class SteeringCore:
         """What follows who settled ``settled``, a request named by its point or id: where the run waits now
         (``; run R now waits at 'review_plan' (request 4)``: after a rewind, the point named may have been
         settled on the old branch while the run waits at another); ``""`` when it waits on nothing."""
-        waiting = [r for r in tx.requests.pending(run_ids=[run.id]) if r.id != settled.id]
-        if not waiting:
-            return ""
-        return f"; run {run.id} now waits at " + ", ".join(f"{r.point!r} (request {r.id})" for r in waiting)
+        return now_waits_at(run.id, [r for r in tx.requests.pending(run_ids=[run.id]) if r.id != settled.id])
 
     @staticmethod
     def _request_of(tx: Tx, run: Run, request_id: int) -> SteeringRequest:

@@ -20,8 +20,8 @@ from bot.engine.limits import check_text, not_text, refuse_not_text, refuse_nul,
 from bot.engine.lgraph_run import label_names
 from bot.engine.logcontext import bind_log_context
 from bot.engine.reads import missing_checkpoint_in
-from bot.engine.steering.core import REWINDABLE, DecisionOutcome, Refused, SteeringCore, when
-from bot.engine.steering.edits import apply_edits, refuse_empty_edits
+from bot.engine.steering.core import REWINDABLE, DecisionOutcome, Refused, SteeringCore, now_waits_at, when
+from bot.engine.steering.edits import apply_edits, blank, refuse_empty_edits
 from bot.engine.steering.rewind_edits import edits_refusal
 from bot.engine.transitions import close_request
 from bot.engine.versions import decode_stored, migrate_tree, point_in, request_point, resolve_workflow
@@ -64,7 +64,7 @@ class Rewinding(SteeringCore):
             character in the target, the feedback or the edits), AlreadyDecidedError (also: the head is not
             ``expect_head``), RunStateError, VersionUnavailableError.
         """
-        feedback = (feedback or "").strip() or None
+        feedback = None if feedback is None else feedback.strip()  # (blank: refused once they may, ``_rewind``)
         if delivery_id is not None:
             earlier = self._earlier_delivery(actor.channel, delivery_id)
             if earlier is not None:
@@ -114,8 +114,8 @@ class Rewinding(SteeringCore):
             named = self._request_of(tx, run, request_id)  # (another run's: nothing said of it)
             if named.status is not RequestStatus.PENDING:  # settled: said as such to who may rewind there (else
                 # refused as not allowed), even while a step executes
-                tail = f"; run {run.id} waits at {request.title!r} now (request #{request.id})" if request else ""
-                raise self._settled(tx, run, named, actor, Action.REWIND.value, tail=tail)
+                raise self._settled(tx, run, named, actor, Action.REWIND.value,
+                                    tail=now_waits_at(run.id, [request] if request else []))
             if request is not None:
                 request = named  # another request the run waits on (a LangGraph super-step's): its point decides
         if run.status not in REWINDABLE:
@@ -142,6 +142,9 @@ class Rewinding(SteeringCore):
         # who, may they, then what they sent: a person not allowed is told so (403), whatever the rewind holds
         refuse_nul([to, edits], what="the rewind", refuse=InvalidDecisionError)  # (PostgreSQL cannot store one)
         if feedback is not None:
+            if blank(feedback):  # (characters that print as nothing: a feedback decision refuses them too)
+                raise InvalidDecisionError("the feedback is blank: give some text, or no feedback to hand the step "
+                                           "what the checkpoint hands it")
             check_text(feedback, max_bytes=self.max_state_bytes, what="the feedback", refuse=InvalidDecisionError)
         target, loaded = self._target(tx, run, to, target_later.get() if target_later is not None else None)
         if loaded is None:
