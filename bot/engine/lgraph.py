@@ -408,6 +408,19 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
         node = nodes_label([ask.get("node") or name for name, ask in asks.items()]) or request.point
         return node, RunStatus.READY, None, {**_without_asks(tree), "lg_resume": resume}
 
+    def refuse_unknown_channels(self, edits: dict[str, Any] | None) -> None:
+        """Refuse edits of channels the graph does not declare (``declared_fields``; none declared: any).
+
+        Raises:
+            InvalidDecisionError: ``the graph of G v1 has no channel 'x' (channels: …)``.
+        """
+        declared = self.declared_fields()
+        unknown = sorted(set(edits or {}) - set(declared)) if declared else []
+        if unknown:  # LangGraph's update_state would drop them without a word
+            raise InvalidDecisionError(
+                f"the graph of {self.label} has no channel {', '.join(map(repr, unknown))} (channels: "
+                f"{', '.join(declared)})")
+
     def fork_tree(self, tree: Any, *, feedback: str | None, edits: dict[str, Any] | None,
                   run_id: str | None = None, seq: int | None = None,
                   earlier: Callable[[], int | None] | None = None) -> Any:
@@ -425,11 +438,7 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
                 it, or the input; None: none) name them in the message.
         """
         declared = self.declared_fields()
-        unknown = sorted(set(edits or {}) - set(declared)) if declared else []
-        if unknown:  # LangGraph's update_state would drop them without a word
-            raise InvalidDecisionError(
-                f"the graph of {self.label} has no channel {', '.join(map(repr, unknown))} (channels: "
-                f"{', '.join(declared)})")
+        self.refuse_unknown_channels(edits)
         if feedback and declared and self.feedback_key not in declared:  # update_state would drop it too
             raise InvalidDecisionError(
                 f"the graph of {self.label} has no channel {self.feedback_key!r} for a rewind's feedback (channels: "

@@ -300,3 +300,28 @@ def test_a_pruned_history_is_judged_by_the_runs_newest_approval(db_url: str) -> 
     hz.rewind(run_id=run.id, actor=person("priya"), to=head.seq, edits={"text": "priya's"})
     hz.drive(run_id=run.id)
     assert hz.state_at(run_id=run.id).text == "priya's"
+
+
+def test_an_edit_of_no_field_is_refused_as_such_before_what_editing_past_an_approval_needs(db_url: str) -> None:
+    """Fresh-user s19 M2: REST ``"edits": {"scripts.a.sql": …}`` (the CLI's ``--set`` form) past an approval
+    was refused as not allowed, with advice to rewind earlier, where it was refused again as no field; the
+    person was never told the body's shape. It is refused as no field first, naming the shape meant."""
+    from bot.engine.errors import InvalidDecisionError
+
+    hz = make_hazel(db_url, guarded)
+    run = hz.start(workflow="mp-guarded", input={"request": "add index on orders"}, actor=person("dan"))
+    hz.drive(run_id=run.id)
+    hz.decide(run_id=run.id, action="approve", actor=person("priya"))
+    hz.drive(run_id=run.id)
+    assert hz.pending_request(run_id=run.id).point == "review_artefacts"
+    before = _snapshot(hz, run.id)
+    for to in ("review_artefacts", 0):
+        with pytest.raises(InvalidDecisionError) as refused:
+            hz.rewind(run_id=run.id, actor=person("priya"), to=to, edits={"scripts.a.sql": "select 1"})
+        assert str(refused.value) == ('invalid edit: MigrationState has no field scripts.a.sql (an entry of a field '
+                                      'is given inside it: {"scripts": {"a.sql": …}})'), str(refused.value)
+    with pytest.raises(InvalidDecisionError, match="^invalid edit: MigrationState has no field nope$"):
+        hz.rewind(run_id=run.id, actor=person("priya"), to="review_artefacts", edits={"nope": 1})
+    assert _snapshot(hz, run.id) == before
+    with pytest.raises(NotAllowedError):  # who may not rewind is told so first, whatever the edits name
+        hz.rewind(run_id=run.id, actor=person("zed"), to="review_artefacts", edits={"scripts.a.sql": "x"})

@@ -287,15 +287,32 @@ def _emptied_refused(exc: ValidationError, nulled: dict[tuple[str, ...], str]) -
     return None
 
 
+def refuse_unknown_fields(wf: Workflow, edits: dict[str, Any]) -> None:
+    """Refuse edits of fields the state model does not have; a key written as the CLI's ``--set field.key``
+    names the field it meant (``{"scripts": {"a.sql": …}}``).
+
+    Raises:
+        InvalidDecisionError: ``invalid edit: MigrationState has no field scripts.a.sql (an entry of a field is
+            given inside it: {"scripts": {"a.sql": …}})``.
+    """
+    unknown = [k for k in edits if k not in wf.state.model_fields]
+    if not unknown:
+        return
+    dotted = next((k for k in unknown if "." in k and k.split(".", 1)[0] in wf.state.model_fields), None)
+    hint = ""
+    if dotted is not None:
+        field, key = dotted.split(".", 1)
+        hint = f' (an entry of a field is given inside it: {{"{field}": {{"{key}": …}}}})'
+    raise InvalidDecisionError(f"invalid edit: {wf.state.__name__} has no field {', '.join(unknown)}{hint}")
+
+
 def apply_edits(wf: Workflow, state: BaseModel, edits: dict[str, Any]) -> BaseModel:
     """The state with several fields replaced (a rewind's ``edits``), validated.
 
     Raises:
         InvalidDecisionError: an unknown field, or a value the state model refuses.
     """
-    unknown = [k for k in edits if k not in wf.state.model_fields]
-    if unknown:
-        raise InvalidDecisionError(f"invalid edit: {wf.state.__name__} has no field {', '.join(unknown)}")
+    refuse_unknown_fields(wf, edits)
     try:
         return wf.codec.validate({**state.model_dump(), **edits})
     except ValidationError as exc:

@@ -21,7 +21,7 @@ from bot.engine.lgraph_run import label_names
 from bot.engine.logcontext import bind_log_context
 from bot.engine.reads import missing_checkpoint_in
 from bot.engine.steering.core import REWINDABLE, DecisionOutcome, Refused, SteeringCore, now_waits_at, when
-from bot.engine.steering.edits import apply_edits, blank, refuse_empty_edits
+from bot.engine.steering.edits import apply_edits, blank, refuse_empty_edits, refuse_unknown_fields
 from bot.engine.steering.rewind_edits import edits_refusal
 from bot.engine.transitions import close_request
 from bot.engine.versions import decode_stored, migrate_tree, point_in, request_point, resolve_workflow
@@ -151,6 +151,10 @@ class Rewinding(SteeringCore):
             loaded = tx.checkpoints.load(run.id, target.seq)
             assert loaded is not None
         if isinstance(edits, dict) and edits:  # a rewind's edits need what an edit needs (``rewind_edits``)
+            if isinstance(wf, lgraph.LangGraphWorkflow):  # first, fields that are none of the state's: said as
+                wf.refuse_unknown_channels(edits)  # such, not as edits past an approval (s19 M2)
+            else:
+                refuse_unknown_fields(wf, edits)
             reason = edits_refusal(tx, wf, run, target=target, tree=loaded.tree, edits=edits, actor=actor,
                                    people=self.people, pending=request)
             if reason is not None:
