@@ -29,8 +29,12 @@ from hazel.langgraph import register, steer
 from hazel.llm import OFFLINE_NOTICE, complete
 
 
-class ReviewState(TypedDict, total=False):
+class ReviewInput(TypedDict):
     topic: str
+    """What the article is about: the one key a run's input must give (the drafting node reads it)."""
+
+
+class ReviewState(ReviewInput, total=False):
     draft: str
     feedback: str
     """The SME's feedback (from the review, or a rewind's: Hazel writes it here on the fork)."""
