@@ -44,6 +44,7 @@ from bot.inbound.api_models import (
     CheckpointList,
     DecisionIn,
     DecisionOut,
+    DIGITS,
     INT_MAX,
     ErrorBody,
     RunDetail,
@@ -235,8 +236,8 @@ def api_router(hazel: "Hazel", settings: Settings) -> APIRouter:
     def list_runs(caller: Caller,
                   status: Annotated[list[RunStatus] | None, Query(description="Repeat to allow several.")] = None,
                   workflow: Annotated[list[str] | None, Query(description="One workflow's name.")] = None,
-                  limit: Annotated[int, Query(ge=1, le=500)] = 50,
-                  offset: Annotated[int, Query(ge=0, le=INT_MAX)] = 0) -> RunList:
+                  limit: Annotated[int, Query(ge=1, le=500), DIGITS] = 50,
+                  offset: Annotated[int, Query(ge=0, le=INT_MAX), DIGITS] = 0) -> RunList:
         """Runs, newest first, filtered by status (several: any of them) and by one workflow."""
         if workflow is not None and (len(workflow) > 1 or not workflow[0]):  # (a list: a repeat is seen, not dropped)
             raise ApiError(422, "InvalidRequestError",
@@ -261,7 +262,7 @@ def api_router(hazel: "Hazel", settings: Settings) -> APIRouter:
 
     @router.get("/runs/{run_id}/checkpoints/{seq}/state", response_model=StateOut,
                 summary="The state at a checkpoint")
-    def state(run_id: RunId, seq: Annotated[int, Path(ge=0, le=INT_MAX)], caller: Caller) -> StateOut:
+    def state(run_id: RunId, seq: Annotated[int, Path(ge=0, le=INT_MAX), DIGITS], caller: Caller) -> StateOut:
         """The run's state at checkpoint ``seq`` (JSON, as the workflow's state model dumps it; for a LangGraph
         run, the graph's values at that checkpoint)."""
         tree = hazel.state_tree_at(run_id=(run_id := full(run_id)), seq=seq)

@@ -9,7 +9,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, StrictStr,
+                      model_validator)
 
 from store.models import CheckpointInfo, Decision, Run, RunStatus, SteeringRequest
 
@@ -19,8 +20,24 @@ columns hold; larger ones are refused as invalid (422), not sent to the database
 
 # The numbers of a request body are strict JSON integers (``StrictInt``): ``true`` is not 1 and ``1.0`` or
 # ``"1"`` is not a number, so a body that says something else answers 422 naming the field, never a decision on
-# request 1 or a rewind to checkpoint #1. (Query parameters are text by nature: ``?offset=5``; FastAPI parses them
-# as numbers, and ``?offset=true`` answers 422 as well.)
+# request 1 or a rewind to checkpoint #1. Query parameters and path segments are text by nature (``?offset=5``):
+# their numbers are digits only (``DIGITS``), so ``?limit=1.0`` or ``/checkpoints/1.0`` answers 422 too.
+
+
+def _digits(value: Any) -> Any:
+    """A number in a query or a path as digits (a ``-`` before them: refused by the bound, in its words):
+    pydantic's lax integers also take ``1.0``, ``1_0`` and `` 1 ``.
+
+    Raises:
+        ValueError: ``must be a whole number written in digits``.
+    """
+    if isinstance(value, str) and not (value.isascii() and value.removeprefix("-").isdigit()):
+        raise ValueError("must be a whole number written in digits")
+    return value
+
+
+DIGITS = BeforeValidator(_digits)
+"""Put beside a query's or a path's ``int`` (``Annotated[int, Query(...), DIGITS]``): digits only."""
 
 
 class ErrorDetail(BaseModel):

@@ -53,3 +53,11 @@ def test_query_numbers_that_are_not_integers_answer_422(served) -> None:  # noqa
     hazel, api = served
     for query in ("offset=true", "limit=1.5", "offset=-1"):
         assert error_of(api.call("GET", f"/api/runs?{query}"), 422)["message"]
+    # a whole number written as one that is not (s19 L4: `limit=1.0` listed one run, `/checkpoints/1.0` read #1)
+    run_id = _waiting(api)
+    for path in ("/api/runs?limit=1.0", "/api/runs?offset=0.0", "/api/runs?limit=1_0", "/api/runs?limit=%201",
+                 f"/api/runs/{run_id}/checkpoints/1.0/state", f"/api/runs/{run_id}/checkpoints/1e0/state"):
+        message = error_of(api.call("GET", path), 422)["message"]
+        assert "must be a whole number written in digits" in message, (path, message)
+    assert api.call("GET", f"/api/runs/{run_id}/checkpoints/1/state").status_code == 200
+    assert api.call("GET", "/api/runs?limit=1").json()["limit"] == 1

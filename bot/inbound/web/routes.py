@@ -42,7 +42,7 @@ from bot.engine import AlreadyDecidedError, HazelError, NotAllowedError, RunNotF
 from bot.inbound import forms
 from bot.inbound.api import api_tokens, hazel_error_response
 from bot.inbound.api_errors import validation_message
-from bot.inbound.api_models import INT_MAX
+from bot.inbound.api_models import DIGITS, INT_MAX
 from bot.inbound.continuing import continue_soon
 from bot.inbound.web import history, pages
 from bot.inbound.web.auth import HEADERS, Refused, WebAuth
@@ -59,8 +59,8 @@ log = logging.getLogger("hazel.web")
 HERE = Path(__file__).parent
 WEB_ACTIONS = ("approve", "reject", "feedback")
 """Decisions the pages offer (``edit`` stays with Slack, Jira, the CLI and the REST API)."""
-Page = Annotated[int, Query(ge=0, le=INT_MAX)]
-Seq = Annotated[int | None, Query(ge=0, le=INT_MAX)]
+Page = Annotated[int, Query(ge=0, le=INT_MAX), DIGITS]
+Seq = Annotated[int | None, Query(ge=0, le=INT_MAX), DIGITS]
 FormSeq = Annotated[int | None, Form(ge=0, le=INT_MAX)]
 FormHead = Annotated[int, Form(ge=0, le=INT_MAX)]
 FormId = Annotated[int | None, Form(ge=1, le=INT_MAX)]
@@ -352,7 +352,7 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
 
     @router.get("/runs/{run_id}/checkpoints/{seq}")
     @guarded
-    def state(request: Request, run_id: str, seq: Annotated[int, InPath(ge=0, le=INT_MAX)]) -> Response:
+    def state(request: Request, run_id: str, seq: Annotated[int, InPath(ge=0, le=INT_MAX), DIGITS]) -> Response:
         session = auth.viewer(request, run_id)
         moved = to_full_id(request, session, run_id)
         if moved is not None:

@@ -49,7 +49,10 @@ def test_malformed_queries_and_forms_answer_an_html_page(served: Served, client:
     sign_in(client, ALICE)
     run = served.run_id
     for path, word in ((f"/runs/{run}/diff?a=x", "a"), ("/runs?page=-1", "page"), ("/runs?mine=perhaps", "mine"),
-                       (f"/runs/{run}/checkpoints/-1", "seq"), (f"/runs/{run}/checkpoints/seven", "seq")):
+                       (f"/runs/{run}/checkpoints/-1", "seq"), (f"/runs/{run}/checkpoints/seven", "seq"),
+                       # whole numbers written as ones that are not (s19 L4: each answered 200)
+                       ("/runs?page=1.0", "page"), (f"/runs/{run}?page=0.0", "page"),
+                       (f"/runs/{run}/checkpoints/1.0", "seq"), (f"/runs/{run}/diff?a=1.0&b=2", "a")):
         assert_html_error(client.get(path), path, word)
     csrf = client.csrf(f"/runs/{run}")
     assert_html_error(client.post(f"/runs/{run}/decide", data={"csrf": csrf}), "decide", "action")
