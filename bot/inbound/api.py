@@ -282,8 +282,7 @@ def api_router(hazel: "Hazel", settings: Settings) -> APIRouter:
         channels. 201: recorded; the run continues at once when it settled the request."""
         run_id = full(run_id)
         check_idempotency_key(idempotency_key, nothing="nothing was decided")
-        given = getattr(body, "payload", None)  # (approve has none)
-        payload = given.for_engine() if given is not None else {}
+        payload = body.payload.for_engine()  # (approve's: empty)
         delivery_id = idempotency_delivery(caller.id, idempotency_key) if idempotency_key else None
         outcome = hazel.decide(run_id=run_id, action=body.action, actor=caller, payload=payload,
                                request_id=body.request_id, delivery_id=delivery_id)

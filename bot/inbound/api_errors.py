@@ -177,17 +177,25 @@ def validation_message(exc: RequestValidationError, body: bytes | None = None) -
         if err.get("type") == "string_unicode" and isinstance(err.get("input"), str):  # a lone surrogate: said
             parts.append(f"{loc} {not_text(err['input'])}")  # as the engine says it of any text a person sends
             continue
-        if err.get("type") == "union_tag_invalid":  # an unknown `action`: named, not echoed whole (nor as U+FFFD)
-            ctx = err.get("ctx") or {}
+        if err.get("type") in ("union_tag_invalid", "union_tag_not_found"):  # an unknown or missing `action`:
+            ctx = err.get("ctx") or {}  # named, not echoed whole (nor as U+FFFD), nor in pydantic's words
             field = str(ctx.get("discriminator", "")).strip("'") or "action"
-            sent = err.get("input")  # (the object as sent: pydantic's ctx has the tag's lone surrogates as U+FFFD)
-            tag = str(sent.get(field, "")) if isinstance(sent, dict) else str(ctx.get("tag", ""))
             where = f"{loc}.{field}" if loc != "body" else field
+            if err["type"] == "union_tag_not_found":
+                from bot.inbound.api_models import DECISION_ACTIONS  # (the one discriminated body)
+
+                parts.append(f"{where}: Field required (one of {', '.join(map(repr, DECISION_ACTIONS))})")
+                continue
+            sent = err.get("input")  # (the object as sent: pydantic's ctx has the tag's lone surrogates as U+FFFD)
+            raw = sent.get(field, "") if isinstance(sent, dict) else ctx.get("tag", "")
+            tag = raw if isinstance(raw, str) else json.dumps(raw)  # (5 as 5, not as the text "5")
             if any(0xD800 <= ord(c) <= 0xDFFF for c in tag):  # (not_text names the first)
                 parts.append(f"{where} {not_text(tag)}")
-            else:
+            elif isinstance(raw, str):
                 parts.append(f"{where}: {_loc_part(json.dumps(tag, ensure_ascii=False))} is not one of "
                              f"{ctx.get('expected_tags', '')}")
+            else:
+                parts.append(f"{where}: {_loc_part(tag)} is not one of {ctx.get('expected_tags', '')}")
             continue
         if loc == "body" and err.get("type") in ("model_attributes_type", "dict_type"):
             msg = f"{msg}: send a JSON object with Content-Type: application/json"

@@ -7,7 +7,7 @@ Responses reuse the store's records where they fit (``Run`` without its lease in
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Union, get_args
 
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, StrictStr,
                       model_validator)
@@ -162,8 +162,14 @@ class _Payload(BaseModel):
         return self.model_dump()
 
 
+class ApprovePayload(_Payload):
+    """An approval carries nothing: an empty object is taken (a client that always sends a ``payload``), any
+    member refused (422)."""
+
+
 class ApproveDecision(_DecisionBase):
     action: Literal["approve"]
+    payload: ApprovePayload = Field(default_factory=ApprovePayload)
 
 
 class EditPayload(_Payload):
@@ -241,6 +247,9 @@ DecisionIn = Annotated[Union[ApproveDecision, EditDecision, RejectDecision, Feed
                        Field(discriminator="action")]
 """A decision, the same payloads as ``Hazel.decide``: approve (none), edit ``{"value"}``, reject ``{"reason"}``,
 feedback ``{"text"}``, rewind ``{"to", "feedback"?, "edits"?}``."""
+
+DECISION_ACTIONS = tuple(get_args(m.model_fields["action"].annotation)[0] for m in get_args(get_args(DecisionIn)[0]))
+"""The ``action`` a decision's body may name, in ``DecisionIn``'s order."""
 
 
 class DecisionOut(BaseModel):

@@ -61,3 +61,23 @@ def test_query_numbers_that_are_not_integers_answer_422(served) -> None:  # noqa
         assert "must be a whole number written in digits" in message, (path, message)
     assert api.call("GET", f"/api/runs/{run_id}/checkpoints/1/state").status_code == 200
     assert api.call("GET", "/api/runs?limit=1").json()["limit"] == 1
+
+
+def test_a_decisions_action_and_payload_are_answered_in_the_apis_words(served) -> None:  # noqa: ANN001, F811
+    """Fresh-user s19 L3: a missing ``action`` answered pydantic's "Unable to extract tag using discriminator",
+    a number ``5`` was shown as the text ``"5"``, and an approval with ``"payload": {}`` (a client that always
+    sends one) was refused as extra input."""
+    hazel, api = served
+    run_id = _waiting(api)
+    for body, says in (({"payload": {}}, "action: Field required (one of 'approve', 'edit', 'reject', 'feedback', "
+                                         "'rewind')"),
+                       ({"action": 5}, "action: 5 is not one of 'approve', 'edit', 'reject', 'feedback', 'rewind'"),
+                       ({"action": "5"}, "action: \"5\" is not one of 'approve'"),
+                       ({"action": "approve", "payload": {"x": 1}}, "approve.payload.x: Extra inputs are not "
+                                                                    "permitted")):
+        message = error_of(api.decide(run_id, body, token=ALICE), 422)["message"]
+        assert message.startswith(says), (body, message)
+    assert hazel.decisions(run_id=run_id) == []
+    answer = api.decide(run_id, {"action": "approve", "payload": {}}, token=ALICE)
+    assert answer.status_code == 201, answer.text
+    assert [d.action.value for d in hazel.decisions(run_id=run_id)] == ["approve"]
