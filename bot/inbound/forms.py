@@ -52,6 +52,13 @@ def is_form(content_type: str | None) -> bool:
     return (content_type or "").split(";", 1)[0].strip().lower() == FORM
 
 
+def is_json(content_type: str | None) -> bool:
+    """Whether a ``Content-Type`` header value names JSON (``application/json``, ``application/*+json``;
+    parameters ignored)."""
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+
+
 def not_utf8(body: bytes) -> NotUtf8 | None:
     """Where the URL-encoded form ``body`` is not UTF-8 text, or None when every field's name and value
     percent-decodes to UTF-8 (as ``parse_qsl(..., errors="strict")`` would read it: fields split on ``&``,

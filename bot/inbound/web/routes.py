@@ -162,7 +162,8 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
         (a field over ``form_part_bytes``: 413) an HTML page too. A URL-encoded form that is not UTF-8
         (``feedback=%FF``, which the parser would read as U+FFFD) is refused before it is parsed, 422 with
         ``forms.NotUtf8``'s line, nothing done; so is one holding a byte over 0x7F that is not percent-encoded
-        (the parser would read it as latin-1), and a multipart form (415: the pages send none). The REST API's
+        (the parser would read it as latin-1), and a multipart form or a JSON body (415: the pages send neither;
+        a JSON body answered "action: Field required", the action it held unread). The REST API's
         routes keep their own error body (``bot.inbound.api.ApiRoute``)."""
 
         def get_route_handler(self):  # noqa: ANN202
@@ -170,10 +171,12 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
 
             async def route(request: Request) -> Response:
                 content_type = request.headers.get("content-type")
-                if request.method == "POST" and (content_type or "").lower().startswith("multipart/"):
+                sent = (content_type or "").lower()
+                if request.method == "POST" and (sent.startswith("multipart/") or forms.is_json(sent)):
                     return message_page(request, 415, "Bad request", "the pages' forms are sent URL-encoded "
                                         "(application/x-www-form-urlencoded), as a browser sends them; not "
-                                        "multipart", link=back_link(request))  # (read as latin-1: 'ÿ' for 0xFF)
+                                        + ("multipart" if sent.startswith("multipart/") else  # (read as latin-1)
+                                           "JSON, which the REST API under /api takes"), link=back_link(request))
                 if request.method == "POST" and forms.is_form(content_type):
                     body = await request.body()  # (kept: the form is parsed from it after)
                     bad = forms.not_utf8(body)

@@ -75,6 +75,11 @@ def test_a_body_not_utf8_unescaped_or_multipart_or_a_bad_field_name_is_refused(s
                             files={"text": ("t.txt", b"bad\xff", "text/plain")})
     assert multipart.status_code == 415 and multipart.headers["content-type"].startswith("text/html")
     assert "forms are sent URL-encoded (application/x-www-form-urlencoded)" in multipart.text
+    # a JSON body, as the REST API takes (s19 L3: it answered "action: Field required", the action it held unread)
+    for media in ("application/json", "application/json; charset=utf-8", "application/merge-patch+json"):
+        as_json = client.post(path, json={"csrf": csrf, "action": "approve"}, headers={"Content-Type": media})
+        assert as_json.status_code == 415 and as_json.headers["content-type"].startswith("text/html"), media
+        assert "not JSON, which the REST API under /api takes" in as_json.text, as_json.text
     assert written(served) == before
 
 
