@@ -26,7 +26,7 @@ from bot.engine.steering.rewind_edits import edits_refusal
 from bot.engine.transitions import close_request
 from bot.engine.versions import decode_stored, migrate_tree, point_in, request_point, resolve_workflow
 from bot.engine.workflow import REWIND_NODE, SteeringPoint, Workflow
-from store.models import DB_INT_MAX, HAZEL_NODES
+from store.models import HAZEL_NODES
 from store import DuplicateDecisionError, NewCheckpoint, Tx
 from store.codec import is_text
 from store.hooks import actor_facts
@@ -335,8 +335,7 @@ class Rewinding(SteeringCore):
         ``lgraph_run.label_names``; metadata only: the caller loads it).
 
         Raises:
-            MissingRewindTargetError: no target; InvalidDecisionError: a target that is not text, or a number
-                past ``DB_INT_MAX``;
+            MissingRewindTargetError: no target; InvalidDecisionError: a target that is not text;
             CheckpointNotFoundError: none matches (or it was pruned).
         """
         if to is None or (isinstance(to, str) and not to.strip()):
@@ -344,9 +343,6 @@ class Rewinding(SteeringCore):
         if isinstance(to, str) and not is_text(to):  # (a byte that is not UTF-8 on the command line)
             raise InvalidDecisionError(f"the rewind's target {not_text(to)}")
         seq = _seq(to)
-        if seq is not None and seq > DB_INT_MAX:  # ("99999999999": as the number itself is refused, 422)
-            raise InvalidDecisionError(f"checkpoint #{seq} is out of range: a checkpoint number is at most "
-                                       f"{DB_INT_MAX:,}")
         if seq is not None:  # a numbered target never reads the whole history
             if loaded is not None:
                 return loaded.info, loaded
