@@ -81,6 +81,25 @@ def test_a_jira_edit_says_where_an_empty_value_can_be_set(jira: JiraEnv) -> None
     assert jira.hazel.state_at(run_id=run_id).scripts == scripts
 
 
+@pytest.mark.usefixtures("offline_example")
+def test_a_jira_edit_of_an_empty_mapping_is_refused(jira: JiraEnv) -> None:
+    """Fresh-user s20 HIGH 1: ``/edit {}`` (bare, in a ``{noformat}`` or ``{code}`` block, spaced) was recorded and
+    the run went on with the mapping wiped; a Jira comment cannot allow an empty value, so it is refused as the
+    CLI's ``--file`` holding ``{}`` is, and the request stays open."""
+    run_id = jira.start()
+    issue = jira.issue(run_id)
+    scripts = jira.hazel.state_at(run_id=run_id).scripts
+    decided = jira.hazel.decisions(run_id=run_id)
+    for body in ("/edit {}", "/edit\n{noformat}{}{noformat}", "/edit {code}{}{code}", "/edit\n   {  }   "):
+        refused = jira.send(jira.comment(issue, body)).json()["refused"]  # ({} escaped as Jira's wiki markup)
+        assert refused.startswith("the edit leaves field 'scripts' empty (\\{\\}): that would replace the value with "
+                                  "nothing; an empty value can be set with {{hazel edit --allow-empty}} or the "
+                                  "REST API's {{allow_empty}}, not from a Jira comment. Nothing changed."), refused
+    assert jira.hazel.state_at(run_id=run_id).scripts == scripts
+    assert jira.hazel.decisions(run_id=run_id) == decided
+    assert jira.hazel.get(run_id=run_id).status.value == "waiting"
+
+
 COUNTED = '''
 from pydantic import BaseModel
 

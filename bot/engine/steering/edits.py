@@ -13,7 +13,8 @@ Any shape may add ``"allow_empty": bool``. False (the CLI and the REST API send 
 empty or blank new text (the value, the typed text, or an entry), or an empty mapping or list (``{}``, ``[]``,
 given as a value or as JSON text), is refused, since it would replace the field with nothing. True: blank typed text is stored as it is. Absent (a Slack modal, a Jira ``/edit``): empty typed
 text is refused as no value given (``an edit needs a new value for field 'plan'``), text of only whitespace as
-blank (``the edit leaves field 'plan' blank (only whitespace): …``), and a value is taken as it is. Unless True, an entry of a mapping or an item
+blank (``the edit leaves field 'plan' blank (only whitespace): …``), JSON text of an empty mapping or list (or
+``null``) as empty, and a value is taken as it is. Unless True, an entry of a mapping or an item
 of a list that the edit leaves empty or blank (text, or an empty mapping or list) is refused too, whichever
 shape gave it (a whole value ``{"value": {"b": "  "}}``, JSON text, a modal's entries), unless it was so
 already in the shown value.
@@ -190,8 +191,8 @@ def edited_value(shown: Any, field: str | None, payload: dict[str, Any], *, entr
                 _refuse_empty(what, text)
             return text  # as it is
         value = value_from_text(shown, text, field=field)
-        if allow_empty is False:
-            _refuse_empty(what, value, was=shown)  # JSON text of an empty mapping or list: ``--set scripts={}``
+        if not allow_empty:  # JSON text of an empty mapping or list: ``--set scripts={}``, a Jira ``/edit {}``,
+            _refuse_empty(what, value, was=shown)  # a Slack modal's ``{}`` (s20: stored, the field wiped)
         if not allow_empty:  # JSON text of a mapping or list with a blank entry (a Jira ``/edit``)
             _refuse_blank_entries(field, value, shown)
         return value
