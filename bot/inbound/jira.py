@@ -265,8 +265,11 @@ class JiraWebhook:
                      or view.run.status.ended)
         if command.plain and pending and event.issue_status:  # the comment of a transition, delivered first
             opts = self.channel.options_for(view.options)
-            if same_status(event.issue_status, opts.approve_status) or same_status(event.issue_status,
-                                                                                   opts.reject_status):
+            # ... unless the issue already sat in the approve status: after a vote of a quorum that leaves the
+            # request pending, Hazel leaves the issue there, and another approver's comment is then a comment,
+            # not a vote (s20: an objection was counted as the approval completing the quorum)
+            if (same_status(event.issue_status, opts.approve_status) and view.request.approvals == 0) or \
+                    same_status(event.issue_status, opts.reject_status):
                 moved = dataclasses.replace(event, kind="transition", to_status=event.issue_status)
                 return self._transition(moved, view, opts, newer)
         if command.plain and (not answering or "feedback" not in view.actions or not command.argument):

@@ -634,3 +634,25 @@ def test_a_jira_refusal_names_the_people_who_may_decide(deploy) -> None:  # noqa
                               "changed. Who may steer this request: "), refused
     who = refused.split("Who may steer this request: ")[1]
     assert "priya" in who and "alice" in who, refused
+
+
+def test_a_comment_on_an_issue_left_approved_by_a_partial_vote_is_no_vote(deploy) -> None:  # noqa: ANN001
+    """Fresh-user s20 HIGH 2: after priya's move to Approved counted 1 of 2 (the issue stays there), alice's plain
+    comment, whose payload shows the issue in Approved, was read as her move to Approved: her objection completed
+    the quorum and the run went on. It is a comment (this point takes no feedback: ignored); her /approve votes."""
+    d: Deployment = deploy()
+    run_id = d.api_start("jira-pair", token="alice")
+    request = d.waiting(run_id)
+    issue = d.issue(run_id)
+    before = d.jira.set_status(issue["id"], "Approved")
+    moved = jira_payloads.transition_event(issue, "Approved", before, PRIYA_JIRA, cloud=True, base=d.jira.base)
+    assert d.jira_send(moved).json()["decided"] == "approve"
+    still_one_of_two(d, run_id, request)
+    assert d.jira.status(issue["id"]) == "Approved"  # (left there: the quorum's first vote)
+    objection = d.comment(run_id, "I have concerns: add a rollback check first", ALICE_JIRA)
+    assert objection.status_code == 200 and objection.json() == {"ignored": "a comment, not a decision"}, \
+        objection.text
+    still_one_of_two(d, run_id, request)
+    assert [x.person for x in d.hazel.decisions(run_id=run_id)] == ["priya"]
+    assert d.comment(run_id, "/approve", ALICE_JIRA).json()["decided"] == "approve"
+    d.completed(run_id)
