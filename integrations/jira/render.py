@@ -34,8 +34,16 @@ STEP_CHARS = 80
 """Characters of a step's name in a list of checkpoints (``rewind_help``); a longer one is cut with ``…``."""
 
 
+_UNMENTIONABLE = re.compile(r"[\[\]{}|~\x00-\x1f\x7f]")
+"""What cannot stand inside ``[~…]``: a ``]`` would close the mention early and let the rest of the name add
+mentions of its own (a Server user name ``x] [~sam``), a line break breaks it."""
+
+
 def mention(user: str, *, cloud: bool) -> str:
-    """A mention that notifies ``user``: ``[~accountid:ID]`` on Cloud, ``[~name]`` on Server."""
+    """A mention that notifies ``user``: ``[~accountid:ID]`` on Cloud, ``[~name]`` on Server; a user name that
+    cannot be written inside one (``_UNMENTIONABLE``) is written as escaped text instead, and notifies nobody."""
+    if _UNMENTIONABLE.search(user):
+        return inline(user)
     return f"[~accountid:{user}]" if cloud else f"[~{user}]"
 
 

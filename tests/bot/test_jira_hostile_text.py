@@ -32,3 +32,19 @@ def test_a_refusal_quotes_a_hostile_name_and_command_as_text(env: JiraEnv) -> No
     assert (f"[~accountid:{env.who['sme']}]" if env.cloud else f"[~{env.who['sme']}]") in reply  # Hazel's own
     env.send(env.comment(issue, "/{panel}[~admin]", person="stranger", comment_id="901"), webhook_id="x-2")
     never_markup(env.fake.bodies(issue["id"])[-1])
+
+
+def test_a_user_name_that_cannot_stand_in_a_mention_is_written_as_text(env: JiraEnv) -> None:
+    """Fresh-user s20 L1: the answer's mention of the commenter was built from the raw user name, so a Server user
+    name ``x] [~lee.lead`` closed it early and mentioned (notified) someone else; a line break broke it."""
+    run_id = env.start()
+    issue = env.issue(run_id)
+    lead = env.who["lead"]
+    for n, name in enumerate((f"x] [~{lead}", f"x] [~accountid:{lead}", "x\ny")):
+        env.fake.groups.update({name: ["jira-users"]})
+        answer = env.send(env.comment(issue, "/approve", person=name, comment_id=f"95{n}"), webhook_id=f"m-{n}")
+        assert "may not approve" in answer.json()["refused"], answer.text
+        reply = env.fake.bodies(issue["id"])[-1]
+        opening = reply.split(" may not approve", 1)[0]
+        assert f"[~{lead}]" not in reply and f"[~accountid:{lead}]" not in reply, reply  # nobody else notified
+        assert "[~x" not in opening, opening  # (written as text, escaped)
