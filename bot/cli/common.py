@@ -579,7 +579,7 @@ def read_file(path: str, *, what: str | None = None) -> str:
     ends the value with one added ``\n``) and ``hazel edit RUN --file f`` give back the stored value byte for
     byte, whether or not it ends with a newline itself. A final ``\r\n`` is one line end when every other line
     break of the file is ``\r\n`` too (a Windows editor's file); otherwise only its ``\n`` is (so a value
-    ending in ``\r`` round-trips).
+    ending in ``\r`` round-trips). A UTF-8 byte-order mark at its start (Notepad's "UTF-8 with BOM") is dropped.
 
     Files larger than ``HAZEL_MAX_STATE_BYTES`` (``Settings.max_state_bytes``) are refused before they are read
     (their size, or for a pipe the bytes read up to one past the limit).
@@ -615,6 +615,7 @@ def read_file(path: str, *, what: str | None = None) -> str:
                        f"{exc.start})") from None
     if "\x00" in text:  # not text; and PostgreSQL's JSON cannot hold it (nothing would be stored)
         raise CliError(f"cannot read {what}: it holds a NUL byte (at offset {data.index(0)}): not a text file")
+    text = text.removeprefix("\ufeff")  # a Windows editor's byte-order mark: how the file was saved, not the value
     if text.endswith("\r\n") and "\r\n" in text[:-2] and "\n" not in text[:-2].replace("\r\n", ""):
         return text[:-2]  # a file whose line breaks are all CRLF (a Windows editor's): its last one too
     return text[:-1] if text.endswith("\n") else text

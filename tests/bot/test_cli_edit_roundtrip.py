@@ -70,6 +70,18 @@ def test_show_raw_then_edit_file_gives_back_the_value_byte_for_byte(note_cli, tm
         assert note_cli.json("show", run_id)["state"]["text"] == value, repr(value)
 
 
+def test_a_windows_editors_byte_order_mark_is_not_part_of_the_value(note_cli, tmp_path: Path) -> None:  # noqa: ANN001
+    """Fresh-user s20 L2: Notepad's "UTF-8 with BOM" put an invisible U+FEFF at the start of a text field, and
+    JSON text with one was refused in Python's words ("decode using utf-8-sig")."""
+    run_id = start(note_cli, "the plan")
+    (tmp_path / "bom.txt").write_bytes(b"\xef\xbb\xbfhello bom\r\nline2\r\n")
+    note_cli.json("edit", run_id, "--at", "review", "--file", "bom.txt")
+    assert note_cli.json("show", run_id)["state"]["text"] == "hello bom\r\nline2"
+    (tmp_path / "input.json").write_bytes(b'\xef\xbb\xbf{"text": "from a file"}')
+    started = note_cli.json("run", "note", "--input", f"@{tmp_path / 'input.json'}")
+    assert note_cli.json("show", started["run"]["id"])["state"]["text"] == "from a file"
+
+
 def test_the_readme_recipe_in_a_shell(note_cli, db_url: str, tmp_path: Path) -> None:  # noqa: ANN001
     env = {**os.environ, "HAZEL": str(HAZEL)}
     for value in ("plan", "plan\n"):
