@@ -99,6 +99,8 @@ def used_in_code() -> tuple[set[str], set[str], set[str]]:
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args \
                         and node.func.attr in ("command", "event"):
                     arg = node.args[0]
+                    if isinstance(arg, ast.Call):  # a pattern: the catch-all of events Hazel does not subscribe
+                        continue  # to (bot.inbound.slack.home), no subscription
                     value = arg.value if isinstance(arg, ast.Constant) else getattr(module, arg.id)
                     (commands if node.func.attr == "command" else events).add(value)
     methods.add("auth.test")  # Bolt's own authorization middleware calls it once (token_verification off)

@@ -260,3 +260,22 @@ def test_a_signed_slash_command_whose_user_id_is_blank_answers_400(make_env, use
     response = env.sender.post(env.sender.command_body(user_id, "runs"))
     assert response.status_code == 400, response.text
     assert response.text.startswith("malformed Slack request: a slash command without"), response.text
+
+
+def test_a_signed_event_hazel_does_not_handle_is_answered_200_in_one_log_line(make_env, caplog) -> None:  # noqa: ANN001
+    """Fresh-user s20 L6: an event of a type Hazel does not subscribe to (an app configured with more than the
+    manifest's ``app_home_opened``) answered 404, which Slack counts as a failure, and logged Bolt's multi-line
+    "[Suggestion] … @app.event" advice."""
+    import logging
+
+    env: SlackEnv = make_env()
+    body = json.dumps({"token": "x", "team_id": "T0000000002", "api_app_id": "A0000000001", "type": "event_callback",
+                       "event": {"type": "message", "user": PRIYA, "text": "/approve", "channel": "C1", "ts": "1.2"},
+                       "event_id": "Ev5", "event_time": int(time.time())})
+    with caplog.at_level(logging.INFO):
+        response = env.sender.post(body, content_type="application/json")
+        time.sleep(0.2)  # (Bolt runs the listener after the ack)
+    assert response.status_code == 200, response.text
+    assert "[Suggestion]" not in caplog.text and "Unhandled request" not in caplog.text, caplog.text
+    assert "slack: an event of type 'message' is not one Hazel handles" in caplog.text, caplog.text
+    assert env.sender.home_opened(PRIYA).status_code == 200  # the Home tab's own event still goes to its listener
