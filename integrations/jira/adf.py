@@ -37,10 +37,13 @@ def adf_text(doc: Any) -> str:
     text they contain, media and rules give nothing.
 
     Raises:
-        ADFError: ``doc`` is not a document, or it nests deeper than ``MAX_DEPTH``.
+        ADFError: ``doc`` is not a document, its ``content`` is not a list, or it nests deeper than
+            ``MAX_DEPTH``.
     """
     if not is_adf(doc):
         raise ADFError('not an ADF document (no "type": "doc")')
+    if not isinstance(doc.get("content", []), list):  # (read as no text, it was ignored as an empty comment)
+        raise ADFError("its content is not a list of nodes")
     return _blocks(doc.get("content"), 0).strip("\n")
 
 

@@ -104,6 +104,21 @@ def test_a_refused_transition_while_jira_was_down_is_moved_back_on_the_retry_and
 
 # -- 2. ADF nested too deeply ---------------------------------------------------------------------------------
 
+def test_an_adf_document_whose_content_is_not_a_list_is_answered_400(env: JiraEnv) -> None:
+    """Fresh-user s20 L5: ``{"type": "doc", "content": "notalist"}`` was read as no text and ignored as a
+    comment, not answered 400 as a body that is no document is."""
+    run_id = env.start()
+    issue = env.issue(run_id)
+    for content in ("notalist", {"type": "paragraph"}, 5):
+        payload = env.comment(issue, "placeholder")
+        payload["comment"]["body"] = {"type": "doc", "version": 1, "content": content}
+        answer = env.send(payload)
+        assert answer.status_code == 400, answer.text
+        assert answer.json()["error"] == ("malformed Jira webhook: comment.body: its content is not a list of "
+                                          "nodes"), answer.text
+    assert env.pending(run_id) is not None and env.pending(run_id).point == "review_artefacts"
+
+
 def test_an_adf_comment_nested_150_lists_deep_is_answered_400(env: JiraEnv) -> None:
     run_id = env.start()
     issue = env.issue(run_id)
