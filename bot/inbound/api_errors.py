@@ -188,14 +188,15 @@ def validation_message(exc: RequestValidationError, body: bytes | None = None) -
                 continue
             sent = err.get("input")  # (the object as sent: pydantic's ctx has the tag's lone surrogates as U+FFFD)
             raw = sent.get(field, "") if isinstance(sent, dict) else ctx.get("tag", "")
-            tag = raw if isinstance(raw, str) else json.dumps(raw)  # (5 as 5, not as the text "5")
-            if any(0xD800 <= ord(c) <= 0xDFFF for c in tag):  # (not_text names the first)
-                parts.append(f"{where} {not_text(tag)}")
-            elif isinstance(raw, str):
-                parts.append(f"{where}: {_loc_part(json.dumps(tag, ensure_ascii=False))} is not one of "
-                             f"{ctx.get('expected_tags', '')}")
+            if not isinstance(raw, str):  # (5 as 5, not as the text "5"; an object or a list named, not echoed)
+                shown = (json.dumps(raw) if raw is None or isinstance(raw, (bool, int, float))
+                         else "an object" if isinstance(raw, dict) else "a list")
+                parts.append(f"{where}: {_loc_part(shown)} is not one of {ctx.get('expected_tags', '')}")
+            elif any(0xD800 <= ord(c) <= 0xDFFF for c in raw):  # (not_text names the first)
+                parts.append(f"{where} {not_text(raw)}")
             else:
-                parts.append(f"{where}: {_loc_part(tag)} is not one of {ctx.get('expected_tags', '')}")
+                parts.append(f"{where}: {_loc_part(json.dumps(raw, ensure_ascii=False))} is not one of "
+                             f"{ctx.get('expected_tags', '')}")
             continue
         if loc == "body" and err.get("type") in ("model_attributes_type", "dict_type"):
             msg = f"{msg}: send a JSON object with Content-Type: application/json"

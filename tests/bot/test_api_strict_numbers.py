@@ -81,3 +81,13 @@ def test_a_decisions_action_and_payload_are_answered_in_the_apis_words(served) -
     answer = api.decide(run_id, {"action": "approve", "payload": {}}, token=ALICE)
     assert answer.status_code == 201, answer.text
     assert [d.action.value for d in hazel.decisions(run_id=run_id)] == ["approve"]
+
+
+def test_an_action_that_is_an_object_or_a_list_is_named_not_echoed(served) -> None:  # noqa: ANN001, F811
+    hazel, api = served
+    run_id = _waiting(api)
+    for action, shown in (({"a": "x" * 5000}, "an object"), (["approve"], "a list"), (None, "null"),
+                          (True, "true"), (1.5, "1.5")):
+        message = error_of(api.decide(run_id, {"action": action}, token=ALICE), 422)["message"]
+        assert message.startswith(f"action: {shown} is not one of 'approve'"), (action, message)
+    assert hazel.decisions(run_id=run_id) == []

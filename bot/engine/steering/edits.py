@@ -191,10 +191,9 @@ def edited_value(shown: Any, field: str | None, payload: dict[str, Any], *, entr
                 _refuse_empty(what, text)
             return text  # as it is
         value = value_from_text(shown, text, field=field)
-        if not allow_empty:  # JSON text of an empty mapping or list: ``--set scripts={}``, a Jira ``/edit {}``,
-            _refuse_empty(what, value, was=shown)  # a Slack modal's ``{}`` (s20: stored, the field wiped)
-        if not allow_empty:  # JSON text of a mapping or list with a blank entry (a Jira ``/edit``)
-            _refuse_blank_entries(field, value, shown)
+        if not allow_empty:  # JSON text of an empty mapping or list (``--set scripts={}``, a Jira ``/edit {}``, a
+            _refuse_empty(what, value, was=shown)  # Slack modal's ``{}``: s20, stored, the field wiped), or of one
+            _refuse_blank_entries(field, value, shown)  # with a blank entry (a Jira ``/edit``)
         return value
     if "entries" in payload:
         entries = payload["entries"]
