@@ -28,13 +28,16 @@ def test_a_nul_is_refused_on_the_api_and_nothing_is_written(served) -> None:  # 
     run_id = api.wait_status(api.start()["id"], "waiting")["id"]
     before = snapshot(hazel, run_id)
     path = f"/api/runs/{run_id}/decisions"
-    for body in ({"action": "feedback", "payload": {"text": "nul\x00here"}},
-                 {"action": "reject", "payload": {"reason": "no\x00"}},
-                 {"action": "edit", "payload": {"value": {"steps": ["x \x00"], "minutes": 5}}},
-                 {"action": "edit", "payload": {"text": json.dumps({"steps": ["t\x00"], "minutes": 5})}},
-                 {"action": "rewind", "payload": {"to": 1, "feedback": "f\x00"}},
-                 {"action": "rewind", "payload": {"to": 1, "edits": {"topic": "t\x00"}}}):
-        assert NUL in error_of(raw(api, "POST", path, body), 422, "InvalidDecisionError"), body
+    for body, noun in (({"action": "feedback", "payload": {"text": "nul\x00here"}}, "the feedback"),
+                       ({"action": "reject", "payload": {"reason": "no\x00"}}, "the reason"),
+                       ({"action": "edit", "payload": {"value": {"steps": ["x \x00"], "minutes": 5}}}, "the edit"),
+                       ({"action": "edit", "payload": {"text": json.dumps({"steps": ["t\x00"], "minutes": 5})}},
+                        "the edited state"),  # (the NUL is in the text's JSON: found once it is parsed)
+                       ({"action": "rewind", "payload": {"to": 1, "feedback": "f\x00"}}, "the feedback"),
+                       ({"action": "rewind", "payload": {"to": 1, "edits": {"topic": "t\x00"}}}, "the rewind")):
+        message = error_of(raw(api, "POST", path, body), 422, "InvalidDecisionError")
+        assert message.startswith(f"{noun} holds a {NUL}"), (body, message)  # (s20 L4: "the decision" said of
+        # the feedback's, the reason's or the edit's text, where their other checks name them)
     assert NUL in error_of(raw(api, "POST", f"/api/runs/{run_id}/cancel", {"reason": "nul\x00x"}), 422,
                            "InvalidDecisionError")
     assert snapshot(hazel, run_id) == before

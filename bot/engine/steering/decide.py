@@ -58,6 +58,10 @@ from store.models import (
 )
 
 
+_SENT = {Action.FEEDBACK.value: "the feedback", Action.REJECT.value: "the reason", Action.EDIT.value: "the edit"}
+"""What a refusal of a decision's text names, by action (``the feedback holds a NUL character …``)."""
+
+
 class _Stale(Exception):
     """What this process kept of a run from its pause (``Deciding._known``) is no longer so, or was not enough to
     decide on: nothing was written, and the decision is taken again from the database."""
@@ -215,10 +219,11 @@ class Deciding(SteeringCore):
         if reason is not None:
             raise Refused(reason, run.id, request.id)
         # who, may they, then what they sent: a person not allowed is told so (403), whatever the payload holds
-        refuse_nul(payload, what="the decision", refuse=InvalidDecisionError)  # (PostgreSQL cannot store one)
+        what = _SENT.get(action, "the decision")  # (the noun the other checks of that text use: s20 L4)
+        refuse_nul(payload, what=what, refuse=InvalidDecisionError)  # (PostgreSQL cannot store one)
         sent = payload
         new_tree, payload = self._validate(wf, point, head.tree, action, payload)
-        refuse_not_text(sent, what="the decision", refuse=InvalidDecisionError)  # a key (a value: named above)
+        refuse_not_text(sent, what=what, refuse=InvalidDecisionError)  # a key (a value: named above)
         return point, new_tree, payload
 
     def _known(self, run_id: str, request_id: int | None, point_name: str | None) -> _Known | None:
