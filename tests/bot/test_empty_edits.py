@@ -79,7 +79,10 @@ def test_edit_messages_name_the_field_as_a_field(db_url: str) -> None:
     run_id = waiting(hazel, "noted-parts")
     for payload, message in (
             ({"text": ""}, "an edit needs a new value for field 'parts'"),  # a Slack modal, a Jira /edit
-            ({"text": "  "}, "invalid edit: parts: Input should be a valid dictionary"),  # spaces: no mapping
+            ({"text": "  "}, "the edit leaves field 'parts' blank (only whitespace): that would replace the value "
+                             "with nothing, and the state model needs a value there"),  # spaces: no mapping (s20 L3)
+            ({"text": "", "allow_empty": False}, "the edit leaves field 'parts' empty: that would replace the value "
+                                                 "with nothing, and the state model needs a value there"),
             ({"text": "{not json"}, "invalid edit: field 'parts' must be given as JSON here ("),
             ({}, "an edit needs a new value for field 'parts'"),  # (in no channel's terms: the REST API adds its own)
             ({"entries": {"b": " "}, "allow_empty": False}, "the edit leaves entry 'b' of field 'parts' blank")):

@@ -235,7 +235,12 @@ def edited_state(wf: Workflow, state: BaseModel, shown: Any, field: str | None, 
             allowed = edited_value(shown, field, {**payload, "allow_empty": True}, entry_blank=entry_blank)
         except InvalidDecisionError:
             raise refused from None
-        apply_edit(wf, state, field, allowed)  # the model's refusal, when it has one
+        try:
+            apply_edit(wf, state, field, allowed)  # the model's refusal, when it has one
+        except InvalidDecisionError as model:  # an empty or blank text where the model takes no text (a mapping:
+            if isinstance(allowed, str) and blank(allowed) and model.message.startswith("invalid edit: "):
+                raise InvalidDecisionError(f"{refused.message}, and the state model needs a value there") from None
+            raise  # an empty --file, ``--set cfg=``): said as the edit leaving it empty, as null is (s20 L3)
         raise
     return value, apply_edit(wf, state, field, value)
 
