@@ -280,12 +280,16 @@ def downgrade(engine: Engine, revision: str, *, discard_graph_state: bool = Fals
                              f"it, so there is nothing to downgrade to it (hazel db upgrade goes up)")
         if (not discard_graph_state and current is not None and current >= GRAPH_STATE_REVISION > revision):
             with engine.connect() as conn:
-                threads = conn.execute(text("SELECT COUNT(DISTINCT thread_id) FROM hazel_lg_checkpoints")).scalar()
-            if threads:
+                threads, live = conn.execute(text(
+                    "SELECT COUNT(DISTINCT c.thread_id), COUNT(DISTINCT CASE WHEN r.status IN ('waiting', 'ready', "
+                    "'running') THEN c.thread_id END) FROM hazel_lg_checkpoints c "
+                    "LEFT JOIN hazel_runs r ON r.id = c.thread_id")).one()
+            if threads:  # (an ended run's kept checkpoint counts too: a rewind or a retry continues from it; s21)
                 raise ValueError(
                     f"downgrading to {revision} drops the LangGraph checkpoints of {threads} graph thread(s) "
-                    f"(the tables of migration {GRAPH_STATE_REVISION}): their runs could not resume; end them "
-                    "first (finish, cancel or prune them), or discard their state (--discard-graph-state)")
+                    f"(the tables of migration {GRAPH_STATE_REVISION}), {live} of them of runs not ended: those "
+                    "could not resume, and no graph run could be rewound or retried; cancel the runs not ended "
+                    "first (hazel runs --status waiting), then discard the state with --discard-graph-state")
         command.downgrade(_config(engine), revision)
 
 
