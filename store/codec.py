@@ -82,6 +82,17 @@ def _tag_bytes(value: Any) -> Any:
     return to_jsonable_python(value)
 
 
+def json_value(value: Any) -> Any:
+    """``value`` (a Python value a JSON tree cannot hold as it is) as the state codec writes it in a tree: bytes as
+    their UTF-8 text, or ``{"$bytes": "<base64>"}``; datetimes, decimals, UUIDs, enums and the like as pydantic's
+    JSON mode writes them (``2026-01-01T00:00:00Z``, ``"1.10"``).
+
+    Raises:
+        pydantic_core.PydanticSerializationError: a value pydantic cannot write either.
+    """
+    return _tag_bytes(value)
+
+
 def _key(key: Any) -> str:
     return key if isinstance(key, str) else str(to_jsonable_python(key))
 

@@ -37,6 +37,7 @@ from typing import Any, Callable
 
 import typing_extensions
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+from pydantic_core import PydanticSerializationError
 
 from bot.engine.errors import (CheckpointNotFoundError, InvalidDecisionError, WorkflowDefinitionError,
                                validation_details)
@@ -46,7 +47,7 @@ from bot.engine.lgraph_run import (MARK, UPDATE_STEP, GraphRunState, graph_value
                                    superstep, writers_at)
 from bot.engine.routes import point_settings_problems
 from bot.engine.workflow import _NAME, Step, retry_problems, SteeringPoint, Workflow, _blank
-from store.codec import StateCodec, is_text
+from store.codec import StateCodec, is_text, json_value
 from store.interrupts import answers_at
 from store.models import ALL_ACTIONS, START, Action, Actor, RequestStatus, Run, RunStatus, SteeringRequest
 
@@ -142,10 +143,16 @@ def _jsonable(value: Any) -> Any:
 
 
 def _shown_json(value: Any) -> Any:
-    """``_jsonable``, else the value's ``repr`` (a graph value JSON cannot hold, shown all the same)."""
+    """``_jsonable``, else the value as the state codec writes it (``store.codec.json_value``: a datetime in ISO
+    8601, a ``Decimal`` as its text, bytes as ``{"$bytes": …}``, as the request view of the same value shows them;
+    they were Python reprs, ``"datetime.datetime(2026, 1, 1, …)"``: s21), else its ``repr`` (shown all the same)."""
     try:
         return _jsonable(value)
     except TypeError:
+        pass
+    try:
+        return json_value(value)
+    except PydanticSerializationError:
         return repr(value)
 
 

@@ -6,8 +6,10 @@ SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
+from decimal import Decimal
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, TypedDict
 
 import pytest
 
@@ -23,6 +25,16 @@ from tests.langgraph.graphs import review_graph, workflow
 from tests.support.cli import in_process_cli
 from tests.support.engine import make_hazel, person
 from tests.support.live import LiveServer
+
+class Odd(TypedDict, total=False):
+    """Values JSON cannot hold as they are (``test_values_json_cannot_hold_…``)."""
+
+    topic: str
+    when: datetime
+    dec: Decimal
+    blob: bytes
+    tags: set
+
 
 POINTER_FIELDS = {"lg_input", "lg_checkpoint", "lg_asks", "lg_resume", "lg_update", "lg_fork"}
 
@@ -148,3 +160,35 @@ def test_rewind_set_round_trip_from_the_cli(cli: Callable[..., Any], db_url: str
     # a field the graph's state lacks is refused, naming the graph's fields
     refused = cli("rewind", run_id, "--to", "1", "--set", "lg_checkpoint=x", code=1)
     assert "no field 'lg_checkpoint'" in refused.output and "draft" in refused.output
+
+
+def test_values_json_cannot_hold_are_shown_as_the_request_view_shows_them(db_url: str) -> None:
+    """Fresh-user s21 M3: a graph's ``datetime``, ``Decimal`` and ``bytes`` values were shown in the state views as
+    Python reprs (``"datetime.datetime(2026, 1, 1, …)"``), where the request view of the same values shows ISO 8601,
+    the decimal's text and ``{"$bytes": …}``."""
+    from langgraph.graph import END, START, StateGraph
+
+    from hazel.langgraph import steer
+
+    def make(state: Odd) -> dict:
+        return {"when": datetime(2026, 1, 1, tzinfo=timezone.utc), "dec": Decimal("1.10"), "blob": b"\x00\xff",
+                "tags": {"x"}}
+
+    def ask(state: Odd) -> dict:
+        steer(title="Look", show={"when": state["when"], "dec": state["dec"], "blob": state["blob"]})
+        return {}
+
+    graph = StateGraph(Odd)
+    graph.add_node("make", make)
+    graph.add_node("ask", ask)
+    graph.add_edge(START, "make")
+    graph.add_edge("make", "ask")
+    graph.add_edge("ask", END)
+    hz = make_hazel(db_url, workflow(graph.compile(), name="odd"))
+    run = hz.start(workflow="odd", input={"topic": "t"}, actor=person("olga"))
+    hz.drive(run_id=run.id)
+    shown = hz.state_tree_at(run_id=run.id, seq=1)
+    assert shown == {"topic": "t", "when": "2026-01-01T00:00:00Z", "dec": "1.10", "blob": {"$bytes": "AP8="},
+                     "tags": ["x"]}, shown
+    asked = hz.shown(request_id=hz.pending_request(run_id=run.id).id).value
+    assert asked == {"when": shown["when"], "dec": shown["dec"], "blob": shown["blob"]}, asked
