@@ -259,7 +259,9 @@ def downgrade(engine: Engine, revision: str, *, discard_graph_state: bool = Fals
     """Undo the migrations after ``revision`` (one of this Hazel's revisions, e.g. ``0003``) on ``engine``'s
     database: the step before rolling back to an older Hazel whose newest revision is ``revision``. Going
     below ``GRAPH_STATE_REVISION`` drops the LangGraph saver's tables; while they hold checkpoints it is
-    refused unless ``discard_graph_state`` (the graph runs they belong to could not resume).
+    refused unless ``discard_graph_state`` (the graph runs they belong to could not resume, be rewound or
+    retried), and refused even then while a graph run is not ended (waiting, ready or running: it would be left
+    so with no state to resume from).
 
     Raises:
         SchemaTooNewError: the database is at a revision newer than this Hazel's scripts.
@@ -278,13 +280,18 @@ def downgrade(engine: Engine, revision: str, *, discard_graph_state: bool = Fals
         if current is None or revision > current:  # (Alembic: "is not a valid downgrade target", unexplained)
             raise ValueError(f"the database is at revision {current or 'none (empty)'}: {revision} is not below "
                              f"it, so there is nothing to downgrade to it (hazel db upgrade goes up)")
-        if (not discard_graph_state and current is not None and current >= GRAPH_STATE_REVISION > revision):
+        if current is not None and current >= GRAPH_STATE_REVISION > revision:
             with engine.connect() as conn:
                 threads, live = conn.execute(text(
                     "SELECT COUNT(DISTINCT c.thread_id), COUNT(DISTINCT CASE WHEN r.status IN ('waiting', 'ready', "
                     "'running') THEN c.thread_id END) FROM hazel_lg_checkpoints c "
                     "LEFT JOIN hazel_runs r ON r.id = c.thread_id")).one()
-            if threads:  # (an ended run's kept checkpoint counts too: a rewind or a retry continues from it; s21)
+            if discard_graph_state and live:  # (left waiting, such a run took a decision, then failed from an
+                raise ValueError(  # empty thread: s21 M2)
+                    f"downgrading to {revision} would discard the graph state of {live} run(s) not ended, which "
+                    "would be left waiting with nothing to resume from: cancel them first (hazel runs --status "
+                    "waiting), then downgrade with --discard-graph-state")
+            if threads and not discard_graph_state:  # (an ended run's kept checkpoint counts too: s21)
                 raise ValueError(
                     f"downgrading to {revision} drops the LangGraph checkpoints of {threads} graph thread(s) "
                     f"(the tables of migration {GRAPH_STATE_REVISION}), {live} of them of runs not ended: those "

@@ -111,3 +111,33 @@ def test_db_current_on_a_sqlite_path_that_does_not_exist_creates_nothing(
         f"error: the SQLite database {missing} cannot be created: its directory {missing.parent} does not exist "
         "(create it, or point HAZEL_DATABASE_URL elsewhere)\n"), upgraded.output
     assert not missing.parent.exists()
+
+
+def test_discarding_graph_state_is_refused_while_a_graph_run_is_not_ended(empty_url: str,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fresh-user s21 M2: with ``--discard-graph-state`` a waiting graph run was left waiting, took a decision,
+    then failed from an empty thread. It is refused while one is not ended; cancelled first, the discard goes on;
+    and the refusal without the flag names how many runs are not ended (M1: "end them first" had been the advice
+    for runs already ended)."""
+    from tests.langgraph.graphs import review_graph, workflow
+    from tests.support.engine import make_hazel, person
+
+    hz = make_hazel(empty_url, workflow(review_graph()))
+    run = hz.start(workflow="lg-review", input={"topic": "tides"}, actor=person("olga"))
+    hz.drive(run_id=run.id)
+    assert hz.get(run_id=run.id).status.value == "waiting"
+    store = Store(empty_url)
+    try:
+        unflagged = _cli(empty_url, "db", "downgrade", "0003", monkeypatch=monkeypatch)
+        assert unflagged.exit_code == 1 and "1 of them of runs not ended" in " ".join(unflagged.output.split())
+        refused = _cli(empty_url, "db", "downgrade", "0003", "--discard-graph-state", monkeypatch=monkeypatch)
+        said = " ".join(refused.output.split())
+        assert refused.exit_code == 1 and "would discard the graph state of 1 run(s) not ended" in said, said
+        assert current_revision(store.engine) == head_revision()
+        hz.cancel(run_id=run.id, actor=person("olga"))
+        done = _cli(empty_url, "db", "downgrade", "0003", "--discard-graph-state", monkeypatch=monkeypatch)
+        assert done.exit_code == 0, done.output
+        assert current_revision(store.engine) == "0003"
+    finally:
+        store.dispose()
+        hz.close()
