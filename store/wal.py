@@ -62,15 +62,11 @@ class WalGrowth:
 
     def target_bytes(self) -> int:
         """The size of a log of ``pages`` frames, in bytes."""
-        return _WAL_HEADER_BYTES + self.pages * (self.page_size + _FRAME_HEADER_BYTES)
+        return log_bytes(self.pages, self.page_size)
 
     def connected(self) -> None:
         """A connection was opened or closed: look at the log before the next write."""
         self.pending = self.pages > 0
-
-    def wal_bytes(self) -> int:
-        """The ``-wal`` file's size in bytes; 0 when there is none."""
-        return wal_bytes(self.wal_path)
 
     def run(self) -> None:
         """Grow the log to ``pages`` frames unless it holds them already, or the disk lacks room for it
@@ -78,7 +74,7 @@ class WalGrowth:
         write lock, the growth is tried again at a later write; a log that cannot be grown (a read-only file, a
         full disk) is left as it is, and the transaction that follows meets the same condition and reports it."""
         engine = self._engine()
-        if engine is None or self.wal_bytes() >= self.target_bytes():  # (the page size known, or 4 KB)
+        if engine is None or wal_bytes(self.wal_path) >= self.target_bytes():  # (the page size known, or 4 KB)
             self.pending = False
             return
         try:
@@ -96,7 +92,7 @@ class WalGrowth:
             if free_bytes(self.wal_path) < FREE_SPACE_FACTOR * self.target_bytes():  # (at its page size: s18 M2)
                 log.debug("the SQLite log of %s is not grown: its disk is nearly full", self.wal_path)
                 return
-            grow(raw, self.pages, self.wal_path)
+            grow(raw, self.pages, self.wal_path, page_size=self.page_size)
         except Exception as exc:  # noqa: BLE001 - a log left as it is; the caller's transaction decides
             log.debug("the SQLite log of %s was not grown: %s", self.wal_path, type(exc).__name__)
             from store.db import is_sqlite_busy  # (store.db imports this module)
@@ -118,6 +114,12 @@ def free_bytes(path: str) -> int:
     return stat.f_bavail * stat.f_frsize
 
 
+def log_bytes(pages: int, page_size: int) -> int:
+    """The size in bytes of a log of ``pages`` frames of ``page_size``-byte pages (its header, then each frame's
+    header and page: https://www.sqlite.org/fileformat2.html#walformat)."""
+    return _WAL_HEADER_BYTES + pages * (page_size + _FRAME_HEADER_BYTES)
+
+
 def wal_bytes(wal_path: str) -> int:
     """The size in bytes of the log at ``wal_path`` (``<database file>-wal``); 0 when there is none."""
     try:
@@ -126,9 +128,9 @@ def wal_bytes(wal_path: str) -> int:
         return 0
 
 
-def grow(raw: Any, pages: int, wal_path: str) -> bool:
+def grow(raw: Any, pages: int, wal_path: str, *, page_size: int | None = None) -> bool:
     """Grow the log ``wal_path`` of the sqlite3 connection ``raw`` (in autocommit mode, no transaction open) to
-    ``pages`` frames. True when grown; False when it held them already (looked at under the write lock: of two
+    ``pages`` frames (``page_size``: the database's, when the caller read it; else read here). True when grown; False when it held them already (looked at under the write lock: of two
     processes starting at once, one grows it), or when the database is not in WAL mode (a file system where
     SQLite cannot share memory keeps its rollback journal: there is no log to grow).
 
@@ -141,7 +143,8 @@ def grow(raw: Any, pages: int, wal_path: str) -> bool:
     """
     if str(raw.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
         return False
-    page_size = raw.execute("PRAGMA page_size").fetchone()[0]
+    if page_size is None:
+        page_size = raw.execute("PRAGMA page_size").fetchone()[0]
     cache_size = raw.execute("PRAGMA cache_size").fetchone()[0]
     busy_timeout_ms = raw.execute("PRAGMA busy_timeout").fetchone()[0]
     raw.execute(f"PRAGMA cache_size={_SPILL_CACHE_PAGES}")
@@ -149,7 +152,7 @@ def grow(raw: Any, pages: int, wal_path: str) -> bool:
     try:
         raw.execute("BEGIN IMMEDIATE")
         try:
-            if wal_bytes(wal_path) >= _WAL_HEADER_BYTES + pages * (page_size + _FRAME_HEADER_BYTES):
+            if wal_bytes(wal_path) >= log_bytes(pages, page_size):
                 return False
             raw.execute("CREATE TABLE hazel_wal_pad (p BLOB)")
             # a row of a page's usable size less its cell's header fills one page (no overflow page); the
