@@ -59,7 +59,7 @@ from bot.engine import (
 )
 from store.models import plain_mentions
 from bot.engine.limits import not_text
-from bot.inbound.api_models import ErrorBody
+from bot.inbound.api_models import DECISION_ACTIONS, ErrorBody
 
 log = logging.getLogger("hazel.api")
 
@@ -182,8 +182,6 @@ def validation_message(exc: RequestValidationError, body: bytes | None = None) -
             field = str(ctx.get("discriminator", "")).strip("'") or "action"
             where = f"{loc}.{field}" if loc != "body" else field
             if err["type"] == "union_tag_not_found":
-                from bot.inbound.api_models import DECISION_ACTIONS  # (the one discriminated body)
-
                 parts.append(f"{where}: Field required (one of {', '.join(map(repr, DECISION_ACTIONS))})")
                 continue
             sent = err.get("input")  # (the object as sent: pydantic's ctx has the tag's lone surrogates as U+FFFD)

@@ -46,16 +46,21 @@ class NotUtf8:
         return f"the form's field {self.field} holds {self.what}: send the form in UTF-8"
 
 
+def _media(content_type: str | None) -> str:
+    """The media type of a ``Content-Type`` header value, lower case, its parameters (``charset``) left out."""
+    return (content_type or "").split(";", 1)[0].strip().lower()
+
+
 def is_form(content_type: str | None) -> bool:
     """Whether a ``Content-Type`` header value names a URL-encoded form (parameters such as ``charset``
     ignored)."""
-    return (content_type or "").split(";", 1)[0].strip().lower() == FORM
+    return _media(content_type) == FORM
 
 
 def is_json(content_type: str | None) -> bool:
     """Whether a ``Content-Type`` header value names JSON (``application/json``, ``application/*+json``;
     parameters ignored)."""
-    media = (content_type or "").split(";", 1)[0].strip().lower()
+    media = _media(content_type)
     return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
 
 
