@@ -237,10 +237,10 @@ def edited_state(wf: Workflow, state: BaseModel, shown: Any, field: str | None, 
             raise refused from None
         try:
             apply_edit(wf, state, field, allowed)  # the model's refusal, when it has one
-        except InvalidDecisionError as model:  # an empty or blank text where the model takes no text (a mapping:
-            if isinstance(allowed, str) and blank(allowed) and model.message.startswith("invalid edit: "):
+        except InvalidDecisionError:  # an empty or blank text where the model takes no text (a mapping: an
+            if isinstance(allowed, str) and blank(allowed):  # empty --file, ``--set cfg=``): said as the edit
                 raise InvalidDecisionError(f"{refused.message}, and the state model needs a value there") from None
-            raise  # an empty --file, ``--set cfg=``): said as the edit leaving it empty, as null is (s20 L3)
+            raise  # leaving it empty, as null is (s20 L3; text is no null: the model's words are pydantic's)
         raise
     return value, apply_edit(wf, state, field, value)
 
