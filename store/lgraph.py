@@ -38,14 +38,15 @@ Snapshots = Callable[[Mapping[Key, "StoredRow"], Sequence[Key]], dict[Key, dict[
 saver's serializer, so the saver makes it (``hazel.langgraph.HazelSaver.snapshots``); the store only stores."""
 
 ROW_COLUMNS = ("thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id", "run_id", "chain_len",
-               "stored_bytes", "compressed", "payload", "channel_type", "channel_blob", "metadata")
+               "stored_bytes", "compressed", "payload", "channel_type", "channel_blob", "metadata", "stamp")
 _CHAIN_COLUMNS = ("checkpoint_id", "parent_checkpoint_id", "chain_len", "compressed", "payload", "channel_type",
-                  "channel_blob", "metadata")
+                  "channel_blob", "metadata", "stamp")
 
 
 @dataclass(frozen=True)
 class StoredRow:
-    """One row of ``hazel_lg_checkpoints`` as read back (``metadata`` decoded; bytes as stored)."""
+    """One row of ``hazel_lg_checkpoints`` as read back (``metadata`` decoded; bytes as stored; ``stamp``: drawn
+    at the last write of its content, ``store.schema``)."""
 
     thread_id: str
     checkpoint_ns: str
@@ -57,6 +58,7 @@ class StoredRow:
     channel_type: str | None
     channel_blob: bytes | None
     metadata: dict[str, Any]
+    stamp: int = 0
 
     @property
     def key(self) -> Key:
@@ -152,7 +154,8 @@ def _stored(m: Any, thread_id: str | None = None, checkpoint_ns: str | None = No
         chain_len=m["chain_len"], compressed=bool(m["compressed"]), payload=bytes(m["payload"]),
         channel_type=m["channel_type"],
         channel_blob=None if m["channel_blob"] is None else bytes(m["channel_blob"]),
-        metadata=m["metadata"] if isinstance(m["metadata"], dict) else json.loads(m["metadata"]))
+        metadata=m["metadata"] if isinstance(m["metadata"], dict) else json.loads(m["metadata"]),
+        stamp=m["stamp"])
 
 
 class LangGraphRepo:
@@ -169,7 +172,8 @@ class LangGraphRepo:
         return fast.execute(self.conn, _statements(self.dialect.name)[0], row).rowcount == 1
 
     def replace(self, key: Key, row: dict[str, Any]) -> None:
-        """Overwrite the stored columns of checkpoint ``key`` (a re-put, or a delta rewritten as a snapshot)."""
+        """Overwrite the stored columns of checkpoint ``key`` (a re-put, with a new ``stamp``; or a delta rewritten
+        as a snapshot of the same checkpoint, without one: its stamp stays)."""
         values = {k: v for k, v in row.items() if k not in ("thread_id", "checkpoint_ns", "checkpoint_id")}
         self.conn.execute(_REPLACE.values(**values),
                           {"k_thread_id": key[0], "k_checkpoint_ns": key[1], "k_checkpoint_id": key[2]})

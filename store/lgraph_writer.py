@@ -97,10 +97,11 @@ class LangGraphWriter:
         mark = "%s" if self.postgresql else "?"
         marks = ", ".join(mark for _ in ROW_COLUMNS)
         self._cp_sql = f"INSERT INTO hazel_lg_checkpoints ({_CP_NAMES}) VALUES ({marks}) ON CONFLICT DO NOTHING"
-        # a change is written only while the parent it is a change of exists (a primary-key lookup in the same
-        # statement): another process may have deleted it since this one read it
+        # a change is written only while the parent it is a change of exists with the content it was decoded
+        # from, its stamp (a primary-key lookup in the same statement): another process may have deleted it
+        # since this one read it, or re-put it with other values
         parent = (" EXISTS (SELECT 1 FROM hazel_lg_checkpoints WHERE thread_id = {m} AND checkpoint_ns = {m}"
-                  " AND checkpoint_id = {m})").replace("{m}", mark)
+                  " AND checkpoint_id = {m} AND stamp = {m})").replace("{m}", mark)
         self._leased = f"SELECT 1 FROM hazel_runs WHERE id = {mark} AND lease_token = {mark} AND status = 'running'"
         self._fence = f" EXISTS ({self._leased}{' FOR SHARE' if self.postgresql else ''})"
         select = f"INSERT INTO hazel_lg_checkpoints ({_CP_NAMES}) SELECT {marks} WHERE"
@@ -109,15 +110,16 @@ class LangGraphWriter:
         self._cp_child_fenced_sql = f"{select}{parent} AND{self._fence} ON CONFLICT DO NOTHING"
         self._w_row = "(" + ", ".join(mark for _ in _W_COLUMNS) + ")"
 
-    def insert_checkpoint(self, row: dict[str, Any], *, fence: Fence | None = None) -> bool:
+    def insert_checkpoint(self, row: dict[str, Any], *, parent_stamp: int = 0, fence: Fence | None = None) -> bool:
         """Commit a checkpoint row (``ROW_COLUMNS``); False, writing nothing, when its key already exists, when
-        it is a change (``chain_len`` > 0) and its parent row does not exist, or when ``fence`` is given and the
-        run is no longer leased by its token (``fence_held`` tells which)."""
+        it is a change (``chain_len`` > 0) and its parent row does not exist or no longer has ``parent_stamp``
+        (the stamp of the parent the change was made against: ``store.schema``), or when ``fence`` is given and
+        the run is no longer leased by its token (``fence_held`` tells which)."""
         values = [row[c] for c in ROW_COLUMNS]
         values[ROW_COLUMNS.index("metadata")] = self._json(row["metadata"])
         child = row["chain_len"] > 0
         if child:
-            values += [row["thread_id"], row["checkpoint_ns"], row["parent_checkpoint_id"]]
+            values += [row["thread_id"], row["checkpoint_ns"], row["parent_checkpoint_id"], parent_stamp]
         if fence is not None:
             values += list(fence)
         sql = ((self._cp_child_fenced_sql if child else self._cp_fenced_sql) if fence is not None

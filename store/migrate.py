@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
 
 SCRIPT_LOCATION = "store:migrations"
-HEAD = "0008"
+HEAD = "0009"
 """The revision of the newest script in ``store/migrations/versions`` (what ``hazel db upgrade`` reaches)."""
 LOCK_WAIT_SEC = 60.0
 """How long a process waits for another one's schema creation or upgrade before giving up."""

@@ -328,6 +328,11 @@ lg_checkpoints = Table(
     Column("channel_type", String(32), nullable=True),
     Column("channel_blob", LargeBinary, nullable=True),
     Column("metadata", JSONDoc, nullable=False),
+    # A random 63-bit number drawn at each write of the row's content (0 for rows older than migration 0009); a
+    # change is stored only while its parent still has the stamp the writer decoded it with, so that a saver
+    # holding a parent another saver has since re-put writes a snapshot instead of a change of the old content
+    # (``store.lgraph_writer``). Rewriting a row as the same checkpoint (a change made a snapshot) keeps it.
+    Column("stamp", BigInteger, nullable=False, server_default=text("0")),
     PrimaryKeyConstraint("thread_id", "checkpoint_ns", "checkpoint_id"),
     Index("ix_hazel_lg_checkpoints_run_id", "run_id"),
 )

@@ -47,7 +47,9 @@ class Position:
 
     ``tree``: the JSON tree (``TREE_KEYS``); ``values``: channel name -> value (lists are the saver's own
     copies); ``extras``: the checkpoint's other fields; ``chain_len``: changes since the snapshot (0: it is
-    one); ``base_bytes``: bytes of that snapshot row; ``delta_bytes``: bytes of the changes since it."""
+    one); ``base_bytes``: bytes of that snapshot row; ``delta_bytes``: bytes of the changes since it; ``stamp``:
+    the row's stamp as read or written (``store.schema``: a change of this position is stored only while the row
+    still has it)."""
 
     checkpoint_id: str
     tree: dict[str, Any]
@@ -56,6 +58,7 @@ class Position:
     chain_len: int
     base_bytes: int
     delta_bytes: int
+    stamp: int = 0
 
     def checkpoint(self) -> dict[str, Any]:
         """The LangGraph ``Checkpoint`` dict, in objects the caller may change without touching this one."""
@@ -185,9 +188,10 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def encode(checkpoint: Mapping[str, Any], parent: Position | None, new_versions: Mapping[str, Any],
-           serde: SerializerProtocol, policy: SnapshotPolicy) -> tuple[Encoded, Position]:
+           serde: SerializerProtocol, policy: SnapshotPolicy, stamp: int = 0) -> tuple[Encoded, Position]:
     """The stored form of ``checkpoint``: a delta against ``parent`` (the position of its parent checkpoint, or
-    None when unknown) when the policy allows, else a snapshot. Returns it with the checkpoint's position."""
+    None when unknown) when the policy allows, else a snapshot. Returns it with the checkpoint's position,
+    which keeps ``stamp`` (the stamp the row is written with)."""
     tree, extras = _tree_of(checkpoint)
     values = checkpoint.get("channel_values") or {}
     if parent is not None:
@@ -200,13 +204,14 @@ def encode(checkpoint: Mapping[str, Any], parent: Position | None, new_versions:
         delta_bytes = parent.delta_bytes + enc.stored_bytes
         if enc.chain_len <= policy.max_chain and delta_bytes < policy.delta_ratio * max(parent.base_bytes, 1024):
             return enc, Position(checkpoint["id"], tree, _own(values), extras, enc.chain_len, parent.base_bytes,
-                                 delta_bytes)
-    return snapshot(checkpoint["id"], tree, _own(values), extras, serde)
+                                 delta_bytes, stamp)
+    return snapshot(checkpoint["id"], tree, _own(values), extras, serde, stamp)
 
 
 def snapshot(checkpoint_id: str, tree: dict[str, Any], values: dict[str, Any], extras: dict[str, Any],
-             serde: SerializerProtocol) -> tuple[Encoded, Position]:
-    """The full snapshot of a checkpoint, and its position (``values`` are kept as given)."""
+             serde: SerializerProtocol, stamp: int = 0) -> tuple[Encoded, Position]:
+    """The full snapshot of a checkpoint, and its position (``values`` are kept as given; ``stamp`` as
+    ``encode``'s)."""
     payload, compressed = codec.dump_payload(tree)
     whole: dict[str, Any] = {}
     if values:
@@ -215,7 +220,7 @@ def snapshot(checkpoint_id: str, tree: dict[str, Any], values: dict[str, Any], e
         whole["x"] = extras
     blob_type, blob = serde.dumps_typed(whole) if whole else (None, None)
     enc = Encoded(0, compressed, payload, blob_type, blob)
-    return enc, Position(checkpoint_id, tree, values, extras, 0, enc.stored_bytes, 0)
+    return enc, Position(checkpoint_id, tree, values, extras, 0, enc.stored_bytes, 0, stamp)
 
 
 def _value_changes(values: Mapping[str, Any], before: Mapping[str, Any],
@@ -270,7 +275,7 @@ def decode(row: StoredRow, parent: Position | None, serde: SerializerProtocol, *
     tree_or_ops = codec.load_payload(row.payload, row.compressed)
     if row.chain_len == 0:
         return Position(row.checkpoint_id, tree_or_ops, dict(parts.get("s") or {}), dict(parts.get("x") or {}),
-                        0, size, 0)
+                        0, size, 0, row.stamp)
     if parent is None:
         raise ValueError(f"checkpoint {row.checkpoint_id} is a change of a parent that was not read")
     tree = _apply_tree(parent.tree, tree_or_ops, in_place=in_place)
@@ -286,7 +291,7 @@ def decode(row: StoredRow, parent: Position | None, serde: SerializerProtocol, *
             values[ch] = (base or type(suffix)()) + suffix
     extras = dict(parts["x"]) if "x" in parts else parent.extras
     return Position(row.checkpoint_id, tree, values, extras, parent.chain_len + 1, parent.base_bytes,
-                    parent.delta_bytes + size)
+                    parent.delta_bytes + size, row.stamp)
 
 
 def decode_chain(rows: list[StoredRow], serde: SerializerProtocol) -> Position:

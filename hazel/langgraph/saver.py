@@ -233,19 +233,21 @@ class HazelSaver(Deleting, BaseCheckpointSaver[str]):
         thread_id, ns, parent_id = _key_of(config)
         key = (thread_id, ns, checkpoint["id"])
         parent = self._recall(thread_id, ns, parent_id) if parent_id != checkpoint["id"] else None
-        enc, position = encoding.encode(checkpoint, parent, new_versions, self.serde, self.policy)
+        stamp = random.getrandbits(63) or 1  # (0 is the stamp of rows older than the column)
+        enc, position = encoding.encode(checkpoint, parent, new_versions, self.serde, self.policy, stamp)
         meta = get_serializable_checkpoint_metadata(config, metadata)
         run_id = meta.get("run_id")
         row = {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"],
                "parent_checkpoint_id": parent_id, "run_id": None if run_id is None else str(run_id),
-               "metadata": meta, **enc.columns()}
+               "metadata": meta, "stamp": stamp, **enc.columns()}
         fence = _fence_of(config)
-        inserted = self._writer.insert_checkpoint(row, fence=fence)  # (it takes the turn to write, as ``_write``)
-        if not inserted:  # rare: a re-put of a stored checkpoint, or the parent was deleted (or the fence failed)
-            tree, extras = encoding._tree_of(checkpoint)
+        inserted = self._writer.insert_checkpoint(  # (it takes the turn to write, as ``_write``)
+            row, parent_stamp=0 if parent is None else parent.stamp, fence=fence)
+        if not inserted:  # rare: a re-put of a stored checkpoint, the parent deleted or re-put by another saver
+            tree, extras = encoding._tree_of(checkpoint)  # since this one read it (or the fence failed)
             enc, position = encoding.snapshot(checkpoint["id"], tree,
                                               encoding._own(checkpoint.get("channel_values") or {}), extras,
-                                              self.serde)
+                                              self.serde, stamp)
             with self._write() as tx:
                 if fence is not None:  # refused by it? (the run's row locked: no takeover until this commits)
                     run = tx.runs.get(fence[0], for_update=True)

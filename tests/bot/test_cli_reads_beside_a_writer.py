@@ -69,15 +69,15 @@ def test_reading_commands_answer_while_another_program_writes(db_url: str, tmp_p
 
 def test_an_older_schema_is_still_refused_while_another_program_writes(empty_url: str, tmp_path: Path) -> None:
     assert _hazel(empty_url, tmp_path, "db", "upgrade").returncode == 0
-    assert _hazel(empty_url, tmp_path, "db", "downgrade", "0007").returncode == 0
+    assert _hazel(empty_url, tmp_path, "db", "downgrade", "0008").returncode == 0
     with write_held(empty_url):
         done = _hazel(empty_url, tmp_path, "runs", wait_sec=WAIT_SEC)
     assert done.returncode == 1
-    assert done.stderr.strip() == ("error: the database is at schema revision 0007, this Hazel needs 0008: run "
+    assert done.stderr.strip() == ("error: the database is at schema revision 0008, this Hazel needs 0009: run "
                                    "`hazel db upgrade`"), done.stderr
 
 
 def test_a_command_on_an_empty_database_creates_the_schema(empty_url: str, tmp_path: Path) -> None:
     assert _run(empty_url, tmp_path, "first")
     current = _hazel(empty_url, tmp_path, "db", "current", "--json")
-    assert json.loads(current.stdout)["current"] == json.loads(current.stdout)["head"] == "0008"
+    assert json.loads(current.stdout)["current"] == json.loads(current.stdout)["head"] == "0009"

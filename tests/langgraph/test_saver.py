@@ -269,6 +269,24 @@ def test_a_re_put_checkpoint_keeps_its_children_readable(db_url: str) -> None:
         assert _items(saver, configs[3]) == ["r-0", "r-1", "r-2", "r-3"]
 
 
+def test_a_parent_re_put_by_another_saver_makes_the_next_checkpoint_a_snapshot(db_url: str) -> None:
+    """Saver A holds its thread's head as the base of its next change; saver B (another process, or a second
+    saver on the database) puts that checkpoint id again with other values. A's next checkpoint must not be a
+    change of the values A held read back against B's (it read ``[7, 7, 7, 3]`` for ``[1, 2, 3]``)."""
+    with HazelSaver.from_conn_string(db_url) as saver, HazelSaver.from_conn_string(db_url) as other:
+        head = _put(saver, "t", None, {"items": [1, 2], "n": 1}, run_id="r", step=1)
+        held = saver.get_tuple(head)
+        again = dict(held.checkpoint, channel_values={"items": [7, 7, 7], "n": 1})
+        other.put({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, again, held.metadata, {})
+        child = _put(saver, "t", head, {"items": [1, 2, 3], "n": 2}, run_id="r", step=2)
+        assert [r["chain_len"] for r in rows(db_url, "t")] == [0, 0]  # written whole, not as a change
+        grandchild = _put(saver, "t", child, {"items": [1, 2, 3, 4], "n": 3}, run_id="r", step=3)
+        assert [r["chain_len"] for r in rows(db_url, "t")] == [0, 0, 1]  # and its own child a change of it
+        assert _items(saver, head) == [7, 7, 7]
+        assert _items(saver, child) == [1, 2, 3]
+        assert _items(saver, grandchild) == [1, 2, 3, 4]
+
+
 def test_a_value_changed_in_place_after_put_does_not_change_the_next_change() -> None:
     """The base of the next change is the saver's own copy of a list, not the caller's list."""
     from hazel.langgraph.encoding import decode_chain, encode

@@ -50,13 +50,13 @@ def test_an_older_revision_is_still_refused_while_another_program_writes(empty_u
     store = Store(empty_url)
     try:
         store.upgrade()
-        downgrade(store.engine, "0007")
+        downgrade(store.engine, "0008")
         with write_held(empty_url):
-            with pytest.raises(SchemaNotReadyError, match="revision 0007, this Hazel needs 0008: run `hazel db up"):
+            with pytest.raises(SchemaNotReadyError, match="revision 0008, this Hazel needs 0009: run `hazel db up"):
                 store.ensure_schema()
-            assert store.health() == Health(error=None, schema="the database is at schema revision 0007, this "
-                                                                "Hazel needs 0008: run `hazel db upgrade`")
-        assert current_revision(store.engine) == "0007"  # nothing migrated it
+            assert store.health() == Health(error=None, schema="the database is at schema revision 0008, this "
+                                                                "Hazel needs 0009: run `hazel db upgrade`")
+        assert current_revision(store.engine) == "0008"  # nothing migrated it
     finally:
         store.dispose()
 
