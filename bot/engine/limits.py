@@ -17,6 +17,7 @@ measured (states written by a workflow's own code are not limited).
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -49,6 +50,8 @@ def not_text(text: str) -> str:
         found = f"U+{code:04X}, a lone surrogate (half of a UTF-16 pair)"
     return f"holds a character that is not Unicode text ({found}); send it as UTF-8"
 
+NOT_FINITE = ("holds a number that is not finite (NaN, Infinity, or one too large for a float, such as 1e400, "
+              "which Python's JSON reads as Infinity): JSON has none, and a state would store it as null")
 NUL = ("holds a NUL character (U+0000, \\u0000 in JSON), which is not text a database stores (PostgreSQL "
        "refuses it); take it out")
 _NUL_IN_JSON = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
@@ -86,7 +89,7 @@ def state_tree(wf: Workflow, state: BaseModel, *, max_bytes: int, what: str,
         except ValueError as exc:
             if "Out of range float" not in str(exc):
                 raise
-            raise refuse(f"{what} holds a number that is not finite (NaN or Infinity): JSON has none") from None
+            raise refuse(f"{what} {NOT_FINITE}") from None
         if not is_text(dumped):
             raise refuse(f"{what} {not_text(dumped)}")
         if _has_nul(dumped):
@@ -126,18 +129,35 @@ def check_text(text: str, *, max_bytes: int, what: str, refuse: type[HazelError]
     return text
 
 
-def refuse_nul(tree: Any, *, what: str, refuse: type[HazelError]) -> None:
+def refuse_unstorable(tree: Any, *, what: str, refuse: type[HazelError]) -> None:
     """Refuse a JSON tree (a decision's payload, a rewind's edits) holding a NUL (U+0000) in any string, a
     value or a key, at any depth: no database stores it as text (PostgreSQL's JSONB and text columns refuse
-    it), so it is refused on every database, before anything is written. Values JSON cannot hold are written
-    as their ``str`` for the look.
+    it), so it is refused on every database, before anything is written; or a number that is not finite (a
+    REST body's ``NaN``, or ``1e400``, which Python's JSON parser reads as Infinity): a graph's state, whose
+    values are not checked as a state model's (``state_tree``), and the recorded decision stored it as null.
+    Values JSON cannot hold are written as their ``str`` for the look.
 
     Raises:
-        ``refuse``: ``"{what} holds a NUL character (U+0000, …); take it out"``.
+        ``refuse``: ``"{what} holds a NUL character (U+0000, …); take it out"``, ``"{what} holds a number
+            that is not finite …"``.
     """
     dumped = _looked_at(tree)
-    if dumped is not None and _has_nul(dumped):
+    if dumped is None:
+        return
+    if _has_nul(dumped):
         raise refuse(f"{what} {NUL}")
+    if ("Infinity" in dumped or "NaN" in dumped) and not _finite(tree):
+        raise refuse(f"{what} {NOT_FINITE}")
+
+
+def _finite(tree: Any) -> bool:
+    """False when ``tree`` holds a float that is NaN or ±Infinity (json's own check, in C)."""
+    try:
+        json.dumps(tree, separators=(",", ":"), default=str, allow_nan=False)
+    except ValueError as exc:
+        if "Out of range float" in str(exc):
+            return False
+    return True
 
 
 def refuse_not_text(tree: Any, *, what: str, refuse: type[HazelError]) -> None:
@@ -179,12 +199,19 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON: a number must be finite")
 
 
+def _finite_float(literal: str) -> float:
+    value = float(literal)
+    if math.isinf(value):
+        raise ValueError(f"{literal} is too large for a number (at most about 1.8e308): a number must be finite")
+    return value
+
+
 def strict_json(text: str) -> Any:
     """``text`` read as JSON (RFC 8259), without Python's extensions ``NaN``, ``Infinity`` and ``-Infinity``,
-    which a state would store as null.
+    which a state would store as null, nor a number too large for a float (``1e400``: Python reads Infinity).
 
     Raises:
         ValueError: not JSON (``json.JSONDecodeError``), or one of those constants; RecursionError: nested too
             deeply.
     """
-    return json.loads(text, parse_constant=_no_constant)
+    return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)

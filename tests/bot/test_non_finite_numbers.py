@@ -45,7 +45,7 @@ def test_a_number_that_is_not_finite_is_refused_and_nothing_recorded(db_url: str
     run = hazel.start(workflow="reading", input={"value": 2.5}, actor=person("ana"))
     hazel.drive(run_id=run.id)
     before = (hazel.get(run_id=run.id), hazel.checkpoints(run_id=run.id))
-    with pytest.raises(InvalidDecisionError, match="the edited state holds a number that is not finite"):
+    with pytest.raises(InvalidDecisionError, match="the edit holds a number that is not finite"):
         hazel.decide(run_id=run.id, action="edit", actor=person("ana"), payload={"value": bad})
     with pytest.raises(InvalidDecisionError, match="not finite"):
         hazel.decide(run_id=run.id, action="rewind", actor=person("ana"),

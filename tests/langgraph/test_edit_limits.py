@@ -41,3 +41,35 @@ def test_set_takes_a_shown_name_that_holds_a_dot() -> None:
     assert edit_sets(["plan.a.sql=x"], "plan") == {"entries": {"a.sql": "x"}}  # (a key with a dot, as before)
     with pytest.raises(Exception, match=r"lets you edit 'each\.2' only, not each$"):
         edit_sets(['each={"item": "X"}'], "each.2")
+
+
+@pytest.mark.parametrize("literal", ["1e400", "-1e999", "NaN"])
+def test_a_number_that_is_not_finite_is_refused_in_a_graph_edit_and_a_rewind(db_url: str, literal: str) -> None:
+    """s22 F1: ``1e400`` (Python's JSON reads it as Infinity: a REST body) in an edit or a rewind's edits of a
+    graph run was recorded and stored as null (a graph's values are not checked as a state model's)."""
+    import json
+
+    wf = workflow(pair_graph(), name="lg-pair-inf")
+    hz = make_hazel(db_url, wf)
+    run = hz.start(workflow="lg-pair-inf", input={"topic": "launch"}, actor=person("olga"))
+    hz.drive(run_id=run.id)
+    security = next(r for r in hz.requests(run_id=run.id) if r.point == "security")
+    bad = json.loads(literal)
+    before = (hz.get(run_id=run.id), hz.checkpoints(run_id=run.id))
+    with pytest.raises(InvalidDecisionError, match=r"^the edit holds a number that is not finite \(NaN, Infinity"):
+        hz.decide(run_id=run.id, action="edit", actor=person("ana"), request_id=security.id,
+                  payload={"value": {"ask": [bad]}})
+    with pytest.raises(InvalidDecisionError, match=r"^the rewind holds a number that is not finite"):
+        hz.decide(run_id=run.id, action="rewind", actor=person("ana"), payload={"to": 1, "edits": {"log": [bad]}})
+    assert (hz.get(run_id=run.id), hz.checkpoints(run_id=run.id)) == before
+    assert hz.decisions(run_id=run.id) == []
+    assert next(r for r in hz.requests(run_id=run.id) if r.id == security.id).status is RequestStatus.PENDING
+
+
+def test_the_cli_parser_names_a_number_too_large_for_a_float() -> None:
+    from bot.engine.limits import strict_json
+
+    with pytest.raises(ValueError, match=r"^1e400 is too large for a number \(at most about 1\.8e308\): a number "
+                                         r"must be finite$"):
+        strict_json('{"x": [1e400]}')
+    assert strict_json('{"x": [1e308, -2.5, 10]}') == {"x": [1e308, -2.5, 10]}

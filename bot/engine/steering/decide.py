@@ -37,7 +37,7 @@ from bot.engine.errors import (
     no_run,
     quoted,
 )
-from bot.engine.limits import check_text, refuse_not_text, refuse_nul, state_tree
+from bot.engine.limits import check_text, refuse_not_text, refuse_unstorable, state_tree
 from bot.engine.logcontext import bind_log_context
 from bot.engine.steering.core import DecisionOutcome, Refused, SteeringCore
 from bot.engine.steering.edits import UNDECLARED, blank, edited_state
@@ -91,7 +91,7 @@ class Deciding(SteeringCore):
 
         Raises:
             RunNotFoundError, NoPendingRequestError, NotAllowedError, InvalidDecisionError (also a NUL
-            character anywhere in the payload: ``bot.engine.limits.refuse_nul``), AlreadyDecidedError,
+            character anywhere in the payload: ``bot.engine.limits.refuse_unstorable``), AlreadyDecidedError,
             VersionUnavailableError, RunStateError.
         """
         try:
@@ -220,7 +220,7 @@ class Deciding(SteeringCore):
             raise Refused(reason, run.id, request.id)
         # who, may they, then what they sent: a person not allowed is told so (403), whatever the payload holds
         what = _SENT.get(action, "the decision")  # (the noun the other checks of that text use: s20 L4)
-        refuse_nul(payload, what=what, refuse=InvalidDecisionError)  # (PostgreSQL cannot store one)
+        refuse_unstorable(payload, what=what, refuse=InvalidDecisionError)  # (NUL, NaN: no database stores them)
         sent = payload
         new_tree, payload = self._validate(wf, point, head.tree, action, payload)
         refuse_not_text(sent, what=what, refuse=InvalidDecisionError)  # a key (a value: named above)

@@ -16,7 +16,7 @@ from typing import Any, Callable
 from bot.engine import lgraph, permissions
 from bot.engine.errors import CheckpointNotFoundError, InvalidDecisionError, MissingRewindTargetError, no_run
 from bot.engine.errors import AlreadyDecidedError, EmptyEditError, RunStateError, VersionUnavailableError
-from bot.engine.limits import check_text, not_text, refuse_not_text, refuse_nul, state_tree
+from bot.engine.limits import check_text, not_text, refuse_not_text, refuse_unstorable, state_tree
 from bot.engine.lgraph_run import label_names
 from bot.engine.logcontext import bind_log_context
 from bot.engine.reads import missing_checkpoint_in
@@ -140,7 +140,7 @@ class Rewinding(SteeringCore):
         if seen is not None:
             raise self._moved_on(tx, run, seen)
         # who, may they, then what they sent: a person not allowed is told so (403), whatever the rewind holds
-        refuse_nul([to, edits], what="the rewind", refuse=InvalidDecisionError)  # (PostgreSQL cannot store one)
+        refuse_unstorable([to, edits], what="the rewind", refuse=InvalidDecisionError)  # (NUL, NaN: none stored)
         if feedback is not None:
             if blank(feedback):  # (characters that print as nothing: a feedback decision refuses them too)
                 raise InvalidDecisionError("the feedback is blank: give some text, or no feedback to hand the step "
