@@ -438,7 +438,9 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
             CheckpointNotFoundError: the graph checkpoint ``tree`` points at is gone (``HazelSaver.delete_thread``
                 or ``prune`` deleted it): the fork would start the graph from nothing.
             InvalidDecisionError: an edit of a channel the graph does not declare (``declared_fields``), or
-                feedback where it declares no ``feedback_key`` channel;
+                feedback where it declares no ``feedback_key`` channel; at the run's start (no graph checkpoint
+                yet), feedback or an edit of a channel the graph's input schema does not declare
+                (``_refuse_past_input``);
                 feedback or edits for a graph checkpoint that several nodes wrote at once
                 (``writers_at``: LangGraph cannot tell which node the values would come from); ``seq`` (the
                 Hazel checkpoint) and ``earlier()`` (the nearest one before it that takes them: one node wrote
@@ -455,6 +457,8 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
         if feedback:
             update[self.feedback_key] = feedback
         pointer = tree.get("lg_checkpoint") if isinstance(tree, dict) else None
+        if pointer is None and update:
+            self._refuse_past_input(update, feedback=bool(feedback))
         if pointer is not None and run_id is not None and not has_checkpoint(self.graph, run_id, pointer):
             raise CheckpointNotFoundError(
                 f"checkpoint #{seq} of run {run_id} points at a graph checkpoint that was deleted "
@@ -471,6 +475,30 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
                     f"cannot tell which of them feedback or edits would come from; rewind there without "
                     f"feedback or edits, or to {before}")
         return {**_without_asks(tree), "lg_fork": True, "lg_update": update or None}
+
+
+    def _refuse_past_input(self, update: dict[str, Any], *, feedback: bool) -> None:
+        """Refuse ``update`` (a rewind's values for the run's start) when it holds channels the graph's input
+        schema does not declare (``input_fields``): the start hands the graph its input, and LangGraph keeps
+        of an input only its input schema's keys (``StateGraph(..., input_schema=...)``), so the rest would be
+        shown on the rewind's checkpoint and reach no node (a fresh-user finding, s22).
+
+        Raises:
+            InvalidDecisionError: ``at the run's start the graph of G v1 takes its input only (topic): …``.
+        """
+        fields = self.input_fields()
+        if fields is None:
+            return
+        past = [k for k in update if k not in fields]
+        if not past:
+            return
+        named = [f"the feedback (channel {k!r})" if feedback and k == self.feedback_key else f"channel {k!r}"
+                 for k in past]
+        raise InvalidDecisionError(
+            f"at the run's start the graph of {self.label} takes its input only ({', '.join(fields)}), and "
+            f"LangGraph drops any other channel of an input: {', '.join(named)} would reach no node; rewind to a "
+            f"later checkpoint to give {'it' if len(past) == 1 else 'them'}, or declare "
+            f"{'it' if len(past) == 1 else 'them'} in the graph's input schema")
 
 
 def _updated(graph: Any, values: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
