@@ -44,7 +44,7 @@ from bot.engine.errors import (CheckpointNotFoundError, InvalidDecisionError, Wo
 from bot.engine.limits import not_text
 from bot.engine.transitions import close_request
 from bot.engine.lgraph_run import (MARK, UPDATE_STEP, GraphRunState, graph_values, has_checkpoint, nodes_label,
-                                   superstep, writers_at)
+                                   superstep, writers_at, written)
 from bot.engine.routes import point_settings_problems
 from bot.engine.workflow import _NAME, Step, retry_problems, SteeringPoint, Workflow, _blank
 from store.codec import StateCodec, is_text, json_value
@@ -222,14 +222,14 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
         JSON (pydantic models dumped, tuples and sets as lists, anything else as its ``repr``); before the
         first super-step (no pointer), the input the graph starts from (with a rewind's values); at a rewind's
         fork (``lg_fork``), those values with what the rewind changes written as ``update_state`` writes them
-        (``_updated``: a reducer channel combines). ``tree`` itself when the graph checkpoint is not found (or
+        (``written``: a reducer channel combines). ``tree`` itself when the graph checkpoint is not found (or
         cannot be read: logged): a view never fails here."""
         if not isinstance(tree, dict):
             return tree
         pointer = tree.get("lg_checkpoint")
         if pointer is None:
             start = tree.get("lg_input")
-            return {**start, **(tree.get("lg_update") or {})} if isinstance(start, dict) else tree
+            return written(self.graph, start, tree.get("lg_update") or {}) if isinstance(start, dict) else tree
         try:
             values = graph_values(self.graph, run_id, str(pointer))
         except Exception:  # noqa: BLE001  (a view of the stored tree rather than none)
@@ -239,7 +239,7 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
         if values is None:
             return tree
         if tree.get("lg_fork") and isinstance(tree.get("lg_update"), dict) and isinstance(values, dict):
-            values = _updated(self.graph, values, tree["lg_update"])  # a rewind's fork: with what it changes
+            values = written(self.graph, values, tree["lg_update"])  # a rewind's fork: with what it changes
         return json.loads(json.dumps(values, default=_shown_json, ensure_ascii=False))
 
     def fork_next(self, tree: Any, next_step: str | None) -> str | None:
@@ -499,24 +499,6 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
             f"LangGraph drops any other channel of an input: {', '.join(named)} would reach no node; rewind to a "
             f"later checkpoint to give {'it' if len(past) == 1 else 'them'}, or declare "
             f"{'it' if len(past) == 1 else 'them'} in the graph's input schema")
-
-
-def _updated(graph: Any, values: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
-    """``values`` with ``update`` written as ``graph.update_state`` writes it: a channel with a reducer
-    (``Annotated[list, operator.add]``: LangGraph's ``BinaryOperatorAggregate``) combines its value with the
-    new one, any other channel takes the new value (so does a channel whose reducer fails here)."""
-    channels = getattr(graph, "channels", None) or {}
-    out = dict(values)
-    for key, value in update.items():
-        reducer = getattr(channels.get(key), "operator", None)
-        if reducer is not None and key in out:
-            try:
-                out[key] = reducer(out[key], value)
-                continue
-            except Exception:  # noqa: BLE001  (a view: the new value as it is)
-                pass
-        out[key] = value
-    return out
 
 
 def _without_asks(tree: dict[str, Any]) -> dict[str, Any]:

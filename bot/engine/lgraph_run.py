@@ -7,8 +7,8 @@ checkpoint points at (``lg_checkpoint``), with, in this order of precedence:
   graph state values (``lg_update``) or none: a new checkpoint after it, so that the nodes that ran from it
   on the abandoned branch run again (their writes stay there), then on;
 - ``lg_resume`` (the decisions): ``Command(resume={interrupt_id: value, ...})``;
-- no pointer (the first step, or a rewind to the run's start): the run's input (with a rewind's values), from
-  the thread's first checkpoint when it has one (a fork);
+- no pointer (the first step, or a rewind to the run's start): the run's input (with a rewind's values, written as
+  ``update_state`` writes them: ``written``), from the thread's first checkpoint when it has one (a fork);
 - else nothing (``None``: the next super-step).
 
 It runs exactly one super-step (``interrupt_after="*"``) so that every graph checkpoint is a Hazel checkpoint,
@@ -104,7 +104,7 @@ def superstep(wf: Any, state: Any, ctx: StepContext) -> Any:
         config = {"configurable": dict(thread)} if taken else _at(graph, thread, state.lg_checkpoint, latest)
         if state.lg_checkpoint is None:  # the first super-step, or a rewind to the run's start: the input,
             # unless an earlier attempt took it and its nodes did not finish (taken): on from there, not twice
-            inp = None if taken else {**state.lg_input, **(state.lg_update or {})}
+            inp = None if taken else written(wf.graph, state.lg_input, state.lg_update or {}, strict=True)
         elif state.lg_fork:
             if _fork_made(latest, ctx.seq):  # by an earlier attempt (its process died in the super-step after
                 # it, or a node raised): not twice; on from it as LangGraph resumes a thread, so that the
@@ -152,6 +152,28 @@ JOIN = NODES_JOIN
 ``store.models.NODES_JOIN``."""
 MAX_LABEL = 200
 """The longest step name a checkpoint stores (``store.schema``: ``step``, ``next_step``)."""
+
+
+def written(graph: Any, values: dict[str, Any], update: dict[str, Any], *, strict: bool = False) -> dict[str, Any]:
+    """``values`` with ``update`` written as ``graph.update_state`` writes it: a channel with a reducer
+    (``Annotated[list, operator.add]``, ``add_messages``: LangGraph's ``BinaryOperatorAggregate``) combines its
+    value with the new one, any other channel takes the new value. A rewind to the run's start hands the graph
+    its input so written (a reducer channel's edit is added to the input's value, as at any other checkpoint);
+    a view shows a fork's values so. ``strict``: a reducer that raises raises (else, for a view, the channel
+    shows the new value as it is)."""
+    channels = getattr(graph, "channels", None) or {}
+    out = dict(values)
+    for key, value in update.items():
+        reducer = getattr(channels.get(key), "operator", None)
+        if reducer is not None and key in out:
+            try:
+                out[key] = reducer(out[key], value)
+                continue
+            except Exception:  # noqa: BLE001
+                if strict:
+                    raise
+        out[key] = value
+    return out
 
 
 def nodes_label(names: list[str]) -> str:

@@ -74,3 +74,20 @@ def test_a_rewind_to_the_start_with_an_input_edit_reaches_the_first_node(db_url:
     hz.drive(run_id=run.id)
     shown = wf.state_view(hz.state_at(run_id=run.id).model_dump(), run_id=run.id)
     assert shown["draft"] == "draft of tides fb= n=None"
+
+
+def test_a_rewind_to_the_start_adds_an_edit_of_a_reducer_channel_to_the_input(db_url: str) -> None:
+    """s22 F4: at #0 an edit of ``log`` (``Annotated[list, operator.add]``) replaced the input's ``["seed"]``;
+    at every other checkpoint it goes through the reducer (``update_state``), and so it does at the start."""
+    from tests.langgraph.graphs import pair_graph
+
+    wf = workflow(pair_graph(), name="lg-pair-seed")
+    hz = make_hazel(db_url, wf)
+    run = hz.start(workflow="lg-pair-seed", input={"topic": "t", "log": ["seed"]}, actor=person("olga"))
+    hz.drive(run_id=run.id)
+    hz.decide(run_id=run.id, action="rewind", actor=person("ana"), payload={"to": 0, "edits": {"log": ["added"]}})
+    rewound = hz.checkpoints(run_id=run.id)[-1]
+    assert wf.state_view(hz.state_at(run_id=run.id, seq=rewound.seq).model_dump(),
+                         run_id=run.id)["log"] == ["seed", "added"]  # the rewind's checkpoint shows it so
+    hz.drive(run_id=run.id)
+    assert wf.state_view(hz.state_at(run_id=run.id).model_dump(), run_id=run.id)["log"] == ["seed", "added"]
