@@ -43,6 +43,18 @@ _CHAIN_COLUMNS = ("checkpoint_id", "parent_checkpoint_id", "chain_len", "compres
                   "channel_blob", "metadata", "stamp")
 
 
+def no_nul(name: str, value: str) -> str:
+    """``value``, refused when it holds a NUL character (PostgreSQL cannot store one in text: psycopg's
+    ``DataError`` quoting the SQL, LangGraph's ``PostgresSaver`` alike; SQLite would keep it on one database and
+    not the other). Every ``HazelSaver`` method checks the thread ids and namespaces it is given so.
+
+    Raises:
+        ValueError: ``thread_id holds a NUL character (\\x00), which Hazel's database cannot store``."""
+    if "\x00" in value:
+        raise ValueError(f"{name} holds a NUL character (\\x00), which Hazel's database cannot store")
+    return value
+
+
 @dataclass(frozen=True)
 class StoredRow:
     """One row of ``hazel_lg_checkpoints`` as read back (``metadata`` decoded; bytes as stored; ``stamp``: drawn

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hazel.langgraph import encoding
-from store.lgraph import Key, LangGraphRepo, StoredRow
+from store.lgraph import Key, LangGraphRepo, StoredRow, no_nul
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
 
@@ -26,16 +26,17 @@ class Deleting:
             RunStateError: the thread is a Hazel run that has not ended (ready, running or waiting): its next
                 step would start from an empty thread. Cancel the run first (``hazel cancel RUN``).
         """
+        thread_id = no_nul("thread_id", str(thread_id))
         with self._write() as tx:
-            _refuse_live_runs(tx, [str(thread_id)])
-            LangGraphRepo(tx.conn, tx.dialect).delete_threads([str(thread_id)])
-        self._forget([str(thread_id)])
+            _refuse_live_runs(tx, [thread_id])
+            LangGraphRepo(tx.conn, tx.dialect).delete_threads([thread_id])
+        self._forget([thread_id])
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Every checkpoint whose metadata's ``run_id`` is one of ``run_ids``, with its writes, in one
         transaction. A checkpoint kept that was stored as a change of one deleted is rewritten as a snapshot
         first, and a checkpoint whose parent is deleted is left with no parent."""
-        run_ids = [str(r) for r in run_ids]
+        run_ids = [no_nul("run_id", str(r)) for r in run_ids]
         if not run_ids:
             return
         with self._write() as tx:
@@ -47,8 +48,9 @@ class Deleting:
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Every checkpoint and write of ``source_thread_id`` again under ``target_thread_id`` (rows the target
         already holds under the same checkpoint id are kept). Nothing happens when the source has none."""
+        source, target = no_nul("thread_id", str(source_thread_id)), no_nul("thread_id", str(target_thread_id))
         with self._write() as tx:
-            LangGraphRepo(tx.conn, tx.dialect).copy_thread(str(source_thread_id), str(target_thread_id))
+            LangGraphRepo(tx.conn, tx.dialect).copy_thread(source, target)
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """``"keep_latest"``: keep each namespace's newest checkpoint of each thread (with its writes, rewritten
@@ -65,7 +67,7 @@ class Deleting:
             raise TypeError("thread_ids must be a sequence of thread IDs, not a str")
         if strategy not in PRUNE_STRATEGIES:
             raise ValueError(f"Unknown prune strategy: {strategy!r}")
-        ids = [str(t) for t in thread_ids]
+        ids = [no_nul("thread_id", str(t)) for t in thread_ids]
         if not ids:
             return
         with self._write() as tx:

@@ -43,28 +43,27 @@ from hazel.langgraph.deleting import Deleting
 from hazel.langgraph.encoding import Position
 from store import Store
 from store.checkpoints import SnapshotPolicy
-from store.lgraph import Key, LangGraphRepo, StoredRow, StoredWrite
+from store.lgraph import Key, LangGraphRepo, StoredRow, StoredWrite, no_nul
 from store.errors import LeaseLostError
 from store.lgraph_writer import Fence, LangGraphWriter
 from store.models import LEASE_KEY, STEP_KEYS, RunStatus
 
 
-def _no_nul(name: str, value: str) -> str:
-    """``value``, refused when it holds a NUL character (PostgreSQL cannot store one in text: psycopg's
-    ``DataError`` quoting the SQL, LangGraph's ``PostgresSaver`` alike; SQLite would keep it on one database and
-    not the other).
-
-    Raises:
-        ValueError: ``thread_id holds a NUL character (\\x00), which Hazel's database cannot store``."""
-    if "\x00" in value:
-        raise ValueError(f"{name} holds a NUL character (\\x00), which Hazel's database cannot store")
-    return value
+def _holds_nul(value: Any) -> bool:
+    """Whether a JSON-like value holds a NUL character in a string, a key or a value, at any depth."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_holds_nul(k) or _holds_nul(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_holds_nul(v) for v in value)
+    return False
 
 
 def _key_of(config: RunnableConfig) -> tuple[str, str, str | None]:
     conf = config["configurable"]
-    return (_no_nul("thread_id", str(conf["thread_id"])),
-            _no_nul("checkpoint_ns", conf.get("checkpoint_ns", "") or ""), get_checkpoint_id(config))
+    return (no_nul("thread_id", str(conf["thread_id"])),
+            no_nul("checkpoint_ns", conf.get("checkpoint_ns", "") or ""), get_checkpoint_id(config))
 
 
 def _fence_of(config: RunnableConfig) -> Fence | None:
@@ -194,9 +193,13 @@ class HazelSaver(Deleting, BaseCheckpointSaver[str]):
         checkpoint id, at most ``limit``. Each row of their chains is read and decoded once."""
         conf = (config or {}).get("configurable") or {}
         thread_id = conf.get("thread_id")
+        if conf.get("checkpoint_ns"):
+            no_nul("checkpoint_ns", str(conf["checkpoint_ns"]))
+        if filter and _holds_nul(filter):  # (no stored metadata holds one: PostgreSQL's JSONB refuses it)
+            raise ValueError("filter holds a NUL character (\\x00), which Hazel's database cannot store")
         with self.store.read() as tx:
             repo = LangGraphRepo(tx.conn, tx.dialect)
-            keys = repo.search(thread_id=None if thread_id is None else _no_nul("thread_id", str(thread_id)),
+            keys = repo.search(thread_id=None if thread_id is None else no_nul("thread_id", str(thread_id)),
                                checkpoint_ns=conf.get("checkpoint_ns"), checkpoint_id=conf.get("checkpoint_id"),
                                metadata_filter=filter, before_id=get_checkpoint_id(before) if before else None,
                                limit=limit)

@@ -152,6 +152,18 @@ def test_a_thread_id_or_namespace_holding_a_nul_is_refused_before_any_sql(db_url
         with pytest.raises(ValueError, match="^checkpoint_ns holds a NUL"):
             saver.get_tuple({"configurable": {"thread_id": "ok", "checkpoint_ns": "n\x00"}})
         assert len(rows(db_url, "ok")) == 4 and rows(db_url, "t") == [] and list(saver.list(cfg("t"))) == []
+        # every other method too (s22 F3: psycopg's DataError quoting the SQL on PostgreSQL, nothing on SQLite)
+        for call, name in [(lambda: saver.delete_thread("a\x00b"), "thread_id"),
+                           (lambda: saver.copy_thread("a\x00b", "c"), "thread_id"),
+                           (lambda: saver.copy_thread("ok", "a\x00"), "thread_id"),
+                           (lambda: saver.prune(["a\x00"]), "thread_id"),
+                           (lambda: saver.delete_for_runs(["r\x00"]), "run_id"),
+                           (lambda: list(saver.list({"configurable": {"thread_id": "ok", "checkpoint_ns": "\x00"}})),
+                            "checkpoint_ns"),
+                           (lambda: list(saver.list(None, filter={"k": ["v\x00"]})), "filter")]:
+            with pytest.raises(ValueError, match=f"^{name} holds a NUL character"):
+                call()
+        assert len(rows(db_url, "ok")) == 4
 
 
 def test_the_snapshot_policy_bounds_every_chain(db_url: str) -> None:
