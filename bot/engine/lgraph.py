@@ -433,6 +433,9 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
                   earlier: Callable[[], int | None] | None = None) -> Any:
         """The tree a rewind forks with: nothing asked (a node that interrupted there runs again and asks
         again), ``lg_fork`` set and ``lg_update`` holding ``{feedback_key: feedback, **edits}`` (None: none).
+        When ``tree`` is itself a rewind's fork (the ``↩`` checkpoint: its pointer still the graph checkpoint it
+        forked from), its own ``lg_update`` comes first and these are written over it (``written``: a reducer
+        channel combines), so the fork starts from the values that checkpoint shows.
 
         Raises:
             CheckpointNotFoundError: the graph checkpoint ``tree`` points at is gone (``HazelSaver.delete_thread``
@@ -456,6 +459,9 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
         update = dict(edits or {})
         if feedback:
             update[self.feedback_key] = feedback
+        forked = tree.get("lg_update") if isinstance(tree, dict) and tree.get("lg_fork") else None
+        if isinstance(forked, dict) and forked:  # a rewind to a rewind's own fork: from what it shows (s22 F5)
+            update = written(self.graph, forked, update)
         pointer = tree.get("lg_checkpoint") if isinstance(tree, dict) else None
         if pointer is None and update:
             self._refuse_past_input(update, feedback=bool(feedback))

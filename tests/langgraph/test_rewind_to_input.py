@@ -91,3 +91,34 @@ def test_a_rewind_to_the_start_adds_an_edit_of_a_reducer_channel_to_the_input(db
                          run_id=run.id)["log"] == ["seed", "added"]  # the rewind's checkpoint shows it so
     hz.drive(run_id=run.id)
     assert wf.state_view(hz.state_at(run_id=run.id).model_dump(), run_id=run.id)["log"] == ["seed", "added"]
+
+
+def test_a_rewind_to_a_rewinds_own_checkpoint_starts_from_what_it_shows(db_url: str) -> None:
+    """s22 F5: a rewind to a ``↩ rewind`` checkpoint forked from the graph checkpoint before that rewind: the
+    edits (and feedback) the ``↩`` checkpoint shows were dropped. Native workflows give them again; so do graphs."""
+    from tests.langgraph.graphs import review_graph
+
+    wf = workflow(review_graph(), name="lg-review-again")
+    hz = make_hazel(db_url, wf)
+    run = hz.start(workflow="lg-review-again", input={"topic": "orig"}, actor=person("olga"))
+    hz.drive(run_id=run.id)
+    hz.decide(run_id=run.id, action="rewind", actor=person("ana"),
+              payload={"to": "review", "edits": {"draft": "MY DRAFT", "log": ["mine"]}})
+    fork = hz.checkpoints(run_id=run.id)[-1].seq
+    hz.drive(run_id=run.id)
+    hz.decide(run_id=run.id, action="approve", actor=person("ana"))
+    hz.drive(run_id=run.id)
+
+    def shown(seq: int | None = None) -> dict:
+        return wf.state_view(hz.state_at(run_id=run.id, seq=seq).model_dump(), run_id=run.id)
+
+    at_fork = shown(fork)
+    assert at_fork["draft"] == "MY DRAFT" and at_fork["log"] == ["draft", "mine"]
+    hz.decide(run_id=run.id, action="rewind", actor=person("ana"), payload={"to": fork})
+    hz.drive(run_id=run.id)
+    assert shown()["draft"] == "MY DRAFT" and shown()["log"] == ["draft", "mine"]  # review asks about it again
+    hz.decide(run_id=run.id, action="rewind", actor=person("ana"),
+              payload={"to": fork, "edits": {"log": ["again"]}})  # more on top: the reducer adds to what it shows
+    assert shown(hz.checkpoints(run_id=run.id)[-1].seq)["log"] == ["draft", "mine", "again"]
+    hz.drive(run_id=run.id)
+    assert shown()["draft"] == "MY DRAFT" and shown()["log"] == ["draft", "mine", "again"]
