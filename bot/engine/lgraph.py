@@ -477,9 +477,9 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
                 takes = earlier() if earlier is not None else None
                 before = f"checkpoint #{takes}" if takes is not None else "a checkpoint one node wrote"
                 raise InvalidDecisionError(
-                    f"checkpoint #{seq} of run {run_id} was written by {', '.join(writers)} at once: LangGraph "
-                    f"cannot tell which of them feedback or edits would come from; rewind there without "
-                    f"feedback or edits, or to {before}")
+                    f"checkpoint #{seq} of run {run_id} is at a graph checkpoint {', '.join(writers)} wrote at "
+                    f"once: LangGraph cannot tell which of them feedback or edits would come from; rewind there "
+                    f"without feedback or edits, or to {before}")
         return {**_without_asks(tree), "lg_fork": True, "lg_update": update or None}
 
 

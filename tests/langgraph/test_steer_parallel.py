@@ -16,7 +16,7 @@ from store.models import RequestStatus, RunStatus
 from tests.langgraph.graphs import fan_graph, workflow
 from tests.support.engine import make_hazel, person
 
-REFUSED = r"checkpoint #1 of run \w+ was written by facts, notes at once: .* rewind there without feedback or " \
+REFUSED = r"checkpoint #1 of run \w+ is at a graph checkpoint facts, notes wrote at once: .* rewind there without feedback or " \
           r"edits, or to checkpoint #0"
 
 

@@ -25,7 +25,7 @@ from tests.support.engine import make_hazel, person
 from tests.support.live import LiveServer
 from tests.workflows.doc import doc_workflow
 
-REFUSED = "was written by facts, notes at once"
+REFUSED = "is at a graph checkpoint facts, notes wrote at once"
 
 
 def _waiting_pair(hz):

@@ -13,7 +13,7 @@ from tests.langgraph.graphs import fan_graph, pair_graph, workflow
 from tests.langgraph.on_jira import graph_on_jira
 from tests.support.engine import person
 
-REFUSED = "was written by facts, notes at once"
+REFUSED = "is at a graph checkpoint facts, notes wrote at once"
 
 
 def _as_it_is(hazel, run_id):
