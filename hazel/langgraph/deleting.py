@@ -47,9 +47,16 @@ class Deleting:
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Every checkpoint and write of ``source_thread_id`` again under ``target_thread_id`` (rows the target
-        already holds under the same checkpoint id are kept). Nothing happens when the source has none."""
+        already holds under the same checkpoint id are kept). Nothing happens when the source has none.
+
+        Raises:
+            RunStateError: ``target_thread_id`` is a Hazel run's thread (its id), ended or not: the run's graph
+                history would hold another thread's checkpoints, and its next step or rewind could start from
+                one of them. Copy into a new thread id.
+        """
         source, target = no_nul("thread_id", str(source_thread_id)), no_nul("thread_id", str(target_thread_id))
         with self._write() as tx:
+            _refuse_run_target(tx, target)
             LangGraphRepo(tx.conn, tx.dialect).copy_thread(source, target)
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
@@ -134,3 +141,14 @@ def _refuse_live_runs(tx: Any, thread_ids: Sequence[str]) -> None:
             raise RunStateError(f"run {thread_id} is {run.status.value}: deleting or pruning its thread would leave "
                                 f"its next step or its rewinds without their graph; cancel it first (hazel cancel "
                                 f"{thread_id}), or let it end (hazel prune keeps what an ended run needs)")
+
+
+def _refuse_run_target(tx: Any, thread_id: str) -> None:
+    """Raise ``RunStateError`` when ``thread_id`` is a Hazel run's (one primary-key read)."""
+    from bot.engine.errors import RunStateError
+
+    run = tx.runs.get(thread_id)
+    if run is not None:
+        raise RunStateError(f"thread {thread_id} is the graph thread of Hazel run {thread_id} ({run.status.value}): "
+                            f"copying another thread into it would mix that thread's checkpoints into the run's "
+                            f"history; copy into a new thread id")

@@ -261,6 +261,27 @@ def test_deleting_the_thread_of_a_run_that_has_not_ended_is_refused(db_url):  # 
     saver.delete_thread("not-a-run")  # (LangGraph's own thread: nothing to refuse)
 
 
+def test_copying_a_thread_into_a_runs_thread_is_refused(db_url):  # noqa: ANN001
+    """s22 F7: ``copy_thread`` into a waiting run's thread mixed another thread's checkpoints into the run's
+    graph history (``get_state_history``), where its next step or a rewind could start from one of them.
+    Refused for any Hazel run's thread, nothing copied; from a run's thread into a new one it copies as before."""
+    from bot.engine.errors import RunStateError
+
+    hz = make_hazel(db_url, workflow(review_graph()))
+    run = hz.start(workflow="lg-review", input={"topic": "kelp"}, actor=person("olga"))
+    hz.drive(run_id=run.id)
+    ended = cancelled(hz)
+    rows = _rows(hz.store, run.id)
+    saver = HazelSaver(hz.store)
+    for target in (run.id, ended):
+        with pytest.raises(RunStateError, match=f"^thread {target} is the graph thread of Hazel run {target} "
+                                                r"\((waiting|cancelled)\): copying another thread into it"):
+            saver.copy_thread(ended if target == run.id else run.id, target)
+    assert _rows(hz.store, run.id) == rows and rows
+    saver.copy_thread(run.id, "a-copy")
+    assert len(_rows(hz.store, "a-copy")) == len(rows)
+
+
 def test_a_rewind_to_a_checkpoint_whose_graph_checkpoint_was_deleted_is_refused(db_url):  # noqa: ANN001
     """``delete_thread`` of a completed run (allowed), then a rewind to #1: the fork started the graph from
     nothing, the first node ran again on an empty state and the completed run ended ``failed``. Refused,
