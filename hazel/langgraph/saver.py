@@ -17,14 +17,16 @@ a change; any other is written as a snapshot, so a ``put`` never reads the datab
 from __future__ import annotations
 
 import asyncio
+import functools
 import random
 import threading
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
+from sqlalchemy.exc import DBAPIError
 from langgraph.checkpoint.base import (
     WRITES_IDX_MAP,
     BaseCheckpointSaver,
@@ -44,9 +46,25 @@ from hazel.langgraph.encoding import Position
 from store import Store
 from store.checkpoints import SnapshotPolicy
 from store.lgraph import Key, LangGraphRepo, StoredRow, StoredWrite, no_nul
-from store.errors import LeaseLostError
+from store.errors import LeaseLostError, SchemaNotReadyError
 from store.lgraph_writer import Fence, LangGraphWriter
 from store.models import LEASE_KEY, STEP_KEYS, RunStatus
+
+
+def _schema_checked(method: Callable[..., Any]) -> Callable[..., Any]:
+    """``method`` of a saver, a database error it raises told as ``SchemaNotReadyError`` when the schema is
+    behind this Hazel's (a ``hazel db downgrade`` under a running process: "column stamp does not exist" with
+    the whole statement, where every command says ``run `hazel db upgrade```)."""
+
+    @functools.wraps(method)
+    def checked(self: "HazelSaver", *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except DBAPIError as exc:
+            self._raise_if_behind(exc)
+            raise
+
+    return checked
 
 
 def _holds_nul(value: Any) -> bool:
@@ -170,6 +188,7 @@ class HazelSaver(Deleting, BaseCheckpointSaver[str]):
 
     # -- reading ---------------------------------------------------------------------------------------------
 
+    @_schema_checked
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint ``config`` names (its newest in the thread's namespace without a ``checkpoint_id``),
         with its pending writes; None when there is none. One read transaction, two queries. The configs it
@@ -197,6 +216,21 @@ class HazelSaver(Deleting, BaseCheckpointSaver[str]):
             no_nul("checkpoint_ns", str(conf["checkpoint_ns"]))
         if filter and _holds_nul(filter):  # (no stored metadata holds one: PostgreSQL's JSONB refuses it)
             raise ValueError("filter holds a NUL character (\\x00), which Hazel's database cannot store")
+        try:
+            found = self._found(thread_id, conf, filter, before, limit)
+        except DBAPIError as exc:
+            self._raise_if_behind(exc)
+            raise
+        if found is None:
+            return
+        keys, rows, writes = found
+        positions = encoding.decode_many(rows, sorted(keys, key=lambda k: k[2]), self.serde)
+        for key in keys:
+            yield self._tuple(rows[key], positions[key], writes.get(key, []))
+
+    def _found(self, thread_id: Any, conf: dict[str, Any], filter: dict[str, Any] | None,
+               before: RunnableConfig | None, limit: int | None) -> Any:
+        """``list``'s reads: the keys found, their rows with their ancestors', their writes; None: none found."""
         with self.store.read() as tx:
             repo = LangGraphRepo(tx.conn, tx.dialect)
             keys = repo.search(thread_id=None if thread_id is None else no_nul("thread_id", str(thread_id)),
@@ -204,12 +238,15 @@ class HazelSaver(Deleting, BaseCheckpointSaver[str]):
                                metadata_filter=filter, before_id=get_checkpoint_id(before) if before else None,
                                limit=limit)
             if not keys:
-                return
-            rows = repo.with_ancestors(keys)
-            writes = repo.writes_of(keys)
-        positions = encoding.decode_many(rows, sorted(keys, key=lambda k: k[2]), self.serde)
-        for key in keys:
-            yield self._tuple(rows[key], positions[key], writes.get(key, []))
+                return None
+            return keys, repo.with_ancestors(keys), repo.writes_of(keys)
+
+    def _raise_if_behind(self, exc: BaseException) -> None:
+        """Raise ``SchemaNotReadyError`` (from ``exc``) when the database's schema is older than this Hazel's
+        (``Store.health``: one query); return when it is not (``exc`` is raised as it is)."""
+        behind = self.store.health().schema
+        if behind is not None:
+            raise SchemaNotReadyError(behind) from exc
 
     def _tuple(self, row: StoredRow, position: Position, writes: list[StoredWrite],
                keep: dict[str, Any] | None = None) -> CheckpointTuple:
@@ -224,6 +261,7 @@ class HazelSaver(Deleting, BaseCheckpointSaver[str]):
 
     # -- writing ---------------------------------------------------------------------------------------------
 
+    @_schema_checked
     def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
             new_versions: ChannelVersions) -> RunnableConfig:
         """Store ``checkpoint`` as a child of ``config``'s checkpoint, in ONE transaction of one INSERT: a
@@ -265,6 +303,7 @@ class HazelSaver(Deleting, BaseCheckpointSaver[str]):
         self._remember(thread_id, ns, position)
         return _config(key)
 
+    @_schema_checked
     def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
                    task_path: str = "") -> None:
         """Store a task's writes against ``config``'s checkpoint (one transaction). Special channels (errors,

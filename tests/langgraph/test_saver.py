@@ -478,3 +478,23 @@ def test_the_versions_patch_is_exact_whatever_put_was_told(hint: dict) -> None:
         ops = tree_diff(old, new, hint)
         assert _apply_tree(old, ops, in_place=False) == new, (new, ops)
     assert old["channel_versions"] == {"a": "1", "b": "1", "c": "1"}  # (applied to copies)
+
+
+def test_a_saver_on_a_schema_downgraded_under_it_says_to_upgrade(db_url: str) -> None:
+    """s22 F8: a saver kept open across ``hazel db downgrade 0008`` failed with psycopg's "column stamp does not
+    exist" and the whole statement; it says what every command says, and goes on once the schema is upgraded."""
+    from store import SchemaNotReadyError
+    from store.migrate import downgrade, upgrade
+
+    with HazelSaver.from_conn_string(db_url) as saver:
+        configs = _chain(saver, "t", ["r"] * 2)
+        downgrade(saver.store.engine, "0008")
+        try:
+            says = r"^the database is at schema revision 0008, this Hazel needs 0009: run `hazel db upgrade`$"
+            for call in (lambda: saver.get_tuple(configs[-1]), lambda: list(saver.list(cfg("t"))),
+                         lambda: _put(saver, "t", configs[-1], {"items": ["x"], "n": 2}, run_id="r", step=2)):
+                with pytest.raises(SchemaNotReadyError, match=says):
+                    call()
+        finally:
+            upgrade(saver.store.engine)  # (the session's PostgreSQL database: as the other tests need it)
+        assert _items(saver, configs[-1]) == ["r-0", "r-1"]
