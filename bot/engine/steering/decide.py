@@ -91,7 +91,8 @@ class Deciding(SteeringCore):
 
         Raises:
             RunNotFoundError, NoPendingRequestError, NotAllowedError, InvalidDecisionError (also a NUL
-            character anywhere in the payload: ``bot.engine.limits.refuse_unstorable``), AlreadyDecidedError,
+            character or a number that is not finite anywhere in the payload:
+            ``bot.engine.limits.refuse_unstorable``), AlreadyDecidedError,
             VersionUnavailableError, RunStateError.
         """
         try:
