@@ -5,6 +5,8 @@ who may decide is not known, not "anyone"."""
 
 from __future__ import annotations
 
+import re
+
 import httpx
 
 from bot.inbound.api import api_router
@@ -62,3 +64,30 @@ def test_a_run_page_of_a_version_not_deployed_does_not_say_anyone(db_url: str) -
         page = client.get(f"/runs/{run.id}").text
         assert "Who may decide: not known here (the run's workflow version is not deployed)" in page, page
         assert "Who may decide: anyone" not in page
+
+
+def test_a_run_page_names_the_backup_approvers_once_the_request_is_escalated(db_url: str) -> None:
+    """s23 F1: the page said ``Who may decide: alice`` after the request was escalated to bob, while it offered
+    bob its buttons and every other channel named him."""
+    from datetime import timedelta
+
+    wf = Workflow("backed", version=1, state=Doc)
+
+    @wf.step
+    def draft(state: Doc, ctx: StepContext) -> Doc:
+        return state
+
+    wf.steer("check", title="Backed check", approvers=Approvers(users=["alice"]),
+             escalate_to=Approvers(users=["bob"]), escalate_after_sec=60)
+    hazel, settings = make_hazel(db_url, wf), web_settings()
+    run = hazel.start(workflow="backed", input={"topic": "backup"}, actor=as_api(hazel, "olga"))
+    hazel.drive(run_id=run.id)
+    with LiveServer(create_app(hazel, routers=[web_router(hazel, settings)])) as server:
+        client = Browserless(server.url)
+        sign_in(client, ALICE)
+        page = client.get(f"/runs/{run.id}").text
+        assert "Who may decide: alice</p>" in page, page
+        request = hazel.request_for(run_id=run.id)
+        hazel.fire_request(request_id=request.id, now=request.created_at + timedelta(seconds=61))
+        page = client.get(f"/runs/{run.id}").text
+        assert re.search(r"Who may decide: alice · escalated [^<]*, so also bob</p>", page), page
