@@ -3,8 +3,10 @@ API and of each configured channel, behind one request body limit and one error 
 
 from __future__ import annotations
 
+import html
 import json
 from typing import Iterable
+from urllib.parse import quote
 
 from fastapi import APIRouter, FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -57,7 +59,8 @@ class BodyLimit:
             return
         declared = _content_length(scope)
         if declared is not None and declared > self.max_bytes:
-            await self._refuse(send, f"the request body is {declared:,} bytes; the limit is {self.max_bytes:,}")
+            await self._refuse(scope, send, f"the request body is {declared:,} bytes; the limit is "
+                                            f"{self.max_bytes:,}")
             return
         chunks: list[bytes] = []
         size, first = 0, None
@@ -69,7 +72,7 @@ class BodyLimit:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_bytes:
-                await self._refuse(send, f"the request body is over the limit of {self.max_bytes:,} bytes")
+                await self._refuse(scope, send, f"the request body is over the limit of {self.max_bytes:,} bytes")
                 return
             chunks.append(chunk)
             if not message.get("more_body", False):
@@ -81,13 +84,47 @@ class BodyLimit:
 
         await self.app(scope, replay, send)
 
-    async def _refuse(self, send: Send, message: str) -> None:
-        body = json.dumps(error_body("PayloadTooLargeError", f"{message} ({LIMIT_SETTING})"), ensure_ascii=False,
-                          separators=(",", ":")).encode()  # (as the other answers: Starlette's JSONResponse)
+    async def _refuse(self, scope: Scope, send: Send, message: str) -> None:
+        """413: in the API's JSON shape, or, for a run page's form (a browser's URL-encoded POST outside the API,
+        Slack and Jira endpoints), a page saying so with a link back (a browser showed the bare JSON)."""
+        if _page_form(scope):
+            body, kind = _too_long_page(message, scope.get("path", "")).encode(), b"text/html; charset=utf-8"
+        else:
+            body = json.dumps(error_body("PayloadTooLargeError", f"{message} ({LIMIT_SETTING})"),
+                              ensure_ascii=False, separators=(",", ":")).encode()  # (as Starlette's JSONResponse)
+            kind = b"application/json"
         await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                    "headers": [(b"content-type", kind), (b"content-length", str(len(body)).encode()),
                                 (b"connection", b"close")]})
         await send({"type": "http.response.body", "body": body})
+
+
+_NOT_PAGES = ("/api/", "/slack/", "/jira/")
+
+
+def _page_form(scope: Scope) -> bool:
+    """Whether the request is a browser's form posted to a page (``bot.inbound.web``)."""
+    path = scope.get("path", "")
+    if scope.get("method") != "POST" or path.startswith(_NOT_PAGES):
+        return False
+    for name, value in scope.get("headers", ()):
+        if name == b"content-type":
+            return value.split(b";", 1)[0].strip().lower() == b"application/x-www-form-urlencoded"
+    return False
+
+
+def _too_long_page(message: str, path: str) -> str:
+    """The page a form over the body limit gets: what was refused, why, what to do (a text of non-ASCII
+    characters takes three bytes a byte once URL-encoded), and a link back to the run the form was on."""
+    parts = path.split("/")
+    run = parts[2] if len(parts) > 2 and parts[1] == "runs" else ""
+    back, where = (f"/runs/{quote(run, safe='')}", "the run") if run else ("/runs", "the runs")
+    text = html.escape(f"{message} ({LIMIT_SETTING}); nothing was done. A browser sends each byte of a character "
+                       f"outside ASCII as three (URL-encoded): go back and shorten the text, or send it with the "
+                       f"CLI or the REST API")
+    return ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Too long · Hazel</title>"
+            f"</head><body><h1>Too long</h1><p>{text}</p><p><a href=\"{html.escape(back)}\">Back to {where}</a></p>"
+            "</body></html>")
 
 
 def _content_length(scope: Scope) -> int | None:

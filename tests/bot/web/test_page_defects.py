@@ -9,6 +9,7 @@ import re
 import time
 from typing import Iterator
 
+import httpx
 import pytest
 
 from bot.inbound.web import pages
@@ -129,6 +130,27 @@ def test_large_feedback_answers_the_run_page_with_the_engines_refusal(served: Se
     taken = client.post(f"/runs/{run}/decide", data={**form, "text": long})
     assert taken.status_code == 303, taken.text[:500]
     assert served.hazel.decisions(run_id=run)[-1].payload["text"] == long
+
+
+def test_a_form_over_the_body_limit_answers_a_page_the_api_json(served: Served, client: Browserless) -> None:
+    """s23 F2: 400,000 × "é" (800,000 bytes, within HAZEL_MAX_STATE_BYTES; 2,400,000 URL-encoded, over the
+    2 MiB HAZEL_MAX_BODY_BYTES) typed on the run page got the API's bare JSON in the browser. A page's form gets
+    a page saying why, with a link back to its run; the REST API keeps its JSON."""
+    run = served.run_id
+    sign_in(client, ALICE)
+    csrf = client.csrf(f"/runs/{run}")
+    form = {"action": "feedback", "csrf": csrf, "request_id": served.hazel.pending_request(run_id=run).id,
+            "text": "é" * 400_000}
+    before = served.hazel.decisions(run_id=run)
+    refused = client.post(f"/runs/{run}/decide", data=form)
+    assert refused.status_code == 413 and refused.headers["content-type"].startswith("text/html"), refused.text[:300]
+    assert re.search(r"the request body is 2,400,\d{3} bytes; the limit is 2,097,152 \(HAZEL_MAX_BODY_BYTES\); "
+                     r"nothing was done", text_of(refused)), text_of(refused)
+    assert f'href="/runs/{run}"' in refused.text
+    assert served.hazel.get(run_id=run).status is RunStatus.WAITING and served.hazel.decisions(run_id=run) == before
+    api = httpx.post(f"{served.url}/api/runs/{run}/decisions", content=b"x" * 2_200_000,
+                     headers={"Content-Type": "application/x-www-form-urlencoded"}, timeout=10)
+    assert api.status_code == 413 and api.json()["error"]["type"] == "PayloadTooLargeError"
 
 
 @pytest.fixture
