@@ -264,6 +264,12 @@ def test_bug_report_console_vote_for_alice_then_her_api_vote_is_refused(deploy) 
     assert error["action"] == "approve"
     audited_second_vote(d, run_id, message, by=("api", "alice"), person="alice")
     still_one_of_two(d, run_id, request)
+    # s23 F3: whatever she sends now (a rejection without its reason, or a blank one), she is told she voted,
+    # not sent to fix a payload for a decision she can no longer take
+    for body in ({"action": "reject"}, {"action": "reject", "payload": {"reason": " "}}):
+        again = d.api("POST", f"/api/runs/{run_id}/decisions", token="alice", json=body)
+        assert again.status_code == 409 and again.json()["error"]["message"] == message, again.text
+    still_one_of_two(d, run_id, request)
 
     settled = d.api_approve(run_id, token="priya")
     assert settled.status_code == 201, settled.text

@@ -209,7 +209,7 @@ class Deciding(SteeringCore):
         state tree or None, the payload as recorded)``.
 
         Raises:
-            InvalidDecisionError, Refused.
+            InvalidDecisionError, Refused, DuplicateDecisionError (a vote of this person already counted).
         """
         point = point_in(wf, request.point, run, tree=head.tree)
         if action not in point.actions:
@@ -219,7 +219,10 @@ class Deciding(SteeringCore):
                                      escalated=request.escalated_at is not None)
         if reason is not None:
             raise Refused(reason, run.id, request.id)
-        # who, may they, then what they sent: a person not allowed is told so (403), whatever the payload holds
+        # who, may they, then what they sent: a person not allowed is told so (403), whatever the payload holds;
+        # a person whose vote a quorum already counted is told so (409, ``_duplicate``), whatever they send now
+        if request.approvals and tx.decisions.by_person(request.id, actor.who) is not None:
+            raise DuplicateDecisionError("one person has one vote", by_delivery=False)
         what = _SENT.get(action, "the decision")  # (the noun the other checks of that text use: s20 L4)
         refuse_unstorable(payload, what=what, refuse=InvalidDecisionError)  # (NUL, NaN: no database stores them)
         sent = payload
