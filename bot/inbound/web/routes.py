@@ -463,7 +463,8 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
             raise RequestValidationError([{"type": "missing", "loc": ("body", "to"), "msg": "Field required"}])
         session, actor = acting(request, run_id, csrf)
         try:
-            outcome = hazel.rewind(run_id=run_id, actor=actor, to=to, feedback=typed(feedback) or None,
+            outcome = hazel.rewind(run_id=run_id, actor=actor, to=to,  # an empty field: no feedback; one of
+                                   feedback=typed(feedback) if feedback else None,  # blanks: refused as blank
                                    request_id=request_id, expect_head=head,
                                    delivery_id=form_delivery(actor.id, nonce, request_id, f"rewind:{to}"))
         except HazelError as exc:

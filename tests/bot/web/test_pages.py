@@ -196,6 +196,14 @@ def test_rewind_to_here(served: Served, client: Browserless) -> None:
     rewinds = [d for d in served.hazel.decisions(run_id=served.run_id) if d.action.value == "rewind"]
     assert (rewinds[-1].channel, rewinds[-1].payload["to"], rewinds[-1].payload["feedback"]) == ("web", 1, "once more")
     wait_status(served, RunStatus.WAITING)
+    # a feedback field of blanks is refused as the CLI and REST refuse it, spaces as zero-width ones (s23 F4:
+    # spaces were dropped, the rewind done without feedback); an empty field is no feedback
+    before = served.hazel.decisions(run_id=served.run_id)
+    for blank in ("   ", "\u200b\u2060", " \r\n "):
+        refused = client.post(f"/runs/{served.run_id}/rewind", data={
+            "to": 1, "csrf": csrf, "feedback": blank, "head": served.hazel.get(run_id=served.run_id).head_seq})
+        assert refused.status_code == 422 and "the feedback is blank: give some text" in refused.text, blank
+    assert served.hazel.decisions(run_id=served.run_id) == before
     bad = client.post(f"/runs/{served.run_id}/rewind", data={"to": 99, "csrf": csrf,
                                                               "head": served.hazel.get(run_id=served.run_id).head_seq})
     assert bad.status_code in (404, 409) and "#99" in bad.text
