@@ -549,7 +549,8 @@ class Settings(BaseSettings):
         """An http(s) URL with a host (the run pages' links, Jira's REST API, the LLM's API start with it),
         checked when a command starts rather than at the first delivery or call; Jira's and Hazel's own
         without a query or fragment (the ``jira`` library, and the run pages' links, append paths to them); Hazel's
-        own without a path, too: the run pages link and redirect to root paths (``/runs/…``, ``/login``)."""
+        own without a path, too: the run pages link and redirect to root paths (``/runs/…``, ``/login``); nor a
+        user or password: the links are posted to whole Slack channels and Jira issues."""
         from urllib.parse import urlsplit
 
         if value is None:
@@ -563,6 +564,9 @@ class Settings(BaseSettings):
         if info.field_name == "base_url" and urlsplit(value.strip()).path.strip("/"):  # pages link to /runs/…
             raise ValueError("must be the site's root URL, without a path (the run pages link to /runs/…: serve "
                              f"Hazel at the root of a host name or port), not {_url_shown(value)!r}")
+        if info.field_name == "base_url" and "@" in urlsplit(value.strip()).netloc:  # posted to whole channels
+            raise ValueError("must be the site's root URL without a user or password (every Slack card and Jira "
+                             f"issue links to it), not {_url_shown(value)!r}")
         return value.strip()
 
     @field_validator("database_url")

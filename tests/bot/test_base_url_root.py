@@ -40,6 +40,18 @@ def test_a_base_url_with_a_path_is_refused_at_start(cli, monkeypatch, url: str) 
         Settings(HAZEL_BASE_URL=url)  # embedding Hazel: the same check
 
 
+@pytest.mark.parametrize("url", ["http://user:pw@127.0.0.1:18924", "https://token@hazel.example.com/"])
+def test_a_base_url_with_a_user_or_password_is_refused_at_start(cli, monkeypatch, url: str) -> None:  # noqa: ANN001
+    """s23 F5: the password went into every link ``hazel link`` printed and every Slack card and Jira issue."""
+    monkeypatch.setenv("HAZEL_WEB_SECRET", SECRET)
+    monkeypatch.setenv("HAZEL_BASE_URL", url)
+    shown = url.replace("user:pw@", "").replace("token@", "")
+    said = cli("runs", code=1).stderr
+    assert said == (f"error: invalid settings: HAZEL_BASE_URL: must be the site's root URL without a user or "
+                    f"password (every Slack card and Jira issue links to it), not {shown!r}\n"), said
+    assert "pw" not in said and "token" not in said
+
+
 def test_a_root_url_is_taken_and_its_links_open_the_run_page(cli, monkeypatch, db_url: str) -> None:  # noqa: ANN001
     """With or without the root's ``/`` and a port: the link works over real HTTP on the app's run pages."""
     run_id = json.loads(cli("run", "doc-review", "--input", '{"topic": "t"}', "--json").stdout)["run"]["id"]
