@@ -18,7 +18,10 @@ Who an identity is (``People.person_of``):
 2. else, when the channel tells the identity's email (Slack ``users.info``, a Jira user whose email is
    visible), the person with that email, unless the file lists that person's identities on this channel: a
    list is the whole list (on Jira Server / Data Center users may edit their own email, so another account
-   showing priya's email must not become priya when the file says which accounts are hers);
+   showing priya's email must not become priya when the file says which accounts are hers). An identity so
+   matched stays that person in this process when a later payload shows no email (Jira Cloud shows it in some
+   payloads and not in others), until it shows another; a channel that cannot tell the email now raises
+   (Slack: ``DirectoryError``) rather than have the identity taken for someone else;
 3. else the identity is its own person: a console or REST API name is the person of that name (so a console
    name and a REST token name that are the same string are the same person), a Slack or Jira identity is
    ``slack:<id>`` / ``jira:<id>``.
@@ -43,6 +46,9 @@ CHANNELS = ("console", "api", "slack", "jira")
 NAMED_CHANNELS = ("console", "api", "web")
 """Channels whose identities are names: an unclaimed one is the person of that name. The run pages (``web``)
 act as a REST token's name or a person's name: the console and REST API namespace."""
+
+MAX_MATCHED = 100_000
+"""The most channel identities a process remembers as matched to a person by email (``People.person_of``)."""
 
 EmailSource = str | Callable[[], str | None] | None
 """An identity's email as the channel reported it, or a function that asks the channel (called only when the
@@ -78,6 +84,7 @@ class People:
         self._people: dict[str, Person] = {}
         self._claims: dict[tuple[str, str], str] = {}
         self._emails: dict[str, str] = {}
+        self._matched: dict[tuple[str, str], str] = {}  # (channel, identity) -> person, once matched by email
         for person in people:
             if person.name in self._people:
                 raise ConfigurationError(f"people file: {person.name!r} is defined twice")
@@ -185,12 +192,19 @@ class People:
         claimed = self._claims.get(("api" if channel == "web" else channel, identity))
         if claimed is not None:
             return claimed
-        if self._emails and email is not None:
+        if self._emails:
             address = email() if callable(email) else email
             if address:
                 found = self._emails.get(address.strip().lower())
                 if found is not None and not self._people[found].on(channel):  # (her listed accounts only)
+                    if len(self._matched) < MAX_MATCHED:
+                        self._matched[(channel, identity)] = found
                     return found
+                self._matched.pop((channel, identity), None)  # (another email now: no longer that person)
+            else:  # the channel shows no email this time (Jira Cloud: some payloads do not): as it last did
+                known = self._matched.get((channel, identity))
+                if known is not None:
+                    return known
         if channel in NAMED_CHANNELS:
             return identity
         return f"{channel}:{identity}"

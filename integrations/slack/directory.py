@@ -21,7 +21,8 @@ log = logging.getLogger("hazel.slack")
 
 
 class DirectoryError(RuntimeError):
-    """Slack could not tell who is in a user group (and nothing usable is cached)."""
+    """Slack could not tell who is in a user group, or whose a user's email is (and nothing usable is
+    cached)."""
 
 
 class SlackDirectory:
@@ -77,8 +78,15 @@ class SlackDirectory:
 
 
     def email_of(self, user_id: str) -> str | None:
-        """The email of ``user_id``'s profile (``users.info``), or None when Slack shows none or cannot answer
-        now (a person matched by email is then known by their Slack id alone; a failure is logged)."""
+        """The email of ``user_id``'s profile (``users.info``), or None when Slack shows none (a user the people
+        file does not match by email: known by their Slack id alone). An earlier answer is used while Slack
+        fails (logged).
+
+        Raises:
+            DirectoryError: Slack could not answer and nothing is cached: Hazel cannot tell whether the user is
+                a person of the people file matched by email, and taking them for someone else would let one
+                person vote twice or approve their own run (a fresh-user finding, s23), so nothing is decided.
+        """
         now = self.clock()
         with self._lock:
             cached = self._emails.get(user_id)
@@ -87,8 +95,12 @@ class SlackDirectory:
         try:
             response = self.client.users_info(user=user_id)
         except (SlackApiError, SlackClientError, OSError) as exc:
-            log.warning("users.info %s failed (%s); matching them by their Slack id only", user_id, _reason(exc))
-            return cached[1] if cached is not None else None
+            if cached is not None:
+                log.warning("users.info %s failed (%s); using their email from %.0fs ago", user_id, _reason(exc),
+                            now - cached[0])
+                return cached[1]
+            raise DirectoryError(f"Slack could not tell who user {user_id} is (users.info: {_reason(exc)}), which "
+                                 f"Hazel needs to match them with a person of the people file") from exc
         profile = (response.get("user") or {}).get("profile") or {}
         email = profile.get("email") or None
         with self._lock:

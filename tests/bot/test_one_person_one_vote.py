@@ -526,6 +526,29 @@ def test_a_slack_user_with_a_persons_email_is_that_person(deploy) -> None:  # no
 
 # -- more ways to vote twice ---------------------------------------------------------------------------------------
 
+def test_while_slack_cannot_say_a_users_email_their_click_decides_nothing(deploy) -> None:  # noqa: ANN001
+    """s23 F7 (HIGH): while ``users.info`` failed (nothing cached: a fresh process), a person matched by email
+    was taken for a stranger on Slack: her Slack click counted as a second person's vote after her API vote (a
+    quorum of two completed by one human), and approved her own run where self-approval is off. The click is
+    refused now, saying why; once Slack answers, she is herself again."""
+    d: Deployment = deploy(people=EMAIL_PEOPLE, emails={EMAIL_SLACK: "priya@example.com"})
+    run_id = d.api_start("slack-pair", token="alice")
+    request = d.waiting(run_id)
+    message = d.slack_message(run_id)
+    assert d.api_approve(run_id, token="priya").status_code == 201  # priya's vote: 1 of 2
+    d.slack.fail("users.info", error="internal_error", times=None)
+    d.sender.click(EMAIL_SLACK, "approve", message, name="pkumar")
+    said = d.ephemeral(EMAIL_SLACK, "nothing was done")["text"]
+    assert said == (f"I could not check who you are in Slack, so nothing was done: Slack could not tell who user "
+                    f"{EMAIL_SLACK} is (users.info: internal_error), which Hazel needs to match them with a "
+                    "person of the people file. Please try again."), said
+    still_one_of_two(d, run_id, request)
+    d.slack.clear_failures()
+    d.sender.click(EMAIL_SLACK, "approve", message, name="pkumar")
+    d.ephemeral(EMAIL_SLACK, "one person has one vote")  # herself: her API vote counted already
+    still_one_of_two(d, run_id, request)
+
+
 def test_the_console_acting_for_an_api_name_of_a_person_is_that_person(deploy) -> None:  # noqa: ANN001
     """``--as priya-ci`` names priya by her REST API identity, which the point lists in its users: whether the
     console casts her vote or is refused, her token may not then add a second one."""

@@ -245,12 +245,25 @@ EMAIL_ONLY = People.from_dict({"people": {"sam": {"email": "Sam@Example.com"}, "
 
 
 def test_email_matches_an_unclaimed_identity_whatever_its_case() -> None:
-    assert EMAIL_ONLY.person_of("slack", STRANGER_SLACK, email=" SAM@example.COM ") == "sam"
-    assert EMAIL_ONLY.person_of("jira", "557058:new", email="sam@example.com") == "sam"
     for nothing in (None, "", "someone@example.com"):
         assert EMAIL_ONLY.person_of("slack", STRANGER_SLACK, email=nothing) == f"slack:{STRANGER_SLACK}"
+    assert EMAIL_ONLY.person_of("slack", STRANGER_SLACK, email=" SAM@example.COM ") == "sam"
+    assert EMAIL_ONLY.person_of("jira", "557058:new", email="sam@example.com") == "sam"
     # an identity the file gives to someone is theirs, whatever email the channel reports
     assert EMAIL_ONLY.person_of("slack", ALICE_SLACK, email="sam@example.com") == "alice"
+
+
+def test_an_identity_matched_by_email_stays_that_person_when_a_payload_shows_none() -> None:
+    """s23 F7: Jira Cloud shows ``emailAddress`` in a comment's payload and not in a transition's: the same
+    account was sam for the comment and a stranger seconds later, whose vote completed sam's quorum alone."""
+    people = People.from_dict({"people": {"sam": {"email": "sam@example.com"}}})
+    assert people.person_of("jira", "acct-1", email=None) == "jira:acct-1"  # never shown: a stranger
+    assert people.person_of("jira", "acct-1", email="sam@example.com") == "sam"
+    for nothing in (None, "", Asked(None)):
+        assert people.person_of("jira", "acct-1", email=nothing) == "sam"
+    assert people.person_of("jira", "acct-1", email="other@example.com") == "jira:acct-1"  # another now
+    assert people.person_of("jira", "acct-1", email=None) == "jira:acct-1"
+    assert people.person_of("slack", "acct-1", email=None) == "slack:acct-1"  # (per channel)
 
 
 def test_an_email_is_no_one_on_a_channel_where_the_file_lists_their_accounts(people: People) -> None:
@@ -271,8 +284,8 @@ def test_the_email_is_asked_for_only_when_it_could_matter(people: People) -> Non
 
     unclaimed = Asked("sam@example.com")
     assert EMAIL_ONLY.person_of("slack", STRANGER_SLACK, email=unclaimed) == "sam" and unclaimed.calls == 1
-    silent = Asked(None)  # the channel shows no email (or could not answer)
-    assert EMAIL_ONLY.person_of("slack", STRANGER_SLACK, email=silent) == f"slack:{STRANGER_SLACK}"
+    silent = Asked(None)  # the channel shows no email (of an identity never matched by one)
+    assert EMAIL_ONLY.person_of("slack", "U0SILENT00", email=silent) == "slack:U0SILENT00"
     assert silent.calls == 1
 
     without_emails = People.from_dict({"people": {"alice": {"slack": [ALICE_SLACK]}}})

@@ -156,7 +156,7 @@ class Clicks:
         try:
             actor = self.bridge.actor(self.body["user"])
         except DirectoryError as exc:
-            self.tell(f"I could not check your Slack user groups, so nothing was done: {T.escape(str(exc))}. "
+            self.tell(f"I could not check who you are in Slack, so nothing was done: {T.escape(str(exc))}. "
                       "Please try again.")
             return
         if not 1 <= named.request_id <= INT_MAX:  # (32-bit database ids, as the REST API and the CLI bound
