@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import hmac
 from dataclasses import replace
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from fastapi import Request, Response
 from pydantic import SecretStr
 
 from bot.inbound.api import TokenAuth
-from bot.inbound.web.links import OUTDATED_LINK, Grant, LinkError, Session, Signer
+from bot.inbound.web.links import LAPSED_LINK, OUTDATED_LINK, Grant, LinkError, Session, Signer
 
 if TYPE_CHECKING:
     from bot.engine import Hazel
@@ -104,7 +105,7 @@ class WebAuth:
             raise Refused(401, "unknown token: use a token of HAZEL_API_TOKENS")
         before = self.session(request) or Session()
         return Session(identity=name, all_runs=True, runs=before.runs, minted_by=before.minted_by,
-                       token_key=self.signer.token_key(presented.strip()))
+                       until=before.until, token_key=self.signer.token_key(presented.strip()))
 
     # -- checks ----------------------------------------------------------------------------------------
 
@@ -140,10 +141,14 @@ class WebAuth:
     @staticmethod
     def view_only(session: Session, run_id: str) -> str:
         """Why ``session`` may not act on ``run_id`` (the refusal of a form it posts): an outdated person link
-        says so and how to get a new one (``OUTDATED_LINK``); any other session is offered the sign-in."""
+        says so and how to get a new one (``OUTDATED_LINK``), an expired one when it acted until
+        (``LAPSED_LINK``); any other session is offered the sign-in."""
         grant = None if session.all_runs else session.link_for(run_id)
         if grant is not None and grant.outdated:
             return OUTDATED_LINK.format(person=grant.person, run_id=run_id)
+        if grant is not None and grant.lapsed:
+            until = datetime.fromtimestamp(grant.acts_until or 0, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+            return LAPSED_LINK.format(person=grant.person, run_id=run_id, until=until)
         return "this link shows the run only: sign in to act on it"
 
     @staticmethod

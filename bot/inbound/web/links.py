@@ -50,16 +50,26 @@ class LinkError(Exception):
 class Grant:
     """What a valid link gives: the run, the person it names (None: view only) and the console operator who
     made it (``minted_by``: the holder acts for ``person`` as that operator's proxy; None on a view-only link,
-    and on a person link from before links carried their maker, which is view only: ``outdated``)."""
+    and on a person link from before links carried their maker, which is view only: ``outdated``).
+    ``acts_until``: when the link it came from expires (Unix seconds; None: a session from before links
+    bounded it), after which the session opened with it shows the run only (``lapsed``): an operator who made
+    a link valid for 5 s did not hand its holder the person's vote for the session's 12 hours (s23 F10)."""
 
     run_id: str
     person: str | None
     minted_by: str | None = None
+    acts_until: float | None = None
 
     @property
     def acts(self) -> bool:
-        """True when the holder may act: the link names a person and who made it."""
-        return self.person is not None and self.minted_by is not None
+        """True when the holder may act: the link names a person and who made it, and has not expired."""
+        return self.person is not None and self.minted_by is not None and not self.lapsed
+
+    @property
+    def lapsed(self) -> bool:
+        """True for a person link whose lifetime is over: the session that opened it shows the run only."""
+        return (self.person is not None and self.minted_by is not None and self.acts_until is not None
+                and time.time() >= self.acts_until)
 
     @property
     def outdated(self) -> bool:
@@ -69,6 +79,8 @@ class Grant:
 
 OUTDATED_LINK = ("this link for {person} was made by an older Hazel, which did not record who made it: it shows "
                  "the run only; ask for a new one (hazel link {run_id} --for {person}) or sign in")
+LAPSED_LINK = ("the link for {person} you opened this run with has expired (it acted until {until}): the run is "
+               "shown only; ask for a new one (hazel link {run_id} --for {person}) or sign in")
 """What a page says of an ``outdated`` person link (``{person}``: whom it names; ``{run_id}``: its run)."""
 
 
@@ -88,6 +100,7 @@ class Session:
     flash: str | None = None
     token_key: str | None = None
     minted_by: dict[str, str] = field(default_factory=dict)
+    until: dict[str, float] = field(default_factory=dict)
 
     def may_see(self, run_id: str) -> bool:
         return self.all_runs or run_id in self.runs
@@ -96,7 +109,8 @@ class Session:
         """The link this session opened ``run_id`` with (None: none)."""
         if run_id not in self.runs:
             return None
-        return Grant(run_id=run_id, person=self.runs[run_id], minted_by=self.minted_by.get(run_id))
+        return Grant(run_id=run_id, person=self.runs[run_id], minted_by=self.minted_by.get(run_id),
+                     acts_until=self.until.get(run_id))
 
     def acts_on(self, run_id: str) -> bool:
         """True when someone acts on ``run_id`` from this session: a sign-in, or a person link with its maker."""
@@ -111,9 +125,12 @@ class Session:
         runs[grant.run_id] = grant.person
         kept = dict(list(runs.items())[-MAX_LINKED_RUNS:])
         makers = {k: v for k, v in self.minted_by.items() if k in kept and k != grant.run_id}
+        until = {k: v for k, v in self.until.items() if k in kept and k != grant.run_id}
         if grant.acts:
             makers[grant.run_id] = grant.minted_by  # type: ignore[assignment]  (acts: not None)
-        return replace(self, runs=kept, minted_by=makers)
+            if grant.acts_until is not None:
+                until[grant.run_id] = grant.acts_until
+        return replace(self, runs=kept, minted_by=makers, until=until)
 
 
 class Signer:
@@ -178,8 +195,10 @@ class Signer:
             raise LinkError("this link is not valid: ask for a new one or sign in")
         person, maker = data.get("p"), data.get("m")
         person = person if isinstance(person, str) and person else None
+        lifetime = made_for if isinstance(made_for, (int, float)) else self.link_ttl_sec
         return Grant(run_id=data["r"], person=person,
-                     minted_by=maker if person is not None and isinstance(maker, str) and maker else None)
+                     minted_by=maker if person is not None and isinstance(maker, str) and maker else None,
+                     acts_until=signed_at.timestamp() + lifetime if person is not None else None)
 
     def token_key(self, token: str) -> str:
         """What a session signed in with REST token ``token`` carries of it: 32 hex digits of an HMAC-SHA256 of
@@ -190,7 +209,7 @@ class Signer:
     def dump_session(self, session: Session) -> str:
         return self._sessions.dumps({"i": session.identity, "a": session.all_runs, "r": session.runs,
                                      "m": session.minted_by, "c": session.csrf, "f": session.flash,
-                                     "k": session.token_key})
+                                     "k": session.token_key, "u": session.until})
 
     def load_session(self, cookie: str | None) -> Session | None:
         """The session of a cookie (None: none, expired, or not ours)."""
@@ -204,10 +223,13 @@ class Signer:
             return None
         runs = data.get("r") if isinstance(data.get("r"), dict) else {}
         makers = data.get("m") if isinstance(data.get("m"), dict) else {}  # (none in a cookie from before)
+        until = data.get("u") if isinstance(data.get("u"), dict) else {}  # (none in a cookie from before)
         key = data.get("k")
         return Session(identity=data.get("i"), all_runs=bool(data.get("a")), runs=runs, csrf=data["c"],
                        flash=data.get("f"), token_key=key if isinstance(key, str) else None,
-                       minted_by={k: v for k, v in makers.items() if k in runs and isinstance(v, str) and v})
+                       minted_by={k: v for k, v in makers.items() if k in runs and isinstance(v, str) and v},
+                       until={k: float(v) for k, v in until.items()
+                              if k in runs and isinstance(v, (int, float)) and not isinstance(v, bool)})
 
 
 def link_maker(settings: Settings):  # noqa: ANN201

@@ -349,7 +349,8 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
         actor = auth.actor(session, run_id)
         data = pages.run_page(hazel, run_id, actor, page=page)
         grant = None if session.all_runs else session.link_for(run_id)
-        outdated = auth.view_only(session, run_id) if grant is not None and grant.outdated else None
+        shown_only = grant is not None and (grant.outdated or grant.lapsed)  # (an old or an expired person link)
+        outdated = auth.view_only(session, run_id) if shown_only else None
         return render(request, session, "run.html", status, p=data, actor=actor, error=error,
                      web_actions=WEB_ACTIONS, nonce=secrets.token_urlsafe(12), outdated=outdated)
 

@@ -174,6 +174,30 @@ def test_a_link_at_an_ordinary_point_approves_as_the_operator_for_the_person(lin
     assert "approved by operator olga for priya via web" in text_of(client.get(f"/runs/{run_id}"))
 
 
+def test_a_person_link_acts_only_while_it_is_valid(linked: Linked, monkeypatch: pytest.MonkeyPatch) -> None:
+    """s23 F10: a link "valid for 60 s" opened in time let its holder act for the person for the session's 12
+    hours. Its session acts until the link expires, then shows the run only, saying so; nothing is recorded."""
+    import time
+
+    run_id = linked.start("link-review")
+    monkeypatch.setenv("HAZEL_LINK_TTL_SEC", "60")
+    client = linked.opened(linked.link(run_id, "priya"))
+    page = client.get(f"/runs/{run_id}").text
+    assert "You act as <strong>operator olga for priya</strong> (web)" in page
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page)
+    assert csrf, page
+    form = {"action": "approve", "csrf": csrf.group(1), "nonce": "n1",
+            "request_id": linked.hazel.pending_request(run_id=run_id).id}
+    later = time.time() + 61
+    monkeypatch.setattr(time, "time", lambda: later)
+    page = text_of(client.get(f"/runs/{run_id}"))
+    assert "The link for priya you opened this run with has expired (it acted until " in page, page
+    assert "You act as" not in page
+    refused = client.post(f"/runs/{run_id}/decide", data=form)  # the form of the page it had before
+    assert refused.status_code == 403 and "has expired (it acted until" in text_of(refused), text_of(refused)
+    assert [d for d in linked.hazel.decisions(run_id=run_id) if d.action.value == "approve"] == []
+
+
 def test_hazel_audit_shows_who_minted_a_link(linked: Linked, monkeypatch: pytest.MonkeyPatch) -> None:
     run_id = linked.start("link-review")
     linked.cli("link", run_id)  # a view-only link acts for nobody: not recorded
