@@ -290,7 +290,17 @@ class Hazel(Reads, Requests, Links):
         elif groups:
             found = frozenset(groups)
         person = self.people.person_of(channel, id, email=email)
-        return Actor(id=id, channel=channel, name=name or None, groups=found, person=person)
+        shown = name or None
+        if shown and channel in ("slack", "jira") and person.startswith(f"{channel}:") and self._a_persons(shown):
+            shown = f"{shown} ({channel.capitalize()} {id}, not the person {shown})"  # (s23 F8)
+        return Actor(id=id, channel=channel, name=shown, groups=found, person=person)
+
+    def _a_persons(self, name: str) -> bool:
+        """Whether ``name`` names a person of the people file, or a console or REST API name one claims: a
+        Slack or Jira identity no person claims whose channel name it is (a Slack user name, a Jira display
+        name: their users choose them) is shown with its id, so that history, pages and refusals never name
+        it as that person."""
+        return self.people.get(name) is not None or self.people.person_of("console", name) != name
 
     def operator(self, *, acting_for: str | None = None) -> Actor:
         """The console operator (``HAZEL_OPERATOR``, else the login name); ``acting_for``: ``--as NAME``, the

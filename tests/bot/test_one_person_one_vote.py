@@ -499,6 +499,12 @@ def test_a_slack_user_with_a_persons_email_is_that_person(deploy) -> None:  # no
     refusal = d.ephemeral(OUTSIDER_SLACK, "🚫")["text"]
     assert refusal == f"🚫 outsider may not approve at '{SIGN_OFF}': only priya, alice may"
     assert d.refusals(run_id)[-1].person == f"slack:{OUTSIDER_SLACK}"
+    # s23 F8: a stranger whose Slack user name is a person's is shown with their id, never as that person
+    d.sender.click(OUTSIDER_SLACK, "approve", message, name="priya")
+    refusal = d.ephemeral(OUTSIDER_SLACK, "not the person")["text"]
+    assert refusal == (f"🚫 priya (Slack {OUTSIDER_SLACK}, not the person priya) may not approve at '{SIGN_OFF}': "
+                       "only priya, alice may"), refusal
+    assert d.refusals(run_id)[-1].person == f"slack:{OUTSIDER_SLACK}"
 
     d.sender.click(EMAIL_SLACK, "approve", message, name="pkumar")
     d.ephemeral(EMAIL_SLACK, "Your approval is counted: 1 of 2.")
