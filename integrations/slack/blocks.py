@@ -207,6 +207,8 @@ def header_blocks(view: RequestView) -> list[dict[str, Any]]:
     if r.due_at:
         facts.append(f"due {date(r.due_at)}")
     who = f"Approvers: {approvers_text(view.approvers)}"
+    if r.escalated_at is not None and view.escalate_to is not None:  # (s23 F1: the backup was never named)
+        who += f" · escalated {date(r.escalated_at)} to {approvers_text(view.escalate_to)}"
     if r.approvals_required > 1:
         who += f" · needs {r.approvals_required} approvals"
     kind = "⚠️ Escalated: " if view.escalation else "⏰ Reminder: " if view.reminder else ""

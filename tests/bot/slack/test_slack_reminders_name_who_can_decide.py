@@ -67,6 +67,10 @@ def test_a_reminder_leaves_out_who_voted_and_the_starter_and_adds_the_backup_onc
     tick(env, scheduler, clock, 5)    # reminder 2
     tick(env, scheduler, clock, 2)    # the escalation
     assert env.pending(run_id).escalated_at is not None
+    # the escalation's copy of the request names the backup approver too (s23 F1: the point's approvers only)
+    escalated = [m for m in env.fake.messages.values() if "Escalated" in str(m.blocks)]
+    assert escalated, [m.text for m in env.fake.messages.values()]
+    assert all("· escalated <!date^" in str(m.blocks) and f"to <@{OLGA}>" in str(m.blocks) for m in escalated)
     tick(env, scheduler, clock, 5)    # a reminder after the escalation: olga may decide now
     last = reminders(env, run_id)[-1]
     assert last.endswith(f"still waits for <@{DAN}>, <@{OLGA}>."), last
