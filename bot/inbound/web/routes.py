@@ -473,6 +473,14 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
         log.info("web: %s rewound run %s to #%s", actor.label, run_id, to)
         return done(request, session, run_id, outcome, f"Rewound to checkpoint #{to} as {actor.label}.")
 
+    def form_address(run_id: str) -> Response:
+        """A form's address opened as a page (the address bar after a refused decision, a bookmark, a reload
+        after the browser dropped the form): the run's page, not "no run 'RUN/decide'" (s23 F9)."""
+        return RedirectResponse(f"/runs/{quote(run_id, safe='')}", status_code=303, headers=HEADERS)
+
+    for form_path in ("/runs/{run_id}/decide", "/runs/{run_id}/rewind"):
+        router.add_api_route(form_path, form_address, methods=["GET"])
+
     # last: a path under /runs/ that no page above took is a run id no run has ("no run 'abc/def'", 404), an
     # HTML page for the browser that asked, not the REST API's JSON "no such endpoint"
     router.add_api_route("/runs/{run_id:unrouted}", run, methods=["GET"])

@@ -204,6 +204,9 @@ def test_rewind_to_here(served: Served, client: Browserless) -> None:
             "to": 1, "csrf": csrf, "feedback": blank, "head": served.hazel.get(run_id=served.run_id).head_seq})
         assert refused.status_code == 422 and "the feedback is blank: give some text" in refused.text, blank
     assert served.hazel.decisions(run_id=served.run_id) == before
+    for form in ("decide", "rewind"):  # a form's address opened as a page: the run's (s23 F9: "no run 'R/decide'")
+        opened = client.get(f"/runs/{served.run_id}/{form}")
+        assert opened.status_code == 303 and opened.headers["location"] == f"/runs/{served.run_id}", opened.text
     bad = client.post(f"/runs/{served.run_id}/rewind", data={"to": 99, "csrf": csrf,
                                                               "head": served.hazel.get(run_id=served.run_id).head_seq})
     assert bad.status_code in (404, 409) and "#99" in bad.text
