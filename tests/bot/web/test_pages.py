@@ -129,7 +129,12 @@ def test_runs_filters_and_paging(served: Served, client: Browserless, monkeypatc
     completed = client.get("/runs?status=completed").text
     assert done.id in completed and served.run_id not in completed
     assert served.run_id in client.get("/runs?mine=1").text  # alice approves at review
-    assert done.id not in client.get("/runs?workflow=nope").text
+    nope = client.get("/runs?workflow=nope&status=waiting").text
+    assert done.id not in nope and served.run_id not in nope
+    assert ("No runs of workflow <code>nope</code> with status waiting (<code>nope</code> is not a registered "
+            "workflow; registered: doc).") in nope, nope  # s23 F11: "No runs with status waiting."
+    assert "No runs of workflow <code>doc</code> with status cancelled." in \
+        client.get("/runs?workflow=doc&status=cancelled").text
     monkeypatch.setattr(pages, "PAGE_SIZE", 1)
     first, second = client.get("/runs").text, client.get("/runs?page=1").text
     assert done.id in first and served.run_id not in first and "Older" in first  # newest first
