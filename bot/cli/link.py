@@ -46,6 +46,8 @@ def link_cmd(
     if missing:
         raise CliError(f"set {' and '.join(missing)} to make run links (see the README, \"Run pages\")")
     run_id = hazel.resolve(ref=run_ref)
+    if person is not None:  # a listed identity (a Slack id, a token name) is its person, as --as takes it: the
+        person = hazel.people.person_named(person)  # link, its page and the audit log name the person (s23 F6)
     note = None
     if person is not None and not hazel.knows_name(run_id=run_id, name=person,
                                                    token_names=[name for name, _ in api_tokens(settings)]):

@@ -86,7 +86,8 @@ def test_hazel_link_for_a_name_nobody_configured_says_so(monkeypatch: pytest.Mon
     """People need not be listed (README, "Who is who"): an unknown name still gets its link, acting as a person
     of its own, but the command says that Hazel knows no one of that name (a misspelt person, most often)."""
     (tmp_path / "link_listed.py").write_text(LISTED)
-    (tmp_path / "people.toml").write_text('[people.priya]\napi = ["priya-ci"]\nconsole = ["pk"]\n')
+    (tmp_path / "people.toml").write_text('[people.priya]\napi = ["priya-ci"]\nconsole = ["pk"]\n'
+                                          'slack = ["U0000000001"]\n')
     monkeypatch.setenv("HAZEL_PEOPLE_FILE", str(tmp_path / "people.toml"))
     monkeypatch.setenv("HAZEL_API_TOKENS", "ci-bot=tok-ci-bot-0123456789")
     monkeypatch.setenv("HAZEL_BASE_URL", "https://hazel.example.com")
@@ -97,6 +98,11 @@ def test_hazel_link_for_a_name_nobody_configured_says_so(monkeypatch: pytest.Mon
         shown = hazel("link", run_id, "--for", known)
         assert "note:" not in shown.stderr and "no name Hazel knows" not in shown.stderr, (known, shown.stderr)
         assert json.loads(hazel("link", run_id, "--for", known, "--json").stdout)["note"] is None, known
+    for identity in ("pk", "priya-ci", "U0000000001"):  # her identities: the link names her (s23 F6: the raw id)
+        made = json.loads(hazel("link", run_id, "--for", identity, "--json").stdout)
+        assert made["for"] == "priya" and made["note"] is None, (identity, made)
+        assert Signer(Settings(HAZEL_WEB_SECRET=SECRET)).grant(parse_qs(urlparse(made["url"]).query)["t"][0]).person \
+            == "priya"
     misspelt = hazel("link", run_id, "--for", "priyaa")  # exit status 0: the link works, as priyaa
     grant = Signer(Settings(HAZEL_WEB_SECRET=SECRET)).grant(parse_qs(urlparse(misspelt.stdout.strip()).query)["t"][0])
     assert grant.person == "priyaa"
