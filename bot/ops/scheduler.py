@@ -102,8 +102,13 @@ class Scheduler:
                  else "")
 
     def stop(self, *, wait: bool = True) -> None:
-        """Stop the background thread (``wait``: let a running tick finish). Safe to call twice."""
-        aps, self._aps = self._aps, None
+        """Stop the background thread (``wait``: let a running tick finish). Safe to call twice.
+
+        No wake job is armed once this has begun (``_arm`` looks at ``_aps`` under ``_arm_lock``): APScheduler's
+        ``shutdown(wait=True)`` holds its job stores' lock while it waits for the running jobs, and a tick
+        re-arming then (``add_job`` takes that lock) waited for it for ever: the process never stopped."""
+        with self._arm_lock:
+            aps, self._aps = self._aps, None
         if aps is not None:
             aps.shutdown(wait=wait)
 
@@ -174,12 +179,14 @@ class Scheduler:
         runs on, 5 ms late so that the tick finds it due), unless it already runs at that moment or earlier.
         Never moved later: the armed moment may be a deadline the database did not show the tick that re-arms
         (committed meanwhile), and waking for one that went away costs one tick."""
-        aps = self._aps
-        if aps is None:
+        if self._aps is None:
             return
         run_date = (datetime.now(timezone.utc) + max(due_at - self.hazel.clock(), timedelta(0))
                     + timedelta(milliseconds=5))
         with self._arm_lock:
+            aps = self._aps  # (None once stop began: see stop)
+            if aps is None:
+                return
             try:
                 job = aps.get_job(WAKE_JOB)  # (gone once it ran: APScheduler removes a date job that fired)
                 if job is not None and job.next_run_time is not None and job.next_run_time <= run_date:

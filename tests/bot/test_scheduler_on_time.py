@@ -179,3 +179,42 @@ def test_a_late_reminder_stands_for_a_slot_that_comes_within_half_a_period(db_ur
     clock.advance(0.7 * HOUR)
     assert len(again.tick().reminders) == 1
     assert len(outbox(restarted, "reminder")) == 5
+
+
+def test_stop_during_a_tick_that_rearms_returns(db_url: str) -> None:
+    """A full-suite run hung here: ``stop()`` (APScheduler's ``shutdown(wait=True)``, which holds its job
+    stores' lock while it waits for the running jobs) came while a tick was re-arming the wake job (``add_job``
+    takes that lock): each waited for the other for ever, and ``hazel serve`` would never stop. The tick is held
+    in ``_arm`` after it took the scheduler, ``stop`` is called, then the tick is let go: both return."""
+    import threading
+
+    hazel = make_hazel(db_url, asking("far", timeout_sec=HOUR, on_timeout="reject"))
+    open_run(hazel, "far")
+    scheduler = Scheduler(hazel, tick_sec=TICK_SEC)
+    in_arm, release = threading.Event(), threading.Event()
+    arming = threading.local()
+    real_clock, real_arm = hazel.clock, scheduler._arm
+
+    def held_clock() -> datetime:
+        if getattr(arming, "on", False) and not in_arm.is_set():
+            in_arm.set()
+            release.wait(WITHIN_SEC)
+        return real_clock()
+
+    def arm(due_at: datetime) -> None:
+        arming.on = True
+        try:
+            real_arm(due_at)
+        finally:
+            arming.on = False
+
+    hazel.clock = held_clock  # type: ignore[method-assign]
+    scheduler._arm = arm  # type: ignore[method-assign]
+    scheduler.start()  # its first tick re-arms the wake job for the far timeout: held in _arm
+    assert in_arm.wait(WITHIN_SEC), "the first tick never re-armed"
+    stopping = threading.Thread(target=scheduler.stop, daemon=True)
+    stopping.start()
+    wait_until(lambda: not scheduler.running, WITHIN_SEC, "stop to begin")
+    release.set()
+    stopping.join(WITHIN_SEC)
+    assert not stopping.is_alive(), "stop() and the tick wait for each other"
