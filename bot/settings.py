@@ -144,9 +144,12 @@ IDENTITY_OF_API_TOKEN = "api"
 def api_token_pairs(api_token: SecretStr | None, api_tokens: SecretStr | None) -> list[tuple[str, SecretStr]]:
     """``(name, token)`` of ``HAZEL_API_TOKEN`` (named ``api``) and of each ``HAZEL_API_TOKENS`` entry.
 
+    A name may have several tokens (``ci=old,ci=new``: a token rotated without downtime, both taken until the
+    old one is removed); a token is one name's.
+
     Raises:
-        ValueError: an entry is not ``name=token``, or a name or a token appears twice (the message says which
-            entry, never a token).
+        ValueError: an entry is not ``name=token``, or a token appears twice (the message says which entry,
+            never a token).
     """
     pairs: list[tuple[str, SecretStr]] = []
     if api_token is not None and api_token.get_secret_value().strip():
@@ -162,10 +165,9 @@ def api_token_pairs(api_token: SecretStr | None, api_tokens: SecretStr | None) -
             if problem:
                 raise ValueError(f"entry {i}: its name {problem}")
             pairs.append((name, SecretStr(token)))
-    names = [n for n, _ in pairs]
     tokens = [t.get_secret_value() for _, t in pairs]
-    if len(set(names)) != len(names) or len(set(tokens)) != len(tokens):
-        raise ValueError("each name and each token must appear once" + (
+    if len(set(tokens)) != len(tokens):
+        raise ValueError("each token must appear once (a name may have several: name=old,name=new)" + (
             f" (HAZEL_API_TOKEN's included, as {IDENTITY_OF_API_TOKEN!r})" if api_token is not None else ""))
     return pairs
 

@@ -112,6 +112,24 @@ def test_each_token_acts_as_its_identity(served) -> None:  # noqa: ANN001
     assert (decision.actor_id, decision.channel) == ("api", "api")
 
 
+def test_a_name_with_two_tokens_is_one_caller_while_its_token_is_rotated(db_url: str) -> None:
+    """s24 F1: ``alice=old,alice=new`` was refused ("each name and each token must appear once"): a token could
+    not be rotated without a moment where one side was refused. Both act as alice; an Idempotency-Key sent with
+    the old token and again with the new one is the same caller's, one run."""
+    new = "tok-alice-new-000000000"
+    hazel = make_hazel(db_url, doc_workflow())
+    app = create_app(hazel, routers=[api_router(hazel, Settings(HAZEL_API_TOKENS=f"alice={ALICE},alice={new}"))])
+    with LiveServer(app) as server:
+        api = Api(server.url)
+        body = {"workflow": "doc", "input": {"topic": "rotation"}}
+        first = api.call("POST", "/api/runs", token=ALICE, json=body, headers={"Idempotency-Key": "k-1"})
+        again = api.call("POST", "/api/runs", token=new, json=body, headers={"Idempotency-Key": "k-1"})
+        assert first.status_code == 201 and again.status_code in (200, 201), again.text
+        assert again.json()["id"] == first.json()["id"] and first.json()["started_by"] == "alice"
+    assert len(hazel.runs()) == 1
+    hazel.close()
+
+
 def test_malformed_tokens_setting_is_refused_without_showing_tokens() -> None:
     with pytest.raises(ValidationError, match="entry 2 is not name=token") as err:
         Settings(HAZEL_API_TOKENS="alice=secret-one,secret-two")
