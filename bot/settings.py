@@ -806,15 +806,18 @@ def unknown_settings(environ: "Mapping[str, str]", env_file: str | None = ".env"
     known. Names of ``NOT_SETTINGS_PREFIXES`` and ``NOT_SETTINGS`` are never reported."""
     import difflib
 
-    names = {n for n in environ if n.startswith("HAZEL_")}
-    names |= {n for n in env_file_values(env_file) if n and n.startswith("HAZEL_")}  # (a bad .env fails in Settings)
+    # names in any case, as Settings reads them (hazel_prot is a typo as HAZEL_PROT is: s24 F3)
+    names = {n for n in environ if n.upper().startswith("HAZEL_")}
+    names |= {n for n in env_file_values(env_file)  # (a bad .env fails in Settings)
+              if n and n.upper().startswith("HAZEL_")}
     known = setting_names()
     lines = []
-    for name in sorted(names - known - NOT_SETTINGS):
-        if name.startswith(NOT_SETTINGS_PREFIXES):
+    for name in sorted(names):
+        upper = name.upper()
+        if upper in known or upper in NOT_SETTINGS or upper.startswith(NOT_SETTINGS_PREFIXES):
             continue
-        bare = name.removeprefix("HAZEL_")  # (HAZEL_JIRA_URL: Jira's and Slack's settings have no prefix)
-        close = [bare] if bare in known else difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.8)
+        bare = upper.removeprefix("HAZEL_")  # (HAZEL_JIRA_URL: Jira's and Slack's settings have no prefix)
+        close = [bare] if bare in known else difflib.get_close_matches(upper, sorted(known), n=1, cutoff=0.8)
         lines.append(f"{name} is not a Hazel setting: it is ignored"
                      + (f" (did you mean {close[0]}?)" if close else ""))
     return lines

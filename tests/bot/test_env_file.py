@@ -74,13 +74,18 @@ def test_what_python_dotenv_accepts_still_works(tmp_path: Path, monkeypatch: pyt
         "HAZEL_DATABASE_URL=postgresql+psycopg://u@${HOST_PART}:5432/h\n"
         'HAZEL_EXAMPLE_CHANNEL="multi\nline"\n'
         "HAZEL_PROT=1\n"
+        "hazel_wrokers=3\n"
         "LONE_NAME\n")
     with caplog.at_level(logging.DEBUG):
         settings = Settings()
         assert (settings.operator, settings.port, settings.base_url) == ("olga", 8123, "https://hazel.example.com")
         assert settings.database_url == "postgresql+psycopg://u@db.example:5432/h"
         assert env_value("HAZEL_EXAMPLE_CHANNEL") == "multi\nline"
-        assert unknown_settings({}) == ["HAZEL_PROT is not a Hazel setting: it is ignored (did you mean HAZEL_PORT?)"]
+        assert unknown_settings({}) == [  # a lower-case typo too (s24 F3: hazel_port is read, hazel_wrokers not)
+            "HAZEL_PROT is not a Hazel setting: it is ignored (did you mean HAZEL_PORT?)",
+            "hazel_wrokers is not a Hazel setting: it is ignored (did you mean HAZEL_WORKERS?)"]
+        assert unknown_settings({"hazel_prot": "1", "Hazel_Port": "8"}, env_file=None) == [
+            "hazel_prot is not a Hazel setting: it is ignored (did you mean HAZEL_PORT?)"]
     assert not [r for r in caplog.records if r.name.startswith("dotenv")]
 
 
