@@ -262,6 +262,24 @@ class Store:
             return None
         return ReadyListener(self.url, on_ready, on_deadline=on_deadline)
 
+    def clock_skew_sec(self) -> float | None:
+        """How far this process's clock (``time.time``) is ahead of the database server's (seconds; negative:
+        behind), from one ``SELECT now()`` (the midpoint of its round trip); None on SQLite (the database is
+        a file on this host: there is no other clock). Leases, recovery and deadlines are judged by each
+        process's own clock, so a host whose clock runs ahead takes live runs as abandoned.
+
+        Raises:
+            sqlalchemy.exc.DBAPIError: the database failed (unreachable)."""
+        if not self.dialect_hooks.notifies:  # (SQLite: no server)
+            return None
+        import time
+
+        with self.engine.connect() as conn:
+            sent = time.time()
+            server = conn.exec_driver_sql("SELECT extract(epoch FROM clock_timestamp())").scalar()
+            back = time.time()
+        return (sent + back) / 2 - float(server)
+
     def health(self) -> Health:
         """Whether this process can work on the database, with one query (the schema version table): its
         ``error`` (the class name of why the database did not answer, no connection details: health checks

@@ -56,6 +56,34 @@ def console_for(settings: Settings, *, printer: Console | None = None, command: 
     return ConsoleChannel(console=printer, command=command)
 
 
+CLOCK_WARN_SEC = 2.0
+"""A process's clock this far from the database's is logged as a warning at start."""
+
+
+def check_clock(hazel: HazelApp) -> None:
+    """Refuse to start a process whose clock is more than half of ``HAZEL_LEASE_SEC`` away from the database
+    server's (``Store.clock_skew_sec``; PostgreSQL only), warn past ``CLOCK_WARN_SEC``: leases, recovery and
+    deadlines are judged by this clock, and a host whose clock ran 90 s ahead took every live run as abandoned
+    (steps ran two and three times at once) and fired timeouts early (a fresh-operator finding, s24).
+
+    Raises:
+        ConfigurationError: the clock is too far off (the message says by how much, and to synchronize it).
+        sqlalchemy.exc.DBAPIError: the database failed.
+    """
+    from bot.engine.errors import ConfigurationError
+
+    skew = hazel.store.clock_skew_sec()
+    if skew is None or abs(skew) <= CLOCK_WARN_SEC:
+        return
+    lease_sec = hazel.settings.lease_sec
+    said = (f"this host's clock is {abs(skew):.1f} s {'ahead of' if skew > 0 else 'behind'} the database "
+            f"server's; leases (HAZEL_LEASE_SEC={lease_sec:g}), recovery and deadlines are judged by it")
+    if abs(skew) > lease_sec / 2:
+        raise ConfigurationError(f"{said}: synchronize the clocks (NTP: chrony, systemd-timesyncd) before "
+                                 "starting, or live runs would be taken over while their steps run")
+    log.warning("%s: synchronize the clocks (NTP)", said)
+
+
 def prepare_when_reachable(hazel: HazelApp, *, max_backoff_sec: float = 10.0,
                            stop: threading.Event | None = None) -> list[str] | None:
     """``hazel.prepare()``, waiting for the database while it is unreachable (a long-running process started
@@ -68,6 +96,7 @@ def prepare_when_reachable(hazel: HazelApp, *, max_backoff_sec: float = 10.0,
     stop = stop if stop is not None else threading.Event()
     while not stop.is_set():
         try:
+            check_clock(hazel)  # (before prepare: its recovery of runs whose lease ran out reads this clock)
             return hazel.prepare()
         except OperationalError as exc:
             if stop.is_set():  # the signal came during the try
