@@ -19,6 +19,7 @@ Status of each (the README's REST API section documents the same table):
     503 ApiDisabledError               no token is configured
         DatabaseUnavailableError       the database cannot be reached (``Retry-After`` says when to try again;
                                        the answer names no host, port or credentials)
+        SchemaNotReadyError            the schema is older than this process needs (``/healthz``'s words)
 
 Messages are Hazel's own, for the person who called: they never name a console command (``HazelError.message``
 leaves the console's hint out) and never echo a long input back.
@@ -34,6 +35,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from bot.engine import (
@@ -301,8 +303,19 @@ async def _hazel_error(request: Request, exc: Exception) -> JSONResponse:
     return hazel_error_response(exc)
 
 
+_SQLITE_SCHEMA_WORDS = ("no such column", "no such table", "has no column named")
+"""SQLite's words for a statement the schema cannot take (its ``OperationalError``, as an outage's is)."""
+
+
 async def _database_down(request: Request, exc: Exception) -> JSONResponse:
-    """An error of ``transient_error_classes``: the database is down."""
+    """An error of ``transient_error_classes``: the database is down (unless it answers and its schema is short
+    of this process's: SQLite's "no such column" is an ``OperationalError`` too; asked only then, so that an
+    outage's answers never wait on another connection)."""
+    said = str(getattr(exc, "orig", None) or exc)
+    if any(words in said for words in _SQLITE_SCHEMA_WORDS):
+        behind = _schema_behind(request)
+        if behind is not None:
+            return _schema_not_ready(request, behind)
     log.warning("api: the database is unreachable (%s); answered %s %s with 503", error_line(exc),  # (one line
                 request.method, request.url.path)  # per request, not the driver's traceback)
     return database_unavailable_response()
@@ -316,6 +329,29 @@ async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     return error_response(500, "InternalError", "an unexpected error; the server's log has the details")
 
 
+async def _database_error(request: Request, exc: Exception) -> JSONResponse:
+    """A database error: 503 ``SchemaNotReadyError`` when the schema is older than this process needs (a
+    ``hazel db downgrade``, or a database emptied, under it: every call was an opaque 500 and a traceback, while
+    ``/healthz`` said why: s24 F6), in ``/healthz``'s words, with ``Retry-After``; anything else as ``_unexpected``
+    (500, logged with its traceback)."""
+    behind = _schema_behind(request)
+    if behind is not None:
+        return _schema_not_ready(request, behind)
+    log.error("api: %s %s failed", request.method, request.url.path, exc_info=exc)
+    return await _unexpected(request, exc)
+
+
+def _schema_behind(request: Request) -> str | None:
+    """Why this process cannot work on its database's schema (``Store.health``: one query), or None."""
+    hazel = getattr(request.app.state, "hazel", None)
+    return hazel.store.health().schema if hazel is not None else None
+
+
+def _schema_not_ready(request: Request, behind: str) -> JSONResponse:
+    log.warning("api: %s; answered %s %s with 503", behind, request.method, request.url.path)
+    return error_response(503, "SchemaNotReadyError", behind, headers={"Retry-After": str(DATABASE_RETRY_AFTER_SEC)})
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Answer every error of ``app`` in the one shape: the framework's HTTP errors (404, 405, a body FastAPI
     could not parse), validation errors, Hazel's errors raised outside the API's routes, a database that cannot
@@ -326,4 +362,5 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(HazelError, _hazel_error)
     for cls in transient_error_classes(import_drivers=True):  # (one line logged each, not a traceback)
         app.add_exception_handler(cls, _database_down)
+    app.add_exception_handler(DBAPIError, _database_error)
     app.add_exception_handler(Exception, _unexpected)

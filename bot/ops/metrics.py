@@ -8,7 +8,9 @@ Read from the database at scrape time, with a few aggregate queries (no per-run 
   requests by how long they have waited; ``hazel_waiting_request_oldest_age_seconds`` (gauge).
 - ``hazel_outbox_messages{status, kind}`` (gauge): notifications ``pending`` or ``dead`` (the backlog;
   delivered ones are not counted); ``hazel_outbox_oldest_pending_age_seconds`` (gauge).
-- ``hazel_database_up`` (gauge): 1 when those queries succeeded, 0 otherwise (the scrape still answers).
+- ``hazel_database_up`` (gauge): 1 when those queries succeeded, or when the database answered and only its
+  schema is short of this Hazel's (``hazel_schema_ok`` 0: one cause, one alert); 0 otherwise (the scrape still
+  answers).
 - ``hazel_schema_ok`` (gauge): 1 when the database is at the schema revision this Hazel needs or a newer one
   (migrations only add: a rolling deploy migrates first), 0 when it is older (this process cannot work:
   ``/healthz`` answers 503); absent when the database did not answer (then ``hazel_database_up`` is 0). One more
@@ -64,7 +66,9 @@ class DatabaseCollector:
             families = list(self._families(self.hazel.clock()))
         except Exception as exc:  # a scrape must answer even when the database does not
             log.warning("metrics: database queries failed: %s", type(exc).__name__)
-            up.add_metric([], 0)
+            # the database answered /healthz's query and only its schema is short (hazel_schema_ok 0 says so):
+            # up, so that one cause fires one alert (s24 F6: both were 0 for a database emptied under serve)
+            up.add_metric([], 1 if health.error is None and health.schema is not None else 0)
             yield up
             return
         up.add_metric([], 1)

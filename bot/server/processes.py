@@ -70,7 +70,7 @@ def check_clock(hazel: HazelApp) -> None:
         ConfigurationError: the clock is too far off (the message says by how much, and to synchronize it).
         sqlalchemy.exc.DBAPIError: the database failed.
     """
-    from bot.engine.errors import ConfigurationError
+    from bot.engine import ConfigurationError
 
     skew = hazel.store.clock_skew_sec()
     if skew is None or abs(skew) <= CLOCK_WARN_SEC:

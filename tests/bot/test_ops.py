@@ -97,19 +97,28 @@ def test_healthz_and_metrics_say_when_the_schema_is_not_this_hazels(empty_url: s
     from store.migrate import HEAD, downgrade, upgrade
     from store.schema import VERSION_TABLE
 
+    from bot.inbound.api import api_router
+    from bot.settings import Settings
+
     hazel = make(empty_url)
     hazel.prepare()  # creates the schema on the empty database
-    with LiveServer(create_app(hazel)) as server:
+    api = api_router(hazel, Settings(HAZEL_API_TOKENS="ci=tok-ci-0000000000000"))
+    with LiveServer(create_app(hazel, routers=[api])) as server:
         assert httpx.get(server.url + "/healthz").json() == {"status": "ok", "database": hazel.store.dialect}
         assert value(scrape(server.url)["hazel_schema_ok"], "hazel_schema_ok") == 1
 
         downgrade(hazel.store.engine, "0005")
         response = httpx.get(server.url + "/healthz")
         assert response.status_code == 503
+        said = f"the database is at schema revision 0005, this Hazel needs {HEAD}: run `hazel db upgrade`"
         assert response.json() == {
             "status": "unavailable", "database": hazel.store.dialect, "error": "SchemaNotReadyError",
-            "message": f"the database is at schema revision 0005, this Hazel needs {HEAD}: run `hazel db upgrade`"}
+            "message": said}
         assert value(scrape(server.url)["hazel_schema_ok"], "hazel_schema_ok") == 0
+        # the REST API says the same (s24 F6: every call was a bare 500 and a traceback in the log)
+        refused = httpx.get(server.url + "/api/runs?limit=1", headers={"Authorization": "Bearer tok-ci-0000000000000"})
+        assert refused.status_code == 503 and refused.headers["Retry-After"], refused.text
+        assert refused.json() == {"error": {"type": "SchemaNotReadyError", "message": said}}
 
         upgrade(hazel.store.engine)
         assert httpx.get(server.url + "/healthz").status_code == 200
@@ -125,6 +134,11 @@ def test_healthz_and_metrics_say_when_the_schema_is_not_this_hazels(empty_url: s
         response = httpx.get(server.url + "/healthz")
         assert response.status_code == 503 and response.json()["message"] == (
             "the database has no Hazel schema revision (no version table): run `hazel db upgrade`")
+        with hazel.store.engine.begin() as conn:  # a database emptied under the process: its tables gone too
+            conn.execute(text("DROP TABLE hazel_run_counts"))
+        samples = scrape(server.url)  # the database answers: one cause, one alert (s24 F6: both were 0)
+        assert value(samples["hazel_schema_ok"], "hazel_schema_ok") == 0
+        assert value(samples["hazel_database_up"], "hazel_database_up") == 1
     hazel.close()
 
 
