@@ -9,9 +9,9 @@ caller saw, ``escalated_at`` only from NULL, and only while the request is pendi
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Mapping, Sequence
 
-from sqlalchemy import Connection, func, select, update
+from sqlalchemy import Connection, and_, false, func, or_, select, update
 
 from store.dialect import Dialect
 from store.models import RequestStatus, RunStatus, SteeringRequest
@@ -31,13 +31,21 @@ class TimerRepo:
 
     # -- steering requests ----------------------------------------------------------------------------
 
-    def due_request_ids(self, *, now: datetime, limit: int = 100) -> list[int]:
+    def due_request_ids(self, *, now: datetime, limit: int = 100,
+                        runnable: Mapping[str, Sequence[int]] | None = None) -> list[int]:
         """Ids of pending requests whose ``next_action_at`` is at or before ``now``, most overdue first. On
         PostgreSQL rows another scheduler is picking or handling right now are left to it (``FOR UPDATE SKIP
-        LOCKED``), so that concurrent schedulers share the work."""
+        LOCKED``), so that concurrent schedulers share the work. ``runnable`` (``{workflow: [versions]}``, as a
+        worker's claim takes it; None: any): only requests of runs of those versions, so that a process without
+        a run's workflow version (a rolling deploy) leaves its due items to one that has it."""
         t = steering_requests.c
-        stmt = (select(t.id).where((t.status == _PENDING) & (t.next_action_at <= now))
-                .order_by(t.next_action_at, t.id).limit(limit))
+        due = (t.status == _PENDING) & (t.next_action_at <= now)
+        if runnable is not None:
+            r = runs.c
+            due &= t.run_id.in_(select(r.id).where(or_(false(), *(
+                and_(r.workflow == name, r.workflow_version.in_(list(versions)))
+                for name, versions in sorted(runnable.items())))))
+        stmt = select(t.id).where(due).order_by(t.next_action_at, t.id).limit(limit)
         stmt = self.dialect.lock(stmt, skip_locked=True)
         return [r.id for r in self.conn.execute(stmt)]
 

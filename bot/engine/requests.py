@@ -7,22 +7,25 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Callable
 
-from bot.engine import permissions
+from bot.engine import permissions, versions
 from bot.engine.errors import (InvalidDecisionError, NoPendingRequestError, NotAllowedError, no_request,
                                not_posted_there)
 from store.models import Actor, OutboxMessage, ProgressView, RequestView, SteeringRequest
 
 if TYPE_CHECKING:
     from bot.engine.steering import Steering
+    from bot.engine.registry import Registry
     from bot.engine.timeouts import Fired, Timeouts
     from bot.engine.views import Access, Views
     from store import Store
 
 
 class Requests:
-    """Request and scheduler methods of ``Hazel`` (needs ``store``, ``steering``, ``views``, ``timeouts``)."""
+    """Request and scheduler methods of ``Hazel`` (needs ``store``, ``registry``, ``steering``, ``views``,
+    ``timeouts``)."""
 
     store: "Store"
+    registry: "Registry"
     steering: "Steering"
     views: "Views"
     timeouts: "Timeouts"
@@ -144,9 +147,13 @@ class Requests:
     # -- the scheduler -----------------------------------------------------------------------------------
 
     def due_request_ids(self, *, now: datetime, limit: int = 100) -> list[int]:
-        """Pending requests whose reminder, escalation or timeout is due at ``now``, most overdue first."""
+        """Pending requests whose reminder, escalation or timeout is due at ``now``, most overdue first: of runs
+        whose workflow version this process can execute (``versions.runnable_versions``, as its claims), so
+        that a process without it (a rolling deploy) leaves them to one that has it instead of putting them
+        off for everyone (a fresh-operator finding, s24: they were looked at again only 10 minutes later)."""
         with self.store.read(snapshot=False) as tx:  # it locks rows (SKIP LOCKED): READ COMMITTED on PostgreSQL
-            return tx.timers.due_request_ids(now=now, limit=limit)
+            return tx.timers.due_request_ids(now=now, limit=limit,
+                                             runnable=versions.runnable_versions(self.registry))
 
     def fire_request(self, *, request_id: int, now: datetime) -> Fired:
         """Send what is due on one request (``bot.engine.timeouts``)."""
