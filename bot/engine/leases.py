@@ -24,17 +24,32 @@ log = logging.getLogger("hazel.runner")
 
 
 def make_owner() -> str:
-    """Lease owner id: ``host:pid:nonce`` (the pid lets a restart on the same host spot dead owners)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+    """Lease owner id: ``host:pid:nonce`` (the pid lets a restart on the same host spot dead owners); ``host``
+    is the host name and, where Linux tells it, the process's PID namespace (``name@4026532201``): containers
+    on one host with host networking share its name, not its process ids."""
+    return f"{local_host()}:{os.getpid()}:{secrets.token_hex(3)}"
+
+
+def local_host() -> str:
+    """This process's host as ``make_owner`` names it: the host name, plus ``@`` and the inode of its PID
+    namespace (``/proc/self/ns/pid``) where there is one."""
+    try:
+        namespace = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return socket.gethostname()
+    return f"{socket.gethostname()}@{namespace}"
 
 
 def owner_is_dead(owner: str | None) -> bool:
-    """True when ``owner`` names a process on this host that no longer exists."""
+    """True when ``owner`` names a process of this host and PID namespace that no longer exists (an owner of
+    another namespace, such as a container sharing this host's name, is judged by its lease alone: its process
+    ids are not this one's; a fresh-operator finding, s24, where a worker took the runs of a live ``serve`` in
+    another container and their steps ran two and three times at once)."""
     if not owner:
         return True
     host, _, rest = owner.partition(":")
     pid_text = rest.split(":", 1)[0]
-    if host != socket.gethostname() or not pid_text.isdigit():
+    if host != local_host() or not pid_text.isdigit():
         return False
     try:
         os.kill(int(pid_text), 0)

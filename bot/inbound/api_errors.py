@@ -332,13 +332,12 @@ async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
 async def _database_error(request: Request, exc: Exception) -> JSONResponse:
     """A database error: 503 ``SchemaNotReadyError`` when the schema is older than this process needs (a
     ``hazel db downgrade``, or a database emptied, under it: every call was an opaque 500 and a traceback, while
-    ``/healthz`` said why: s24 F6), in ``/healthz``'s words, with ``Retry-After``; anything else as ``_unexpected``
-    (500, logged with its traceback)."""
+    ``/healthz`` said why: s24 F6), in ``/healthz``'s words, with ``Retry-After``; anything else raised again, to
+    ``_unexpected`` (500, logged with its traceback)."""
     behind = _schema_behind(request)
     if behind is not None:
         return _schema_not_ready(request, behind)
-    log.error("api: %s %s failed", request.method, request.url.path, exc_info=exc)
-    return await _unexpected(request, exc)
+    raise exc  # (to the server's error middleware: ``_unexpected``'s 500, its traceback logged where it happened)
 
 
 def _schema_behind(request: Request) -> str | None:

@@ -7,13 +7,13 @@ full disk or a write lock held past the busy timeout refuse the write."""
 from __future__ import annotations
 
 import json
-import socket
 import sqlite3
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from bot.engine.leases import local_host
 from tests.support.cli import in_process_cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,7 +30,7 @@ def dead_owners_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Pa
     gone.wait()
     with sqlite3.connect(path) as raw:
         raw.execute("UPDATE hazel_runs SET status = 'running', lease_owner = ?, lease_token = 't'",
-                    (f"{socket.gethostname()}:{gone.pid}:t",))
+                    (f"{local_host()}:{gone.pid}:t",))
     return path, run_id
 
 

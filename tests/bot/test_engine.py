@@ -271,13 +271,13 @@ def test_recovery_of_runs_left_running_by_a_dead_process(db_url: str) -> None:
     hazel.runner.owner = "this-host-does-not-matter:1:x"
     claimed = hazel.runner.claim(run.id)
     assert claimed is not None and hazel.get(run_id=run.id).status is RunStatus.RUNNING
-    import socket
+    from bot.engine.leases import local_host
 
     from store.schema import runs
     from sqlalchemy import update
 
     with hazel.store.transaction() as tx:  # a process on this host that no longer exists held it
-        tx.conn.execute(update(runs).where(runs.c.id == run.id).values(lease_owner=f"{socket.gethostname()}:999999:x"))
+        tx.conn.execute(update(runs).where(runs.c.id == run.id).values(lease_owner=f"{local_host()}:999999:x"))
     again = make_hazel(db_url, loop_workflow(calls, lock))
     assert again.get(run_id=run.id).status is RunStatus.READY
     assert any(e.action == "run.recovered" for e in again.audit(run_id=run.id))

@@ -4,11 +4,11 @@ once per half lease: a process killed on this host has its run ready again withi
 
 from __future__ import annotations
 
-import socket
 import time
 
 from sqlalchemy import update
 
+from bot.engine.leases import local_host
 from bot.ops.logs import ContextFilter
 from bot.ops.worker import WorkerPool
 from store.models import RunStatus
@@ -26,7 +26,7 @@ def test_a_run_left_by_a_dead_process_on_this_host_is_resumed_within_a_sweep(db_
         run = hazel.start(workflow="doc-review", input={"topic": "t"}, actor=hazel.operator(), claim=True)
         with hazel.store.transaction() as tx:  # leased (60 s) by a process of this host that no longer exists
             tx.conn.execute(update(runs).where(runs.c.id == run.id)
-                            .values(lease_owner=f"{socket.gethostname()}:999999:x"))
+                            .values(lease_owner=f"{local_host()}:999999:x"))
         deadline = time.monotonic() + 5.0
         while hazel.get(run_id=run.id).status is not RunStatus.WAITING and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -103,7 +103,7 @@ def test_a_run_recovered_and_leased_by_another_process_meanwhile_is_not_taken_fr
     run = hazel.start(workflow="doc-review", input={"topic": "t"}, actor=hazel.operator(), claim=True)
     with hazel.store.transaction() as tx:  # leased by a process of this host that no longer exists
         tx.conn.execute(update(runs).where(runs.c.id == run.id)
-                        .values(lease_owner=f"{socket.gethostname()}:999999:x"))
+                        .values(lease_owner=f"{local_host()}:999999:x"))
     real = leases.owner_is_dead
     taken: list[str] = []
     asked: list[str | None] = []
