@@ -101,7 +101,7 @@ def db_downgrade(revision: Annotated[str, typer.Argument(help="The revision to g
     if json_out:
         emit_json({"from": before, "to": after})
     else:
-        common.out.print(f"database at revision {after}" + (f" (was {before})" if before != after else
+        common.out.print(f"database at revision {after}" + (f" (was {before or 'empty'})" if before != after else
                                                              " (already there)"))
 
 

@@ -18,9 +18,10 @@ def health_router(hazel: Hazel) -> APIRouter:
     and a rolling deploy migrates before it rolls the processes)."""
     router = APIRouter(tags=["operations"])
 
-    @router.get("/healthz")
+    @router.api_route("/healthz", methods=["GET", "HEAD"])  # (HEAD: load balancers probe with it; s24 F8)
     def healthz() -> JSONResponse:
-        """200 when the database answers at this Hazel's schema revision or a newer one, 503 otherwise."""
+        """200 when the database answers at this Hazel's schema revision or a newer one, 503 otherwise (HEAD:
+        the same status, no body)."""
         health = hazel.health()
         if health.error is not None:  # load balancers read the status code
             return JSONResponse({"status": "unavailable", "database": hazel.database, "error": health.error},

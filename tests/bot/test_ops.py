@@ -70,8 +70,10 @@ def test_healthz_answers_from_the_database(db_url: str, tmp_path: Path) -> None:
     hazel.prepare()
     with LiveServer(create_app(hazel)) as server:
         response = httpx.get(server.url + "/healthz")
+        probed = httpx.head(server.url + "/healthz")  # (a load balancer's HEAD probe: s24 F8, it was 405)
     assert response.status_code == 200
     assert response.json() == {"status": "ok", "database": hazel.store.dialect}
+    assert probed.status_code == 200 and probed.content == b""
     hazel.close()
 
     unreachable = ("postgresql+psycopg://hazel:pw-never-shown@127.0.0.1:1/hazel" if db_url.startswith("postgresql")
@@ -79,6 +81,7 @@ def test_healthz_answers_from_the_database(db_url: str, tmp_path: Path) -> None:
     down = make(unreachable)
     with LiveServer(create_app(down)) as server:
         response = httpx.get(server.url + "/healthz")
+        assert httpx.head(server.url + "/healthz").status_code == 503
     assert response.status_code == 503
     body = response.json()
     assert body["status"] == "unavailable" and body["error"] == "OperationalError"
