@@ -264,9 +264,9 @@ class Store:
 
     def clock_skew_sec(self) -> float | None:
         """How far this process's clock (``time.time``) is ahead of the database server's (seconds; negative:
-        behind), from one ``SELECT now()`` (the midpoint of its round trip); None on SQLite (the database is
-        a file on this host: there is no other clock). Leases, recovery and deadlines are judged by each
-        process's own clock, so a host whose clock runs ahead takes live runs as abandoned.
+        behind), from one read of its ``clock_timestamp()`` (against the midpoint of the round trip); None on
+        SQLite (the database is a file on this host: there is no other clock). Leases, recovery and deadlines
+        are judged by each process's own clock, so a host whose clock runs ahead takes live runs as abandoned.
 
         Raises:
             sqlalchemy.exc.DBAPIError: the database failed (unreachable)."""

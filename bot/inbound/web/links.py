@@ -79,9 +79,10 @@ class Grant:
 
 OUTDATED_LINK = ("this link for {person} was made by an older Hazel, which did not record who made it: it shows "
                  "the run only; ask for a new one (hazel link {run_id} --for {person}) or sign in")
+"""What a page says of an ``outdated`` person link (``{person}``: whom it names; ``{run_id}``: its run)."""
 LAPSED_LINK = ("the link for {person} you opened this run with has expired (it acted until {until}): the run is "
                "shown only; ask for a new one (hazel link {run_id} --for {person}) or sign in")
-"""What a page says of an ``outdated`` person link (``{person}``: whom it names; ``{run_id}``: its run)."""
+"""What a page says of a ``lapsed`` person link (``{until}``: when it expired, UTC)."""
 
 
 @dataclass(frozen=True)
