@@ -226,9 +226,11 @@ def api_router(hazel: "Hazel", settings: Settings) -> APIRouter:
                                f"Idempotency-Key {idempotency_key!r} was used to start run {run.id} of another "
                                f"workflow ({run.workflow})")
             response.status_code = 200
-            log.info("api: %s repeated the start of run %s of %s", caller.id, run.id, run.workflow)
+            with log_context(run_id=run.id):
+                log.info("api: %s repeated the start of run %s of %s", caller.id, run.id, run.workflow)
             return RunOut.of(run)
-        log.info("api: %s started run %s of %s", caller.id, run.id, run.workflow)
+        with log_context(run_id=run.id):  # (s24 F9: a log query on the run missed its start)
+            log.info("api: %s started run %s of %s", caller.id, run.id, run.workflow)
         resume(run.id)
         return RunOut.of(run)
 
@@ -307,6 +309,8 @@ def api_router(hazel: "Hazel", settings: Settings) -> APIRouter:
     def retry(run_id: RunId, caller: Caller) -> RunOut:
         """Resume a failed run from its last good checkpoint (who started it, or an approver, may)."""
         run = hazel.retry(run_id=(run_id := full(run_id)), actor=caller)
+        with log_context(run_id=run_id):
+            log.info("api: %s retried run %s", caller.id, run_id)
         resume(run_id)
         return RunOut.of(run)
 
@@ -314,7 +318,10 @@ def api_router(hazel: "Hazel", settings: Settings) -> APIRouter:
     def cancel(run_id: RunId, caller: Caller, body: CancelRun | None = None) -> RunOut:
         """Cancel a run that has not ended; its pending request is closed (who started it, or an approver,
         may)."""
-        return RunOut.of(hazel.cancel(run_id=full(run_id), actor=caller, reason=body.reason if body else None))
+        run = hazel.cancel(run_id=(run_id := full(run_id)), actor=caller, reason=body.reason if body else None)
+        with log_context(run_id=run_id):  # (s24 F9: an API cancel logged nothing)
+            log.info("api: %s cancelled run %s", caller.id, run_id)
+        return RunOut.of(run)
 
     @router.api_route("/{path:path}", methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
                       include_in_schema=False)

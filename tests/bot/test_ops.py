@@ -229,6 +229,11 @@ def test_json_logs_carry_run_and_request_ids_and_no_secret(db_url: str, root_log
         http = httpx.Client(base_url=server.url)
         assert http.get("/api/runs", headers={"Authorization": f"Bearer {API_TOKEN}-wrong"}).status_code == 401
         assert http.get("/api/runs", headers={"Authorization": f"Bearer {API_TOKEN}"}).status_code == 200
+        auth = {"Authorization": f"Bearer {API_TOKEN}"}  # a start and a cancel over REST carry the run's id
+        started = http.post("/api/runs", headers=auth, json={"workflow": "doc", "input": {"topic": "logged"}})
+        assert started.status_code == 201, started.text
+        by_api = started.json()["id"]
+        assert http.post(f"/api/runs/{by_api}/cancel", headers=auth, json={}).status_code == 200
     run_id = hazel.start(workflow="flaky", input={"topic": "vacuum"}, actor=ALICE).id
     waiting = hazel.start(workflow="doc", input={"topic": "backups"}, actor=ALICE).id
     for rid in (run_id, waiting):
@@ -247,6 +252,9 @@ def test_json_logs_carry_run_and_request_ids_and_no_secret(db_url: str, root_log
     hook_failed = [r for r in records if r["logger"] == "hazel.outbox" and r.get("request_id") == request_id]
     assert hook_failed and all(r["run_id"] == waiting for r in hook_failed)
     assert records[-1]["message"] == "a careless message with ********** and **********"
+    api_lines = {r["message"]: r.get("run_id") for r in records if r["logger"] == "hazel.api"}  # (s24 F9)
+    assert api_lines.get(f"api: api started run {by_api} of doc") == by_api, api_lines
+    assert api_lines.get(f"api: api cancelled run {by_api}") == by_api, api_lines
 
 
 def test_text_logs_and_the_worker_command(db_url: str, monkeypatch: pytest.MonkeyPatch, root_logging: None) -> None:
