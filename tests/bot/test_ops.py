@@ -225,6 +225,9 @@ def test_json_logs_carry_run_and_request_ids_and_no_secret(db_url: str, root_log
     stream = io.StringIO()
     configure_logging(hazel.settings, stream=stream)
     app = create_app(hazel, routers=[api_router(hazel, hazel.settings)])
+    api_log = logging.getLogger("hazel.api")  # (its INFO lines: a level another test of this worker left on it or
+    api_level = api_log.level  # on "hazel" kept them out of a full-suite run)
+    api_log.setLevel(logging.DEBUG)
     with LiveServer(app) as server:
         http = httpx.Client(base_url=server.url)
         assert http.get("/api/runs", headers={"Authorization": f"Bearer {API_TOKEN}-wrong"}).status_code == 401
@@ -234,6 +237,7 @@ def test_json_logs_carry_run_and_request_ids_and_no_secret(db_url: str, root_log
         assert started.status_code == 201, started.text
         by_api = started.json()["id"]
         assert http.post(f"/api/runs/{by_api}/cancel", headers=auth, json={}).status_code == 200
+    api_log.setLevel(api_level)
     run_id = hazel.start(workflow="flaky", input={"topic": "vacuum"}, actor=ALICE).id
     waiting = hazel.start(workflow="doc", input={"topic": "backups"}, actor=ALICE).id
     for rid in (run_id, waiting):
