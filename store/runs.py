@@ -7,7 +7,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any, Iterable
 
-from sqlalchemy import Connection, and_, bindparam, func, literal, or_, select, update
+from sqlalchemy import ColumnElement, Connection, and_, bindparam, false, func, literal, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from store import fast
@@ -83,6 +83,15 @@ _ADVANCE = update(runs).where(fence_condition())
 parameters) are the columns to set, SQLAlchemy reuses its compiled form for each set of keys."""
 
 
+def of_versions(runnable: Iterable[tuple[str, Iterable[int]]]) -> ColumnElement[bool]:
+    """SQL: the run (a row of ``hazel_runs``) is of one of ``runnable``'s workflow versions (``(name,
+    versions)`` pairs, as ``versions.runnable_versions`` gives them; none: false). What a worker's claim and its
+    scheduler's due requests are limited to. Each version its own literal bind, not an expanding ``IN`` (which
+    ``store.fast`` cannot compile ahead)."""
+    return or_(false(), *(and_(runs.c.workflow == name, runs.c.workflow_version.in_([literal(v) for v in versions]))
+                          for name, versions in runnable))
+
+
 @lru_cache(maxsize=256)
 def _claim_statement(dialect: Dialect, targeted: bool, runnable: tuple[tuple[str, tuple[int, ...]], ...] | None):
     """The claiming UPDATE for one shape (a given run or the oldest due one; the runnable workflow versions),
@@ -90,9 +99,7 @@ def _claim_statement(dialect: Dialect, targeted: bool, runnable: tuple[tuple[str
     now = bindparam("claim_now", type_=runs.c.wake_at.type)
     due = (runs.c.status == RunStatus.READY.value) & (runs.c.wake_at.is_(None) | (runs.c.wake_at <= now))
     if runnable is not None:
-        # each version its own literal bind, not an expanding ``IN`` (which store.fast cannot compile ahead)
-        due &= or_(*(and_(runs.c.workflow == name, runs.c.workflow_version.in_([literal(v) for v in versions]))
-                     for name, versions in runnable))
+        due &= of_versions(runnable)
     if targeted:
         target = runs.c.id == bindparam("claim_run_id")
     else:

@@ -11,10 +11,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Mapping, Sequence
 
-from sqlalchemy import Connection, and_, false, func, or_, select, update
+from sqlalchemy import Connection, func, select, update
 
 from store.dialect import Dialect
 from store.models import RequestStatus, RunStatus, SteeringRequest
+from store.runs import of_versions
 from store.schema import runs, steering_requests
 
 _PENDING = RequestStatus.PENDING.value
@@ -41,10 +42,7 @@ class TimerRepo:
         t = steering_requests.c
         due = (t.status == _PENDING) & (t.next_action_at <= now)
         if runnable is not None:
-            r = runs.c
-            due &= t.run_id.in_(select(r.id).where(or_(false(), *(
-                and_(r.workflow == name, r.workflow_version.in_(list(versions)))
-                for name, versions in sorted(runnable.items())))))
+            due &= t.run_id.in_(select(runs.c.id).where(of_versions(sorted(runnable.items()))))
         stmt = select(t.id).where(due).order_by(t.next_action_at, t.id).limit(limit)
         stmt = self.dialect.lock(stmt, skip_locked=True)
         return [r.id for r in self.conn.execute(stmt)]
