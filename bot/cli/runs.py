@@ -171,7 +171,7 @@ def runs_cmd(
     if not runs:
         from rich.markup import escape
 
-        registered = sorted({wf.name for wf in hazel.workflows()})
+        registered = hazel.workflow_names()
         unknown = workflow is not None and workflow not in registered
         common.out.print(escape(_no_runs(workflow, status)
                                 + (f" ({workflow!r} is not a registered workflow; registered: "

@@ -123,6 +123,10 @@ class Reads:
         """Every registered workflow version, by name and version."""
         return self.registry.all()
 
+    def workflow_names(self) -> list[str]:
+        """The registered workflows' names, sorted, each once."""
+        return self.registry.names()
+
     @property
     def database(self) -> str:
         """``sqlite`` or ``postgresql``."""

@@ -46,7 +46,7 @@ class Registry:
                 return self._by_key[(name, max(versions))]
         elif (name, version) in self._by_key:
             return self._by_key[(name, version)]
-        known = ", ".join(sorted({n for n, _ in self._by_key})) or "none (set HAZEL_WORKFLOWS)"
+        known = ", ".join(self.names()) or "none (set HAZEL_WORKFLOWS)"
         what = f"{name!r}" if version is None else f"{name!r} version {version}"
         raise UnknownWorkflowError(f"unknown workflow {what}; registered: {known}")
 
@@ -58,6 +58,10 @@ class Registry:
 
     def all(self) -> list[Workflow]:
         return [self._by_key[k] for k in sorted(self._by_key)]
+
+    def names(self) -> list[str]:
+        """The registered workflows' names, sorted, each once (whatever its versions)."""
+        return sorted({n for n, _ in self._by_key})
 
     def load(self, targets: list[str], *, base_dir: str | os.PathLike | None = None) -> list[Workflow]:
         """Import each target (a module name such as ``examples.migration_plan`` or a ``.py`` path) and register

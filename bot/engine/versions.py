@@ -52,7 +52,7 @@ def resolve_workflow(registry: Registry, run: Run) -> Workflow:
         raise VersionUnavailableError(
             f"run {run.id} is on workflow {run.workflow!r} version {run.workflow_version}, which this process does "
             f"not have: no version of {run.workflow!r} is registered here (registered: "
-            f"{', '.join(sorted({wf.name for wf in registry.all()})) or 'none'}); set HAZEL_WORKFLOWS to the "
+            f"{', '.join(registry.names()) or 'none'}); set HAZEL_WORKFLOWS to the "
             "module that defines it; the run stays as it is")
     deployed = ", ".join(f"v{v}" for v in have) or "none"
     if isinstance(registry.find(run.workflow, have[-1]), lgraph.LangGraphWorkflow):  # (a graph has no migrations)

@@ -315,7 +315,7 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
         found = pages.runs_page(hazel, statuses=valid, workflow=workflow, page=page, mine=mine, actor=actor)
         query = [("status", s) for s in valid] + ([("workflow", workflow)] if workflow else []) + \
             ([("mine", "1")] if mine else [])
-        registered = sorted({wf.name for wf in hazel.workflows()}) if workflow and not found.runs else []
+        registered = hazel.workflow_names() if workflow and not found.runs else []
         unknown = bool(registered) and workflow not in registered  # (s23 F11: the filter went unnamed)
         return render(request, session, "runs.html", found=found, chosen=valid, workflow=workflow or "",
                      mine=mine, query=query, unknown=unknown, registered=registered)
