@@ -13,6 +13,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from bot.engine import Hazel
 from bot.inbound.api_errors import error_body, install_error_handlers
+from bot.inbound.forms import is_form
 from bot.inbound.health import health_router
 from bot.ops.metrics import HazelMetrics
 
@@ -109,7 +110,7 @@ def _page_form(scope: Scope) -> bool:
         return False
     for name, value in scope.get("headers", ()):
         if name == b"content-type":
-            return value.split(b";", 1)[0].strip().lower() == b"application/x-www-form-urlencoded"
+            return is_form(value.decode("latin-1"))
     return False
 
 
