@@ -53,11 +53,17 @@ def build_app(hazel: Hazel, settings: Settings, *, channel: SlackChannel | None 
     secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else None
     logging.getLogger("slack_bolt.App").addFilter(_not_token_skipped)
     app = App(client=client, signing_secret=secret, authorize=settings_authorize(client.token),
-              request_verification_enabled=not socket_mode, name="hazel")
+              request_verification_enabled=not socket_mode, name=BOLT_APP_NAME)
     interactions.register(app, bridge)
     commands.register(app, bridge)
     home.register(app, bridge)
     return app
+
+
+BOLT_APP_NAME = "slack_bolt.hazel"
+"""Bolt's name for Hazel's app, which is also the name of the logger Bolt gives each request's listeners
+(``slack_bolt.logger.get_bolt_app_logger``): Bolt sets that logger's level to the root logger's on every request,
+so it must not be one of Hazel's own (named ``hazel``, it reset the ``hazel`` logger at every click)."""
 
 
 def _not_token_skipped(record: logging.LogRecord) -> bool:
