@@ -73,8 +73,20 @@ def cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
 
 
 def popen(args: list[str], env: dict[str, str]) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, *args], env=env, cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    """``python -X faulthandler ARGS``: a process that hangs is asked for its threads' stacks (``finish``)."""
+    return subprocess.Popen([sys.executable, "-X", "faulthandler", *args], env=env, cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish(proc: subprocess.Popen, timeout_sec: float) -> tuple[str, str]:
+    """``proc``'s stdout and stderr once it exits; when it has not within ``timeout_sec``, the test fails with
+    the stacks of its threads (SIGABRT: ``faulthandler`` prints them) and what it wrote."""
+    try:
+        return proc.communicate(timeout=timeout_sec)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        out, err = proc.communicate(timeout=30)
+        pytest.fail(f"the process did not exit within {timeout_sec} s; its threads and output:\n{err}\n{out}")
 
 
 def waiting_run(read) -> str:  # noqa: ANN001
@@ -246,7 +258,7 @@ def test_a_live_lease_is_named_and_nothing_runs_twice(db_url: str, tmp_path: Pat
         assert shown(run_id, reader)["run"]["status"] == "running"
     finally:
         (tmp_path / "block").unlink()
-    out, err = first.communicate(timeout=60)
+    out, err = finish(first, 60)
     assert first.returncode == 0, err
     assert shown(run_id, reader)["pending_request"]["point"] == "sign_off"
     assert effects(tmp_path).count("slow-start") == 1 and effects(tmp_path).count("after-start") == 1
@@ -262,7 +274,7 @@ def test_ctrl_c_mid_step_says_which_run_it_left_and_how_it_continues(db_url: str
     first = popen(["-m", "bot.cli", "approve", run_id], env)
     wait_for(tmp_path / "slow.started", first)
     first.send_signal(signal.SIGINT)
-    out, err = first.communicate(timeout=30)
+    out, err = finish(first, 30)
     (tmp_path / "block").unlink()
     assert first.returncode == 130, out + err
     assert err.endswith(f"interrupted: run {run_id} was executing; a step cut short runs again from its last "
