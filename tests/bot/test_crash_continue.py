@@ -72,10 +72,19 @@ def cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
                           text=True, timeout=60)
 
 
+def _ctrl_c_as_in_a_terminal() -> None:
+    """SIGINT back to its default in the child before it starts, as a command a person runs in a terminal has it:
+    a suite started as a background job (``make test &``, or from a tool that does so) has SIGINT ignored, as
+    POSIX shells ignore it for background jobs, and a child inherits that: Python then raises no
+    ``KeyboardInterrupt`` and the Ctrl-C test waited for a process that never saw its SIGINT."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def popen(args: list[str], env: dict[str, str]) -> subprocess.Popen:
     """``python -X faulthandler ARGS``: a process that hangs is asked for its threads' stacks (``finish``)."""
     return subprocess.Popen([sys.executable, "-X", "faulthandler", *args], env=env, cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_ctrl_c_as_in_a_terminal)
 
 
 def finish(proc: subprocess.Popen, timeout_sec: float) -> tuple[str, str]:
