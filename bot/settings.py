@@ -140,6 +140,13 @@ def name_problem(name: str) -> str | None:
 IDENTITY_OF_API_TOKEN = "api"
 """The caller of ``HAZEL_API_TOKEN``."""
 
+API_TOKEN_MIN_CHARS = 16
+"""The fewest characters a REST API token takes (``HAZEL_API_TOKEN``, each ``HAZEL_API_TOKENS`` entry's; spaces
+around it not counted): a bearer token is all that stands between the network and every run's decisions, and a
+short one is found by trying them all. ``openssl rand -hex 24`` makes one of 48."""
+_SHORT_TOKEN = (f"is shorter than {API_TOKEN_MIN_CHARS} characters: a short token can be guessed; make one with: "
+                "openssl rand -hex 24")
+
 
 def api_token_pairs(api_token: SecretStr | None, api_tokens: SecretStr | None) -> list[tuple[str, SecretStr]]:
     """``(name, token)`` of ``HAZEL_API_TOKEN`` (named ``api``) and of each ``HAZEL_API_TOKENS`` entry.
@@ -148,11 +155,13 @@ def api_token_pairs(api_token: SecretStr | None, api_tokens: SecretStr | None) -
     old one is removed); a token is one name's.
 
     Raises:
-        ValueError: an entry is not ``name=token``, or a token appears twice (the message says which entry,
-            never a token).
+        ValueError: an entry is not ``name=token``, a token is shorter than ``API_TOKEN_MIN_CHARS``, or a token
+            appears twice (the message says which entry, never a token nor its length).
     """
     pairs: list[tuple[str, SecretStr]] = []
     if api_token is not None and api_token.get_secret_value().strip():
+        if len(api_token.get_secret_value().strip()) < API_TOKEN_MIN_CHARS:
+            raise ValueError(f"HAZEL_API_TOKEN {_SHORT_TOKEN}")
         pairs.append((IDENTITY_OF_API_TOKEN, SecretStr(api_token.get_secret_value().strip())))
     if api_tokens is not None:
         for i, entry in enumerate(api_tokens.get_secret_value().split(","), start=1):
@@ -164,6 +173,8 @@ def api_token_pairs(api_token: SecretStr | None, api_tokens: SecretStr | None) -
             problem = name_problem(name)
             if problem:
                 raise ValueError(f"entry {i}: its name {problem}")
+            if len(token) < API_TOKEN_MIN_CHARS:
+                raise ValueError(f"entry {i} ({name}): its token {_SHORT_TOKEN}")
             pairs.append((name, SecretStr(token)))
     tokens = [t.get_secret_value() for _, t in pairs]
     if len(set(tokens)) != len(tokens):
@@ -403,9 +414,11 @@ class Settings(BaseSettings):
     llm_model: str | None = Field(None, validation_alias="HAZEL_LLM_MODEL")
 
     api_token: SecretStr | None = Field(None, validation_alias="HAZEL_API_TOKEN")
-    """The REST API's bearer token; its caller acts as ``api`` (list ``api`` in ``Approvers.users``)."""
+    """The REST API's bearer token; its caller acts as ``api`` (list ``api`` in ``Approvers.users``). At least
+    ``API_TOKEN_MIN_CHARS`` characters."""
     api_tokens: SecretStr | None = Field(None, validation_alias="HAZEL_API_TOKENS")
-    """Several REST API callers: ``name=token`` pairs, comma-separated; each token acts as its name."""
+    """Several REST API callers: ``name=token`` pairs, comma-separated; each token acts as its name. Each token
+    at least ``API_TOKEN_MIN_CHARS`` characters."""
 
     base_url: str | None = Field(None, validation_alias="HAZEL_BASE_URL")
     """Where people reach ``hazel serve``, e.g. ``https://hazel.example.com`` (the run pages' links; without it
@@ -522,6 +535,16 @@ class Settings(BaseSettings):
         """``HAZEL_API_TOKENS`` as ``name=token`` pairs, no name or token twice (``HAZEL_API_TOKEN``'s, named
         ``api``, included), checked for every command (``hazel runs`` as ``hazel serve``)."""
         api_token_pairs(info.data.get("api_token"), value)
+        return value
+
+    @field_validator("api_token")
+    @classmethod
+    def _api_token(cls, value: SecretStr | None) -> SecretStr | None:
+        """At least ``API_TOKEN_MIN_CHARS`` characters (blank: no token); the message never shows the value
+        (nor its length)."""
+        if value is not None and 0 < len(value.get_secret_value().strip()) < API_TOKEN_MIN_CHARS:
+            raise ValueError(f"must be at least {API_TOKEN_MIN_CHARS} characters: a short token can be guessed; "
+                             "make one with: openssl rand -hex 24")
         return value
 
     @field_validator("web_secret")

@@ -132,12 +132,12 @@ def test_a_name_with_two_tokens_is_one_caller_while_its_token_is_rotated(db_url:
 
 def test_malformed_tokens_setting_is_refused_without_showing_tokens() -> None:
     with pytest.raises(ValidationError, match="entry 2 is not name=token") as err:
-        Settings(HAZEL_API_TOKENS="alice=secret-one,secret-two")
+        Settings(HAZEL_API_TOKENS="alice=secret-one-0123456789,secret-two-0123456789")
     assert "secret" not in str(err.value)
     with pytest.raises(ValidationError, match="must appear once") as err:
-        Settings(HAZEL_API_TOKENS="a=same-token,b=same-token")
+        Settings(HAZEL_API_TOKENS="a=same-token-0123456789,b=same-token-0123456789")
     assert "same-token" not in str(err.value)
-    unchecked = Settings.model_construct(api_token=None, api_tokens=SecretStr("alice=secret-one,secret-two"))
+    unchecked = Settings.model_construct(api_token=None, api_tokens=SecretStr("alice=secret-one-0123456789,secret-two-0123456789"))
     with pytest.raises(ConfigurationError, match="HAZEL_API_TOKENS: entry 2 is not name=token") as err:
         api_router(None, unchecked)  # type: ignore[arg-type]
     assert "secret" not in str(err.value)

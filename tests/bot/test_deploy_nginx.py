@@ -34,7 +34,7 @@ UPSTREAM = "proxy_pass http://hazel;"
 CONFIGURED = {"SLACK_BOT_TOKEN": "xoxb-test", "SLACK_SIGNING_SECRET": "slack-signing-secret-0123",
               "JIRA_URL": "https://example.atlassian.net", "JIRA_USER": "bot@example.com",
               "JIRA_API_TOKEN": "jira-token-0123456789", "JIRA_WEBHOOK_SECRET": "jira-webhook-secret-0123",
-              "HAZEL_API_TOKEN": "tok-0123456789", "HAZEL_WEB_SECRET": "web-secret-for-tests-0123456789abcdef",
+              "HAZEL_API_TOKEN": "tok-0123456789abcdef", "HAZEL_WEB_SECRET": "web-secret-for-tests-0123456789abcdef",
               "HAZEL_BASE_URL": "https://hazel.example.com"}
 
 

@@ -36,7 +36,7 @@ pytestmark = pytest.mark.usefixtures("wide_cli")  # (the CLI's tables do not wra
 MIGRATIONS = "C0000000001"
 PRIYA = "U0000000001"
 SME = "557058:sme-sam"
-TOKENS = {"olga": "tok-olga"}
+TOKENS = {"olga": "tok-olga-0123456789"}
 APPROVERS = Approvers(users=("olga",), slack_users=(PRIYA,), jira_users=(SME,))
 
 

@@ -46,7 +46,8 @@ pytestmark = pytest.mark.usefixtures("wide_cli")  # (the CLI's tables do not wra
 DEPLOYS = "C0000000002"
 PRIYA_SLACK, ALICE_SLACK, OUTSIDER_SLACK, EMAIL_SLACK = "U0000000001", "U0000000002", "U0000000005", "U0000000009"
 PRIYA_JIRA, ALICE_JIRA = "557058:priya-p", "557058:alice-a"
-TOKENS = {"priya": "tp", "alice": "ta", "priya-ci": "tok-priya-ci-0123"}
+TOKENS = {"priya": "tok-priya-0123456789", "alice": "tok-alice-0123456789",
+          "priya-ci": "tok-priya-ci-0123456789"}
 """REST API tokens by name: priya's and alice's own names (as in the bug report) and priya's CI token."""
 
 PEOPLE = f"""

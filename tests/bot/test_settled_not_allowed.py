@@ -36,7 +36,8 @@ pytestmark = pytest.mark.usefixtures("wide_cli")  # (the CLI's tables do not wra
 DEPLOYS = "C0000000002"
 PRIYA_SLACK, ALICE_SLACK, OUTSIDER_SLACK = "U0000000001", "U0000000002", "U0000000005"
 PRIYA_JIRA, ALICE_JIRA, STRANGER_JIRA = "557058:priya-p", "557058:alice-a", "557058:stranger-stu"
-TOKENS = {"priya": "tp", "alice": "ta", "mallory": "tm"}
+TOKENS = {"priya": "tok-priya-0123456789", "alice": "tok-alice-0123456789",
+          "mallory": "tok-mallory-0123456789"}
 """REST API tokens by name: two approvers and mallory, who is none."""
 
 PEOPLE = f"""
