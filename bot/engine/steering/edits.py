@@ -255,6 +255,8 @@ def apply_edit(wf: Workflow, state: BaseModel, field: str | None, value: Any) ->
     """
     before = state.model_dump()
     data = value if field is None else {**before, field: value}
+    if field is None and isinstance(data, dict):
+        _refuse_undeclared(wf, data)
     try:
         return wf.codec.validate(data)
     except ValidationError as exc:
@@ -263,6 +265,25 @@ def apply_edit(wf: Workflow, state: BaseModel, field: str | None, value: Any) ->
             raise InvalidDecisionError(f"the edit leaves {emptied} empty: that would replace the value with "
                                        "nothing, and the state model needs a value there") from None
         raise InvalidDecisionError(f"invalid edit: {format_validation_error(exc)}") from None
+
+
+def _refuse_undeclared(wf: Workflow, data: dict[str, Any]) -> None:
+    """A whole-state edit (a point that shows the whole state) naming a key the state model does not declare is
+    refused, as ``refuse_unknown_fields`` refuses a rewind's: pydantic drops such a key without a word, so a
+    typo (``--set N=5`` for ``n``) was recorded as an edit that changed nothing and approved the state as it
+    was (a fresh-user finding, s25 F10). A model that takes extra keys (``extra="allow"``) keeps them.
+
+    Raises:
+        InvalidDecisionError: ``invalid edit: S has no field N (fields: text, n, notes)``.
+    """
+    fields = getattr(wf.state, "model_fields", None)
+    config = getattr(wf.state, "model_config", {})
+    if fields is None or config.get("extra") == "allow":
+        return
+    unknown = [key for key in data if key not in fields]
+    if unknown:
+        raise InvalidDecisionError(f"invalid edit: {wf.state.__name__} has no field {', '.join(map(str, unknown))} "
+                                   f"(fields: {', '.join(fields)})")
 
 
 def _nulled(before: dict[str, Any], field: str | None, value: Any) -> dict[tuple[str, ...], str]:

@@ -1,0 +1,84 @@
+"""At a steering point that shows the whole state (``show=None``), an edit naming a field the state model does
+not declare is refused, on every channel, and the request stays pending (s25 F10: pydantic dropped the key, so
+``hazel edit R --set N=5``, a typo for ``n``, was recorded as an edit that changed nothing and approved the
+state as it was; a whole-state JSON edit with the typo also reset ``n`` to its default)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel, ConfigDict, Field
+
+from bot.engine import InvalidDecisionError
+from hazel import StepContext, Workflow
+from tests.support.cli import in_process_cli
+from tests.support.engine import make_hazel, person
+
+
+class S(BaseModel):
+    text: str = ""
+    n: int = 0
+    notes: list[str] = Field(default_factory=list)
+
+
+def _draft(state: S, ctx: StepContext) -> S:
+    return state.model_copy(update={"text": "draft " + state.text, "n": 1})
+
+
+whole = Workflow("whole", version=1, state=S)
+whole.step(_draft, name="draft")
+whole.steer("review", show=None, actions=["approve", "edit"])
+
+
+class Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    text: str = ""
+
+
+roomy = Workflow("roomy", version=1, state=Open)
+roomy.steer("review", show=None, actions=["approve", "edit"])
+
+REFUSED = "invalid edit: S has no field N (fields: text, n, notes)"
+
+
+def _waiting(hz, name: str = "whole") -> str:  # noqa: ANN001
+    run = hz.start(workflow=name, input={"text": "w"}, actor=person("olga"))
+    hz.drive(run_id=run.id)
+    return run.id
+
+
+@pytest.mark.parametrize("payload", [
+    {"value": {"text": "draft w", "n": 1, "notes": [], "N": 5}},
+    {"value": {"text": "typo", "N": 5, "notes": ["k"]}},
+    {"text": json.dumps({"text": "typo", "N": 5, "notes": ["k"]})},
+    {"entries": {"N": "5"}},
+], ids=["value", "value-missing-n", "text", "entries"])
+def test_an_undeclared_field_is_refused_and_the_request_stays(db_url: str, payload: dict) -> None:
+    hz = make_hazel(db_url, whole)
+    run_id = _waiting(hz)
+    before = hz.state_tree_at(run_id=run_id)
+    with pytest.raises(InvalidDecisionError) as refused:
+        hz.decide(run_id=run_id, action="edit", actor=person("ana"), payload=payload)
+    assert str(refused.value) == REFUSED
+    assert hz.state_tree_at(run_id=run_id) == before == {"text": "draft w", "n": 1, "notes": []}
+    assert hz.decisions(run_id=run_id) == []
+    hz.decide(run_id=run_id, action="edit", actor=person("ana"), payload={"value": {**before, "n": 5}})
+    assert hz.state_tree_at(run_id=run_id)["n"] == 5
+
+
+def test_a_model_that_takes_extra_keys_keeps_them(db_url: str) -> None:
+    hz = make_hazel(db_url, roomy)
+    run_id = _waiting(hz, "roomy")
+    hz.decide(run_id=run_id, action="edit", actor=person("ana"), payload={"value": {"text": "x", "extra": 2}})
+    assert hz.state_tree_at(run_id=run_id) == {"text": "x", "extra": 2}
+
+
+def test_the_cli_set_of_a_typo_is_refused(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    hazel = in_process_cli(monkeypatch, tmp_path, db_url=db_url, workflows=__file__)
+    run_id = json.loads(hazel("run", "whole", "--input", '{"text": "w"}', "--json").stdout)["run"]["id"]
+    refused = hazel("edit", run_id, "--set", "N=5", code=1)
+    assert refused.stderr == f"error: {REFUSED}\n", refused.stderr
+    shown = json.loads(hazel("show", run_id, "--json").stdout)
+    assert shown["run"]["status"] == "waiting" and shown["state"]["n"] == 1
