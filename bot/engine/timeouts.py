@@ -129,15 +129,11 @@ class Timeouts:
 
 def _remind_and_escalate(tx: Tx, request: SteeringRequest, point: SteeringPoint, due: deadlines.Due,
                          now: datetime) -> Fired:
+    """Queue the reminder and the escalation ``due`` calls for (each once: conditional updates). When both fall
+    due together (a catch-up after a restart, or the same moment) the escalation is queued first, so that it
+    is announced before a reminder that already names the backup approvers (a run's messages to one channel are
+    delivered in order)."""
     reminded = escalated = False
-    if due.reminder and tx.timers.count_reminders(request.id, seen=request.reminders_sent,
-                                                  slots=due.reminder_slots):
-        tx.outbox.add(channel=request.channel, kind=OutboxKind.REMINDER, now=now, run_id=request.run_id,
-                      request_id=request.id, payload={"reminder": due.reminder_slots})
-        tx.events.add(action="request.reminded", actor=SYSTEM, now=now, run_id=request.run_id,
-                      request_id=request.id, reminder=due.reminder_slots, channel=request.channel,
-                      missed=due.missed or None)
-        reminded = True
     if due.escalation and tx.timers.escalate(request.id, now=now):
         target = point.escalate_channel or request.channel
         tx.outbox.add(channel=target, kind=OutboxKind.ESCALATION, now=now, run_id=request.run_id,
@@ -148,6 +144,14 @@ def _remind_and_escalate(tx: Tx, request: SteeringRequest, point: SteeringPoint,
                       reason=(f"timed out after {_sec(point.timeout_sec)} s" if due.timed_out
                               else f"waited {_sec(point.escalate_after_sec)} s"))
         escalated = True
+    if due.reminder and tx.timers.count_reminders(request.id, seen=request.reminders_sent,
+                                                  slots=due.reminder_slots):
+        tx.outbox.add(channel=request.channel, kind=OutboxKind.REMINDER, now=now, run_id=request.run_id,
+                      request_id=request.id, payload={"reminder": due.reminder_slots})
+        tx.events.add(action="request.reminded", actor=SYSTEM, now=now, run_id=request.run_id,
+                      request_id=request.id, reminder=due.reminder_slots, channel=request.channel,
+                      missed=due.missed or None)
+        reminded = True
     return Fired(reminded=reminded, escalated=escalated)
 
 
