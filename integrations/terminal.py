@@ -115,6 +115,12 @@ class SafeConsole(Console):
         kwargs.setdefault("file", _Whole(bool(kwargs.get("stderr"))))
         super().__init__(*args, **kwargs)
 
+    @property
+    def width_given(self) -> bool:
+        """Whether this console's width was given (``COLUMNS``, ``width=``, a later ``console.width = N``) rather
+        than found from the terminal, or rich's 80 columns where there is none (``bot.cli.render.print_table``)."""
+        return self._width is not None
+
     def on_broken_pipe(self) -> None:
         """Stdout's reader went away (``hazel show RUN | head -1``): rich goes quiet, points stdout at
         ``/dev/null`` and exits; with status 141 (128 + SIGPIPE, as a Unix tool ends on the signal, and as

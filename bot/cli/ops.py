@@ -302,14 +302,16 @@ def outbox_list(
     from rich.markup import escape
     from rich.table import Table
 
+    from bot.cli import render
+
     table = Table(show_edge=False, header_style="bold")
     for col in ("id", "run", "channel", "kind", "status", "attempts", "next attempt (UTC)", "last error"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     for m in messages:
         table.add_row(str(m.id), escape(m.run_id or ""), escape(m.channel), escape(m.kind), m.status.value,
                       str(m.attempts), when(m.next_attempt_at) if m.status.value == "pending" else "",
-                      escape((m.last_error or "")[:60]))
-    common.out.print(table)
+                      escape(m.last_error or ""))  # (stored up to 2,000 characters: shown whole)
+    render.print_table(table)
     if elsewhere:
         names = " and ".join(k.capitalize() for k in elsewhere)
         common.out.print(f"pending {escape(', '.join(elsewhere))} messages wait for a hazel serve or hazel worker "

@@ -7,11 +7,12 @@ from typing import TYPE_CHECKING, Any
 from rich.markup import escape
 from rich.table import Table
 
+from bot.cli import common
 from bot.cli.common import command_prefix, when
 from integrations.terminal import for_terminal, indented
 from bot.engine import DriveResult
 from store.models import REWIND_NODE, branch_heading, continuation, node_label, person_label, rewound_fields
-from store.models import AuditEvent, CheckpointInfo, Decision, Run, SteeringRequest, shown_error
+from store.models import ERROR_SHOWN_CHARS, AuditEvent, CheckpointInfo, Decision, Run, SteeringRequest, shown_error
 
 if TYPE_CHECKING:
     from rich.tree import Tree
@@ -31,16 +32,38 @@ def started_by(run: Run) -> str:
     return person_label(run.started_by_person, None, run.started_by)
 
 
+_UNBOUNDED = 1_000_000
+"""The width a table written to a file or a pipe is measured at (``print_table``): wider than any row it has."""
+
+
+def print_table(table: Table) -> None:
+    """Print ``table`` on stdout (``bot.cli.common.out``). On a terminal, or at a width given (``COLUMNS``), it
+    is laid out at that width, long values wrapping in their column; written to a file or a pipe, at its own
+    full width: one line per row (but for a value's own line breaks), nothing wrapped or cut, whatever width
+    rich would assume there (80 columns)."""
+    out = common.out
+    if out.is_terminal or getattr(out, "width_given", True):
+        out.print(table)
+        return
+    from rich.measure import Measurement
+
+    table.width = Measurement.get(out, out.options.update_width(_UNBOUNDED), table).maximum
+    out.print(table, crop=False)
+
+
 def runs_table(runs: list[Run], pending: dict[str, list[SteeringRequest]]) -> Table:
     """The runs, one row each; ``at``: every steering point a run waits at (``pending``: its pending requests,
-    oldest first), else its error."""
+    oldest first), else its error, whole up to ``ERROR_SHOWN_CHARS`` characters (``store.models.shown_error``:
+    how many more there are, and ``hazel show RUN --full``)."""
     table = Table(show_edge=False, header_style="bold")
     table.add_column("run", no_wrap=True)
-    for col in ("workflow", "status", "at", "started by", "updated (UTC)"):
-        table.add_column(col)
+    for col in ("workflow", "status", "at", "started by"):
+        table.add_column(col, overflow="fold")
+    table.add_column("updated (UTC)", no_wrap=True)
     for run in runs:
         asked = pending.get(run.id) or []
-        at = ", ".join(f"{r.point} ({r.channel})" for r in asked) if asked else (run.error or "")[:50]
+        at = (", ".join(f"{r.point} ({r.channel})" for r in asked) if asked
+              else shown_error(run.error or "", run_id=run.id, command=command_prefix(), one_line=True))
         table.add_row(run.id, escape(f"{run.workflow} v{run.workflow_version}"), status(run.status.value),
                       escape(at), escape(started_by(run)), when(run.updated_at))
     return table
@@ -126,14 +149,25 @@ def span(seconds: float) -> str:
 
 
 def event_detail(e: AuditEvent) -> str:
-    """An audit event's detail on one line: ``key=value, …`` (``acting_for`` is said in ``who``); a person
-    link's minting (``link.minted``) as ``link for priya, valid for 168 h``."""
+    """An audit event's detail on one line: ``key=value, …`` (``acting_for`` is said in ``who``), each value
+    whole (its line breaks as spaces) up to ``ERROR_SHOWN_CHARS`` characters, then how many more there are and
+    ``hazel audit RUN --json``, which gives them; a person link's minting (``link.minted``) as ``link for
+    priya, valid for 168 h``."""
     if e.action == "link.minted" and isinstance(e.detail.get("for"), str):
         ttl = e.detail.get("ttl_sec")
         valid = f", valid for {span(ttl)}" if isinstance(ttl, (int, float)) and not isinstance(ttl, bool) else ""
-        return f"link for {_short(e.detail['for'], 80)}{valid}"
+        return f"link for {_detail_value(e, e.detail['for'])}{valid}"
     facts = {k: v for k, v in e.detail.items() if k != "acting_for"}
-    return ", ".join(f"{k}={_short(v, 80)}" for k, v in facts.items() if v not in (None, "", []))
+    return ", ".join(f"{k}={_detail_value(e, v)}" for k, v in facts.items() if v not in (None, "", []))
+
+
+def _detail_value(e: AuditEvent, value: Any) -> str:
+    """One value of ``e``'s detail as ``event_detail`` shows it."""
+    text = str(value).replace("\n", " ")
+    if len(text) <= ERROR_SHOWN_CHARS:
+        return text
+    more = f"{command_prefix()} audit {e.run_id} --json" if e.run_id else "--json"
+    return f"{text[:ERROR_SHOWN_CHARS]}… ({len(text) - ERROR_SHOWN_CHARS:,} more characters: {more})"
 
 
 def audit_table(events: list[AuditEvent]) -> Table:

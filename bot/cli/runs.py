@@ -177,7 +177,7 @@ def runs_cmd(
                                 + (f" ({workflow!r} is not a registered workflow; registered: "
                                    f"{', '.join(registered) or 'none'})" if unknown else "")))
         return
-    common.out.print(render.runs_table(runs, waiting))
+    render.print_table(render.runs_table(runs, waiting))
     if len(runs) == limit:
         common.out.print(f"[dim](the {limit} newest; --limit N for more)[/dim]")
 
@@ -213,7 +213,7 @@ def _versions(hazel: "Hazel", json_out: bool, *, statuses: list[str] | None, wor
     for d in data:
         table.add_row(escape(d["workflow"]), f"v{d['version']}", "yes" if d["deployed"] else "[red]no[/red]",
                       render.status(d["status"]), str(d["runs"]))
-    common.out.print(table)
+    render.print_table(table)
 
 
 @app.command("show")
@@ -362,7 +362,7 @@ def audit_cmd(
         return
     from bot.cli import render
 
-    common.out.print(render.audit_table(events))
+    render.print_table(render.audit_table(events))
 
 
 @app.command("workflows")
