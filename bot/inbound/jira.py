@@ -212,11 +212,16 @@ class JiraWebhook:
     def _transition(self, event: JiraEvent, view: RequestView, opts: JiraOptions,
                     newer: SteeringRequest | None) -> tuple[int, dict[str, Any]]:
         if same_status(event.to_status, opts.approve_status):
-            action, payload = "approve", {}
+            moved = "approve"
         elif same_status(event.to_status, opts.reject_status):
-            action, payload = "reject", {"reason": event.text.strip() or f"moved to {event.to_status} in Jira"}
+            moved = "reject"
         else:
             return 200, {"ignored": f"status {event.to_status!r} decides nothing here"}
+        read = _with_its_comment(event, moved)
+        if isinstance(read, str):  # the move and its comment's command disagree: neither counts
+            return self._post(_Answer(event, read,
+                                      lambda: self._agreed(event, view, moved) or self._move_back(event, opts)))
+        action, payload = read
         return self._decide(event, view, action, payload, newer=newer,
                             on_refused=lambda: self._agreed(event, view, action) or self._move_back(event, opts))
 
@@ -236,8 +241,8 @@ class JiraWebhook:
         Raises:
             DeliveryError: Jira is unavailable (nothing was answered yet: Jira sends the webhook again).
         """
-        if not event.from_status:
-            return ""
+        if not event.from_status:  # the comment of a transition, delivered before it: no status it left is known
+            return f" The issue is still in {event.to_status}: move it back by hand." if event.to_status else ""
         try:
             walk = self.channel.walk(event.issue_id, event.from_status,
                                      avoid=(opts.approve_status, opts.reject_status))
@@ -256,22 +261,23 @@ class JiraWebhook:
     def _comment(self, event: JiraEvent, view: RequestView,
                  newer: SteeringRequest | None) -> tuple[int, dict[str, Any]]:
         command = parse_command(event.text, own_words=not event.quoted_opening)  # (a quoted /approve: feedback)
-        if command.action == "unknown":
-            return self._reply(event, f"/{inline(command.argument)} is not a Hazel command. {HELP}", refused=True)
         pending = view.request.status is RequestStatus.PENDING
         # (feedback written on a version answered since is refused, saying so, rather than ignored as a comment;
         # so is feedback on the issue of a run that has ended: the engine says who settled it, and the run ended)
         answering = (pending or (newer is not None and newer.status is RequestStatus.PENDING)
                      or view.run.status.ended)
-        if command.plain and pending and event.issue_status:  # the comment of a transition, delivered first
-            opts = self.channel.options_for(view.options)
-            # ... unless the issue already sat in the approve status: after a vote of a quorum that leaves the
-            # request pending, Hazel leaves the issue there, and another approver's comment is then a comment,
-            # not a vote (s20: an objection was counted as the approval completing the quorum)
+        if pending and event.issue_status:  # the comment of a transition, delivered first: read as the status
+            opts = self.channel.options_for(view.options)  # change with it is (``_with_its_comment``), whichever
+            # of the two webhooks comes first (s25 F8) ... unless the issue already sat in the approve status:
+            # after a vote of a quorum that leaves the request pending, Hazel leaves the issue there, and another
+            # approver's comment is then a comment, not a vote (s20: an objection was counted as the approval
+            # completing the quorum)
             if (same_status(event.issue_status, opts.approve_status) and view.request.approvals == 0) or \
                     same_status(event.issue_status, opts.reject_status):
                 moved = dataclasses.replace(event, kind="transition", to_status=event.issue_status)
                 return self._transition(moved, view, opts, newer)
+        if command.action == "unknown":
+            return self._reply(event, f"/{inline(command.argument)} is not a Hazel command. {HELP}", refused=True)
         if command.plain and (not answering or "feedback" not in view.actions or not command.argument):
             return 200, {"ignored": "a comment, not a decision"}
         if command.action == "rewind":
@@ -385,6 +391,36 @@ class JiraWebhook:
         """Answer the person on the issue (raises DeliveryError when Jira is down: the caller answers 503)."""
         self.channel.comment(event.issue_id, f"{mention(event.actor.id, cloud=self.channel.cloud)} {text}")
         return 200, {"refused" if refused else "answered": text}
+
+
+def _with_its_comment(event: JiraEvent, moved: str) -> tuple[str, dict[str, Any]] | str:
+    """What a move of the issue to the approve (``moved="approve"``) or reject status says together with the
+    comment made with it (``event.text``, which the status change and the ``comment_created`` webhook both
+    carry: one decides, the other is its duplicate): ``(action, payload)``, or the refusal when they disagree.
+
+    No comment or a plain one: the move (a plain comment is a rejection's reason). A command that agrees: the
+    command (``/reject REASON`` rejects with REASON; ``/edit VALUE`` with the approve status edits, as an edit
+    approves the edited version). Any other command (``/reject`` with the approve status, ``/approve`` with the
+    reject status, ``/feedback``, ``/rewind``, an unknown one): the two disagree and neither counts; the caller
+    moves the issue back. Each order of the two webhooks reads the same (s25 F8: the status change approved
+    and dropped an ``/edit``, or the comment rejected while the issue stayed approved, by delivery order)."""
+    text = event.text.strip()
+    command = parse_command(event.text, own_words=not event.quoted_opening)
+    if command.plain:
+        return (moved, {}) if moved == "approve" else ("reject", {"reason": text or f"moved to {event.to_status} "
+                                                                                       "in Jira"})
+    if command.action == moved == "approve":
+        return "approve", {}
+    if command.action == moved == "reject":
+        return "reject", {"reason": command.argument or f"moved to {event.to_status} in Jira"}
+    if command.action == "edit" and moved == "approve":
+        if not command.argument.strip():
+            return "/edit needs the new value after it. Nothing changed."
+        return "edit", {"text": command.argument}  # (the engine parses it)
+    said = "not a Hazel command" if command.action == "unknown" else ""
+    return (f"The issue was moved to {event.to_status}, which {'approves' if moved == 'approve' else 'rejects'}, "
+            f"but the comment made with it says /{inline(command.argument if said else command.action)}"
+            f"{' (' + said + ')' if said else ''}: the two disagree, so neither counts. Nothing changed.")
 
 
 def _refusal(exc: HazelError) -> str:

@@ -413,3 +413,54 @@ def test_a_transition_agreeing_with_a_settled_request_leaves_the_issue_where_it_
     env.fake.set_status(issue["id"], status)
     refused = env.send(env.transition(issue, "Approved")).json()["refused"]
     assert "Hazel moved the issue back to" in refused and env.fake.status(issue["id"]) == status, refused
+
+
+EDITED = '/edit {code:json}\n{"001_fix.up.sql": "SELECT 1;"}\n{code}'
+
+
+@pytest.mark.parametrize("comment_first", [True, False], ids=["comment-first", "transition-first"])
+@pytest.mark.parametrize("to, text, decided, reason", [
+    ("Approved", EDITED, "edit", None),
+    ("Approved", "/approve", "approve", None),
+    ("Rejected", "/reject the index locks the table", "reject", "the index locks the table"),
+    ("Rejected", "the index locks the table", "reject", "the index locks the table"),
+    ("Approved", "/reject nope", None, None),
+    ("Rejected", "/approve", None, None),
+    ("Approved", "/feedback add a rollback", None, None),
+    ("Approved", "/bogus", None, None),
+], ids=["approve+edit", "approve+approve", "reject+reject", "reject+plain", "approve+reject", "reject+approve",
+        "approve+feedback", "approve+unknown"])
+def test_a_transition_with_a_command_reads_the_same_in_either_order(
+        env: JiraEnv, comment_first: bool, to: str, text: str, decided: str | None, reason: str | None) -> None:
+    """s25 F8: a transition made with a command in its comment reaches Hazel as a status change and a
+    ``comment_created``, in no set order, and was read differently by each: moved to Approved with ``/edit …``,
+    the status change approved the draft unedited (the edit dropped without a word) while the comment edited it;
+    moved to Approved with ``/reject nope``, one approved and the other rejected, the issue left in Approved. The
+    two now read the same: a command that agrees with the move decides (an edit approves), one that disagrees
+    decides nothing, is answered, and the issue is moved back."""
+    run_id = env.start()
+    issue = env.issue(run_id)
+    before = env.fake.set_status(issue["id"], to)  # the person moves it, typing the comment on the screen
+    comment = env.comment(env.fake.issue(issue["id"]), text, comment_id="7001")
+    moved = p.transition_event(env.fake.issue(issue["id"]), to, before, env.who["sme"], cloud=env.cloud,
+                               base=env.fake.base, comment=text, comment_id="7001")
+    first, second = (comment, moved) if comment_first else (moved, comment)
+    answer = env.send(first).json()
+    assert env.send(second).json() == {"duplicate": True}
+    if decided is None:
+        assert "the two disagree, so neither counts. Nothing changed." in answer["refused"], answer
+        if comment_first:  # (a comment's webhook does not say which status the issue left)
+            assert answer["refused"].endswith(f"The issue is still in {to}: move it back by hand."), answer
+        else:
+            assert f"Hazel moved the issue back to {before}" in answer["refused"], answer
+            assert env.fake.status(issue["id"]) == before
+        unchanged(env, run_id, comments_before=1)
+        return
+    assert answer["decided"] == decided, answer
+    [decision] = [d for d in env.hazel.decisions(run_id=run_id) if d.channel == "jira"]
+    assert decision.action.value == decided
+    if reason is not None:
+        assert decision.payload["reason"] == reason
+    if decided == "edit":
+        env.drive(run_id)
+        assert env.hazel.state_at(run_id=run_id).scripts == {"001_fix.up.sql": "SELECT 1;"}
