@@ -79,7 +79,8 @@ class JiraChannel(Channel):
         client: a ``jira.JIRA`` (see ``integrations.jira.client.build_client``).
         cloud: Jira Cloud (people are account ids) rather than Server / Data Center (user names).
         defaults: issue type and statuses where a steering point sets no ``jira_*`` option.
-        max_chars: characters of artefact per description (Jira's limit per field is 32,767).
+        max_chars: characters of artefact per description, in UTF-16 code units as Jira counts them (Jira's
+            limit per field is 32,767: ``render.FIELD_CHARS``).
         link_for: ``run_id -> URL | None``, the signed "View run" link each issue description carries.
         identities: ``person -> their Jira identities`` (the people file), so that approvers listed as
             ``people`` are mentioned and watch the issue; None (also settable later as ``.identities``: the
@@ -232,7 +233,8 @@ class JiraChannel(Channel):
     # -- issue operations (also used by the webhook to answer people) ----------------------------------
 
     def comment(self, issue_id: str, text: str, *, delivery: Delivery | None = None, part: str = "comment") -> None:
-        """Add a comment as Hazel (``POST /rest/api/2/issue/{id}/comment``).
+        """Add a comment as Hazel (``POST /rest/api/2/issue/{id}/comment``), ``text`` cut at Jira's limit
+        (``render.FIELD_CHARS`` UTF-16 code units: ``render.cut_utf16``).
 
         With ``delivery`` (the outbox message it is for; ``part``: which of its comments) the comment carries the
         property ``COMMENT_PROPERTY`` naming them, and a retry (``delivery.attempt > 1``: an earlier attempt may
@@ -242,7 +244,7 @@ class JiraChannel(Channel):
         Raises:
             DeliveryError, PermanentDeliveryError.
         """
-        body = text[: render.FIELD_CHARS]
+        body = render.cut_utf16(text, render.FIELD_CHARS)  # (Jira counts UTF-16 code units: render.utf16_len)
         if delivery is None:
             with jira_call("add a comment"):
                 self.client.add_comment(issue_id, body)

@@ -1,8 +1,10 @@
 """Jira texts: issue summary and description, outcome, progress and reminder comments (Jira wiki markup, the
 format of REST API v2 text fields on Cloud and Server; see "Text formatting notation" in Jira's help).
 
-Jira holds at most 32,767 characters per text field; long artefacts are cut at ``max_chars`` with a note
-pointing at ``hazel show RUN --full``.
+Jira holds at most 32,767 characters per text field, counted as Java counts a ``String``'s length: in UTF-16
+code units, so a character outside the Basic Multilingual Plane (an emoji, ``🐳``) counts 2 (``utf16_len``).
+Every limit here is counted so and every cut is made so (``cut_utf16``, which never splits a surrogate pair);
+long artefacts are cut at ``max_chars`` with a note pointing at ``hazel show RUN --full``.
 
 Stored text (an artefact, a person's name, a reason, a step's error) never renders as markup or a mention:
 artefacts and multi-line texts go in a ``{noformat}`` block (a ``{noformat}`` inside them is broken with a
@@ -25,13 +27,42 @@ from store.models import (Approvers, Decision, ProgressView, RequestStatus, Requ
                           past_tense, person_label, still_waiting_text)
 
 MAX_TEXT_CHARS = 30_000
-"""Characters of artefact Hazel puts in one description (Jira's limit per field is 32,767)."""
+"""Characters (UTF-16 code units, ``utf16_len``) of artefact Hazel puts in one description (Jira's limit per
+field is 32,767)."""
 FIELD_CHARS = 32_767
-"""Jira's limit for a text field (description, comment body)."""
+"""Jira's limit for a text field (description, comment body), in UTF-16 code units: 32,767 on Cloud, the default
+of the ``jira.text.field.character.limit`` setting on Server / Data Center ("Configuring advanced settings",
+Jira administration docs), checked on the text's Java ``String.length()``, "the number of Unicode code units in
+the string" (https://docs.oracle.com/javase/8/docs/api/java/lang/String.html#length--). A longer text is
+refused with HTTP 400, which the outbox takes as permanent: the issue or comment would never be posted."""
 SUMMARY_CHARS = 255
-"""Jira's limit for an issue summary."""
+"""Jira's limit for an issue summary, in UTF-16 code units as ``FIELD_CHARS``."""
 STEP_CHARS = 80
 """Characters of a step's name in a list of checkpoints (``rewind_help``); a longer one is cut with ``…``."""
+
+
+def utf16_len(text: str) -> int:
+    """The length of ``text`` as Jira counts it (Java's ``String.length()``): UTF-16 code units, 1 for each
+    character of the Basic Multilingual Plane, 2 for each above it (U+10000 and up: emoji, CJK extension
+    ideographs, mathematical letters). A lone surrogate code point (possible in a Python ``str``) counts 1."""
+    return len(text) if text.isascii() else len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def cut_utf16(text: str, limit: int) -> str:
+    """The longest start of ``text`` that is at most ``limit`` UTF-16 code units long (``utf16_len``; ``text``
+    itself when it fits; ``""`` for a ``limit`` of 0 or less). Cut between characters, so a character above the
+    BMP (one Python character, two units) is kept whole or dropped, and a surrogate pair held as two code points
+    (a high surrogate then a low one) is never split either."""
+    if utf16_len(text) <= limit:
+        return text
+    units = 0
+    for at, char in enumerate(text):
+        units += 2 if char > "\uffff" else 1
+        if units > limit:
+            if at and "\ud800" <= text[at - 1] <= "\udbff" and "\udc00" <= char <= "\udfff":
+                at -= 1  # (the pair's high half would end the text alone)
+            return text[:at]
+    return text
 
 
 _UNMENTIONABLE = re.compile(r"[\[\]{}|~\x00-\x1f\x7f]")
@@ -89,10 +120,11 @@ def who_may(approvers: Approvers, *, cloud: bool, identities: JiraIdentities | N
 
 
 def summary(view: RequestView) -> str:
-    """``<title> (run <id>)`` on one line, at most 255 characters, its control characters and bidirectional
-    overrides as visible escapes (``for_terminal``)."""
+    """``<title> (run <id>)`` on one line, at most 255 UTF-16 code units (``SUMMARY_CHARS``: a longer one is
+    cut, ending with ``…``), its control characters and bidirectional overrides as visible escapes
+    (``for_terminal``)."""
     text = for_terminal(" ".join(f"{view.title} (run {view.run.id})".split()), one_line=True)
-    return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
+    return text if utf16_len(text) <= SUMMARY_CHARS else cut_utf16(text, SUMMARY_CHARS - 1) + "…"
 
 
 _SPECIAL = re.compile(r"[_+\-*^~|\[\]{}()!&:;?#\\]")
@@ -137,11 +169,26 @@ def inline(text: str) -> str:
     return _SPECIAL.sub(_escape_char, for_terminal(" ".join(str(text).split()), one_line=True))
 
 
+QUOTE_CHARS = 30_000
+"""UTF-16 code units (``utf16_len``) of a person's free text (a reason, feedback) Hazel quotes in one comment,
+so that the comment around it fits in Jira's field (``FIELD_CHARS``) and a ``{noformat}`` block is closed."""
+_PARTIAL_ESCAPE = re.compile(r"\\$|(?<!\\)&(?:#(?:9(?:2)?)?)?$")
+"""The start of an ``inline`` escape that a cut left at the end of the text (``\\`` before its character, or part
+of ``&#92;``; a complete ``\\&`` stays)."""
+
+
 def quoted(text: str) -> str:
     """Free text (a reason, feedback, an error) as literal wiki text: ``inline`` when it is one line, else a
-    ``{noformat}`` block on its own lines."""
+    ``{noformat}`` block on its own lines. Markup longer than ``QUOTE_CHARS`` UTF-16 code units is cut there
+    (never inside an escape; the block still closed) and followed by ``_(cut at 30,000 characters)_``."""
     text = str(text)
-    return inline(text) if "\n" not in text.strip() else "\n" + _block(_escape(text.strip("\n")))
+    block = "\n" in text.strip()
+    shown = _escape(text.strip("\n")) if block else inline(text)
+    if utf16_len(shown) <= QUOTE_CHARS:
+        return "\n" + _block(shown) if block else shown
+    shown = cut_utf16(shown, QUOTE_CHARS)
+    note = f"_(cut at {QUOTE_CHARS:,} characters)_"
+    return "\n" + _block(shown + "\n…") + "\n" + note if block else _PARTIAL_ESCAPE.sub("", shown) + "… " + note
 
 
 def _escape(text: str) -> str:
@@ -156,8 +203,8 @@ def _block(text: str) -> str:
 
 def artefact(value: Any, *, max_chars: int = MAX_TEXT_CHARS, run_id: str = "RUN") -> str:
     """The shown value as wiki markup: text as preformatted text, a mapping of texts (e.g. file name -> SQL)
-    as one block per entry under its name, anything else as JSON; at most ``max_chars`` characters of
-    markup plus a closing note when it had to be cut."""
+    as one block per entry under its name, anything else as JSON; at most ``max_chars`` UTF-16 code units
+    (``utf16_len``: what Jira counts) of markup plus a closing note when it had to be cut."""
     if isinstance(value, dict) and value and all(isinstance(v, str) for v in value.values()):
         entries: list[tuple[str | None, str]] = list(value.items())
     elif isinstance(value, str):
@@ -167,15 +214,15 @@ def artefact(value: Any, *, max_chars: int = MAX_TEXT_CHARS, run_id: str = "RUN"
     parts, used, cut = [], 0, False
     for name, body in entries:
         head = f"*{inline(name)}*\n" if name is not None else ""
-        room = max_chars - used - len(head) - len(_block("")) - 1
+        room = max_chars - used - utf16_len(head) - len(_block("")) - 1
         if room <= 0:
             cut = True
             break
         body = _escape(body)
-        if len(body) > room:
-            body, cut = body[:room], True
+        if utf16_len(body) > room:
+            body, cut = cut_utf16(body, room), True
         parts.append(head + _block(body))
-        used += len(parts[-1]) + 1
+        used += utf16_len(parts[-1]) + 1
         if cut:
             break
     if cut:
@@ -237,9 +284,10 @@ def rewind_help(run_id: str, choices: RewindChoices) -> str:
 
 def description(view: RequestView, opts: JiraOptions, *, cloud: bool, max_chars: int = MAX_TEXT_CHARS,
                 link: str | None = None, identities: JiraIdentities | None = None) -> str:
-    """The issue description: what is asked, the run's context, the artefact (at most ``max_chars``, and
-    never more than fits in Jira's field), and how to answer; ``link``: the run page's signed "View run"
-    URL (none: no such line); ``identities``: people's Jira identities (``who_may``)."""
+    """The issue description: what is asked, the run's context, the artefact (at most ``max_chars`` UTF-16 code
+    units, and never more than fits in Jira's field, ``FIELD_CHARS``: the whole description is cut there should
+    its other parts alone not fit), and how to answer; ``link``: the run page's signed "View run" URL (none: no
+    such line); ``identities``: people's Jira identities (``who_may``)."""
     r = view.request
     lines = [f"Hazel asks: *{inline(view.title)}*", "",
              f"*Run:* {view.run.id} · *Workflow:* {inline(view.workflow)} v{view.workflow_version} · *Step:* "
@@ -257,9 +305,9 @@ def description(view: RequestView, opts: JiraOptions, *, cloud: bool, max_chars:
             f"_Request #{r.id} of run {view.run.id}. From a terminal: {{{{hazel show {view.run.id}}}}}._"]
     heading = f"h3. {inline(view.show) if view.show else 'State'}"
     frame = "\n".join([*lines, "", heading, *tail])
-    room = min(max_chars, FIELD_CHARS - len(frame) - 200)  # 200: the cut note and the line breaks
-    return "\n".join([*lines, "", heading,
-                      artefact(view.shown_value, max_chars=room, run_id=view.run.id), *tail])
+    room = min(max_chars, FIELD_CHARS - utf16_len(frame) - 200)  # 200: the cut note and the line breaks
+    return cut_utf16("\n".join([*lines, "", heading, artefact(view.shown_value, max_chars=room,
+                                                               run_id=view.run.id), *tail]), FIELD_CHARS)
 
 
 def _settling(view: RequestView) -> Decision | None:
