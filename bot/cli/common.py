@@ -283,19 +283,44 @@ EXIT_INTERRUPTED = 130
 
 _driving: list[str] = []
 """The runs the running command has executed (``bot.cli.runs.drive``), for the line Ctrl-C prints."""
+_document: list[dict[str, Any]] = []
+"""What the running command recorded before it executes a run (``recorded``), for the JSON document Ctrl-C
+prints."""
+
+
+def recorded(members: dict[str, Any]) -> None:
+    """Keep ``members`` of the running command's JSON document that stand whatever happens next (a decision
+    command's ``decision``, ``request``, ``settled``, …: recorded before it executes the run): with ``--json``,
+    Ctrl-C prints them in its document (``_interrupted``), so that a script knows the decision was taken."""
+    _document[:] = [members]
 
 
 def _interrupted(json_mode: bool) -> None:
     """Say what Ctrl-C left: the run the command was executing, whose step cut short runs again from its last
     checkpoint (the next command on this host, or the lease's expiry elsewhere, hands it back: ``ready``), in
-    ``hazel serve`` / ``hazel worker`` or through ``hazel retry RUN`` here."""
+    ``hazel serve`` / ``hazel worker`` or through ``hazel retry RUN`` here. With ``json_mode``, the command's
+    JSON document as far as it got (``recorded``; the run and its pending request as stored now, ``_run_now``)
+    with that line as its ``"error"`` member, ``{"type": "KeyboardInterrupt", "message": …}``; the error object
+    alone when the command had recorded nothing."""
     run_id = _driving[-1] if _driving else None
     message = "interrupted" + (f": run {run_id} was executing; a step cut short runs again from its last "
                                f"checkpoint: `{command_prefix()} retry {run_id}` continues it here, or `hazel "
                                "serve` / `hazel worker`" if run_id else "")
     if json_mode:
-        emit_json({"error": {"type": "KeyboardInterrupt", "message": message}})
+        document = {**(_document[0] if _document else {}), **(_run_now(run_id) if run_id else {})}
+        emit_json({**document, "error": {"type": "KeyboardInterrupt", "message": message}})
     console("err").print(message, soft_wrap=True, markup=False)
+
+
+def _run_now(run_id: str) -> dict[str, Any]:
+    """``{"run": …, "pending_request": …}`` of ``run_id`` as stored now, read through the command's engine;
+    ``{}`` when they cannot be read (no engine, the database gone: Ctrl-C's document goes without them)."""
+    if not _opened:
+        return {}
+    try:
+        return {"run": _opened[-1].get(run_id=run_id), "pending_request": _opened[-1].pending_request(run_id=run_id)}
+    except Exception:  # noqa: BLE001 (the interruption is what is reported)
+        return {}
 
 
 def _stdout_to_devnull() -> None:
@@ -342,6 +367,7 @@ def handle_errors(fn: F) -> F:
             raise typer.Exit(1) from None
         finally:
             _driving.clear()
+            _document.clear()
             start_up_warnings.clear()
             _error_log.clear()
             _stdin_read.clear()

@@ -45,6 +45,9 @@ def _after(hazel: "Hazel", outcome: "DecisionOutcome", detach: bool, json_out: b
     from store.models import still_waiting_text
 
     verb = outcome.decision.action.value
+    extra = {"decision": outcome.decision, "request": outcome.request, "settled": outcome.settled,
+             "duplicate": outcome.duplicate, "still_pending": list(outcome.still_pending)}
+    common.recorded(extra)  # (Ctrl-C from here on: --json's document carries them)
     if not json_out:
         if outcome.duplicate:
             who = outcome.decision.actor_name or outcome.decision.actor_id
@@ -69,9 +72,7 @@ def _after(hazel: "Hazel", outcome: "DecisionOutcome", detach: bool, json_out: b
         result = drive(hazel, outcome.run_id)  # (delivers the run's notifications)
     else:  # a decision that ended the run, left it waiting, or left it to a worker: its notifications now
         hazel.deliver_due(run_ids=[outcome.run_id])
-    finish(hazel, outcome.run_id, result, json_out, extra={
-        "decision": outcome.decision, "request": outcome.request, "settled": outcome.settled,
-        "duplicate": outcome.duplicate, "still_pending": list(outcome.still_pending)})
+    finish(hazel, outcome.run_id, result, json_out, extra=extra)
 
 
 @app.command("approve")

@@ -294,3 +294,27 @@ def test_ctrl_c_mid_step_says_which_run_it_left_and_how_it_continues(db_url: str
     after = shown(run_id, reader)
     assert after["run"]["status"] == "waiting" and after["pending_request"]["point"] == "sign_off"
     assert effects(tmp_path).count("slow-start") == 2 and effects(tmp_path).count("slow-end") == 1
+
+
+def test_ctrl_c_mid_step_with_json_prints_the_decision_with_the_interruption_as_its_error(
+        db_url: str, tmp_path: Path, reader) -> None:  # noqa: ANN001
+    """s25 F12: with ``--json`` Ctrl-C printed only ``{"error": …}``, where the human output says the approve was
+    recorded: a script could not tell whether to approve again. Now the command's document carries the decision
+    (and the run as it is then), with the interruption as its ``"error"`` member: one document."""
+    env = environment(db_url, tmp_path)
+    run_id = waiting_run(reader)
+    (tmp_path / "block").touch()
+    first = popen(["-m", "bot.cli", "approve", run_id, "--json"], env)
+    wait_for(tmp_path / "slow.started", first)
+    first.send_signal(signal.SIGINT)
+    out, err = finish(first, 30)
+    (tmp_path / "block").unlink()
+    assert first.returncode == 130, out + err
+    body = json.loads(out)  # one document
+    message = (f"interrupted: run {run_id} was executing; a step cut short runs again from its last checkpoint: "
+               f"`hazel retry {run_id}` continues it here, or `hazel serve` / `hazel worker`")
+    assert body["error"] == {"type": "KeyboardInterrupt", "message": message}, body
+    assert body["decision"]["action"] == "approve" and body["decision"]["actor_id"] == "tester", body
+    assert body["settled"] is True and body["request"]["point"] == "review", body
+    assert body["run"]["id"] == run_id and body["run"]["status"] == "running" and body["pending_request"] is None
+    assert err.endswith(message + "\n"), err
