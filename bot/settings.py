@@ -23,6 +23,10 @@ _MORE_THAN_ZERO = frozenset({"workers"})
 """Numeric settings (besides ``*_sec`` and ports) for which 0 makes no sense."""
 MIN_DURATION_SEC = 0.001
 """The shortest duration a ``*_sec`` setting takes (1 ms): below it a sweep, a lease or a tick spins."""
+MIN_SCHEDULER_TICK_SEC = 0.1
+"""The shortest ``HAZEL_SCHEDULER_TICK_SEC``: a tick is a few database round trips, the safety net for deadlines
+this process did not hear of; one every millisecond started before the last had ended, about 500 times a second
+(APScheduler's "skipped: maximum number of running instances reached"), and fired nothing sooner."""
 MAX_WORKERS = 1000
 """Most worker threads of one process (``HAZEL_WORKERS``, ``--workers``)."""
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -373,7 +377,7 @@ class Settings(BaseSettings):
     scheduler_tick_sec: float = Field(5.0, validation_alias="HAZEL_SCHEDULER_TICK_SEC")
     """Seconds between the scheduler's periodic looks at what is due (reminders, escalations, timeouts,
     retries): the safety net. Deadlines this process commits (and, on PostgreSQL, those other processes commit)
-    fire on time."""
+    fire on time. At least ``MIN_SCHEDULER_TICK_SEC``."""
     retention_days: float | None = Field(None, ge=0, lt=1_000_000, allow_inf_nan=False,
                                          validation_alias="HAZEL_RETENTION_DAYS")
     """When set, ``hazel serve`` / ``hazel worker`` prune daily the checkpoints of runs that ended more than
@@ -500,7 +504,8 @@ class Settings(BaseSettings):
     @classmethod
     def _in_range(cls, value: object, info: ValidationInfo) -> object:
         """Every setting in its range, whatever its field says: numbers finite, not negative and at most
-        2**31 - 1, ports ``1``-``65535``, durations (``*_sec``) at least 1 ms and ``HAZEL_WORKERS`` above 0; text that has a
+        2**31 - 1, ports ``1``-``65535``, durations (``*_sec``) at least 1 ms (``HAZEL_SCHEDULER_TICK_SEC`` at least
+        ``MIN_SCHEDULER_TICK_SEC``) and ``HAZEL_WORKERS`` above 0; text that has a
         non-blank default never blank. A new field gets these checks without asking (``tests/bot/test_cli_malformed.py``
         feeds every field malformed values)."""
         name = info.field_name or ""
@@ -519,6 +524,9 @@ class Settings(BaseSettings):
                     raise ValueError("must be more than 0")
                 if name.endswith("_sec") and value < MIN_DURATION_SEC:  # (1e-300: a loop that never sleeps)
                     raise ValueError(f"must be at least {MIN_DURATION_SEC} s")
+                if name == "scheduler_tick_sec" and value < MIN_SCHEDULER_TICK_SEC:
+                    raise ValueError(f"must be at least {MIN_SCHEDULER_TICK_SEC} s (the scheduler's safety net: "
+                                     "deadlines fire on time whatever the tick)")
                 if name == "workers" and value > MAX_WORKERS:  # (as `--workers`)
                     raise ValueError(f"must be at most {MAX_WORKERS:,}")
             elif value < 0:

@@ -89,7 +89,7 @@ class Scheduler:
         """Start APScheduler's background thread: a tick at once, then every ``tick_sec``."""
         if self._aps is not None:
             return
-        self._aps = BackgroundScheduler(timezone=timezone.utc, job_defaults={
+        self._aps = BackgroundScheduler(timezone=timezone.utc, logger=_SkipsAtDebug(_APS_LOG, {}), job_defaults={
             "coalesce": True, "max_instances": 1, "misfire_grace_time": None})
         now = datetime.now(timezone.utc)
         self._aps.add_job(self._run_tick, "interval", seconds=self.tick_sec, id=TICK_JOB, next_run_time=now)
@@ -210,3 +210,20 @@ class Scheduler:
             self.prune()
         except Exception as exc:
             log_failure(log, "scheduled prune", exc)
+
+
+_APS_LOG = logging.getLogger("apscheduler.scheduler")
+"""APScheduler's own logger, the one it logs to without ``logger=``."""
+
+
+class _SkipsAtDebug(logging.LoggerAdapter):
+    """APScheduler's logger (``_APS_LOG``) as this scheduler's, but for its WARNING ``Execution of job "…" skipped:
+    maximum number of running instances reached``, logged at DEBUG: a tick or a prune still running when the next
+    one is due (a slow database, a short ``HAZEL_SCHEDULER_TICK_SEC``) is not run twice at once, and the next runs
+    once it has ended (``coalesce``): nothing is lost. Logged at WARNING, it was a line per skipped tick (about
+    500 a second at a 1 ms tick)."""
+
+    def log(self, level: int, msg: object, *args: object, **kwargs: object) -> None:
+        if level == logging.WARNING and "maximum number of running instances reached" in str(msg):
+            level = logging.DEBUG
+        super().log(level, msg, *args, **kwargs)  # type: ignore[arg-type]
