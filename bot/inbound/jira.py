@@ -75,7 +75,7 @@ from integrations.jira import (
 from integrations.jira.options import same_status
 from integrations.jira.render import inline, mention, rewind_help, rewound_comment, who_may
 from integrations.jira.webhook import SIGNATURE_HEADER, WEBHOOK_ID_HEADER, split_rewind
-from store.models import Actor, RequestStatus, RequestView, RunStatus, SteeringRequest, past_tense
+from store.models import Actor, Decision, RequestStatus, RequestView, RunStatus, SteeringRequest, past_tense
 
 log = logging.getLogger("hazel.jira")
 HELP = ("Answer with a plain comment (feedback), or /approve, /reject REASON, /edit followed by the new value, "
@@ -265,7 +265,7 @@ class JiraWebhook:
         # (feedback written on a version answered since is refused, saying so, rather than ignored as a comment;
         # so is feedback on the issue of a run that has ended: the engine says who settled it, and the run ended)
         answering = (pending or (newer is not None and newer.status is RequestStatus.PENDING)
-                     or view.run.status.ended)
+                     or view.run.status.ended or _written_while_pending(event, view.request))
         if pending and event.issue_status:  # the comment of a transition, delivered first: read as the status
             opts = self.channel.options_for(view.options)  # change with it is (``_with_its_comment``), whichever
             # of the two webhooks comes first (s25 F8) ... unless the issue already sat in the approve status:
@@ -323,6 +323,8 @@ class JiraWebhook:
                  run_id, " (duplicate)" if outcome.duplicate else "")
         decided = {"decided": outcome.decision.action.value, "run_id": run_id, "duplicate": outcome.duplicate,
                    "run_status": outcome.run_status.value}
+        if outcome.duplicate and event.webhook_event == "comment_updated":  # an edit of a comment that decided
+            return self._post(_Answer(event, _counted_already(outcome.decision), decided=decided))
         settled = outcome.request
         if action == "rewind" and not outcome.duplicate and (
                 settled is None or settled.message_key != message_key(event.issue_id)):
@@ -421,6 +423,23 @@ def _with_its_comment(event: JiraEvent, moved: str) -> tuple[str, dict[str, Any]
     return (f"The issue was moved to {event.to_status}, which {'approves' if moved == 'approve' else 'rejects'}, "
             f"but the comment made with it says /{inline(command.argument if said else command.action)}"
             f"{' (' + said + ')' if said else ''}: the two disagree, so neither counts. Nothing changed.")
+
+
+def _written_while_pending(event: JiraEvent, request: SteeringRequest) -> bool:
+    """Whether the comment was written (the payload's ``timestamp``: ``event.at``) before ``request`` was
+    settled: feedback meant for it, refused saying who settled it first, rather than ignored as a comment (s25
+    F13: an SME's feedback delivered just after another channel approved was ignored without a word while the
+    run went on). False when either time is unknown."""
+    return event.at is not None and request.decided_at is not None and event.at < request.decided_at
+
+
+def _counted_already(decision: Decision) -> str:
+    """The answer to an edit of a comment that has decided already (``comment_updated`` of its comment id): the
+    decision stands as first taken, so the person is told so, and how to answer again (s25 F15: a feedback
+    comment edited into ``/approve`` was silently taken as its earlier feedback's duplicate)."""
+    return (f"This comment was already counted: {past_tense(decision.action.value)} at "
+            f"{decision.created_at.strftime('%Y-%m-%d %H:%M UTC')}. Editing it changes nothing; to answer again, "
+            "add a new comment.")
 
 
 def _refusal(exc: HazelError) -> str:

@@ -464,3 +464,44 @@ def test_a_transition_with_a_command_reads_the_same_in_either_order(
     if decided == "edit":
         env.drive(run_id)
         assert env.hazel.state_at(run_id=run_id).scripts == {"001_fix.up.sql": "SELECT 1;"}
+
+
+def test_an_edit_of_a_comment_that_decided_is_answered(env: JiraEnv) -> None:
+    """s25 F15: a feedback comment edited into ``/approve`` was taken as the feedback's duplicate without a word,
+    and the person believed they had approved. The decision stands as first taken and the person is told so."""
+    run_id = env.start()
+    issue = env.issue(run_id)
+    first = env.send(env.comment(issue, "please add a rollback section", comment_id="7770001")).json()
+    assert first["decided"] == "feedback", first
+    env.drive(run_id)
+    edited = env.send(env.comment(issue, "/approve", comment_id="7770001", event="comment_updated")).json()
+    assert edited["duplicate"] is True and edited["decided"] == "feedback", edited
+    [feedback] = [d for d in env.hazel.decisions(run_id=run_id) if d.channel == "jira"]
+    assert edited["answered"] == (
+        f"This comment was already counted: {'answered with feedback'} at "
+        f"{feedback.created_at.strftime('%Y-%m-%d %H:%M UTC')}. Editing it changes nothing; to answer again, add "
+        "a new comment."), edited
+    assert env.fake.bodies(issue["id"])[-1].endswith(edited["answered"])
+    assert env.hazel.get(run_id=run_id).status is RunStatus.WAITING  # (at the redraft: nothing was approved)
+
+
+def test_feedback_written_before_another_channel_settled_is_answered(env: JiraEnv) -> None:
+    """s25 F13: feedback written while the request was pending and delivered just after someone approved it on
+    another channel, while the run executed its next step, was ignored as a comment, without a word. It is
+    refused now, saying who settled it; a comment written after the settlement is still only a comment."""
+    from datetime import datetime, timedelta, timezone
+
+    from tests.support.jira_env import OPERATOR
+
+    run_id = env.start()
+    issue = env.issue(run_id)
+    written = datetime.now(timezone.utc) - timedelta(seconds=2)
+    env.hazel.decide(run_id=run_id, action="approve", actor=OPERATOR)  # (not driven: the next step "executes")
+    assert env.hazel.get(run_id=run_id).status is not RunStatus.WAITING
+    late = env.send(env.comment(issue, "rework please: the plan misses the rollback", at=written)).json()
+    assert late["refused"].startswith("already approved by priya at "), late
+    assert env.fake.bodies(issue["id"])[-1].endswith(late["refused"])
+    after = env.send(env.comment(issue, "thanks, looks good", comment_id="7770002",
+                                 at=datetime.now(timezone.utc) + timedelta(seconds=1))).json()
+    assert after == {"ignored": "a comment, not a decision"}, after
+    assert [d.channel for d in env.hazel.decisions(run_id=run_id)] == ["console", "console"]
