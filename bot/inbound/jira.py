@@ -55,6 +55,7 @@ from bot.engine import (
     EmptyEditError,
     Hazel,
     HazelError,
+    MissingEditValueError,
     MissingRewindTargetError,
     NotAllowedError,
 )
@@ -287,10 +288,8 @@ class JiraWebhook:
             return self._decide(event, view, "reject", {"reason": command.argument}, newer=newer)
         if command.action == "feedback":
             return self._decide(event, view, "feedback", {"text": command.argument}, newer=newer)
-        if command.action == "edit" and pending:
-            if not command.argument.strip():
-                return self._reply(event, "/edit needs the new value after it. Nothing changed.", refused=True)
-            return self._decide(event, view, "edit", {"text": command.argument}, newer=newer)  # the engine parses it
+        if command.action == "edit" and pending:  # the engine parses it; an empty one is refused after whether
+            return self._decide(event, view, "edit", {"text": command.argument}, newer=newer)  # the person may edit
         return self._decide(event, view, command.action, {}, newer=newer)
 
     def _decide(self, event: JiraEvent, view: RequestView, action: str, payload: dict[str, Any], *,
@@ -447,6 +446,8 @@ def _refusal(exc: HazelError) -> str:
     empty also says where an empty value can be given, since a comment has no way to (``EmptyEditError``:
     ``…; an empty value can be set with {{hazel edit --allow-empty}} or the REST API's {{allow_empty}}, not
     from a Jira comment``)."""
+    if isinstance(exc, MissingEditValueError):  # (in the comment's terms: s25 F1, a person who may not edit
+        return "/edit needs the new value after it"  # is told so first, by the engine)
     text = inline(exc.message)
     if isinstance(exc, EmptyEditError) and exc.hint:
         text += (f"; an empty value can be set with {{{{{exc.hint}}}}} or the REST API's "

@@ -505,3 +505,15 @@ def test_feedback_written_before_another_channel_settled_is_answered(env: JiraEn
                                  at=datetime.now(timezone.utc) + timedelta(seconds=1))).json()
     assert after == {"ignored": "a comment, not a decision"}, after
     assert [d.channel for d in env.hazel.decisions(run_id=run_id)] == ["console", "console"]
+
+
+def test_an_empty_edit_is_refused_after_whether_the_person_may_edit(env: JiraEnv) -> None:
+    """s25 F1: ``/edit`` with no value from a person who may not steer was answered how to form the command,
+    where ``/reject`` without a reason was answered that they may not: whether a person may act comes first."""
+    run_id = env.start()
+    issue = env.issue(run_id)
+    stranger = env.send(env.comment(issue, "/edit", person="stranger")).json()
+    assert "may not edit" in stranger["refused"] and "/edit needs" not in stranger["refused"], stranger
+    approver = env.send(env.comment(issue, "/edit  ", comment_id="7770003")).json()
+    assert approver["refused"].startswith("/edit needs the new value after it. Nothing changed."), approver
+    unchanged(env, run_id, comments_before=2)
