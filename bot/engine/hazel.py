@@ -58,6 +58,7 @@ from store.codec import is_text
 from store.models import (
     Action,
     Actor,
+    Approvers,
     ChannelName,
     Run,
     RunStatus,
@@ -318,6 +319,12 @@ class Hazel(Reads, Requests, Links):
             raise InvalidInputError("--as: the name is not UTF-8 text")
         person = self.people.person_named(acting_for.strip())
         return Actor(id=me, channel="console", name=me, person=person, acting_for=person)
+
+    def who_may(self, approvers: Approvers) -> str:
+        """Who ``approvers`` let decide, as every refusal names them (``permissions.who_may``): people by name,
+        each once (a Jira account or Slack id the people file claims is its person), others as listed, and
+        ``the console operator`` when the list admits them; ``"anyone"`` when it names nobody."""
+        return permissions.who_may([approvers], self.people) or "anyone"
 
     def workflow_warnings(self, *, name: str, version: int) -> list[str]:
         """What may make runs of workflow ``name`` at ``version`` wait forever without being an error of its

@@ -56,6 +56,10 @@ class Waiting:
 
     view: "RequestView"
     access: "Access | None" = None
+    who: str = ""
+    """Who may decide, people by name (``Hazel.who_may``; s25 F17: the page named a Jira account)."""
+    who_escalated: str = ""
+    """Who else may decide once the request was escalated (its ``escalate_to``), as ``who``."""
 
 
 def run_page(hazel: "Hazel", run_id: str, actor: "Actor | None", *, page: int = 0) -> RunPage:
@@ -76,8 +80,11 @@ def run_page(hazel: "Hazel", run_id: str, actor: "Actor | None", *, page: int = 
                     decisions=decisions[-DECISION_ROWS:], decisions_total=len(decisions), requests=requests,
                     graph=graph, request_of={r.id: r for r in requests})
     for pending in (r for r in requests if r.status.value == "pending"):  # several: parallel LangGraph nodes
-        shown.waiting.append(Waiting(hazel.request_view(request_id=pending.id),
-                                     hazel.access(request_id=pending.id, actor=actor) if actor is not None else None))
+        view = hazel.request_view(request_id=pending.id)
+        shown.waiting.append(Waiting(view, hazel.access(request_id=pending.id, actor=actor) if actor is not None
+                                     else None, who=hazel.who_may(view.approvers) if view is not None else "",
+                                     who_escalated=hazel.who_may(view.escalate_to)
+                                     if view is not None and view.escalate_to is not None else ""))
     if shown.waiting:
         shown.pending, shown.access = shown.waiting[0].view, shown.waiting[0].access
         if shown.access is not None:

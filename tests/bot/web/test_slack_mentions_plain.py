@@ -91,3 +91,27 @@ def test_a_run_page_names_the_backup_approvers_once_the_request_is_escalated(db_
         hazel.fire_request(request_id=request.id, now=request.created_at + timedelta(seconds=61))
         page = client.get(f"/runs/{run.id}").text
         assert re.search(r"Who may decide: alice · escalated [^<]*, so also bob</p>", page), page
+
+
+def test_the_page_names_a_jira_approver_by_person(db_url: str) -> None:
+    """s25 F17: the run page said ``Who may decide: priya, sam.lee`` for a Jira account the people file gives to
+    sam, where every refusal says ``only priya, sam may``."""
+    from bot.engine.people import People
+
+    wf = Workflow("jiraed", version=1, state=Doc)
+
+    @wf.step
+    def draft(state: Doc, ctx: StepContext) -> Doc:
+        return state
+
+    wf.steer("check", title="Jira check", approvers=Approvers(people=("priya",), jira_users=("sam.lee",)))
+    people = People.from_dict({"people": {"priya": {}, "sam": {"jira": ["sam.lee"]}}})
+    hazel, settings = make_hazel(db_url, wf, people=people), web_settings()
+    run = hazel.start(workflow="jiraed", input={"topic": "who"}, actor=as_api(hazel, "olga"))
+    hazel.drive(run_id=run.id)
+    app = create_app(hazel, routers=[web_router(hazel, settings)])
+    with LiveServer(app) as server:
+        client = Browserless(server.url)
+        sign_in(client, ALICE)
+        page = client.get(f"/runs/{run.id}").text
+        assert "Who may decide: priya, sam</p>" in page, page
