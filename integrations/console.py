@@ -132,9 +132,13 @@ class ConsoleChannel(Channel):
 
     @staticmethod
     def update_text(view: RequestView) -> str:
-        """``run ID: 1/2 approvals at 'TITLE'`` (a vote) or ``run ID: 'TITLE' approved by NAME`` (settled)."""
+        """``run ID: 1/2 approvals at 'TITLE': NAME approved`` (a vote, ``view.vote``, as it was counted, even
+        when delivered after the request settled) or ``run ID: 'TITLE' approved by NAME`` (settled)."""
         r = view.request
-        if r.status.value == "pending":
+        if view.vote is not None:
+            v = view.vote
+            return f"run {view.run.id}: {v.approvals}/{v.required} approvals at {view.title!r}: {v.by} approved"
+        if r.status.value == "pending":  # (a vote queued before votes carried what they say)
             return f"run {view.run.id}: {r.approvals}/{r.approvals_required} approvals at {view.title!r}"
         action = r.decided_action or ("cancel" if r.status is RequestStatus.CANCELLED else None)
         return f"run {view.run.id}: {view.title!r} {past_tense(action)} by {r.decided_by or 'Hazel'}"  # (past_tense:

@@ -43,10 +43,10 @@ class LoggingConsole(ConsoleChannel):
 
     def update_request(self, view: RequestView) -> None:
         r = view.request
-        pending = r.status.value == "pending"
+        vote = view.vote is not None or r.status.value == "pending"  # (a vote: pending when it was counted)
         self.log.info("%s", self.update_text(view), extra={
-            "run_id": view.run.id, "request_id": r.id, "kind": "approval" if pending else "decision",
-            "status": r.status.value})
+            "run_id": view.run.id, "request_id": r.id, "kind": "approval" if vote else "decision",
+            "status": "pending" if vote else r.status.value})
 
     def progress(self, view: ProgressView) -> None:
         if view.event == "waiting":

@@ -460,7 +460,8 @@ class OutboxMessage(_Record):
     """A notification committed with the transaction that caused it and delivered afterwards.
 
     ``kind`` is an ``OutboxKind``: ``request.opened`` (post a steering request), ``request.vote`` (a quorum
-    vote counted: update it in place), ``request.closed`` (decided or cancelled: update it in place),
+    vote counted: update it in place; its payload carries the vote, ``Vote.payload``), ``request.closed``
+    (decided or cancelled: update it in place),
     ``run.progress`` (steps done, completion or failure, in the thread of the previous request), ``reminder``,
     ``escalation``, and ``hook.event`` (a signed JSON event POSTed to a configured hook URL, channel ``hook``).
     ``payload`` carries ids and small facts; the deliverer reads the rest from the store at delivery time.
@@ -526,6 +527,32 @@ class Delivery(_Record):
     queued_at: datetime
 
 
+class Vote(_Record):
+    """One quorum vote as it was counted, which its ``request.vote`` outbox message carries (the message's payload,
+    written when the vote is counted): ``by``, who voted as messages name them (``Actor.label``: ``priya``);
+    ``approvals``, the request's approvals with this one counted (k of ``required``, the quorum n; k < n, as
+    the vote that reaches the quorum settles the request and queues ``request.closed`` instead).
+
+    A channel that adds a line per message (a Jira comment, a console line) says this, not the request as it is
+    when the message is delivered: a vote delivered after the request settled (Jira unreachable for a while, the
+    outbox retrying it) is still "Approval 1 of 2 from priya", never a second copy of the outcome."""
+
+    by: str
+    approvals: int
+    required: int
+
+    def payload(self) -> dict[str, Any]:
+        """The outbox message's payload that carries it (``from_payload`` reads it back)."""
+        return {"vote": self.model_dump()}
+
+    @classmethod
+    def from_payload(cls, payload: dict[str, Any] | None) -> "Vote | None":
+        """The vote a ``request.vote`` message's payload carries; None for a message queued before votes carried
+        one (or a ``copies_only`` one), which channels render from the request as it is then."""
+        vote = (payload or {}).get("vote")
+        return cls.model_validate(vote) if isinstance(vote, dict) else None
+
+
 class RequestView(_Record):
     """Everything a channel needs to render a steering request (built by ``bot`` at delivery time).
 
@@ -568,6 +595,9 @@ class RequestView(_Record):
     """True when the request has approvers but none of them can still decide (``waiting_for`` is None)."""
     delivery: Delivery | None = None
     """The outbox message this view is delivered for (None: built elsewhere, e.g. for a Home tab)."""
+    vote: Vote | None = None
+    """For a ``request.vote`` message: the vote it reports, as it was counted (``Vote``); None otherwise (and for
+    such a message queued before votes carried it)."""
     point_known: bool = True
     """False when the steering point is not known here (the run's workflow version is not deployed, or no
     longer has the point): ``actions`` and ``approvers`` are then placeholders, and who may decide is not known."""

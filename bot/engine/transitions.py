@@ -15,7 +15,7 @@ from bot.engine import deadlines, permissions
 from bot.engine.workflow import SteeringPoint, Workflow
 from store import Tx
 from store.fast import Later
-from store.models import SYSTEM, Actor, OutboxKind, RequestStatus, RunStatus, SteeringRequest
+from store.models import SYSTEM, Actor, OutboxKind, RequestStatus, RunStatus, SteeringRequest, Vote
 from store.waiting import NATIVE_KEY
 
 
@@ -95,14 +95,21 @@ def close_request(tx: Tx, request: SteeringRequest, *, now: datetime, by: Actor,
 def vote_request_later(tx: Tx, request: SteeringRequest, *, now: datetime, by: Actor
                        ) -> tuple[SteeringRequest, Later[SteeringRequest | None]]:
     """Count one approval on the pending ``request``; it settles as approved when it reaches its quorum. Queues
-    the update of its message: ``request.closed`` once settled, else ``request.vote``. The vote is sent without
+    the update of its message: ``request.closed`` once settled, else ``request.vote``, whose payload carries the
+    vote as counted (``Vote``: who, k of n), so that it says so whenever it is delivered (after the request
+    settled, too). The vote is sent without
     waiting for its answer: the request after it is predicted (``RequestRepo.vote_later``; the caller holds the
     run's lock, as every decider does) and the message update queued on the prediction. Returns it with the
     vote's answer, which the caller checks before committing (None: the request was no longer pending; its
     writes must roll back)."""
     after, answer = tx.requests.vote_later(request, now=now, actor=by.label)
-    kind = OutboxKind.REQUEST_CLOSED if after.status is RequestStatus.DECIDED else OutboxKind.REQUEST_VOTE
-    tx.outbox.add(channel=request.channel, kind=kind, now=now, run_id=request.run_id, request_id=request.id)
+    if after.status is RequestStatus.DECIDED:
+        kind, payload = OutboxKind.REQUEST_CLOSED, None
+    else:
+        kind = OutboxKind.REQUEST_VOTE
+        payload = Vote(by=by.label, approvals=after.approvals, required=after.approvals_required).payload()
+    tx.outbox.add(channel=request.channel, kind=kind, now=now, run_id=request.run_id, request_id=request.id,
+                  payload=payload)
     return after, answer
 
 

@@ -30,6 +30,7 @@ from store.models import (
     RequestView,
     Run,
     SteeringRequest,
+    Vote,
     node_names,
     past_tense,
 )
@@ -182,7 +183,8 @@ class Views:
 
     def outbox_view(self, tx: Tx, message: OutboxMessage) -> RequestView | ProgressView | None:
         """What a channel needs to deliver ``message`` (None: its run or request is gone), with its
-        ``delivery`` (the message's key and attempt: a channel makes a retried post idempotent with them)."""
+        ``delivery`` (the message's key and attempt: a channel makes a retried post idempotent with them) and,
+        for a ``request.vote``, the vote as it was counted (``RequestView.vote``, from the message's payload)."""
         view: RequestView | ProgressView | None
         if message.kind == OutboxKind.RUN_PROGRESS.value:
             view = self.progress_view(tx, message)
@@ -193,8 +195,11 @@ class Views:
         if view is None:
             return None
         key = f"{message.run_id}/{message.id}" if message.run_id else f"outbox/{message.id}"
-        return view.model_copy(update={"delivery": Delivery(key=key, attempt=message.attempts,
-                                                            queued_at=message.created_at)})
+        update: dict[str, object] = {"delivery": Delivery(key=key, attempt=message.attempts,
+                                                          queued_at=message.created_at)}
+        if message.kind == OutboxKind.REQUEST_VOTE.value and isinstance(view, RequestView):
+            update["vote"] = Vote.from_payload(message.payload)
+        return view.model_copy(update=update)
 
     def access(self, tx: Tx, request: SteeringRequest, run: Run, actor: Actor) -> Access:
         """What ``actor`` may do on ``request`` (see ``Access``)."""

@@ -176,7 +176,9 @@ class JiraChannel(Channel):
 
     def update_request(self, view: RequestView) -> None:
         """Comment the outcome (a quorum vote, the decision, a cancellation); after approval move the issue to
-        the done status, after rejection to the rejected status.
+        the done status, after rejection to the rejected status. A vote (``view.vote``) is commented as it was
+        counted and moves nothing, even when delivered after the request settled: the ``request.closed`` message
+        queued after it says the outcome and moves the issue.
 
         Raises:
             DeliveryError, PermanentDeliveryError.
@@ -185,7 +187,7 @@ class JiraChannel(Channel):
         if issue_id is None:
             return  # never reached Jira: the issue, if still created, shows the request as it is then
         r, opts, note = view.request, self.options_for(view.options), None
-        if r.status is RequestStatus.DECIDED:
+        if r.status is RequestStatus.DECIDED and view.vote is None:
             if r.decided_action in APPROVED and not (r.decided_action == "edit" and r.approvals_required > 1):
                 note = self.move(issue_id, opts.done_status)
             elif r.decided_action == "reject":

@@ -318,9 +318,15 @@ def _settling(view: RequestView) -> Decision | None:
 
 
 def outcome_comment(view: RequestView, *, note: str | None = None) -> str:
-    """What happened to the request: a quorum vote, the decision that settled it, or its cancellation."""
+    """What happened to the request: a quorum vote (``view.vote``, as it was counted, whatever the request is when
+    the comment is delivered: ``Approval 1 of 2 from priya; waiting for 1 more.``), the decision that settled
+    it, or its cancellation."""
     r = view.request
-    if r.status is RequestStatus.PENDING:
+    if view.vote is not None:
+        v = view.vote
+        text = (f"Approval {v.approvals} of {v.required} from {inline(v.by)}; waiting for "
+                f"{v.required - v.approvals} more.")
+    elif r.status is RequestStatus.PENDING:  # (a vote queued before votes carried what they say)
         last = view.decisions[-1] if view.decisions else None
         by = f" from {inline(last.label)}" if last else ""
         text = f"Approval {r.approvals} of {r.approvals_required}{by}; waiting for " \
