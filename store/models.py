@@ -451,9 +451,16 @@ class AuditEvent(_Record):
 
 
 class OutboxStatus(str, enum.Enum):
+    """Where an outbox message is: ``pending`` (due at ``next_attempt_at``, or being sent), ``sent``, ``dead``
+    (given up: ``hazel outbox retry`` queues it again), or ``superseded`` (a reminder or escalation not sent
+    because, before it could be delivered, a later reminder or escalation of its request was queued on its
+    channel or the request was settled; ``last_error`` says which: ``bot.ops.outbox.Deliverer``). A superseded
+    message is final: not part of the backlog, never retried."""
+
     PENDING = "pending"
     SENT = "sent"
     DEAD = "dead"
+    SUPERSEDED = "superseded"
 
 
 class OutboxMessage(_Record):

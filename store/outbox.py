@@ -241,6 +241,32 @@ class OutboxRepo:
             values["next_attempt_at"] = retry_at
         self.conn.execute(update(outbox).where(outbox.c.id == message_id).values(**values))
 
+    def later_notice(self, message: OutboxMessage) -> OutboxMessage | None:
+        """The newest reminder or escalation of ``message``'s request (``request_id``) queued on its channel after
+        it (a higher id) and still pending (waiting behind it: a run's messages to one channel go in order), or
+        None. Reads the pending rows only (the status index's ``pending`` range: the backlog)."""
+        o = outbox.c
+        row = self.conn.execute(select(outbox).where(
+            (o.status == OutboxStatus.PENDING.value) & (o.request_id == message.request_id)
+            & (o.channel == message.channel) & (o.id > message.id)
+            & o.kind.in_([OutboxKind.REMINDER.value, OutboxKind.ESCALATION.value])
+        ).order_by(o.id.desc()).limit(1)).first()
+        return _message(row) if row else None
+
+    def supersede(self, *, request_id: int, channel: str, kinds: Collection[OutboxKind | str], reason: str,
+                  before_id: int | None = None) -> list[int]:
+        """Mark the pending messages of request ``request_id`` on ``channel`` of outbox kinds ``kinds`` (with
+        ``before_id``: only those with a lower id) ``superseded``, with ``reason`` in their ``last_error``: they
+        are never sent. Returns their ids, ascending."""
+        o = outbox.c
+        cond = ((o.status == OutboxStatus.PENDING.value) & (o.request_id == request_id) & (o.channel == channel)
+                & o.kind.in_([OutboxKind(k).value for k in kinds]))
+        if before_id is not None:
+            cond &= o.id < before_id
+        rows = self.conn.execute(update(outbox).where(cond).values(
+            status=OutboxStatus.SUPERSEDED.value, last_error=reason[:2000]).returning(o.id)).all()
+        return sorted(r.id for r in rows)
+
     def get(self, message_id: int) -> OutboxMessage | None:
         row = self.conn.execute(select(outbox).where(outbox.c.id == message_id)).first()
         return _message(row) if row else None

@@ -262,7 +262,8 @@ def worker_cmd(
 @handle_errors
 def outbox_list(
     ctx: typer.Context,
-    status: Annotated[str | None, typer.Option(help="pending, sent or dead (default: pending and dead).")] = None,
+    status: Annotated[str | None, typer.Option(help="pending, sent, dead or superseded (default: pending "
+                                                       "and dead).")] = None,
     run: Annotated[str | None, typer.Option(metavar="RUN", help="Only this run's messages (a run id or a "
                                             "unique prefix).")] = None,
     limit: Annotated[int, typer.Option(min=1, max=INT_MAX, help="At most this many messages of each "
@@ -293,10 +294,12 @@ def outbox_list(
     if json_out:  # ("backlog" is the whole outbox's, with --run too: counting one run's would read every row)
         emit_json({"backlog": backlog, "messages": messages, "waiting_for_settings": elsewhere})
         return
-    # the backlog is what is not delivered (pending, dead: as /metrics' hazel_outbox_messages); sent beside it
-    stuck = ", ".join(f"{k} {v}" for k, v in sorted(backlog.items()) if k != "sent" and v) or "empty"
-    common.out.print(f"backlog{' (all runs)' if run is not None else ''}: {stuck}"
-                     + (f" (sent {backlog['sent']:,})" if backlog.get("sent") else ""))
+    # the backlog is what is not delivered (pending, dead: as /metrics' hazel_outbox_messages); what is done
+    # (sent, superseded: never to be sent) beside it
+    done = ("sent", "superseded")
+    stuck = ", ".join(f"{k} {v}" for k, v in sorted(backlog.items()) if k not in done and v) or "empty"
+    over = ", ".join(f"{k} {backlog[k]:,}" for k in done if backlog.get(k))
+    common.out.print(f"backlog{' (all runs)' if run is not None else ''}: {stuck}" + (f" ({over})" if over else ""))
     if not messages:
         return
     from rich.markup import escape

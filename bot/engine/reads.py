@@ -345,12 +345,13 @@ class Reads:
 
     def outbox_messages(self, *, status: str | None = None, run_id: str | None = None,
                         limit: int = 100) -> list[OutboxMessage]:
-        """Outbox messages, newest first (``status``: pending, sent, dead)."""
+        """Outbox messages, newest first (``status``: pending, sent, dead, superseded: ``OutboxStatus``)."""
         with self.store.read() as tx:
             return tx.outbox.list(status=status, run_id=run_id, limit=limit)
 
     def outbox_backlog(self) -> dict[str, int]:
-        """Outbox messages per status (pending, sent, dead)."""
+        """Outbox messages per status (pending, sent, dead, superseded: ``OutboxStatus``), e.g. ``{"sent": 40,
+        "pending": 2}``."""
         with self.store.read() as tx:
             return tx.outbox.backlog()
 

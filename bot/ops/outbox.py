@@ -8,8 +8,10 @@ process's console (``Deliverer._show_elsewhere``), so that a CLI command run in 
 consumes it. Success marks it sent (and stores where a request was posted); a ``DeliveryError``
 schedules another attempt with exponential backoff (honouring the channel's ``retry_after_sec``); a
 ``PermanentDeliveryError``, or running out of attempts, marks it dead: visible in ``hazel outbox`` and the
-audit log, and re-queued by ``hazel outbox retry``. A steering request stays pending whatever happens to
-its message, so it can always be answered from the CLI.
+audit log, and re-queued by ``hazel outbox retry``. A reminder or escalation that is stale when its turn
+comes (its request settled, or, for a reminder, a later reminder or escalation of the request queued behind
+it: the channel was down) is marked superseded instead of sent (``Deliverer._superseded``). A steering request
+stays pending whatever happens to its message, so it can always be answered from the CLI.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from bot.engine import bind_log_context, error_line, is_transient, log_error
 from bot.ops.logs import log_failure
 from integrations.base import Channel, DeliveryError, PermanentDeliveryError
 from store import Tx
-from store.models import SYSTEM, OutboxKind, OutboxMessage, ProgressView, RequestStatus
+from store.models import SYSTEM, OutboxKind, OutboxMessage, ProgressView, RequestStatus, past_tense
 
 log = logging.getLogger("hazel.outbox")
 
@@ -85,7 +87,8 @@ class Deliverer:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._followed_up = False
-        """Set when a delivery queued another message that is due at once (``_follow_up``): the pass goes on."""
+        """Set when a delivery queued another message that is due at once (``_follow_up``), or a message was
+        superseded (``_superseded``: the one it held back is due): the pass goes on."""
         self._since = self.clock() - timedelta(seconds=1)
         self._shown_upto = 0
         """``_show_elsewhere`` shows messages written since this deliverer was made, with an id above this one."""
@@ -146,6 +149,10 @@ class Deliverer:
     def _deliver(self, message: OutboxMessage) -> int:
         sender = self.senders.get(message.kind)
         try:
+            if sender is None and message.kind in _NOTICES and message.request_id is not None \
+                    and self._superseded(message):
+                self._followed_up = True  # (the messages it held back may go now: the pass goes on)
+                return 0
             ref = sender(message) if sender is not None else self._send(self.router.for_name(message.channel),
                                                                         message)
         except PermanentDeliveryError as exc:
@@ -167,6 +174,46 @@ class Deliverer:
             with tx.pipeline(commit=True):  # PostgreSQL: the COMMIT goes with it, no round trip of its own
                 tx.outbox.mark_sent(message.id, now=self.clock())
         return 1
+
+    def _superseded(self, message: OutboxMessage) -> bool:
+        """Whether the reminder or escalation ``message`` (claimed, about to be sent) is not to be sent after all,
+        having marked it ``superseded`` (``OutboxStatus``) with the reason in its ``last_error``:
+
+        - its request is settled (decided, or cancelled): nothing to remind anyone of, nobody to escalate to.
+          Every pending reminder and escalation of the request on that channel is marked with it.
+        - (a reminder) a later reminder or escalation of its request is pending behind it on its channel (one
+          that could not be delivered in time: Slack or Jira unreachable, an issue not created yet): that one
+          says what this one would, and more recently. This reminder and every other pending reminder of the
+          request before that one are marked, so that when the channel comes back the approvers get the latest
+          notice, not one per missed slot. An escalation is never superseded by a later reminder.
+
+        Channel-independent (console, Slack, Jira alike). One transaction; a message whose checks pass is left as
+        it is (claimed) and sent. A database error propagates (``_deliver`` counts it as a failed attempt)."""
+        request_id = message.request_id
+        assert request_id is not None
+        with self.store.transaction() as tx:
+            request = tx.requests.get(request_id)
+            if request is None:
+                return False  # (gone: the view is None and nothing is sent anyway)
+            if request.status is not RequestStatus.PENDING:
+                action = request.decided_action or ("cancel" if request.status is RequestStatus.CANCELLED else None)
+                reason = f"request {request_id} was {past_tense(action)} before it could be delivered"
+                ids = tx.outbox.supersede(request_id=request_id, channel=message.channel, kinds=_NOTICES,
+                                          reason=reason)
+            elif message.kind == OutboxKind.REMINDER.value:
+                later = tx.outbox.later_notice(message)
+                if later is None:
+                    return False
+                reason = f"a later {later.kind} (message {later.id}) was queued before it could be delivered"
+                ids = tx.outbox.supersede(request_id=request_id, channel=message.channel,
+                                          kinds=(OutboxKind.REMINDER,), reason=reason, before_id=later.id)
+            else:
+                return False
+        if message.id not in ids:  # (not pending any more: changed by someone else, not ours to send)
+            return True
+        log.info("outbox message%s %s (%s to %s) superseded, not sent: %s", "s" if len(ids) > 1 else "",
+                 ", ".join(map(str, ids)), message.kind, message.channel, reason)
+        return True
 
     def _follow_up(self, tx: Tx, message: OutboxMessage, ref: dict | None) -> None:
         """What a delivered message leaves to do for its request, in the transaction that marks it sent.
@@ -271,6 +318,10 @@ class Deliverer:
         if self._thread is not None:
             self._thread.join(timeout=10)
             self._thread = None
+
+
+_NOTICES = (OutboxKind.REMINDER.value, OutboxKind.ESCALATION.value)
+"""The outbox kinds ``Deliverer._superseded`` looks at before sending: reminders and escalations."""
 
 
 def _kind(channel: str) -> str:
