@@ -74,9 +74,18 @@ from integrations.jira import (
     verify_signature,
 )
 from integrations.jira.options import same_status
-from integrations.jira.render import inline, mention, rewind_help, rewound_comment, who_may
+from integrations.jira.render import inline, mention, rewind_help, rewound_comment
 from integrations.jira.webhook import SIGNATURE_HEADER, WEBHOOK_ID_HEADER, split_rewind
-from store.models import Actor, Decision, RequestStatus, RequestView, RunStatus, SteeringRequest, past_tense
+from store.models import (
+    Actor,
+    Decision,
+    RequestStatus,
+    RequestView,
+    RunStatus,
+    SteeringRequest,
+    past_tense,
+    plain_mentions,
+)
 
 log = logging.getLogger("hazel.jira")
 HELP = ("Answer with a plain comment (feedback), or /approve, /reject REASON, /edit followed by the new value, "
@@ -309,8 +318,8 @@ class JiraWebhook:
             else:
                 outcome = self.hazel.decide(run_id=run_id, action=action, actor=actor, payload=payload,
                                             request_id=request.id, delivery_id=event.delivery_id)
-        except NotAllowedError as exc:
-            who = who_may(view.approvers, cloud=self.channel.cloud, identities=self.channel.identities)
+        except NotAllowedError as exc:  # the approvers named, not mentioned: a mention notifies each of them, at
+            who = inline(plain_mentions(self.hazel.who_may(view.approvers)))  # every comment anyone writes (F16)
             still = self._still(request.id, action, newer) if on_refused or newer or view.run.status.ended else ""
             return self._post(_Answer(event, f"{inline(exc.message)}. Nothing changed. Who may steer this request: "
                                              f"{who}.{still}", on_refused))
