@@ -82,6 +82,10 @@ class ConsoleChannel(Channel):
         self.max_chars = max_chars
 
     def open_request(self, view: RequestView) -> dict[str, Any] | None:
+        if view.request.status is not RequestStatus.PENDING:  # delivered late (its first delivery failed: a closed
+            # stdout, a crash): one line, never a panel offering commands for a request answered since (s25 F4)
+            self.console.print(Text(for_terminal(self.stale_text(view), one_line=True), style="dim"))
+            return {"console": True}
         note = self.request_note(view)
         text = Text(for_terminal("\n".join(note.facts)) + "\n\n", style="dim")
         text.append(note.shown + ":\n", style="bold")
@@ -126,6 +130,15 @@ class ConsoleChannel(Channel):
             commands=None if nobody else answer_commands(view, self.command),
             nobody_left=f"nobody left to decide: rewind, cancel or reconfigure the point ({self.command} cancel "
                         f"{view.run.id})" if nobody else "")
+
+    @staticmethod
+    def stale_text(view: RequestView) -> str:
+        """``run ID: 'TITLE' asked (request 17), no longer pending: approved by olga``: a steering request whose
+        notice is delivered after the request was settled."""
+        r = view.request
+        action = r.decided_action or ("cancel" if r.status is RequestStatus.CANCELLED else None)
+        by = f" by {r.decided_by}" if r.decided_by else ""
+        return f"run {view.run.id}: {view.title!r} asked (request {r.id}), no longer pending: {past_tense(action)}{by}"
 
     def update_request(self, view: RequestView) -> None:
         self.console.print(Text(for_terminal(self.update_text(view)), style="dim"))

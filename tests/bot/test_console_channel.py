@@ -130,3 +130,27 @@ def test_a_multi_line_step_error_never_starts_a_line_of_its_own(db_url: str) -> 
         lines = text.splitlines()
         assert "    2026-12-06 03:00:00,000 CRITICAL hazel.fake forged record\\x0d" in lines, lines
         assert not [line for line in lines if line.startswith(("2026-", "zz"))], lines
+
+
+def test_a_request_delivered_after_it_was_answered_is_one_line(db_url: str) -> None:
+    """s25 F4: a console panel whose first delivery failed (a command's stdout closed by ``| head``) came out a
+    minute later from another process, with "Answer with" commands for a request answered since. Delivered
+    after the request was settled, it is one line saying so."""
+    import io
+
+    from rich.console import Console
+
+    from integrations.console import ConsoleChannel
+
+    hazel = make_hazel(db_url, reviewed())
+    run = hazel.start(workflow="reviewed", input={}, actor=person("author"))
+    assert hazel.drive(run_id=run.id).run.status is RunStatus.WAITING
+    request = hazel.pending_request(run_id=run.id)
+    hazel.decide(run_id=run.id, action="approve", actor=person("olga"))
+    late = hazel.request_view(request_id=request.id)  # (what the outbox's retry renders: the request as it is)
+    buffer = io.StringIO()
+    ConsoleChannel(console=Console(file=buffer, width=200)).open_request(late)
+    printed = buffer.getvalue()
+    assert "Answer with" not in printed and "Steering request" not in printed, printed
+    assert re.search(rf"run {run.id}: '[^']+' asked \(request {request.id}\), no longer pending: approved by olga",
+                     re.sub(r"\s+", " ", printed)), printed
