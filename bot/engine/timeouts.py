@@ -99,7 +99,7 @@ class Timeouts:
     def _act(self, request: SteeringRequest, point: SteeringPoint, action: str) -> Fired:
         """Apply ``on_timeout`` as ``TIMEOUT``; a failure is logged, audited once per distinct error, and
         tried again after ``TIMEOUT_RETRY_SEC``."""
-        waited = f"timed out after {_sec(point.timeout_sec)} s"
+        waited = f"timed out after {_sec(_waited_sec(request, point))} s"
         try:
             if action in ("approve", "reject"):
                 self.steering.decide(request.run_id, action, TIMEOUT, request_id=request.id,
@@ -127,6 +127,16 @@ class Timeouts:
                               retry_sec=TIMEOUT_RETRY_SEC)
 
 
+def _waited_sec(request: SteeringRequest, point: SteeringPoint) -> float | None:
+    """The wait a timeout of ``request`` ends, in seconds: from its ``created_at`` to the ``due_at`` it was opened
+    with, as stored; the point's ``timeout_sec`` when the request has no due time. (The code that fires it may
+    declare another ``timeout_sec`` than the process that opened it: the message says the wait that happened,
+    s25 F7.)"""
+    if request.due_at is not None:
+        return round((request.due_at - request.created_at).total_seconds(), 3)
+    return point.timeout_sec
+
+
 def _remind_and_escalate(tx: Tx, request: SteeringRequest, point: SteeringPoint, due: deadlines.Due,
                          now: datetime) -> Fired:
     """Queue the reminder and the escalation ``due`` calls for (each once: conditional updates). When both fall
@@ -141,7 +151,7 @@ def _remind_and_escalate(tx: Tx, request: SteeringRequest, point: SteeringPoint,
         tx.events.add(action="request.escalated", actor=SYSTEM, now=now, run_id=request.run_id,
                       request_id=request.id, channel=target,
                       to=point.escalate_to.describe() if point.escalate_to is not None else None,
-                      reason=(f"timed out after {_sec(point.timeout_sec)} s" if due.timed_out
+                      reason=(f"timed out after {_sec(_waited_sec(request, point))} s" if due.timed_out
                               else f"waited {_sec(point.escalate_after_sec)} s"))
         escalated = True
     if due.reminder and tx.timers.count_reminders(request.id, seen=request.reminders_sent,

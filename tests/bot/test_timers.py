@@ -219,6 +219,16 @@ def test_timeout_reject_gives_the_reason(db_url: str, clock: FakeClock) -> None:
     assert hazel.get(run_id=run_id).status is RunStatus.REJECTED
 
 
+def test_a_timeout_says_the_wait_the_request_was_opened_with(db_url: str, clock: FakeClock) -> None:
+    """s25 F7: a request opened by code with ``timeout_sec=60``, fired by a process whose code says 480, was
+    said to have "timed out after 480 s": the message says the wait that happened (its stored due time)."""
+    _, _, run_id = waiting(db_url, clock, timeout_sec=60, on_timeout="fail")
+    later = make_hazel(db_url, timed(timeout_sec=480, on_timeout="fail"), clock=clock)
+    clock.advance(61)
+    Scheduler(later).tick()
+    assert later.get(run_id=run_id).error == "'Review' timed out after 60 s (on_timeout=fail)"
+
+
 def test_timeout_fail_leaves_a_retryable_failed_run(db_url: str, clock: FakeClock) -> None:
     hazel, scheduler, run_id = waiting(db_url, clock, timeout_sec=60, on_timeout="fail")
     clock.advance(61)
