@@ -96,8 +96,14 @@ def test_summary_and_percentile() -> None:
 
 
 def test_cli_refuses_fewer_than_three_repetitions() -> None:
+    """Refused before it configures logging: the 'hazel' logger keeps its level (this call had left it at ERROR
+    for the rest of the pytest process, and later tests' INFO lines, Slack's, the CLI's, were never captured)."""
+    import logging
+
+    level = logging.getLogger("hazel").level
     with pytest.raises(SystemExit):
         cli.main(["--reps", "2"])
+    assert logging.getLogger("hazel").level == level
 
 
 @pytest.mark.parametrize("head_cache", [True, False], ids=["held", "read"])
