@@ -320,9 +320,11 @@ class JiraWebhook:
                                             request_id=request.id, delivery_id=event.delivery_id)
         except NotAllowedError as exc:  # the approvers named, not mentioned: a mention notifies each of them, at
             who = inline(plain_mentions(self.hazel.who_may(view.approvers)))  # every comment anyone writes (F16)
+            who = (f"Nobody left may steer this request (of {who}: self-approval is off, or each has voted): cancel "
+                   "the run or change the point's approvers" if view.nobody_left  # (s25 F11: it named the starter)
+                   else f"Who may steer this request: {who}")
             still = self._still(request.id, action, newer) if on_refused or newer or view.run.status.ended else ""
-            return self._post(_Answer(event, f"{inline(exc.message)}. Nothing changed. Who may steer this request: "
-                                             f"{who}.{still}", on_refused))
+            return self._post(_Answer(event, f"{inline(exc.message)}. Nothing changed. {who}.{still}", on_refused))
         except HazelError as exc:  # invalid edit, already decided, a second vote, unknown rewind target, …
             return self._post(_Answer(event, f"{_refusal(exc)}. Nothing changed."
                                              f"{self._still(request.id, action, newer)}{_choices(view, exc)}",

@@ -119,6 +119,16 @@ def who_may(approvers: Approvers, *, cloud: bool, identities: JiraIdentities | N
     return ", ".join(parts)
 
 
+def _who_decides(view: RequestView, *, cloud: bool, identities: JiraIdentities | None) -> str:
+    """The description's *Who may decide:* ``who_may`` of the approvers; when none of them can decide
+    (``view.nobody_left``: each has voted, or may not approve the run they started: self-approval), it says so
+    rather than name someone who would be refused (s25 F11)."""
+    if view.nobody_left:
+        return (f"nobody: none of {who_may(view.approvers, cloud=cloud, identities=identities)} can decide it "
+                "(self-approval is off, or each has voted); cancel the run or change the point's approvers")
+    return who_may(view.approvers, cloud=cloud, identities=identities)
+
+
 def summary(view: RequestView) -> str:
     """``<title> (run <id>)`` on one line, at most 255 UTF-16 code units (``SUMMARY_CHARS``: a longer one is
     cut, ending with ``…``), its control characters and bidirectional overrides as visible escapes
@@ -294,7 +304,7 @@ def description(view: RequestView, opts: JiraOptions, *, cloud: bool, max_chars:
              f"{inline(view.point)} · *Started by:* "
              f"{inline(person_label(view.run.started_by_person, None, view.run.started_by))} "
              f"({inline(view.run.started_via)})",
-             f"*Who may decide:* {who_may(view.approvers, cloud=cloud, identities=identities)}"]
+             f"*Who may decide:* {_who_decides(view, cloud=cloud, identities=identities)}"]
     if r.approvals_required > 1:
         lines.append(f"*Approvals needed:* {r.approvals_required} ({r.approvals} so far)")
     if r.due_at is not None:

@@ -517,3 +517,33 @@ def test_an_empty_edit_is_refused_after_whether_the_person_may_edit(env: JiraEnv
     approver = env.send(env.comment(issue, "/edit  ", comment_id="7770003")).json()
     assert approver["refused"].startswith("/edit needs the new value after it. Nothing changed."), approver
     unchanged(env, run_id, comments_before=2)
+
+
+def test_a_request_nobody_left_may_decide_says_so(db_url: str, tmp_path) -> None:  # noqa: ANN001
+    """s25 F11: sam started a run whose point lists only sam with self-approval off (``hazel workflows`` warns it
+    waits for ever); the issue said "Who may decide: sam" and a refusal "Who may steer this request: sam",
+    naming the one person who would be refused. Both say nobody left may decide."""
+    from hazel import StepContext, Workflow
+    from store.models import Actor, Approvers
+    from tests.support.jira_env import people as jira_people
+    from tests.workflows.doc import Doc
+
+    sme = jira_people(True)["sme"]
+    (tmp_path / "people.toml").write_text(f'[people.sam]\njira = ["{sme}"]\n')
+    wf = Workflow("selfish", version=1, state=Doc)
+
+    @wf.step
+    def draft(state: Doc, ctx: StepContext) -> Doc:
+        return state
+
+    wf.steer("check", title="Self check", channel="jira:MIG", approvers=Approvers(people=("sam",)),
+             allow_self_approval=False)
+    with jira_env(db_url, workflows=[wf], HAZEL_PEOPLE_FILE=str(tmp_path / "people.toml")) as env:
+        run = env.hazel.start(workflow="selfish", input={"topic": "mine"},
+                              actor=Actor(id="sam", channel="console", name="sam", person="sam"))
+        env.drive(run.id)
+        issue = env.issue(run.id)
+        assert "*Who may decide:* nobody: none of" in issue["fields"]["description"], issue["fields"]["description"]
+        refused = env.send(env.comment(issue, "/approve")).json()["refused"]
+        assert "Nobody left may steer this request" in refused and "Who may steer" not in refused, refused
+        assert env.hazel.get(run_id=run.id).status is RunStatus.WAITING
