@@ -7,6 +7,7 @@ from typing import Iterator
 
 import pytest
 
+from integrations.jira.render import inline
 from tests.integrations.jira.test_jira_hostile_text import LINE, never_markup
 from tests.support.jira_env import JiraEnv, jira_env
 
@@ -29,7 +30,8 @@ def test_a_refusal_quotes_a_hostile_name_and_command_as_text(env: JiraEnv) -> No
     reply = env.fake.bodies(issue["id"])[-1]
     never_markup(reply)
     assert r"\[\~accountid:evil\]" in reply
-    assert (f"[~accountid:{env.who['sme']}]" if env.cloud else f"[~{env.who['sme']}]") in reply  # Hazel's own
+    assert reply.startswith(f"[~accountid:{env.who['stranger']}]" if env.cloud else f"[~{env.who['stranger']}]")
+    assert f"Who may steer this request: {inline(env.who['sme'])}" in reply, reply  # (named, not mentioned: F16)
     env.send(env.comment(issue, "/{panel}[~admin]", person="stranger", comment_id="901"), webhook_id="x-2")
     never_markup(env.fake.bodies(issue["id"])[-1])
 

@@ -8,6 +8,7 @@ from typing import Iterator
 
 import pytest
 
+from integrations.jira.render import inline
 from store.models import RequestStatus, RunStatus
 from tests.support import jira_payloads as p
 from tests.support.jira_env import SECRET, JiraEnv, jira_env
@@ -148,8 +149,10 @@ def test_someone_not_allowed_gets_an_answer_and_nothing_changes(env: JiraEnv) ->
     unchanged(env, run_id, comments_before=1)
     (reply,) = env.fake.bodies(issue["id"])
     mention = f"[~accountid:{env.who['stranger']}]" if env.cloud else f"[~{env.who['stranger']}]"
-    assert reply.startswith(mention) and "Nothing changed" in reply and "members of dba" in reply
-    assert (f"[~accountid:{env.who['sme']}]" if env.cloud else f"[~{env.who['sme']}]") in reply
+    assert reply.startswith(mention) and "Nothing changed" in reply
+    # the approvers named, never mentioned (s25 F16: a mention notifies them, at each comment anyone writes)
+    assert f"Who may steer this request: {inline(env.who['sme'])}, group dba" in reply, reply
+    assert (f"[~accountid:{env.who['sme']}]" if env.cloud else f"[~{env.who['sme']}]") not in reply
     refused = [e for e in env.hazel.audit(run_id=run_id) if e.action == "decision.refused"]
     assert len(refused) == 1 and refused[0].actor_id == env.who["stranger"] and refused[0].channel == "jira"
     # Jira sending the same comment again (a retry, or Server's companion event) is not answered twice
