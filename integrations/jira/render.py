@@ -413,6 +413,14 @@ def reminder_comment(view: RequestView, *, cloud: bool, identities: JiraIdentiti
     return f"Reminder: this request is still waiting for {who} {since}."
 
 
+def asked_again_comment(view: RequestView, issue_key: str) -> str:
+    """Posted on this run's point's latest closed issue when a later request of the same point opens a new issue
+    (the old one is in a closed status, so it is not reused): where to answer now (s25 F3). Jira links an issue
+    key written in a comment."""
+    return (f"This run asks again at {inline(view.title)} (request #{view.request.id}) on {issue_key}: answer "
+            "there; this issue is closed.")
+
+
 def revised_comment(view: RequestView) -> str:
     """Posted when a later request of the same run and steering point reuses this issue."""
     return (f"A new version is ready for review (request #{view.request.id}): the description shows it. "

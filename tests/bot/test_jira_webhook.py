@@ -550,3 +550,21 @@ def test_a_request_nobody_left_may_decide_says_so(db_url: str, tmp_path) -> None
         refused = env.send(env.comment(issue, "/approve")).json()["refused"]
         assert "Nobody left may steer this request" in refused and "Who may steer" not in refused, refused
         assert env.hazel.get(run_id=run.id).status is RunStatus.WAITING
+
+
+def test_a_request_asked_again_on_a_new_issue_is_named_on_the_closed_one(env: JiraEnv) -> None:
+    """s25 F3: a rejected run rewound from its (closed) issue asked again on a new issue that nothing on the old
+    one named: the SME kept reading a closed issue. The closed issue now says where the run asks."""
+    run_id = env.start()
+    issue = env.issue(run_id)
+    assert env.send(env.transition(issue, "Rejected", comment="wrong table")).json()["decided"] == "reject"
+    env.hazel.deliverer.deliver_due()
+    rewound = env.send(env.comment(env.fake.issue(issue["id"]), "/rewind write_scripts try again",
+                                   comment_id="8801")).json()
+    assert rewound["decided"] == "rewind", rewound
+    env.drive(run_id)
+    new = env.issue(run_id)
+    assert new["id"] != issue["id"]
+    said = [b for b in env.fake.bodies(issue["id"]) if "asks again" in b]
+    assert said == [f"This run asks again at Review the migration scripts (request #{env.pending(run_id).id}) on "
+                    f"{new['key']}: answer there; this issue is closed."], env.fake.bodies(issue["id"])
