@@ -150,6 +150,19 @@ around it not counted): a bearer token is all that stands between the network an
 short one is found by trying them all. ``openssl rand -hex 24`` makes one of 48."""
 _SHORT_TOKEN = (f"is shorter than {API_TOKEN_MIN_CHARS} characters: a short token can be guessed; make one with: "
                 "openssl rand -hex 24")
+_UNSENDABLE_TOKEN = ("holds a character an HTTP header cannot carry (printable ASCII only, no spaces): no client "
+                     "could present it; make one with: openssl rand -hex 24")
+
+
+def _token_problem(token: str) -> str | None:
+    """Why ``token`` cannot be a REST API token (too short; a character outside printable ASCII, or a space,
+    which an ``Authorization`` header cannot carry: s26 F1, such a token was taken and every call with it was
+    401), else None."""
+    if len(token) < API_TOKEN_MIN_CHARS:
+        return _SHORT_TOKEN
+    if not (token.isascii() and token.isprintable()) or any(c.isspace() for c in token):
+        return _UNSENDABLE_TOKEN
+    return None
 
 
 def api_token_pairs(api_token: SecretStr | None, api_tokens: SecretStr | None) -> list[tuple[str, SecretStr]]:
@@ -164,8 +177,9 @@ def api_token_pairs(api_token: SecretStr | None, api_tokens: SecretStr | None) -
     """
     pairs: list[tuple[str, SecretStr]] = []
     if api_token is not None and api_token.get_secret_value().strip():
-        if len(api_token.get_secret_value().strip()) < API_TOKEN_MIN_CHARS:
-            raise ValueError(f"HAZEL_API_TOKEN {_SHORT_TOKEN}")
+        problem = _token_problem(api_token.get_secret_value().strip())
+        if problem:
+            raise ValueError(f"HAZEL_API_TOKEN {problem}")
         pairs.append((IDENTITY_OF_API_TOKEN, SecretStr(api_token.get_secret_value().strip())))
     if api_tokens is not None:
         for i, entry in enumerate(api_tokens.get_secret_value().split(","), start=1):
@@ -177,8 +191,9 @@ def api_token_pairs(api_token: SecretStr | None, api_tokens: SecretStr | None) -
             problem = name_problem(name)
             if problem:
                 raise ValueError(f"entry {i}: its name {problem}")
-            if len(token) < API_TOKEN_MIN_CHARS:
-                raise ValueError(f"entry {i} ({name}): its token {_SHORT_TOKEN}")
+            problem = _token_problem(token)
+            if problem:
+                raise ValueError(f"entry {i} ({name}): its token {problem}")
             pairs.append((name, SecretStr(token)))
     tokens = [t.get_secret_value() for _, t in pairs]
     if len(set(tokens)) != len(tokens):
@@ -550,9 +565,12 @@ class Settings(BaseSettings):
     def _api_token(cls, value: SecretStr | None) -> SecretStr | None:
         """At least ``API_TOKEN_MIN_CHARS`` characters (blank: no token); the message never shows the value
         (nor its length)."""
-        if value is not None and 0 < len(value.get_secret_value().strip()) < API_TOKEN_MIN_CHARS:
+        token = value.get_secret_value().strip() if value is not None else ""
+        if 0 < len(token) < API_TOKEN_MIN_CHARS:
             raise ValueError(f"must be at least {API_TOKEN_MIN_CHARS} characters: a short token can be guessed; "
                              "make one with: openssl rand -hex 24")
+        if token and _token_problem(token):
+            raise ValueError(_UNSENDABLE_TOKEN)
         return value
 
     @field_validator("web_secret")

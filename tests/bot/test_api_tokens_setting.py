@@ -11,6 +11,8 @@ from tests.bot.test_cli_malformed import hostile, one_line_error  # noqa: F401 (
 
 
 T1, T2, T0 = "tok1-0123456789abcdef", "tok2-0123456789abcdef", "tok0-0123456789abcdef"
+UNSENDABLE = ("holds a character an HTTP header cannot carry (printable ASCII only, no spaces): no client could "
+              "present it; make one with: openssl rand -hex 24")
 SHORT = "is shorter than 16 characters: a short token can be guessed; make one with: openssl rand -hex 24"
 
 
@@ -26,6 +28,10 @@ SHORT = "is shorter than 16 characters: a short token can be guessed; make one w
     (None, f"alice={T1}, bob = {'x' * 15} ", f"HAZEL_API_TOKENS: entry 2 (bob): its token {SHORT}"),
     ("tok1", None, "HAZEL_API_TOKEN: must be at least 16 characters: a short token can be guessed; make one with: "
                    "openssl rand -hex 24"),
+    # s26 F1: a token no HTTP header can carry was taken, and every call with it answered 401
+    (None, f"alice={T1},bob={'é' * 15}€", f"HAZEL_API_TOKENS: entry 2 (bob): its token {UNSENDABLE}"),
+    (None, f"alice={'x' * 8} {'y' * 8}", f"HAZEL_API_TOKENS: entry 1 (alice): its token {UNSENDABLE}"),
+    ("tok1\x01-0123456789abcdef", None, f"HAZEL_API_TOKEN: {UNSENDABLE}"),
 ])
 def test_a_malformed_tokens_setting_stops_every_command(hostile: Callable[..., Any],  # noqa: F811
                                                         monkeypatch: pytest.MonkeyPatch, token: str | None,
