@@ -69,8 +69,11 @@ def run_line(run: Run) -> str:
             f"updated {B.date(run.updated_at)}")
 
 
-def history_text(run: Run, checkpoints: list[CheckpointInfo], decisions: list[Decision]) -> str:
-    """The checkpoint tree as indented lines: a fork starts a deeper level for each branch."""
+def history_text(run: Run, checkpoints: list[CheckpointInfo], decisions: list[Decision], *,
+                 max_chars: int | None = None) -> str:
+    """The checkpoint tree as indented lines: a fork starts a deeper level for each branch. ``max_chars``: a
+    longer tree keeps its first lines, the head's and the newest, whole lines only, and says how many lines it
+    left out and where the whole tree is (``_fit``)."""
     by_decision = {d.id: d for d in decisions}
     children: dict[int | None, list[CheckpointInfo]] = {}
     for cp in checkpoints:
@@ -109,4 +112,46 @@ def history_text(run: Run, checkpoints: list[CheckpointInfo], decisions: list[De
 
     for root in children.get(None, []):
         chain(root, 0)
-    return "\n".join(lines)
+    return "\n".join(lines if max_chars is None else _fit(lines, max_chars, run.id))
+
+
+def _fit(lines: list[str], max_chars: int, run_id: str) -> list[str]:
+    """``lines`` (a title, then one line a checkpoint or branch) within ``max_chars`` once joined: the title, the
+    head's line (``◀ head``), then the newest lines and the oldest, about two thirds of the room to the newest,
+    whole lines only (a cut inside a ``<!date^…>`` token showed as broken markup: s26 F4), each gap said in its
+    place with the number of lines left out and where the whole tree is."""
+    if len("\n".join(lines)) <= max_chars:
+        return lines
+    gap = f"_… {{}} lines not shown: the whole tree with `hazel history {run_id}`, or on the run page_"
+    room = max_chars - 2 * (len(gap) + 8)  # (two gaps at most, each with its count)
+    keep = {0}
+    head = next((i for i, line in enumerate(lines) if line.endswith("◀ *head*")), None)
+    if head is not None:
+        keep.add(head)
+    used = sum(len(lines[i]) + 1 for i in keep)
+    newest_room = used + (room - used) * 2 // 3
+    for i in range(len(lines) - 1, 0, -1):  # the newest, then the oldest, while they fit
+        if used + len(lines[i]) + 1 > newest_room:
+            break
+        keep.add(i)
+        used += len(lines[i]) + 1
+    for i in range(1, len(lines)):
+        if i in keep:
+            continue
+        if used + len(lines[i]) + 1 > room:
+            break
+        keep.add(i)
+        used += len(lines[i]) + 1
+    out: list[str] = []
+    skipped = 0
+    for i, line in enumerate(lines):
+        if i in keep:
+            if skipped:
+                out.append(gap.format(skipped))
+                skipped = 0
+            out.append(line)
+        else:
+            skipped += 1
+    if skipped:
+        out.append(gap.format(skipped))
+    return out

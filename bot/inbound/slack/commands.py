@@ -140,7 +140,8 @@ class Commands:
     def do_history(self, actor: Actor, rest: str, command: dict) -> str:
         run_id, _ = self._run(rest, "history RUN")
         run = self.hazel.get(run_id=run_id)
-        return history_text(run, self.hazel.checkpoints(run_id=run_id), self.hazel.decisions(run_id=run_id))
+        return history_text(run, self.hazel.checkpoints(run_id=run_id), self.hazel.decisions(run_id=run_id),
+                            max_chars=MAX_REPLY_CHARS)
 
     def do_rewind(self, actor: Actor, rest: str, command: dict) -> str:
         run_id, more = self._run(rest, "rewind RUN STEP [feedback]")
