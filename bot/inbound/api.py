@@ -245,9 +245,10 @@ def api_router(hazel: "Hazel", settings: Settings) -> APIRouter:
             raise ApiError(422, "InvalidRequestError",
                            "workflow: give one workflow's name, once" if workflow[0] else "workflow: is empty")
         found = hazel.runs(statuses=[s.value for s in status] if status else None,
-                           workflow=workflow[0] if workflow else None, limit=limit, offset=offset)
-        return RunList(runs=[RunOut.of(r) for r in found], limit=limit, offset=offset,
-                       next_offset=offset + limit if len(found) == limit else None)
+                           workflow=workflow[0] if workflow else None, limit=limit + 1, offset=offset)
+        # (one more than the page: a page that is exactly the last one says so, s26 F2)
+        return RunList(runs=[RunOut.of(r) for r in found[:limit]], limit=limit, offset=offset,
+                       next_offset=offset + limit if len(found) > limit else None)
 
     @router.get("/runs/{run_id}", response_model=RunDetail, summary="A run and its pending requests")
     def get_run(run_id: RunId, caller: Caller) -> RunDetail:
