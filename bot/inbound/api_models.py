@@ -94,8 +94,12 @@ class RunOut(BaseModel):
     head_seq: int = Field(description="The checkpoint the run continues from.")
     last_seq: int = Field(description="The highest checkpoint number written, on any branch.")
     branch: int
-    started_by: str
+    started_by: str = Field(description="The channel identity that started the run (a Slack user id, a console "
+                            "or API name, a Jira account).")
     started_via: str
+    started_by_person: str | None = Field(None, description="The person that identity is (the people file's "
+                                          "name; else the identity itself), as refusals and the CLI name them; "
+                                          "null for a run recorded before people were.")
     created_at: datetime
     updated_at: datetime
     attempt: int = Field(description="Failed attempts of the step at the head so far.")

@@ -149,7 +149,10 @@ def test_start_read_and_approve_to_completion(served) -> None:  # noqa: ANN001
     hazel, api = served
     started = api.start(input={"topic": "backups"})
     assert started["status"] == "ready" and started["workflow"] == "doc" and started["workflow_version"] == 1
+    # the person too, as the CLI's --json gives it (s26 F5: a Slack-started run showed only its Slack user id)
+    assert (started["started_by"], started["started_via"], started["started_by_person"]) == ("alice", "api", "alice")
     run = api.wait_status(started["id"], "waiting")
+    assert run["started_by_person"] == "alice"
     request = run["pending_request"]
     assert request["point"] == "review" and request["status"] == "pending" and request["title"] == "Review the plan"
 
