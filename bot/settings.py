@@ -172,8 +172,9 @@ def api_token_pairs(api_token: SecretStr | None, api_tokens: SecretStr | None) -
     old one is removed); a token is one name's.
 
     Raises:
-        ValueError: an entry is not ``name=token``, a token is shorter than ``API_TOKEN_MIN_CHARS``, or a token
-            appears twice (the message says which entry, never a token nor its length).
+        ValueError: an entry is not ``name=token``, a token is shorter than ``API_TOKEN_MIN_CHARS`` or holds a
+            character other than printable ASCII (a space too: ``_token_problem``), or a token appears twice (the
+            message says which entry, never a token nor its length).
     """
     pairs: list[tuple[str, SecretStr]] = []
     if api_token is not None and api_token.get_secret_value().strip():
