@@ -136,9 +136,9 @@ class ConsoleChannel(Channel):
         """``run ID: 'TITLE' asked (request 17), no longer pending: approved by olga``: a steering request whose
         notice is delivered after the request was settled."""
         r = view.request
-        action = r.decided_action or ("cancel" if r.status is RequestStatus.CANCELLED else None)
         by = f" by {r.decided_by}" if r.decided_by else ""
-        return f"run {view.run.id}: {view.title!r} asked (request {r.id}), no longer pending: {past_tense(action)}{by}"
+        return (f"run {view.run.id}: {view.title!r} asked (request {r.id}), no longer pending: "
+                f"{past_tense(r.settled_action)}{by}")
 
     def update_request(self, view: RequestView) -> None:
         self.console.print(Text(for_terminal(self.update_text(view)), style="dim"))
@@ -153,9 +153,8 @@ class ConsoleChannel(Channel):
             return f"run {view.run.id}: {v.approvals}/{v.required} approvals at {view.title!r}: {v.by} approved"
         if r.status.value == "pending":  # (a vote queued before votes carried what they say)
             return f"run {view.run.id}: {r.approvals}/{r.approvals_required} approvals at {view.title!r}"
-        action = r.decided_action or ("cancel" if r.status is RequestStatus.CANCELLED else None)
-        return f"run {view.run.id}: {view.title!r} {past_tense(action)} by {r.decided_by or 'Hazel'}"  # (past_tense:
-        # the one table of verbs)
+        # (past_tense: the one table of verbs)
+        return f"run {view.run.id}: {view.title!r} {past_tense(r.settled_action)} by {r.decided_by or 'Hazel'}"
 
     def progress(self, view: ProgressView) -> None:
         if view.event == "waiting":

@@ -395,6 +395,12 @@ class SteeringRequest(_Record):
     next_action_at: datetime | None = None
     """When the scheduler must next look at it (reminder, escalation, timeout); None: nothing scheduled."""
 
+    @property
+    def settled_action(self) -> str | None:
+        """What settled it, as ``past_tense`` words it: ``decided_action``, ``cancel`` for a request cancelled
+        without one (the run cancelled, a timeout's ``on_timeout``), None while it is pending."""
+        return self.decided_action or ("cancel" if self.status is RequestStatus.CANCELLED else None)
+
     def posted_in(self, channel: str | None, ts: str | None) -> bool:
         """Whether message ``ts`` of conversation ``channel`` (a Slack channel or DM id and the message's
         timestamp) is one posted for this request: its message, an approver's DM or a copy a reminder or an

@@ -196,8 +196,7 @@ class Deliverer:
             if request is None:
                 return False  # (gone: the view is None and nothing is sent anyway)
             if request.status is not RequestStatus.PENDING:
-                action = request.decided_action or ("cancel" if request.status is RequestStatus.CANCELLED else None)
-                reason = f"request {request_id} was {past_tense(action)} before it could be delivered"
+                reason = f"request {request_id} was {past_tense(request.settled_action)} before it could be delivered"
                 ids = tx.outbox.supersede(request_id=request_id, channel=message.channel, kinds=_NOTICES,
                                           reason=reason)
             elif message.kind == OutboxKind.REMINDER.value:
