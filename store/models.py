@@ -261,15 +261,17 @@ whole, an error of megabytes not."""
 
 
 def shown_error(text: str, *, run_id: str, max_chars: int = ERROR_SHOWN_CHARS, command: str = "hazel",
-                one_line: bool = False) -> str:
+                one_line: bool = False, whole: str | None = None) -> str:
     """``text`` (a run's stored error or traceback, kept whole in the database) as printed: whole up to
     ``max_chars`` characters, else its first ``max_chars`` followed, on a line of its own (on the same one with
     ``one_line``), by how much was left out and where the whole text is: ``… (2,998,000 more characters: hazel
-    show 1a2b3c4d5e6f --full)``. ``command``: how the reader invokes the CLI."""
+    show 1a2b3c4d5e6f --full)``. ``command``: how the reader invokes the CLI; ``whole``: where the whole text
+    is, when not ``hazel show RUN --full`` (an audit record's value: ``hazel audit RUN --json``)."""
     if len(text) <= max_chars:
         return text
     between = "" if one_line else "\n"
-    return f"{text[:max_chars]}{between}… ({len(text) - max_chars:,} more characters: {command} show {run_id} --full)"
+    where = whole or f"{command} show {run_id} --full"
+    return f"{text[:max_chars]}{between}… ({len(text) - max_chars:,} more characters: {where})"
 
 
 class CheckpointInfo(_Record):

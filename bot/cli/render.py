@@ -12,7 +12,7 @@ from bot.cli.common import command_prefix, when
 from integrations.terminal import for_terminal, indented
 from bot.engine import DriveResult
 from store.models import REWIND_NODE, branch_heading, continuation, node_label, person_label, rewound_fields
-from store.models import ERROR_SHOWN_CHARS, AuditEvent, CheckpointInfo, Decision, Run, SteeringRequest, shown_error
+from store.models import AuditEvent, CheckpointInfo, Decision, Run, SteeringRequest, shown_error
 
 if TYPE_CHECKING:
     from rich.tree import Tree
@@ -162,12 +162,9 @@ def event_detail(e: AuditEvent) -> str:
 
 
 def _detail_value(e: AuditEvent, value: Any) -> str:
-    """One value of ``e``'s detail as ``event_detail`` shows it."""
-    text = str(value).replace("\n", " ")
-    if len(text) <= ERROR_SHOWN_CHARS:
-        return text
-    more = f"{command_prefix()} audit {e.run_id} --json" if e.run_id else "--json"
-    return f"{text[:ERROR_SHOWN_CHARS]}… ({len(text) - ERROR_SHOWN_CHARS:,} more characters: {more})"
+    """One value of ``e``'s detail as ``event_detail`` shows it (``shown_error``, pointing at ``--json``)."""
+    whole = f"{command_prefix()} audit {e.run_id} --json" if e.run_id else "--json"
+    return shown_error(str(value).replace("\n", " "), run_id=e.run_id or "", one_line=True, whole=whole)
 
 
 def audit_table(events: list[AuditEvent]) -> Table:
