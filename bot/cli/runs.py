@@ -161,7 +161,8 @@ def runs_cmd(
     if versions:
         _versions(hazel, json_out, statuses=status or None, workflow=workflow)
         return
-    runs = hazel.runs(statuses=status or None, limit=limit, workflow=workflow)
+    runs = hazel.runs(statuses=status or None, limit=limit + 1, workflow=workflow)  # (one more: are there more?)
+    more, runs = len(runs) > limit, runs[:limit]
     waiting = hazel.pending_requests_by_run(run_ids=[r.id for r in runs])
     pending = {run_id: max(found, key=lambda r: r.id) for run_id, found in waiting.items()}
     if json_out:
@@ -178,7 +179,7 @@ def runs_cmd(
                                    f"{', '.join(registered) or 'none'})" if unknown else "")))
         return
     render.print_table(render.runs_table(runs, waiting))
-    if len(runs) == limit:
+    if more:  # (not when exactly ``limit`` runs exist, as REST's next_offset: s26 F2)
         common.out.print(f"[dim](the {limit} newest; --limit N for more)[/dim]")
 
 
