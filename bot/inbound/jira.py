@@ -425,10 +425,8 @@ def _with_its_comment(event: JiraEvent, moved: str) -> tuple[str, dict[str, Any]
         return "approve", {}
     if command.action == moved == "reject":
         return "reject", {"reason": command.argument or f"moved to {event.to_status} in Jira"}
-    if command.action == "edit" and moved == "approve":
-        if not command.argument.strip():
-            return "/edit needs the new value after it. Nothing changed."
-        return "edit", {"text": command.argument}  # (the engine parses it)
+    if command.action == "edit" and moved == "approve":  # (the engine parses it, and refuses an empty one after
+        return "edit", {"text": command.argument}  # whether the person may edit: ``_refusal``, as a comment's)
     said = "not a Hazel command" if command.action == "unknown" else ""
     return (f"The issue was moved to {event.to_status}, which {'approves' if moved == 'approve' else 'rejects'}, "
             f"but the comment made with it says /{inline(command.argument if said else command.action)}"

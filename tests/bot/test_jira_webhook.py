@@ -568,3 +568,19 @@ def test_a_request_asked_again_on_a_new_issue_is_named_on_the_closed_one(env: Ji
     said = [b for b in env.fake.bodies(issue["id"]) if "asks again" in b]
     assert said == [f"This run asks again at Review the migration scripts (request #{env.pending(run_id).id}) on "
                     f"{new['key']}: answer there; this issue is closed."], env.fake.bodies(issue["id"])
+
+
+@pytest.mark.parametrize("person, refused", [("sme", "/edit needs the new value after it. Nothing changed."),
+                                             ("stranger", "may not edit")])
+def test_an_empty_edit_with_a_move_is_refused_as_a_comments_is(env: JiraEnv, person: str, refused: str) -> None:
+    """An empty ``/edit`` typed with a move to the approve status is answered as the same comment alone is: who
+    may not edit is told so first (s25 F1), an approver that the edit needs its value; the issue moved back."""
+    run_id = env.start()
+    issue = env.issue(run_id)
+    before = env.fake.set_status(issue["id"], "Approved")
+    moved = p.transition_event(env.fake.issue(issue["id"]), "Approved", before, env.who[person], cloud=env.cloud,
+                               base=env.fake.base, comment="/edit", comment_id="7101")
+    answer = env.send(moved).json()
+    assert refused in answer["refused"] and f"Hazel moved the issue back to {before}" in answer["refused"], answer
+    assert env.fake.status(issue["id"]) == before
+    assert env.pending(run_id) is not None and env.hazel.get(run_id=run_id).status is RunStatus.WAITING
