@@ -16,6 +16,9 @@ refuse is refused here too:
 - ``fail(method, ...)`` makes the next calls answer 429 ``ratelimited`` with ``Retry-After``, a 5xx, or an
   error code; ``fail_connections(method)`` resets the connection; ``lose_answers(method)`` carries the call out
   and then stalls (the client times out) or closes the connection instead of answering.
+- ``response_url()``: a command's response URL on the fake (``/commands/…``, as Slack's
+  ``https://hooks.slack.com/commands/…``); what is posted to it is kept in ``responses``, answered ``ok``, or
+  ``response_status`` (e.g. 404 ``expired_url``) when set.
 - ``conversations.history`` / ``conversations.replies`` (``oldest``, ``limit``/``cursor`` paging, message
   ``metadata`` only with ``include_all_metadata``) and ``conversations.list`` read what was posted.
 
@@ -99,6 +102,10 @@ class FakeSlack:
         self.homes: dict[str, dict[str, Any]] = {}
         self.files: dict[str, dict[str, Any]] = {}
         self.socket_url: str | None = None
+        self.responses: list[dict[str, Any]] = []
+        """What was posted to ``response_url()`` URLs: each message's JSON, with its ``"url"``."""
+        self.response_status: tuple[int, str] | None = None
+        """When set, posts to a response URL are answered with it (status, body) and not kept."""
         self._failures: dict[str, list[Failure]] = {}
         self._triggers: dict[str, float] = {}
         self._used_triggers: set[str] = set()
@@ -163,6 +170,15 @@ class FakeSlack:
         with self._lock:
             self._triggers[tid] = time.monotonic()
         return tid
+
+    def response_url(self) -> str:
+        """A slash command's ``response_url`` on the fake, unique to the command."""
+        return f"{self.url}/commands/T0000000002/{next(self._seq)}/B6x3mNoSecretHere"
+
+    def responses_to(self, url: str) -> list[dict[str, Any]]:
+        """The messages posted to ``url`` (a ``response_url()``), in order."""
+        with self._lock:
+            return [r for r in self.responses if r["url"] == url]
 
     def expire(self, trigger_id: str) -> None:
         with self._lock:
@@ -647,6 +663,14 @@ def _handler_for(fake: FakeSlack) -> type[BaseHTTPRequestHandler]:
             raw = self.rfile.read(length) if length else b""
             if parsed.path.startswith("/upload/"):
                 status, text = fake.upload(parsed.path.rsplit("/", 1)[-1], raw)
+                self._send(status, text.encode(), "text/plain")
+                return
+            if parsed.path.startswith("/commands/"):
+                with fake._lock:
+                    answer = fake.response_status
+                    if answer is None:
+                        fake.responses.append({**json.loads(raw.decode("utf-8")), "url": fake.url + parsed.path})
+                status, text = answer or (200, "ok")
                 self._send(status, text.encode(), "text/plain")
                 return
             if not parsed.path.startswith("/api/"):

@@ -63,15 +63,32 @@ class SlackSender:
         form = dict(parse_qsl(fixture("slack_slash_command__bolt_python_test.form.txt").strip()))
         form.update(command="/hazel", text=text, user_id=user, user_name=name or user.lower(), channel_id=channel,
                     team_id=TEAM["id"], team_domain=TEAM["domain"], channel_name="migrations",
-                    trigger_id=trigger_id or self.fake.new_trigger_id())
+                    trigger_id=trigger_id or self.fake.new_trigger_id(), response_url=self.fake.response_url())
         for key in ("enterprise_id", "enterprise_name"):
             form.pop(key, None)
         return urlencode(form)
 
-    def command(self, user: str, text: str, **kwargs: Any) -> httpx.Response:
-        """``/hazel TEXT`` typed by ``user``; the reply is the response's JSON ``text``."""
+    def command(self, user: str, text: str, *, follow: bool = True, **kwargs: Any) -> httpx.Response:
+        """``/hazel TEXT`` typed by ``user``; the reply is the response's JSON ``text``. ``follow``: a command
+        acknowledged with ``WORKING`` (its answer was not ready within Slack's window) is answered through its
+        ``response_url`` later: wait for that message and return it as the response (what the person reads
+        next), instead of the acknowledgement."""
         retry_num = kwargs.pop("retry_num", None)
-        return self.post(self.command_body(user, text, **kwargs), retry_num=retry_num)
+        body = self.command_body(user, text, **kwargs)
+        response = self.post(body, retry_num=retry_num)
+        return self.followed(response, body) if follow else response
+
+    def followed(self, response: httpx.Response, body: str, timeout_sec: float = 30.0) -> httpx.Response:
+        """``response`` to the command ``body``, or, when it was the ``WORKING`` acknowledgement, the answer
+        later posted to the command's ``response_url`` (as a 200 response with that message as its JSON)."""
+        from bot.inbound.slack.commands import WORKING
+
+        if response.status_code != 200 or not response.content or response.json().get("text") != WORKING:
+            return response
+        url = dict(parse_qsl(body))["response_url"]
+        answer = self.fake.wait_for(lambda: self.fake.responses_to(url), timeout_sec=timeout_sec,
+                                    what=f"the answer to a slow command, posted to {url}")[0]
+        return httpx.Response(200, json={k: v for k, v in answer.items() if k != "url"}, request=response.request)
 
     # -- buttons -------------------------------------------------------------------------------------------
 

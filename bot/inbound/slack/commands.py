@@ -11,16 +11,26 @@
 
 Permissions are the engine's: rewind, retry and cancel need an approver of the run (or who started it), start
 needs the workflow's starters; refusals are audited. Reading (runs, status, history) is open to the workspace.
+
+The answer is the command's acknowledgement when it is ready within ``ANSWER_WITHIN_SEC``; a command that takes
+longer (a slow database) is acknowledged with ``WORKING`` and its answer follows through the command's
+``response_url``: Slack shows "/hazel failed with the error operation_timeout" for a command not acknowledged
+within 3 seconds, though a ``start`` may have started its run. An error under a command (the database gone, or
+a bug) is logged in one line when it is the database's, and answered as such.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as AnswerPending
 from typing import Any, Callable
 
 from slack_bolt import App
 
-from bot.engine import DecisionOutcome, HazelError, NotAllowedError, RunNotFoundError
+from bot.engine import (DecisionOutcome, HazelError, NotAllowedError, RunNotFoundError, error_line, is_transient,
+                        log_error)
 from bot.inbound.slack.bridge import SlackBridge
 from integrations.slack import blocks as B
 from integrations.slack import text as T
@@ -28,8 +38,19 @@ from integrations.slack.directory import DirectoryError
 from integrations.slack.replies import history_text, run_line
 from store.models import Actor, plain_mentions
 
+log = logging.getLogger("hazel.slack")
+
 COMMAND = "/hazel"
 MAX_REPLY_CHARS = 3900
+ANSWER_WITHIN_SEC = 2.0
+"""How long a command's answer may take to be the acknowledgement itself. Slack waits 3 seconds from its send
+for the acknowledgement (https://api.slack.com/interactivity/slash-commands, "Responding to commands"; Bolt
+gives a listener 3 seconds from the request's arrival, ``Listener.ack_timeout``): what is left covers the
+network and Bolt's own work."""
+WORKING = "⏳ Working on it: the answer follows here in a moment."
+"""The acknowledgement of a command whose answer was not ready within ``ANSWER_WITHIN_SEC``."""
+ANSWERING_THREADS = 8
+"""Commands answered at once (each in a thread of its own, so that the listener can acknowledge in time)."""
 HELP = (f"*{COMMAND}* steers Hazel runs:\n"
         f"• `{COMMAND} runs`: what waits on you, then runs in flight\n"
         f"• `{COMMAND} status RUN`: a run and what it waits for\n"
@@ -46,10 +67,25 @@ HELP = (f"*{COMMAND}* steers Hazel runs:\n"
 def register(app: App, bridge: SlackBridge) -> None:
     """Add the ``/hazel`` listener to ``app``."""
     commands = Commands(bridge)
+    answering = ThreadPoolExecutor(max_workers=ANSWERING_THREADS, thread_name_prefix="hazel-slash-command")
 
     @app.command(COMMAND)
-    def on_command(ack: Callable[..., Any], command: dict[str, Any]) -> None:
-        ack(text=commands.answer(command), response_type="ephemeral")
+    def on_command(ack: Callable[..., Any], command: dict[str, Any], respond: Callable[..., Any]) -> None:
+        answer = answering.submit(commands.answer_or_error, command)
+        try:
+            ack(text=answer.result(timeout=ANSWER_WITHIN_SEC), response_type="ephemeral")
+            return
+        except AnswerPending:
+            ack(text=WORKING, response_type="ephemeral")
+        text = answer.result()
+        try:  # (a response_url takes up to 5 messages within 30 minutes; never logged: it is a credential)
+            sent = respond(text=text, response_type="ephemeral")
+            why = None if sent.status_code == 200 else f"Slack answered {sent.status_code} {sent.body[:100]!r}"
+        except Exception as exc:  # noqa: BLE001 (nothing more to tell: the person saw WORKING)
+            why = error_line(exc)
+        if why:
+            log.warning("the answer to a slow %s %s by %s could not be sent to Slack: %s", COMMAND,
+                        _subcommand(command), command.get("user_id"), why)
 
 
 def rewound_text(outcome: DecisionOutcome) -> str:
@@ -73,6 +109,18 @@ class Commands:
     def __init__(self, bridge: SlackBridge) -> None:
         self.bridge = bridge
         self.hazel = bridge.hazel
+
+    def answer_or_error(self, command: dict[str, Any]) -> str:
+        """``answer``, or, when an error stops it (the database gone, or a bug: logged, in one line when it is
+        the database's, never the SQL or its parameters), a reply saying the command may not have been done."""
+        try:
+            return self.answer(command)
+        except Exception as exc:  # noqa: BLE001 (answered here: Bolt would log the SQL with its traceback)
+            log_error(log, exc, "a Slack %s %s by %s failed", COMMAND, _subcommand(command), command.get("user_id"))
+            why = ("Hazel could not reach its database" if is_transient(exc) else
+                   "something went wrong on Hazel's side (its log says what)")
+            return (f"⚠️ `{COMMAND} {T.escape(_subcommand(command))}` may not have been done: {why}. "
+                    f"`{COMMAND} runs` shows what is in flight; please try again in a moment.")
 
     def answer(self, command: dict[str, Any]) -> str:
         """The reply to one ``/hazel`` payload (form fields as a dict): the subcommand's answer, or a helpful
@@ -186,3 +234,9 @@ class Commands:
             return f"Run `{run.id}` was started by this command already."
         return (f"▶️ Started run `{run.id}` of {T.escape(run.workflow)} v{run.workflow_version}. Its steering "
                 f"requests will be posted where the workflow asks; `{COMMAND} status {run.id}` follows it.")
+
+
+def _subcommand(command: dict[str, Any]) -> str:
+    """The subcommand a ``/hazel`` payload names (``help`` when none), at most 20 characters, for a log line."""
+    words = (command.get("text") or "").split(None, 1)
+    return (words[0].lower() if words else "help")[:20]
