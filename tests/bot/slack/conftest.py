@@ -125,6 +125,22 @@ class SlackEnv:
         request = self.wait(posted, f"the request {point or ''} of run {run_id} to be posted")
         return self.fake.message(request.message_ref["channel"], request.message_ref["ts"])
 
+    def open_form(self, user: str, action: str, message: Message, *, name: str | None = None) -> dict:
+        """``user`` clicks the ``action`` button of ``message``; the modal it opened. Slack lets a click open a
+        form within 3 seconds of it (the fake too: ``expired_trigger_id``), and a loaded machine can take
+        longer: Hazel then tells the person to click again, and the click is made again, as they would."""
+        told = "Slack did not let me open the form in time"
+        for _ in range(3):
+            views, ephemerals = len(self.fake.views), len(self.fake.ephemerals_for(user))
+            self.sender.click(user, action, message, name=name)
+            opened = self.wait(lambda: next((v for v in self.fake.views[views:]
+                                             if v["callback_id"] == f"hazel_{action}"), None)
+                               or any(told in e["text"] for e in self.fake.ephemerals_for(user)[ephemerals:]),
+                               f"the hazel_{action} modal to open")
+            if opened is not True:
+                return opened
+        raise AssertionError(f"the hazel_{action} modal expired three times")
+
     def ephemeral(self, user: str, contains: str) -> dict:
         return self.wait(lambda: next((e for e in self.fake.ephemerals_for(user) if contains in e["text"]), None),
                          f"an ephemeral for {user} containing {contains!r}")

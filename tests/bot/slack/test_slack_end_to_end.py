@@ -16,16 +16,9 @@ def label_of(view: dict, block_id: str) -> str:
     return next(b["label"]["text"] for b in view["blocks"] if b.get("block_id") == block_id)
 
 
-def opened_modal(env: SlackEnv, callback_id: str, before: int) -> dict:
-    return env.wait(lambda: next((v for v in env.fake.views[before:] if v["callback_id"] == callback_id), None),
-                    f"the {callback_id} modal to open")
-
-
 def edit_modal(env: SlackEnv, run_id: str, point: str) -> tuple[dict, dict[str, str]]:
     """Priya clicks Edit on the run's request at ``point``: the modal that opens, and its inputs' values."""
-    before = len(env.fake.views)
-    env.sender.click(PRIYA, "edit", env.request_message(run_id, point), name="priya")
-    modal = opened_modal(env, "hazel_edit", before)
+    modal = env.open_form(PRIYA, "edit", env.request_message(run_id, point), name="priya")
     return modal, inputs(modal)
 
 
@@ -49,9 +42,7 @@ def test_a_run_goes_from_start_to_completion_through_slack(make_env) -> None:  #
     assert "`write_scripts`, `write_test_strategy`" in thread[0].text and "Review the migration scripts" in thread[0].text
 
     # 2. someone in the channel (not an approver) sends feedback on the scripts: they are re-drafted
-    before = len(fake.views)
-    env.sender.click(OUTSIDER, "feedback", scripts_msg)
-    modal = opened_modal(env, "hazel_feedback", before)
+    modal = env.open_form(OUTSIDER, "feedback", scripts_msg)
     response = env.sender.submit(OUTSIDER, modal, {"text": "add a rollback check for the backfill"})
     assert response.status_code == 200 and response.text in ("", "null")
     scripts_msg = env.wait(lambda: (m := env.request_message(run_id, "review_artefacts")).ts != scripts_msg.ts
@@ -60,9 +51,7 @@ def test_a_run_goes_from_start_to_completion_through_slack(make_env) -> None:  #
     assert state.script_revisions == 1 and "rollback check" in next(iter(state.scripts.values()))
 
     # 3. Sam (an approver through his user group) edits one script: an emptied file is refused inline first
-    before = len(fake.views)
-    env.sender.click(SAM, "edit", scripts_msg, name="sam")
-    modal = opened_modal(env, "hazel_edit", before)
+    modal = env.open_form(SAM, "edit", scripts_msg, name="sam")
     fields = inputs(modal)
     assert [label_of(modal, b) for b in fields] == list(state.scripts)
     first, second = list(fields)
@@ -87,9 +76,7 @@ def test_a_run_goes_from_start_to_completion_through_slack(make_env) -> None:  #
     # 4. at sign-off Priya rewinds to the plan with feedback: the run forks and the plan is re-drafted
     assert [e["action_id"] for e in signoff_msg.blocks[-1]["elements"]] == [
         "hazel_approve", "hazel_reject", "hazel_rewind"]
-    before = len(fake.views)
-    env.sender.click(PRIYA, "rewind", signoff_msg)
-    modal = opened_modal(env, "hazel_rewind", before)
+    modal = env.open_form(PRIYA, "rewind", signoff_msg)
     options = modal["blocks"][2]["element"]["options"]
     to_plan = next(o for o in options if "→ draft_plan" in o["text"]["text"])
     env.sender.submit(PRIYA, modal, {"target": {"selected": to_plan["value"]},

@@ -10,7 +10,6 @@ import json
 from urllib.parse import urlencode
 
 from tests.bot.slack.conftest import PRIYA, SlackEnv
-from tests.bot.slack.test_slack_end_to_end import opened_modal
 
 MARK = "XMARKX"  # replaced, in the URL-encoded body, by the bytes under test
 NOT_UTF8 = "%FF%FE"
@@ -58,9 +57,7 @@ def test_a_modal_submission_that_is_not_utf8_is_refused_under_its_input(make_env
     run_id = env.start()
     env.settle()
     message = env.request_message(run_id)
-    before_views = len(env.fake.views)
-    env.sender.click(PRIYA, "feedback", message)
-    modal = opened_modal(env, "hazel_feedback", before_views)
+    modal = env.open_form(PRIYA, "feedback", message)
     before = written(env, run_id)
 
     body = urlencode({"payload": json.dumps(env.sender.submission_payload(PRIYA, modal, {"text": f"bad{MARK}"}))})

@@ -16,7 +16,6 @@ import httpx
 import pytest
 
 from tests.bot.slack.conftest import PRIYA, SAM, SECRET, SlackEnv
-from tests.bot.slack.test_slack_end_to_end import opened_modal
 
 
 def _unchanged(env: SlackEnv, run_id: str) -> None:
@@ -24,10 +23,7 @@ def _unchanged(env: SlackEnv, run_id: str) -> None:
 
 
 def _modal(env: SlackEnv, action: str, run_id: str) -> dict:
-    message = env.request_message(run_id)
-    before = len(env.fake.views)
-    env.sender.click(PRIYA, action, message)
-    return opened_modal(env, f"hazel_{action}", before)
+    return env.open_form(PRIYA, action, env.request_message(run_id))
 
 
 @pytest.mark.parametrize("timestamp", ["abc", "", "1.5", "9" * 5000])
