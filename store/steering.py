@@ -212,6 +212,18 @@ class RequestRepo:
         self.conn.execute(update(steering_requests).where(steering_requests.c.id == request_id)
                           .values(message_ref=ref, message_key=str(key) if key is not None else None))
 
+    def forget_message(self, request_id: int, key: str) -> bool:
+        """Clear where the channel posted the pending request ``request_id`` (``message_ref`` and
+        ``message_key``), when it is still posted under ``key`` and still pending: its message is gone (a Jira
+        issue deleted), and a channel posts it anew. One conditional UPDATE; False when nothing matched
+        (settled, or forgotten already: a second delivery of the same news)."""
+        done = self.conn.execute(
+            update(steering_requests)
+            .where(steering_requests.c.id == request_id, steering_requests.c.message_key == key,
+                   steering_requests.c.status == RequestStatus.PENDING.value)
+            .values(message_ref=None, message_key=None))
+        return done.rowcount == 1
+
     def add_message_copies(self, request_id: int, copies: list[dict[str, Any]]) -> SteeringRequest | None:
         """Record more messages that show the request with its buttons (a reminder's or an escalation's, posted
         after the request itself) in ``message_ref["copies"]``, so that the update after a decision reaches them

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Callable
 from bot.engine import permissions, versions
 from bot.engine.errors import (InvalidDecisionError, NoPendingRequestError, NotAllowedError, no_request,
                                not_posted_there)
-from store.models import Actor, OutboxMessage, ProgressView, RequestView, SteeringRequest
+from store.models import Actor, OutboxKind, OutboxMessage, ProgressView, RequestView, SteeringRequest
 
 if TYPE_CHECKING:
     from bot.engine.steering import Steering
@@ -29,7 +29,9 @@ class Requests:
     steering: "Steering"
     views: "Views"
     timeouts: "Timeouts"
+    clock: Callable[[], datetime]
     _ready: Callable[[str], None]
+    _outbox: Callable[[], None]
 
     def access(self, *, request_id: int, actor: Actor) -> Access:
         """What ``actor`` may do on the request now (to render buttons and refusals).
@@ -134,6 +136,30 @@ class Requests:
         (a Jira comment delivered late answers the version the issue showed when it was written)."""
         with self.store.read() as tx:
             return tx.requests.by_message_key(key, asked_by=asked_by)
+
+    def ask_again(self, *, request_id: int, key: str, actor: Actor, why: str) -> bool:
+        """Post the pending request ``request_id`` anew on its channel, its message (posted under message key
+        ``key``) being gone: a Jira issue deleted (``actor``: who deleted it; ``why``: what happened, for the
+        audit log). In one transaction its message reference is cleared (``RequestRepo.forget_message``), a
+        ``request.opened`` message is queued (the channel posts it again: a new issue, whose reminders and
+        outcome follow), and ``request.asked_again`` is recorded by ``actor``. The request, its votes and its
+        deadlines are unchanged: a deletion decides nothing.
+
+        Returns:
+            False, doing nothing, when the request is settled or no longer posted under ``key`` (asked again
+            already: the same news delivered twice).
+        """
+        now = self.clock()
+        with self.store.transaction() as tx:
+            request = tx.requests.get(request_id)
+            if request is None or not tx.requests.forget_message(request_id, key):
+                return False
+            tx.outbox.add(channel=request.channel, kind=OutboxKind.REQUEST_OPENED, now=now, run_id=request.run_id,
+                          request_id=request_id)
+            tx.events.add(action="request.asked_again", actor=actor, now=now, run_id=request.run_id,
+                          request_id=request_id, reason=why)
+        self._outbox()
+        return True
 
     def request_for(self, *, run_id: str, request_id: int | None = None, point: str | None = None) -> SteeringRequest:
         """The pending request a decision would apply to (``decide``'s ``request_id`` and ``point``).

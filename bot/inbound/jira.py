@@ -13,7 +13,9 @@ the workflow needs (``JiraChannel.walk``), and the answer says whether Hazel cou
 has ended, a plain comment where the point takes feedback goes to the engine as feedback too (refused and
 answered, not ignored), and a refusal there says that the run has ended and what runs it again. A ``/rewind``
 that settles no request of its issue (the run had ended, or waits on another channel) is answered with what it
-did, since no outcome comment comes to that issue from the outbox.
+did, since no outcome comment comes to that issue from the outbox. A deleted issue (``jira:issue_deleted``)
+whose request still waits has it asked again on a new issue (``Hazel.ask_again``, audited as
+``request.asked_again`` by who deleted it); a deletion decides nothing.
 
 Duplicates decide once: decisions carry ``delivery_id`` (``<site>/issue/<id>/comment/<id>``, ``…/changelog/<id>``:
 ``integrations.jira.webhook.delivery_key``), which the database keeps unique, so Jira's retries and Server's
@@ -176,7 +178,7 @@ class JiraWebhook:
         except (ValueError, MalformedWebhookError) as exc:  # (UnreadableBodyError: the REST API's reasons)
             return 400, {"error": f"malformed Jira webhook: {exc}"}
         if event is None:
-            return 200, {"ignored": "not a comment or a status change"}
+            return 200, {"ignored": "not a comment, a status change or a deletion"}
         key = f"{event.delivery_id}:{hashlib.sha256(event.text.encode()).hexdigest()[:16]}"
         claimed, refusal = self.seen.claim(key)
         if not claimed:
@@ -207,6 +209,8 @@ class JiraWebhook:
             return 200, {"ignored": "not an issue Hazel created"}
         if event.actor.id == self.directory.own_id():
             return 200, {"ignored": "Hazel's own change"}
+        if event.kind == "deleted":
+            return self._deleted(event, latest)
         # the request the issue showed when the person acted: a delivery late (Hazel restarting, Jira retrying)
         # answers that one, never a newer version the issue carries since (as a Slack button stays bound)
         shown = (self.hazel.request_by_message_key(key=message_key(event.issue_id), asked_by=event.at)
@@ -218,6 +222,19 @@ class JiraWebhook:
         if event.kind == "transition":
             return self._transition(event, view, self.channel.options_for(view.options), newer)
         return self._comment(event, view, newer)
+
+    def _deleted(self, event: JiraEvent, request: SteeringRequest) -> tuple[int, dict[str, Any]]:
+        """The issue of ``request`` (the latest it showed) was deleted: a pending request is asked again on a
+        new issue (``Hazel.ask_again``), since nobody in Jira could answer it any more and its reminders would
+        go nowhere; a settled one is left as it was. A deletion decides nothing."""
+        issue = event.issue_key or event.issue_id
+        if request.status is not RequestStatus.PENDING or not self.hazel.ask_again(
+                request_id=request.id, key=message_key(event.issue_id), actor=self._actor(event),
+                why=f"its Jira issue {issue} was deleted"):
+            return 200, {"ignored": f"the issue's request {request.id} is not waiting"}
+        log.info("jira issue %s of request %s was deleted by %s: the request is asked again on a new issue", issue,
+                 request.id, event.actor.id)
+        return 200, {"asked_again": request.id}
 
     def _transition(self, event: JiraEvent, view: RequestView, opts: JiraOptions,
                     newer: SteeringRequest | None) -> tuple[int, dict[str, Any]]:

@@ -79,13 +79,15 @@ class JiraEvent:
     """One thing a person did on an issue, whatever the payload shape.
 
     Attributes:
-        kind: ``comment`` (a new or edited comment) or ``transition`` (the status changed).
+        kind: ``comment`` (a new or edited comment), ``transition`` (the status changed) or ``deleted`` (the
+            issue was deleted: ``jira:issue_deleted``).
         issue_id: Jira's numeric issue id (stable when an issue moves project; Hazel indexes issues by it).
         issue_key: e.g. ``MIG-12`` (absent from Server's ``comment_created``).
-        actor: who commented (the editor, for an edited comment) or who moved the issue.
+        actor: who commented (the editor, for an edited comment), who moved the issue or who deleted it.
         delivery_id: what makes this delivery unique across retries and companion events, and across issues
             and sites (``delivery_key``): ``<site>/issue/<issue id>/comment/<id>`` for a comment (also for a
-            transition made with a comment), else ``…/changelog/<id>``, else ``…/webhook/<identifier>``.
+            transition made with a comment), else ``…/changelog/<id>``, else ``…/webhook/<identifier>``; a
+            deletion ``…/deleted/<issue id>`` (an issue is deleted once).
         text: the comment body (for a transition: its comment, or ""); an ADF body as its plain text.
         to_status, from_status: the new and the previous status names (transitions only).
         comment_id: the comment's id (a comment, or a transition made with one).
@@ -100,7 +102,7 @@ class JiraEvent:
             (``parse_command(text, own_words=False)``), as a wiki-markup ``{quote}/approve{quote}`` is not.
     """
 
-    kind: Literal["comment", "transition"]
+    kind: Literal["comment", "transition", "deleted"]
     issue_id: str
     issue_key: str | None
     actor: JiraUser
@@ -249,6 +251,14 @@ def parse_event(payload: Any, *, webhook_id: str | None = None) -> JiraEvent | N
                          to_status=str(item.get("toString") or ""), from_status=item.get("fromString") or None,
                          comment_id=comment_id, webhook_event=label, site=site, at=event_time(payload),
                          quoted_opening=not own)
+
+    if name == "jira:issue_deleted":  # (Cloud and Server: the whole issue as it was, and who deleted it)
+        if not issue.get("id"):
+            raise MalformedWebhookError("jira:issue_deleted without issue.id")
+        return JiraEvent(kind="deleted", issue_id=str(issue["id"]), issue_key=issue_key,
+                         actor=_user(payload.get("user"), "user"),
+                         delivery_id=delivery_key(site, str(issue["id"]), "deleted", str(issue["id"])),
+                         webhook_event=label, site=site, at=event_time(payload))
     return None
 
 

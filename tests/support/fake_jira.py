@@ -116,6 +116,14 @@ class FakeJira:
                                      "statusCategory": {"key": CATEGORIES.get(status, "indeterminate")}}
         return before
 
+    def delete(self, ref: str) -> dict[str, Any]:
+        """A person deletes the issue (it is no longer found, read or searched); returns it as it was."""
+        with self._lock:
+            issue = self.issue(ref)
+            del self.issues[issue["id"]]
+            self.comments.pop(issue["id"], None)
+            return issue
+
     def bodies(self, ref: str) -> list[str]:
         return [c["body"] for c in self.comments.get(self.issue(ref)["id"], [])]
 

@@ -21,6 +21,7 @@ CLOUD_TRANSITION = "jira_cloud__issue_updated__status_transition_with_fieldId__m
 CLOUD_TRANSITION_NO_FIELD_ID = "jira_cloud__issue_updated__status_transition__zulip.json"
 SERVER_COMMENTED = "jira_server__issue_updated__issue_commented_companion_event__mattermost.json"
 SERVER_TRANSITION = "jira_server__issue_updated__issue_resolved_transition__mattermost.json"
+CLOUD_DELETED = "jira_cloud__issue_deleted__shape_of_limacharlie_capture.json"
 _comment_ids = itertools.count(30001)
 _changelog_ids = itertools.count(40001)
 
@@ -136,6 +137,15 @@ def transition_event(issue: dict[str, Any], to_status: str, from_status: str, pe
         author = user(person, cloud=cloud, base=base)
         template = fixture(SERVER_COMMENTED)["comment"]
         payload["comment"] = _comment(template, issue["id"], comment_id or new_comment_id(), comment, author, base)
+    return _stamp(payload, at)
+
+
+def issue_deleted(issue: dict[str, Any], person: str, *, at: datetime | None = None) -> dict[str, Any]:
+    """Jira Cloud's ``jira:issue_deleted``: who deleted the issue (``user``) and the issue as it was."""
+    base = "https://example.atlassian.net"
+    payload = fixture(CLOUD_DELETED)
+    payload["user"] = user(person, cloud=True, base=base)
+    payload["issue"] = _issue(payload["issue"], issue, base)
     return _stamp(payload, at)
 
 
