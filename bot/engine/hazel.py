@@ -329,14 +329,18 @@ class Hazel(Reads, Requests, Links):
     def workflow_warnings(self, *, name: str, version: int) -> list[str]:
         """What may make runs of workflow ``name`` at ``version`` wait forever without being an error of its
         definition: a quorum that needs every possible approver where self-approval is off
-        (``permissions.quorum_warning``). Empty: nothing.
+        (``permissions.quorum_warning``); backup approvers no escalation reaches, Slack approvers that are not
+        Slack ids (``routes.point_warnings``). Empty: nothing.
 
         Raises:
             UnknownWorkflowError.
         """
+        from bot.engine.routes import point_warnings
+
         wf = self.registry.get(name, version)
         points = wf.known_points() if isinstance(wf, LangGraphWorkflow) else wf.steering_points()
-        return [w for p in points if (w := permissions.quorum_warning(p, self.people)) is not None]
+        return ([w for p in points if (w := permissions.quorum_warning(p, self.people)) is not None]
+                + [w for p in points for w in point_warnings(p)])
 
     def knows_name(self, *, run_id: str, name: str, token_names: Iterable[str] = ()) -> bool:
         """Whether the configuration names ``name`` (a person's name, or a console or REST API name: what a run

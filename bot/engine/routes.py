@@ -17,7 +17,7 @@ END = "__end__"
 (completed; rejected when a rejection routes to it). Never a node's name, never stored as a checkpoint's next
 node (a checkpoint whose next node is None is final)."""
 
-_CHANNEL = re.compile(r"^(console|slack:[#A-Za-z0-9_.-]{1,80}|jira:[A-Z][A-Z0-9_]{0,19})$")
+_CHANNEL = re.compile(r"^(console|slack:#?[A-Za-z0-9_.-]{1,80}|jira:[A-Z][A-Z0-9_]{0,19})$")
 
 
 def problems(wf: Any) -> list[str]:
@@ -95,6 +95,10 @@ def point_settings_problems(p: Any) -> list[str]:
     ``invalid channel 'teams:#x' (…)``. (Its durations are checked by the ``SteeringPoint`` model itself:
     ``bot.engine.workflow.Seconds``.)"""
     out = []
+    actions = tuple(getattr(p, "actions", None) or ())
+    twice = sorted({a for a in actions if actions.count(a) > 1})
+    if twice:  # (each would be a second button with the same action_id: Slack refuses the message)
+        out.append(f"lists {', '.join(map(repr, twice))} more than once in actions")
     for channel in (p.channel, p.escalate_channel):
         if channel is not None and not _CHANNEL.match(channel):
             out.append(f"invalid channel {channel!r} (console, slack:#channel, slack:C…, jira:PROJECTKEY)")
@@ -109,4 +113,33 @@ def point_settings_problems(p: Any) -> list[str]:
         out.append(f"times out with {p.on_timeout!r}, which its actions do not allow ({', '.join(p.actions)})")
     if p.on_timeout == "escalate" and not (p.escalate_to or p.escalate_channel):
         out.append("escalates on timeout but names no escalate_to/escalate_channel")
+    if (p.escalate_channel or "").startswith("jira:") and not (p.channel or "").startswith("jira:"):
+        out.append(f"escalate_channel {p.escalate_channel!r}: an escalation in Jira is a comment on the request's "
+                   f"own issue, and a request on {p.channel!r} has none (escalate to a Slack channel)")
+    return out
+
+
+_SLACK_USER, _SLACK_GROUP = re.compile(r"^[UW][A-Z0-9]{2,}$"), re.compile(r"^S[A-Z0-9]{2,}$")
+
+
+def point_warnings(p: Any) -> list[str]:
+    """What in a steering point's settings is likely a mistake without being an error, each one phrase naming
+    the point: backup approvers no escalation ever reaches, and Slack approvers that are not Slack ids (a
+    Slack user is matched by the id its clicks carry, ``U…``/``W…``, a user group by ``S…``: a name there
+    matches nobody; name people in ``people=[...]`` and the people file)."""
+    out = []
+    if p.escalate_to and p.escalate_after_sec is None and p.on_timeout != "escalate":
+        out.append(f"steering point {p.name!r}: escalate_to is never used (set escalate_after_sec, or "
+                   "on_timeout='escalate')")
+    for approvers in (p.approvers, p.escalate_to):
+        if approvers is None:
+            continue
+        for kind, names, shape in (("slack_users", approvers.slack_users, _SLACK_USER),
+                                   ("slack_usergroups", approvers.slack_usergroups, _SLACK_GROUP)):
+            odd = [n for n in names if not shape.match(n)]
+            if odd:
+                out.append(f"steering point {p.name!r}: {kind} {', '.join(map(repr, odd))} "
+                           f"{'is not a Slack id' if len(odd) == 1 else 'are not Slack ids'} "
+                           f"({'U… or W…' if kind == 'slack_users' else 'S…'}): matches nobody; name people "
+                           "in people=[...]")
     return out

@@ -135,7 +135,7 @@ class SteeringPoint(BaseModel):
     on_feedback: str | None = None
     on_reject: str | None = None
     next: str | None = None
-    approvals_required: int = 1
+    approvals_required: Annotated[int, Field(strict=True)] = 1
     allow_self_approval: bool = True
     permissions: dict[str, Role] = Field(default_factory=dict)
     notify_approvers: bool = False
@@ -150,6 +150,25 @@ class SteeringPoint(BaseModel):
 
     def role_for(self, action: str) -> Role:
         return self.permissions.get(action, "approvers")
+
+
+def callable_problems(fn: Any) -> list[str]:
+    """Why ``fn`` cannot be a step, called ``fn(state, ctx)`` in a worker thread: not callable, an ``async``
+    function (it would return a coroutine, not a state), or one that cannot take those two arguments. A callable
+    whose signature Python cannot read (some built-ins) is taken as it is."""
+    import inspect
+
+    if not callable(fn):
+        return [f"{fn!r} is not a function"]
+    if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+        return ["is an async function: steps are plain functions (run a coroutine inside with asyncio.run)"]
+    try:
+        inspect.signature(fn).bind(None, None)
+    except TypeError:
+        return [f"must take two arguments, (state, ctx); its signature is {inspect.signature(fn)}"]
+    except ValueError:  # (no signature to read)
+        pass
+    return []
 
 
 @dataclass
@@ -247,7 +266,8 @@ class Workflow(Generic[S]):
         def register(f: StepFn) -> StepFn:
             step_name = name or f.__name__
             self._problems.extend(f"step {step_name!r}: {problem}"
-                                  for problem in retry_problems(max_attempts, backoff_sec, max_backoff_sec))
+                                  for problem in (*retry_problems(max_attempts, backoff_sec, max_backoff_sec),
+                                                  *callable_problems(f)))
             self._add(Step(step_name, f, next, max_attempts, backoff_sec, max_backoff_sec))
             return f
 

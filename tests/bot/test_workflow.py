@@ -20,6 +20,39 @@ def noop(state: S, ctx: StepContext) -> S:
     return state
 
 
+async def _async_step(state: S, ctx: StepContext) -> S:
+    return state
+
+
+def test_steps_taking_state_and_ctx_in_any_form_load() -> None:
+    wf = base()
+    wf.step(lambda state, ctx, extra=1: state, name="defaults")
+    wf.step(lambda *args: args[0], name="varargs")
+    wf.step(lambda state, ctx=None: state, name="optional")
+    wf.steer("review", channel="slack:C0123ABCD")
+    wf.steer("review2", channel="slack:#ops-leads", escalate_after_sec=60, escalate_channel="slack:#x")
+    Registry().add(wf)
+
+
+def test_likely_mistakes_in_a_point_are_warnings() -> None:
+    from bot.engine.routes import point_warnings
+
+    wf = base()
+    point = wf.steer("review", approvers=Approvers(slack_users=["priya", "U0123"], slack_usergroups=["dba"]),
+                     escalate_to=Approvers(people=["bob"]))
+    assert point_warnings(point) == [
+        "steering point 'review': escalate_to is never used (set escalate_after_sec, or on_timeout='escalate')",
+        "steering point 'review': slack_users 'priya' is not a Slack id (U… or W…): matches nobody; name people "
+        "in people=[...]",
+        "steering point 'review': slack_usergroups 'dba' is not a Slack id (S…): matches nobody; name people in "
+        "people=[...]"]
+    fine = wf.steer("later", approvers=Approvers(slack_users=["U0123", "W0456"], slack_usergroups=["S0789"]),
+                    escalate_after_sec=60, escalate_to=Approvers(people=["bob"]))
+    assert point_warnings(fine) == []
+    assert point_warnings(wf.steer("timed", escalate_to=Approvers(people=["bob"]), timeout_sec=60,
+                                   on_timeout="escalate")) == []
+
+
 def base() -> Workflow:
     wf = Workflow("w", version=1, state=S)
     wf.step(noop, name="draft")
@@ -53,6 +86,21 @@ def base() -> Workflow:
     (lambda wf: wf.steer("review", timeout_sec=True), "timeout_sec: Input should be a valid number"),
     (lambda wf: wf.steer("review", remind_every_sec="10"), "remind_every_sec: Input should be a valid number"),
     (lambda wf: wf.steer("review", timeout_sec=0, on_timeout="approve"), "timeout_sec: Input should be greater than 0"),
+    # fresh-user findings (s28): a second button with the same action_id (Slack refuses the message), a channel
+    # with no name, a bool for a count, and steps that can never run as steps
+    (lambda wf: wf.steer("review", actions=["approve", "approve", "reject"]),
+     "steering point 'review': lists 'approve' more than once in actions"),
+    (lambda wf: wf.steer("review", channel="slack:#"), "invalid channel 'slack:#'"),
+    (lambda wf: wf.steer("review", channel="slack:##x"), "invalid channel 'slack:##x'"),
+    (lambda wf: wf.steer("review", approvals_required=True), "approvals_required: Input should be a valid integer"),
+    (lambda wf: wf.steer("review", channel="slack:#x", escalate_after_sec=60, escalate_channel="jira:OPS"),
+     "escalate_channel 'jira:OPS': an escalation in Jira is a comment on the request's own issue, and a request "
+     "on 'slack:#x' has none"),
+    (lambda wf: wf.step(_async_step, name="x"),
+     "step 'x': is an async function: steps are plain functions (run a coroutine inside with asyncio.run)"),
+    (lambda wf: wf.step(lambda state: state, name="x"),
+     "step 'x': must take two arguments, (state, ctx); its signature is (state)"),
+    (lambda wf: wf.step(lambda state, ctx, more: state, name="x"), "its signature is (state, ctx, more)"),
 ])
 def test_invalid_definitions_are_refused_with_the_problem_named(build, message: str) -> None:  # noqa: ANN001
     wf = base()
