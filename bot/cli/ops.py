@@ -292,7 +292,10 @@ def outbox_list(
     elsewhere = sorted({k for m in messages if m.status.value == "pending"
                         for k in [m.channel.split(":", 1)[0]] if k not in have and m.kind not in have})
     if json_out:  # ("backlog" is the whole outbox's, with --run too: counting one run's would read every row)
-        emit_json({"backlog": backlog, "messages": messages, "waiting_for_settings": elsewhere})
+        from bot.ops.hooks import shown_message
+
+        emit_json({"backlog": backlog, "messages": [shown_message(m) for m in messages],
+                   "waiting_for_settings": elsewhere})
         return
     # the backlog is what is not delivered (pending, dead: as /metrics' hazel_outbox_messages); what is done
     # (sent, superseded: never to be sent) beside it

@@ -94,7 +94,7 @@ class HookSender:
             DELIVERY_HEADER: str(message.payload.get("delivery_id") or message.id),
             SIGNATURE_HEADER: sign(self.settings.hook_secret.get_secret_value(), body),
         }
-        where = _where(url)
+        where = url_shown(url)
         try:
             response = httpx.post(url, content=body, headers=headers, timeout=self.settings.hook_timeout_sec,
                                   follow_redirects=False, verify=tls_context())
@@ -119,7 +119,16 @@ def tls_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-def _where(url: str) -> str:
+def shown_message(message: OutboxMessage) -> OutboxMessage:
+    """``message`` fit to print (``hazel outbox --json``): a hook event's ``payload["url"]`` as ``url_shown``
+    gives it, as the table, the logs and the audit log name it; any other message as it is."""
+    url = message.payload.get("url") if message.kind == KIND else None
+    if not isinstance(url, str):
+        return message
+    return message.model_copy(update={"payload": {**message.payload, "url": url_shown(url)}})
+
+
+def url_shown(url: str) -> str:
     """The scheme, host and path of ``url``: never its query or credentials, which may carry secrets."""
     parsed = urlparse(url)
     try:

@@ -212,6 +212,7 @@ def test_dead_after_the_last_attempt_visible_in_hazel_outbox(db_url: str, receiv
     assert {m["id"] for m in shown["messages"]} == {rows["down"].id, rows["gone"].id}
     assert {m["channel"].split(":")[0] for m in shown["messages"]} == {"hook"} and shown["backlog"]["dead"] == 2
     assert SECRET not in listed.output
+    assert {m["payload"]["url"] for m in shown["messages"]} == {receiver.url("/down"), receiver.url("/gone")}
     before = len(receiver.ok())
     retried = cli.invoke(app, ["outbox", "retry", str(rows["down"].id), "--json"])
     assert retried.exit_code == 0, retried.output
@@ -312,3 +313,22 @@ def test_a_process_without_the_hook_secret_leaves_hook_events_to_one_with_it(db_
     assert row.status is OutboxStatus.SENT and [signed(r)["type"] for r in receiver.ok()] == ["run.waiting"]
     for h in (emitter, unsigned, signer):
         h.close()
+
+
+def test_hazel_outbox_json_names_a_hook_url_without_its_credentials(db_url: str, receiver: HookReceiver,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fresh-user finding (s28 F7): the table, the logs and the audit log named a hook URL without its user,
+    password and query; ``hazel outbox --json`` printed them."""
+    url = receiver.url("/hook").replace("http://", "http://user:s3cretpw@") + "?token=tok123"
+    hazel = make(db_url, [url])
+    run = hazel.start(workflow="doc", input={"topic": "backups"}, actor=ALICE)
+    hazel.drive(run_id=run.id)
+    from bot.cli import app
+
+    monkeypatch.setenv("HAZEL_DATABASE_URL", db_url)
+    listed = CliRunner().invoke(app, ["outbox", "--status", "sent", "--json"])
+    assert listed.exit_code == 0, listed.output
+    [message] = [m for m in json.loads(listed.stdout)["messages"] if m["kind"] == "hook.event"]
+    assert message["payload"]["url"] == receiver.url("/hook")
+    assert "s3cretpw" not in listed.output and "tok123" not in listed.output and "user:" not in listed.output
+    hazel.close()
