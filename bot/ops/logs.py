@@ -137,11 +137,14 @@ QUIET_LOGGERS = ("httpx", "apscheduler", "alembic", "slack_sdk")
 
 class _SlackSendFailureIsAWarning(logging.Filter):
     """slack_sdk logs ``Failed to send a request to Slack API server: …`` at ERROR before its retry handlers
-    run and before it raises: the outbox retries the message and logs its own line, so it is a WARNING (an
-    alert on ERROR would page for a routine retry)."""
+    run and before it raises, and ``Failed to decode Slack API response: …`` at ERROR when Slack (or a proxy in
+    front of it) answers with something that is not JSON, a 503 page of an outage (``BaseClient._urllib_api_call``,
+    slack_sdk 3): the outbox retries the message and logs its own line with Slack's answer, so each is a WARNING
+    (an alert on ERROR would page for a routine retry), and a command leaves it out (``_not_slacks_retries``)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno == logging.ERROR and str(record.msg).startswith("Failed to send a request to Slack"):
+        if record.levelno == logging.ERROR and str(record.msg).startswith(
+                ("Failed to send a request to Slack", "Failed to decode Slack API response")):
             record.levelno, record.levelname = logging.WARNING, "WARNING"
         return True
 

@@ -341,14 +341,22 @@ def test_slacks_send_failure_is_a_warning_in_the_log_and_left_out_of_a_commands_
     slack = logging.getLogger("slack_sdk.web.base_client")
     slack.error("Failed to send a request to Slack API server: <urlopen error [Errno 111] Connection refused>")
     slack.info("A retry handler found: ConnectionErrorRetryHandler")
+    # (an outage's 503 page: a fresh-user finding, s28 F8, printed raw on a command's stderr)
+    slack.error("Failed to decode Slack API response: Received a response in a non-JSON format: down")
     assert [line.split(" ", 3)[2:] for line in stream.getvalue().splitlines()] == [
         ["WARNING", "slack_sdk.web.base_client Failed to send a request to Slack API server: <urlopen error "
-                    "[Errno 111] Connection refused>"]]
+                    "[Errno 111] Connection refused>"],
+        ["WARNING", "slack_sdk.web.base_client Failed to decode Slack API response: Received a response in a "
+                    "non-JSON format: down"]]
     handler = command_handler(Settings())
     try:
         records = [logging.LogRecord("slack_sdk.web.base_client", logging.WARNING, "", 0, "Failed to send", (), None),
                    logging.LogRecord("slack_sdk.web.base_client", logging.ERROR, "", 0, "other", (), None),
                    logging.LogRecord("hazel.outbox", logging.WARNING, "", 0, "not delivered", (), None)]
         assert [handler.filter(r) for r in records] == [False, True, True]
+        decode = logging.LogRecord("slack_sdk.web.base_client", logging.ERROR, "", 0,
+                                   "Failed to decode Slack API response: down", (), None)
+        slack.handle(decode)  # (through the logger's filter, which makes it a WARNING, then the command's)
+        assert decode.levelno == logging.WARNING and not handler.filter(decode)
     finally:
         logging.getLogger().removeHandler(handler)
