@@ -71,6 +71,25 @@ def test_a_user_group_member_may_reject_with_a_reason_given_in_a_modal(make_env)
                                                                            thread_ts=message.ts)[0].text
 
 
+def test_slacks_resend_of_a_counted_vote_tells_nothing_more(make_env) -> None:  # noqa: ANN001
+    """Slack's redelivery (``X-Slack-Retry-Num``, the same payload and ``trigger_id``) of a quorum vote is the
+    same delivery: counted once, and answered once. (Checked after a fresh-user report, s28 F9, of a second
+    "You already approved …": its resend carried a new trigger id, which makes it another click, as Slack's
+    own resends never are.)"""
+    import time
+
+    env: SlackEnv = make_env(quorum_workflow())
+    run_id = env.start("quorum", {"text": "ship it"}, by=STARTER)
+    env.settle()
+    payload = env.sender.click_payload(PRIYA, "approve", env.request_message(run_id))
+    assert env.sender.send_payload(payload).status_code == 200
+    env.ephemeral(PRIYA, "Your approval is counted: 1 of 2")
+    assert env.sender.send_payload(payload, retry_num=1).status_code == 200
+    time.sleep(0.5)
+    assert [e["text"] for e in env.fake.ephemerals_for(PRIYA)] == ["Your approval is counted: 1 of 2."]
+    assert env.pending(run_id).approvals == 1
+
+
 def test_quorum_and_the_self_approval_ban_apply_in_slack(make_env) -> None:  # noqa: ANN001
     env: SlackEnv = make_env(quorum_workflow())
     run_id = env.start("quorum", {"text": "ship it"}, by=STARTER)
