@@ -10,7 +10,7 @@ worker. A modal's submission is checked and decided before it is acknowledged, s
 invalid edit comes back inline (``response_action: errors``) with nothing changed.
 
 Delivery ids make Slack's retries (``X-Slack-Retry-Num``) harmless: a click is ``click:<user id>:<trigger_id>``, a
-submission ``view:<view id>``; the same delivery decides once. Two different clicks race in the database and
+submission ``view:<user id>:<view id>``; the same delivery decides once. Two different clicks race in the database and
 the loser is told who won.
 
 A button names the run as well as the request (``blocks.button_value``: ``<run id>:<request id>``), and a modal's
@@ -324,7 +324,8 @@ class Submission:
             InvalidDecisionError, AlreadyDecidedError, NotAllowedError, RunNotFoundError, RequestNotFoundError,
             HazelError.
         """
-        rid, delivery = request_id, f"view:{self.view['id']}"
+        rid, delivery = request_id, f"view:{actor.id}:{self.view['id']}"  # (whose, as a click's: view ids are
+        # Slack's and unique, but a submission under another's id was answered with that decision, silently)
         if self.kind == "edit":
             try:
                 payload = M.edit_payload(view.shown_value, view.show, self.values)

@@ -67,6 +67,28 @@ def test_clicks_by_two_users_with_the_same_trigger_id_are_two_decisions(make_env
     assert sorted(d.actor_id for d in env.hazel.decisions(run_id=run_id)) == sorted([PRIYA, SAM])
 
 
+def test_submissions_by_two_users_under_one_view_id_are_two_decisions(make_env) -> None:  # noqa: ANN001
+    """A modal submission was known by its view id alone: one from another user (another run, another request)
+    under the same id was answered as a success and recorded nothing, not even a refusal (a fresh-user
+    finding, s28 F5; Slack's view ids are unique, so this guards against a client that reuses them). The
+    key is the user's and the view's now, as a click's is the user's and the trigger's."""
+    env: SlackEnv = make_env()
+    first, second = env.start(), env.start(data={"request": "drop users.legacy"})
+    env.settle()
+    modal = env.open_form(PRIYA, "feedback", env.request_message(first))
+    assert env.sender.submit(PRIYA, modal, {"text": "split it in two"}).status_code == 200
+    env.wait(lambda: env.hazel.decisions(run_id=first), "priya's feedback")
+    other = env.open_form(SAM, "reject", env.request_message(second), name="sam")
+    response = env.sender.submit(SAM, {**other, "id": modal["id"]}, {"reason": "not this quarter"}, name="sam")
+    assert response.status_code == 200 and response.text in ("", "null"), response.text
+    [rejected] = env.wait(lambda: env.hazel.decisions(run_id=second), "sam's rejection")
+    assert rejected.actor_id == SAM and rejected.action.value == "reject"
+    # the same submission again (Slack's resend) is the same delivery: nothing more
+    assert env.sender.submit(SAM, {**other, "id": modal["id"]}, {"reason": "not this quarter"}, name="sam",
+                             retry_num=1).status_code == 200
+    assert len(env.hazel.decisions(run_id=second)) == 1 and len(env.hazel.decisions(run_id=first)) == 1
+
+
 def test_building_the_app_logs_no_ignored_token_warning(make_env, caplog, monkeypatch) -> None:  # noqa: ANN001
     monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-from-the-environment")  # as hazel serve has it: Bolt reads it too
     with caplog.at_level("WARNING", logger="slack_bolt"):
