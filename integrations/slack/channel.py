@@ -261,6 +261,8 @@ class SlackChannel(Channel):
             exc.message_ref = {"copies": list(copies)}  # type: ignore[attr-defined]
             raise
         self._forget(key)
+        if view.escalation:  # the backup approvers may decide it now: their Home tabs show it
+            self._changed(view)
         return {"copies": copies} if copies else None
 
     def _remind(self, view: RequestView, memo: dict[str, Any], copies: list[dict[str, Any]]) -> None:

@@ -87,8 +87,9 @@ class SlackBridge:
         (client or self.client).views_publish(user_id=user_id, view=B.home_view(waiting, recent, notice=notice))
 
     def refresh_homes(self, view: RequestView) -> None:
-        """After a request was posted or changed: republish the Home tab of its Slack approvers and of the Slack
-        users who decided on it (at most ``MAX_HOMES_REFRESHED``). Never raises: a Home tab left stale is
+        """After a request was posted, escalated or changed: republish the Home tab of its Slack approvers (its
+        backup approvers too once escalated) and of the Slack users who decided on it (at most
+        ``MAX_HOMES_REFRESHED``). Never raises: a Home tab left stale is
         logged (a database error in one line, without its SQL or parameters: ``bot.engine.log_error``)."""
         try:
             self._refresh_homes(view)
@@ -96,8 +97,11 @@ class SlackBridge:
             log_error(log, exc, "refreshing the Home tabs after request %s changed failed", view.request.id)
 
     def _refresh_homes(self, view: RequestView) -> None:
-        users: list[str] = list(view.approvers.slack_users)
-        for group in view.approvers.slack_usergroups:
+        lists = [view.approvers]
+        if view.escalate_to is not None and (view.escalation or view.request.escalated_at is not None):
+            lists.append(view.escalate_to)  # (the backup approvers may decide it from the escalation on)
+        users: list[str] = [u for approvers in lists for u in approvers.slack_users]
+        for group in (g for approvers in lists for g in approvers.slack_usergroups):
             users += sorted(self.directory.members(group))
         users += [d.actor_id for d in view.decisions if d.channel == "slack"]
         for user in list(dict.fromkeys(users))[:MAX_HOMES_REFRESHED]:

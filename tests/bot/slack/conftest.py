@@ -64,7 +64,9 @@ class SlackEnv:
                            console=ConsoleChannel(console=Console(file=self.console_out, width=120)),
                            **({"clock": clock} if clock else {}))
         self.hazel.prepare()
-        self.server = LiveServer(create_app(self.hazel, routers=slack_routers(self.hazel, self.settings)))
+        self.server = LiveServer(create_app(self.hazel, routers=slack_routers(self.hazel, self.settings,
+                                                                               channel=self.channel)))  # (as
+        # hazel serve wires it: the channel refreshes Home tabs after it posts or updates a request)
         self.server.__enter__()
         self.sender = SlackSender(self.server.url + "/slack/events", SECRET, fake)
         self.pool: WorkerPool | None = None

@@ -217,3 +217,24 @@ def test_copies_posted_while_the_request_settles_are_updated_after_all(make_env,
     assert with_buttons(env) == []
     [copy] = env.fake.channel_messages(DEPLOYS, top_level=True)
     assert "Approved by <@U0000000001>" in str(copy.blocks)
+
+
+def test_the_backup_approvers_home_follows_the_escalation_and_the_end(make_env) -> None:  # noqa: ANN001
+    """A fresh-user finding (s28 F3): the Home tab of the ``escalate_to`` approver was republished neither when
+    the request was escalated to them (they may decide it from then on) nor when it ended (its buttons stayed
+    live on a rejected request until they opened the tab again). Now both."""
+    clock = FakeClock()
+    env: SlackEnv = make_env(escalating(), clock=clock)
+    scheduler = Scheduler(env.hazel)
+    run_id = env.start("escalating", {"text": "x"}, by=AUTHOR)
+    env.settle()
+    tick(env, scheduler, clock, 5)
+    tick(env, scheduler, clock, 5)
+    assert BACKUP not in env.fake.homes  # (not yet theirs)
+    tick(env, scheduler, clock, 2)    # escalation
+    home = env.wait(lambda: env.fake.homes.get(BACKUP), "the backup approver's Home tab")
+    assert "Waiting on you (1)" in str(home) and run_id in str(home) and "hazel_approve" in str(home)
+    for _ in range(3):
+        tick(env, scheduler, clock, 5)  # the timeout (25 s) rejects it
+    assert env.hazel.get(run_id=run_id).status.value == "rejected"
+    env.wait(lambda: "Waiting on you (0)" in str(env.fake.homes.get(BACKUP)), "the backup's Home tab, refreshed")
