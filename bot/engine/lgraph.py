@@ -118,6 +118,29 @@ def point_from(name: str, settings: dict[str, Any]) -> SteeringPoint:
         raise WorkflowDefinitionError(f"steering point {name!r}: {details}") from None
 
 
+def _graph_problems(graph: Any) -> list[str]:
+    """What in a compiled graph Hazel cannot keep its word on: LangGraph's static breakpoints
+    (``compile(interrupt_before=…, interrupt_after=…)``), which Hazel's super-step by super-step drive passes
+    without stopping (the gated node ran with nobody asked: a fresh-user finding, s27 F2), and a checkpointer
+    that keeps a thread in one process (``InMemorySaver``): a decision taken in another process, or after a
+    restart, would find no graph checkpoint to resume (s27 F1)."""
+    out = []
+    for option in ("interrupt_before", "interrupt_after"):
+        nodes = getattr(graph, f"{option}_nodes", None)
+        if nodes:
+            named = "every node" if nodes == "*" else ", ".join(map(repr, nodes))
+            out.append(f"its graph is compiled with {option}= ({named}): Hazel does not stop at LangGraph's "
+                       f"static breakpoints; call interrupt() or hazel.langgraph.steer() in the node where a "
+                       f"person must decide, and compile without {option}")
+    saver = getattr(graph, "checkpointer", None)
+    if type(saver).__name__ in ("InMemorySaver", "MemorySaver") and type(saver).__module__.startswith("langgraph."):
+        out.append("its graph is compiled with an InMemorySaver, which keeps a run's graph state in one process: "
+                   "a decision taken in another process (the CLI, a second server) or after a restart would find "
+                   "nothing to resume; compile without a checkpointer (Hazel gives the graph a HazelSaver on its "
+                   "own database) or with a durable one every process shares")
+    return out
+
+
 def check_point(point: SteeringPoint) -> SteeringPoint:
     """``point`` when its settings make sense together (as ``Workflow.validate`` checks a native one).
 
@@ -188,6 +211,7 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
         self._unbound, self._saver_for = graph, saver_for
         if getattr(graph, "checkpointer", None) in (None, False) and saver_for is None:
             self._problems.append("its graph has no checkpointer: compile it with checkpointer=HazelSaver(...)")
+        self._problems.extend(_graph_problems(graph))
         for node in getattr(graph, "nodes", {}):
             if node != START and _NAME.match(node):  # (any other name still runs: node_at)
                 self._add(self._step(node))

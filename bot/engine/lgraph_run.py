@@ -39,6 +39,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from bot.engine.errors import StepContractError
 from bot.engine.workflow import StepContext
 from store.models import LEASE_KEY, NODES_JOIN, UPDATE_NODE, node_names
 
@@ -96,6 +97,8 @@ def superstep(wf: Any, state: Any, ctx: StepContext) -> Any:
     fence = {} if ctx._lease is None else {LEASE_KEY: ctx._lease}  # the saver writes only under the run's lease
     meta = {"hazel_run": ctx.run_id, "hazel_seq": ctx.seq}
     latest = graph.get_state({"configurable": thread})
+    if state.lg_checkpoint is not None:
+        _refuse_lost(wf.graph, ctx, state.lg_checkpoint, latest)
     taken = state.lg_checkpoint is None and _input_taken(wf.graph, latest, ctx.seq)
     done_before = (not taken and _meta(latest).get("hazel_seq") == ctx.seq
                    and _meta(latest).get("source") == SOURCE_LOOP)
@@ -138,6 +141,22 @@ def superstep(wf: Any, state: Any, ctx: StepContext) -> Any:
     elif latest.next:  # every node of the next super-step
         ctx.goto(nodes_label(list(latest.next)))
     return GraphRunState(lg_input=state.lg_input, lg_checkpoint=pointer, lg_asks=asks, **shown)
+
+
+def _refuse_lost(graph: Any, ctx: StepContext, pointer: str, latest: Any) -> None:
+    """Raise ``StepContractError`` (the run fails at once, not retried) when the graph checkpoint ``pointer``
+    the run goes on from is not in the graph's checkpointer any more: LangGraph would start the thread again
+    from its beginning, running nodes that ran already, with no input (a fresh-user finding, s27 F1: a graph
+    compiled with its own ``InMemorySaver``, resumed by another process). Free when ``pointer`` is the thread's
+    newest checkpoint (``latest``, read already); one ``get_tuple`` otherwise."""
+    newest = (getattr(latest, "config", None) or {}).get("configurable", {}).get("checkpoint_id")
+    if newest == pointer or (newest is not None and has_checkpoint(graph, ctx.run_id, pointer)):
+        return
+    raise StepContractError(
+        f"the graph checkpoint run {ctx.run_id} goes on from ({pointer}) is not in its graph's checkpointer any "
+        f"more (a checkpointer that keeps threads in one process, such as InMemorySaver, loses them to other "
+        f"processes and restarts; HazelSaver.delete_thread and prune delete them): LangGraph would start the "
+        f"graph again from its beginning; rewind the run to checkpoint #0 to run it again from its input")
 
 
 def _with(config: dict[str, Any], fence: dict[str, str], meta: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,54 @@
+"""What ``register()`` refuses in a compiled graph, and a resume that finds no graph checkpoint (fresh-user
+findings, s27): LangGraph's static breakpoints (``interrupt_before`` / ``interrupt_after``), which Hazel drove
+past, so the gated node ran with nobody asked (F2); a graph compiled with its own ``InMemorySaver``, whose
+thread a decision taken in another process cannot find (F1); and, whatever the checkpointer, a run whose graph
+checkpoint is gone fails at once, saying so, instead of starting the graph again from its beginning (its nodes
+run twice, with no input)."""
+
+from __future__ import annotations
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from sqlalchemy import text
+
+from bot.engine.errors import WorkflowDefinitionError
+from bot.engine.registry import Registry
+from store.models import RunStatus
+from tests.langgraph.graphs import review_graph, workflow
+from tests.support.engine import make_hazel, person
+
+
+@pytest.mark.parametrize("option, named", [("interrupt_before", "'review'"), ("interrupt_after", "'draft'")])
+def test_a_graph_with_static_breakpoints_is_refused(option: str, named: str) -> None:
+    graph = review_graph()
+    compiled = graph.builder.compile(**{option: [named.strip("'")]})
+    with pytest.raises(WorkflowDefinitionError) as refused:
+        Registry().add(workflow(compiled, name="lg-static"))
+    assert (f"its graph is compiled with {option}= ({named}): Hazel does not stop at LangGraph's static "
+            f"breakpoints; call interrupt() or hazel.langgraph.steer() in the node where a person must decide"
+            in str(refused.value)), str(refused.value)
+
+
+def test_a_graph_with_an_in_memory_checkpointer_is_refused() -> None:
+    with pytest.raises(WorkflowDefinitionError) as refused:
+        Registry().add(workflow(review_graph(InMemorySaver()), name="lg-memory"))
+    assert "its graph is compiled with an InMemorySaver, which keeps a run's graph state in one process" \
+        in str(refused.value)
+
+
+def test_a_resume_whose_graph_checkpoint_is_gone_fails_without_running_the_graph_again(db_url: str) -> None:
+    seen: list[str] = []
+    hz = make_hazel(db_url, workflow(review_graph(on_node=seen.append), max_attempts=3))
+    run = hz.start(workflow="lg-review", input={"topic": "tides"}, actor=person("olga"))
+    hz.drive(run_id=run.id)
+    assert hz.pending_request(run_id=run.id) is not None and seen == ["draft", "review"]
+    with hz.store.transaction() as tx:  # the graph's rows lost (what another process's InMemorySaver never had)
+        for table in ("hazel_lg_writes", "hazel_lg_checkpoints"):
+            tx.conn.execute(text(f"DELETE FROM {table} WHERE thread_id = :t"), {"t": run.id})
+    hz.decide(run_id=run.id, action="approve", actor=person("olga"))
+    hz.drive(run_id=run.id)
+    failed = hz.get(run_id=run.id)
+    assert failed.status is RunStatus.FAILED, failed
+    assert f"the graph checkpoint run {run.id} goes on from (" in failed.error, failed.error
+    assert "LangGraph would start the graph again from its beginning; rewind the run to checkpoint #0" in failed.error
+    assert seen == ["draft", "review"]  # no node ran again
