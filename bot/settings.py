@@ -31,7 +31,17 @@ MAX_WORKERS = 1000
 """Most worker threads of one process (``HAZEL_WORKERS``, ``--workers``)."""
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 _NUMBER_MAX = 2**31 - 1
-"""The largest number a setting takes (seconds: 68 years; bytes: 2 GiB)."""
+"""The largest number a setting takes (seconds: 68 years; bytes: 2 GiB), unless its field says its own
+(``HAZEL_HEAD_CACHE_BYTES``: 16 GiB)."""
+
+
+def _own_max(settings: type, name: str, default: int) -> int | float:
+    """The ``le`` bound the field ``name`` of ``settings`` declares (``Field(le=…)``), else ``default``."""
+    field = settings.model_fields.get(name)  # type: ignore[attr-defined]
+    for constraint in field.metadata if field is not None else ():
+        if getattr(constraint, "le", None) is not None:
+            return constraint.le
+    return default
 WEB_SECRET_MIN_CHARS = 32
 """The fewest characters ``HAZEL_WEB_SECRET`` takes (spaces around it not counted: the signer leaves them out):
 it alone signs the "View run" links every Slack card and Jira issue carries, ``hazel link --for`` proxy links
@@ -530,8 +540,8 @@ class Settings(BaseSettings):
         if isinstance(value, (int, float)):
             if value != value or value in (float("inf"), float("-inf")):
                 raise ValueError("must be a finite number")
-            if value > _NUMBER_MAX:
-                raise ValueError(f"must be at most {_NUMBER_MAX:,}")
+            if value > _own_max(cls, name, _NUMBER_MAX):
+                raise ValueError(f"must be at most {_own_max(cls, name, _NUMBER_MAX):,}")
             if name == "port" or name.endswith("_port"):
                 if not 1 <= value <= 65535:
                     raise ValueError("must be a port number from 1 to 65535")

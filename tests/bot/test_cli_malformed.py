@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
+from pydantic import ValidationError
 import typer
 from sqlalchemy import create_engine, text
 from typer.testing import CliRunner
@@ -347,6 +348,18 @@ def test_a_blank_optional_setting_means_unset(monkeypatch: pytest.MonkeyPatch) -
     settings = Settings()
     assert {n: getattr(settings, n) for n in optional} == dict.fromkeys(optional)
     assert not settings.slack_configured
+
+
+def test_a_setting_with_its_own_maximum_takes_up_to_it() -> None:
+    """``HAZEL_HEAD_CACHE_BYTES`` is documented up to 16 GiB, but every setting was cut at 2,147,483,647 first:
+    4 GiB was refused with ``must be at most 2,147,483,647`` (a fresh-user finding, s27 F5). A field's own
+    bound governs it; the others keep 2**31 - 1."""
+    assert Settings(HAZEL_HEAD_CACHE_BYTES=4 << 30).head_cache_bytes == 4 << 30
+    assert Settings(HAZEL_HEAD_CACHE_BYTES=16 << 30).head_cache_bytes == 16 << 30
+    with pytest.raises(ValidationError, match="less than or equal to 17179869184"):
+        Settings(HAZEL_HEAD_CACHE_BYTES=(16 << 30) + 1)
+    with pytest.raises(ValidationError, match="must be at most 2,147,483,647"):
+        Settings(HAZEL_MAX_BODY_BYTES=2**31)
 
 
 def test_the_real_entry_point_answers_one_line(db_url: str, tmp_path: Path) -> None:
