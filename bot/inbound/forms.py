@@ -94,3 +94,17 @@ def unescaped_at(body: bytes) -> int | None:
         if byte > 0x7F:
             return at
     return None
+
+
+def repeated_field(body: bytes) -> str | None:
+    """The first field name a URL-encoded form ``body`` sends more than once (``action=reject&action=approve``),
+    else None. ``body`` is UTF-8 (``not_utf8`` said so); names are compared as the form parser reads them
+    (percent-decoded, ``+`` as a space)."""
+    from urllib.parse import parse_qsl
+
+    seen: set[str] = set()
+    for name, _ in parse_qsl(body.decode("utf-8"), keep_blank_values=True):
+        if name in seen:
+            return name
+        seen.add(name)
+    return None

@@ -38,7 +38,8 @@ from fastapi.routing import APIRoute
 from starlette.convertors import PathConvertor, register_url_convertor
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from bot.engine import AlreadyDecidedError, HazelError, NotAllowedError, RunNotFoundError, log_context
+from bot.engine import (AlreadyDecidedError, HazelError, InvalidDecisionError, NotAllowedError, RunNotFoundError,
+                        log_context)
 from bot.inbound import forms
 from bot.inbound.api import api_tokens, hazel_error_response
 from bot.inbound.api_errors import validation_message
@@ -162,7 +163,9 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
         (a field over ``form_part_bytes``: 413) an HTML page too. A URL-encoded form that is not UTF-8
         (``feedback=%FF``, which the parser would read as U+FFFD) is refused before it is parsed, 422 with
         ``forms.NotUtf8``'s line, nothing done; so is one holding a byte over 0x7F that is not percent-encoded
-        (the parser would read it as latin-1), and a multipart form or a JSON body (415: the pages send neither;
+        (the parser would read it as latin-1), one that sends a field twice (the parser keeps the last value,
+        which a filter in front reading the first would not see), and a multipart form or a JSON body (415: the
+        pages send neither;
         a JSON body answered "action: Field required", the action it held unread). The REST API's
         routes keep their own error body (``bot.inbound.api.ApiRoute``)."""
 
@@ -187,6 +190,11 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
                         return message_page(request, 422, "Bad request", f"the form holds a character that is "
                                             f"not percent-encoded (byte {raw}): send it URL-encoded, as a "
                                             "browser does", link=back_link(request))
+                    twice = forms.repeated_field(body)
+                    if twice is not None:  # (the parser keeps the last: action=reject&…&action=approve approved)
+                        return message_page(request, 422, "Bad request", f"the form sends {twice!r} more than "
+                                            "once; the pages' forms send each field once",
+                                            link=back_link(request))
                 try:
                     return await handler(request)
                 except RequestValidationError as exc:
@@ -439,8 +447,9 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
                request_id: FormId = None, text: Annotated[str, Form()] = "",
                nonce: Annotated[str, Form(max_length=64)] = "") -> Response:
         session, actor = acting(request, run_id, csrf)
-        if action not in WEB_ACTIONS:
-            return failed(request, session, run_id, NotAllowedError(f"{action!r} cannot be decided from the page"))
+        if action not in WEB_ACTIONS:  # (malformed, not a refusal: 422)
+            return failed(request, session, run_id, InvalidDecisionError(
+                f"{action!r} is not a decision the page takes ({', '.join(WEB_ACTIONS)})"))
         text = typed(text)
         payload = {"reject": {"reason": text}, "feedback": {"text": text}}.get(action, {})
         try:

@@ -165,3 +165,25 @@ def test_waiting_on_me_lists_a_request_anyone_may_decide(db_url: str) -> None:
         sign_in(client, ALICE)
         assert 'value="approve"' in client.get(f"/runs/{run.id}").text
         assert run.id in client.get("/runs?mine=1").text
+
+
+def test_a_form_that_sends_a_field_twice_or_an_unknown_action_is_malformed(served: Served,
+                                                                           client: Browserless) -> None:
+    """A fresh-user finding (s27 F9): ``action=reject&text=r&action=approve`` recorded the last value (approve),
+    which a filter in front reading the first would not see; an unknown action answered 403 "not allowed"
+    though it is malformed. Both are 422 now, nothing decided."""
+    from urllib.parse import urlencode
+
+    sign_in(client, ALICE)
+    run = served.run_id
+    before = served.hazel.decisions(run_id=run)
+    csrf = client.csrf(f"/runs/{run}")
+    body = urlencode([("csrf", csrf), ("action", "reject"), ("text", "r"), ("action", "approve")])
+    response = client.post(f"/runs/{run}/decide", content=body,
+                           headers={"Content-Type": "application/x-www-form-urlencoded"})
+    assert response.status_code == 422, response.text[:300]
+    assert_html_error(response, "decide", "the form sends &#39;action&#39; more than once")
+    response = client.post(f"/runs/{run}/decide", data={"csrf": csrf, "action": "bogus"})
+    assert response.status_code == 422 and "&#39;bogus&#39; is not a decision the page takes (approve, reject, " \
+        "feedback)" in response.text, response.text[:300]
+    assert served.hazel.get(run_id=run).status.value == "waiting" and served.hazel.decisions(run_id=run) == before
