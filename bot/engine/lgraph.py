@@ -246,8 +246,8 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
         JSON (pydantic models dumped, tuples and sets as lists, anything else as its ``repr``); before the
         first super-step (no pointer), the input the graph starts from (with a rewind's values); at a rewind's
         fork (``lg_fork``), those values with what the rewind changes written as ``update_state`` writes them
-        (``written``: a reducer channel combines). ``tree`` itself when the graph checkpoint is not found (or
-        cannot be read: logged): a view never fails here."""
+        (``written``: a reducer channel combines). ``tree`` itself when the graph checkpoint is not found or
+        cannot be read (logged as a WARNING, which a CLI command prints): a view never fails here."""
         if not isinstance(tree, dict):
             return tree
         pointer = tree.get("lg_checkpoint")
@@ -260,7 +260,10 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
             _log.warning("run %s: the values of graph checkpoint %s could not be read; showing Hazel's pointer "
                          "state", run_id, pointer, exc_info=True)
             return tree
-        if values is None:
+        if values is None:  # (said: a CLI user sees the warning, not a log, and would read lg_* as the state)
+            _log.warning("run %s: graph checkpoint %s is gone (HazelSaver.delete_thread or prune, or a checkpointer "
+                         "this process cannot read): showing Hazel's pointer state (lg_*) instead of the graph's "
+                         "values", run_id, pointer)
             return tree
         if tree.get("lg_fork") and isinstance(tree.get("lg_update"), dict) and isinstance(values, dict):
             values = written(self.graph, values, tree["lg_update"])  # a rewind's fork: with what it changes

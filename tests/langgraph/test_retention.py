@@ -297,3 +297,20 @@ def test_a_rewind_to_a_checkpoint_whose_graph_checkpoint_was_deleted_is_refused(
     assert (len(hz.checkpoints(run_id=run_id)), hz.get(run_id=run_id).status) == before
     hz.rewind(run_id=run_id, actor=person("olga"), to=0, claim=True)
     assert hz.drive(run_id=run_id).run.status is RunStatus.WAITING
+
+
+def test_a_view_of_a_checkpoint_whose_graph_checkpoint_was_deleted_says_so(db_url, caplog):  # noqa: ANN001
+    """After ``delete_thread`` of an ended run (allowed), ``hazel show RUN`` printed Hazel's pointer state
+    (``lg_input``, ``lg_checkpoint``, …) as the run's state without a word (a fresh-user finding, s27 F7): a
+    WARNING says it, which a CLI command prints on stderr."""
+    import logging
+
+    hz = make_hazel(db_url, workflow(review_graph()))
+    run_id = completed(hz)
+    HazelSaver(hz.store).delete_thread(run_id)
+    with caplog.at_level(logging.INFO):
+        shown = hz.state_tree_at(run_id=run_id)
+    assert "lg_checkpoint" in shown
+    [said] = [r for r in caplog.records if r.levelno == logging.WARNING and run_id in r.getMessage()]
+    assert "is gone (HazelSaver.delete_thread or prune, or a checkpointer this process cannot read): showing " \
+           "Hazel's pointer state (lg_*) instead of the graph's values" in said.getMessage()
