@@ -295,8 +295,12 @@ def test_a_pruned_history_is_judged_by_the_runs_newest_approval(db_url: str) -> 
     with pytest.raises(NotAllowedError, match=rf"to #{head.seq} with edits of text: #{head.seq} comes after the "
                                               r"approval at 'Review it' \(approved by priya at .*\): they would be "
                                               r"the run's final state with nobody approving them, .*: dan may not "
-                                              r"edit at 'Review it': only priya may"):
+                                              r"edit at 'Review it': only priya may") as refused:
         hz.rewind(run_id=run.id, actor=person("dan"), to=head.seq, edits={"text": "after the fact"})
+    asked = next(r for r in hz.requests(run_id=run.id) if r.point == "review").checkpoint_seq
+    # (the refusal named #asked "or before", which prune had removed: a fresh-user finding, s27 F6)
+    assert str(refused.value).endswith(f"(rewind without edits: #{asked}, where 'Review it' asked, and the "
+                                       "checkpoints before it were pruned)"), str(refused.value)
     hz.rewind(run_id=run.id, actor=person("priya"), to=head.seq, edits={"text": "priya's"})
     hz.drive(run_id=run.id)
     assert hz.state_at(run_id=run.id).text == "priya's"

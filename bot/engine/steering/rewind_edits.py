@@ -68,8 +68,8 @@ def edits_refusal(tx: Tx, wf: Workflow, run: Run, *, target: CheckpointInfo, tre
         left = [f for f in left if f not in shown]
     if not left:
         return None
-    for request, point in _approval_behind(tx, wf, run, target):
-        reason = _past_approval(head, run, target, request, point, left, actor, people, graph)
+    for request, point, before in _approval_behind(tx, wf, run, target):
+        reason = _past_approval(head, run, target, request, point, left, actor, people, graph, before)
         if reason is not None:
             return reason
     return None
@@ -99,9 +99,11 @@ def _shows(point: SteeringPoint, name: str, graph: bool) -> bool:
 
 
 def _approval_behind(tx: Tx, wf: Workflow, run: Run, target: CheckpointInfo
-                     ) -> Iterable[tuple[SteeringRequest, SteeringPoint | None]]:
+                     ) -> Iterable[tuple[SteeringRequest, SteeringPoint | None, int | None]]:
     """The requests of the nearest approval on ``target``'s line (walking from ``target`` to #0), each with its
-    steering point in ``wf`` (None: not known here); nothing when the line holds none. A checkpoint is an
+    steering point in ``wf`` (None: not known here) and the newest checkpoint still kept at or before the one it
+    was asked at (None: ``hazel prune`` removed them all), where a rewind without edits past it may go; nothing
+    when the line holds none. A checkpoint is an
     approval's when a decision that settled a request asked at its parent with approve or edit wrote it (a
     LangGraph super-step's requests: every one so settled), but not a native edit under a quorum, which asks
     the same point again. A line cut by ``hazel prune`` (a kept checkpoint without its parent) goes on with the
@@ -115,7 +117,7 @@ def _approval_behind(tx: Tx, wf: Workflow, run: Run, target: CheckpointInfo
             found = [r for r in requests if r.checkpoint_seq == cursor.parent_seq and _approved(r)
                      and (graph or r.point != cursor.next_step)]
             if found:
-                return [(r, request_point(tx, wf, run, r)) for r in found]
+                return [(r, request_point(tx, wf, run, r), _kept_by(history, r)) for r in found]
         if cursor.parent_seq is None:
             if cursor.seq == 0:
                 return []
@@ -124,7 +126,12 @@ def _approval_behind(tx: Tx, wf: Workflow, run: Run, target: CheckpointInfo
     earlier = [r for r in requests if _approved(r) and r.decided_at is not None
                and r.decided_at <= target.created_at]
     newest = max(earlier, key=lambda r: (r.decided_at, r.id), default=None)
-    return [(newest, request_point(tx, wf, run, newest))] if newest is not None else []
+    return [(newest, request_point(tx, wf, run, newest), _kept_by(history, newest))] if newest is not None else []
+
+
+def _kept_by(history: dict[int, CheckpointInfo], request: SteeringRequest) -> int | None:
+    """The newest checkpoint in ``history`` at or before the one ``request`` was asked at (None: none kept)."""
+    return max((seq for seq in history if seq <= request.checkpoint_seq), default=None)
 
 
 def _approved(request: SteeringRequest) -> bool:
@@ -133,15 +140,23 @@ def _approved(request: SteeringRequest) -> bool:
 
 def _past_approval(head: str, run: Run, target: CheckpointInfo, request: SteeringRequest,
                    point: SteeringPoint | None, fields: list[str], actor: Actor, people: People,
-                   graph: bool) -> str | None:
-    """Why the edits of ``fields`` may not pass the approval of ``request`` at ``point`` (rule 2), or None."""
+                   graph: bool, before: int | None) -> str | None:
+    """Why the edits of ``fields`` may not pass the approval of ``request`` at ``point`` (rule 2), or None;
+    ``before``: the newest checkpoint kept at or before the one ``request`` was asked at (None: pruned), which
+    the refusal offers instead (a fresh-user finding, s27 F6: it named checkpoints ``hazel prune`` had removed)."""
     title = point.title if point is not None else request.title
     goes = (f"the run would go on with them from {node_label(target.next_step)}" if target.next_step
             else "they would be the run's final state")
     why = (f"{head}: #{target.seq} comes after the approval at {title!r} ({_past(request)}): {goes} with "
            "nobody approving them, and a rewind's edits past an approval need what an edit there needs: ")
-    instead = (f" (rewind without edits, or to #{request.checkpoint_seq} or before, where {title!r} asks "
-               "again)")
+    if before == request.checkpoint_seq:
+        instead = f" (rewind without edits, or to #{before} or before, where {title!r} asks again)"
+    elif before is not None:
+        instead = (f" (rewind without edits, or to #{before} or before: #{request.checkpoint_seq}, where {title!r} "
+                   "asked, was pruned)")
+    else:
+        instead = (f" (rewind without edits: #{request.checkpoint_seq}, where {title!r} asked, and the checkpoints "
+                   "before it were pruned)")
     if point is None:
         return why + (f"who may edit at {request.point!r} is not known here ({run.workflow} as deployed here has no "
                       "such steering point, or the checkpoint it was asked at is gone)" + instead)
