@@ -68,6 +68,7 @@ class Tx:
         self.deadline: datetime | None = None
         """The earliest deadline this transaction set (``notify_deadline``): once it commits, ``Store`` tells
         this process's scheduler (``Store.on_deadline``; other processes hear the ``NOTIFY``)."""
+        self._schema_guarded = False  # (``require_schema`` sent its guard: a pipeline's failure may be its)
 
     @cached_property
     def runs(self) -> RunRepo:
@@ -127,8 +128,9 @@ class Tx:
         Raises:
             DuplicateDecisionError: a decision inserted inside broke a unique key (the transaction must then
                 roll back). With ``commit``: LeaseLostError when a fenced checkpoint write found the run no
-                longer leased, ChangedMeanwhileError when another guarded write changed no row (nothing was
-                written). Other errors of the database as ``sqlalchemy.exc.DBAPIError``.
+                longer leased, SchemaNotReadyError when ``require_schema``'s guard found an older schema,
+                ChangedMeanwhileError when another guarded write changed no row (nothing was written). Other
+                errors of the database as ``sqlalchemy.exc.DBAPIError``.
         """
         if self._piped:
             yield
@@ -140,6 +142,12 @@ class Tx:
         except IntegrityError as exc:
             raise duplicate_decision(exc) or exc
         except DBAPIError as exc:
+            if self._schema_guarded:  # (asked only after a guard's failure: ``store.migrate.refusal``)
+                from store.migrate import refusal
+
+                refused = refusal(self.conn.engine, exc)
+                if refused is not None:
+                    raise refused from exc
             if not (commit and fast.guard_failed(exc)):
                 raise
             fenced = getattr(self.conn, "fenced", None)
@@ -148,6 +156,24 @@ class Tx:
             raise ChangedMeanwhileError("the run or its request changed meanwhile; nothing was written") from exc
         finally:
             self._piped = False
+
+    def require_schema(self) -> None:
+        """Refuse this transaction unless the database is at the schema revision this Hazel needs or a newer one
+        (``store.migrate.require_head``: one statement of the version table's one row). For a write that makes new
+        work, a run's start: its own statements may fit an older schema (a start without a key writes only
+        columns every revision has), and a ``hazel db downgrade`` under a running process would then leave runs
+        that no worker can carry on. Inside ``pipeline(commit=True)`` on PostgreSQL it goes with the other
+        statements (no round trip of its own) and fails the transaction, nothing written.
+
+        Raises:
+            SchemaNotReadyError: the schema is older (``store.migrate.behind``'s words: "the database is at
+                schema revision 0005, this Hazel needs 0009: run `hazel db upgrade`"), or has no version table;
+                inside a PostgreSQL pipeline, when the pipeline ends.
+        """
+        from store.migrate import require_head
+
+        if require_head(self.conn):
+            self._schema_guarded = True
 
     def notify_ready(self, run_id: str) -> None:
         """Wake workers in other processes once this transaction commits (PostgreSQL ``NOTIFY``)."""

@@ -17,11 +17,12 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
-from sqlalchemy import inspect, text
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy import bindparam, column, inspect, select, table, text
+from sqlalchemy.exc import DBAPIError, ProgrammingError
 
+from store import fast
 from store.errors import SchemaNotReadyError
 from store.schema import VERSION_TABLE
 
@@ -103,6 +104,73 @@ def behind(current: str | None) -> str | None:
 
 def _behind(current: str | None, head: str) -> str:
     return f"the database is at schema revision {current or 'unknown'}, this Hazel needs {head}: run `hazel db upgrade`"
+
+
+_SQLITE_SCHEMA_WORDS = ("no such column", "no such table", "has no column named")
+"""SQLite's words for a statement naming a table or column the database does not have (an ``OperationalError``,
+the class of an outage's errors too)."""
+_PG_SCHEMA_STATES = ("42P01", "42703")
+"""PostgreSQL's ``undefined_table`` and ``undefined_column`` (a ``ProgrammingError``)."""
+
+
+def names_missing_schema(exc: BaseException) -> bool:
+    """Whether ``exc`` (SQLAlchemy's database error, or the driver's own) says a statement named a table or
+    column the database does not have: a schema that is not this Hazel's (a ``hazel db downgrade`` under a
+    running process), not a database that is down, although SQLite raises it as an ``OperationalError``. Reads
+    the error only (``behind`` tells whether the revision is older)."""
+    orig = getattr(exc, "orig", None) or exc
+    if getattr(orig, "sqlstate", None) in _PG_SCHEMA_STATES:
+        return True
+    said = str(orig)
+    return type(orig).__module__ == "sqlite3" and any(words in said for words in _SQLITE_SCHEMA_WORDS)
+
+
+_VERSIONS = table(VERSION_TABLE, column("version_num"))
+_CURRENT = select(_VERSIONS.c.version_num)
+_AT_HEAD = select(_VERSIONS.c.version_num).where(_VERSIONS.c.version_num >= bindparam("head")).cte("at_head")
+_GUARD_AT_HEAD = fast.guarded(_AT_HEAD, select(_AT_HEAD.c.version_num))
+"""PostgreSQL: the revision, failing the statement (``store.fast.guarded``) unless it is ``HEAD`` or newer."""
+
+
+def require_head(conn: Any) -> bool:
+    """Check, inside the transaction of ``conn`` (a ``store.db.transaction``'s), that the database is at the
+    revision this Hazel needs (``HEAD``) or a newer one (``behind``), with one statement of the version table's
+    one row. In a PostgreSQL transaction that commits with its statements (``conn.guarding``: ``Tx.pipeline(
+    commit=True)``) the statement is sent with the others, no round trip of its own, and fails the transaction
+    itself (COMMIT included) when the revision is older: returns True then, and the caller tells that failure
+    by ``refusal`` once the pipeline raises. Elsewhere the revision is read and compared at once (False).
+
+    Raises:
+        SchemaNotReadyError: (read at once) the revision is older than ``HEAD``, or there is no version table.
+    """
+    if getattr(conn, "guarding", False):
+        fast.execute(conn, _GUARD_AT_HEAD, {"head": HEAD})
+        return True
+    try:
+        current = fast.execute(conn, _CURRENT, {}).scalar()
+    except DBAPIError as exc:
+        if exc.connection_invalidated or not names_missing_schema(exc):
+            raise
+        raise SchemaNotReadyError(behind(None)) from exc
+    said = behind(current)
+    if said is not None:
+        raise SchemaNotReadyError(said)
+    return False
+
+
+def refusal(engine: Engine, exc: DBAPIError) -> SchemaNotReadyError | None:
+    """After the pipeline of a transaction that sent ``require_head``'s guard raised ``exc``: the
+    ``SchemaNotReadyError`` to raise instead when the schema is why (``exc`` is a guard's failure or names a
+    table the database lacks, and the revision, read again on another connection of ``engine``, is older than
+    ``HEAD``); None when it is not (``exc`` stands: another guard's failure, an outage). Reads nothing for an
+    outage's error."""
+    if not (fast.guard_failed(exc) or isinstance(exc, ProgrammingError) and names_missing_schema(exc)):
+        return None
+    try:
+        said = behind(current_revision(engine))
+    except DBAPIError:
+        return None
+    return SchemaNotReadyError(said) if said is not None else None
 
 
 def known_revisions() -> set[str]:

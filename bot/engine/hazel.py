@@ -404,6 +404,9 @@ class Hazel(Reads, Requests, Links):
         Raises:
             UnknownWorkflowError, NotAllowedError (recorded in the audit log), InvalidInputError (also when
                 the state is over ``HAZEL_MAX_STATE_BYTES`` or nested too deeply: ``bot.engine.limits``).
+            SchemaNotReadyError: the database's schema is older than this Hazel needs (a ``hazel db downgrade``
+                under this process): nothing is written, with or without ``delivery_id``
+                (``store.Tx.require_schema``).
         """
         earlier = self._started_before(actor, delivery_id)
         if earlier is not None:
@@ -426,6 +429,7 @@ class Hazel(Reads, Requests, Links):
         try:
             # PostgreSQL: one round trip, commit included
             with self.store.transaction() as tx, tx.pipeline(commit=True):
+                tx.require_schema()  # (a statement more in the same round trip: its failure writes nothing)
                 run = tx.runs.insert(run_id=run_id, workflow=wf.name, workflow_version=wf.version,
                                      started_by=actor.id, started_via=actor.channel, started_by_person=actor.who,
                                      now=now, lease=lease, delivery_id=delivery_id)

@@ -59,6 +59,7 @@ from bot.engine import (
     is_transient,
     transient_error_classes,
 )
+from store.errors import SchemaNotReadyError
 from store.models import plain_mentions
 from bot.engine.limits import not_text
 from bot.inbound.api_models import DECISION_ACTIONS, ErrorBody
@@ -340,6 +341,13 @@ async def _database_error(request: Request, exc: Exception) -> JSONResponse:
     raise exc  # (to the server's error middleware: ``_unexpected``'s 500, its traceback logged where it happened)
 
 
+async def _schema_refused(request: Request, exc: Exception) -> JSONResponse:
+    """``SchemaNotReadyError`` raised by the engine: a start refused before it wrote anything (``Hazel.start``
+    checks the schema's revision in its transaction), the checkpointer of a LangGraph graph; its words are
+    ``/healthz``'s."""
+    return _schema_not_ready(request, str(exc))
+
+
 def _schema_behind(request: Request) -> str | None:
     """Why this process cannot work on its database's schema (``Store.health``: one query), or None."""
     hazel = getattr(request.app.state, "hazel", None)
@@ -354,11 +362,12 @@ def _schema_not_ready(request: Request, behind: str) -> JSONResponse:
 def install_error_handlers(app: FastAPI) -> None:
     """Answer every error of ``app`` in the one shape: the framework's HTTP errors (404, 405, a body FastAPI
     could not parse), validation errors, Hazel's errors raised outside the API's routes, a database that cannot
-    be reached (503 ``DatabaseUnavailableError``, ``Retry-After``; ``bot.engine.is_transient``), and anything
-    unexpected (500, logged)."""
+    be reached (503 ``DatabaseUnavailableError``, ``Retry-After``; ``bot.engine.is_transient``), a schema older
+    than this process needs (503 ``SchemaNotReadyError``), and anything unexpected (500, logged)."""
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(HazelError, _hazel_error)
+    app.add_exception_handler(SchemaNotReadyError, _schema_refused)
     for cls in transient_error_classes(import_drivers=True):  # (one line logged each, not a traceback)
         app.add_exception_handler(cls, _database_down)
     app.add_exception_handler(DBAPIError, _database_error)
