@@ -385,6 +385,14 @@ class Reads:
         a newer one is fine for a running process: migrations only add); both None when it can."""
         return self.store.health()
 
+    def schema_behind(self, exc: BaseException) -> str | None:
+        """Why ``exc`` (an error a worker, the scheduler or an adapter met) happened when the database's schema
+        is older than this Hazel needs, in ``health``'s words; None when that is not why (``runner.schema_behind``:
+        one query, only after a database error that is not an outage)."""
+        from bot.engine.runner import schema_behind
+
+        return schema_behind(self.store, exc)
+
     def metrics_snapshot(self, *, now: datetime, age_bounds_sec: tuple[float, ...]) -> MetricsSnapshot:
         """What ``/metrics`` shows of the database (``store.metrics``)."""
         with self.store.read() as tx:

@@ -33,12 +33,12 @@ from pydantic_core import PydanticSerializationError
 
 from bot.engine import lgraph, transitions, versions
 from bot.engine.clock import utcnow
-from bot.engine.errors import StepContractError, VersionUnavailableError, shown_text, traceback_text
+from bot.engine.errors import StepContractError, VersionUnavailableError, is_database_error, shown_text, traceback_text
 from bot.engine.leases import Leases, make_owner
 from bot.engine.logcontext import log_context
 from bot.engine.registry import Registry
 from bot.engine.workflow import END, Step, StepContext, SteeringPoint, Workflow, unknown_fields
-from store import ChainPosition, Fence, LeaseLostError, NewCheckpoint, Store
+from store import ChainPosition, Fence, LeaseLostError, NewCheckpoint, SchemaNotReadyError, Store
 from store.steps import StepWriter
 from store.models import SYSTEM, Run, RunStatus, shown_error
 
@@ -98,6 +98,25 @@ def is_transient(exc: BaseException) -> bool:
             return True
         seen = seen.__cause__
     return False
+
+
+def schema_behind(store: Store, exc: BaseException) -> str | None:
+    """Why ``exc`` happened when the database's schema is older than this Hazel needs (a ``hazel db downgrade``
+    under a running process), in the words every command refuses with ("the database is at schema revision
+    0005, this Hazel needs 0009: run `hazel db upgrade`"); None when that is not why. A ``SchemaNotReadyError``
+    (itself, or what it was raised from) says so; an error of the database that is not an outage
+    (``is_database_error``, not ``is_transient``: a column or table the statement named is missing, on either
+    database) is checked with ``Store.health`` (one query, asked only after such an error); nothing else is."""
+    seen: BaseException | None = exc
+    for _ in range(5):
+        if seen is None:
+            break
+        if isinstance(seen, SchemaNotReadyError):
+            return str(seen)
+        seen = seen.__cause__
+    if not is_database_error(exc) or is_transient(exc):
+        return None
+    return store.health().schema
 
 
 @dataclass(frozen=True)
@@ -227,6 +246,10 @@ class Runner:
         Raises:
             sqlalchemy.exc.OperationalError and the other errors of ``is_transient``: the database is unreachable (the
                 run stays ``running`` until recovery hands it back).
+            SchemaNotReadyError: the database's schema is older than this Hazel needs (``schema_behind``), met by
+                the step (a LangGraph graph's checkpointer) or by Hazel's own statements: nothing of the step is
+                written and no attempt is counted; the run stays ``running`` as after an outage (a worker pool
+                hands it back and claims nothing more until the schema is upgraded: ``bot.ops.worker``).
         """
         run = claim.run
         token = run.lease_token
@@ -243,9 +266,14 @@ class Runner:
             except LeaseLostError:
                 log.warning(LEASE_LOST, run.id)
                 result.lease_lost = True
+            except SchemaNotReadyError:  # (a step's: its checkpointer's) the same as below, its words ready
+                raise
             except Exception as exc:  # Hazel's own error outside a step (loading, decoding, writing the state):
                 if is_transient(exc):  # the database is unreachable: recovery hands the run back once it is
                     raise
+                behind = schema_behind(self.store, exc)  # (one query, on this failure only)
+                if behind is not None:  # an older schema (hazel db downgrade): no fault of the run's; it goes
+                    raise SchemaNotReadyError(behind) from exc  # on once the schema is upgraded
                 # the same every time, so the run fails, saying why, rather than crash and be handed back forever
                 self._crashed(run, token, exc, result)
             finally:
@@ -394,6 +422,8 @@ class Runner:
                     raise StepContractError(f"step {node.name!r} routed to unknown node {next_name!r}")
             except LeaseLostError:  # a fenced write inside the step (a LangGraph run's graph checkpoint)
                 raise
+            except SchemaNotReadyError:  # the step's checkpointer (a LangGraph graph's) found the schema older
+                raise  # than this Hazel needs: not the step's fault, and the same on every attempt until upgraded
             except BaseException as exc:  # the step's own error: retry or fail, never crash the worker. Not only
                 # Exception: a library's sys.exit() (SystemExit), an LLM client's asyncio.CancelledError, a
                 # KeyboardInterrupt or GeneratorExit raised by the step each ended a worker's thread, its run left

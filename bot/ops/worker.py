@@ -18,6 +18,7 @@ import time
 from typing import TYPE_CHECKING, Any, Sequence
 
 from bot.engine import error_line, is_transient, log_context, log_error
+from store.errors import SchemaNotReadyError
 
 if TYPE_CHECKING:
     from bot.engine import Claim, Hazel
@@ -126,7 +127,9 @@ class WorkerPool:
         try:
             self.hazel.execute(claim=claim, hand_back=self._stop)
         except Exception as exc:
-            if is_transient(exc):  # the run stays leased here: handed back as soon as the database answers
+            # the run stays leased here: handed back as soon as the database answers (an older schema: at once,
+            # the run's attempts untouched, while this thread waits for the upgrade: ``_loop``)
+            if is_transient(exc) or isinstance(exc, SchemaNotReadyError):
                 with self._wake:
                     self._stranded.append(claim)
                 exc.hazel_run_id = claim.run.id  # type: ignore[attr-defined]  (the loop's one line names it)
@@ -173,10 +176,14 @@ class WorkerPool:
 
     def _loop(self) -> None:
         failures = 0  # tries in a row that met an unreachable database (or another error of the loop's own)
+        behind = False  # the last try met a schema older than this Hazel needs (``hazel db downgrade``)
         while not self._stop.is_set():
             try:
                 if self._stranded:
                     self._hand_back_stranded()
+                if behind:  # no claim until the schema is upgraded (one query a try): a run claimed would only
+                    self._check_schema()  # meet it again, its step executed for nothing
+                    behind = False
                 # after a failure, the database must answer before a claim is taken: a queued claim taken while
                 # it is down would only be stranded (its step run for nothing), and the thread back here at once
                 self._recover_if_due(now=failures > 0)
@@ -191,7 +198,11 @@ class WorkerPool:
                 pause_sec = self.outage_pauses_sec[min(failures, len(self.outage_pauses_sec) - 1)]
                 failures += 1
                 with log_context(run_id=getattr(exc, "hazel_run_id", None)):  # the run it concerns, if one
-                    if is_transient(exc):  # one line per try, not a traceback of the driver's every layer
+                    said = self.hazel.schema_behind(exc)  # (asks the database only after an error that is its
+                    if said is not None:  # and not an outage's)
+                        behind = True  # one line per try, what /healthz and every command say
+                        log.warning("%s; trying again in %g s", said, pause_sec)
+                    elif is_transient(exc):  # one line per try, not a traceback of the driver's every layer
                         log.warning("the database is unreachable (%s); trying again in %g s", error_line(exc),
                                     pause_sec)
                     else:
@@ -202,6 +213,14 @@ class WorkerPool:
                 if self._pending_wakes == 0 and not self._claims:
                     self._wake.wait(self.sweep_sec)
                 self._pending_wakes = max(0, self._pending_wakes - 1)
+
+    def _check_schema(self) -> None:
+        """Raises:
+            SchemaNotReadyError: the database's schema is still older than this Hazel needs (``Hazel.health``).
+        """
+        said = self.hazel.health().schema
+        if said is not None:
+            raise SchemaNotReadyError(said)
 
     def _pause(self, pause_sec: float) -> None:
         """Wait ``pause_sec`` after a failed try, whatever the queue holds (its claims wait for the database), or
