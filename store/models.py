@@ -610,6 +610,11 @@ class RequestView(_Record):
     """True when the request has approvers but none of them can still decide (``waiting_for`` is None)."""
     delivery: Delivery | None = None
     """The outbox message this view is delivered for (None: built elsewhere, e.g. for a Home tab)."""
+    settled_by_id: str | None = None
+    settled_by_channel: str | None = None
+    """For the ``request.closed`` message of a request cancelled (no decision names who): the identity the
+    person who cancelled it acted as (``Actor.id``, ``Actor.channel``), so that a channel names them as it names
+    a decider (Slack: a mention); None otherwise (and for such a message queued before it carried them)."""
     vote: Vote | None = None
     """For a ``request.vote`` message: the vote it reports, as it was counted (``Vote``); None otherwise (and for
     such a message queued before votes carried it)."""

@@ -164,6 +164,8 @@ def end_run(tx: Tx, *, run_id: str, status: RunStatus, now: datetime, by: Actor,
     if status is not RunStatus.COMPLETED:
         tx.events.add(action=f"run.{status.value}", actor=by, now=now, run_id=run_id, request_id=request_id,
                       reason=reason, **({"error": error} if error is not None else {}))
-    progress(tx, run_id=run_id, now=now, event=status.value, by=by.label if status is not RunStatus.COMPLETED
-             else None, reason=reason, error=error, steps=steps, asked=asked)
+    ended_by = status is not RunStatus.COMPLETED  # (who, as a name and as the identity they acted as)
+    progress(tx, run_id=run_id, now=now, event=status.value, by=by.label if ended_by else None,
+             by_id=by.id if ended_by else None, by_channel=by.channel if ended_by else None, reason=reason,
+             error=error, steps=steps, asked=asked)
     return True

@@ -199,6 +199,9 @@ class Views:
                                                           queued_at=message.created_at)}
         if message.kind == OutboxKind.REQUEST_VOTE.value and isinstance(view, RequestView):
             update["vote"] = Vote.from_payload(message.payload)
+        if message.kind == OutboxKind.REQUEST_CLOSED.value and isinstance(view, RequestView):
+            update.update(settled_by_id=message.payload.get("by_id"),
+                          settled_by_channel=message.payload.get("by_channel"))
         return view.model_copy(update=update)
 
     def access(self, tx: Tx, request: SteeringRequest, run: Run, actor: Actor) -> Access:

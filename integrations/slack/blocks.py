@@ -243,7 +243,8 @@ def decision_summary(view: RequestView) -> str | None:
                 + ", ".join(f"{who_decided(d)} ({date(d.created_at, '{time}')})" for d in votes))
     action = r.decided_action or r.status.value
     settling = next((d for d in reversed(view.decisions) if d.action.value == action), None)
-    who = who_decided(settling) if settling else T.escape(r.decided_by or "Hazel")
+    who = who_decided(settling) if settling else person(view.settled_by_id, view.settled_by_channel,
+                                                         r.decided_by or "Hazel")
     line = f"{outcome(action)} by {who} · {date(r.decided_at)}"
     if r.approvals_required > 1 and action == "approve":
         line += " · " + ", ".join(who_decided(d) for d in votes)
@@ -317,7 +318,7 @@ def progress_text(view: ProgressView) -> str:
         error = T.truncate(T.escape(str(facts.get("error") or run.error or "unknown error")), 1500)
         return f"{done}❌ Run `{run.id}` failed{where}: {error}\nAn approver can `/hazel retry {run.id}`."
     if view.event in ("rejected", "cancelled"):
-        by = T.escape(str(facts.get("by") or "someone"))
+        by = person(facts.get("by_id"), facts.get("by_channel"), str(facts.get("by") or "someone"))
         reason = facts.get("reason")
         return (f"{'⛔' if view.event == 'rejected' else '🚫'} Run `{run.id}` {view.event} by {by}"
                 + (f": {T.truncate(T.escape(str(reason)), 1500)}" if reason else "."))

@@ -123,12 +123,14 @@ def test_rejected_cancelled_failed_and_rewind_events(db_url: str, receiver: Hook
         events.setdefault(event["run"]["id"], []).append(event)
     assert [e["type"] for e in events[rejected.id]] == ["run.waiting", "run.decided", "run.rejected",
                                                         "run.decided"]
-    assert events[rejected.id][2]["data"] == {"by": "alice", "reason": "not now"}
+    assert events[rejected.id][2]["data"] == {"by": "alice", "by_id": "alice", "by_channel": "console",
+                                              "reason": "not now"}
     rewind = events[rejected.id][3]
     assert rewind["data"]["action"] == "rewind" and rewind["request"] is None
     assert rewind["run"]["status"] == "rejected"  # as the rewind found it (README: before it moved the run on)
     assert [e["type"] for e in events[cancelled.id]] == ["run.waiting", "run.cancelled"]
-    assert events[cancelled.id][1]["data"] == {"by": "alice", "reason": "duplicate"}
+    assert events[cancelled.id][1]["data"] == {"by": "alice", "by_id": "alice", "by_channel": "console",
+                                               "reason": "duplicate"}
     [fail] = events[failed.id]
     assert fail["type"] == "run.failed" and fail["data"]["step"] == "work"
     assert "first attempt fails" in fail["data"]["error"]

@@ -103,11 +103,12 @@ class RunActions(SteeringCore):
                 raise RunStateError(f"run {run_id} is {current.status.value}; nothing to cancel")
             request = tx.requests.pending_for_run(run_id)
             if request is not None:  # its update is queued before the run's "cancelled" progress
+                by = {"by_id": actor.id, "by_channel": actor.channel}  # (the update names them as their channel
                 close_request(tx, request, now=now, by=actor, action="cancel", status=RequestStatus.CANCELLED,
-                              cancelled=True)
+                              cancelled=True, **by)  # does: a Slack mention, not a name)
                 lgraph.close_siblings(tx, self.registry.find(current.workflow, current.workflow_version), request,
                                       now=now, by=actor, action="cancel", status=RequestStatus.CANCELLED,
-                                      cancelled=True)
+                                      cancelled=True, **by)
             if not end_run(tx, run_id=run_id, status=RunStatus.CANCELLED, now=now, by=actor,
                            from_statuses=CANCELLABLE, request_id=request.id if request else None, reason=reason,
                            keep_lease=current.status is RunStatus.RUNNING):  # (its step still executes)

@@ -67,8 +67,9 @@ def test_a_user_group_member_may_reject_with_a_reason_given_in_a_modal(make_env)
     assert env.hazel.get(run_id=run_id).status.value == "rejected"
     updated = env.fake.message(message.channel, message.ts)
     assert "⛔ Rejected by <@U0000000003>" in str(updated.blocks) and "no rollback plan" in str(updated.blocks)
-    assert "rejected by sam: no rollback plan" in env.fake.channel_messages(message.channel,
-                                                                           thread_ts=message.ts)[0].text
+    # the thread names the rejecter as the card does (it said "sam", the card the mention: s28 F10)
+    assert "rejected by <@U0000000003>: no rollback plan" in env.fake.channel_messages(message.channel,
+                                                                                      thread_ts=message.ts)[0].text
 
 
 def test_slacks_resend_of_a_counted_vote_tells_nothing_more(make_env) -> None:  # noqa: ANN001

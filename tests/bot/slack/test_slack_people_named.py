@@ -77,7 +77,11 @@ def test_messages_name_the_person_once_not_the_slack_user_name(env: SlackEnv) ->
     env.settle()
     closed = env.wait(lambda: (m := env.fake.message(request.message_ref["channel"], request.message_ref["ts"]))
                       and "Cancelled by" in str(m.blocks) and m, "the cancelled request's message")
-    assert "Cancelled by sam" in str(closed.blocks) and "by u " not in str(closed.blocks), closed.blocks
+    # (named as a decider is: a mention, which Slack shows by name; never the payload's user name "u")
+    assert f"Cancelled by <@{SAM}>" in str(closed.blocks) and "by u " not in str(closed.blocks), closed.blocks
+    thread = env.wait(lambda: [m.text for m in env.fake.channel_messages(closed.channel, thread_ts=closed.ts)
+                               if "cancelled by" in m.text], "the thread's cancelled line")
+    assert thread == [f"🚫 Run `{run_id}` cancelled by <@{SAM}>: not now"], thread  # (it said "sam": s28 F10)
 
     run = env.hazel.get(run_id=run_id)
     assert render.started_by(run) == "sam"

@@ -183,8 +183,10 @@ def test_an_older_home_tabs_bare_request_id_is_refused_and_the_tab_published_aga
     run_id = env.start()
     env.settle()
     request = env.pending(run_id)
-    env.sender.home_opened(PRIYA)
-    home = env.wait(lambda: "Waiting on you (1)" in str(env.fake.homes.get(PRIYA)) and env.fake.homes[PRIYA],
+    published = len(env.fake.calls_to("views.publish"))  # (the request's post refreshed her tab already: the
+    env.sender.home_opened(PRIYA)  # one the event publishes, after its ack, must not come after the answer)
+    home = env.wait(lambda: len(env.fake.calls_to("views.publish")) > published
+                    and "Waiting on you (1)" in str(env.fake.homes.get(PRIYA)) and env.fake.homes[PRIYA],
                     "Priya's Home tab")
     payload = env.sender.home_click_payload(PRIYA, "approve", home, request.id)
     assert payload["actions"][0]["value"] == f"{run_id}:{request.id}"
