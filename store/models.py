@@ -608,6 +608,10 @@ class RequestView(_Record):
     built elsewhere: channels fall back to ``approvers``) or, with ``nobody_left``, nobody."""
     nobody_left: bool = False
     """True when the request has approvers but none of them can still decide (``waiting_for`` is None)."""
+    not_starter: Approvers | None = None
+    """A pending request at a point whose self-approval is off: its approvers (not the backup ones) without the
+    person who started the run, who may not approve it (a card listing them would mention them); None
+    otherwise, and when that leaves nobody: channels show ``approvers``."""
     delivery: Delivery | None = None
     """The outbox message this view is delivered for (None: built elsewhere, e.g. for a Home tab)."""
     settled_by_id: str | None = None

@@ -154,7 +154,9 @@ class Views:
         starter = None if point.allow_self_approval else (
             run.started_by_person or self.people.person_of(run.started_via, run.started_by))
         left = permissions.still_deciding(lists, self.people, request.channel, voted=voted, starter=starter)
-        return {"waiting_for": left, "nobody_left": left is None}
+        others = (permissions.still_deciding([point.approvers], self.people, request.channel, voted=set(),
+                                             starter=starter) if starter else None)
+        return {"waiting_for": left, "nobody_left": left is None, "not_starter": others or None}
 
     def progress_view(self, tx: Tx, message: OutboxMessage) -> ProgressView | None:
         """A ``run.progress`` outbox message as channels render it (None: the run is gone)."""

@@ -206,7 +206,7 @@ def header_blocks(view: RequestView) -> list[dict[str, Any]]:
              f"run `{view.run.id}`", f"started by {started_by(view.run)}"]
     if r.due_at:
         facts.append(f"due {date(r.due_at)}")
-    who = f"Approvers: {approvers_text(view.approvers)}"
+    who = f"Approvers: {approvers_text(view.not_starter or view.approvers)}"  # (not who may not: s28 F4)
     if r.escalated_at is not None and view.escalate_to is not None:  # (s23 F1: the backup was never named)
         who += f" · escalated {date(r.escalated_at)} to {approvers_text(view.escalate_to)}"
     if r.approvals_required > 1:

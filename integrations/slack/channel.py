@@ -123,7 +123,7 @@ class SlackChannel(Channel):
         if self.identities is None:
             return view
         update = {key: self._slack_approvers(getattr(view, key)) for key in ("approvers", "escalate_to",
-                                                                              "waiting_for")
+                                                                              "waiting_for", "not_starter")
                   if isinstance(getattr(view, key, None), Approvers)}
         return view.model_copy(update=update)
 

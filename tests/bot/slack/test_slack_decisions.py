@@ -97,6 +97,8 @@ def test_quorum_and_the_self_approval_ban_apply_in_slack(make_env) -> None:  # n
     env.settle()
     message = env.request_message(run_id)
     assert message.channel == DEPLOYS
+    # the card names who may approve: not the starter, whose click is refused (it mentioned them: s28 F4)
+    assert "Approvers: <@U0000000001>, <@U0000000003> · needs 2 approvals" in str(message.blocks), message.blocks
 
     env.sender.click(STARTER, "approve", message)
     assert "self-approval is off" in env.ephemeral(STARTER, "🚫")["text"]
