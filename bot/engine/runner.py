@@ -39,6 +39,7 @@ from bot.engine.logcontext import log_context
 from bot.engine.registry import Registry
 from bot.engine.workflow import END, Step, StepContext, SteeringPoint, Workflow, unknown_fields
 from store import ChainPosition, Fence, LeaseLostError, NewCheckpoint, SchemaNotReadyError, Store
+from store.migrate import names_missing_schema
 from store.steps import StepWriter
 from store.models import SYSTEM, Run, RunStatus, shown_error
 
@@ -88,14 +89,16 @@ def is_transient(exc: BaseException) -> bool:
     a ``psycopg.OperationalError`` "connection failed" once failed a run that an outage had only interrupted).
     A drive that meets one leaves its run leased (a worker pool hands it back as soon as the database answers
     again: ``bot.ops.worker``; else recovery, when its lease runs out), where any other error outside a step
-    fails the run (``Runner.drive``)."""
+    fails the run (``Runner.drive``). Not SQLite's "no such column" / "no such table", an ``OperationalError``
+    too: the database answered, and its schema is not this Hazel's (``store.migrate.names_missing_schema``;
+    ``schema_behind`` says why), as PostgreSQL's ``ProgrammingError`` says."""
     classes = transient_error_classes()
     seen: BaseException | None = exc
     for _ in range(5):  # the error, and what it was raised from (a wrapper's cause)
         if seen is None:
             break
         if isinstance(seen, classes):
-            return True
+            return not names_missing_schema(seen)
         seen = seen.__cause__
     return False
 

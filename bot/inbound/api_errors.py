@@ -304,16 +304,11 @@ async def _hazel_error(request: Request, exc: Exception) -> JSONResponse:
     return hazel_error_response(exc)
 
 
-_SQLITE_SCHEMA_WORDS = ("no such column", "no such table", "has no column named")
-"""SQLite's words for a statement the schema cannot take (its ``OperationalError``, as an outage's is)."""
-
-
 async def _database_down(request: Request, exc: Exception) -> JSONResponse:
     """An error of ``transient_error_classes``: the database is down (unless it answers and its schema is short
-    of this process's: SQLite's "no such column" is an ``OperationalError`` too; asked only then, so that an
-    outage's answers never wait on another connection)."""
-    said = str(getattr(exc, "orig", None) or exc)
-    if any(words in said for words in _SQLITE_SCHEMA_WORDS):
+    of this process's: SQLite's "no such column" is an ``OperationalError`` too, which ``is_transient`` tells
+    apart; asked only then, so that an outage's answers never wait on another connection)."""
+    if not is_transient(exc):
         behind = _schema_behind(request)
         if behind is not None:
             return _schema_not_ready(request, behind)
