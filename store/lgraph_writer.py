@@ -84,7 +84,10 @@ class LangGraphWriter:
     A write given a ``fence`` (``Fence``: a Hazel run's step's, ``store.models.LEASE_KEY``) is the same one
     statement, as ``INSERT … SELECT … WHERE EXISTS`` the run still leased by its token (on PostgreSQL the run's
     row locked ``FOR SHARE`` until the commit, so that a takeover, which updates that row, comes wholly before
-    or after it).
+    or after it). A write without one is ``INSERT … SELECT … WHERE NOT EXISTS`` a run whose id is the thread's
+    (a primary-key lookup in the same statement, no round trip of its own): only a run's own steps write into
+    its graph thread (``hazel.langgraph.saver``). Either writes nothing when refused, and says so only as a row
+    count of 0, which a key already stored gives too: the caller tells which (``fence_held``, ``RunRepo.get``).
 
     Driver errors are raised as SQLAlchemy's ``DBAPIError`` and the connection is dropped (closed).
     """
@@ -96,7 +99,6 @@ class LangGraphWriter:
         self.synchronous = synchronous.upper()
         mark = "%s" if self.postgresql else "?"
         marks = ", ".join(mark for _ in ROW_COLUMNS)
-        self._cp_sql = f"INSERT INTO hazel_lg_checkpoints ({_CP_NAMES}) VALUES ({marks}) ON CONFLICT DO NOTHING"
         # a change is written only while the parent it is a change of exists with the content it was decoded
         # from, its stamp (a primary-key lookup in the same statement): another process may have deleted it
         # since this one read it, or re-put it with other values
@@ -104,8 +106,14 @@ class LangGraphWriter:
                   " AND checkpoint_id = {m} AND stamp = {m})").replace("{m}", mark)
         self._leased = f"SELECT 1 FROM hazel_runs WHERE id = {mark} AND lease_token = {mark} AND status = 'running'"
         self._fence = f" EXISTS ({self._leased}{' FOR SHARE' if self.postgresql else ''})"
+        # no fence: the thread is no Hazel run's (any run's, ended or not: its status is not read, so a run
+        # ending, rewound or retried meanwhile changes nothing). Nothing is locked: this assumes that no run is
+        # created with the id of a thread written so, which random run ids (12 hex digits, the engine's
+        # ``new_run_id``) make practically impossible; a run never changes its id.
+        self._no_run = f" NOT EXISTS (SELECT 1 FROM hazel_runs WHERE id = {mark})"
         select = f"INSERT INTO hazel_lg_checkpoints ({_CP_NAMES}) SELECT {marks} WHERE"
-        self._cp_child_sql = f"{select}{parent} ON CONFLICT DO NOTHING"
+        self._cp_sql = f"{select}{self._no_run} ON CONFLICT DO NOTHING"
+        self._cp_child_sql = f"{select}{parent} AND{self._no_run} ON CONFLICT DO NOTHING"
         self._cp_fenced_sql = f"{select}{self._fence} ON CONFLICT DO NOTHING"
         self._cp_child_fenced_sql = f"{select}{parent} AND{self._fence} ON CONFLICT DO NOTHING"
         self._w_row = "(" + ", ".join(mark for _ in _W_COLUMNS) + ")"
@@ -113,15 +121,15 @@ class LangGraphWriter:
     def insert_checkpoint(self, row: dict[str, Any], *, parent_stamp: int = 0, fence: Fence | None = None) -> bool:
         """Commit a checkpoint row (``ROW_COLUMNS``); False, writing nothing, when its key already exists, when
         it is a change (``chain_len`` > 0) and its parent row does not exist or no longer has ``parent_stamp``
-        (the stamp of the parent the change was made against: ``store.schema``), or when ``fence`` is given and
-        the run is no longer leased by its token (``fence_held`` tells which)."""
+        (the stamp of the parent the change was made against: ``store.schema``), when ``fence`` is given and
+        the run is no longer leased by its token (``fence_held`` tells which), or when it is not and the row's
+        thread id is a Hazel run's id (``RunRepo.get`` tells)."""
         values = [row[c] for c in ROW_COLUMNS]
         values[ROW_COLUMNS.index("metadata")] = self._json(row["metadata"])
         child = row["chain_len"] > 0
         if child:
             values += [row["thread_id"], row["checkpoint_ns"], row["parent_checkpoint_id"], parent_stamp]
-        if fence is not None:
-            values += list(fence)
+        values += list(fence) if fence is not None else [row["thread_id"]]
         sql = ((self._cp_child_fenced_sql if child else self._cp_fenced_sql) if fence is not None
                else self._cp_child_sql if child else self._cp_sql)
         if not self.postgresql:
@@ -132,19 +140,19 @@ class LangGraphWriter:
 
     def insert_writes(self, rows: Sequence[dict[str, Any]], *, upsert: bool, durable: bool,
                       fence: Fence | None = None) -> int:
-        """Commit pending writes (all or none); ``upsert``: a write already stored under its key is replaced,
-        else kept. ``durable=False``: the commit does not wait for the disk (``store.db.transaction``).
-        ``fence``: none is written unless the run is still leased by its token (``fence_held`` tells).
-        Returns the number of rows inserted or replaced (0: all kept as they were, or the fence failed)."""
+        """Commit pending writes (all or none, all of one thread); ``upsert``: a write already stored under its
+        key is replaced, else kept. ``durable=False``: the commit does not wait for the disk
+        (``store.db.transaction``). ``fence``: none is written unless the run is still leased by its token
+        (``fence_held`` tells); no ``fence``: none is written when the thread id is a Hazel run's id
+        (``RunRepo.get`` tells). Returns the number of rows inserted or replaced (0: all kept as they were, or
+        refused)."""
         rows_sql = ", ".join(self._w_row for _ in rows)
         values = [row[c] for row in rows for c in _W_COLUMNS]
         conflict = _W_UPSERT if upsert else " ON CONFLICT DO NOTHING"
-        if fence is None:
-            sql = f"INSERT INTO hazel_lg_writes ({_W_NAMES}) VALUES {rows_sql}{conflict}"
-        else:  # (SQLite parses an upsert after INSERT … SELECT only when the SELECT has a WHERE: it has)
-            sql = (f"INSERT INTO hazel_lg_writes ({_W_NAMES}) SELECT * FROM (VALUES {rows_sql}) AS w WHERE"
-                   f"{self._fence}{conflict}")
-            values += list(fence)
+        # (SQLite parses an upsert after INSERT … SELECT only when the SELECT has a WHERE: it has)
+        sql = (f"INSERT INTO hazel_lg_writes ({_W_NAMES}) SELECT * FROM (VALUES {rows_sql}) AS w WHERE"
+               f"{self._fence if fence is not None else self._no_run}{conflict}")
+        values += list(fence) if fence is not None else [rows[0]["thread_id"]]
         if not self.postgresql:
             return self._sqlite(self.engine if durable else self.relaxed, sql, values, durable=durable)
         with self._raw(self.engine if durable else self.relaxed) as fairy:

@@ -12,6 +12,14 @@ Each checkpoint is one row of ``hazel_lg_checkpoints`` written in one transactio
 since its parent (``hazel.langgraph.encoding``). The saver keeps the last checkpoint it wrote or read for each
 thread and namespace in memory (``cache_size`` threads): a ``put`` whose parent is that checkpoint is written as
 a change; any other is written as a snapshot, so a ``put`` never reads the database.
+
+A Hazel run's graph thread (its ``thread_id`` is the run id) is written only by the run's steps, under their
+lease (``store.models.LEASE_KEY`` in the config): a write without a lease into a run's thread is refused
+(``RunStateError``), whatever the run's status, as ``copy_thread`` into it is. A run waiting at an
+``interrupt()`` would otherwise take a script's ``Command(resume=...)`` stored against the checkpoint it waits
+at (LangGraph replays a checkpoint's pending writes when its thread resumes) in place of the decision Hazel
+records, and an ended run can be rewound or retried from that thread. The check is part of the one ``INSERT``
+(``store.lgraph_writer``): no read of its own.
 """
 
 from __future__ import annotations
@@ -270,7 +278,10 @@ class HazelSaver(Deleting, BaseCheckpointSaver[str]):
 
         Raises:
             store.LeaseLostError: ``config`` is a step's of a Hazel run (its lease token under ``LEASE_KEY``) and
-                the run is no longer leased by that token; nothing was written."""
+                the run is no longer leased by that token; nothing was written.
+            RunStateError: ``config`` carries no step's lease and its thread is a Hazel run's (its id), ended or
+                not: only the run's steps write there (a waiting run is answered through Hazel: ``hazel
+                approve``, its request); nothing was written."""
         thread_id, ns, parent_id = _key_of(config)
         key = (thread_id, ns, checkpoint["id"])
         parent = self._recall(thread_id, ns, parent_id) if parent_id != checkpoint["id"] else None
@@ -285,8 +296,8 @@ class HazelSaver(Deleting, BaseCheckpointSaver[str]):
         inserted = self._writer.insert_checkpoint(  # (it takes the turn to write, as ``_write``)
             row, parent_stamp=0 if parent is None else parent.stamp, fence=fence)
         if not inserted:  # rare: a re-put of a stored checkpoint, the parent deleted or re-put by another saver
-            tree, extras = encoding._tree_of(checkpoint)  # since this one read it (or the fence failed)
-            enc, position = encoding.snapshot(checkpoint["id"], tree,
+            tree, extras = encoding._tree_of(checkpoint)  # since this one read it (or the fence failed, or the
+            enc, position = encoding.snapshot(checkpoint["id"], tree,  # thread is a run's and there is none)
                                               encoding._own(checkpoint.get("channel_values") or {}), extras,
                                               self.serde, stamp)
             with self._write() as tx:
@@ -294,6 +305,8 @@ class HazelSaver(Deleting, BaseCheckpointSaver[str]):
                     run = tx.runs.get(fence[0], for_update=True)
                     if run is None or run.lease_token != fence[1] or run.status is not RunStatus.RUNNING:
                         raise LeaseLostError(f"run {fence[0]} is no longer leased by this worker")
+                else:
+                    _refuse_run_thread(tx, thread_id)
                 repo = LangGraphRepo(tx.conn, tx.dialect)
                 if repo.exists(key):  # rewrite it whole, and first what hangs on its old content
                     self._snapshot_children(repo, [key])
@@ -310,7 +323,8 @@ class HazelSaver(Deleting, BaseCheckpointSaver[str]):
         interrupts, resumes) replace what the task stored under them before; others are written once.
 
         Raises:
-            store.LeaseLostError: as ``put``'s; nothing was written."""
+            store.LeaseLostError: as ``put``'s; nothing was written.
+            RunStateError: as ``put``'s; nothing was written."""
         thread_id, ns, checkpoint_id = _key_of(config)
         rows = []
         for i, (channel, value) in enumerate(writes):
@@ -323,12 +337,16 @@ class HazelSaver(Deleting, BaseCheckpointSaver[str]):
         fence = _fence_of(config)
         written = self._writer.insert_writes(rows, upsert=all(w[0] in WRITES_IDX_MAP for w in writes),
                                              durable=self.durable_writes, fence=fence)
-        if not written:  # all kept as they were, or refused by the fence
-            self._check_fence(fence)
+        if not written:  # all kept as they were, or refused: by the fence, or as the thread is a run's
+            if fence is not None:
+                self._check_fence(fence)
+            else:
+                with self.store.read() as tx:
+                    _refuse_run_thread(tx, thread_id)
 
-    def _check_fence(self, fence: Fence | None) -> None:
-        """Raise ``LeaseLostError`` when ``fence`` is given and its run is no longer leased by its token."""
-        if fence is not None and not self._writer.fence_held(fence):
+    def _check_fence(self, fence: Fence) -> None:
+        """Raise ``LeaseLostError`` when the run of ``fence`` is no longer leased by its token."""
+        if not self._writer.fence_held(fence):
             raise LeaseLostError(f"run {fence[0]} is no longer leased by this worker")
 
     def get_next_version(self, current: str | int | float | None, channel: None = None) -> str:
@@ -386,6 +404,32 @@ class AsyncHazelSaver(HazelSaver):
     async def asetup(self) -> None:
         """``setup`` in a worker thread."""
         await asyncio.to_thread(self.setup)
+
+
+def _refuse_run_thread(tx: Any, thread_id: str) -> None:
+    """Raise ``RunStateError`` when ``thread_id`` is a Hazel run's id (for a write without a step's lease, which
+    the ``INSERT`` refused or found already stored: one primary-key read, and for a waiting run the points it
+    waits at), saying how to do it through Hazel; return when it is no run's."""
+    from bot.engine.errors import RunStateError
+
+    run = tx.runs.get(thread_id)
+    if run is None:
+        return
+    said = f"thread {thread_id} is the graph thread of Hazel run {thread_id}, which"
+    if run.status is RunStatus.WAITING:
+        points = sorted({r.point for r in tx.requests.pending(run_ids=[thread_id])})
+        at = " and ".join(repr(p) for p in points) or "its steering point"
+        answer = f"hazel approve {thread_id}" + (f" --at {points[0]}" if points else "")
+        raise RunStateError(f"{said} is waiting for a decision at {at}: LangGraph would take a write made outside "
+                            f"the run's steps when the run resumes, in place of the decision Hazel records; answer "
+                            f"it through Hazel instead ({answer}, or reject, edit, feedback; or its request in its "
+                            f"channel, or POST /api/runs/{thread_id}/decisions); nothing was written")
+    if not run.status.ended:
+        raise RunStateError(f"{said} is {run.status.value}: only its own steps write to its thread, under their "
+                            f"lease; let it end, or cancel it (hazel cancel {thread_id}); nothing was written")
+    raise RunStateError(f"{said} has ended ({run.status.value}): it can still be rewound (a failed run retried) "
+                        f"from its thread, and LangGraph would take what is written there; copy the thread into a "
+                        f"new thread id (copy_thread) and write there; nothing was written")
 
 
 def _open_store(conn_string: str | None, options: dict[str, Any]) -> Store:

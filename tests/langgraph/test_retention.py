@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from typer.testing import CliRunner
 
 from hazel import StepContext, Workflow
@@ -157,11 +157,14 @@ def test_a_run_not_yet_due_and_a_native_run_keep_their_rows(db_url):
     old = completed(hz)
     plain = hz.start(workflow="native", input={}, actor=person("olga"))
     assert hz.drive(run_id=plain.id).run.status is RunStatus.COMPLETED
-    saver = HazelSaver(hz.store)  # a thread of the saver used on its own, named as the native run
-    cfg = {"configurable": {"thread_id": plain.id, "checkpoint_ns": ""}}
-    for i in range(3):
+    saver = HazelSaver(hz.store)  # a thread of the saver used on its own, named as the native run: written
+    cfg = {"configurable": {"thread_id": "standalone", "checkpoint_ns": ""}}  # under another id and renamed, as
+    for i in range(3):  # the saver refuses a write into a run's thread (an older one did not)
         cfg = saver.put(cfg, {"v": 1, "id": f"1ef-{i}", "ts": "", "channel_values": {"x": i},
                               "channel_versions": {"x": i + 1}, "versions_seen": {}}, {}, {"x": i + 1})
+    with hz.store.transaction() as tx:
+        tx.conn.execute(update(lg_checkpoints).where(lg_checkpoints.c.thread_id == "standalone")
+                        .values(thread_id=plain.id))
     clock.advance(10 * DAY)
     recent = completed(hz)
     kept = {r: _rows(hz.store, r) for r in (recent, plain.id)}

@@ -88,9 +88,11 @@ def test_a_step_run_again_after_its_super_step_finished_runs_no_node(db_url: str
     wf = workflow(review_graph(on_node=calls.append))
     hz = make_hazel(db_url, wf)
     run = hz.start(workflow="lg-review", input={"topic": "tides"}, actor=person("olga"))
+    claim = hz.runner.claim(run.id)  # (the saver writes a run's thread only under its step's lease)
+    assert claim is not None
     state = wf.codec.validate({"topic": "tides"})
     ctx = StepContext(run_id=run.id, step="draft", seq=0, attempt=1, idempotency_key="k", started_by="olga",
-                      workflow=wf.name, workflow_version=wf.version)
+                      workflow=wf.name, workflow_version=wf.version, _lease=claim.run.lease_token)
     once = superstep(wf, state, ctx)
     ctx_again = StepContext(**{**ctx.__dict__, "attempt": 2, "_goto": None})
     again = superstep(wf, state, ctx_again)
