@@ -36,6 +36,7 @@ from integrations.slack import blocks as B
 from integrations.slack import text as T
 from integrations.slack.directory import DirectoryError
 from integrations.slack.replies import history_text, run_line
+from store.errors import SchemaNotReadyError
 from store.models import Actor, plain_mentions
 
 log = logging.getLogger("hazel.slack")
@@ -117,7 +118,8 @@ class Commands:
             return self.answer(command)
         except Exception as exc:  # noqa: BLE001 (answered here: Bolt would log the SQL with its traceback)
             log_error(log, exc, "a Slack %s %s by %s failed", COMMAND, _subcommand(command), command.get("user_id"))
-            why = ("Hazel could not reach its database" if is_transient(exc) else
+            why = (T.escape(str(exc)) if isinstance(exc, SchemaNotReadyError) else  # (an operator's to fix)
+                   "Hazel could not reach its database" if is_transient(exc) else
                    "something went wrong on Hazel's side (its log says what)")
             return (f"⚠️ `{COMMAND} {T.escape(_subcommand(command))}` may not have been done: {why}. "
                     f"`{COMMAND} runs` shows what is in flight; please try again in a moment.")

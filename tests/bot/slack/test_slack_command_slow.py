@@ -97,3 +97,20 @@ def test_a_command_the_database_failed_under_is_answered_and_logged_in_one_line(
     logged = "\n".join(r.getMessage() + str(r.exc_info or "") for r in caplog.records)
     assert "priya-secret" not in logged and "[SQL" not in logged and "DETAIL" not in logged
     assert env.hazel.runs() == []
+
+
+def test_a_start_on_a_schema_older_than_this_hazel_says_so(make_env, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    """A start the engine refuses on a schema older than it needs (``SchemaNotReadyError``) is answered with
+    what ``/healthz`` says, not "something went wrong on Hazel's side"."""
+    from store.errors import SchemaNotReadyError
+
+    env: SlackEnv = make_env()
+    said = "the database is at schema revision 0008, this Hazel needs 0009: run `hazel db upgrade`"
+
+    def older(**kwargs):  # noqa: ANN003, ANN202
+        raise SchemaNotReadyError(said)
+
+    monkeypatch.setattr(env.hazel, "start", older)
+    text = env.sender.command(STARTER, START).json()["text"]
+    assert text == (f"⚠️ `/hazel start` may not have been done: {said}. `/hazel runs` shows what is in flight; "
+                    "please try again in a moment."), text
