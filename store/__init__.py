@@ -68,7 +68,8 @@ class Tx:
         self.deadline: datetime | None = None
         """The earliest deadline this transaction set (``notify_deadline``): once it commits, ``Store`` tells
         this process's scheduler (``Store.on_deadline``; other processes hear the ``NOTIFY``)."""
-        self._schema_guarded = False  # (``require_schema`` sent its guard: a pipeline's failure may be its)
+        self._schema_guard: fast.Result | None = None  # (``require_schema``'s guard, sent: a pipeline's failure
+        # may be its; read once the pipeline has ended, so that its cursor is released then)
 
     @cached_property
     def runs(self) -> RunRepo:
@@ -139,10 +140,12 @@ class Tx:
         try:
             with fast.pipeline(self.conn, commit=commit):
                 yield
+            if self._schema_guard is not None:  # (its one row, received with the pipeline's end: no round trip)
+                self._schema_guard.scalar()
         except IntegrityError as exc:
             raise duplicate_decision(exc) or exc
         except DBAPIError as exc:
-            if self._schema_guarded:  # (asked only after a guard's failure: ``store.migrate.refusal``)
+            if self._schema_guard is not None:  # (asked only after a guard's failure: ``store.migrate.refusal``)
                 from store.migrate import refusal
 
                 refused = refusal(self.conn.engine, exc)
@@ -156,6 +159,7 @@ class Tx:
             raise ChangedMeanwhileError("the run or its request changed meanwhile; nothing was written") from exc
         finally:
             self._piped = False
+            self._schema_guard = None
 
     def require_schema(self) -> None:
         """Refuse this transaction unless the database is at the schema revision this Hazel needs or a newer one
@@ -172,8 +176,7 @@ class Tx:
         """
         from store.migrate import require_head
 
-        if require_head(self.conn):
-            self._schema_guarded = True
+        self._schema_guard = require_head(self.conn)
 
     def notify_ready(self, run_id: str) -> None:
         """Wake workers in other processes once this transaction commits (PostgreSQL ``NOTIFY``)."""

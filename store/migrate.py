@@ -102,6 +102,41 @@ def behind(current: str | None) -> str | None:
     return _behind(current, HEAD)
 
 
+ORPHANED = (f"the database has Hazel's tables but no schema revision ({VERSION_TABLE} is gone or empty): Hazel "
+            "cannot tell which migrations ran; restore it from a backup, or record the revision it is at with "
+            "`hazel db stamp REVISION` (the newest migration of the Hazel that last ran on it, `hazel db current` "
+            "there)")
+"""What a database that lost its revision row (or its version table) is told: ``hazel db upgrade`` would create
+the tables again and fail (``table … already exists``), and every command sent the person there."""
+
+
+def orphaned(engine: Engine, current: str | None) -> bool:
+    """Whether the database, at revision ``current`` (``current_revision``), has Hazel's tables without a
+    revision: ``current`` is None and a ``hazel_`` table other than the version table exists."""
+    return current is None and any(t.startswith("hazel_") and t != VERSION_TABLE
+                                   for t in inspect(engine).get_table_names())
+
+
+def stamp(engine: Engine, revision: str) -> str | None:
+    """Record that the database is at ``revision`` (one of this Hazel's) without running a migration
+    (Alembic's ``stamp``), holding ``schema_lock``: for a database whose tables are at that revision but whose
+    version row was lost (``ORPHANED``). Returns the revision it was recorded at before (None: none).
+
+    Raises:
+        ValueError: ``revision`` is not one of this Hazel's revisions.
+        SchemaLockTimeoutError: another process kept changing the schema longer than ``LOCK_WAIT_SEC``.
+    """
+    from alembic import command
+
+    if revision not in known_revisions():
+        raise ValueError(f"unknown schema revision {revision!r}; this Hazel knows "
+                         f"{', '.join(sorted(known_revisions()))}")
+    with schema_lock(engine):
+        before = current_revision(engine)
+        command.stamp(_config(engine), revision, purge=True)
+    return before
+
+
 def _behind(current: str | None, head: str) -> str:
     return f"the database is at schema revision {current or 'unknown'}, this Hazel needs {head}: run `hazel db upgrade`"
 
@@ -132,20 +167,20 @@ _GUARD_AT_HEAD = fast.guarded(_AT_HEAD, select(_AT_HEAD.c.version_num))
 """PostgreSQL: the revision, failing the statement (``store.fast.guarded``) unless it is ``HEAD`` or newer."""
 
 
-def require_head(conn: Any) -> bool:
+def require_head(conn: Any) -> "fast.Result | None":
     """Check, inside the transaction of ``conn`` (a ``store.db.transaction``'s), that the database is at the
     revision this Hazel needs (``HEAD``) or a newer one (``behind``), with one statement of the version table's
     one row. In a PostgreSQL transaction that commits with its statements (``conn.guarding``: ``Tx.pipeline(
     commit=True)``) the statement is sent with the others, no round trip of its own, and fails the transaction
-    itself (COMMIT included) when the revision is older: returns True then, and the caller tells that failure
-    by ``refusal`` once the pipeline raises. Elsewhere the revision is read and compared at once (False).
+    itself (COMMIT included) when the revision is older: returns its ``Result`` then (the caller reads it once
+    the pipeline has ended, releasing its cursor, and tells a failure by ``refusal`` once the pipeline raises).
+    Elsewhere the revision is read and compared at once (None).
 
     Raises:
         SchemaNotReadyError: (read at once) the revision is older than ``HEAD``, or there is no version table.
     """
     if getattr(conn, "guarding", False):
-        fast.execute(conn, _GUARD_AT_HEAD, {"head": HEAD})
-        return True
+        return fast.execute(conn, _GUARD_AT_HEAD, {"head": HEAD})
     try:
         current = fast.execute(conn, _CURRENT, {}).scalar()
     except DBAPIError as exc:
@@ -155,7 +190,7 @@ def require_head(conn: Any) -> bool:
     said = behind(current)
     if said is not None:
         raise SchemaNotReadyError(said)
-    return False
+    return None
 
 
 def refusal(engine: Engine, exc: DBAPIError) -> SchemaNotReadyError | None:
@@ -304,10 +339,13 @@ def upgrade(engine: Engine, revision: str = "head") -> str | None:
 
     Raises:
         SchemaTooNewError: the database is at a revision newer than this Hazel's scripts.
+        SchemaNotReadyError: the database has Hazel's tables without a revision (``ORPHANED``).
         SchemaLockTimeoutError: another process kept changing the schema longer than ``LOCK_WAIT_SEC``.
     """
     with schema_lock(engine):
         before = current_revision(engine)
+        if orphaned(engine, before):  # (Alembic would create every table again: "table … already exists")
+            raise SchemaNotReadyError(ORPHANED)
         _upgrade(engine, revision)
     return before
 
@@ -415,10 +453,12 @@ def _ensure(engine: Engine, *, upgrade_if_empty: bool) -> None:
     head = head_revision()
     if current == head:
         return
-    if current is None and not any(t.startswith("hazel_") for t in inspect(engine).get_table_names()):
+    if current is None and not orphaned(engine, current):
         if upgrade_if_empty:
             _upgrade(engine)
             return
         raise SchemaNotReadyError("the database has no Hazel tables: run `hazel db upgrade`")
+    if current is None:
+        raise SchemaNotReadyError(ORPHANED)
     check_not_newer(engine, current)
     raise SchemaNotReadyError(_behind(current, head))

@@ -105,37 +105,72 @@ def db_downgrade(revision: Annotated[str, typer.Argument(help="The revision to g
                                                              " (already there)"))
 
 
+@db_app.command("stamp")
+@handle_errors
+def db_stamp(revision: Annotated[str, typer.Argument(help="The revision the database's tables are at (e.g. 0009: "
+                                                          "the newest of the Hazel that last ran on it).")],
+             json_out: JsonOpt = False) -> None:
+    """Record the database's schema revision without migrating: for a database whose revision row was lost
+    (its tables are there, `hazel db current` says none). Alembic's `stamp`."""
+    from bot.settings import Settings
+    from store import Store
+    from store.migrate import current_revision, stamp
+
+    url = Settings().database_url
+    missing = _missing_sqlite_file(url)
+    if missing is not None:
+        raise CliError(f"no database file at {missing}: nothing to stamp (nothing created)")
+    store = Store(url, wal_preallocate_pages=0)
+    try:
+        try:
+            before = stamp(store.engine, revision)
+        except ValueError as exc:
+            raise CliError(str(exc)) from None
+        after = current_revision(store.engine)
+    finally:
+        store.dispose()
+    if json_out:
+        emit_json({"from": before, "to": after})
+    else:
+        common.out.print(f"database recorded at revision {after}" + (f" (was {before or 'none'})" if before != after
+                                                                     else " (already)"))
+
+
 @db_app.command("current")
 @handle_errors
 def db_current(json_out: JsonOpt = False) -> None:
     """Show the database's schema revision and the one this Hazel needs. Exit status 1 when the database is
-    newer than this Hazel (a revision it has no script for), as every other command then refuses to run."""
+    newer than this Hazel (a revision it has no script for), or has Hazel's tables without a revision, as
+    every other command then refuses to run."""
     from rich.markup import escape
 
     from bot.settings import Settings
     from store import Store
-    from store.migrate import current_revision, head_revision, known_revisions
+    from store.migrate import ORPHANED, current_revision, head_revision, known_revisions, orphaned
 
     url = Settings().database_url
     missing = _missing_sqlite_file(url)  # said so, not created (a mistyped path stays a typo)
+    lost = False
     if missing is not None:
         current, head = None, head_revision()
     else:
         store = Store(url, wal_preallocate_pages=0)
         try:
             current, head = current_revision(store.engine), head_revision()
+            lost = orphaned(store.engine, current)
         finally:
             store.dispose()
     newer = current is not None and current not in known_revisions()
     if json_out:
         emit_json({"current": current, "head": head, "newer_than_this_hazel": newer,
-                   **({"missing_file": missing} if missing else {})})
+                   **({"missing_file": missing} if missing else {}), **({"problem": ORPHANED} if lost else {})})
     else:
         common.out.print(f"current {current or 'none'}"
                          + (f" (no database file at {escape(missing)!s}: nothing created)" if missing else "")
                          + f"; this Hazel needs {head}"
-                         + ("; the database is newer than this Hazel: use a newer Hazel" if newer else ""))
-    if newer:
+                         + ("; the database is newer than this Hazel: use a newer Hazel" if newer else "")
+                         + (f"; {escape(ORPHANED)}" if lost else ""), soft_wrap=True)
+    if newer or lost:
         raise typer.Exit(1)
 
 

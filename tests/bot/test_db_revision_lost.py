@@ -1,0 +1,52 @@
+"""A database whose revision row was lost (``DELETE FROM hazel_alembic_version``, or the table dropped) while its
+tables are there: ``hazel db current`` said ``current none`` with exit 0, every command said "run `hazel db
+upgrade`", and ``hazel db upgrade`` failed with ``table hazel_events already exists``: a loop with no way out (a
+fresh-user finding, s27 F10). Now each says what happened and the way out, ``hazel db stamp REVISION``
+(Alembic's ``stamp``), which records the revision without migrating; SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+from typing import Iterator
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from tests.bot.test_cli_malformed import hostile  # noqa: F401  (the fixture)
+
+LOST = ("the database has Hazel's tables but no schema revision (hazel_alembic_version is gone or empty): Hazel "
+        "cannot tell which migrations ran; restore it from a backup, or record the revision it is at with `hazel "
+        "db stamp REVISION`")
+
+
+@pytest.fixture(params=["row", "table"])
+def lost_revision(request: pytest.FixtureRequest, db_url: str) -> Iterator[str]:
+    """``db_url`` without its revision (the row deleted, or the version table dropped); put back afterwards
+    (on PostgreSQL the database is the session's)."""
+    engine = create_engine(db_url)
+    with engine.begin() as conn:
+        real = conn.execute(text("SELECT version_num FROM hazel_alembic_version")).scalar_one()
+        conn.execute(text("DELETE FROM hazel_alembic_version" if request.param == "row"
+                          else "DROP TABLE hazel_alembic_version"))
+    try:
+        yield real
+    finally:
+        with engine.begin() as conn:
+            conn.execute(text("CREATE TABLE IF NOT EXISTS hazel_alembic_version (version_num VARCHAR(32) NOT NULL "
+                              "PRIMARY KEY)"))
+            conn.execute(text("DELETE FROM hazel_alembic_version"))
+            conn.execute(text("INSERT INTO hazel_alembic_version (version_num) VALUES (:v)"), {"v": real})
+        engine.dispose()
+
+
+def test_a_lost_revision_is_named_and_stamped_back(hostile, lost_revision: str) -> None:  # noqa: ANN001, F811
+    current = hostile("db", "current")
+    assert current.exit_code == 1 and LOST in " ".join(current.stdout.split()), current.output
+    assert json.loads(hostile("db", "current", "--json").stdout)["problem"].startswith(LOST[:60])
+    for argv in (["runs"], ["db", "upgrade"]):  # (upgrade: "table … already exists")
+        refused = hostile(*argv)
+        assert refused.exit_code == 1 and LOST in " ".join(refused.output.split()), (argv, refused.output)
+    assert "unknown schema revision '9999'" in hostile("db", "stamp", "9999").output
+    stamped = hostile("db", "stamp", lost_revision)
+    assert stamped.exit_code == 0 and f"database recorded at revision {lost_revision} (was none)" in stamped.stdout
+    assert hostile("runs").exit_code == 0 and hostile("db", "current").exit_code == 0
