@@ -77,7 +77,8 @@ def make_engine(
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:"):
         raise UnsupportedDatabaseError(
-            "an in-memory SQLite database keeps no run past the process: use sqlite:///FILE (a file path)")
+            "an in-memory SQLite database keeps nothing past the process (no run, no checkpoint): use "
+            "sqlite:///FILE (a file path)")
     if parsed.get_backend_name() == "postgresql" and parsed.get_driver_name() != "psycopg":
         raise UnsupportedDatabaseError(
             f"PostgreSQL driver {parsed.get_driver_name()!r}: Hazel talks to PostgreSQL through psycopg 3, "
@@ -110,6 +111,32 @@ def make_engine(
         return engine
     raise UnsupportedDatabaseError(
         f"unsupported database {parsed.get_backend_name()!r}: use sqlite:///FILE or postgresql+psycopg://…")
+
+
+def unopened_why(url: str) -> str:
+    """Why SQLite could not open the file of ``url`` (its error says only "unable to open database file"):
+    ``" (the directory /srv/x does not exist)"``, ``" (… is a directory)"``, ``" (the directory … is not
+    writable by this user)"``; ``""`` when none of these is so (or ``url`` is not a SQLite file's)."""
+    try:
+        parsed = make_url(url)
+    except Exception:  # (named on its own: not a URL)
+        return ""
+    name = parsed.database or ""
+    if not parsed.drivername.startswith("sqlite") or not name or name == ":memory:":
+        return ""
+    if parsed.query.get("uri") in ("true", "1") and name.startswith("file:"):
+        name = name.removeprefix("file:").split("?", 1)[0]
+    path = os.path.abspath(name)
+    directory = os.path.dirname(path)
+    if os.path.isdir(path):
+        return f" ({path} is a directory)"
+    if not os.path.isdir(directory):
+        return f" (the directory {directory} does not exist: create it first)"
+    if not os.path.exists(path) and not os.access(directory, os.W_OK | os.X_OK):
+        return f" (the directory {directory} is not writable by this user, and the database file is new)"
+    if os.path.exists(path) and not os.access(path, os.R_OK):
+        return f" ({path} is not readable by this user)"
+    return ""
 
 
 def is_sqlite_busy(exc: BaseException) -> bool:

@@ -3,6 +3,7 @@
     StoreError (Exception)
     ├── SchemaNotReadyError (RuntimeError): the database is not at Hazel's schema revision
     ├── UnsupportedDatabaseError (ValueError): a URL for a database Hazel does not run on
+    ├── DatabaseOpenError (OSError): a SQLite file that cannot be opened, and why
     ├── LeaseLostError (RuntimeError): a fenced write found the run leased to someone else (or cancelled)
     ├── ChangedMeanwhileError (RuntimeError): a guarded write found its row no longer as read
     └── DuplicateDecisionError (ValueError): the same person already decided this request, or the
@@ -22,6 +23,11 @@ class SchemaNotReadyError(StoreError, RuntimeError):
 
 class UnsupportedDatabaseError(StoreError, ValueError):
     """Hazel runs on SQLite and PostgreSQL (``postgresql+psycopg``) only."""
+
+
+class DatabaseOpenError(StoreError, OSError):
+    """SQLite could not open the database file (``unable to open database file``), with why when it can be told
+    (``store.db.unopened_why``: a directory that does not exist, a path that is a directory, no permission)."""
 
 
 class LeaseLostError(StoreError, RuntimeError):

@@ -515,7 +515,9 @@ def _one_line(exc: BaseException) -> str:
         if url == _NOT_A_URL:
             return f"HAZEL_DATABASE_URL is not a valid database URL: {text}"
         if text == "unable to open database file":  # SQLite says no more: what stands in the way, when known
-            text += _unopened_why(_database_url())
+            from store.db import unopened_why
+
+            text += unopened_why(_database_url())
         # (a full disk part-way through `approve` or `run`: what it committed before stands; s18 M1)
         return f"database {url}: {text}" + (_left_running("takes writes again") if _driving else "")
     if isinstance(exc, RecursionError):
@@ -534,34 +536,6 @@ def _one_line(exc: BaseException) -> str:
     from store.models import plain_mentions
 
     return plain_mentions(first)  # (the engine names unclaimed Slack ids as Slack mentions: <@U…>)
-
-
-def _unopened_why(url: str) -> str:
-    """Why SQLite could not open the file of ``url`` (its error says only "unable to open database file"):
-    ``" (the directory /srv/x does not exist)"``, ``" (… is a directory)"``, ``" (the directory … is not
-    writable by this user)"``; ``""`` when none of these is so (or ``url`` is not a SQLite file's)."""
-    from sqlalchemy.engine import make_url
-
-    try:
-        parsed = make_url(url)
-    except Exception:  # (named on its own: not a URL)
-        return ""
-    name = parsed.database or ""
-    if not parsed.drivername.startswith("sqlite") or not name or name == ":memory:":
-        return ""
-    if parsed.query.get("uri") in ("true", "1") and name.startswith("file:"):
-        name = name.removeprefix("file:").split("?", 1)[0]
-    path = os.path.abspath(name)
-    directory = os.path.dirname(path)
-    if os.path.isdir(path):
-        return f" ({path} is a directory)"
-    if not os.path.isdir(directory):
-        return f" (the directory {directory} does not exist: create it first)"
-    if not os.path.exists(path) and not os.access(directory, os.W_OK | os.X_OK):
-        return f" (the directory {directory} is not writable by this user, and the database file is new)"
-    if os.path.exists(path) and not os.access(path, os.R_OK):
-        return f" ({path} is not readable by this user)"
-    return ""
 
 
 def _database_url() -> str:

@@ -34,7 +34,7 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, OperationalError
 from langgraph.checkpoint.base import (
     WRITES_IDX_MAP,
     BaseCheckpointSaver,
@@ -54,7 +54,7 @@ from hazel.langgraph.encoding import Position
 from store import Store
 from store.checkpoints import SnapshotPolicy
 from store.lgraph import Key, LangGraphRepo, StoredRow, StoredWrite, no_nul
-from store.errors import LeaseLostError, SchemaNotReadyError
+from store.errors import DatabaseOpenError, LeaseLostError, SchemaNotReadyError
 from store.lgraph_writer import Fence, LangGraphWriter
 from store.models import LEASE_KEY, STEP_KEYS, RunStatus
 
@@ -443,6 +443,15 @@ def _open_store(conn_string: str | None, options: dict[str, Any]) -> Store:
     store = Store(conn_string, **options)
     try:
         store.ensure_schema()
+    except OperationalError as exc:  # (SQLite says no more than this: say what stands in the way, as the CLI)
+        store.dispose()
+        if "unable to open database file" not in str(exc.orig):
+            raise
+        from store.db import unopened_why
+
+        shown = store.engine.url.render_as_string(hide_password=True)
+        raise DatabaseOpenError(f"database {shown}: unable to open database file{unopened_why(conn_string)}") \
+            from None
     except BaseException:
         store.dispose()
         raise

@@ -498,3 +498,20 @@ def test_a_saver_on_a_schema_downgraded_under_it_says_to_upgrade(db_url: str) ->
         finally:
             upgrade(saver.store.engine)  # (the session's PostgreSQL database: as the other tests need it)
         assert _items(saver, configs[-1]) == ["r-0", "r-1"]
+
+
+def test_from_conn_string_names_what_keeps_sqlite_from_opening_its_file(tmp_path) -> None:  # noqa: ANN001
+    """A fresh-user finding (s27 F11): ``from_conn_string("sqlite:///nodir/x.db")`` raised SQLAlchemy's raw
+    ``OperationalError: unable to open database file`` where the CLI says why; ``sqlite://`` was refused in
+    words about runs only."""
+    from store.errors import DatabaseOpenError, UnsupportedDatabaseError
+
+    url = f"sqlite:///{tmp_path / 'nodir' / 'x.db'}"
+    with pytest.raises(DatabaseOpenError) as refused:
+        with HazelSaver.from_conn_string(url):
+            pass
+    assert str(refused.value) == (f"database {url}: unable to open database file (the directory "
+                                  f"{tmp_path / 'nodir'} does not exist: create it first)")
+    with pytest.raises(UnsupportedDatabaseError, match=r"keeps nothing past the process \(no run, no checkpoint\)"):
+        with HazelSaver.from_conn_string("sqlite://"):
+            pass
