@@ -498,7 +498,8 @@ def test_feedback_written_before_another_channel_settled_is_answered(env: JiraEn
 
     run_id = env.start()
     issue = env.issue(run_id)
-    written = datetime.now(timezone.utc) - timedelta(seconds=2)
+    written = env.clock() - timedelta(seconds=2)  # (Hazel's clock, which the approval is stamped by: the real
+    # one's "2 s ago" was after it on a machine that took more than 2 s to start the run, since env's is fixed)
     env.hazel.decide(run_id=run_id, action="approve", actor=OPERATOR)  # (not driven: the next step "executes")
     assert env.hazel.get(run_id=run_id).status is not RunStatus.WAITING
     late = env.send(env.comment(issue, "rework please: the plan misses the rollback", at=written)).json()
