@@ -12,22 +12,23 @@ import time
 import uvicorn
 
 
-_PORTS_FROM, _PORTS_PER_WORKER = 20_000, 1_000
+_PORTS_FROM, _PORTS_PER_WORKER, _SLICES = 20_000, 500, 25
 """Ports handed to tests: below Linux's ephemeral range (32768-60999, ``/proc/sys/net/ipv4/ip_local_port_range``),
 each xdist worker its own thousand. A port the kernel picked (``bind(0)``) was free when asked but sits in the
 range every outgoing connection takes its local port from, and another worker's server could take it before
-the test's process bound it (seen in a full run: ``hazel serve`` found its port in use)."""
+the test's process bound it (seen in a full run: ``hazel serve`` found its port in use). 25 slices of 500
+(20000-32499): more than the 16 workers ``tests/conftest.py`` starts at most."""
 _next_port: list[int] = []
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 nothing listens on now, from this xdist worker's own slice (gw0: 20000-20999,
-    gw1: 21000-21999, …; outside xdist the first), starting at a random place in it and going round: no other
+    """A TCP port on 127.0.0.1 nothing listens on now, from this xdist worker's own slice (gw0: 20000-20499,
+    gw1: 20500-20999, …; outside xdist the first), starting at a random place in it and going round: no other
     worker of the run is handed it, whatever the timing. Raises OSError when the whole slice is taken."""
     if not _next_port:
         worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
         index = int(worker[2:]) if worker[2:].isdigit() else 0
-        start = _PORTS_FROM + (index % 12) * _PORTS_PER_WORKER
+        start = _PORTS_FROM + (index % _SLICES) * _PORTS_PER_WORKER
         _next_port.extend([start, random.randrange(_PORTS_PER_WORKER)])
     start, offset = _next_port
     for _ in range(_PORTS_PER_WORKER):
