@@ -107,11 +107,11 @@ def test_healthz_and_metrics_say_when_the_schema_is_not_this_hazels(empty_url: s
     hazel.prepare()  # creates the schema on the empty database
     api = api_router(hazel, Settings(HAZEL_API_TOKENS="ci=tok-ci-0000000000000"))
     with LiveServer(create_app(hazel, routers=[api])) as server:
-        assert httpx.get(server.url + "/healthz").json() == {"status": "ok", "database": hazel.store.dialect}
+        assert httpx.get(server.url + "/healthz", timeout=30).json() == {"status": "ok", "database": hazel.store.dialect}
         assert value(scrape(server.url)["hazel_schema_ok"], "hazel_schema_ok") == 1
 
         downgrade(hazel.store.engine, "0005")
-        response = httpx.get(server.url + "/healthz")
+        response = httpx.get(server.url + "/healthz", timeout=30)
         assert response.status_code == 503
         said = f"the database is at schema revision 0005, this Hazel needs {HEAD}: run `hazel db upgrade`"
         assert response.json() == {
@@ -119,22 +119,23 @@ def test_healthz_and_metrics_say_when_the_schema_is_not_this_hazels(empty_url: s
             "message": said}
         assert value(scrape(server.url)["hazel_schema_ok"], "hazel_schema_ok") == 0
         # the REST API says the same (s24 F6: every call was a bare 500 and a traceback in the log)
-        refused = httpx.get(server.url + "/api/runs?limit=1", headers={"Authorization": "Bearer tok-ci-0000000000000"})
+        refused = httpx.get(server.url + "/api/runs?limit=1", headers={"Authorization": "Bearer tok-ci-0000000000000"},
+                            timeout=30)  # (httpx's 5 s ran out once in a full run on a slow host)
         assert refused.status_code == 503 and refused.headers["Retry-After"], refused.text
         assert refused.json() == {"error": {"type": "SchemaNotReadyError", "message": said}}
 
         upgrade(hazel.store.engine)
-        assert httpx.get(server.url + "/healthz").status_code == 200
+        assert httpx.get(server.url + "/healthz", timeout=30).status_code == 200
         assert value(scrape(server.url)["hazel_schema_ok"], "hazel_schema_ok") == 1
 
         with hazel.store.engine.begin() as conn:  # as a newer Hazel's migration leaves it (a rolling deploy
             conn.execute(text(f"UPDATE {VERSION_TABLE} SET version_num = '9999'"))  # migrates first): still fine
-        assert httpx.get(server.url + "/healthz").status_code == 200
+        assert httpx.get(server.url + "/healthz", timeout=30).status_code == 200
         assert value(scrape(server.url)["hazel_schema_ok"], "hazel_schema_ok") == 1
 
         with hazel.store.engine.begin() as conn:  # no version table at all
             conn.execute(text(f"DROP TABLE {VERSION_TABLE}"))
-        response = httpx.get(server.url + "/healthz")
+        response = httpx.get(server.url + "/healthz", timeout=30)
         assert response.status_code == 503 and response.json()["message"] == (
             "the database has no Hazel schema revision (no version table): run `hazel db upgrade`")
         with hazel.store.engine.begin() as conn:  # a database emptied under the process: its tables gone too
@@ -148,7 +149,7 @@ def test_healthz_and_metrics_say_when_the_schema_is_not_this_hazels(empty_url: s
 # -- /metrics ---------------------------------------------------------------------------------------------------
 
 def scrape(url: str) -> dict[str, list]:
-    response = httpx.get(url + "/metrics")
+    response = httpx.get(url + "/metrics", timeout=30)
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
     return {f.name: f.samples for f in text_string_to_metric_families(response.text)}
 
