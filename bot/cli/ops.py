@@ -1,6 +1,6 @@
 """``hazel db``, ``serve``, ``worker``, ``outbox``: running and operating Hazel."""
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any, Callable
 
 import typer
 
@@ -71,6 +71,34 @@ def _missing_sqlite_file(url: str) -> str | None:
     return None
 
 
+def _revision_changed(doing: str, change: Callable[[Any], object]) -> tuple[str | None, str | None]:
+    """Run ``change`` (given the engine) on the settings' database; its schema revision before and after.
+    Refused, nothing created, when its SQLite file does not exist.
+
+    Raises:
+        CliError: no such file (``no database file at F: nothing to DOING``), or ``change`` raised ValueError (an
+            unknown revision: its words).
+    """
+    from bot.settings import Settings
+    from store import Store
+    from store.migrate import current_revision
+
+    url = Settings().database_url
+    missing = _missing_sqlite_file(url)
+    if missing is not None:
+        raise CliError(f"no database file at {missing}: nothing to {doing} (nothing created)")
+    store = Store(url, wal_preallocate_pages=0)
+    try:
+        before = current_revision(store.engine)
+        try:
+            change(store.engine)
+        except ValueError as exc:
+            raise CliError(str(exc)) from None
+        return before, current_revision(store.engine)
+    finally:
+        store.dispose()
+
+
 @db_app.command("downgrade")
 @handle_errors
 def db_downgrade(revision: Annotated[str, typer.Argument(help="The revision to go back to (e.g. 0003: the newest "
@@ -80,24 +108,10 @@ def db_downgrade(revision: Annotated[str, typer.Argument(help="The revision to g
                      "(refused without it while there are any: those runs could not resume).")] = False,
                  json_out: JsonOpt = False) -> None:
     """Undo the migrations after REVISION, before rolling back to an older Hazel (see docs/deploy.md)."""
-    from bot.settings import Settings
-    from store import Store
-    from store.migrate import current_revision, downgrade
+    from store.migrate import downgrade
 
-    url = Settings().database_url
-    missing = _missing_sqlite_file(url)
-    if missing is not None:
-        raise CliError(f"no database file at {missing}: nothing to downgrade (nothing created)")
-    store = Store(url, wal_preallocate_pages=0)
-    try:
-        before = current_revision(store.engine)
-        try:
-            downgrade(store.engine, revision, discard_graph_state=discard_graph_state)
-        except ValueError as exc:
-            raise CliError(str(exc)) from None
-        after = current_revision(store.engine)
-    finally:
-        store.dispose()
+    before, after = _revision_changed("downgrade", lambda engine: downgrade(
+        engine, revision, discard_graph_state=discard_graph_state))
     if json_out:
         emit_json({"from": before, "to": after})
     else:
@@ -112,23 +126,9 @@ def db_stamp(revision: Annotated[str, typer.Argument(help="The revision the data
              json_out: JsonOpt = False) -> None:
     """Record the database's schema revision without migrating: for a database whose revision row was lost
     (its tables are there, `hazel db current` says none). Alembic's `stamp`."""
-    from bot.settings import Settings
-    from store import Store
-    from store.migrate import current_revision, stamp
+    from store.migrate import stamp
 
-    url = Settings().database_url
-    missing = _missing_sqlite_file(url)
-    if missing is not None:
-        raise CliError(f"no database file at {missing}: nothing to stamp (nothing created)")
-    store = Store(url, wal_preallocate_pages=0)
-    try:
-        try:
-            before = stamp(store.engine, revision)
-        except ValueError as exc:
-            raise CliError(str(exc)) from None
-        after = current_revision(store.engine)
-    finally:
-        store.dispose()
+    before, after = _revision_changed("stamp", lambda engine: stamp(engine, revision))
     if json_out:
         emit_json({"from": before, "to": after})
     else:
