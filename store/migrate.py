@@ -120,10 +120,13 @@ def orphaned(engine: Engine, current: str | None) -> bool:
 def stamp(engine: Engine, revision: str) -> str | None:
     """Record that the database is at ``revision`` (one of this Hazel's) without running a migration
     (Alembic's ``stamp``), holding ``schema_lock``: for a database whose tables are at that revision but whose
-    version row was lost (``ORPHANED``). Returns the revision it was recorded at before (None: none).
+    version row was lost (``ORPHANED``), and only for such a one: a database that has a revision, or no Hazel
+    tables, is refused (stamped, it would claim tables it lacks; a fresh-user finding, s29). Returns the
+    revision it was recorded at before (always None).
 
     Raises:
-        ValueError: ``revision`` is not one of this Hazel's revisions.
+        ValueError: ``revision`` is not one of this Hazel's revisions; the database has a revision (``hazel db
+            upgrade`` / ``downgrade`` move it) or no Hazel tables (``hazel db upgrade`` creates them).
         SchemaLockTimeoutError: another process kept changing the schema longer than ``LOCK_WAIT_SEC``.
     """
     from alembic import command
@@ -133,6 +136,12 @@ def stamp(engine: Engine, revision: str) -> str | None:
                          f"{', '.join(sorted(known_revisions()))}")
     with schema_lock(engine):
         before = current_revision(engine)
+        if before is not None:
+            raise ValueError(f"the database is at schema revision {before}: `hazel db stamp` only records a lost "
+                             "one; `hazel db upgrade` and `hazel db downgrade` move it (nothing changed)")
+        if not orphaned(engine, before):
+            raise ValueError("the database has no Hazel tables: nothing to stamp; `hazel db upgrade` creates them "
+                             "(nothing changed)")
         command.stamp(_config(engine), revision, purge=True)
     return before
 

@@ -133,7 +133,9 @@ def _graph_problems(graph: Any) -> list[str]:
                        f"static breakpoints; call interrupt() or hazel.langgraph.steer() in the node where a "
                        f"person must decide, and compile without {option}")
     saver = getattr(graph, "checkpointer", None)
-    if type(saver).__name__ in ("InMemorySaver", "MemorySaver") and type(saver).__module__.startswith("langgraph."):
+    from langgraph.checkpoint.memory import InMemorySaver  # (MemorySaver is its old name; subclasses too: s29 F5)
+
+    if isinstance(saver, InMemorySaver):
         out.append("its graph is compiled with an InMemorySaver, which keeps a run's graph state in one process: "
                    "a decision taken in another process (the CLI, a second server) or after a restart would find "
                    "nothing to resume; compile without a checkpointer (Hazel gives the graph a HazelSaver on its "

@@ -138,8 +138,9 @@ def point_warnings(p: Any) -> list[str]:
                                    ("slack_usergroups", approvers.slack_usergroups, _SLACK_GROUP)):
             odd = [n for n in names if not shape.match(n)]
             if odd:
+                one = len(odd) == 1
                 out.append(f"steering point {p.name!r}: {kind} {', '.join(map(repr, odd))} "
-                           f"{'is not a Slack id' if len(odd) == 1 else 'are not Slack ids'} "
-                           f"({'U… or W…' if kind == 'slack_users' else 'S…'}): matches nobody; name people "
-                           "in people=[...]")
+                           f"{'is not a Slack id' if one else 'are not Slack ids'} "
+                           f"({'U… or W…' if kind == 'slack_users' else 'S…'}): "
+                           f"{'matches' if one else 'match'} nobody; name people in people=[...]")
     return out

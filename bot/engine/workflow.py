@@ -264,7 +264,10 @@ class Workflow(Generic[S]):
         ``next``: the node after it (default: the node declared after it; ``END`` completes the run)."""
 
         def register(f: StepFn) -> StepFn:
-            step_name = name or f.__name__
+            step_name = name or getattr(f, "__name__", None)
+            if step_name is None:  # (a functools.partial, a callable object: s29 F6 stopped the module's loading)
+                self._problems.append(f"step {f!r} has no __name__: give it one with name=")
+                return f
             self._problems.extend(f"step {step_name!r}: {problem}"
                                   for problem in (*retry_problems(max_attempts, backoff_sec, max_backoff_sec),
                                                   *callable_problems(f)))

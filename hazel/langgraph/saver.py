@@ -34,7 +34,7 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import DatabaseError, DBAPIError
 from langgraph.checkpoint.base import (
     WRITES_IDX_MAP,
     BaseCheckpointSaver,
@@ -443,15 +443,16 @@ def _open_store(conn_string: str | None, options: dict[str, Any]) -> Store:
     store = Store(conn_string, **options)
     try:
         store.ensure_schema()
-    except OperationalError as exc:  # (SQLite says no more than this: say what stands in the way, as the CLI)
+    except DatabaseError as exc:  # (SQLite says no more than this: say what stands in the way, as the CLI)
         store.dispose()
-        if "unable to open database file" not in str(exc.orig):
+        said = str(exc.orig)
+        if "unable to open database file" not in said and "file is not a database" not in said:
             raise
         from store.db import unopened_why
 
         shown = store.engine.url.render_as_string(hide_password=True)
-        raise DatabaseOpenError(f"database {shown}: unable to open database file{unopened_why(conn_string)}") \
-            from None
+        why = unopened_why(conn_string) if "unable to open" in said else ""
+        raise DatabaseOpenError(f"database {shown}: {said}{why}") from None
     except BaseException:
         store.dispose()
         raise

@@ -50,3 +50,22 @@ def test_a_lost_revision_is_named_and_stamped_back(hostile, lost_revision: str) 
     stamped = hostile("db", "stamp", lost_revision)
     assert stamped.exit_code == 0 and f"database recorded at revision {lost_revision} (was none)" in stamped.stdout
     assert hostile("runs").exit_code == 0 and hostile("db", "current").exit_code == 0
+
+
+def test_stamp_records_only_a_lost_revision(hostile, tmp_path, monkeypatch) -> None:  # noqa: ANN001, F811
+    """``hazel db stamp`` on a database that has a revision changed it, even downward, and on an empty file
+    recorded tables it lacked: every command then failed with ``no such table`` while ``db current`` said all
+    was well (a fresh-user finding, s29 F1 HIGH, F2). Both are refused now, nothing changed."""
+    from store.migrate import HEAD
+
+    refused = hostile("db", "stamp", "0008")
+    assert refused.exit_code == 1 and f"the database is at schema revision {HEAD}: `hazel db stamp` only records a " \
+        "lost one" in " ".join(refused.output.split()), refused.output
+    assert hostile("db", "current").exit_code == 0 and f"current {HEAD}" in hostile("db", "current").stdout
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    monkeypatch.setenv("HAZEL_DATABASE_URL", f"sqlite:///{empty}")
+    refused = hostile("db", "stamp", HEAD)
+    assert refused.exit_code == 1 and "the database has no Hazel tables: nothing to stamp" in refused.output, \
+        refused.output
+    assert hostile("db", "upgrade").exit_code == 0 and hostile("runs").exit_code == 0

@@ -34,6 +34,21 @@ def test_steps_taking_state_and_ctx_in_any_form_load() -> None:
     Registry().add(wf)
 
 
+def test_a_step_without_a_name_needs_name() -> None:
+    """A ``functools.partial`` (or a callable object) has no ``__name__``: the module's loading stopped with an
+    AttributeError (s29 F6). It is a problem named like the others; with ``name=`` it is a step."""
+    import functools
+
+    wf = base()
+    wf.step(functools.partial(noop), name="partial")
+    Registry().add(wf)
+    wf = base()
+    wf.step(functools.partial(noop))
+    with pytest.raises(WorkflowDefinitionError, match=r"step functools.partial\(.*\) has no __name__: give it one "
+                                                      r"with name="):
+        Registry().add(wf)
+
+
 def test_likely_mistakes_in_a_point_are_warnings() -> None:
     from bot.engine.routes import point_warnings
 

@@ -29,9 +29,14 @@ def test_a_graph_with_static_breakpoints_is_refused(option: str, named: str) -> 
             in str(refused.value)), str(refused.value)
 
 
-def test_a_graph_with_an_in_memory_checkpointer_is_refused() -> None:
+class _MySaver(InMemorySaver):
+    """A subclass is still one process's memory (s29 F5: it was taken, its class name not InMemorySaver's)."""
+
+
+@pytest.mark.parametrize("saver", [InMemorySaver, _MySaver])
+def test_a_graph_with_an_in_memory_checkpointer_is_refused(saver: type) -> None:
     with pytest.raises(WorkflowDefinitionError) as refused:
-        Registry().add(workflow(review_graph(InMemorySaver()), name="lg-memory"))
+        Registry().add(workflow(review_graph(saver()), name="lg-memory"))
     assert "its graph is compiled with an InMemorySaver, which keeps a run's graph state in one process" \
         in str(refused.value)
 

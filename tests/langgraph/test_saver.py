@@ -512,6 +512,11 @@ def test_from_conn_string_names_what_keeps_sqlite_from_opening_its_file(tmp_path
             pass
     assert str(refused.value) == (f"database {url}: unable to open database file (the directory "
                                   f"{tmp_path / 'nodir'} does not exist: create it first)")
+    garbage = tmp_path / "notes.txt"
+    garbage.write_text("not a database, " * 200)
+    with pytest.raises(DatabaseOpenError, match="file is not a database"):  # (s29 F3: raw DatabaseError)
+        with HazelSaver.from_conn_string(f"sqlite:///{garbage}"):
+            pass
     with pytest.raises(UnsupportedDatabaseError, match=r"keeps nothing past the process \(no run, no checkpoint\)"):
         with HazelSaver.from_conn_string("sqlite://"):
             pass
