@@ -5,21 +5,13 @@ the old one; a deletion decides nothing, and the same webhook twice asks once.""
 
 from __future__ import annotations
 
-from typing import Iterator
-
 import pytest
 
+from tests.bot.test_jira_ended_runs import env  # noqa: F401  (the fixture: the example on Jira, a stranger's groups)
 from tests.support import jira_payloads
-from tests.support.jira_env import OPERATOR, JiraEnv, jira_env
+from tests.support.jira_env import OPERATOR, JiraEnv
 
 pytestmark = pytest.mark.usefixtures("offline_example")  # (no model: the examples draft offline)
-
-
-@pytest.fixture
-def env(db_url: str) -> Iterator[JiraEnv]:
-    with jira_env(db_url) as e:
-        e.fake.groups.update({e.who["stranger"]: ["jira-users"]})
-        yield e
 
 
 def test_a_deleted_issue_is_asked_again_on_a_new_issue(env: JiraEnv) -> None:
