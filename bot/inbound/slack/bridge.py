@@ -14,7 +14,7 @@ from typing import Any
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 
-from bot.engine import AlreadyDecidedError, Hazel, log_error
+from bot.engine import AlreadyDecidedError, Hazel, is_transient, log_error
 from integrations.slack import blocks as B
 from integrations.slack.directory import SlackDirectory
 from integrations.slack.replies import already_text
@@ -25,6 +25,13 @@ MAX_HOMES_REFRESHED = 25
 """Home tabs republished after one request changes (its approvers and the people who decided on it)."""
 RECENT_RUNS = 15
 """Runs listed under "Recent runs" in App Home."""
+
+
+def failure_reason(exc: BaseException) -> str:
+    """Why a click or a command could not be carried out, for the person (never the error's text, which may
+    hold SQL): the database could not be reached (``is_transient``), else something went wrong on Hazel's side."""
+    return ("Hazel could not reach its database" if is_transient(exc) else
+            "something went wrong on Hazel's side (its log says what)")
 
 
 def already_from_error(exc: AlreadyDecidedError, *, plain: bool = False) -> str:

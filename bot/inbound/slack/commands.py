@@ -29,9 +29,8 @@ from typing import Any, Callable
 
 from slack_bolt import App
 
-from bot.engine import (DecisionOutcome, HazelError, NotAllowedError, RunNotFoundError, error_line, is_transient,
-                        log_error)
-from bot.inbound.slack.bridge import SlackBridge
+from bot.engine import DecisionOutcome, HazelError, NotAllowedError, RunNotFoundError, error_line, log_error
+from bot.inbound.slack.bridge import SlackBridge, failure_reason
 from integrations.slack import blocks as B
 from integrations.slack import text as T
 from integrations.slack.directory import DirectoryError
@@ -118,9 +117,8 @@ class Commands:
             return self.answer(command)
         except Exception as exc:  # noqa: BLE001 (answered here: Bolt would log the SQL with its traceback)
             log_error(log, exc, "a Slack %s %s by %s failed", COMMAND, _subcommand(command), command.get("user_id"))
-            why = (T.escape(str(exc)) if isinstance(exc, SchemaNotReadyError) else  # (an operator's to fix)
-                   "Hazel could not reach its database" if is_transient(exc) else
-                   "something went wrong on Hazel's side (its log says what)")
+            why = T.escape(str(exc)) if isinstance(exc, SchemaNotReadyError) else failure_reason(exc)  # (the
+            # schema's words: an operator's to fix)
             return (f"⚠️ `{COMMAND} {T.escape(_subcommand(command))}` may not have been done: {why}. "
                     f"`{COMMAND} runs` shows what is in flight; please try again in a moment.")
 

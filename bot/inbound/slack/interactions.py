@@ -42,11 +42,10 @@ from bot.engine import (
     NotAllowedError,
     RequestNotFoundError,
     RunNotFoundError,
-    is_transient,
     log_error,
 )
 from bot.inbound.api_models import INT_MAX
-from bot.inbound.slack.bridge import SlackBridge, already_from_error
+from bot.inbound.slack.bridge import SlackBridge, already_from_error, failure_reason
 from integrations.slack import blocks as B
 from integrations.slack import modals as M
 from integrations.slack import text as T
@@ -120,8 +119,7 @@ class Clicks:
             log_error(log, exc, "a Slack %s click by %s on request %s failed", self.kind, self.user,
                       "?" if named is None else str(named.request_id)[:20])
             if not self.recorded:
-                why = ("Hazel could not reach its database" if is_transient(exc) else
-                       "something went wrong on Hazel's side (its log says what)")
+                why = failure_reason(exc)
                 try:
                     self.tell(f"⚠️ Your click may not have been recorded: {why}. Please click again in a moment: "
                               "if it was recorded, you will be told so." if self.kind == "approve" else
