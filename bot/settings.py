@@ -540,8 +540,9 @@ class Settings(BaseSettings):
         if isinstance(value, (int, float)):
             if value != value or value in (float("inf"), float("-inf")):
                 raise ValueError("must be a finite number")
-            if value > _own_max(cls, name, _NUMBER_MAX):
-                raise ValueError(f"must be at most {_own_max(cls, name, _NUMBER_MAX):,}")
+            most = _own_max(cls, name, _NUMBER_MAX)
+            if value > most:
+                raise ValueError(f"must be at most {most:,}")
             if name == "port" or name.endswith("_port"):
                 if not 1 <= value <= 65535:
                     raise ValueError("must be a port number from 1 to 65535")
