@@ -443,13 +443,14 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
 
     @router.post("/runs/{run_id}/decide")
     @guarded
-    def decide(request: Request, run_id: str, action: Annotated[str, Form()], csrf: Annotated[str, Form()] = "",
+    def decide(request: Request, run_id: str, action: Annotated[str, Form()] = "", csrf: Annotated[str, Form()] = "",
                request_id: FormId = None, text: Annotated[str, Form()] = "",
                nonce: Annotated[str, Form(max_length=64)] = "") -> Response:
         session, actor = acting(request, run_id, csrf)
-        if action not in WEB_ACTIONS:  # (malformed, not a refusal: 422)
-            return failed(request, session, run_id, InvalidDecisionError(
-                f"{action!r} is not a decision the page takes ({', '.join(WEB_ACTIONS)})"))
+        if action not in WEB_ACTIONS:  # (malformed, not a refusal: 422; none or an empty one: FastAPI's "Field
+            return failed(request, session, run_id, InvalidDecisionError(  # required" did not say what to send)
+                f"{action!r} is not a decision the page takes ({', '.join(WEB_ACTIONS)})" if action else
+                f"the form sends no action: choose one of {', '.join(WEB_ACTIONS)}"))
         text = typed(text)
         payload = {"reject": {"reason": text}, "feedback": {"text": text}}.get(action, {})
         try:

@@ -186,4 +186,8 @@ def test_a_form_that_sends_a_field_twice_or_an_unknown_action_is_malformed(serve
     response = client.post(f"/runs/{run}/decide", data={"csrf": csrf, "action": "bogus"})
     assert response.status_code == 422 and "&#39;bogus&#39; is not a decision the page takes (approve, reject, " \
         "feedback)" in response.text, response.text[:300]
+    for empty in ({"csrf": csrf, "action": ""}, {"csrf": csrf}):  # (s29 F9: "action: Field required")
+        response = client.post(f"/runs/{run}/decide", data=empty)
+        assert response.status_code == 422 and "the form sends no action: choose one of approve, reject, " \
+            "feedback" in response.text, response.text[:300]
     assert served.hazel.get(run_id=run).status.value == "waiting" and served.hazel.decisions(run_id=run) == before
