@@ -334,3 +334,20 @@ def test_hazel_outbox_json_names_a_hook_url_without_its_credentials(db_url: str,
     assert message["payload"]["url"] == receiver.url("/hook")
     assert "s3cretpw" not in listed.output and "tok123" not in listed.output and "user:" not in listed.output
     hazel.close()
+
+
+@pytest.mark.parametrize(("url", "shown"), [
+    ("https://hooks.slack.com/services/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",
+     "https://hooks.slack.com/services/T0A1B2C3D/B0A1B2C3D/…"),
+    ("https://discord.com/api/webhooks/112233445566778899/" + "Zx9" * 22, "https://discord.com/api/webhooks/…/…"),
+    ("https://acme.webhook.office.com/webhookb2/0f8fad5b-d9cb-469f-a165-70867728950e@72f988bf/IncomingWebhook/"
+     "3f2504e04f8911d39a0c0305e82c3301/ab12", "https://acme.webhook.office.com/webhookb2/…/IncomingWebhook/…/ab12"),
+    ("https://ops.example.com:8443/hazel/deployment-notifications?key=k#f",
+     "https://ops.example.com:8443/hazel/deployment-notifications"),
+])
+def test_a_hook_url_is_shown_without_a_token_in_its_path(url: str, shown: str) -> None:
+    """A finding of s29 (F10): a hook URL's user, password, query and fragment were hidden, its path shown
+    whole, and Slack's, Discord's and Teams' webhook URLs carry their secret in the path."""
+    from bot.ops.hooks import url_shown
+
+    assert url_shown(url) == shown
