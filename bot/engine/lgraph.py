@@ -206,7 +206,13 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
         self.graph = graph
         self.feedback_key = feedback_key
         self.point_defaults = {"actions": list(ALL_ACTIONS), **(point_defaults or {})}
-        self.default_point = check_point(point_from("interrupt", self.point_defaults))
+        try:
+            self.default_point = check_point(point_from("interrupt", self.point_defaults))
+        except WorkflowDefinitionError as exc:  # (s29 F8: said as "steering point 'interrupt': …", no workflow)
+            said = str(exc).removeprefix("steering point 'interrupt': ")
+            raise WorkflowDefinitionError(f"workflow {self.label} is invalid: the steering point of a plain "
+                                          f"interrupt() (register()'s title=, actions=, approvers=, …): {said}"
+                                          ) from None
         self._max_attempts, self._backoff_sec = max_attempts, backoff_sec
         self._problems.extend(retry_problems(max_attempts, backoff_sec, Step.max_backoff_sec))
         self._seen: dict[str, SteeringPoint] = {}

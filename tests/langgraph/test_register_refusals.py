@@ -29,6 +29,23 @@ def test_a_graph_with_static_breakpoints_is_refused(option: str, named: str) -> 
             in str(refused.value)), str(refused.value)
 
 
+@pytest.mark.parametrize("settings, said", [
+    ({"timeout_sec": -5}, "timeout_sec: Input should be greater than 0"),
+    ({"actions": ["approve", "shrug"]}, "actions ['approve', 'shrug']"),
+])
+def test_a_plain_interrupts_invalid_settings_name_the_workflow(settings: dict, said: str) -> None:
+    """A finding of s29 (F8): ``register(graph, name=…, timeout_sec=-5)`` said ``steering point 'interrupt':
+    …``, naming neither the workflow nor what the settings are of."""
+    from hazel.langgraph import register
+
+    with pytest.raises(WorkflowDefinitionError) as refused:
+        register(review_graph().builder.compile(), name="lg-settings", version=2, module=__name__, **settings)
+    message = str(refused.value)
+    assert message.startswith("workflow lg-settings v2 is invalid: the steering point of a plain interrupt() "
+                              "(register()'s title=, actions=, approvers=, …): "), message
+    assert said in message and "steering point 'interrupt'" not in message, message
+
+
 class _MySaver(InMemorySaver):
     """A subclass is still one process's memory (s29 F5: it was taken, its class name not InMemorySaver's)."""
 
