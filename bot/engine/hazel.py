@@ -44,7 +44,7 @@ from bot.engine.people import EmailSource, People
 from bot.engine.inputs import check_hooks, validate_input
 from bot.engine.lgraph import LangGraphWorkflow
 from bot.engine.links import Links
-from bot.engine.limits import refuse_not_text, state_tree
+from bot.engine.limits import channel_text, refuse_not_text, state_tree
 from bot.engine.reads import Reads
 from bot.engine.requests import Requests
 from bot.engine.registry import Registry
@@ -284,6 +284,7 @@ class Hazel(Reads, Requests, Links):
         ``email``: the identity's email, or a function asking the channel (called only when the people file
         does not claim the identity and some person has an email).
         """
+        id, name = channel_text(id), channel_text(name) if name else name  # (stored as given: s30 F1, F3, F9)
         wanted = self._groups_in_use(channel, id)
         found: frozenset[str] = frozenset()
         if callable(groups):
@@ -301,7 +302,8 @@ class Hazel(Reads, Requests, Links):
         Slack or Jira identity no person claims whose channel name it is (a Slack user name, a Jira display
         name: their users choose them) is shown with its id, so that history, pages and refusals never name
         it as that person."""
-        return self.people.get(name) is not None or self.people.person_of("console", name) != name
+        return (self.people.get(name) is not None or self.people.person_of("console", name) != name
+                or self.people.named_like(name))
 
     def operator(self, *, acting_for: str | None = None) -> Actor:
         """The console operator (``HAZEL_OPERATOR``, else the login name); ``acting_for``: ``--as NAME``, the

@@ -50,6 +50,18 @@ def not_text(text: str) -> str:
         found = f"U+{code:04X}, a lone surrogate (half of a UTF-16 pair)"
     return f"holds a character that is not Unicode text ({found}); send it as UTF-8"
 
+_UNSTORABLE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def channel_text(text: str) -> str:
+    """``text`` a channel gave about a person (a Slack user name or id, a Jira display name or account id), fit
+    to store and show: each control character (a line break, NUL, C1; not a tab) and lone surrogate as U+FFFD.
+    PostgreSQL refuses NUL in text and UTF-8 has no surrogate (either made every action of that person a 500
+    there, while SQLite stored them), and a line break forged a row of ``hazel audit``'s table (s30 F3, F1,
+    F9). Such an identity is nobody's: no Slack or Jira id holds one."""
+    return _UNSTORABLE.sub("\ufffd", text) if _UNSTORABLE.search(text) else text
+
+
 NOT_FINITE = ("holds a number that is not finite (NaN, Infinity, or one too large for a float, such as 1e400, "
               "which Python's JSON reads as Infinity): JSON has none, and a state would store it as null")
 NUL = ("holds a NUL character (U+0000, \\u0000 in JSON), which is not text a database stores (PostgreSQL "

@@ -85,6 +85,7 @@ class People:
         self._claims: dict[tuple[str, str], str] = {}
         self._emails: dict[str, str] = {}
         self._matched: dict[tuple[str, str], str] = {}  # (channel, identity) -> person, once matched by email
+        self._folded: frozenset[str] | None = None  # names as ``named_like`` compares them, made when first asked
         for person in people:
             if person.name in self._people:
                 raise ConfigurationError(f"people file: {person.name!r} is defined twice")
@@ -176,6 +177,16 @@ class People:
     def get(self, name: str) -> Person | None:
         return self._people.get(name)
 
+    def named_like(self, name: str) -> bool:
+        """Whether ``name``, its case and spacing aside (``Priya``, ``priya `` for the person ``priya``), is a
+        person's name or a console or REST API name one claims: what a reader takes for that person (s30 F8:
+        only the exact name was shown as someone else's)."""
+        if self._folded is None:
+            self._folded = frozenset(_folded(n) for n in (*self._people, *(identity for (channel, identity)
+                                                                           in self._claims
+                                                                           if channel in NAMED_CHANNELS)))
+        return _folded(name) in self._folded
+
     @property
     def has_emails(self) -> bool:
         """True when matching an identity by its email could find someone."""
@@ -231,3 +242,12 @@ class People:
             if claimed is not None:
                 return claimed
         return name
+
+
+def _folded(name: str) -> str:
+    """``name`` as ``People.named_like`` compares it: its words, single-spaced, case-folded, without
+    zero-width and format characters (``sam\u200b`` reads as ``sam``)."""
+    import unicodedata
+
+    visible = "".join(c for c in name if unicodedata.category(c) != "Cf")
+    return " ".join(visible.split()).casefold()

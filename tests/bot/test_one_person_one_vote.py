@@ -506,6 +506,16 @@ def test_a_slack_user_with_a_persons_email_is_that_person(deploy) -> None:  # no
     assert refusal == (f"🚫 priya (Slack {OUTSIDER_SLACK}, not the person priya) may not approve at '{SIGN_OFF}': "
                        "only priya, alice may"), refusal
     assert d.refusals(run_id)[-1].person == f"slack:{OUTSIDER_SLACK}"
+    for name in ("Priya", "PRIYA ", "pri\u200bya"):  # (s30 F8: only the exact name was shown with the id)
+        before = len(d.slack.ephemerals_for(OUTSIDER_SLACK))
+        d.sender.click(OUTSIDER_SLACK, "approve", message, name=name)
+        refusal = wait_for(lambda: d.slack.ephemerals_for(OUTSIDER_SLACK)[before:], "the refusal")[0]["text"]
+        assert f"(Slack {OUTSIDER_SLACK}, not the person " in refusal, refusal
+    # (s30 F3, F9: a NUL in a name failed every action of that person on PostgreSQL; a line break forged rows)
+    d.sender.click(OUTSIDER_SLACK + "\n", "approve", message, name="bad\x00na\nme")
+    refusal = d.ephemeral(OUTSIDER_SLACK + "\n", "may not approve")["text"]
+    assert refusal.startswith("🚫 bad\ufffdna\ufffdme may not approve"), refusal
+    assert d.refusals(run_id)[-1].person == f"slack:{OUTSIDER_SLACK}\ufffd"
 
     d.sender.click(EMAIL_SLACK, "approve", message, name="pkumar")
     d.ephemeral(EMAIL_SLACK, "Your approval is counted: 1 of 2.")
