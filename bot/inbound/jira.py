@@ -147,6 +147,73 @@ class _Seen:
                 self._keys[key] = answer
 
 
+class _Unmoved:
+    """Refused moves to the approve or reject status whose issue stays there, per process (as ``_Seen``).
+
+    A move made with a comment comes as two webhooks; when the comment's comes first, it does not say the
+    status the issue left, so its refusal cannot move the issue back. The two meet here by their delivery key:
+    the status change, arriving while the comment is handled or after, hands its ``from_status`` over
+    (``companion``) and the issue is moved back then (s30 F4: the status change was dropped as a duplicate and
+    the issue stayed in Approved). While an issue stays where a refused move left it (not moved back yet, or
+    Hazel could not), a plain comment on it is a comment, not that move again (``holds``): an approver's question
+    had approved the request. A real move of the issue (any other status change delivered) forgets it."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self._left: OrderedDict[str, tuple[str, str]] = OrderedDict()  # key -> (issue id, status it stays in)
+        self._from: OrderedDict[str, str] = OrderedDict()  # key -> status left, handed over by the status change
+        self._lock = threading.Lock()
+
+    def companion(self, key: str, from_status: str) -> tuple[str, str] | None:
+        """The status change of delivery ``key`` arrived after its comment: ``(issue id, status)`` when that
+        comment's refused move left the issue there (the caller moves it back now), else None (its status
+        left is kept for the comment still being handled: ``left``)."""
+        with self._lock:
+            if key in self._left:
+                return self._left.pop(key)
+            self._from[key] = from_status
+            self._trim(self._from)
+            return None
+
+    def left(self, key: str, issue_id: str, status: str) -> str | None:
+        """A refused move of delivery ``key`` stays in ``status``: the status it left when its status change
+        has come (move it back there), else None (noted, for ``companion`` and ``holds``)."""
+        with self._lock:
+            came = self._from.pop(key, None)
+        if came is None:
+            self.stays(key, issue_id, status)
+        return came
+
+    def stays(self, key: str, issue_id: str, status: str) -> None:
+        """A refused move (delivery ``key``) left issue ``issue_id`` in ``status`` (Hazel could not move it
+        back): noted for ``holds``."""
+        with self._lock:
+            self._left[key] = (issue_id, status)
+            self._trim(self._left)
+
+    def holds(self, issue_id: str, status: str | None) -> bool:
+        """Whether a refused move left issue ``issue_id`` in ``status`` and nothing has moved it since."""
+        with self._lock:
+            return any(i == issue_id and same_status(s, status) for i, s in self._left.values())
+
+    def moved(self, issue_id: str) -> None:
+        """Issue ``issue_id`` changed status: what a refused move left there no longer stands."""
+        with self._lock:
+            for key in [k for k, (i, _) in self._left.items() if i == issue_id]:
+                del self._left[key]
+
+    def _trim(self, kept: OrderedDict) -> None:
+        while len(kept) > self.size:
+            kept.popitem(last=False)
+
+
+def _key(event: JiraEvent) -> str:
+    """The delivery key of ``event`` in this process: its ``delivery_id`` and a digest of its text (a lone
+    surrogate included: s30 F1, the digest of such a comment was a 500)."""
+    digest = hashlib.sha256(event.text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{event.delivery_id}:{digest}"
+
+
 class JiraWebhook:
     """Turns webhook deliveries into decisions.
 
@@ -164,6 +231,7 @@ class JiraWebhook:
         self.secret = secret
         self.allow_unsigned = allow_unsigned
         self.seen = _Seen()
+        self.unmoved = _Unmoved()
 
     def handle(self, body: bytes, headers: Mapping[str, str]) -> tuple[int, dict[str, Any]]:
         """One delivery: ``(HTTP status, JSON answer)``. 401 unsigned / wrongly signed, 400 malformed, 503
@@ -179,9 +247,13 @@ class JiraWebhook:
             return 400, {"error": f"malformed Jira webhook: {exc}"}
         if event is None:
             return 200, {"ignored": "not a comment, a status change or a deletion"}
-        key = f"{event.delivery_id}:{hashlib.sha256(event.text.encode()).hexdigest()[:16]}"
+        key = _key(event)
         claimed, refusal = self.seen.claim(key)
         if not claimed:
+            if event.kind == "transition" and event.from_status:  # a refused move's status change, after its
+                left = self.unmoved.companion(key, event.from_status)  # comment: the issue is moved back now
+                if left is not None:
+                    return self._moved_back_late(event, key, left)
             return 200, {"duplicate": True}
         try:
             status, answer = self._post(refusal) if refusal is not None else self._dispatch(event)
@@ -211,6 +283,8 @@ class JiraWebhook:
             return 200, {"ignored": "Hazel's own change"}
         if event.kind == "deleted":
             return self._deleted(event, latest)
+        if event.kind == "transition":
+            self.unmoved.moved(event.issue_id)
         # the request the issue showed when the person acted: a delivery late (Hazel restarting, Jira retrying)
         # answers that one, never a newer version the issue carries since (as a Slack button stays bound)
         shown = (self.hazel.request_by_message_key(key=message_key(event.issue_id), asked_by=event.at)
@@ -268,10 +342,14 @@ class JiraWebhook:
         Raises:
             DeliveryError: Jira is unavailable (nothing was answered yet: Jira sends the webhook again).
         """
-        if not event.from_status:  # the comment of a transition, delivered before it: no status it left is known
-            return f" The issue is still in {event.to_status}: move it back by hand." if event.to_status else ""
+        if not event.from_status:  # the comment of a transition, delivered before it: the status it left comes
+            came = self.unmoved.left(_key(event), event.issue_id, event.to_status or "")  # with the status change
+            if came is None:
+                return (f" The issue is still in {event.to_status}: Hazel moves it back once Jira reports the "
+                        "move (else move it back by hand)." if event.to_status else "")
+            event = dataclasses.replace(event, from_status=came)
         try:
-            walk = self.channel.walk(event.issue_id, event.from_status,
+            walk = self.channel.walk(event.issue_id, event.from_status, only_from=event.to_status,
                                      avoid=(opts.approve_status, opts.reject_status))
         except PermanentDeliveryError as exc:  # e.g. no permission to read the transitions
             log.warning("jira: could not move issue %s back to %r: %s", event.issue_id, event.from_status, exc)
@@ -281,9 +359,32 @@ class JiraWebhook:
         if walk.reached:
             via = f" (through {', '.join(walk.taken)})" if len(walk.taken) > 1 else ""
             return f" Hazel moved the issue back to {walk.status}{via}."
+        if not walk.taken and not same_status(walk.start, event.to_status):  # moved on since (Hazel closed it
+            return f" The issue is in {walk.start} now, so Hazel left it there."  # as the request was settled: F2)
+        if same_status(walk.status, event.to_status):  # still where the refused move left it: not that move again
+            self.unmoved.stays(_key(event), event.issue_id, walk.status)
         where = (f"; it is in {walk.status}" if walk.status != walk.start else "")
         reason = walk.reason.replace("*", "")
         return f" Hazel could not move the issue back to {event.from_status}: {reason}{where}. Move it back by hand."
+
+    def _moved_back_late(self, event: JiraEvent, key: str, left: tuple[str, str]) -> tuple[int, dict[str, Any]]:
+        """The status change of a refused move whose comment came first (and was answered, asking for the
+        issue to be moved back): move it back now, unless the request was settled as the move says, and tell
+        the person where the issue is."""
+        latest = self.hazel.request_by_message_key(key=message_key(event.issue_id))
+        view = self.hazel.request_view(request_id=latest.id) if latest is not None else None
+        if view is None:
+            return 200, {"duplicate": True}
+        opts = self.channel.options_for(view.options)
+        action = "approve" if same_status(event.to_status, opts.approve_status) else "reject"
+        try:
+            note = self._agreed(event, view, action) or self._move_back(event, opts)
+            status, body = self._reply(event, note.strip(), refused=False)
+        except DeliveryError as exc:  # Jira down: its retry of this status change moves it back
+            self.unmoved.stays(key, *left)
+            log.warning("jira: could not move issue %s back yet: %s", event.issue_id, exc)
+            return 503, {"error": "Jira is unavailable; send again later"}
+        return status, {"duplicate": True, **body}
 
     def _comment(self, event: JiraEvent, view: RequestView,
                  newer: SteeringRequest | None) -> tuple[int, dict[str, Any]]:
@@ -299,8 +400,9 @@ class JiraWebhook:
             # after a vote of a quorum that leaves the request pending, Hazel leaves the issue there, and another
             # approver's comment is then a comment, not a vote (s20: an objection was counted as the approval
             # completing the quorum)
-            if (same_status(event.issue_status, opts.approve_status) and view.request.approvals == 0) or \
-                    same_status(event.issue_status, opts.reject_status):
+            if ((same_status(event.issue_status, opts.approve_status) and view.request.approvals == 0) or
+                    same_status(event.issue_status, opts.reject_status)) and \
+                    not self.unmoved.holds(event.issue_id, event.issue_status):  # (left by a refused move: F4)
                 moved = dataclasses.replace(event, kind="transition", to_status=event.issue_status)
                 return self._transition(moved, view, opts, newer)
         if command.action == "unknown":

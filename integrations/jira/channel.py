@@ -299,11 +299,13 @@ class JiraChannel(Channel):
         now = f" It is in *{result.status}* now." if not same_status(result.status, result.start) else ""
         return f"(Hazel could not move this issue to *{status}*: {result.reason}.{now})"
 
-    def walk(self, issue_id: str, status: str, *, avoid: tuple[str | None, ...] = ()) -> Walk:
+    def walk(self, issue_id: str, status: str, *, avoid: tuple[str | None, ...] = (),
+             only_from: str | None = None) -> Walk:
         """Move the issue towards ``status`` (see ``integrations.jira.workflow.walk``; ``avoid``: statuses
-        not to pass through on the way) and say where it ended.
+        not to pass through on the way; ``only_from``: only while the issue is in that status) and say where
+        it ended.
 
         Raises:
             DeliveryError, PermanentDeliveryError.
         """
-        return walk(self.client, issue_id, status, avoid=[s for s in avoid if s])
+        return walk(self.client, issue_id, status, avoid=[s for s in avoid if s], only_from=only_from)

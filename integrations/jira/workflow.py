@@ -93,9 +93,12 @@ def _path(known: dict[str, list[_Edge]], start: str, goal, passable) -> list[_Ed
     return None
 
 
-def walk(client: JIRA, issue_id: str, target: str, *, avoid: Iterable[str] = (), max_hops: int = MAX_HOPS) -> Walk:
+def walk(client: JIRA, issue_id: str, target: str, *, avoid: Iterable[str] = (), max_hops: int = MAX_HOPS,
+         only_from: str | None = None) -> Walk:
     """Move issue ``issue_id`` to status ``target`` (or through the transition named ``target``), one
-    transition at a time, as the module's docstring tells.
+    transition at a time, as the module's docstring tells. ``only_from``: move it only while it is in this
+    status (a refused move undone only where it still stands: not once Hazel, or someone, moved the issue on);
+    elsewhere the walk takes nothing and its ``reason`` says where the issue is.
 
     Raises:
         DeliveryError: Jira failed or is unreachable (the issue may have moved part of the way: a retry walks
@@ -107,6 +110,8 @@ def walk(client: JIRA, issue_id: str, target: str, *, avoid: Iterable[str] = (),
         start = client.issue(issue_id, fields="status").fields.status.name
     if same_status(start, target):
         return Walk(target, start, start, reached=True)
+    if only_from is not None and not same_status(start, only_from):
+        return Walk(target, start, start, reason=f"it is in *{start}* now, no longer in *{only_from}*")
     avoided = {_key(s) for s in avoid if s} - {_key(target)}
     known: dict[str, list[_Edge]] = {}
     here, taken, reason = start, [], ""
