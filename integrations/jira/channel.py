@@ -26,6 +26,7 @@ from integrations.base import Channel, DeliveryError, PermanentDeliveryError
 from integrations.jira import render
 from integrations.jira.client import jira_call
 from integrations.jira.options import JiraOptions, same_status
+from integrations.jira.webhook import site_of
 from integrations.jira.workflow import Walk, walk
 from store.models import Delivery, ProgressView, RequestStatus, RequestView, SteeringRequest
 
@@ -127,7 +128,7 @@ class JiraChannel(Channel):
                 found = self.client.search_issues(f'labels = "{label}" AND labels = "{mine}" ORDER BY created DESC',
                                                   maxResults=1, fields="status,labels")
             if found:
-                return self._ref(found[0].id, found[0].key, opts)
+                return self._ref(found[0], opts)
             return {"skipped": f"request was {view.request.status.value} before its issue was created"}
         body = render.description(view, opts, cloud=self.cloud, max_chars=self.max_chars,
                                   link=self.link_for(view.run.id) if self.link_for else None,
@@ -141,12 +142,12 @@ class JiraChannel(Channel):
                 # lost, maybe before its watchers were added (adding one again changes nothing in Jira)
                 self._add_watchers(issue.id, tuple(render.jira_users_of(view.approvers, self.identities,
                                                                         cloud=self.cloud)))
-                return self._ref(issue.id, issue.key, opts)
+                return self._ref(issue, opts)
             if issue.fields.status.name.casefold() not in opts.closed_statuses:
                 with jira_call("update the issue"):
                     issue.update(fields={"description": body}, update={"labels": [{"add": mine}]})
                 self.comment(issue.id, render.revised_comment(view), delivery=view.delivery, part="revised")
-                return self._ref(issue.id, issue.key, opts)
+                return self._ref(issue, opts)
         fields: dict[str, Any] = {
             "project": {"key": view.request.channel.split(":", 1)[1]}, "issuetype": {"name": opts.issue_type},
             "summary": render.summary(view), "description": body, "labels": ["hazel", view.run.id, label, mine]}
@@ -162,11 +163,16 @@ class JiraChannel(Channel):
             except DeliveryError as exc:  # (the new issue exists: raising would make the outbox create another)
                 log.warning("issue %s: could not say that the run asks again on %s: %s", found[0].id, issue.key,
                             exc)
-        return self._ref(issue.id, issue.key, opts)
+        return self._ref(issue, opts)
 
-    def _ref(self, issue_id: str, issue_key: str, opts: JiraOptions) -> dict[str, Any]:
-        return {"key": message_key(issue_id), "issue_id": str(issue_id), "issue_key": issue_key,
-                "url": f"{self.client.server_url}/browse/{issue_key}", **opts.as_ref()}
+    def _ref(self, issue: Any, opts: JiraOptions) -> dict[str, Any]:
+        """The request's ``message_ref`` for ``issue`` (``JIRA.create_issue`` / ``search_issues``' answer):
+        with ``site``, the site its ``self`` URL names (``webhook.site_of``: the base URL Jira knows itself by,
+        as its webhooks name it), so that a webhook from another site is not taken for this issue's."""
+        ref = {"key": message_key(issue.id), "issue_id": str(issue.id), "issue_key": issue.key,
+               "url": f"{self.client.server_url}/browse/{issue.key}", **opts.as_ref()}
+        site = site_of(getattr(issue, "self", None))
+        return {**ref, "site": site} if site else ref
 
     def _add_watchers(self, issue_id: str, people: tuple[str, ...]) -> None:
         """Add the approvers as watchers (``POST /rest/api/2/issue/{id}/watchers`` with the account id or

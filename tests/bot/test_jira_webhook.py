@@ -56,6 +56,25 @@ def test_unsigned_and_wrongly_signed_requests_are_refused(env: JiraEnv) -> None:
     unchanged(env, run_id)
 
 
+def test_a_webhook_from_another_jira_site_is_not_taken_for_hazels_issue(env: JiraEnv) -> None:
+    """A fresh-user finding (s30 F7, HIGH): a signed ``/approve`` from another site (a staging copy restored
+    from production's backup: the same issue ids, webhooks and secret) approved the production request, and its
+    deletion there had the request asked again. An issue is Hazel's on the site its ``self`` URL named when
+    Hazel created it."""
+    run_id = env.start()
+    issue = env.issue(run_id)
+    assert env.pending(run_id).message_ref["site"] == "example.atlassian.net"
+    other = "https://sandbox-other.atlassian.net"
+    for payload in (p.comment_event(issue, "/approve", env.who["sme"], cloud=True, base=other),
+                    p.issue_deleted(issue, env.who["sme"], base=other)):
+        answer = env.send(payload).json()
+        assert answer == {"ignored": "not an issue Hazel created: it is sandbox-other.atlassian.net's, Hazel's "
+                                     "are example.atlassian.net's"}, answer
+    unchanged(env, run_id)
+    assert len(env.fake.issues) == 1
+    assert env.send(env.comment(issue, "/approve")).json()["decided"] == "approve"
+
+
 def test_without_a_secret_webhooks_are_refused_unless_allowed(db_url: str) -> None:
     with jira_env(db_url, secret=None) as env:
         run_id = env.start()

@@ -140,9 +140,9 @@ def transition_event(issue: dict[str, Any], to_status: str, from_status: str, pe
     return _stamp(payload, at)
 
 
-def issue_deleted(issue: dict[str, Any], person: str, *, at: datetime | None = None) -> dict[str, Any]:
+def issue_deleted(issue: dict[str, Any], person: str, *, at: datetime | None = None,
+                  base: str = "https://example.atlassian.net") -> dict[str, Any]:
     """Jira Cloud's ``jira:issue_deleted``: who deleted the issue (``user``) and the issue as it was."""
-    base = "https://example.atlassian.net"
     payload = fixture(CLOUD_DELETED)
     payload["user"] = user(person, cloud=True, base=base)
     payload["issue"] = _issue(payload["issue"], issue, base)

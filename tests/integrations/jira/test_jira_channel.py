@@ -84,7 +84,8 @@ def test_open_request_creates_the_issue(fake: FakeJira) -> None:
     issue = fake.issue(ref["issue_id"])
     fields = issue["fields"]
     assert ref == {"key": f"jira:{issue['id']}", "issue_id": issue["id"], "issue_key": "MIG-1",
-                   "url": f"{fake.base}/browse/MIG-1", "done_status": "Done", "rejected_status": None}
+                   "url": f"{fake.base}/browse/MIG-1", "done_status": "Done", "rejected_status": None,
+                   "site": fake.base.split("://", 1)[1]}  # (its self URL's: webhooks of another site are not its)
     assert fields["project"] == {"key": "MIG"} and fields["issuetype"] == {"name": "Story"}
     assert fields["summary"] == "Review the migration scripts (run a1b2c3d4e5f6)"
     assert fields["labels"] == ["hazel", "a1b2c3d4e5f6", point_label("a1b2c3d4e5f6", "review_artefacts"),
