@@ -82,3 +82,34 @@ def test_the_cli_set_of_a_typo_is_refused(db_url: str, tmp_path: Path, monkeypat
     assert refused.stderr == f"error: {REFUSED}\n", refused.stderr
     shown = json.loads(hazel("show", run_id, "--json").stdout)
     assert shown["run"]["status"] == "waiting" and shown["state"]["n"] == 1
+
+
+@pytest.mark.parametrize("payload", [{"value": {"text": "only the text"}},
+                                     {"text": json.dumps({"text": "only the text"})}], ids=["value", "text"])
+def test_a_whole_state_edit_that_leaves_out_fields_holding_values_is_refused(db_url: str, payload: dict) -> None:
+    """A fresh-user finding (s30 F3): ``{"value": {"topic": "x"}}`` at a whole-state point reset every field it
+    left out to its default (the draft, the counters, the lists), while the same fields given blank were
+    refused. Left out, a field keeping its value anyway (``notes`` at its default) is not named; with
+    ``allow_empty`` the reset is what the person means."""
+    hz = make_hazel(db_url, whole)
+    run_id = _waiting(hz)
+    before = hz.state_tree_at(run_id=run_id)
+    with pytest.raises(InvalidDecisionError) as refused:
+        hz.decide(run_id=run_id, action="edit", actor=person("ana"), payload=payload)
+    assert str(refused.value).startswith("the edit leaves out field 'n': a whole-state edit gives every field, "
+                                         "and it would go back to its default"), str(refused.value)
+    assert hz.state_tree_at(run_id=run_id) == before and hz.decisions(run_id=run_id) == []
+    hz.decide(run_id=run_id, action="edit", actor=person("ana"), payload={**payload, "allow_empty": True})
+    assert hz.state_tree_at(run_id=run_id) == {"text": "only the text", "n": 0, "notes": []}
+
+
+def test_the_cli_file_edit_leaving_out_fields_is_refused(db_url: str, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    hazel = in_process_cli(monkeypatch, tmp_path, db_url=db_url, workflows=__file__)
+    run_id = json.loads(hazel("run", "whole", "--input", '{"text": "w"}', "--json").stdout)["run"]["id"]
+    (tmp_path / "part.json").write_text('{"text": "only the text", "notes": ["k"]}')
+    refused = hazel("edit", run_id, "--file", str(tmp_path / "part.json"), code=1)
+    assert refused.stderr == ("error: the edit leaves out field 'n': a whole-state edit gives every field, and it "
+                              "would go back to its default; add --allow-empty if that is what you mean\n"), \
+        refused.stderr
+    assert json.loads(hazel("show", run_id, "--json").stdout)["state"]["n"] == 1

@@ -242,7 +242,33 @@ def edited_state(wf: Workflow, state: BaseModel, shown: Any, field: str | None, 
                 raise InvalidDecisionError(f"{refused.message}, and the state model needs a value there") from None
             raise  # leaving it empty, as null is (s20 L3; text is no null: the model's words are pydantic's)
         raise
-    return value, apply_edit(wf, state, field, value)
+    edited = apply_edit(wf, state, field, value)
+    if field is None and not payload.get("allow_empty"):
+        _refuse_left_out(wf, shown, value, edited)
+    return value, edited
+
+
+def _refuse_left_out(wf: Workflow, shown: Any, value: Any, edited: BaseModel) -> None:
+    """Raise when a whole-state edit (``value``, the state shown as ``shown``) leaves out fields whose value the
+    edit changes (``edited``: back to the model's defaults), for an edit without ``allow_empty``: an SME pasting
+    part of the state, or a client sending only the keys it changed, wiped the draft, the counters and the lists
+    while the same value given blank was refused (a fresh-user finding, s30 F3).
+
+    Raises:
+        EmptyEditError: ``the edit leaves out fields 'draft', 'n': a whole-state edit gives every field, and
+            those would go back to their defaults``.
+    """
+    fields = getattr(wf.state, "model_fields", None)
+    if not isinstance(value, dict) or not isinstance(shown, dict) or not fields or not set(shown) <= set(fields):
+        return
+    after = edited.model_dump(mode="json")
+    reset = [key for key in shown if key not in value and after.get(key) != shown[key]]
+    if reset:
+        what = f"field {reset[0]!r}" if len(reset) == 1 else f"fields {', '.join(map(repr, reset))}"
+        raise EmptyEditError(f"the edit leaves out {what}: a whole-state edit gives every field, and "
+                             f"{'it' if len(reset) == 1 else 'those'} would go back to "
+                             f"{'its default' if len(reset) == 1 else 'their defaults'}",
+                             hint="hazel edit --allow-empty")
 
 
 def apply_edit(wf: Workflow, state: BaseModel, field: str | None, value: Any) -> BaseModel:
