@@ -51,7 +51,12 @@ def answer_commands(view: RequestView, command: str) -> list[str]:
             out.append(f"{command} approve {run} {at}")
         elif action == "edit":
             field = view.show or "state"
-            if isinstance(view.shown_value, str):
+            if view.show is None:  # the whole state: its JSON, edited whole, or a field at a time (s30 F1: it
+                # printed ``--set state=JSON (or --set state.KEY=@file)``, which the CLI refuses: no field state)
+                out.append(f"{command} show {run} --raw --at {shlex.quote(view.point)} > state.json   "
+                           "# change it, then:")
+                out.append(f"{command} edit {run} {at} --file state.json   (or --set FIELD=VALUE, field by field)")
+            elif isinstance(view.shown_value, str):
                 out.append(f"{command} show {run} --raw --at {shlex.quote(view.point)} > {field}.txt   "
                            "# change it, then:")
                 out.append(f"{command} edit {run} {at} --file {field}.txt")

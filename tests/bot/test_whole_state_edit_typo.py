@@ -113,3 +113,22 @@ def test_the_cli_file_edit_leaving_out_fields_is_refused(db_url: str, tmp_path: 
                               "would go back to its default; add --allow-empty if that is what you mean\n"), \
         refused.stderr
     assert json.loads(hazel("show", run_id, "--json").stdout)["state"]["n"] == 1
+
+
+def test_the_printed_edit_commands_of_a_whole_state_point_work(db_url: str, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fresh-user finding (s30 F1): the request panel printed ``hazel edit R --at review --request N --set
+    state=JSON (or --set state.KEY=@file)``, both refused (``S has no field state``, ``set state=JSON``)."""
+    hazel = in_process_cli(monkeypatch, tmp_path, db_url=db_url, workflows=__file__)
+    printed = hazel("run", "whole", "--input", '{"text": "w"}').stdout
+    lines = [" ".join(line.split()) for line in printed.splitlines()]
+    [show] = [line for line in lines if " show " in line and "--raw" in line]
+    [edit] = [line for line in lines if " edit " in line]
+    run_id = show.split()[2]
+    assert show == f"hazel show {run_id} --raw --at review > state.json # change it, then:", show
+    assert edit.startswith(f"hazel edit {run_id} --at review --request ") and edit.endswith(
+        " --file state.json (or --set FIELD=VALUE, field by field)"), edit
+    state = json.loads(hazel(*show.split()[1:6]).stdout)
+    (tmp_path / "state.json").write_text(json.dumps({**state, "n": 7}))
+    hazel(*edit.split()[1:7], "--file", str(tmp_path / "state.json"))
+    assert json.loads(hazel("show", run_id, "--json").stdout)["state"]["n"] == 7
