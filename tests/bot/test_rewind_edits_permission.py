@@ -299,8 +299,8 @@ def test_a_pruned_history_is_judged_by_the_runs_newest_approval(db_url: str) -> 
         hz.rewind(run_id=run.id, actor=person("dan"), to=head.seq, edits={"text": "after the fact"})
     asked = next(r for r in hz.requests(run_id=run.id) if r.point == "review").checkpoint_seq
     # (the refusal named #asked "or before", which prune had removed: a fresh-user finding, s27 F6)
-    assert str(refused.value).endswith(f"(rewind without edits: #{asked}, where 'Review it' asked, and the "
-                                       "checkpoints before it were pruned)"), str(refused.value)
+    assert str(refused.value).endswith(f"(rewind without edits instead: #{asked}, where 'Review it' asked, was "
+                                       "pruned with every checkpoint before it)"), str(refused.value)
     hz.rewind(run_id=run.id, actor=person("priya"), to=head.seq, edits={"text": "priya's"})
     hz.drive(run_id=run.id)
     assert hz.state_at(run_id=run.id).text == "priya's"

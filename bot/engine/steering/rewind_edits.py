@@ -155,8 +155,8 @@ def _past_approval(head: str, run: Run, target: CheckpointInfo, request: Steerin
         instead = (f" (rewind without edits, or to #{before} or before: #{request.checkpoint_seq}, where {title!r} "
                    "asked, was pruned)")
     else:
-        instead = (f" (rewind without edits: #{request.checkpoint_seq}, where {title!r} asked, and the checkpoints "
-                   "before it were pruned)")
+        instead = (f" (rewind without edits instead: #{request.checkpoint_seq}, where {title!r} asked, was pruned "
+                   "with every checkpoint before it)")  # (s30 F2: read as offering #N, which was pruned)
     if point is None:
         return why + (f"who may edit at {request.point!r} is not known here ({run.workflow} as deployed here has no "
                       "such steering point, or the checkpoint it was asked at is gone)" + instead)
