@@ -293,7 +293,7 @@ def parse_command(text: str, *, own_words: bool = True) -> Command:
     removed), ``/rewind STEP [feedback]``, ``/feedback TEXT``; anything else is plain feedback. Commands are
     case-insensitive; a path such as ``/etc/hosts`` is not a command. ``own_words=False`` (a comment that opens
     with a quote or a code block: ``JiraEvent.quoted_opening``): plain feedback, whatever it starts with."""
-    m = _COMMAND.match(text or "") if own_words else None
+    m = _COMMAND.match(_unmarked(text or "")) if own_words else None
     if m is None:
         return Command("feedback", (text or "").strip(), plain=True)
     word, rest = m.group(1).lower(), m.group(2)
@@ -304,6 +304,25 @@ def parse_command(text: str, *, own_words: bool = True) -> Command:
         wrapped = _WRAPPED.match(rest)
         return Command("edit", wrapped.group(2) if wrapped else rest)
     return Command(word, rest.strip())
+
+
+_MARKS = (("{{", "}}"), ("*", "*"), ("_", "_"), ("+", "+"))
+"""Wiki markup's inline marks (monospace, bold, italic, underline) a command may be typed in: ``*/approve*``."""
+
+
+def _unmarked(text: str) -> str:
+    """``text`` without the inline wiki mark around a command that opens it (``*/approve*``, ``{{/approve}}``,
+    ``_/reject_ too risky``, ``*/reject too risky*``: the mark at its start, and its first closing on that
+    line), as a document's bold ``/approve`` reads (formatting dropped). The same command in wiki markup was
+    feedback, the run drafted again (a fresh-user finding, s30 F6). Struck-through text (``-/approve-``) is
+    not unwrapped: a struck command is not meant."""
+    opening = text.lstrip()
+    for start, end in _MARKS:
+        if opening.startswith(start + "/"):
+            first, newline, more = opening[len(start):].partition("\n")
+            at = first.find(end, 1)
+            return first[:at] + first[at + len(end):] + newline + more if at > 0 else text
+    return text
 
 
 def split_rewind(argument: str) -> tuple[str, str | None]:

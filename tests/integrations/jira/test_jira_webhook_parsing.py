@@ -170,6 +170,16 @@ def test_signature_over_other_bytes_or_secret_fails() -> None:
     ("Please add an index on email", "feedback", "Please add an index on email", True),
     ("/etc/hosts is not touched, right?", "feedback", "/etc/hosts is not touched, right?", True),
     ("/aprove", "unknown", "aprove", False),
+    # in wiki markup's inline marks, as a document's bold command reads (s30 F6: it was feedback)
+    ("*/approve*", "approve", "", False),
+    ("_/approve_", "approve", "", False),
+    ("{{/approve}}", "approve", "", False),
+    ("+/approve+", "approve", "", False),
+    ("*/reject* too risky", "reject", "too risky", False),
+    ("*/reject too risky*", "reject", "too risky", False),
+    ("-/approve-", "feedback", "-/approve-", True),  # (struck through: not meant)
+    ("*/etc/hosts* is not touched", "feedback", "*/etc/hosts* is not touched", True),
+    ("*/approve", "feedback", "*/approve", True),  # (no closing mark: not a mark)
 ])
 def test_commands(text: str, action: str, argument: str, plain: bool) -> None:
     command = parse_command(text)
