@@ -322,8 +322,9 @@ class Submission:
             InvalidDecisionError, AlreadyDecidedError, NotAllowedError, RunNotFoundError, RequestNotFoundError,
             HazelError.
         """
-        rid, delivery = request_id, f"view:{actor.id}:{self.view['id']}"  # (whose, as a click's: view ids are
-        # Slack's and unique, but a submission under another's id was answered with that decision, silently)
+        rid, delivery = request_id, f"view:{actor.id}:{self.view['id']}:{run_id}:{request_id}"  # (whose and what
+        # it answers, as a click's: view ids are Slack's and unique, but a submission under another's id, or one
+        # of a restored database's, was answered with that decision, silently: s28 F5, s30 F9)
         if self.kind == "edit":
             try:
                 payload = M.edit_payload(view.shown_value, view.show, self.values)

@@ -87,6 +87,14 @@ def test_submissions_by_two_users_under_one_view_id_are_two_decisions(make_env) 
     assert env.sender.submit(SAM, {**other, "id": modal["id"]}, {"reason": "not this quarter"}, name="sam",
                              retry_num=1).status_code == 200
     assert len(env.hazel.decisions(run_id=second)) == 1 and len(env.hazel.decisions(run_id=first)) == 1
+    # the same user under that view id on another run's request (s30 F9: dropped as the earlier decision's
+    # duplicate, nothing decided nor audited): the key names the run and the request too
+    third = env.start(data={"request": "rename orders.total"})
+    env.settle()
+    again = env.open_form(PRIYA, "feedback", env.request_message(third))
+    assert env.sender.submit(PRIYA, {**again, "id": modal["id"]}, {"text": "one index only"}).status_code == 200
+    [taken] = env.wait(lambda: env.hazel.decisions(run_id=third), "priya's feedback on the third run")
+    assert taken.actor_id == PRIYA and taken.payload["text"] == "one index only"
 
 
 def test_building_the_app_logs_no_ignored_token_warning(make_env, caplog, monkeypatch) -> None:  # noqa: ANN001
