@@ -142,8 +142,30 @@ def stamp(engine: Engine, revision: str) -> str | None:
         if not orphaned(engine, before):
             raise ValueError("the database has no Hazel tables: nothing to stamp; `hazel db upgrade` creates them "
                              "(nothing changed)")
+        if revision != HEAD and _has_head_schema(engine):
+            raise ValueError(f"the tables are those of revision {HEAD}, this Hazel's newest (every table and column "
+                             f"it has is there), not {revision}'s: `hazel db stamp {HEAD}` (nothing changed)")
         command.stamp(_config(engine), revision, purge=True)
     return before
+
+
+def _has_head_schema(engine: Engine) -> bool:
+    """Whether the database holds every table and column of ``HEAD``'s schema (``store.schema.metadata``): a
+    ``hazel db stamp`` of an older revision there was a typo that nothing in the CLI could undo (``db upgrade``
+    then failed on ``duplicate column``, ``db downgrade`` ran an older migration's downgrade on the newest
+    tables: a fresh-user finding, s30 F5). A database missing some of them may be at any older revision."""
+    from sqlalchemy import inspect
+
+    from store.schema import metadata
+
+    seen = inspect(engine)
+    tables = set(seen.get_table_names())
+    for table in metadata.sorted_tables:
+        if table.name not in tables:
+            return False
+        if {c.name for c in table.columns} - {c["name"] for c in seen.get_columns(table.name)}:
+            return False
+    return True
 
 
 def _behind(current: str | None, head: str) -> str:

@@ -47,6 +47,11 @@ def test_a_lost_revision_is_named_and_stamped_back(hostile, lost_revision: str) 
         refused = hostile(*argv)
         assert refused.exit_code == 1 and LOST in " ".join(refused.output.split()), (argv, refused.output)
     assert "unknown schema revision '9999'" in hostile("db", "stamp", "9999").output
+    typo = hostile("db", "stamp", "0005")  # (s30 F5: recorded; nothing in the CLI could undo it)
+    assert typo.exit_code == 1 and (f"the tables are those of revision {lost_revision}, this Hazel's newest (every "
+                                    "table and column it has is there), not 0005's") in " ".join(typo.output.split()), \
+        typo.output
+    assert hostile("db", "current").exit_code == 1  # (still lost: nothing recorded)
     stamped = hostile("db", "stamp", lost_revision)
     assert stamped.exit_code == 0 and f"database recorded at revision {lost_revision} (was none)" in stamped.stdout
     assert hostile("runs").exit_code == 0 and hostile("db", "current").exit_code == 0
