@@ -281,16 +281,22 @@ def worker_cmd(
     warn_unknown_settings()
     common.started()
     console = console_for(settings, printer=common.err if json_out else common.out, command=command_prefix())
-    n = work(settings, workers=workers, until_idle=until_idle, console=console, signals=signals)
+    n, left = work(settings, workers=workers, until_idle=until_idle, console=console, signals=signals)
     if until_idle:
+        said = f"worked on {n} run(s); none is ready now"
+        if left:  # (s30 F6: "none is ready" while runs of versions not deployed here were)
+            runs = sum(count for _, _, count in left)
+            said += (f" that this process can execute: {runs} ready run(s) of "
+                     f"{', '.join(f'{w} v{v}' for w, v, _ in left)} left for a worker that has "
+                     f"{'that version' if len(left) == 1 else 'those versions'} (HAZEL_WORKFLOWS)")
         if json_out:
-            emit_json({"drives": n})
+            emit_json({"drives": n, "left": [{"workflow": w, "version": v, "runs": c} for w, v, c in left]})
         elif settings.log_format == "json":  # a log line like the rest of what this process wrote
             import logging
 
-            logging.getLogger("hazel.worker").info("worked on %d run(s); none is ready now", n, extra={"drives": n})
+            logging.getLogger("hazel.worker").info(said, extra={"drives": n})
         else:
-            common.out.print(f"worked on {n} run(s); none is ready now")
+            common.out.print(said, soft_wrap=True)
 
 
 @outbox_app.callback()

@@ -139,6 +139,19 @@ class Reads:
         with self.store.read() as tx:
             return tx.runs.count_by_version([s.value for s in RunStatus])
 
+    def ready_not_runnable(self) -> list[tuple[str, int, int]]:
+        """``(workflow, version, count)`` of the ready runs (due or not) of versions this process cannot execute
+        (``versions.runnable_versions``: neither registered nor migrated from): what a worker here leaves
+        for one that has them (a fresh-user finding, s30 F6: ``hazel worker --until-idle`` said "none is
+        ready now" while such runs were)."""
+        from bot.engine.versions import runnable_versions
+        from store.models import RunStatus
+
+        runnable = runnable_versions(self.registry)
+        with self.store.read() as tx:
+            counts = tx.runs.count_by_version([RunStatus.READY.value])
+        return sorted((w, v, n) for w, v, _, n in counts if v not in runnable.get(w, ()))
+
     def pending_request(self, *, run_id: str) -> SteeringRequest | None:
         """The run's pending steering request, if it waits on one."""
         with self.store.read() as tx:

@@ -197,18 +197,20 @@ class _Server(uvicorn.Server):
 
 
 def work(settings: Settings, *, workers: int | None = None, until_idle: bool = False,
-         console: ConsoleChannel | None = None, signals: StopSignals | None = None) -> int:
+         console: ConsoleChannel | None = None, signals: StopSignals | None = None
+         ) -> tuple[int, list[tuple[str, int, int]]]:
     """Execute ready runs: until none is ready (``until_idle``), or until SIGINT/SIGTERM (also one that arrives
-    while it waits for an unreachable database: it stops at once, returning 0). ``signals``: the stop signals as
-    the command installed them early (default: installed here unless ``until_idle``). Returns the number of
-    drives (``until_idle``), else 0."""
+    while it waits for an unreachable database: it stops at once). ``signals``: the stop signals as the command
+    installed them early (default: installed here unless ``until_idle``). Returns ``(drives, left)`` with
+    ``until_idle``: the number of drives, and ``(workflow, version, count)`` of the ready runs left because
+    this process does not have their version (``Hazel.ready_not_runnable``); else ``(0, [])``."""
     if signals is None and not until_idle:  # from the start: a signal while the database is waited for ends it
         signals = StopSignals().install()
     stop = signals.event if signals is not None else threading.Event()  # (until_idle: never set)
     built = build(settings, workers=workers, console=console, stop=stop)
     if built is None:
         log.info("stopped")
-        return 0
+        return 0, []
     hazel, pool = built
     scheduler = Scheduler.from_settings(hazel)
     try:
@@ -216,7 +218,7 @@ def work(settings: Settings, *, workers: int | None = None, until_idle: bool = F
             scheduler.tick()  # fire what is due now (timeouts may make runs ready)
             n = pool.drain()
             hazel.deliverer.deliver_due()
-            return n
+            return n, hazel.ready_not_runnable()
         if settings.metrics_port is not None:  # this process's Prometheus /metrics (bot.ops.metrics)
             HazelMetrics(hazel).serve(host=settings.host, port=settings.metrics_port)
         pool.start()
@@ -229,7 +231,7 @@ def work(settings: Settings, *, workers: int | None = None, until_idle: bool = F
         stop.wait()
         pool.begin_stop()  # (as serve does: before the scheduler's stop, which may take a while)
         log.info("stopping: letting steps in flight finish and checkpoint")
-        return 0
+        return 0, []
     finally:
         scheduler.stop()
         pool.stop()
