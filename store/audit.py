@@ -48,6 +48,26 @@ class EventRepo:
                                 .order_by(e.id.desc()).limit(1)).first()
         return AuditEvent.model_validate(dict(row._mapping)) if row else None
 
+    def crashes_at(self, run_id: str, head_seq: int, *, limit: int = 50) -> int:
+        """How many times in a row the run was recovered from a dead process (``run.recovered``, ``owner died``)
+        at checkpoint ``head_seq``, since what last set it going (a start, a retry, a decision): its newest
+        events, newest first, counted until another kind of recovery, another checkpoint or such a cause. For a
+        rare path (a dead worker's run), through ``ix_hazel_events_run_id``; at most ``limit`` events read."""
+        e = events.c
+        rows = self.conn.execute(
+            select(e.action, e.detail).where((e.run_id == run_id) & (
+                e.action.in_(["run.recovered", "run.started", "run.retried"])
+                | (e.action.startswith("decision.") & (e.action != "decision.refused"))))
+            .order_by(e.id.desc()).limit(limit))
+        n = 0
+        for action, detail in rows:
+            detail = detail or {}
+            if action != "run.recovered" or detail.get("reason") != "owner died" or \
+                    detail.get("head_seq") != head_seq:
+                break
+            n += 1
+        return n
+
     def recent(self, *, action_prefix: str | None = None, limit: int = 100) -> list[AuditEvent]:
         stmt = select(events)
         if action_prefix:

@@ -320,16 +320,18 @@ class RunRepo:
             select(runs).where(runs.c.status == RunStatus.RUNNING.value))]
 
     def release_to_ready(self, run_id: str, *, now: datetime, only_token: str | None = None,
-                         expired_before: datetime | None = None) -> bool:
-        """Hand a ``running`` run back to the queue (its worker died or gave it up)."""
+                         expired_before: datetime | None = None, error: str | None = None) -> bool:
+        """Hand a ``running`` run back to the queue (its worker died or gave it up); with ``error``, end it
+        ``failed`` with that error instead (a step whose process keeps dying: ``Leases.recover``)."""
         cond = (runs.c.id == run_id) & (runs.c.status == RunStatus.RUNNING.value)
         if only_token is not None:
             cond &= runs.c.lease_token == only_token
         if expired_before is not None:
             cond &= runs.c.lease_expires_at < expired_before
-        res = self.conn.execute(update(runs).where(cond).values(
-            status=RunStatus.READY.value, lease_owner=None, lease_token=None, lease_expires_at=None,
-            updated_at=now))
+        ended = {} if error is None else {"status": RunStatus.FAILED.value, "error": error, "error_traceback": None}
+        res = self.conn.execute(update(runs).where(cond).values(**{
+            "status": RunStatus.READY.value, "lease_owner": None, "lease_token": None, "lease_expires_at": None,
+            "updated_at": now, **ended}))
         return res.rowcount == 1
 
     # -- fenced writes by the lease holder ----------------------------------------------------------------

@@ -21,6 +21,11 @@ from store import Store
 from store.models import SYSTEM
 
 log = logging.getLogger("hazel.runner")
+CRASH_LIMIT = 5
+"""Deaths in a row of the processes executing a run at one checkpoint after which ``recover`` fails the run
+instead of handing it back: a step that kills its process (``os._exit``, the kernel's out-of-memory killer, a
+crash in native code) was claimed by worker after worker for ever, each dying, ``hazel serve``'s HTTP with it
+(a fresh-user finding, s30 F9). Such a death is no attempt of the step's (``max_attempts``)."""
 
 
 def make_owner() -> str:
@@ -134,6 +139,7 @@ class Leases:
         recovered: list[str] = []
         died: list[str] = []
         lapsed: list[str] = []
+        failed: list[str] = []
         with self.store.read() as tx:
             candidates = tx.runs.running()
         for run in candidates:
@@ -143,10 +149,22 @@ class Leases:
                 continue
             with self.store.transaction() as tx:  # only the lease read above: another process may have
                 # recovered the run meanwhile and leased it to a live worker, whose lease this must not take
+                crashes = tx.events.crashes_at(run.id, run.head_seq) + 1 if dead else 0
+                error = (f"the process executing run {run.id} after checkpoint #{run.head_seq} died {crashes} times "
+                         "in a row (killed, out of memory, or a crash in native code): not tried again; fix the "
+                         f"cause, then `hazel retry {run.id}`") if crashes >= CRASH_LIMIT else None
                 if tx.runs.release_to_ready(run.id, now=now, only_token=run.lease_token,
-                                            expired_before=None if dead else now):
+                                            expired_before=None if dead else now, error=error):
                     tx.events.add(action="run.recovered", actor=SYSTEM, now=now, run_id=run.id,
-                                  previous_owner=run.lease_owner, reason="owner died" if dead else "lease expired")
+                                  previous_owner=run.lease_owner, reason="owner died" if dead else "lease expired",
+                                  head_seq=run.head_seq, **({"crashes": crashes} if dead else {}))
+                    if error is not None:
+                        tx.events.add(action="run.failed", actor=SYSTEM, now=now, run_id=run.id, error=error)
+                        from bot.engine import transitions
+
+                        transitions.progress(tx, run_id=run.id, now=now, event="failed", error=error)
+                        failed.append(run.id)
+                        continue
                     tx.notify_ready(run.id)
                     recovered.append(run.id)
                     (died if dead else lapsed).append(run.id)
@@ -154,6 +172,9 @@ class Leases:
             log.warning("recovered %d run(s) left running by a dead process: %s", len(died), ", ".join(died))
         if lapsed:  # (its process may live on, paused or cut off: its writes are fenced by the lease)
             log.warning("recovered %d run(s) whose lease ran out: %s", len(lapsed), ", ".join(lapsed))
+        if failed:
+            log.error("failed %d run(s) whose executing process died %d times in a row at one checkpoint: %s",
+                      len(failed), CRASH_LIMIT, ", ".join(failed))
         return recovered
 
     def close(self) -> None:

@@ -121,3 +121,38 @@ def test_a_run_recovered_and_leased_by_another_process_meanwhile_is_not_taken_fr
     now = hazel.get(run_id=run.id)
     assert now.status is RunStatus.RUNNING and now.lease_owner == other.runner.owner  # still the live claim
     assert [e.action for e in hazel.audit(run_id=run.id)].count("run.recovered") == 1
+
+
+def test_a_run_whose_executing_process_keeps_dying_at_one_checkpoint_fails(db_url: str, caplog) -> None:  # noqa: ANN001
+    """A fresh-user finding (s30 F9): a step that ends its process (``os._exit``, the out-of-memory killer) was
+    claimed by worker after worker for ever, each dying (under ``hazel serve`` its HTTP with it): a process's
+    death is no attempt of the step's. After ``CRASH_LIMIT`` deaths in a row at one checkpoint the run fails,
+    saying so; ``hazel retry`` starts the count again."""
+    from bot.engine.leases import CRASH_LIMIT
+
+    hazel = make_hazel(db_url, docs, lease_sec=60.0)
+    run = hazel.start(workflow="doc-review", input={"topic": "t"}, actor=hazel.operator(), claim=True)
+
+    def died(n: int) -> None:  # a worker of this host claimed it and died mid-step
+        with hazel.store.transaction() as tx:
+            tx.conn.execute(update(runs).where(runs.c.id == run.id).values(
+                status=RunStatus.RUNNING.value, lease_owner=f"{local_host()}:999999:x{n}", lease_token=f"t{n}"))
+
+    for n in range(CRASH_LIMIT - 1):
+        died(n)
+        assert hazel.recover() == [run.id]
+        assert hazel.get(run_id=run.id).status is RunStatus.READY
+    died(CRASH_LIMIT)
+    with caplog.at_level("ERROR"):
+        assert hazel.recover() == []
+    failed = hazel.get(run_id=run.id)
+    assert failed.status is RunStatus.FAILED, failed
+    assert failed.error == (f"the process executing run {run.id} after checkpoint #{failed.head_seq} died "
+                            f"{CRASH_LIMIT} times in a row (killed, out of memory, or a crash in native code): not "
+                            f"tried again; fix the cause, then `hazel retry {run.id}`"), failed.error
+    assert f"failed 1 run(s) whose executing process died {CRASH_LIMIT} times in a row at one checkpoint: " \
+        f"{run.id}" in caplog.text
+    hazel.retry(run_id=run.id, actor=hazel.operator())
+    died(99)
+    assert hazel.recover() == [run.id]  # (counted again from the retry)
+    assert hazel.get(run_id=run.id).status is RunStatus.READY
