@@ -60,7 +60,9 @@ def is_approver(approvers: Approvers, actor: Actor, people: People) -> bool:
         return True
     if actor.channel == "jira" and actor.groups & set(approvers.jira_groups):
         return True
-    return actor.channel == "console" and operator_counts(approvers)
+    # the operator's own standing, not whom they act for: ``--as mallory`` at a point of Slack ids only was
+    # recorded as mallory's approval (a fresh-user finding, s30 F11)
+    return actor.channel == "console" and actor.acting_for is None and operator_counts(approvers)
 
 
 def approvers_of(point: SteeringPoint, *, escalated: bool = False) -> list[Approvers]:

@@ -366,3 +366,22 @@ def test_a_run_of_a_workflow_without_steering_points_is_rewound_by_who_started_i
     assert outcome.decision.person == "author"
     assert hazel.drive(run_id=run.id).run.status is RunStatus.COMPLETED
     assert hazel.state_at(run_id=run.id).plan == "12"
+
+
+def test_the_console_acting_for_someone_needs_their_right_not_the_operators(db_url: str) -> None:
+    """A fresh-user finding (s30 F11): at a point whose approvers are Slack ids only, the console operator counts
+    as an approver, and ``--as mallory`` was recorded as mallory's approval though mallory may not approve there.
+    Acting for NAME takes NAME's right; the operator's own still stands without ``--as``."""
+    class S(BaseModel):
+        text: str = ""
+
+    wf = Workflow("slack-only", version=1, state=S)
+    wf.steer("p", show="text", actions=["approve", "reject"], approvers=Approvers(slack_users=["U0123ABC"]))
+    hazel = make_hazel(db_url, wf)
+    run = hazel.start(workflow="slack-only", input={}, actor=person("dan"))
+    hazel.drive(run_id=run.id)
+    with pytest.raises(NotAllowedError, match="for mallory may not approve at 'P'"):
+        hazel.decide(run_id=run.id, action="approve", actor=hazel.operator(acting_for="mallory"))
+    assert hazel.decisions(run_id=run.id) == []
+    outcome = hazel.decide(run_id=run.id, action="approve", actor=hazel.operator())  # (the operator's own)
+    assert outcome.decision.actor_id == hazel.operator().id and outcome.decision.person == hazel.operator().who
