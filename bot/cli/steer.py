@@ -163,8 +163,8 @@ def feedback_cmd(
 @handle_errors
 def rewind_cmd(
     run_ref: RunArg,
-    to: Annotated[str, typer.Option("--to", help="Checkpoint number (see `hazel history`) or a step name "
-                                    "(the run continues from just before that step).")],
+    to: Annotated[str, typer.Option("--to", help="Checkpoint number (see `hazel history`) or a step or "
+                                    "steering point name (the run continues from just before it).")],
     feedback: Annotated[str | None, typer.Option("--feedback", help="Words for the step that runs next.")] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="FIELD=VALUE state edits applied at the "
                                                    "target (repeatable).")] = None,

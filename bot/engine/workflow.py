@@ -213,7 +213,7 @@ class Workflow(Generic[S]):
         version: a whole number from 1 to ``DB_INT_MAX`` (2,147,483,647: the database's integer columns); a run
             pins the version it started on.
         state: the pydantic model of the run's state; the run's input is validated against it.
-        starters: who may start runs from Slack or the REST API (default: anyone).
+        starters: who may start runs, on every channel (the CLI, the REST API, Slack; default: anyone).
 
     Raises:
         WorkflowDefinitionError: an invalid name, a state that is not a pydantic model, a version that is not a
