@@ -132,3 +132,40 @@ def test_the_printed_edit_commands_of_a_whole_state_point_work(db_url: str, tmp_
     (tmp_path / "state.json").write_text(json.dumps({**state, "n": 7}))
     hazel(*edit.split()[1:7], "--file", str(tmp_path / "state.json"))
     assert json.loads(hazel("show", run_id, "--json").stdout)["state"]["n"] == 7
+
+
+class Cfg(BaseModel):
+    limit: int = 3
+    name: str = "n"
+
+
+class Typed(BaseModel):
+    cfg: Cfg = Field(default_factory=Cfg)
+    tags: dict[str, str] = Field(default_factory=dict)
+
+
+def _configure(state: Typed, ctx: StepContext) -> Typed:
+    return Typed(cfg=Cfg(limit=3, name="prod"), tags={"a": "x", "b": "y"})
+
+
+typed = Workflow("typed", version=1, state=Typed)
+typed.step(_configure, name="configure")
+typed.steer("c", show="cfg", actions=["approve", "edit"])
+typed.steer("t", show="tags", actions=["approve", "edit"])
+
+
+def test_an_edit_of_a_nested_model_leaving_out_its_fields_is_refused_a_mappings_entries_may_go(db_url: str) -> None:
+    """s30 F3's addendum: ``--set 'cfg={"limit": 9}'`` reset ``cfg.name`` to its default. A mapping's entry
+    left out of a whole-field edit is how that edit removes it: taken."""
+    hz = make_hazel(db_url, typed)
+    run = hz.start(workflow="typed", input={}, actor=person("olga"))
+    hz.drive(run_id=run.id)
+    with pytest.raises(InvalidDecisionError) as refused:
+        hz.decide(run_id=run.id, action="edit", actor=person("ana"), payload={"text": '{"limit": 9}'})
+    assert str(refused.value).startswith("the edit leaves out field 'name' of 'cfg': an edit of 'cfg' gives every "
+                                         "field, and it would go back to its default"), str(refused.value)
+    hz.decide(run_id=run.id, action="edit", actor=person("ana"), payload={"entries": {"limit": "9"}})
+    hz.drive(run_id=run.id)
+    assert hz.state_tree_at(run_id=run.id)["cfg"] == {"limit": 9, "name": "prod"}
+    hz.decide(run_id=run.id, action="edit", actor=person("ana"), payload={"text": '{"a": "x"}'})
+    assert hz.state_tree_at(run_id=run.id)["tags"] == {"a": "x"}

@@ -243,30 +243,42 @@ def edited_state(wf: Workflow, state: BaseModel, shown: Any, field: str | None, 
             raise  # leaving it empty, as null is (s20 L3; text is no null: the model's words are pydantic's)
         raise
     edited = apply_edit(wf, state, field, value)
-    if field is None and not payload.get("allow_empty"):
-        _refuse_left_out(wf, shown, value, edited)
+    if not payload.get("allow_empty") and "entries" not in payload:
+        _refuse_left_out(wf, shown, field, value, edited)
     return value, edited
 
 
-def _refuse_left_out(wf: Workflow, shown: Any, value: Any, edited: BaseModel) -> None:
-    """Raise when a whole-state edit (``value``, the state shown as ``shown``) leaves out fields whose value the
-    edit changes (``edited``: back to the model's defaults), for an edit without ``allow_empty``: an SME pasting
-    part of the state, or a client sending only the keys it changed, wiped the draft, the counters and the lists
-    while the same value given blank was refused (a fresh-user finding, s30 F3).
+def _refuse_left_out(wf: Workflow, shown: Any, field: str | None, value: Any, edited: BaseModel) -> None:
+    """Raise when an edit of the whole state (``field`` None), or of a field that is a model of its own (a
+    nested ``Cfg``), leaves out fields whose value it changes (``edited``: back to the model's defaults), for
+    an edit without ``allow_empty``: an SME pasting part of the state, or a client sending only the keys it
+    changed, wiped the draft, the counters and the lists while the same value given blank was refused (a
+    fresh-user finding, s30 F3). A mapping field's entries left out are not so refused: leaving one out is how
+    a whole-field edit removes it.
 
     Raises:
         EmptyEditError: ``the edit leaves out fields 'draft', 'n': a whole-state edit gives every field, and
-            those would go back to their defaults``.
+            those would go back to their defaults`` (``… of field 'cfg': an edit of it gives every field …``).
     """
-    fields = getattr(wf.state, "model_fields", None)
+    model: Any = wf.state
+    if field is not None:
+        declared = getattr(wf.state, "model_fields", {}).get(field)
+        model = getattr(declared, "annotation", None)
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            return
+    fields = getattr(model, "model_fields", None)
     if not isinstance(value, dict) or not isinstance(shown, dict) or not fields or not set(shown) <= set(fields):
         return
     after = edited.model_dump(mode="json")
+    after = after if field is None else after.get(field)
+    if not isinstance(after, dict):
+        return
     reset = [key for key in shown if key not in value and after.get(key) != shown[key]]
     if reset:
         what = f"field {reset[0]!r}" if len(reset) == 1 else f"fields {', '.join(map(repr, reset))}"
-        raise EmptyEditError(f"the edit leaves out {what}: a whole-state edit gives every field, and "
-                             f"{'it' if len(reset) == 1 else 'those'} would go back to "
+        whole = "a whole-state edit" if field is None else f"an edit of {field!r}"
+        raise EmptyEditError(f"the edit leaves out {what}{'' if field is None else f' of {field!r}'}: {whole} "
+                             f"gives every field, and {'it' if len(reset) == 1 else 'those'} would go back to "
                              f"{'its default' if len(reset) == 1 else 'their defaults'}",
                              hint="hazel edit --allow-empty")
 
