@@ -262,11 +262,13 @@ def show_cmd(
     tree = hazel.state_tree_at(run_id=run.id, seq=seq)
     if seq is not None and tree is None:
         raise hazel.missing_checkpoint(run_id=run.id, seq=seq)
-    shown = {r.id: hazel.shown(request_id=r.id) for r in waiting}
-    # a run whose version is gone and whose migration fails: said, with why, and shown as stored (exit 0)
-    warnings = list(dict.fromkeys(f"{s.migration_error}; every decision on it is refused until a version whose "
-                                  f"migration works is deployed; its state is shown as v{run.workflow_version} "
-                                  "stored it" for s in shown.values() if s.migration_error))
+    shown = {r.id: hazel.shown(request_id=r.id, check=seq is None) for r in waiting}
+    # a run whose version is gone and whose migration fails: said, with why, and shown as stored (exit 0); so is
+    # what else a decision would fail on (a point the deployed version lacks, a state that no longer loads)
+    warnings = list(dict.fromkeys([f"{s.migration_error}; every decision on it is refused until a version whose "
+                                   f"migration works is deployed; its state is shown as v{run.workflow_version} "
+                                   "stored it" for s in shown.values() if s.migration_error]
+                                  + [s.problem for s in shown.values() if s.problem]))
     if json_out:  # (with what start-up warned of on stderr: the run shown as stored, not handed back)
         emit_json({"run": run, "pending_request": pending, "pending_requests": waiting, "state": tree,
                    "seq": run.head_seq if seq is None else seq,
@@ -317,7 +319,7 @@ def show_cmd(
         if not full and len(text) > 3000:
             text = text[:3000] + f"\n… ({len(text) - 3000} more characters: --full)"
         title = (show or "state") + (f" at #{seq}" if seq is not None else "")
-        if show is None and warnings and seq is None:
+        if show is None and seq is None and any(s.migration_error for s in shown.values()):
             title += f" as v{run.workflow_version} stored it (not migrated)"
         common.out.print(Panel(Text(for_terminal(text)), title=Text(title), title_align="left"))
 

@@ -40,6 +40,11 @@ class Shown:
     is no longer deployed, the deployed one's migration from it fails): ``versions.migrate_tree``'s message,
     with which every decision on the request is refused; ``value`` is then read from the state as stored (the
     old version's), not the value a decision would change. None: nothing failed."""
+    problem: str | None = None
+    """With ``shown(check=True)``: why deciding the request would fail, seen before anyone decides: the version
+    the run goes on with has no such steering point (every decision is refused), or the stored state no longer
+    loads as its state model (an edit is refused; an approval, a rejection or feedback is recorded and then fails
+    the run). None: neither (a fresh-user finding, s30 F4, F8: ``hazel show`` said nothing)."""
 
 
 def run_in(tx: "Tx", run_id: str, *, for_update: bool = False) -> Run:
@@ -332,11 +337,12 @@ class Reads:
             run = run_in(tx, run_id)
             return run, tx.checkpoints.load(run_id, run.head_seq if seq is None else seq)
 
-    def shown(self, *, request_id: int) -> Shown:
+    def shown(self, *, request_id: int, check: bool = False) -> Shown:
         """The field a request shows and its value when it was asked, in the version a decision on it is made
         on: for a run whose version is no longer deployed, the one that migrates it (the point as that
         version declares it, the value migrated to it: ``versions.asked_at``). When that migration fails,
-        ``Shown.migration_error`` says why and the value is read from the state as stored.
+        ``Shown.migration_error`` says why and the value is read from the state as stored. ``check``: also
+        look for what a decision would fail on (``Shown.problem``; it decodes the state: for ``hazel show``).
 
         Raises:
             NoPendingRequestError: no such request.
@@ -349,10 +355,13 @@ class Reads:
             if request is None or run is None:
                 raise NoPendingRequestError(f"no steering request {request_id}")
             loaded = tx.checkpoints.load(run.id, request.checkpoint_seq)
-        point, tree, failed = asked_at(target_workflow(self.registry, run), run, request, loaded)
+        wf = target_workflow(self.registry, run)
+        point, tree, failed = asked_at(wf, run, request, loaded)
         field = getattr(point, "show", None)
+        problem = _problem(wf, run, request, tree) if check and wf is not None and loaded is not None \
+            and failed is None and request.status.value == "pending" else None
         return Shown(field, tree.get(field) if field and isinstance(tree, dict) else tree,
-                     tuple(getattr(point, "actions", ()) or ()), migration_error=failed)
+                     tuple(getattr(point, "actions", ()) or ()), migration_error=failed, problem=problem)
 
     # -- operations -----------------------------------------------------------------------------------------
 
@@ -410,3 +419,24 @@ class Reads:
         """What ``/metrics`` shows of the database (``store.metrics``)."""
         with self.store.read() as tx:
             return tx.metrics.snapshot(now=now, age_bounds_sec=age_bounds_sec)
+
+
+def _problem(wf: Any, run: Run, request: SteeringRequest, tree: Any) -> str | None:
+    """``Shown.problem`` of ``request`` of ``run`` in ``wf``, the state tree at hand (migrated where it was)."""
+    from bot.engine import lgraph
+    from bot.engine.errors import RunStateError, VersionUnavailableError
+    from bot.engine.versions import decode_stored, point_in
+
+    try:
+        point_in(wf, request.point, run, tree=tree)
+    except VersionUnavailableError as exc:
+        return f"{exc.message}: every decision on it is refused (deploy v{run.workflow_version} again beside " \
+               f"{wf.label}, or cancel the run)"
+    if isinstance(wf, lgraph.LangGraphWorkflow):
+        return None
+    try:
+        decode_stored(wf, tree)
+    except RunStateError as exc:
+        return (f"{exc.message} (an edit is refused; an approval, a rejection or feedback would be recorded and "
+                "then fail the run)")
+    return None

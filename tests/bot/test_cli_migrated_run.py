@@ -342,3 +342,33 @@ def test_hazel_show_of_a_run_that_migrates_has_no_warnings(cli, deploy) -> None:
     run_id = waiting_v1_run(cli, deploy)
     assert cli.json("show", run_id)["warnings"] == []
     assert "warning" not in cli("show", run_id).stdout
+
+
+DROPPED_V2 = V2.replace('wf2.steer("review", show="plan", actions=["approve", "edit", "rewind"])\n', "")
+CHANGED_V1 = V1.replace("    n: int = 0\n", "    n: int = 0\n    owner: str\n")  # (a required field, same version)
+
+
+def test_hazel_show_warns_of_a_point_the_deployed_version_dropped(cli, deploy) -> None:  # noqa: ANN001
+    """A fresh-user finding (s30 F4): ``hazel show`` said nothing, while every decision was refused."""
+    run_id = waiting_v1_run(cli, deploy)
+    deploy("migrate_tplan_v2_dropped.py", DROPPED_V2)
+    [warning] = cli.json("show", run_id)["warnings"]
+    assert warning == (f"run {run_id} waits at 'review', which tplan v2 does not have as a steering point; it stays "
+                       "on v1: every decision on it is refused (deploy v1 again beside tplan v2, or cancel the "
+                       "run)"), warning
+    assert "warning" in cli("show", run_id).stdout
+    refused = cli("approve", run_id, code=1)
+    assert "which tplan v2 does not have as a steering point" in refused.stderr
+
+
+def test_hazel_show_warns_of_a_state_that_no_longer_loads(cli, deploy) -> None:  # noqa: ANN001
+    """A fresh-user finding (s30 F8): the state model changed under the same version; ``hazel show`` said
+    nothing, an edit was refused, an approval was recorded and then failed the run."""
+    deploy("migrate_tplan_v1.py", V1)
+    run_id = cli.json("run", "tplan", "--input", "{}")["run"]["id"]
+    deploy("migrate_tplan_v1_changed.py", CHANGED_V1)
+    [warning] = cli.json("show", run_id)["warnings"]
+    assert warning.startswith("the run's stored state no longer loads as tplan v1's state (owner: Field required)"), \
+        warning
+    assert warning.endswith("(an edit is refused; an approval, a rejection or feedback would be recorded and then "
+                            "fail the run)"), warning
