@@ -10,7 +10,7 @@ import re
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 ChannelName = Literal["console", "slack", "jira", "api", "web", "timeout", "system"]
 """Where an actor acted from (``web``: the run pages, as a REST token's name or the person a signed link
@@ -514,6 +514,15 @@ class Approvers(_Record):
     slack_usergroups: tuple[str, ...] = ()
     jira_users: tuple[str, ...] = ()
     jira_groups: tuple[str, ...] = ()
+
+    @field_validator("people", "users", "jira_users", "jira_groups")
+    @classmethod
+    def _composed(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        """Names in Unicode's composed form (NFC), as the people file's and the console's are compared
+        (``bot.engine.people.nfc``)."""
+        import unicodedata
+
+        return tuple(n if n.isascii() else unicodedata.normalize("NFC", n) for n in names)
 
     @property
     def empty(self) -> bool:

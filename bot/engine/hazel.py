@@ -40,7 +40,7 @@ from bot.engine.errors import (
     InvalidInputError,
     NotAllowedError,
 )
-from bot.engine.people import EmailSource, People
+from bot.engine.people import EmailSource, People, nfc
 from bot.engine.inputs import check_hooks, validate_input
 from bot.engine.lgraph import LangGraphWorkflow
 from bot.engine.links import Links
@@ -312,7 +312,7 @@ class Hazel(Reads, Requests, Links):
         Raises:
             InvalidInputError: ``acting_for`` is given but empty, or is not UTF-8 text.
         """
-        me = self.settings.operator.strip() or "operator"
+        me = nfc(self.settings.operator.strip()) or "operator"  # (composed: as the people file's names, s30 F13)
         if acting_for is None:
             return Actor(id=me, channel="console", name=me, person=self.people.person_of("console", me))
         if not acting_for.strip():

@@ -143,6 +143,7 @@ class People:
                                      + (f" (found {', '.join(unknown_top)})" if unknown_top else ""))
         people = []
         for name, entry in entries.items():
+            name = nfc(str(name))
             problem = name_problem(str(name)) or (None if str(name).strip() else "is blank")
             if problem:  # (a line break: a forged row in hazel audit)
                 raise ConfigurationError(f"people file: the name {str(name)[:60]!r} {problem}")
@@ -161,7 +162,7 @@ class People:
                 bad = next(((v, p) for v in values if (p := name_problem(v.strip()))), None)
                 if bad is not None:
                     raise ConfigurationError(f"people file: [people.{name}] {channel} {bad[0][:60]!r} {bad[1]}")
-                identities[channel] = frozenset(v.strip() for v in values)
+                identities[channel] = frozenset(nfc(v.strip()) for v in values)
             email = entry.get("email")
             if email is not None and (not isinstance(email, str) or "@" not in email):
                 raise ConfigurationError(f"people file: [people.{name}] email must be an address")
@@ -175,7 +176,7 @@ class People:
         return len(self._people)
 
     def get(self, name: str) -> Person | None:
-        return self._people.get(name)
+        return self._people.get(nfc(name))
 
     def named_like(self, name: str) -> bool:
         """Whether ``name``, its case and spacing aside (``Priya``, ``priya `` for the person ``priya``), is a
@@ -194,12 +195,13 @@ class People:
 
     def claimed(self, channel: str, identity: str) -> str | None:
         """The person whose entry lists ``identity`` on ``channel``, if any."""
-        return self._claims.get((channel, identity))
+        return self._claims.get((channel, nfc(identity)))
 
     def person_of(self, channel: str, identity: str, *, email: EmailSource = None) -> str:
         """Who ``identity`` on ``channel`` is (see the module docstring). ``email`` is looked up only when
         nobody claims the identity and some person has an email; it names a person only when the file lists
         none of that person's identities on ``channel``."""
+        identity = nfc(identity)
         claimed = self._claims.get(("api" if channel == "web" else channel, identity))
         if claimed is not None:
             return claimed
@@ -223,6 +225,7 @@ class People:
     def identities_of(self, person: str) -> dict[str, frozenset[str]]:
         """Every identity of ``person`` known from the file, per channel (a person not in the file: the
         identity their key names)."""
+        person = nfc(person)
         found = self._people.get(person)
         if found is not None:
             return {channel: found.on(channel) for channel in CHANNELS}
@@ -235,6 +238,7 @@ class People:
         """The person a console operator means by ``--as NAME``: a person of the file of that name, else the
         person one of whose identities it is (console and REST API names first, then Slack and Jira ids), else
         the person ``NAME``."""
+        name = nfc(name)
         if name in self._people:
             return name
         for channel in ("console", "api", "slack", "jira"):
@@ -251,3 +255,12 @@ def _folded(name: str) -> str:
 
     visible = "".join(c for c in name if unicodedata.category(c) != "Cf")
     return " ".join(visible.split()).casefold()
+
+
+def nfc(text: str) -> str:
+    """``text`` in Unicode's composed form (NFC): names and identities are compared so, as a person reads them
+    (``José`` typed as ``e`` + a combining accent on one keyboard, as one character on another, was two people:
+    ``José may not approve at 'P': only José may``, a fresh-user finding, s30 F13)."""
+    import unicodedata
+
+    return text if text.isascii() else unicodedata.normalize("NFC", text)

@@ -482,3 +482,17 @@ def test_the_operator_name_blank_is_the_login_name_and_hazels_own_names_are_refu
     for reserved in ("hazel", "timeout"):
         with pytest.raises(ValidationError, match="the name of Hazel's own actor"):
             Settings(HAZEL_OPERATOR=reserved)
+
+
+def test_names_are_compared_in_their_composed_form() -> None:
+    """A fresh-user finding (s30 F13): ``José`` typed as ``e`` and a combining accent (one keyboard, a macOS
+    file name) and as one character (another) were two people: ``José may not approve at 'P': only José may``,
+    and two votes of one person. Names and identities compare in Unicode's composed form (NFC)."""
+    composed, decomposed = "Jos\u00e9", "Jose\u0301"
+    people = People.from_dict({"people": {decomposed: {"console": ["jo"], "jira": ["Re\u0301ne"]}}})
+    assert people.get(composed) is not None and people.person_of("console", decomposed) == composed
+    assert people.person_of("jira", "R\u00e9ne") == people.person_of("jira", "Re\u0301ne") == composed
+    assert people.person_named(decomposed) == composed
+    point = SteeringPoint(name="p", title="P", actions=["approve"], approvers=Approvers(people=[decomposed]))
+    operator = Actor(id=composed, channel="console", name=composed, person=people.person_of("console", composed))
+    assert permissions.refusal(point, "approve", operator, None, people) is None
