@@ -158,7 +158,7 @@ class JiraChannel(Channel):
         self._add_watchers(issue.id, tuple(render.jira_users_of(view.approvers, self.identities, cloud=self.cloud)))
         if found:  # the point's newest issue, closed (else reused above): say where the run asks now (s25 F3)
             try:
-                self.comment(found[0].id, render.asked_again_comment(view, issue.key), delivery=view.delivery,
+                self.comment(found[0].id, render.asked_again_comment(view, issue.key, found[0].fields.status.name), delivery=view.delivery,
                              part="asked-again")
             except DeliveryError as exc:  # (the new issue exists: raising would make the outbox create another)
                 log.warning("issue %s: could not say that the run asks again on %s: %s", found[0].id, issue.key,

@@ -413,12 +413,13 @@ def reminder_comment(view: RequestView, *, cloud: bool, identities: JiraIdentiti
     return f"Reminder: this request is still waiting for {who} {since}."
 
 
-def asked_again_comment(view: RequestView, issue_key: str) -> str:
-    """Posted on this run's point's latest closed issue when a later request of the same point opens a new issue
-    (the old one is in a closed status, so it is not reused): where to answer now (s25 F3). Jira links an issue
-    key written in a comment."""
+def asked_again_comment(view: RequestView, issue_key: str, status: str) -> str:
+    """Posted on this run's point's latest closed issue (in ``status``) when a later request of the same point
+    opens a new issue (the old one is in a closed status, so it is not reused): where to answer now (s25 F3).
+    Jira links an issue key written in a comment. The status is named: an issue left in the approve status by a
+    quorum's first vote, then sent back, was called "closed" while the board showed it Approved (s30 D2)."""
     return (f"This run asks again at {inline(view.title)} (request #{view.request.id}) on {issue_key}: answer "
-            "there; this issue is closed.")
+            f"there; this issue, in {inline(status)}, is not asked on again.")
 
 
 def revised_comment(view: RequestView) -> str:

@@ -593,7 +593,8 @@ def test_a_request_asked_again_on_a_new_issue_is_named_on_the_closed_one(env: Ji
     assert new["id"] != issue["id"]
     said = [b for b in env.fake.bodies(issue["id"]) if "asks again" in b]
     assert said == [f"This run asks again at Review the migration scripts (request #{env.pending(run_id).id}) on "
-                    f"{new['key']}: answer there; this issue is closed."], env.fake.bodies(issue["id"])
+                    f"{new['key']}: answer there; this issue, in {env.fake.status(issue['id'])}, is not asked on "
+                    "again."], env.fake.bodies(issue["id"])
 
 
 @pytest.mark.parametrize("person, refused", [("sme", "/edit needs the new value after it. Nothing changed."),
