@@ -224,7 +224,7 @@ def test_serve_and_worker_print_the_answer_commands_as_the_cli_was_invoked(comma
 
     seen: list[str] = []
     monkeypatch.setattr(processes, "serve", lambda settings, **kw: seen.append(kw["console"].command))
-    monkeypatch.setattr(processes, "work", lambda settings, **kw: seen.append(kw["console"].command) or 0)
+    monkeypatch.setattr(processes, "work", lambda settings, **kw: seen.append(kw["console"].command) or (0, []))
     monkeypatch.setattr(sys, "argv", [str(Path(".venv/bin/hazel").resolve()), command])
     monkeypatch.setenv("HAZEL_DATABASE_URL", db_url)
     monkeypatch.setattr("shutil.which", lambda name: None)  # (not on PATH: the path it was run by)
