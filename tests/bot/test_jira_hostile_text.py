@@ -50,3 +50,5 @@ def test_a_user_name_that_cannot_stand_in_a_mention_is_written_as_text(env: Jira
         opening = reply.split(" may not approve", 1)[0]
         assert f"[~{lead}]" not in reply and f"[~accountid:{lead}]" not in reply, reply  # nobody else notified
         assert "[~x" not in opening, opening  # (written as text, escaped)
+        # (s30 D4: the name was written twice, once for the mention that could not be, once naming them)
+        assert opening in (inline(name), inline(name.replace("\n", "\ufffd"))), opening
