@@ -205,6 +205,8 @@ class JiraChannel(Channel):
                 note = self.move(issue_id, opts.done_status)
             elif r.decided_action == "reject":
                 note = self.move(issue_id, opts.rejected_status)
+            elif r.approvals and opts.approve_status:  # sent back (feedback, a rewind, an edit asked again) after
+                note = self.reopen(issue_id, opts, r)  # a quorum's vote left the issue in the approve status
         self.comment(issue_id, render.outcome_comment(view, note=note), delivery=view.delivery, part="outcome")
 
     def progress(self, view: ProgressView) -> None:
@@ -304,6 +306,24 @@ class JiraChannel(Channel):
             return None
         now = f" It is in *{result.status}* now." if not same_status(result.status, result.start) else ""
         return f"(Hazel could not move this issue to *{status}*: {result.reason}.{now})"
+
+    def reopen(self, issue_id: str, opts: JiraOptions, request: SteeringRequest) -> str | None:
+        """Move an issue a quorum's first votes left in the approve status back to an open status (of Jira's
+        ``new`` category, such as *To Do*), its request having been sent back rather than approved: the board
+        showed a version Approved that never was, and the point, asking again, opened a new issue beside it (a
+        fresh-user finding, s30 F5). Returns the note the outcome comment ends with (None: it was elsewhere, or
+        no path leads to an open status: it stays, and the point asks on a new issue).
+
+        Raises:
+            DeliveryError, PermanentDeliveryError.
+        """
+        result = walk(self.client, issue_id, "an open status", category="new", only_from=opts.approve_status,
+                      avoid=[s for s in (opts.approve_status, opts.reject_status, opts.done_status,
+                                         opts.rejected_status) if s])
+        if not result.reached or not result.taken:
+            return None
+        return (f"(Hazel moved this issue back to *{result.status}*: this version got {request.approvals} of "
+                f"{request.approvals_required} approvals and was not approved.)")
 
     def walk(self, issue_id: str, status: str, *, avoid: tuple[str | None, ...] = (),
              only_from: str | None = None) -> Walk:

@@ -60,6 +60,7 @@ class _Edge:
     name: str
     to: str
     done: bool  # the status is of Jira's "done" category
+    category: str | None = None  # its ``statusCategory.key``: ``new``, ``indeterminate``, ``done``
 
 
 def _edges(raw: Iterable[Any]) -> list[_Edge]:
@@ -68,7 +69,8 @@ def _edges(raw: Iterable[Any]) -> list[_Edge]:
         to = t.get("to") if isinstance(t, dict) else None
         if isinstance(to, dict) and to.get("name") and t.get("id") is not None:
             category = (to.get("statusCategory") or {}).get("key")
-            out.append(_Edge(str(t["id"]), str(t.get("name") or ""), str(to["name"]), category == "done"))
+            out.append(_Edge(str(t["id"]), str(t.get("name") or ""), str(to["name"]), category == "done",
+                             category))
     return out
 
 
@@ -94,11 +96,13 @@ def _path(known: dict[str, list[_Edge]], start: str, goal, passable) -> list[_Ed
 
 
 def walk(client: JIRA, issue_id: str, target: str, *, avoid: Iterable[str] = (), max_hops: int = MAX_HOPS,
-         only_from: str | None = None) -> Walk:
+         only_from: str | None = None, category: str | None = None) -> Walk:
     """Move issue ``issue_id`` to status ``target`` (or through the transition named ``target``), one
     transition at a time, as the module's docstring tells. ``only_from``: move it only while it is in this
     status (a refused move undone only where it still stands: not once Hazel, or someone, moved the issue on);
-    elsewhere the walk takes nothing and its ``reason`` says where the issue is.
+    elsewhere the walk takes nothing and its ``reason`` says where the issue is. ``category``: any status of
+    that status category (``new``: an open issue's, such as *To Do*) that ``avoid`` does not name is the target
+    (``target`` then only names it in a reason).
 
     Raises:
         DeliveryError: Jira failed or is unreachable (the issue may have moved part of the way: a retry walks
@@ -107,16 +111,20 @@ def walk(client: JIRA, issue_id: str, target: str, *, avoid: Iterable[str] = (),
             the walk instead, with Jira's answer as the reason).
     """
     with jira_call("read the issue's status"):
-        start = client.issue(issue_id, fields="status").fields.status.name
-    if same_status(start, target):
+        status = client.issue(issue_id, fields="status").fields.status
+        start = status.name
+    avoided = {_key(s) for s in avoid if s} - {_key(target)}
+    if same_status(start, target) or (category is not None and _key(start) not in avoided and getattr(
+            getattr(status, "statusCategory", None), "key", None) == category):
         return Walk(target, start, start, reached=True)
     if only_from is not None and not same_status(start, only_from):
         return Walk(target, start, start, reason=f"it is in *{start}* now, no longer in *{only_from}*")
-    avoided = {_key(s) for s in avoid if s} - {_key(target)}
     known: dict[str, list[_Edge]] = {}
     here, taken, reason = start, [], ""
 
     def is_target(edge: _Edge) -> bool:
+        if category is not None:
+            return edge.category == category and _key(edge.to) not in avoided
         return same_status(edge.to, target) or same_status(edge.name, target)
 
     def passable(edge: _Edge) -> bool:
