@@ -99,6 +99,22 @@ class JiraChannel(Channel):
         self.cloud = cloud
         self.defaults = defaults or JiraOptions()
         self.max_chars = max_chars
+        self._own_site: str | None = None
+
+    def own_site(self) -> str | None:
+        """The site of the Jira Hazel talks to as its webhooks name it (``webhook.site_of`` of its ``baseUrl``,
+        ``GET /rest/api/2/serverInfo``: the URL Jira knows itself by, which ``JIRA_URL`` need not be), read once
+        per process; None when Jira does not say. For an issue whose request keeps no site of its own (created by
+        a Hazel before requests kept it).
+
+        Raises:
+            DeliveryError, PermanentDeliveryError: Jira could not be asked.
+        """
+        if self._own_site is None:
+            with jira_call("read the server's base URL"):
+                base = (self.client.server_info() or {}).get("baseUrl")
+            self._own_site = site_of(f"{base.rstrip('/')}/rest/") if isinstance(base, str) else ""
+        return self._own_site or None
 
     def options_for(self, options: dict[str, Any] | None) -> JiraOptions:
         """The defaults overridden by a steering point's ``jira_*`` options."""

@@ -72,6 +72,20 @@ def test_a_webhook_from_another_jira_site_is_not_taken_for_hazels_issue(env: Jir
                                      "are example.atlassian.net's"}, answer
     unchanged(env, run_id)
     assert len(env.fake.issues) == 1
+    # an issue whose request keeps no site (made by a Hazel before requests kept it: s31 F4) is the site's that
+    # Jira's serverInfo names as its base URL
+    from sqlalchemy import update
+
+    from store.schema import steering_requests
+
+    request = env.pending(run_id)
+    with env.hazel.store.transaction() as tx:
+        tx.conn.execute(update(steering_requests).where(steering_requests.c.id == request.id).values(
+            message_ref={k: v for k, v in request.message_ref.items() if k != "site"}))
+    answer = env.send(p.comment_event(issue, "/approve", env.who["sme"], cloud=True, base=other)).json()
+    assert answer == {"ignored": "not an issue Hazel created: it is sandbox-other.atlassian.net's, Hazel's are "
+                                 "example.atlassian.net's"}, answer
+    unchanged(env, run_id)
     assert env.send(env.comment(issue, "/approve")).json()["decided"] == "approve"
 
 

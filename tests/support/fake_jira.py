@@ -166,6 +166,7 @@ class FakeJira:
             ("POST", r"/issue/([^/]+)/transitions", self._transition),
             ("POST", r"/issue/([^/]+)/watchers", self._watch), ("GET", r"/myself", self._myself),
             ("GET", r"/user", self._user), ("GET", r"/field", self._fields),
+            ("GET", r"/serverInfo", self._server_info),
         ]
         for m, pattern, handler in routes:
             match = re.fullmatch(pattern, path)
@@ -278,6 +279,11 @@ class FakeJira:
         """``GET /field``: the library reads it once to translate JQL field names in searches."""
         return self._json(200, [{"id": f, "name": f.capitalize(), "custom": False, "clauseNames": [f]}
                                 for f in ("summary", "description", "status", "labels", "assignee")])
+
+    def _server_info(self, *, query: dict, body: Any) -> tuple[int, dict[str, str], str]:
+        """``GET /rest/api/2/serverInfo``: ``baseUrl`` is the URL Jira knows itself by (its ``self`` URLs')."""
+        return self._json(200, {"baseUrl": self.base, "deploymentType": "Cloud" if self.cloud else "Server",
+                                "version": "1001.0.0-SNAPSHOT" if self.cloud else "9.12.0"})
 
     def _myself(self, *, query: dict, body: Any) -> tuple[int, dict[str, str], str]:
         me = {"accountId": self.me} if self.cloud else {"name": self.me, "key": self.me}
