@@ -169,3 +169,49 @@ def test_an_edit_of_a_nested_model_leaving_out_its_fields_is_refused_a_mappings_
     assert hz.state_tree_at(run_id=run.id)["cfg"] == {"limit": 9, "name": "prod"}
     hz.decide(run_id=run.id, action="edit", actor=person("ana"), payload={"text": '{"a": "x"}'})
     assert hz.state_tree_at(run_id=run.id)["tags"] == {"a": "x"}
+
+
+class Deep(BaseModel):
+    text: str = ""
+    cfg: Cfg = Field(default_factory=Cfg)
+    opt: Cfg | None = None
+    tags: dict[str, str] = Field(default_factory=dict)
+
+
+def _deepen(state: Deep, ctx: StepContext) -> Deep:
+    return Deep(text="t", cfg=Cfg(limit=7, name="prod"), opt=Cfg(limit=1, name="o"), tags={"a": "x"})
+
+
+deep = Workflow("deep", version=1, state=Deep)
+deep.step(_deepen, name="deepen")
+deep.steer("whole", show=None, actions=["approve", "edit"])
+deep.steer("opt", show="opt", actions=["approve", "edit"])
+
+
+@pytest.mark.parametrize("payload, said", [
+    ({"entries": {"cfg": '{"limit": 9}'}}, "field 'name' of 'cfg'"),  # (--set 'cfg={"limit": 9}' at this point)
+    ({"value": {"text": "t", "cfg": {"limit": 9}, "opt": {"limit": 1, "name": "o"}, "tags": {"a": "x"}}},
+     "field 'name' of 'cfg'"),
+], ids=["set-entry", "value-nested"])
+def test_a_whole_state_edit_leaving_out_fields_of_a_nested_model_is_refused(db_url: str, payload: dict,
+                                                                            said: str) -> None:
+    """Fresh-user findings (s31 F1, F2): ``--set 'cfg={"limit": 9}'`` at a whole-state point, and a whole state
+    given with a nested model's field left out, reset those fields without a word."""
+    hz = make_hazel(db_url, deep)
+    run = hz.start(workflow="deep", input={}, actor=person("olga"))
+    hz.drive(run_id=run.id)
+    before = hz.state_tree_at(run_id=run.id)
+    with pytest.raises(InvalidDecisionError) as refused:
+        hz.decide(run_id=run.id, action="edit", actor=person("ana"), payload=payload)
+    assert str(refused.value).startswith(f"the edit leaves out {said}: a whole-state edit gives every field"), \
+        str(refused.value)
+    assert hz.state_tree_at(run_id=run.id) == before
+    hz.decide(run_id=run.id, action="edit", actor=person("ana"), payload={"entries": {"text": "u"}})  # (merges)
+    hz.drive(run_id=run.id)
+    with pytest.raises(InvalidDecisionError) as refused:  # s31 F3: an optional model shown on its own
+        hz.decide(run_id=run.id, action="edit", actor=person("ana"), payload={"text": '{"limit": 3}'})
+    assert str(refused.value).startswith("the edit leaves out field 'name' of 'opt': an edit of 'opt' gives every "
+                                         "field"), str(refused.value)
+    hz.decide(run_id=run.id, action="edit", actor=person("ana"), payload={"entries": {"limit": "3"}})
+    hz.drive(run_id=run.id)
+    assert hz.state_tree_at(run_id=run.id)["opt"] == {"limit": 3, "name": "o"}

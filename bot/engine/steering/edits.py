@@ -243,44 +243,78 @@ def edited_state(wf: Workflow, state: BaseModel, shown: Any, field: str | None, 
             raise  # leaving it empty, as null is (s20 L3; text is no null: the model's words are pydantic's)
         raise
     edited = apply_edit(wf, state, field, value)
-    if not payload.get("allow_empty") and "entries" not in payload:
+    if not payload.get("allow_empty"):
         _refuse_left_out(wf, shown, field, value, edited)
     return value, edited
 
 
 def _refuse_left_out(wf: Workflow, shown: Any, field: str | None, value: Any, edited: BaseModel) -> None:
-    """Raise when an edit of the whole state (``field`` None), or of a field that is a model of its own (a
-    nested ``Cfg``), leaves out fields whose value it changes (``edited``: back to the model's defaults), for
-    an edit without ``allow_empty``: an SME pasting part of the state, or a client sending only the keys it
-    changed, wiped the draft, the counters and the lists while the same value given blank was refused (a
-    fresh-user finding, s30 F3). A mapping field's entries left out are not so refused: leaving one out is how
-    a whole-field edit removes it.
+    """Raise when an edit leaves out fields of a model (the state, with the whole state shown; a field that is
+    a model of its own, ``cfg: Cfg`` or ``Cfg | None``; a model inside either, at any depth) whose value it
+    changes (``edited``: back to their defaults), for an edit without ``allow_empty``: an SME pasting part of
+    the state, a client sending only the keys it changed, or ``--set 'cfg={"limit": 9}'``, wiped the draft, the
+    counters and the lists while the same value given blank was refused (fresh-user findings, s30 F3, s31 F1-F3).
+    A mapping's entries left out are not so refused: leaving one out is how a whole-field edit removes it.
 
     Raises:
-        EmptyEditError: ``the edit leaves out fields 'draft', 'n': a whole-state edit gives every field, and
-            those would go back to their defaults`` (``… of field 'cfg': an edit of it gives every field …``).
+        EmptyEditError: ``the edit leaves out field 'n': a whole-state edit gives every field, and it would go
+            back to its default`` (``… fields 'name' of 'cfg', 'tags' of 'cfg': an edit of 'cfg' …``).
     """
-    model: Any = wf.state
-    if field is not None:
+    if field is None:
+        model: Any = wf.state
+        after: Any = edited.model_dump(mode="json")
+    else:
         declared = getattr(wf.state, "model_fields", {}).get(field)
-        model = getattr(declared, "annotation", None)
-        if not (isinstance(model, type) and issubclass(model, BaseModel)):
-            return
-    fields = getattr(model, "model_fields", None)
-    if not isinstance(value, dict) or not isinstance(shown, dict) or not fields or not set(shown) <= set(fields):
+        model = _model_of(getattr(declared, "annotation", None))
+        after = edited.model_dump(mode="json").get(field)
+    if model is None:
         return
-    after = edited.model_dump(mode="json")
-    after = after if field is None else after.get(field)
-    if not isinstance(after, dict):
-        return
-    reset = [key for key in shown if key not in value and after.get(key) != shown[key]]
+    reset = _left_out(model, shown, value, after, "" if field is None else f"{field}.")
     if reset:
-        what = f"field {reset[0]!r}" if len(reset) == 1 else f"fields {', '.join(map(repr, reset))}"
+        what = ("field " if len(reset) == 1 else "fields ") + ", ".join(
+            f"{path.rpartition('.')[2]!r} of {path.rpartition('.')[0]!r}" if "." in path else repr(path)
+            for path in reset)
         whole = "a whole-state edit" if field is None else f"an edit of {field!r}"
-        raise EmptyEditError(f"the edit leaves out {what}{'' if field is None else f' of {field!r}'}: {whole} "
-                             f"gives every field, and {'it' if len(reset) == 1 else 'those'} would go back to "
+        raise EmptyEditError(f"the edit leaves out {what}: {whole} gives every field, and "
+                             f"{'it' if len(reset) == 1 else 'those'} would go back to "
                              f"{'its default' if len(reset) == 1 else 'their defaults'}",
                              hint="hazel edit --allow-empty")
+
+
+def _left_out(model: Any, shown: Any, given: Any, after: Any, path: str) -> list[str]:
+    """The dotted paths (``cfg.tags``) of ``model``'s fields that ``shown`` (the value as it was) holds, ``given``
+    (the edit's value) leaves out, and ``after`` (the edited value) holds otherwise; models inside it looked at
+    too. Nothing for a value that is not a plain model's (a model taking extra keys, a mapping)."""
+    fields = getattr(model, "model_fields", None)
+    if not (fields and isinstance(shown, dict) and isinstance(given, dict) and isinstance(after, dict)) \
+            or not set(shown) <= set(fields) or getattr(model, "model_config", {}).get("extra") == "allow":
+        return []
+    out = []
+    for key, was in shown.items():
+        if key not in given:
+            if after.get(key) != was:
+                out.append(f"{path}{key}")
+            continue
+        inner = _model_of(fields[key].annotation)
+        if inner is not None:
+            out += _left_out(inner, was, given[key], after.get(key), f"{path}{key}.")
+    return out
+
+
+def _model_of(annotation: Any) -> Any:
+    """The pydantic model a field's annotation holds: ``Cfg``, ``Cfg | None``, ``Optional[Cfg]``,
+    ``Annotated[Cfg, …]``; None for anything else (a mapping, a list, a union of several models)."""
+    import typing
+
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _model_of(typing.get_args(annotation)[0])
+    if origin is typing.Union or type(annotation).__name__ == "UnionType":
+        models = [m for m in (_model_of(a) for a in typing.get_args(annotation)) if m is not None]
+        return models[0] if len(models) == 1 else None
+    return None
 
 
 def apply_edit(wf: Workflow, state: BaseModel, field: str | None, value: Any) -> BaseModel:
