@@ -61,6 +61,7 @@ from bot.engine import (
     MissingRewindTargetError,
     NotAllowedError,
 )
+from bot.engine.limits import channel_text
 from bot.inbound.api_errors import load_json_body
 from bot.settings import Settings
 from integrations.base import DeliveryError, PermanentDeliveryError
@@ -499,6 +500,8 @@ class JiraWebhook:
         """The commenter as the engine's ``Actor``: their groups are read from Jira only when some approver
         list names Jira groups and not this person (the engine asks), and a failure to read them means none."""
         def groups(_wanted: frozenset[str]) -> frozenset[str]:
+            if channel_text(event.actor.id) != event.actor.id:  # (no account's: a control character or a lone
+                return frozenset()  # surrogate, which the request to Jira could not even encode: s31 F9)
             try:
                 return self.directory.groups_of(event.actor.id)
             except PermanentDeliveryError as exc:  # unknown user or no permission to read users: no groups

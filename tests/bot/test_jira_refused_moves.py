@@ -96,3 +96,9 @@ def test_a_comment_holding_a_lone_surrogate_is_answered_not_a_500(env: JiraEnv) 
     assert response.status_code == 200, response.text
     assert "not Unicode text" in response.json()["refused"], response.text
     assert env.pending(run_id).status is RequestStatus.PENDING
+    # an account id holding one (s31 F9): the group lookup sent it to Jira first, a 500
+    odd = env.send(env.comment(issue, "/approve", "557058:ev\ud800il", comment_id="7202"))
+    assert odd.status_code == 200 and "may not approve" in odd.json()["refused"], odd.text
+    refused = [e for e in env.hazel.audit(run_id=run_id) if e.action == "decision.refused"]
+    assert refused[-1].person == "jira:557058:ev\ufffdil", refused[-1]
+    assert env.pending(run_id).status is RequestStatus.PENDING
