@@ -142,30 +142,39 @@ def stamp(engine: Engine, revision: str) -> str | None:
         if not orphaned(engine, before):
             raise ValueError("the database has no Hazel tables: nothing to stamp; `hazel db upgrade` creates them "
                              "(nothing changed)")
-        if revision != HEAD and _has_head_schema(engine):
+        missing = _missing_from_head(engine)
+        if revision != HEAD and not missing:
             raise ValueError(f"the tables are those of revision {HEAD}, this Hazel's newest (every table and column "
                              f"it has is there), not {revision}'s: `hazel db stamp {HEAD}` (nothing changed)")
+        if revision == HEAD and missing:  # (s31 F6: recorded, then a LangGraph run failed on "no such column")
+            shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+            raise ValueError(f"the tables lack what revision {HEAD} has ({shown}): they are at an older revision; "
+                             "record the one they are at, the newest migration of the Hazel that last ran on it, "
+                             "then `hazel db upgrade` (nothing changed)")
         command.stamp(_config(engine), revision, purge=True)
     return before
 
 
-def _has_head_schema(engine: Engine) -> bool:
-    """Whether the database holds every table and column of ``HEAD``'s schema (``store.schema.metadata``): a
-    ``hazel db stamp`` of an older revision there was a typo that nothing in the CLI could undo (``db upgrade``
-    then failed on ``duplicate column``, ``db downgrade`` ran an older migration's downgrade on the newest
-    tables: a fresh-user finding, s30 F5). A database missing some of them may be at any older revision."""
+def _missing_from_head(engine: Engine) -> list[str]:
+    """The tables and columns (``table``, ``table.column``) of ``HEAD``'s schema (``store.schema.metadata``)
+    the database lacks; empty: it holds them all. A ``hazel db stamp`` of an older revision on a database that
+    lacks none was a typo that nothing in the CLI could undo (``db upgrade`` then failed on ``duplicate
+    column``, ``db downgrade`` ran an older migration's downgrade on the newest tables: a fresh-user finding,
+    s30 F5), and one of ``HEAD`` on a database that lacks some claimed columns it has not (s31 F6)."""
     from sqlalchemy import inspect
 
     from store.schema import metadata
 
     seen = inspect(engine)
     tables = set(seen.get_table_names())
+    missing: list[str] = []
     for table in metadata.sorted_tables:
         if table.name not in tables:
-            return False
-        if {c.name for c in table.columns} - {c["name"] for c in seen.get_columns(table.name)}:
-            return False
-    return True
+            missing.append(table.name)
+            continue
+        have = {c["name"] for c in seen.get_columns(table.name)}
+        missing += [f"{table.name}.{c.name}" for c in table.columns if c.name not in have]
+    return missing
 
 
 def _behind(current: str | None, head: str) -> str:

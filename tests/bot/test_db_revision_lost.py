@@ -74,3 +74,25 @@ def test_stamp_records_only_a_lost_revision(hostile, tmp_path, monkeypatch) -> N
     assert refused.exit_code == 1 and "the database has no Hazel tables: nothing to stamp" in refused.output, \
         refused.output
     assert hostile("db", "upgrade").exit_code == 0 and hostile("runs").exit_code == 0
+
+
+def test_stamp_of_the_newest_revision_on_older_tables_is_refused(hostile, tmp_path, monkeypatch) -> None:  # noqa: ANN001, F811
+    """A fresh-user finding (s31 F6): tables at 0008 whose revision row was lost took ``hazel db stamp 0009``
+    (what ``db current`` says this Hazel needs), and a LangGraph run then failed on ``no such column:
+    c.stamp``."""
+    from store.migrate import HEAD
+
+    path = tmp_path / "older.db"
+    monkeypatch.setenv("HAZEL_DATABASE_URL", f"sqlite:///{path}")
+    assert hostile("db", "upgrade").exit_code == 0
+    assert hostile("db", "downgrade", "0008").exit_code == 0
+    engine = create_engine(f"sqlite:///{path}")
+    with engine.begin() as conn:
+        conn.execute(text("DELETE FROM hazel_alembic_version"))
+    engine.dispose()
+    refused = hostile("db", "stamp", HEAD)
+    said = " ".join(refused.output.split())
+    assert refused.exit_code == 1 and f"the tables lack what revision {HEAD} has (hazel_lg_checkpoints.stamp): they " \
+        "are at an older revision" in said, refused.output
+    assert hostile("db", "stamp", "0008").exit_code == 0
+    assert hostile("db", "upgrade").exit_code == 0 and f"current {HEAD}" in hostile("db", "current").stdout
