@@ -286,6 +286,11 @@ def show_cmd(
             raise CliError(f"{failed}; --raw prints the value an edit replaces, the migrated one, which cannot be "
                            f"made (every decision is refused until then; `{common.command_prefix()} show {run.id}` "
                            f"shows the state as v{run.workflow_version} stored it)")
+        problem = shown[pending.id].problem if pending is not None and seq is None else None
+        if problem:  # (s31 F8: it printed a value no edit could replace, the whole state where a field was shown)
+            raise CliError(f"{problem}; --raw prints the value an edit replaces, and no edit can be made now "
+                           f"(`{common.command_prefix()} show {run.id}` shows the state as stored, `--seq "
+                           f"{run.head_seq} --raw` its JSON)")
         value = _shown_value(shown[pending.id] if pending is not None and seq is None else None, tree)
         sys.stdout.write(value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False))
         sys.stdout.write("\n")

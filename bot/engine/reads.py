@@ -358,7 +358,7 @@ class Reads:
         wf = target_workflow(self.registry, run)
         point, tree, failed = asked_at(wf, run, request, loaded)
         field = getattr(point, "show", None)
-        problem = _problem(wf, run, request, tree) if check and wf is not None and loaded is not None \
+        problem = _problem(self.registry, wf, run, request, tree) if check and loaded is not None \
             and failed is None and request.status.value == "pending" else None
         return Shown(field, tree.get(field) if field and isinstance(tree, dict) else tree,
                      tuple(getattr(point, "actions", ()) or ()), migration_error=failed, problem=problem)
@@ -421,17 +421,25 @@ class Reads:
             return tx.metrics.snapshot(now=now, age_bounds_sec=age_bounds_sec)
 
 
-def _problem(wf: Any, run: Run, request: SteeringRequest, tree: Any) -> str | None:
-    """``Shown.problem`` of ``request`` of ``run`` in ``wf``, the state tree at hand (migrated where it was)."""
+def _problem(registry: Any, wf: Any, run: Run, request: SteeringRequest, tree: Any) -> str | None:
+    """``Shown.problem`` of ``request`` of ``run`` in ``wf`` (None: no version here goes on with it), the state
+    tree at hand (migrated where it was)."""
     from bot.engine import lgraph
     from bot.engine.errors import RunStateError, VersionUnavailableError
-    from bot.engine.versions import decode_stored, point_in
+    from bot.engine.versions import decode_stored, point_in, resolve_workflow
 
+    if wf is None:  # (s31 F7: not deployed, and no deployed version migrates it: every decision is refused)
+        try:
+            resolve_workflow(registry, run)
+        except VersionUnavailableError as exc:
+            return f"{exc.message}: every decision on it is refused"
+        return None
     try:
         point_in(wf, request.point, run, tree=tree)
     except VersionUnavailableError as exc:
-        return f"{exc.message}: every decision on it is refused (deploy v{run.workflow_version} again beside " \
-               f"{wf.label}, or cancel the run)"
+        again = (f"deploy the definition of {wf.label} that has it" if wf.version == run.workflow_version
+                 else f"deploy v{run.workflow_version} again beside {wf.label}")
+        return f"{exc.message}: every decision on it is refused ({again}, or cancel the run)"
     if isinstance(wf, lgraph.LangGraphWorkflow):
         return None
     try:

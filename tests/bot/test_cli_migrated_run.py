@@ -372,3 +372,28 @@ def test_hazel_show_warns_of_a_state_that_no_longer_loads(cli, deploy) -> None: 
         warning
     assert warning.endswith("(an edit is refused; an approval, a rejection or feedback would be recorded and then "
                             "fail the run)"), warning
+
+
+NO_MIGRATION_V2 = V2.replace("@wf2.migration(from_version=1)\ndef m(tree):\n    return {**tree, \"owner\": \"migrated\"}\n",
+                             "")
+
+
+def test_hazel_show_warns_of_a_version_nothing_deployed_goes_on_with_and_raw_refuses(cli, deploy) -> None:  # noqa: ANN001
+    """Fresh-user findings (s31 F7, F8): no warning for a run whose version is not deployed and that no deployed
+    version migrates; ``--raw`` printed the whole state (no point to show) where a warning stood."""
+    assert "@wf2.migration" not in NO_MIGRATION_V2
+    run_id = waiting_v1_run(cli, deploy)
+    deploy("migrate_tplan_v2_none.py", NO_MIGRATION_V2)
+    [warning] = cli.json("show", run_id)["warnings"]
+    assert warning.startswith(f"run {run_id} is on workflow 'tplan' version 1, which is not deployed (deployed: v2) "
+                              "and no deployed version declares a migration from v1") and warning.endswith(
+        ": every decision on it is refused"), warning
+    refused = cli("show", run_id, "--raw", code=1)
+    assert refused.stderr.startswith(f"error: {warning}; --raw prints the value an edit replaces"), refused.stderr
+    deploy("migrate_tplan_v2_dropped.py", DROPPED_V2)
+    refused = cli("show", run_id, "--raw", code=1)
+    assert "which tplan v2 does not have as a steering point" in refused.stderr, refused.stderr
+    deploy("migrate_tplan_v1_dropped.py", V1.replace('wf.steer("review", show="plan", actions=["approve", "edit", '
+                                                      '"rewind"])\n', ""))
+    [warning] = cli.json("show", run_id)["warnings"]  # (the same version: not "deploy v1 again beside tplan v1")
+    assert warning.endswith("(deploy the definition of tplan v1 that has it, or cancel the run)"), warning
