@@ -306,23 +306,40 @@ def parse_command(text: str, *, own_words: bool = True) -> Command:
     return Command(word, rest.strip())
 
 
-_MARKS = (("{{", "}}"), ("*", "*"), ("_", "_"), ("+", "+"))
-"""Wiki markup's inline marks (monospace, bold, italic, underline) a command may be typed in: ``*/approve*``."""
+_MARKS = (("{{", "}}"), ("{*}", "{*}"), ("{_}", "{_}"), ("{+}", "{+}"), ("*", "*"), ("_", "_"), ("+", "+"),
+          ("??", "??"), ("^", "^"), ("~", "~"))
+"""Wiki markup's inline marks (monospace; bold, italic, underline, also in Jira's ``{*}`` form beside other
+characters; citation, superscript, subscript) a command may be typed in: ``*/approve*``, ``*_/approve_*``."""
 
 
 def _unmarked(text: str) -> str:
-    """``text`` without the inline wiki mark around a command that opens it (``*/approve*``, ``{{/approve}}``,
-    ``_/reject_ too risky``, ``*/reject too risky*``: the mark at its start, and its first closing on that
-    line), as a document's bold ``/approve`` reads (formatting dropped). The same command in wiki markup was
-    feedback, the run drafted again (a fresh-user finding, s30 F6). Struck-through text (``-/approve-``) is
-    not unwrapped: a struck command is not meant."""
-    opening = text.lstrip()
-    for start, end in _MARKS:
-        if opening.startswith(start + "/"):
-            first, newline, more = opening[len(start):].partition("\n")
-            at = first.find(end, 1)
-            return first[:at] + first[at + len(end):] + newline + more if at > 0 else text
-    return text
+    """``text`` without the inline wiki marks around a command that opens it (``*/approve*``, ``{{/approve}}``,
+    ``*_/approve_*``, ``_/reject_ too risky``, ``*/reject too risky*``: the marks at its start, and where each
+    closes on that line, before a space, the line's end or the mark around it), as a document's bold
+    ``/approve`` reads (formatting dropped). The same command in wiki markup was feedback, the run drafted again
+    (fresh-user findings, s30 F6, s31 F5); a mark closing inside a word (``*/appro*ve``) is no mark. Struck-through
+    text (``-/approve-``) is not unwrapped: a struck command is not meant."""
+    first, newline, more = text.lstrip().partition("\n")
+    ends: list[str] = []
+    while not first.startswith("/"):
+        mark = next(((start, end) for start, end in _MARKS if first.startswith(start)), None)
+        if mark is None:
+            return text
+        ends.append(mark[1])
+        first = first[len(mark[0]):]
+    for depth in range(len(ends) - 1, -1, -1):  # the innermost mark closes first
+        end, outer = ends[depth], ends[:depth]
+        at = 1
+        while True:
+            at = first.find(end, at)
+            if at < 0:
+                return text
+            after = first[at + len(end):]
+            if not after or after[0].isspace() or any(after.startswith(o) for o in outer):
+                break
+            at += 1
+        first = first[:at] + first[at + len(end):]
+    return first + newline + more if ends else text
 
 
 def split_rewind(argument: str) -> tuple[str, str | None]:

@@ -180,6 +180,12 @@ def test_signature_over_other_bytes_or_secret_fails() -> None:
     ("-/approve-", "feedback", "-/approve-", True),  # (struck through: not meant)
     ("*/etc/hosts* is not touched", "feedback", "*/etc/hosts* is not touched", True),
     ("*/approve", "feedback", "*/approve", True),  # (no closing mark: not a mark)
+    # nested, in Jira's {*} form, and the other inline marks (s31 F5); a mark closing inside a word is none
+    ("*_/approve_*", "approve", "", False),
+    ("{*}/approve{*}", "approve", "", False),
+    ("??/approve??", "approve", "", False),
+    ("_*/reject*_ too risky", "reject", "too risky", False),
+    ("*/appro*ve", "feedback", "*/appro*ve", True),
 ])
 def test_commands(text: str, action: str, argument: str, plain: bool) -> None:
     command = parse_command(text)
