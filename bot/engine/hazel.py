@@ -293,17 +293,21 @@ class Hazel(Reads, Requests, Links):
             found = frozenset(groups)
         person = self.people.person_of(channel, id, email=email)
         shown = name or None
-        if shown and channel in ("slack", "jira") and person.startswith(f"{channel}:") and self._a_persons(shown):
-            shown = f"{shown} ({channel.capitalize()} {id}, not the person {shown})"  # (s23 F8)
+        like = self._a_persons(shown) if shown and channel in ("slack", "jira") and person.startswith(
+            f"{channel}:") else None
+        if like is not None:
+            shown = f"{shown} ({channel.capitalize()} {id}, not the person {like})"  # (s23 F8, s31 F10)
         return Actor(id=id, channel=channel, name=shown, groups=found, person=person)
 
-    def _a_persons(self, name: str) -> bool:
-        """Whether ``name`` names a person of the people file, or a console or REST API name one claims: a
-        Slack or Jira identity no person claims whose channel name it is (a Slack user name, a Jira display
-        name: their users choose them) is shown with its id, so that history, pages and refusals never name
-        it as that person."""
-        return (self.people.get(name) is not None or self.people.person_of("console", name) != name
-                or self.people.named_like(name))
+    def _a_persons(self, name: str) -> str | None:
+        """The person ``name`` names or reads as (a person of the people file, or one whose console or REST
+        API name it is: ``People.named_like``), else None: a Slack or Jira identity no person claims whose
+        channel name it is (a Slack user name, a Jira display name: their users choose them) is shown with its
+        id and that person's name, so that history, pages and refusals never name it as that person."""
+        if self.people.get(name) is not None:
+            return nfc(name)
+        claimed = self.people.person_of("console", name)
+        return claimed if claimed != nfc(name) else self.people.named_like(name)
 
     def operator(self, *, acting_for: str | None = None) -> Actor:
         """The console operator (``HAZEL_OPERATOR``, else the login name); ``acting_for``: ``--as NAME``, the

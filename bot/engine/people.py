@@ -85,7 +85,7 @@ class People:
         self._claims: dict[tuple[str, str], str] = {}
         self._emails: dict[str, str] = {}
         self._matched: dict[tuple[str, str], str] = {}  # (channel, identity) -> person, once matched by email
-        self._folded: frozenset[str] | None = None  # names as ``named_like`` compares them, made when first asked
+        self._folded: dict[str, str] | None = None  # names as ``named_like`` compares them: their person
         for person in people:
             if person.name in self._people:
                 raise ConfigurationError(f"people file: {person.name!r} is defined twice")
@@ -178,15 +178,18 @@ class People:
     def get(self, name: str) -> Person | None:
         return self._people.get(nfc(name))
 
-    def named_like(self, name: str) -> bool:
-        """Whether ``name``, its case and spacing aside (``Priya``, ``priya `` for the person ``priya``), is a
-        person's name or a console or REST API name one claims: what a reader takes for that person (s30 F8:
-        only the exact name was shown as someone else's)."""
+    def named_like(self, name: str) -> str | None:
+        """The person ``name`` reads as, its case, spacing, width and invisible characters aside (``Priya``,
+        ``p r i y a``, ``ｐｒｉｙａ``, ``pri\u200bya`` for the person ``priya``): a person's name, or the
+        person whose console or REST API name it reads as; None when it reads as nobody's (s30 F8, s31 F10: only
+        the exact name was shown as someone else's). Letters of other scripts that look alike (a Cyrillic і) are
+        not caught."""
         if self._folded is None:
-            self._folded = frozenset(_folded(n) for n in (*self._people, *(identity for (channel, identity)
-                                                                           in self._claims
-                                                                           if channel in NAMED_CHANNELS)))
-        return _folded(name) in self._folded
+            self._folded = {_folded(n): n for n in self._people}
+            for (channel, identity), person in self._claims.items():
+                if channel in NAMED_CHANNELS:
+                    self._folded.setdefault(_folded(identity), person)
+        return self._folded.get(_folded(name))
 
     @property
     def has_emails(self) -> bool:
@@ -249,12 +252,12 @@ class People:
 
 
 def _folded(name: str) -> str:
-    """``name`` as ``People.named_like`` compares it: its words, single-spaced, case-folded, without
-    zero-width and format characters (``sam\u200b`` reads as ``sam``)."""
+    """``name`` as ``People.named_like`` compares it: in Unicode's compatibility form (NFKC: ``ｐｒｉｙａ`` is
+    ``priya``), case-folded, without spaces, zero-width and format characters (``p r i y a``, ``sam\u200b``)."""
     import unicodedata
 
-    visible = "".join(c for c in name if unicodedata.category(c) != "Cf")
-    return " ".join(visible.split()).casefold()
+    text = unicodedata.normalize("NFKC", name)
+    return "".join(c for c in text if not c.isspace() and unicodedata.category(c) != "Cf").casefold()
 
 
 def nfc(text: str) -> str:

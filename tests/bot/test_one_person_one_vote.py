@@ -506,11 +506,11 @@ def test_a_slack_user_with_a_persons_email_is_that_person(deploy) -> None:  # no
     assert refusal == (f"🚫 priya (Slack {OUTSIDER_SLACK}, not the person priya) may not approve at '{SIGN_OFF}': "
                        "only priya, alice may"), refusal
     assert d.refusals(run_id)[-1].person == f"slack:{OUTSIDER_SLACK}"
-    for name in ("Priya", "PRIYA ", "pri\u200bya"):  # (s30 F8: only the exact name was shown with the id)
-        before = len(d.slack.ephemerals_for(OUTSIDER_SLACK))
-        d.sender.click(OUTSIDER_SLACK, "approve", message, name=name)
+    for name in ("Priya", "PRIYA ", "pri\u200bya", "p r i y a", "\uff50\uff52\uff49\uff59\uff41"):
+        before = len(d.slack.ephemerals_for(OUTSIDER_SLACK))  # (s30 F8, s31 F10: only the exact name was shown
+        d.sender.click(OUTSIDER_SLACK, "approve", message, name=name)  # with the id; the mark named the lookalike)
         refusal = wait_for(lambda: d.slack.ephemerals_for(OUTSIDER_SLACK)[before:], "the refusal")[0]["text"]
-        assert f"(Slack {OUTSIDER_SLACK}, not the person " in refusal, refusal
+        assert f"(Slack {OUTSIDER_SLACK}, not the person priya) may not approve" in refusal, refusal
     # (s30 F3, F9: a NUL in a name failed every action of that person on PostgreSQL; a line break forged rows)
     d.sender.click(OUTSIDER_SLACK + "\n", "approve", message, name="bad\x00na\nme")
     refusal = d.ephemeral(OUTSIDER_SLACK + "\n", "may not approve")["text"]
