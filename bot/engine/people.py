@@ -248,6 +248,9 @@ class People:
             claimed = self._claims.get((channel, name))
             if claimed is not None:
                 return claimed
+        channel, sep, identity = name.partition(":")  # ``slack:U…``, ``jira:…``: an identity's person by its key
+        if sep and channel in ("slack", "jira"):  # (s31 F11: recorded as ``slack:U…`` though the file names her)
+            return self._claims.get((channel, identity), name)
         return name
 
 

@@ -288,7 +288,10 @@ def refusal(point: SteeringPoint, action: str, actor: Actor, run: Run | None, pe
         who = who_may(lists, people)
         also = ", or who started the run" if action == Action.REWIND.value else ""
         verb = "give feedback" if action == Action.FEEDBACK.value else action  # (not "may not feedback")
-        return f"{actor.label} may not {verb} at {point.title!r}: only {who} may{also}"
+        proxy = (" (the console operator as itself, without --as: acting for someone takes their right)"
+                 if actor.acting_for is not None and actor.channel == "console" and any(
+                     operator_counts(a) for a in lists) else "")  # (s31 F12: "only …, the console operator may")
+        return f"{actor.label} may not {verb} at {point.title!r}: only {who} may{also}{proxy}"
     if action in APPROVING and not point.allow_self_approval and run is not None and started_it(run, actor):
         starter = run.started_by_person or run.started_by
         return (f"{actor.label} may not {action} at {point.title!r}: {starter} started this run "

@@ -380,8 +380,10 @@ def test_the_console_acting_for_someone_needs_their_right_not_the_operators(db_u
     hazel = make_hazel(db_url, wf)
     run = hazel.start(workflow="slack-only", input={}, actor=person("dan"))
     hazel.drive(run_id=run.id)
-    with pytest.raises(NotAllowedError, match="for mallory may not approve at 'P'"):
+    with pytest.raises(NotAllowedError, match="for mallory may not approve at 'P'") as refused:
         hazel.decide(run_id=run.id, action="approve", actor=hazel.operator(acting_for="mallory"))
+    assert str(refused.value).endswith("the console operator may (the console operator as itself, without --as: "
+                                       "acting for someone takes their right)"), str(refused.value)
     assert hazel.decisions(run_id=run.id) == []
     outcome = hazel.decide(run_id=run.id, action="approve", actor=hazel.operator())  # (the operator's own)
     assert outcome.decision.actor_id == hazel.operator().id and outcome.decision.person == hazel.operator().who

@@ -484,6 +484,14 @@ def test_the_operator_name_blank_is_the_login_name_and_hazels_own_names_are_refu
             Settings(HAZEL_OPERATOR=reserved)
 
 
+def test_as_a_channel_identity_key_is_the_person_the_file_makes_of_it() -> None:
+    """A fresh-user finding (s31 F11): ``--as slack:U0000000001`` was recorded as ``slack:U0000000001`` though
+    the people file makes priya of that Slack id (her vote counted, the texts named the key)."""
+    people = People.from_dict({"people": {"priya": {"slack": ["U0000000001"], "jira": ["557058:p"]}}})
+    assert people.person_named("slack:U0000000001") == people.person_named("jira:557058:p") == "priya"
+    assert people.person_named("slack:U0000000009") == "slack:U0000000009"  # (nobody's: the identity's own)
+
+
 def test_names_are_compared_in_their_composed_form() -> None:
     """A fresh-user finding (s30 F13): ``José`` typed as ``e`` and a combining accent (one keyboard, a macOS
     file name) and as one character (another) were two people: ``José may not approve at 'P': only José may``,
