@@ -260,15 +260,15 @@ def _refuse_left_out(wf: Workflow, shown: Any, field: str | None, value: Any, ed
         EmptyEditError: ``the edit leaves out field 'n': a whole-state edit gives every field, and it would go
             back to its default`` (``… fields 'name' of 'cfg', 'tags' of 'cfg': an edit of 'cfg' …``).
     """
-    if field is None:
-        model: Any = wf.state
-        after: Any = edited.model_dump(mode="json")
-    else:
-        declared = getattr(wf.state, "model_fields", {}).get(field)
-        model = _model_of(getattr(declared, "annotation", None))
-        after = edited.model_dump(mode="json").get(field)
+    declared = getattr(wf.state, "model_fields", {}).get(field) if field is not None else None
+    model: Any = wf.state if field is None else _model_of(getattr(declared, "annotation", None))
     if model is None:
         return
+    try:
+        after: Any = edited.model_dump(mode="json")
+    except (ValueError, RecursionError):  # (nested past what JSON can hold: refused by the state's own check,
+        return  # ``limits.state_tree``, after this)
+    after = after if field is None else after.get(field)
     reset = _left_out(model, shown, value, after, "" if field is None else f"{field}.")
     if reset:
         what = ("field " if len(reset) == 1 else "fields ") + ", ".join(
