@@ -118,6 +118,7 @@ def superstep(wf: Any, state: Any, ctx: StepContext) -> Any:
             else:  # a new checkpoint after the one rewound to (its old nodes' writes stay on the old branch)
                 config = graph.update_state(_with(config, fence, meta), state.lg_update or None)
         elif state.lg_resume:
+            _refuse_unheard(wf, ctx, state, latest)
             inp = Command(resume=state.lg_resume)
         for _ in graph.stream(inp, _with(config, fence, meta), stream_mode="updates", interrupt_after="*",
                              durability="sync"):
@@ -157,6 +158,24 @@ def _refuse_lost(graph: Any, ctx: StepContext, pointer: str, latest: Any) -> Non
         f"more (a checkpointer that keeps threads in one process, such as InMemorySaver, loses them to other "
         f"processes and restarts; HazelSaver.delete_thread and prune delete them): LangGraph would start the "
         f"graph again from its beginning; rewind the run to checkpoint #0 to run it again from its input")
+
+
+def _refuse_unheard(wf: Any, ctx: StepContext, state: Any, latest: Any) -> None:
+    """Raise ``StepContractError`` (the run fails at once, not retried) when an answer the run resumes with
+    (``state.lg_resume``: ``{interrupt id: value}``) belongs to an interrupt no task of the graph waits on at the
+    checkpoint it goes on from (``latest``, when it is that checkpoint): its node is not in the graph deployed
+    any more (renamed or removed under the same version). LangGraph then ran nothing and the run completed as if
+    the answer had been taken (a fresh-user finding, s32 F1)."""
+    config = (getattr(latest, "config", None) or {}).get("configurable", {})
+    if config.get("checkpoint_id") != state.lg_checkpoint:
+        return  # (another checkpoint: nothing read here to tell by)
+    waiting = {i.id for task in getattr(latest, "tasks", ()) for i in getattr(task, "interrupts", ())}
+    if set(state.lg_resume) <= waiting:
+        return
+    raise StepContractError(
+        f"the answer run {ctx.run_id} resumes with reaches no node: the graph deployed as {wf.label} has no task "
+        "waiting on it (the node that asked renamed or removed under the same version?); deploy the graph the run "
+        "was written with, or rewind the run, or cancel it")
 
 
 def _with(config: dict[str, Any], fence: dict[str, str], meta: dict[str, Any]) -> dict[str, Any]:

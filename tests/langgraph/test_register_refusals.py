@@ -74,3 +74,41 @@ def test_a_resume_whose_graph_checkpoint_is_gone_fails_without_running_the_graph
     assert f"the graph checkpoint run {run.id} goes on from (" in failed.error, failed.error
     assert "LangGraph would start the graph again from its beginning; rewind the run to checkpoint #0" in failed.error
     assert seen == ["draft", "review"]  # no node ran again
+
+
+def _renamed_review_graph():
+    """``review_graph`` with its node ``review`` renamed ``check`` (the same steer, the same routes)."""
+    from langgraph.graph import END, START, StateGraph
+
+    from tests.langgraph.graphs import ReviewState
+
+    old = review_graph()
+    g = StateGraph(ReviewState)
+    for name in ("draft", "revise", "publish"):
+        g.add_node(name, old.builder.nodes[name].runnable)
+    g.add_node("check", old.builder.nodes["review"].runnable)
+    g.add_edge(START, "draft")
+    g.add_edge("draft", "check")
+    g.add_conditional_edges("check", lambda s: "publish" if not s["log"][-1].startswith("feedback") else "revise",
+                            ["revise", "publish", END])
+    g.add_edge("revise", "check")
+    g.add_edge("publish", END)
+    return g.compile()
+
+
+def test_an_answer_to_a_node_the_graph_deployed_no_longer_has_fails_the_run(db_url: str) -> None:
+    """A fresh-user finding (s32 F1): the node a run's interrupt waits in, renamed under the same version; the
+    approval was recorded, LangGraph ran nothing, and the run completed as if the answer had been taken."""
+    hz = make_hazel(db_url, workflow(review_graph()))
+    run = hz.start(workflow="lg-review", input={"topic": "tides"}, actor=person("olga"))
+    hz.drive(run_id=run.id)
+    assert hz.pending_request(run_id=run.id) is not None
+    renamed = make_hazel(db_url, workflow(_renamed_review_graph()))  # (the code changed, its version did not)
+    renamed.decide(run_id=run.id, action="approve", actor=person("olga"))
+    renamed.drive(run_id=run.id)
+    failed = renamed.get(run_id=run.id)
+    assert failed.status is RunStatus.FAILED, failed
+    assert failed.error.startswith(f"StepContractError: the answer run {run.id} resumes with reaches no node: the "
+                                   "graph deployed as "
+                                   "lg-review v1 has no task waiting on it"), failed.error
+    assert failed.attempt == 1  # (not retried: it fails the same way every time)
