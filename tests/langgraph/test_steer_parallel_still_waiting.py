@@ -143,3 +143,17 @@ def test_the_run_page_says_what_the_run_still_waits_on(db_url):
         assert answer.status_code == 303, answer.text
         flash = re.search(r'<p class="flash"[^>]*>([^<]*)</p>', client.get(f"/runs/{run.id}").text).group(1)
         assert "Approved as operator olga for alice" in flash and _still(security) in flash, flash
+
+
+def test_a_quorum_vote_that_does_not_settle_says_what_else_the_run_waits_on(db_url):
+    """A fresh-user finding (s32 F4): a vote that leaves its request waiting for more answered ``still_pending:
+    []`` while the run waited on its other interrupts too."""
+    hz = make_hazel(db_url, workflow(pair_graph(), name="lg-pair-quorum", approvals_required=2,
+                                     approvers=Approvers(users=["ana", "bob"])))
+    run = hz.start(workflow="lg-pair-quorum", input={"topic": "launch"}, actor=person("olga"))
+    hz.drive(run_id=run.id)
+    legal, security = hz.pending_requests_of(run_id=run.id)
+    vote = hz.decide(run_id=run.id, action="approve", actor=person("ana"), request_id=legal.id, delivery_id="d-1")
+    assert not vote.settled and [r.id for r in vote.still_pending] == [security.id], vote
+    again = hz.decide(run_id=run.id, action="approve", actor=person("ana"), request_id=legal.id, delivery_id="d-1")
+    assert again.duplicate and [r.id for r in again.still_pending] == [security.id], again  # (the same delivery)

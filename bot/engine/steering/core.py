@@ -349,7 +349,7 @@ class SteeringCore:
             settled = request is None or (request.status is not RequestStatus.PENDING
                                           and self._settled_by(tx, request, earlier))
             still: tuple[SteeringRequest, ...] = ()
-            if settled and request is not None and run is not None:  # ([] for a native workflow: no query)
+            if request is not None and run is not None:  # ([] for a native workflow: no query)
                 still = tuple(pending_siblings(tx, target_workflow(self.registry, run), request))
             written = tx.checkpoints.of_decision(earlier.run_id, earlier.id) if settled else None
         return DecisionOutcome(decision=earlier, request=request, settled=settled,

@@ -354,9 +354,10 @@ class Deciding(SteeringCore):
         decision = Decision(id=decision_id, run_id=run.id, request_id=request.id, action=Action(action),
                             actor_id=actor.id, actor_name=actor.name, channel=actor.channel, payload=payload,
                             created_at=now, delivery_id=delivery_id, person=actor.who, acting_for=actor.acting_for)
-        if not settled:
+        if not settled:  # a vote: the request waits for more, and so do a graph's other interrupts (s32 F4)
+            others = tuple(lgraph.pending_siblings(tx, wf, request))
             return lambda: DecisionOutcome(decision=decision, request=after, settled=False,
-                                           run_status=RunStatus.WAITING)
+                                           run_status=RunStatus.WAITING, still_pending=others)
         if isinstance(wf, lgraph.LangGraphWorkflow):  # a graph's interrupts: resumed once all are answered
             routed = wf.route_decision(tx, run=run, request=request, tree=head.tree, action=action, actor=actor,
                                        payload=payload)
