@@ -120,9 +120,17 @@ def superstep(wf: Any, state: Any, ctx: StepContext) -> Any:
         elif state.lg_resume:
             _refuse_unheard(wf, ctx, state, latest)
             inp = Command(resume=state.lg_resume)
-        for _ in graph.stream(inp, _with(config, fence, meta), stream_mode="updates", interrupt_after="*",
-                             durability="sync"):
-            pass
+        try:
+            for _ in graph.stream(inp, _with(config, fence, meta), stream_mode="updates", interrupt_after="*",
+                                 durability="sync"):
+                pass
+        except TypeError as exc:  # the checkpointer's serializer: the same every time, so not retried (s32 F3:
+            if "serializable" not in str(exc):  # three tries, each running the node again, then LangGraph's words)
+                raise
+            raise StepContractError(
+                f"the graph wrote a value its checkpointer cannot store ({exc}): an integer past 64 bits, or an "
+                "object that is not plain data, in a node's update or an interrupt()'s value; convert it (a string, "
+                "a dict) in the node") from None
         latest = graph.get_state({"configurable": thread})
     pointer = latest.config["configurable"]["checkpoint_id"]
     asks: dict[str, dict[str, Any]] = {}

@@ -112,3 +112,34 @@ def test_an_answer_to_a_node_the_graph_deployed_no_longer_has_fails_the_run(db_u
                                    "graph deployed as "
                                    "lg-review v1 has no task waiting on it"), failed.error
     assert failed.attempt == 1  # (not retried: it fails the same way every time)
+
+
+def test_an_interrupt_value_the_checkpointer_cannot_store_fails_the_run_at_once(db_url: str) -> None:
+    """A fresh-user finding (s32 F3): ``interrupt(2**70)`` failed the run after three tries (each running the
+    node again) with LangGraph's ``Type is not msgpack serializable: Interrupt``."""
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.types import interrupt
+
+    class S(TypedDict, total=False):
+        topic: str
+
+    ran: list[str] = []
+
+    def ask(state: S) -> dict:
+        ran.append("ask")
+        interrupt(2 ** 70)
+        return {}
+
+    g = StateGraph(S)
+    g.add_node("ask", ask)
+    g.add_edge(START, "ask")
+    g.add_edge("ask", END)
+    hz = make_hazel(db_url, workflow(g.compile(), name="lg-big", max_attempts=3, backoff_sec=0.01))
+    run = hz.start(workflow="lg-big", input={"topic": "x"}, actor=person("olga"))
+    hz.drive(run_id=run.id)
+    failed = hz.get(run_id=run.id)
+    assert failed.status is RunStatus.FAILED and failed.attempt == 1 and ran == ["ask"], (failed, ran)
+    assert "the graph wrote a value its checkpointer cannot store (" in failed.error, failed.error
+    assert "an integer past 64 bits" in failed.error
