@@ -371,3 +371,10 @@ class DecisionRepo:
     def for_run(self, run_id: str) -> list[Decision]:
         rows = self.conn.execute(select(decisions).where(decisions.c.run_id == run_id).order_by(decisions.c.id))
         return [_decision(r) for r in rows]
+
+    def newest_id(self, run_id: str) -> int:
+        """The id of the run's newest decision (0: none), through ``ix`` on ``run_id``."""
+        from sqlalchemy import func
+
+        return self.conn.execute(select(func.max(decisions.c.id)).where(decisions.c.run_id == run_id)
+                                 ).scalar_one() or 0

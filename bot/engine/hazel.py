@@ -539,7 +539,7 @@ class Hazel(Reads, Requests, Links):
     def rewind(self, *, run_id: str, actor: Actor, to: int | str | None, feedback: str | None = None,
                edits: dict[str, Any] | None = None, request_id: int | None = None,
                delivery_id: str | None = None, claim: bool = False, allow_empty: bool = False,
-               expect_head: int | None = None) -> DecisionOutcome:
+               expect_head: int | None = None, expect_decision: int | None = None) -> DecisionOutcome:
         """Fork the run from checkpoint ``to`` (a number, or a step name: just before it ran), optionally with
         ``feedback`` for the next step and state ``edits`` (an edit leaving a field or an entry empty or blank
         is refused unless ``allow_empty``, as an edit's). One transaction (``bot.engine.steering.rewind``).
@@ -550,6 +550,9 @@ class Hazel(Reads, Requests, Links):
         one by the time the rewind's transaction locks the run, nothing is written and the rewind is refused
         (``AlreadyDecidedError``: ``the run changed since this page was loaded (it is now at #7, waiting, not
         #3; last rewound to #0 by sam at …): reload the page``). None (the default): not checked.
+        ``expect_decision``: the id of the run's newest decision the caller showed (0: none); a newer one (a
+        quorum's vote, a decision on one of a graph's parallel requests: neither writes a checkpoint) refuses
+        the rewind the same way (s32 F7: a page's stale rewind discarded bob's edit unseen).
 
         Raises:
             RunNotFoundError, CheckpointNotFoundError, NotAllowedError (also: edits the person may not make
@@ -558,7 +561,8 @@ class Hazel(Reads, Requests, Links):
         """
         outcome = self.steering.rewind(run_id, actor, to=to, feedback=feedback, edits=edits,
                                        request_id=request_id, delivery_id=delivery_id, claim=claim,
-                                       allow_empty=allow_empty, expect_head=expect_head)
+                                       allow_empty=allow_empty, expect_head=expect_head,
+                                       expect_decision=expect_decision)
         return self._keep(outcome)
 
     def rewind_target(self, *, run_id: str, to: int | str | None) -> int:

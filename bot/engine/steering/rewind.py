@@ -41,7 +41,7 @@ class Rewinding(SteeringCore):
     def rewind(self, run_id: str, actor: Actor, *, to: int | str | None, feedback: str | None = None,
                edits: dict[str, Any] | None = None, request_id: int | None = None,
                delivery_id: str | None = None, claim: bool = False, allow_empty: bool = False,
-               expect_head: int | None = None) -> DecisionOutcome:
+               expect_head: int | None = None, expect_decision: int | None = None) -> DecisionOutcome:
         """Fork the run from an earlier checkpoint: ``to`` is a sequence number, or a node name (the latest
         checkpoint on the current branch from which that node runs next). ``feedback`` goes to the node that
         runs next (to the steering point's feedback step when the target waits at one); without it, the node
@@ -72,7 +72,7 @@ class Rewinding(SteeringCore):
         try:
             with self.store.transaction() as tx:
                 outcome = self._rewind(tx, run_id, actor, to, feedback, edits, request_id, delivery_id, claim,
-                                       allow_empty, expect_head)
+                                       allow_empty, expect_head, expect_decision)
         except Refused as refused:
             raise self.not_allowed(refused, actor=actor, action="rewind") from None
         except AlreadyDecidedError as error:  # (the transaction rolled back; the refusal is audited on its own)
@@ -99,7 +99,8 @@ class Rewinding(SteeringCore):
 
     def _rewind(self, tx: Tx, run_id: str, actor: Actor, to: int | str | None, feedback: str | None,
                 edits: dict[str, Any] | None, request_id: int | None, delivery_id: str | None,
-                claim: bool, allow_empty: bool, expect_head: int | None = None) -> DecisionOutcome:
+                claim: bool, allow_empty: bool, expect_head: int | None = None,
+                expect_decision: int | None = None) -> DecisionOutcome:
         seq_to = _seq(to)
         with tx.pipeline():  # PostgreSQL: the run (locked), its pending request, the target and an id at once
             run_later = tx.runs.get_later(run_id, for_update=True)
@@ -129,6 +130,8 @@ class Rewinding(SteeringCore):
         if request is not None and request_id is None:  # (several at once: a LangGraph super-step's)
             request = self._rewinding_request(tx, wf, run, request, actor)
         seen = expect_head if expect_head is not None and run.head_seq != expect_head else None  # (moved on)
+        if seen is None and expect_decision is not None and tx.decisions.newest_id(run.id) > expect_decision:
+            seen = run.head_seq  # (decided since without a checkpoint of its own: a vote, one of parallel requests)
         try:
             reason = self._rewind_refusal(wf, run, request, actor, tx)
         except InvalidDecisionError:  # (where the run waits now allows no rewind: the page is stale first)
@@ -253,7 +256,8 @@ class Rewinding(SteeringCore):
         """The refusal of a rewind sent from a view of ``run`` at head ``seen`` after the run moved on: where
         it is now and the last decision (who, what, when), if any."""
         last = max(tx.decisions.for_run(run.id), key=lambda d: d.id, default=None)
-        now = f"it is now at #{run.head_seq}, {run.status.value}, not #{seen}"
+        now = (f"it is still at #{seen}, {run.status.value}" if seen == run.head_seq else
+               f"it is now at #{run.head_seq}, {run.status.value}, not #{seen}")
         if last is not None:
             what = past_tense(last.action.value) + (f" to #{last.payload.get('to')}"
                                                     if last.action is Action.REWIND else "")

@@ -48,6 +48,9 @@ class RunPage:
     request_of: dict[int, SteeringRequest] = field(default_factory=dict)
     waiting: list["Waiting"] = field(default_factory=list)
     """Every request the run waits on, oldest first (``pending`` and ``access``: the first's)."""
+    last_decision: int = 0
+    """The id of the run's newest decision (0: none): the rewind form sends it, so that a decision since that
+    wrote no checkpoint (a vote, one of parallel requests) still makes the page stale (s32 F7)."""
 
 
 @dataclass
@@ -78,7 +81,8 @@ def run_page(hazel: "Hazel", run_id: str, actor: "Actor | None", *, page: int = 
                    line=line_of(checkpoints, run.head_seq), gaps_before=set(window.gaps))
     shown = RunPage(run=run, window=window, targets=history.rewind_targets(checkpoints, head_seq=run.head_seq),
                     decisions=decisions[-DECISION_ROWS:], decisions_total=len(decisions), requests=requests,
-                    graph=graph, request_of={r.id: r for r in requests})
+                    graph=graph, request_of={r.id: r for r in requests},
+                    last_decision=max((d.id for d in decisions), default=0))
     for pending in (r for r in requests if r.status.value == "pending"):  # several: parallel LangGraph nodes
         view = hazel.request_view(request_id=pending.id)
         shown.waiting.append(Waiting(view, hazel.access(request_id=pending.id, actor=actor) if actor is not None

@@ -465,12 +465,13 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
     @guarded
     def rewind(request: Request, run_id: str, head: FormHead, to: FormSeq = None, here: FormSeq = None,
                csrf: Annotated[str, Form()] = "", request_id: FormId = None, feedback: Annotated[str, Form()] = "",
-               nonce: Annotated[str, Form(max_length=64)] = "") -> Response:
+               nonce: Annotated[str, Form(max_length=64)] = "", decided: FormSeq = None) -> Response:
         """A rewind from the page's one rewind form: to checkpoint ``here`` when a row's "rewind here" button
         sent it (a button of that form: only the one clicked is sent), else ``to`` (the form's checkpoint
         field); neither answers 422 ``to: Field required``. ``head``: the head checkpoint the page
         showed, required (the engine refuses the rewind when the run has moved on since: ``Hazel.rewind``'s
-        ``expect_head``; a form without it skipped that check)."""
+        ``expect_head``; a form without it skipped that check); ``decided``: the newest decision it showed
+        (``expect_decision``: a vote or a decision on one of parallel requests writes no checkpoint)."""
         to = here if here is not None else to
         if to is None:
             raise RequestValidationError([{"type": "missing", "loc": ("body", "to"), "msg": "Field required"}])
@@ -478,7 +479,7 @@ def web_router(hazel: "Hazel", settings: Settings) -> APIRouter:
         try:
             outcome = hazel.rewind(run_id=run_id, actor=actor, to=to,  # an empty field: no feedback; one of
                                    feedback=typed(feedback) if feedback else None,  # blanks: refused as blank
-                                   request_id=request_id, expect_head=head,
+                                   request_id=request_id, expect_head=head, expect_decision=decided,
                                    delivery_id=form_delivery(actor.id, nonce, request_id, f"rewind:{to}"))
         except HazelError as exc:
             return failed(request, session, run_id, exc)

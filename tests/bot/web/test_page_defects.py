@@ -275,3 +275,48 @@ def test_a_stale_form_shows_the_page_as_the_signed_in_person(served: Served, cli
     csrf = view_only.csrf("/login")
     refused = view_only.post(f"/runs/{served.run_id}/decide", data={"action": "approve", "csrf": csrf})
     assert refused.status_code == 403 and "Sign in" in refused.text  # a view-only link is offered the sign-in
+
+
+def test_a_vote_since_the_page_was_loaded_makes_its_rewind_stale(db_url: str) -> None:
+    """A fresh-user finding (s32 F7, HIGH): a decision that writes no checkpoint (a quorum's vote; one of a
+    graph's parallel requests) left the run's head where it was, so a page loaded before it rewound the run,
+    and the decision was discarded on the old branch unseen. The form sends the newest decision it showed."""
+    from pydantic import BaseModel
+
+    from bot.inbound.web import web_router
+    from bot.server.http import create_app
+    from hazel import Approvers, StepContext, Workflow
+    from tests.bot.web.conftest import Browserless
+    from tests.bot.web.scenario import web_settings
+    from tests.support.engine import make_hazel
+    from tests.support.live import LiveServer
+
+    class S(BaseModel):
+        text: str = ""
+
+    wf = Workflow("two-say", version=1, state=S)
+
+    @wf.step
+    def write(state: S, ctx: StepContext) -> S:
+        return S(text="a draft")
+
+    wf.steer("sign", show="text", actions=["approve", "rewind"], approvals_required=2,
+             approvers=Approvers(users=["alice", "bob"]))
+    hazel = make_hazel(db_url, wf)
+    run = hazel.start(workflow="two-say", input={}, actor=as_api(hazel, "olga"))
+    hazel.drive(run_id=run.id)
+    with LiveServer(create_app(hazel, routers=[web_router(hazel, web_settings())])) as server:
+        client = Browserless(server.url)
+        sign_in(client, ALICE)
+        form = rewind_forms(client.get(f"/runs/{run.id}").text)["0"]
+        assert form["decided"] == "0", form
+        vote = hazel.decide(run_id=run.id, action="approve", actor=as_api(hazel, "bob"))  # 1 of 2: no checkpoint
+        assert not vote.settled and hazel.get(run_id=run.id).head_seq == int(form["head"])
+        stale = client.post(f"/runs/{run.id}/rewind", data=form)
+        assert stale.status_code == 409, stale.text
+        assert (f"the run changed since this page was loaded (it is still at #{form['head']}, waiting; last "
+                "approved by bob") in text_of(stale), text_of(stale)
+        assert [d.actor_id for d in hazel.decisions(run_id=run.id)] == ["bob"]  # his vote stands
+        fresh = rewind_forms(client.get(f"/runs/{run.id}").text)["0"]
+        assert fresh["decided"] == str(vote.decision.id)
+        assert client.post(f"/runs/{run.id}/rewind", data=fresh).status_code == 303  # (seen: taken)
