@@ -651,9 +651,13 @@ class Settings(BaseSettings):
     def _hook_urls(cls, value: str) -> str:
         """Comma-separated http(s) URLs with a host; a URL that is not one is named as given (without its
         credentials or query)."""
+        seen: set[str] = set()
         for url in (u.strip() for u in value.split(",")):
             if url and not _http_url(url):
                 raise ValueError(f"{_url_shown(url)!r} is not an http(s) URL")
+            if url and url in seen:  # (s32 F8: every event went to it twice, under two delivery ids)
+                raise ValueError(f"{_url_shown(url)!r} is listed twice: each URL must appear once")
+            seen.add(url)
         return value
 
     @field_validator("log_format", mode="before")

@@ -133,6 +133,10 @@ def _graph_problems(graph: Any) -> list[str]:
                        f"static breakpoints; call interrupt() or hazel.langgraph.steer() in the node where a "
                        f"person must decide, and compile without {option}")
     saver = getattr(graph, "checkpointer", None)
+    if saver is True:  # (a subgraph's setting: every run failed at its first step, s32 F6)
+        out.append("its graph is compiled with checkpointer=True, which LangGraph takes for subgraphs only (a root "
+                   "graph fails at its first step); compile it without a checkpointer (Hazel gives it a HazelSaver "
+                   "on its own database) or with a durable one")
     from langgraph.checkpoint.memory import InMemorySaver  # (MemorySaver is its old name; subclasses too: s29 F5)
 
     if isinstance(saver, InMemorySaver):

@@ -162,6 +162,9 @@ def test_url_settings_are_refused_at_start_naming_the_value_as_given(cli, monkey
     monkeypatch.setenv("HAZEL_HOOK_URLS", "https://hooks.example.com/h,ftp://me:pw@files.example.com/x?key=k")
     assert cli("runs", code=1).stderr == \
         "error: invalid settings: HAZEL_HOOK_URLS: 'ftp://files.example.com/x?…' is not an http(s) URL\n"
+    monkeypatch.setenv("HAZEL_HOOK_URLS", "https://hooks.example.com/h, https://hooks.example.com/h")  # (s32 F8)
+    assert cli("runs", code=1).stderr == ("error: invalid settings: HAZEL_HOOK_URLS: 'https://hooks.example.com/h' "
+                                          "is listed twice: each URL must appear once\n")
     monkeypatch.delenv("HAZEL_HOOK_URLS")
     monkeypatch.setenv("HAZEL_BASE_URL", "https://hazel.example.com/#access_token=t0ken")
     assert cli("runs", code=1).stderr == ("error: invalid settings: HAZEL_BASE_URL: must be the site's URL without a "

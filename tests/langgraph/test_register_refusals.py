@@ -143,3 +143,12 @@ def test_an_interrupt_value_the_checkpointer_cannot_store_fails_the_run_at_once(
     assert failed.status is RunStatus.FAILED and failed.attempt == 1 and ran == ["ask"], (failed, ran)
     assert "the graph wrote a value its checkpointer cannot store (" in failed.error, failed.error
     assert "an integer past 64 bits" in failed.error
+
+
+def test_a_graph_compiled_with_checkpointer_true_is_refused() -> None:
+    """A fresh-user finding (s32 F6): taken at load, every run failed at its first step (``checkpointer=True
+    cannot be used for root graphs``)."""
+    with pytest.raises(WorkflowDefinitionError) as refused:
+        Registry().add(workflow(review_graph().builder.compile(checkpointer=True), name="lg-true"))
+    assert "its graph is compiled with checkpointer=True, which LangGraph takes for subgraphs only" \
+        in str(refused.value), str(refused.value)
