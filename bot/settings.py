@@ -81,9 +81,13 @@ def _sqlite_query(url: str) -> None:
 
 
 def _http_url(url: str) -> bool:
-    """Whether ``url`` is an http(s) URL with a host (and, if it has one, a valid port)."""
+    """Whether ``url`` is an http(s) URL with a host (and, if it has one, a valid port), holding no character a
+    URL cannot hold as it is (RFC 3986: a space, a control character, ``<>"\\{}|^```): ``https://exa mple.com``
+    and ``https://example.com\\evil`` (which browsers open as ``/evil``) made links that could not work (s32 F9)."""
     from urllib.parse import urlsplit
 
+    if re.search(r'[\x00-\x20\x7f<>"\\{}|^`]', url):
+        return False
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 (raises ValueError for a port that is not a number from 0 to 65535)

@@ -155,6 +155,10 @@ def test_url_settings_are_refused_at_start_naming_the_value_as_given(cli, monkey
     monkeypatch.setenv("HAZEL_BASE_URL", "notaurl")
     assert cli("link", run_id, code=1).stderr == ("error: invalid settings: HAZEL_BASE_URL: must be an http(s) URL "
                                                   "such as https://hazel.example.com, not 'notaurl'\n")
+    for unusable in ("https://exa mple.com", "https://a<b>.com", "https://example.com\\evil"):  # (s32 F9)
+        monkeypatch.setenv("HAZEL_BASE_URL", unusable)
+        assert cli("link", run_id, code=1).stderr == ("error: invalid settings: HAZEL_BASE_URL: must be an http(s) "
+                                                      f"URL such as https://hazel.example.com, not {unusable!r}\n")
     monkeypatch.setenv("HAZEL_BASE_URL", "https://hazel.example.com/")
     assert "https://hazel.example.com/runs/" in cli("link", run_id).stdout
     monkeypatch.setenv("HAZEL_HOOK_URLS", "hello")
