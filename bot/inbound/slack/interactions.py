@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 from typing import Any, Callable
 
 from slack_bolt import App
@@ -54,6 +55,10 @@ from integrations.slack.directory import DirectoryError
 from store.models import Actor, RequestView, plain_mentions, still_waiting_text
 
 log = logging.getLogger("hazel.slack")
+ACK_WITHIN_SEC = 2.0
+"""An approve click is acknowledged once its decision is recorded, or after this long, whichever comes first:
+Slack shows the person an error past 3 s, and Bolt answers 404 (``didn't call ack()``) when no listener has
+acknowledged by then (seen in CI under load). The person hears the outcome in the message and an ephemeral."""
 
 BUTTON = re.compile(r"^hazel_(approve|edit|reject|feedback|rewind)$")
 SUBMISSION = re.compile(r"^hazel_(edit|reject|feedback|rewind)$")
@@ -78,6 +83,7 @@ class Clicks:
     def __init__(self, bridge: SlackBridge, body: dict[str, Any], client: Any, *, retried: bool,
                  ack: Callable[..., Any] | None = None) -> None:
         self._ack = ack
+        self._ack_lock = threading.Lock()
         self.recorded = False
         """The click's decision is recorded (its answer may still fail to reach the person)."""
         self.bridge = bridge
@@ -96,8 +102,9 @@ class Clicks:
         self._views: dict[tuple[str, int], RequestView | None] = {}
 
     def ack(self) -> None:
-        """Acknowledge the click to Slack (HTTP 200), once."""
-        ack, self._ack = self._ack, None
+        """Acknowledge the click to Slack (HTTP 200), once (from this thread, or the timer of ``run``)."""
+        with self._ack_lock:
+            ack, self._ack = self._ack, None
         if ack is not None:
             ack()
 
@@ -110,9 +117,14 @@ class Clicks:
         """``handle``, acknowledged when the click is done (``ack``). An error under it (the database gone, or
         a bug) is logged in one line when it is the database's (``bot.engine.log_error``: never the SQL or its
         parameters), and the person is told that the click may not have been recorded, unless it was."""
+        timer = None
         try:
             if self.kind != "approve":  # (a modal to open: nothing is recorded by the click itself)
                 self.ack()
+            else:  # acknowledged once recorded, or at ACK_WITHIN_SEC whatever: Slack waits 3 s, Bolt answers 404
+                timer = threading.Timer(ACK_WITHIN_SEC, self.ack)  # after (a click slower than that under load)
+                timer.daemon = True
+                timer.start()
             self.handle()
         except Exception as exc:  # noqa: BLE001 (answered here: Bolt would log the SQL with its traceback)
             named = B.read_button_value(self.action.get("value"))  # (as Hazel writes it, or not logged)
@@ -127,6 +139,8 @@ class Clicks:
                 except Exception as telling:  # noqa: BLE001 (Slack or the database: nothing more to do)
                     log_error(log, telling, "telling %s that their click failed failed", self.user)
         finally:
+            if timer is not None:
+                timer.cancel()
             self.ack()
 
     def quote(self, exc: Exception, run_id: str, request_id: int) -> str:
