@@ -39,7 +39,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from bot.engine.errors import StepContractError
+from bot.engine.errors import StepContractError, WorkflowDefinitionError
 from bot.engine.workflow import StepContext
 from store.models import LEASE_KEY, NODES_JOIN, UPDATE_NODE, node_names
 
@@ -124,6 +124,8 @@ def superstep(wf: Any, state: Any, ctx: StepContext) -> Any:
             for _ in graph.stream(inp, _with(config, fence, meta), stream_mode="updates", interrupt_after="*",
                                  durability="sync"):
                 pass
+        except WorkflowDefinitionError as exc:  # an invalid steer() in a node: the same every time (s32 F11: each
+            raise StepContractError(exc.message) from None  # retry ran the node's side effects again)
         except TypeError as exc:  # the checkpointer's serializer: the same every time, so not retried (s32 F3:
             if "serializable" not in str(exc):  # three tries, each running the node again, then LangGraph's words)
                 raise
@@ -138,7 +140,10 @@ def superstep(wf: Any, state: Any, ctx: StepContext) -> Any:
     for task in latest.tasks:
         for interrupt in task.interrupts:
             name, value, settings = _ask(wf, task.name, interrupt.value)
-            wf.check_ask(name, settings)  # invalid settings: the step fails, saying why
+            try:
+                wf.check_ask(name, settings)  # invalid settings: the step fails, saying why, at once (the same
+            except WorkflowDefinitionError as exc:  # every time: a retry only ran the node again, s32 F11)
+                raise StepContractError(exc.message) from None
             name = _point_name(name)
             base, n = name, 2
             while name in asks:  # two interrupts of one node in one super-step (Send): review, review.2
@@ -291,11 +296,14 @@ def _ask(wf: Any, node: str, value: Any) -> tuple[str, Any, dict[str, Any]]:
 
 def _point_name(raw: str) -> str:
     """A steering point name from a node's (or ``steer(name=...)``): letters, digits, ``_ . -``, at most 100
-    characters, starting with a letter or ``_``, never ``lg_…`` (``GraphRunState``'s own fields)."""
+    characters, starting with a letter or ``_``, never ``lg_…`` (``GraphRunState``'s own fields) nor a name of
+    Hazel's or LangGraph's own (``__end__``, ``__update__``, any ``__…__``: ``steer(name=END)`` passed the point
+    with nobody asked, the run completing, s32 F11): such a name is asked as ``ask_…``."""
     name = re.sub(r"[^A-Za-z0-9_.-]", "_", raw.strip())[:100] or "interrupt"
     if not (name[0].isalpha() or name[0] == "_"):
         name = ("_" + name)[:100]
-    return "ask_" + name[:96] if name.startswith(RESERVED_PREFIX) else name
+    reserved = name.startswith(RESERVED_PREFIX) or (len(name) > 4 and name.startswith("__") and name.endswith("__"))
+    return "ask_" + name[:96] if reserved else name
 
 
 def _is_async(graph: Any) -> bool:

@@ -76,3 +76,31 @@ def test_a_graphs_retry_settings_no_clock_can_keep_are_refused_when_it_loads(set
 
     with pytest.raises(WorkflowDefinitionError, match=said):
         Registry().add(workflow(review_graph(), **settings))
+
+
+def test_an_invalid_steer_call_fails_at_once_and_a_reserved_name_is_still_asked(db_url):
+    """Fresh-user findings (s32 F11): ``steer(name=END)`` passed the point with nobody asked and the run
+    completed; an invalid ``steer()`` was tried ``max_attempts`` times, the node's side effects each time."""
+    ran: list[str] = []
+
+    def check(state: S) -> dict:
+        ran.append(state["topic"])
+        kw = {"name": END} if state["topic"] == "end" else {"actions": ["approve", "bogus"]}
+        return {"log": [steer(show=state["topic"], **kw)["action"]]}
+
+    g = StateGraph(S)
+    g.add_node("check", check)
+    g.add_edge(START, "check")
+    g.add_edge("check", END)
+    hz = make_hazel(db_url, workflow(g.compile(), name="lg-odd", max_attempts=3, backoff_sec=0.01))
+    bad = hz.start(workflow="lg-odd", input={"topic": "bogus"}, actor=person("olga"))
+    hz.drive(run_id=bad.id)
+    failed = hz.get(run_id=bad.id)
+    assert failed.status is RunStatus.FAILED and failed.attempt == 1 and ran == ["bogus"], (failed, ran)
+    end = hz.start(workflow="lg-odd", input={"topic": "end"}, actor=person("olga"))
+    hz.drive(run_id=end.id)
+    [asked] = hz.pending_requests_of(run_id=end.id)
+    assert asked.point == "ask___end__" and hz.get(run_id=end.id).status is RunStatus.WAITING
+    hz.decide(run_id=end.id, action="approve", actor=person("ana"))
+    hz.drive(run_id=end.id)
+    assert hz.get(run_id=end.id).status is RunStatus.COMPLETED
