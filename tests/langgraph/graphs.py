@@ -125,6 +125,16 @@ def workflow(graph: Any, name: str = "lg-review", version: int = 1, **settings: 
     return register(graph, name=name, version=version, **settings)
 
 
+def one_node_graph(node: Callable[..., dict], state: Any, name: str = "ask"):
+    """A graph of one node, ``node`` (named ``name``) over ``state``, between START and END, compiled without a
+    checkpointer (Hazel gives it one)."""
+    g = StateGraph(state)
+    g.add_node(name, node)
+    g.add_edge(START, name)
+    g.add_edge(name, END)
+    return g.compile()
+
+
 def fan_graph(checkpointer: Any = None):
     """Two nodes that finish in one super-step (notes and facts: one graph checkpoint written by both), then
     a join and a review (``steer``)."""

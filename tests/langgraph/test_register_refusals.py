@@ -119,7 +119,6 @@ def test_an_interrupt_value_the_checkpointer_cannot_store_fails_the_run_at_once(
     node again) with LangGraph's ``Type is not msgpack serializable: Interrupt``."""
     from typing import TypedDict
 
-    from langgraph.graph import END, START, StateGraph
     from langgraph.types import interrupt
 
     class S(TypedDict, total=False):
@@ -132,11 +131,9 @@ def test_an_interrupt_value_the_checkpointer_cannot_store_fails_the_run_at_once(
         interrupt(2 ** 70)
         return {}
 
-    g = StateGraph(S)
-    g.add_node("ask", ask)
-    g.add_edge(START, "ask")
-    g.add_edge("ask", END)
-    hz = make_hazel(db_url, workflow(g.compile(), name="lg-big", max_attempts=3, backoff_sec=0.01))
+    from tests.langgraph.graphs import one_node_graph
+
+    hz = make_hazel(db_url, workflow(one_node_graph(ask, S), name="lg-big", max_attempts=3, backoff_sec=0.01))
     run = hz.start(workflow="lg-big", input={"topic": "x"}, actor=person("olga"))
     hz.drive(run_id=run.id)
     failed = hz.get(run_id=run.id)

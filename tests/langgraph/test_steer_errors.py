@@ -12,7 +12,7 @@ from langgraph.graph import END, START, StateGraph
 from bot.engine.errors import WorkflowDefinitionError
 from hazel.langgraph import steer
 from store.models import RunStatus
-from tests.langgraph.graphs import review_graph, workflow
+from tests.langgraph.graphs import one_node_graph, review_graph, workflow
 from tests.support.engine import make_hazel, person
 
 
@@ -88,11 +88,8 @@ def test_an_invalid_steer_call_fails_at_once_and_a_reserved_name_is_still_asked(
         kw = {"name": END} if state["topic"] == "end" else {"actions": ["approve", "bogus"]}
         return {"log": [steer(show=state["topic"], **kw)["action"]]}
 
-    g = StateGraph(S)
-    g.add_node("check", check)
-    g.add_edge(START, "check")
-    g.add_edge("check", END)
-    hz = make_hazel(db_url, workflow(g.compile(), name="lg-odd", max_attempts=3, backoff_sec=0.01))
+    hz = make_hazel(db_url, workflow(one_node_graph(check, S, "check"), name="lg-odd", max_attempts=3,
+                                     backoff_sec=0.01))
     bad = hz.start(workflow="lg-odd", input={"topic": "bogus"}, actor=person("olga"))
     hz.drive(run_id=bad.id)
     failed = hz.get(run_id=bad.id)
