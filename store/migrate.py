@@ -168,12 +168,12 @@ def _missing_from_head(engine: Engine) -> list[str]:
     seen = inspect(engine)
     tables = set(seen.get_table_names())
     missing: list[str] = []
-    for table in metadata.sorted_tables:
-        if table.name not in tables:
-            missing.append(table.name)
+    for wanted in metadata.sorted_tables:
+        if wanted.name not in tables:
+            missing.append(wanted.name)
             continue
-        have = {c["name"] for c in seen.get_columns(table.name)}
-        missing += [f"{table.name}.{c.name}" for c in table.columns if c.name not in have]
+        have = {c["name"] for c in seen.get_columns(wanted.name)}
+        missing += [f"{wanted.name}.{c.name}" for c in wanted.columns if c.name not in have]
     return missing
 
 
