@@ -496,6 +496,15 @@ class OutboxMessage(_Record):
     sent_at: datetime | None = None
 
 
+def nfc(text: str) -> str:
+    """``text`` in Unicode's composed form (NFC): names and identities are compared so, as a person reads them
+    (``José`` typed as ``e`` + a combining accent on one keyboard, as one character on another, was two people:
+    ``José may not approve at 'P': only José may``, a fresh-user finding, s30 F13)."""
+    import unicodedata
+
+    return text if text.isascii() else unicodedata.normalize("NFC", text)
+
+
 class Approvers(_Record):
     """Who may decide at a steering point.
 
@@ -518,11 +527,8 @@ class Approvers(_Record):
     @field_validator("people", "users", "jira_users", "jira_groups")
     @classmethod
     def _composed(cls, names: tuple[str, ...]) -> tuple[str, ...]:
-        """Names in Unicode's composed form (NFC), as the people file's and the console's are compared
-        (``bot.engine.people.nfc``)."""
-        import unicodedata
-
-        return tuple(n if n.isascii() else unicodedata.normalize("NFC", n) for n in names)
+        """Names in Unicode's composed form (``nfc``), as the people file's and the console's are compared."""
+        return tuple(nfc(n) for n in names)
 
     @property
     def empty(self) -> bool:

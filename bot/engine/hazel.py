@@ -40,7 +40,7 @@ from bot.engine.errors import (
     InvalidInputError,
     NotAllowedError,
 )
-from bot.engine.people import EmailSource, People, nfc
+from bot.engine.people import EmailSource, People
 from bot.engine.inputs import check_hooks, validate_input
 from bot.engine.lgraph import LangGraphWorkflow
 from bot.engine.links import Links
@@ -62,6 +62,7 @@ from store.models import (
     ChannelName,
     Run,
     RunStatus,
+    nfc,
 )
 from store.runs import duplicate_start
 

@@ -40,6 +40,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from bot.engine.errors import ConfigurationError
 from bot.settings import name_problem
+from store.models import nfc
 
 CHANNELS = ("console", "api", "slack", "jira")
 """The channels a person file entry lists identities for."""
@@ -261,12 +262,3 @@ def _folded(name: str) -> str:
 
     text = unicodedata.normalize("NFKC", name)
     return "".join(c for c in text if not c.isspace() and unicodedata.category(c) != "Cf").casefold()
-
-
-def nfc(text: str) -> str:
-    """``text`` in Unicode's composed form (NFC): names and identities are compared so, as a person reads them
-    (``José`` typed as ``e`` + a combining accent on one keyboard, as one character on another, was two people:
-    ``José may not approve at 'P': only José may``, a fresh-user finding, s30 F13)."""
-    import unicodedata
-
-    return text if text.isascii() else unicodedata.normalize("NFC", text)
