@@ -281,17 +281,17 @@ def show_cmd(
     if raw:
         # the value alone, as text (a text field as it is, anything else as JSON), ended by one added line end
         # that `read_file` drops again: `--raw > f` then `edit --file f` gives back the value byte for byte
-        failed = shown[pending.id].migration_error if pending is not None and seq is None else None
-        if failed:  # the value an edit replaces is the migrated one, which cannot be made
-            raise CliError(f"{failed}; --raw prints the value an edit replaces, the migrated one, which cannot be "
-                           f"made (every decision is refused until then; `{common.command_prefix()} show {run.id}` "
-                           f"shows the state as v{run.workflow_version} stored it)")
-        problem = shown[pending.id].problem if pending is not None and seq is None else None
-        if problem:  # (s31 F8: it printed a value no edit could replace, the whole state where a field was shown)
-            raise CliError(f"{problem}; --raw prints the value an edit replaces, and no edit can be made now "
-                           f"(`{common.command_prefix()} show {run.id}` shows the state as stored, `--seq "
-                           f"{run.head_seq} --raw` its JSON)")
-        value = _shown_value(shown[pending.id] if pending is not None and seq is None else None, tree)
+        asked = shown[pending.id] if pending is not None and seq is None else None
+        if asked is not None and asked.migration_error:  # the value an edit replaces is the migrated one, which
+            raise CliError(f"{asked.migration_error}; --raw prints the value an edit replaces, the migrated one, "
+                           f"which cannot be made (every decision is refused until then; "  # cannot be made
+                           f"`{common.command_prefix()} show {run.id}` shows the state as v{run.workflow_version} "
+                           "stored it)")
+        if asked is not None and asked.problem:  # (s31 F8: it printed a value no edit could replace, the whole
+            raise CliError(f"{asked.problem}; --raw prints the value an edit replaces, and no edit can be made "
+                           f"now (`{common.command_prefix()} show {run.id}` shows the state as stored, `--seq "
+                           f"{run.head_seq} --raw` its JSON)")  # state where a field was shown)
+        value = _shown_value(asked, tree)
         sys.stdout.write(value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False))
         sys.stdout.write("\n")
         return
