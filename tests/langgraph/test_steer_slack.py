@@ -9,11 +9,6 @@ from tests.bot.slack.conftest import DBA, MIGRATIONS, OUTSIDER, PRIYA, SAM, STAR
 from tests.langgraph.graphs import review_graph, workflow
 
 
-def _modal(env: SlackEnv, callback_id: str, before: int) -> dict:
-    return env.wait(lambda: next((v for v in env.fake.views[before:] if v["callback_id"] == callback_id), None),
-                    f"the {callback_id} modal to open")
-
-
 def _next_message(env: SlackEnv, run_id: str, after_ts: str):  # noqa: ANN202
     return env.wait(lambda: (m := env.request_message(run_id, "review")).ts != after_ts and m,
                     "the next review to be posted")
@@ -36,16 +31,13 @@ def test_a_langgraph_run_from_start_to_completion_through_slack(make_env) -> Non
     env.ephemeral(OUTSIDER, "may not")
 
     # 2. Priya sends feedback (a modal): the graph revises and asks again
-    before = len(fake.views)
-    env.sender.click(PRIYA, "feedback", first, name="priya")
-    env.sender.submit(PRIYA, _modal(env, "hazel_feedback", before), {"text": "shorter"}, name="priya")
+    env.sender.submit(PRIYA, env.open_form(PRIYA, "feedback", first, name="priya"), {"text": "shorter"},
+                      name="priya")
     second = _next_message(env, run_id, first.ts)
     assert "[revised: shorter]" in str(second.blocks)
 
     # 3. Priya rewinds to the first draft with feedback (the rewind modal): the graph forks there
-    before = len(fake.views)
-    env.sender.click(PRIYA, "rewind", second, name="priya")
-    modal = _modal(env, "hazel_rewind", before)
+    modal = env.open_form(PRIYA, "rewind", second, name="priya")
     options = modal["blocks"][2]["element"]["options"]
     to_draft = next(o for o in options if "→ draft" in o["text"]["text"])
     env.sender.submit(PRIYA, modal, {"target": {"selected": to_draft["value"]}, "feedback": "about reefs"},
@@ -54,9 +46,7 @@ def test_a_langgraph_run_from_start_to_completion_through_slack(make_env) -> Non
     assert "(after: about reefs)" in str(third.blocks) and "revised" not in str(third.blocks)
 
     # 4. Sam (an approver through his user group) edits the draft (a modal): the graph publishes it
-    before = len(fake.views)
-    env.sender.click(SAM, "edit", third, name="sam")
-    modal = _modal(env, "hazel_edit", before)
+    modal = env.open_form(SAM, "edit", third, name="sam")
     [field] = [b["block_id"] for b in modal["blocks"] if b["type"] == "input"]
     env.sender.submit(SAM, modal, {field: "Reefs, by Sam"}, name="sam")
     env.wait(lambda: hazel.get(run_id=run_id).status.value == "completed", "the run to complete")

@@ -127,14 +127,19 @@ class SlackEnv:
         request = self.wait(posted, f"the request {point or ''} of run {run_id} to be posted")
         return self.fake.message(request.message_ref["channel"], request.message_ref["ts"])
 
-    def open_form(self, user: str, action: str, message: Message, *, name: str | None = None) -> dict:
-        """``user`` clicks the ``action`` button of ``message``; the modal it opened. Slack lets a click open a
-        form within 3 seconds of it (the fake too: ``expired_trigger_id``), and a loaded machine can take
-        longer: Hazel then tells the person to click again, and the click is made again, as they would."""
+    def open_form(self, user: str, action: str, message: Message, *, name: str | None = None,
+                  payload: Callable[[], dict] | None = None) -> dict:
+        """``user`` clicks the ``action`` button of ``message`` (or sends what ``payload()`` makes, a click of
+        its own); the modal it opened. Slack lets a click open a form within 3 seconds of it (the fake too:
+        ``expired_trigger_id``), and a loaded machine can take longer: Hazel then tells the person to click
+        again, and the click is made again, as they would."""
         told = "Slack did not let me open the form in time"
         for _ in range(3):
             views, ephemerals = len(self.fake.views), len(self.fake.ephemerals_for(user))
-            self.sender.click(user, action, message, name=name)
+            if payload is None:
+                self.sender.click(user, action, message, name=name)
+            else:
+                self.sender.send_payload(payload())
             opened = self.wait(lambda: next((v for v in self.fake.views[views:]
                                              if v["callback_id"] == f"hazel_{action}"), None)
                                or any(told in e["text"] for e in self.fake.ephemerals_for(user)[ephemerals:]),

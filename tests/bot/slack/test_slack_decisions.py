@@ -55,8 +55,7 @@ def test_a_user_group_member_may_reject_with_a_reason_given_in_a_modal(make_env)
     run_id = env.start()
     env.settle()
     message = env.request_message(run_id)
-    env.sender.click(SAM, "reject", message, name="sam")
-    modal = env.wait(lambda: env.fake.views and env.fake.views[-1], "the reject modal")
+    modal = env.open_form(SAM, "reject", message, name="sam")
     assert modal["callback_id"] == "hazel_reject"
     assert env.fake.calls_to("usergroups.users.list")[0].params["usergroup"] == "S0000000001"
     response = env.sender.submit(SAM, modal, {"reason": "   "}, name="sam")
@@ -173,8 +172,7 @@ def test_a_stale_trigger_and_a_stale_modal_change_nothing(make_env) -> None:  # 
     env.ephemeral(PRIYA, "did not let me open the form in time")
     assert env.fake.views == []
 
-    env.sender.click(PRIYA, "feedback", message)
-    modal = env.wait(lambda: env.fake.views and env.fake.views[-1], "the feedback modal")
+    modal = env.open_form(PRIYA, "feedback", message)
     env.sender.click(SAM, "approve", message, name="sam")
     env.wait(lambda: env.pending(run_id) is None, "Sam's approval")
     response = env.sender.submit(PRIYA, modal, {"text": "more detail please"})
@@ -210,8 +208,7 @@ def test_malformed_buttons_and_forms_get_an_answer_and_change_nothing(make_env) 
     env.sender.send_payload(payload)
     env.ephemeral(PRIYA, "belongs to a steering request that no longer exists (request 999999;")
 
-    env.sender.click(PRIYA, "feedback", message)
-    modal = env.wait(lambda: env.fake.views and env.fake.views[-1], "the feedback modal")
+    modal = env.open_form(PRIYA, "feedback", message)
     forged = {**modal, "private_metadata": "{not json"}
     response = env.sender.submit(PRIYA, forged, {"text": "x"})
     assert response.json()["response_action"] == "errors"
@@ -250,8 +247,7 @@ def test_a_refused_modal_names_approvers_in_plain_text_without_a_console_hint(ma
     run_id = env.start()
     env.settle()
     message = env.request_message(run_id)
-    env.sender.click(PRIYA, "reject", message)
-    modal = env.wait(lambda: env.fake.views and env.fake.views[-1], "the reject modal")
+    modal = env.open_form(PRIYA, "reject", message)
     response = env.sender.submit(OUTSIDER, modal, {"reason": "not ready"})  # the form, sent by a non-approver
     assert response.status_code == 200, (response.status_code, response.text)
     [error] = response.json()["errors"].values()

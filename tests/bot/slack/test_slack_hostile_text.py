@@ -43,8 +43,7 @@ def test_hostile_text_reaches_slack_escaped_everywhere(make_env) -> None:  # noq
     assert refused["text"].startswith(f"🚫 {ESCAPED}")
     never_raw(posted(env))
 
-    env.sender.click(OUTSIDER, "feedback", message)  # feedback is open to anyone at review_plan
-    modal = env.wait(lambda: env.fake.views and env.fake.views[-1], "the feedback modal")
+    modal = env.open_form(OUTSIDER, "feedback", message)  # feedback is open to anyone at review_plan
     assert env.sender.submit(OUTSIDER, modal, {"text": f"fix {HOSTILE}"}).status_code == 200
     env.settle()
     redrafted = env.wait(lambda: (m := env.request_message(run_id, "review_plan")).ts != message.ts and m,
@@ -52,9 +51,7 @@ def test_hostile_text_reaches_slack_escaped_everywhere(make_env) -> None:  # noq
     closed = env.fake.message(message.channel, message.ts)
     assert f">fix {ESCAPED}" in json.dumps(closed.blocks)  # the feedback, quoted in the closed request
 
-    env.sender.click(PRIYA, "reject", redrafted)
-    modal = env.wait(lambda: env.fake.views and env.fake.views[-1]["callback_id"] == "hazel_reject"
-                     and env.fake.views[-1], "the reject modal")
+    modal = env.open_form(PRIYA, "reject", redrafted)
     assert env.sender.submit(PRIYA, modal, {"reason": f"no {HOSTILE}"}).status_code == 200
     env.settle()
     assert env.hazel.get(run_id=run_id).status.value == "rejected"

@@ -16,10 +16,7 @@ from tests.workflows.looping import looping
 
 
 def open_rewind_modal(env: SlackEnv, run_id: str) -> dict:
-    before = len(env.fake.views)
-    assert env.sender.click(PRIYA, "rewind", env.request_message(run_id), name="priya").status_code == 200
-    return env.wait(lambda: next((v for v in env.fake.views[before:] if v["callback_id"] == "hazel_rewind"), None),
-                    "the rewind modal to open")
+    return env.open_form(PRIYA, "rewind", env.request_message(run_id), name="priya")
 
 
 def texts(modal: dict) -> str:

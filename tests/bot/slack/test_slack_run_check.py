@@ -64,8 +64,7 @@ def after_a_reset(make_env) -> tuple[SlackEnv, str, Message, dict, str, Message]
     card_a = first.request_message(run_a)
     request_a = first.pending(run_a)
     assert buttons(card_a)["hazel_approve"] == f"{run_a}:{request_a.id}"  # the run as well as the request
-    first.sender.click(PRIYA, "feedback", card_a)
-    modal_a = first.wait(lambda: first.fake.views and first.fake.views[-1], "A's feedback modal")
+    modal_a = first.open_form(PRIYA, "feedback", card_a)
     assert json.loads(modal_a["private_metadata"])["run_id"] == run_a
     first.close()  # (hazel serve stopped; the make_env fixture closes it again, harmlessly)
     reset_database(first.settings.database_url)
@@ -131,8 +130,7 @@ def test_a_modal_whose_run_id_was_changed_is_refused(make_env, other: str) -> No
     env.settle()
     card = env.request_message(run_id)
     request = env.pending(run_id)
-    env.sender.click(PRIYA, "feedback", card, name="priya")
-    modal = env.wait(lambda: env.fake.views and env.fake.views[-1], "the feedback modal")
+    modal = env.open_form(PRIYA, "feedback", card, name="priya")
     meta = json.loads(modal["private_metadata"])
     assert meta["run_id"] == run_id and meta["request_id"] == request.id
     forged = {**modal, "private_metadata": json.dumps({**meta, "run_id": other_run})}
@@ -169,9 +167,9 @@ def test_an_older_cards_bare_request_id_acts_only_from_a_message_posted_for_that
     untouched(env, run_b, card_b, audit_before)
 
     # the same bare id on B's own message: that message was posted for request #1 of B, so it decides it
-    env.sender.send_payload(legacy_click(env, PRIYA, "feedback", card_b, str(request_id)))
-    modal = env.wait(lambda: [v for v in env.fake.views if json.loads(v["private_metadata"])["run_id"] == run_b]
-                     or None, "B's feedback modal")[-1]
+    modal = env.open_form(PRIYA, "feedback", card_b,
+                          payload=lambda: legacy_click(env, PRIYA, "feedback", card_b, str(request_id)))
+    assert json.loads(modal["private_metadata"])["run_id"] == run_b
     assert json.loads(modal["private_metadata"])["request_id"] == request_id
     env.sender.send_payload(legacy_click(env, SAM, "approve", card_b, str(request_id)))
     env.wait(lambda: env.pending(run_b) is None, "B approved from its own (older) card")
