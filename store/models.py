@@ -637,6 +637,10 @@ class RequestView(_Record):
     vote: Vote | None = None
     """For a ``request.vote`` message: the vote it reports, as it was counted (``Vote``); None otherwise (and for
     such a message queued before votes carried it)."""
+    newest_decision: int | None = None
+    """For a rewind form (``Hazel.check(action="rewind")``): the id of the run's newest decision when the form
+    opened (0: none), read before the rest of the view; the form sends it back as the rewind's
+    ``expect_decision``. None otherwise."""
     point_known: bool = True
     """False when the steering point is not known here (the run's workflow version is not deployed, or no
     longer has the point): ``actions`` and ``approvers`` are then placeholders, and who may decide is not known."""

@@ -221,13 +221,16 @@ class AlreadyDecidedError(HazelError):
     Attributes: ``decided_by`` (who won, a label), ``decided_by_id`` and ``channel`` (their channel identity,
     e.g. a Slack user id, for mentions), ``decided_at`` (UTC), ``action`` (what they did), ``own`` (True when
     it was the same person's earlier vote: one person, one vote), ``request_id`` (the request refused, when
-    known: for the audit log).
+    known: for the audit log), ``changed`` (a rewind refused because the run changed since the page or form
+    that sent it showed it: where the run is now and its last decision, ``it is now at #7, waiting, not #3;
+    last approved by sam at …``; None otherwise).
     """
 
     def __init__(self, message: str, *, decided_by: str | None, decided_at: datetime | None,
                  action: str | None, decided_by_id: str | None = None, channel: str | None = None,
-                 own: bool = False, request_id: int | None = None) -> None:
+                 own: bool = False, request_id: int | None = None, changed: str | None = None) -> None:
         super().__init__(message)
+        self.changed = changed
         self.own = own
         self.request_id = request_id
         self.decided_by = decided_by

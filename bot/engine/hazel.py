@@ -553,7 +553,9 @@ class Hazel(Reads, Requests, Links):
         #3; last rewound to #0 by sam at …): reload the page``). None (the default): not checked.
         ``expect_decision``: the id of the run's newest decision the caller showed (0: none); a newer one (a
         quorum's vote, a decision on one of a graph's parallel requests: neither writes a checkpoint) refuses
-        the rewind the same way (s32 F7: a page's stale rewind discarded bob's edit unseen).
+        the rewind the same way (s32 F7: a page's stale rewind discarded bob's edit unseen; a Slack rewind
+        form's too: ``check(action="rewind")``'s ``newest_decision``). Either refusal's ``changed`` says where
+        the run is now, for a channel to word its own answer.
 
         Raises:
             RunNotFoundError, CheckpointNotFoundError, NotAllowedError (also: edits the person may not make

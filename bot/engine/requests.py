@@ -58,8 +58,17 @@ class Requests:
             would). AlreadyDecidedError: they may, and it was settled (by whom, when), or their vote is in.
             VersionUnavailableError: the request was settled and who may act at its point is not known here
             (``SteeringCore._settled``).
+
+        For ``rewind``, the view's ``newest_decision`` is the run's newest decision id, read first: a vote (or a
+        decision on a request asked beside this one) recorded after it makes the form's rewind refused.
         """
+        newest = None
+        if action == "rewind":
+            with self.store.read() as tx:
+                newest = tx.decisions.newest_id(run_id)
         view = self.request_of(run_id=run_id, request_id=request_id)
+        if newest is not None:
+            view = view.model_copy(update={"newest_decision": newest})
         if view.request.status.value != "pending":
             raise self.steering.refuse_settled(run=view.run, request=view.request, action=action, actor=actor)
         access = self.access(request_id=request_id, actor=actor)

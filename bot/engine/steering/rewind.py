@@ -267,7 +267,7 @@ class Rewinding(SteeringCore):
                                    decided_at=last.created_at if last else None,
                                    action=last.action.value if last else None,
                                    decided_by_id=last.actor_id if last else None,
-                                   channel=last.channel if last else None, request_id=None)
+                                   channel=last.channel if last else None, request_id=None, changed=now)
 
     def _rewinding_request(self, tx: Tx, wf: Workflow, run: Run, newest: SteeringRequest,
                            actor: Actor) -> SteeringRequest:

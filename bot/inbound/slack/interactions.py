@@ -243,6 +243,8 @@ class Clicks:
             self.tell(self.quote(exc, run_id, rid))
             return
         meta = {"request_id": view.request.id, "run_id": view.run.id, "channel": self.channel}
+        if view.newest_decision is not None:  # (a rewind's: sent back as expect_decision)
+            meta["decided"] = view.newest_decision
         try:
             if self.kind == "edit":
                 modal = M.edit_modal(view, meta)
@@ -284,6 +286,9 @@ class Submission:
             run_id = meta["run_id"]
             if not (isinstance(run_id, str) and B.RUN_ID.fullmatch(run_id)):
                 raise ValueError("not a run id")
+            decided = meta.get("decided")  # (a rewind form's; absent from one opened by an earlier Hazel)
+            if decided is not None and not (type(decided) is int and 0 <= decided <= INT_MAX):
+                raise ValueError("not a decision id")
         except (ValueError, KeyError, TypeError, OverflowError):  # (OverflowError: "Infinity")
             ack(response_action="errors", errors={first: "This form is not from Hazel (its context is missing)."})
             return
@@ -298,7 +303,7 @@ class Submission:
             return
         try:
             actor = self.bridge.actor(self.body["user"])
-            self.decide(view, actor, run_id=run_id, request_id=request_id)
+            self.decide(view, actor, run_id=run_id, request_id=request_id, decided=decided)
         except (RunNotFoundError, RequestNotFoundError):  # (gone since the form was read: nothing recorded)
             ack(response_action="errors", errors={first: _short(gone_text(named, form=True))})
             return
@@ -306,7 +311,10 @@ class Submission:
             ack(response_action="errors", errors={self.block_for(view, str(exc), first): _short(_field_error(exc))})
             return
         except AlreadyDecidedError as exc:  # (a field error is plain text: no mention, no <!date^…>)
-            ack(response_action="errors", errors={first: _short(already_from_error(exc, plain=True))})
+            text = already_from_error(exc, plain=True) if exc.changed is None else (
+                f"The run changed since this form was opened ({plain_mentions(exc.changed)}). Close it and "
+                "click Rewind again.")
+            ack(response_action="errors", errors={first: _short(text)})
             return
         except (HazelError, DirectoryError) as exc:
             ack(response_action="errors", errors={first: _short(_field_error(exc))})
@@ -327,10 +335,12 @@ class Submission:
             return "feedback"
         return first
 
-    def decide(self, view: RequestView, actor: Actor, *, run_id: str, request_id: int) -> None:
+    def decide(self, view: RequestView, actor: Actor, *, run_id: str, request_id: int,
+               decided: int | None = None) -> None:
         """Take the decision the modal asks for through the engine, on request ``request_id`` of run ``run_id``
         (its ``private_metadata``'s: the engine refuses a request that is not that run's); ``view``: that
-        request as the form showed it.
+        request as it is now; ``decided``: a rewind form's newest decision of the run when it opened (the
+        rewind is refused, ``AlreadyDecidedError.changed``, when the run has a newer one: a vote since).
 
         Raises:
             InvalidDecisionError, AlreadyDecidedError, NotAllowedError, RunNotFoundError, RequestNotFoundError,
@@ -353,7 +363,7 @@ class Submission:
             if target is None:
                 raise InvalidDecisionError("choose the checkpoint to continue from")
             self.hazel.rewind(run_id=run_id, actor=actor, to=target, request_id=rid, delivery_id=delivery,
-                              feedback=M.read_text(self.values, "feedback") or None)
+                              feedback=M.read_text(self.values, "feedback") or None, expect_decision=decided)
             return
         self.hazel.decide(run_id=run_id, action=self.kind, actor=actor, payload=payload, request_id=rid,
                           delivery_id=delivery)

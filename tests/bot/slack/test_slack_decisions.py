@@ -3,6 +3,7 @@ clicks, Slack's retries, stale triggers and stale modals, and the Home tab's but
 
 from __future__ import annotations
 
+import json
 import threading
 
 from pydantic import BaseModel
@@ -281,3 +282,44 @@ def test_an_approve_click_slower_than_slacks_three_seconds_is_acknowledged_in_ti
     assert response.status_code == 200 and time.monotonic() - started < 3.0, response.text
     env.wait(lambda: env.hazel.decisions(run_id=run_id), "the decision")
     assert [d.actor_id for d in env.hazel.decisions(run_id=run_id)] == [PRIYA]
+
+
+def test_a_vote_since_the_rewind_form_opened_makes_its_rewind_stale(make_env) -> None:  # noqa: ANN001
+    """A rewind form opened before a quorum's vote (which writes no checkpoint) rewound past it, discarding the
+    vote unseen (left alone in the s32 note, as the run page's was, s32 F7): the form carries the run's newest
+    decision when it opened, and the engine refuses the rewind when there is a newer one."""
+    wf = Workflow("two-say", state=Doc)
+
+    @wf.step
+    def write(state: Doc, ctx) -> Doc:  # noqa: ANN001
+        return state
+
+    wf.steer("sign", show="text", actions=["approve", "rewind"], channel="slack:#deploys",
+             approvers=Approvers(slack_users=(PRIYA, SAM)), approvals_required=2)
+    env: SlackEnv = make_env(wf)
+    run_id = env.start("two-say", {"text": "v1"})
+    env.settle()
+    message = env.request_message(run_id)
+    stale = env.open_form(PRIYA, "rewind", message, name="priya")
+    assert json.loads(stale["private_metadata"])["decided"] == 0
+    env.sender.click(SAM, "approve", message, name="sam")  # 1 of 2: the run stays where it is
+    env.ephemeral(SAM, "Your approval is counted: 1 of 2")
+    [vote] = env.hazel.decisions(run_id=run_id)
+    head = env.hazel.get(run_id=run_id).head_seq
+    for bad in ("1", -1, True, 2**31):  # (a form Hazel did not open)
+        forged = {**stale, "private_metadata": json.dumps({**json.loads(stale["private_metadata"]), "decided": bad})}
+        response = env.sender.submit(PRIYA, forged, {"target": {"selected": "0"}}, name="priya")
+        assert "This form is not from Hazel" in response.json()["errors"]["target"], (bad, response.text)
+    response = env.sender.submit(PRIYA, stale, {"target": {"selected": "0"}}, name="priya")
+    assert response.status_code == 200, response.text
+    [error] = response.json()["errors"].values()
+    assert error.startswith(f"The run changed since this form was opened (it is still at #{head}, waiting; last "
+                            "approved by sam at ") and error.endswith("Close it and click Rewind again."), error
+    assert [d.id for d in env.hazel.decisions(run_id=run_id)] == [vote.id]  # his vote stands, nothing rewound
+    assert env.hazel.get(run_id=run_id).head_seq == head
+
+    fresh = env.open_form(PRIYA, "rewind", message, name="priya")  # opened after the vote: taken
+    assert json.loads(fresh["private_metadata"])["decided"] == vote.id
+    response = env.sender.submit(PRIYA, fresh, {"target": {"selected": "0"}}, name="priya")
+    assert response.status_code == 200 and response.text in ("", "null"), response.text
+    assert [d.action.value for d in env.hazel.decisions(run_id=run_id)] == ["approve", "rewind"]
