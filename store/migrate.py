@@ -117,12 +117,11 @@ def orphaned(engine: Engine, current: str | None) -> bool:
                                    for t in inspect(engine).get_table_names())
 
 
-def stamp(engine: Engine, revision: str) -> str | None:
+def stamp(engine: Engine, revision: str) -> None:
     """Record that the database is at ``revision`` (one of this Hazel's) without running a migration
     (Alembic's ``stamp``), holding ``schema_lock``: for a database whose tables are at that revision but whose
     version row was lost (``ORPHANED``), and only for such a one: a database that has a revision, or no Hazel
-    tables, is refused (stamped, it would claim tables it lacks; a fresh-user finding, s29). Returns the
-    revision it was recorded at before (always None).
+    tables, is refused (stamped, it would claim tables it lacks; a fresh-user finding, s29).
 
     Raises:
         ValueError: ``revision`` is not one of this Hazel's revisions; the database has a revision (``hazel db
@@ -152,7 +151,6 @@ def stamp(engine: Engine, revision: str) -> str | None:
                              "record the one they are at, the newest migration of the Hazel that last ran on it, "
                              "then `hazel db upgrade` (nothing changed)")
         command.stamp(_config(engine), revision, purge=True)
-    return before
 
 
 def _missing_from_head(engine: Engine) -> list[str]:
