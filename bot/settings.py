@@ -98,17 +98,34 @@ def _http_url(url: str) -> bool:
 
 def _url_shown(url: str) -> str:
     """``url`` as given, for a message; its user name, password, query and fragment (which may hold a secret)
-    left out when it has any (``?…``, ``#…`` in their place)."""
+    left out when it has any (``?…``, ``#…`` in their place), and a path segment that looks like a token
+    (``path_shown``) as ``…``."""
     from urllib.parse import urlsplit
 
     try:
         parts = urlsplit(url)
     except ValueError:
-        return url.partition("?")[0].partition("#")[0]
-    if "@" not in parts.netloc and not parts.query and not parts.fragment:
+        return path_shown(url.partition("?")[0].partition("#")[0])
+    if "@" not in parts.netloc and not parts.query and not parts.fragment and path_shown(parts.path) == parts.path:
         return url
-    return (f"{parts.scheme}://" if parts.scheme else "") + parts.netloc.rpartition("@")[2] + parts.path \
+    return (f"{parts.scheme}://" if parts.scheme else "") + parts.netloc.rpartition("@")[2] + path_shown(parts.path) \
         + ("?…" if parts.query else "") + ("#…" if parts.fragment else "")
+
+
+TOKEN_SEGMENT_CHARS = 16
+"""A URL's path segment this long or longer, holding a digit or an upper-case letter, is shown as ``…``."""
+
+
+def path_shown(path: str) -> str:
+    """A URL's path for a message, each segment that looks like a token (``TOKEN_SEGMENT_CHARS`` or more, with
+    a digit or an upper-case letter) as ``…``: Slack's incoming webhooks (``/services/T…/B…/<secret>``),
+    Discord's (``/api/webhooks/<id>/<token>``) and Teams' carry their secret there. Words such as
+    ``/deployment-notifications`` are kept."""
+    return "/".join("…" if _token_like(part) else part for part in path.split("/"))
+
+
+def _token_like(segment: str) -> bool:
+    return len(segment) >= TOKEN_SEGMENT_CHARS and (not segment.islower() or any(c.isdigit() for c in segment))
 
 
 def printable_name(name: str) -> bool:

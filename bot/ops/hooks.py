@@ -37,7 +37,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-from bot.settings import Settings
+from bot.settings import Settings, path_shown
 from integrations.base import DeliveryError, PermanentDeliveryError
 from store.models import OutboxKind, OutboxMessage
 
@@ -128,27 +128,16 @@ def shown_message(message: OutboxMessage) -> OutboxMessage:
     return message.model_copy(update={"payload": {**message.payload, "url": url_shown(url)}})
 
 
-TOKEN_SEGMENT_CHARS = 16
-"""A hook URL's path segment this long or longer, holding a digit or an upper-case letter, is shown as ``…``."""
-
-
 def url_shown(url: str) -> str:
     """The scheme, host and path of ``url``: never its query or credentials, which may carry secrets, nor a
-    path segment that looks like a token (``TOKEN_SEGMENT_CHARS`` or more, with a digit or an upper-case
-    letter), as Slack's incoming webhooks (``/services/T…/B…/<secret>``), Discord's (``/api/webhooks/<id>/
-    <token>``) and Teams' carry theirs: ``https://hooks.slack.com/services/T0A1B2C3D/B0A1B2C3D/…``. Words
-    such as ``/deployment-notifications`` are kept."""
+    path segment that looks like a token (``bot.settings.path_shown``):
+    ``https://hooks.slack.com/services/T0A1B2C3D/B0A1B2C3D/…``."""
     parsed = urlparse(url)
     try:
         port = f":{parsed.port}" if parsed.port else ""
     except ValueError:  # a malformed port: show none
         port = ""
-    path = "/".join("…" if _token_like(part) else part for part in parsed.path.split("/"))
-    return f"{parsed.scheme}://{parsed.hostname or '?'}{port}{path}"
-
-
-def _token_like(segment: str) -> bool:
-    return len(segment) >= TOKEN_SEGMENT_CHARS and (not segment.islower() or any(c.isdigit() for c in segment))
+    return f"{parsed.scheme}://{parsed.hostname or '?'}{port}{path_shown(parsed.path)}"
 
 
 def _retry_after(response: httpx.Response) -> float | None:

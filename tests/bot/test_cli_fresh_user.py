@@ -169,6 +169,11 @@ def test_url_settings_are_refused_at_start_naming_the_value_as_given(cli, monkey
     monkeypatch.setenv("HAZEL_HOOK_URLS", "https://hooks.example.com/h, https://hooks.example.com/h")  # (s32 F8)
     assert cli("runs", code=1).stderr == ("error: invalid settings: HAZEL_HOOK_URLS: 'https://hooks.example.com/h' "
                                           "is listed twice: each URL must appear once\n")
+    secret = "https://hooks.slack.com/services/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"  # (its token: a path's)
+    monkeypatch.setenv("HAZEL_HOOK_URLS", f"{secret},{secret}")
+    assert cli("runs", code=1).stderr == ("error: invalid settings: HAZEL_HOOK_URLS: 'https://hooks.slack.com/"
+                                          "services/T0A1B2C3D/B0A1B2C3D/…' is listed twice: each URL must appear "
+                                          "once\n")
     monkeypatch.delenv("HAZEL_HOOK_URLS")
     monkeypatch.setenv("HAZEL_BASE_URL", "https://hazel.example.com/#access_token=t0ken")
     assert cli("runs", code=1).stderr == ("error: invalid settings: HAZEL_BASE_URL: must be the site's URL without a "
