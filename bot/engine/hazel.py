@@ -327,11 +327,12 @@ class Hazel(Reads, Requests, Links):
         person = self.people.person_named(acting_for.strip())
         return Actor(id=me, channel="console", name=me, person=person, acting_for=person)
 
-    def who_may(self, approvers: Approvers) -> str:
+    def who_may(self, approvers: Approvers, channel: str = "") -> str:
         """Who ``approvers`` let decide, as every refusal names them (``permissions.who_may``): people by name,
-        each once (a Jira account or Slack id the people file claims is its person), others as listed, and
-        ``the console operator`` when the list admits them; ``"anyone"`` when it names nobody."""
-        return permissions.who_may([approvers], self.people) or "anyone"
+        each once (a Jira account or Slack id the people file claims is its person), others as listed (a Jira
+        account as ``jira:ID`` but to a person on ``channel`` ``jira``), and ``the console operator`` when the
+        list admits them; ``"anyone"`` when it names nobody."""
+        return permissions.who_may([approvers], self.people, channel) or "anyone"
 
     def workflow_warnings(self, *, name: str, version: int) -> list[str]:
         """What may make runs of workflow ``name`` at ``version`` wait forever without being an error of its
@@ -420,7 +421,7 @@ class Hazel(Reads, Requests, Links):
             return earlier
         wf = self.registry.get(workflow, version)
         if not wf.starters.empty and not permissions.is_approver(wf.starters, actor, self.people):
-            who = permissions.who_may([wf.starters], self.people)  # (people by name, each once; the operator)
+            who = permissions.who_may([wf.starters], self.people, actor.channel)  # (people by name, each once; the operator)
             reason = f"{actor.label} may not start {wf.label}: only {who} may"
             self.steering.refuse(run_id=None, request_id=None, actor=actor, action="start", reason=reason)
             raise NotAllowedError(reason)

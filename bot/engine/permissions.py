@@ -177,27 +177,30 @@ def operator_counts(approvers: Approvers) -> bool:
     return not approvers.empty and not approvers.users and not approvers.people
 
 
-def who_may(lists: Iterable[Approvers], people: People) -> str:
+def who_may(lists: Iterable[Approvers], people: People, channel: str = "") -> str:
     """Who ``lists`` (approver lists, any of which admits) let act, for a refusal's ``only … may``, naming
     people: each identity the people file claims (a console or REST API name, a Slack user id, a Jira account)
-    as its person, others as ``Approvers.describe`` does (a Slack id as ``<@U…>``), user groups as groups, each
+    as its person, others as ``Approvers.describe`` does (a Slack id as ``<@U…>``; a Jira account as listed to a
+    person on Jira, ``channel`` ``jira``, elsewhere as ``jira:ID``, the identity ``--as`` takes: s31 F12), user
+    groups as groups, each
     person once (``priya`` listed by name and by her Slack id is ``priya``), and ``the console operator`` last
     when a list admits them (``operator_counts``): ``priya, <@U0123>, <!subteam^S0456>, the console operator``.
     ``""`` when the lists name nobody."""
     lists = list(lists)
-    names = dict.fromkeys(name for a in lists for name in _described(a, people))
+    names = dict.fromkeys(name for a in lists for name in _described(a, people, channel))
     if any(operator_counts(a) for a in lists):
         names[CONSOLE_OPERATOR] = None
     return ", ".join(names)
 
 
-def _described(approvers: Approvers, people: People) -> list[str]:
+def _described(approvers: Approvers, people: People, channel: str) -> list[str]:
     """The names ``who_may`` joins of ``approvers``, each once, in the list's order."""
     parts = [*approvers.people]
     parts += [people.claimed("console", u) or people.claimed("api", u) or u for u in approvers.users]
     parts += [people.claimed("slack", u) or f"<@{u}>" for u in approvers.slack_users]
     parts += [f"<!subteam^{g}>" for g in approvers.slack_usergroups]
-    parts += [people.claimed("jira", u) or u for u in approvers.jira_users]
+    bare = channel == "jira"
+    parts += [people.claimed("jira", u) or (u if bare else f"jira:{u}") for u in approvers.jira_users]
     parts += [f"group {g}" for g in approvers.jira_groups]
     return list(dict.fromkeys(parts))
 
@@ -285,7 +288,7 @@ def refusal(point: SteeringPoint, action: str, actor: Actor, run: Run | None, pe
     starter_may = action == Action.REWIND.value and run is not None and started_it(run, actor)
     if point.role_for(action) == "approvers" and not starter_may and not any(
             is_approver(a, actor, people) for a in lists):
-        who = who_may(lists, people)
+        who = who_may(lists, people, actor.channel)
         also = ", or who started the run" if action == Action.REWIND.value else ""
         verb = "give feedback" if action == Action.FEEDBACK.value else action  # (not "may not feedback")
         proxy = (" (the console operator as itself, without --as: acting for someone takes their right)"
@@ -356,6 +359,6 @@ def run_action_refusal(points: list[SteeringPoint], verb: str, actor: Actor, run
     does: ``sam may not cancel run 1a2b: only priya, dan may, or who started the run`` (the approvers of
     ``points``, each person once, and the console operator where they count: ``who_may``); ``only who started
     the run may`` when ``points`` name nobody (for ``may_run_action``'s refusals: it does not check)."""
-    who = who_may((p.approvers for p in points), people)
+    who = who_may((p.approvers for p in points), people, actor.channel)
     rule = f"only {who} may, or who started the run" if who else "only who started the run may"
     return f"{actor.label} may not {verb} run {run.id}: {rule}"

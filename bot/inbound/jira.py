@@ -443,7 +443,7 @@ class JiraWebhook:
                 outcome = self.hazel.decide(run_id=run_id, action=action, actor=actor, payload=payload,
                                             request_id=request.id, delivery_id=event.delivery_id)
         except NotAllowedError as exc:  # the approvers named, not mentioned: a mention notifies each of them, at
-            who = inline(plain_mentions(self.hazel.who_may(view.approvers)))  # every comment anyone writes (F16)
+            who = inline(plain_mentions(self.hazel.who_may(view.approvers, "jira")))  # every comment anyone writes (F16)
             who = (f"Nobody left may steer this request (of {who}: self-approval is off, or each has voted): cancel "
                    "the run or change the point's approvers" if view.nobody_left  # (s25 F11: it named the starter)
                    else f"Who may steer this request: {who}")

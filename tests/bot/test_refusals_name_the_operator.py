@@ -66,3 +66,35 @@ def test_refusals_name_the_console_operator_who_may_then_act(db_url: str, tmp_pa
     cli("approve", run_id)  # and the console operator may, as the refusals say
     assert hazel.get(run_id=run_id).status.value == "completed"
     assert hazel.decisions(run_id=run_id)[0].actor_id == "olga"
+
+
+JIRA_ONLY = '''
+from pydantic import BaseModel
+from hazel import Approvers, StepContext, Workflow
+
+class S(BaseModel):
+    text: str = "ship it"
+
+signoff = Workflow("signoff", version=1, state=S)
+
+@signoff.step
+def draft(state: S, ctx: StepContext) -> S:
+    return state
+
+signoff.steer("sign_off", title="Sign-off", show="text", actions=["approve", "reject"],
+              approvers=Approvers(users=["priya"], jira_users=["5b10ac8d82e05b22cc7d4ef5"]))
+'''
+
+
+def test_a_refusal_off_jira_names_a_jira_account_as_the_identity_as_takes(db_url: str, tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """s31 F12(a): ``only priya, 5b10ac8d… may`` named a Jira account bare at the console, where nothing said
+    it was one nor how to act for it; it is ``jira:5b10ac8d…`` there (as ``--as`` takes it), bare on Jira."""
+    (tmp_path / "signoff.py").write_text(JIRA_ONLY)
+    hazel = make_hazel(db_url, *Registry().load([str(tmp_path / "signoff.py")]))
+    cli = in_process_cli(monkeypatch, tmp_path, db_url=db_url, workflows=str(tmp_path / "signoff.py"))
+    run_id = json.loads(cli("run", "signoff", "--json").stdout)["run"]["id"]
+    refused = cli("approve", run_id, "--as", "mallory", code=1).stderr
+    assert "only priya, jira:5b10ac8d82e05b22cc7d4ef5 may" in refused, refused
+    cli("approve", run_id, "--as", "jira:5b10ac8d82e05b22cc7d4ef5")  # as the refusal names them
+    assert hazel.get(run_id=run_id).status.value == "completed"
