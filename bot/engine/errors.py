@@ -36,7 +36,7 @@ import re
 import sys
 import traceback
 from datetime import datetime
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 
 QUOTE_MAX_CHARS = 60
@@ -191,6 +191,16 @@ class EmptyEditError(InvalidDecisionError):
 
     def __str__(self) -> str:
         return f"{self.message}; add --allow-empty if that is what you mean"
+
+    def given_elsewhere(self, here: str, code: Callable[[str], str] = str) -> str:
+        """Where an empty value can be given, for a channel with no way to give one (``here``: ``a Slack
+        form``, ``a Jira comment``), each command or field as ``code`` marks it: ``; an empty value can be set
+        with hazel edit --allow-empty or the REST API's allow_empty, not from a Slack form``; ``""`` without a
+        ``hint``."""
+        if not self.hint:
+            return ""
+        return (f"; an empty value can be set with {code(self.hint)} or the REST API's {code('allow_empty')}, "
+                f"not from {here}")
 
 
 class MissingRewindTargetError(InvalidDecisionError):

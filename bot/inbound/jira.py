@@ -586,9 +586,8 @@ def _refusal(exc: HazelError) -> str:
     if isinstance(exc, MissingEditValueError):  # (in the comment's terms: s25 F1, a person who may not edit
         return "/edit needs the new value after it"  # is told so first, by the engine)
     text = inline(exc.message)
-    if isinstance(exc, EmptyEditError) and exc.hint:
-        text += (f"; an empty value can be set with {{{{{exc.hint}}}}} or the REST API's "
-                 "{{allow_empty}}, not from a Jira comment")
+    if isinstance(exc, EmptyEditError):
+        text += exc.given_elsewhere("a Jira comment", lambda c: f"{{{{{c}}}}}")
     return text
 
 

@@ -376,7 +376,7 @@ def _field_error(exc: Exception) -> str:
     be set with hazel edit --allow-empty or the REST API's allow_empty, not from a Slack form``)."""
     text = plain_mentions(exc.message if isinstance(exc, HazelError) else str(exc))
     if isinstance(exc, EmptyEditError):
-        text += f"; an empty value can be set with {exc.hint} or the REST API's allow_empty, not from a Slack form"
+        text += exc.given_elsewhere("a Slack form")
     return text
 
 
