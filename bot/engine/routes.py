@@ -116,6 +116,10 @@ def point_settings_problems(p: Any) -> list[str]:
     if (p.escalate_channel or "").startswith("jira:") and not (p.channel or "").startswith("jira:"):
         out.append(f"escalate_channel {p.escalate_channel!r}: an escalation in Jira is a comment on the request's "
                    f"own issue, and a request on {p.channel!r} has none (escalate to a Slack channel)")
+    elif (p.escalate_channel or "").startswith("jira:") and p.escalate_channel.upper() != p.channel.upper():
+        out.append(f"escalate_channel {p.escalate_channel!r}: an escalation in Jira is a comment on the request's "
+                   f"own issue, in {p.channel!r}, never an issue in another project (leave escalate_channel out, "
+                   "or escalate to a Slack channel)")  # (s29 F7: accepted, and the other project never heard)
     return out
 
 

@@ -111,6 +111,9 @@ def base() -> Workflow:
     (lambda wf: wf.steer("review", channel="slack:#x", escalate_after_sec=60, escalate_channel="jira:OPS"),
      "escalate_channel 'jira:OPS': an escalation in Jira is a comment on the request's own issue, and a request "
      "on 'slack:#x' has none"),
+    (lambda wf: wf.steer("review", channel="jira:OPS", escalate_after_sec=60, escalate_channel="jira:SEC"),
+     "escalate_channel 'jira:SEC': an escalation in Jira is a comment on the request's own issue, in 'jira:OPS', "
+     "never an issue in another project"),  # (s29 F7: accepted, and SEC never heard of it)
     (lambda wf: wf.step(_async_step, name="x"),
      "step 'x': is an async function: steps are plain functions (run a coroutine inside with asyncio.run)"),
     (lambda wf: wf.step(lambda state: state, name="x"),
