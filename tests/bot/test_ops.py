@@ -69,7 +69,7 @@ def test_healthz_answers_from_the_database(db_url: str, tmp_path: Path) -> None:
     hazel = make(db_url)
     hazel.prepare()
     with LiveServer(create_app(hazel)) as server:
-        response = httpx.get(server.url + "/healthz")
+        response = httpx.get(server.url + "/healthz", timeout=30)
         probed = httpx.head(server.url + "/healthz")  # (a load balancer's HEAD probe: s24 F8, it was 405)
     assert response.status_code == 200
     assert response.json() == {"status": "ok", "database": hazel.store.dialect}
@@ -80,7 +80,7 @@ def test_healthz_answers_from_the_database(db_url: str, tmp_path: Path) -> None:
                    else f"sqlite:///{tmp_path / 'no' / 'such' / 'dir' / 'hazel.db'}")
     down = make(unreachable)
     with LiveServer(create_app(down)) as server:
-        response = httpx.get(server.url + "/healthz")
+        response = httpx.get(server.url + "/healthz", timeout=30)
         assert httpx.head(server.url + "/healthz").status_code == 503
     assert response.status_code == 503
     body = response.json()
@@ -230,7 +230,7 @@ def test_json_logs_carry_run_and_request_ids_and_no_secret(db_url: str, root_log
     api_level = api_log.level  # on "hazel" kept them out of a full-suite run)
     api_log.setLevel(logging.DEBUG)
     with LiveServer(app) as server:
-        http = httpx.Client(base_url=server.url)
+        http = httpx.Client(base_url=server.url, timeout=30)
         assert http.get("/api/runs", headers={"Authorization": f"Bearer {API_TOKEN}-wrong"}).status_code == 401
         assert http.get("/api/runs", headers={"Authorization": f"Bearer {API_TOKEN}"}).status_code == 200
         auth = {"Authorization": f"Bearer {API_TOKEN}"}  # a start and a cancel over REST carry the run's id

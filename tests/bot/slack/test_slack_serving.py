@@ -53,10 +53,10 @@ def test_unsigned_forged_and_stale_requests_get_401_and_change_nothing(make_env)
     assert env.sender.post(body, timestamp=int(time.time()) - 600).status_code == 401  # replayed later
     assert env.sender.post(body, headers={"X-Slack-Signature": "v0=" + "0" * 64}).status_code == 401
     assert httpx.post(env.sender.url, content=body,
-                      headers={"Content-Type": "application/x-www-form-urlencoded"}).status_code == 401
+                      headers={"Content-Type": "application/x-www-form-urlencoded"}, timeout=30).status_code == 401
     vector = fixture("slack_slash_command__signature_test_vector.headers.json")  # Slack's own, from 2018
     response = httpx.post(env.sender.url, content=fixture("slack_slash_command__signature_test_vector.form.txt"),
-                          headers=vector["headers"])
+                          headers=vector["headers"], timeout=30)
     assert response.status_code == 401
     assert len(env.fake.calls) == calls and env.hazel.decisions(run_id=run_id) == [] and env.pending(run_id)
     assert env.sender.post(body).status_code == 200  # the same click, signed now: it counts
@@ -92,14 +92,15 @@ def test_wiring_builds_the_channel_and_route_only_when_configured(db_url: str) -
                                              "SLACK_SIGNING_SECRET"),
                            ("/jira/webhook", "Jira is off on this server: set JIRA_URL with JIRA_USER and "
                                              "JIRA_API_TOKEN (Cloud), or with JIRA_PAT (Server/Data Center)")):
-            answer = httpx.post(server.url + path, content=b"{}", headers={"Content-Type": "application/json"})
+            answer = httpx.post(server.url + path, content=b"{}", headers={"Content-Type": "application/json"},
+                                timeout=30)
             assert answer.status_code == 503, answer.text
             assert answer.json() == {"error": {"type": "ChannelOffError", "message": says}}
     hazel.close()
     secret_only = Settings(HAZEL_DATABASE_URL=db_url, SLACK_SIGNING_SECRET=SECRET)  # what is missing, only
     hazel = Hazel(secret_only, registry=Registry(), load_workflows=False)
     with LiveServer(create_app(hazel, routers=http_routers(hazel, secret_only))) as server:
-        answer = httpx.post(server.url + "/slack/events", content=b"{}")
+        answer = httpx.post(server.url + "/slack/events", content=b"{}", timeout=30)
         assert answer.json()["error"]["message"] == "Slack is off on this server: set SLACK_BOT_TOKEN", answer.text
     hazel.close()
 
@@ -125,7 +126,8 @@ def test_without_slack_settings_requests_fall_back_to_the_console_and_nothing_is
         assert tx.outbox.list(status="dead") == []
     assert hazel.pending_request(run_id=run.id) is not None  # still pending, answerable from the CLI
     with LiveServer(create_app(hazel, routers=http_routers(hazel, settings))) as server:
-        assert httpx.post(server.url + "/slack/events", content=b"x").status_code == 503  # off, saying why
+        off = httpx.post(server.url + "/slack/events", content=b"x", timeout=30)
+        assert off.status_code == 503  # off, saying why
     hazel.decide(run_id=run.id, action="approve", actor=Actor(id="ops", channel="console"))
     hazel.close()
 

@@ -37,9 +37,10 @@ def _logged_app(db_url: str, log_format: str) -> tuple[Any, str, str, io.StringI
 def test_a_signed_link_is_logged_without_its_token(db_url: str, serve_logging: None, log_format: str) -> None:
     app, run_id, token, stream = _logged_app(db_url, log_format)
     with LiveServer(app, access_log=True) as server:
-        opened = httpx.get(f"{server.url}/runs/{run_id}?t={token}", follow_redirects=False)
+        opened = httpx.get(f"{server.url}/runs/{run_id}?t={token}", follow_redirects=False, timeout=30)
         assert opened.status_code == 303, opened.text  # the link worked (it drops its token: a redirect)
-        tampered = httpx.get(f"{server.url}/runs/{run_id}?x=1&t={token[:-3]}abc", follow_redirects=False)
+        tampered = httpx.get(f"{server.url}/runs/{run_id}?x=1&t={token[:-3]}abc", follow_redirects=False,
+                             timeout=30)
         assert tampered.status_code == 401
     text = stream.getvalue()
     assert f"/runs/{run_id}?t=**********" in text, text  # the request is logged, its token is not
@@ -55,10 +56,10 @@ def test_a_token_under_another_spelling_of_its_key_is_not_logged_either(db_url: 
     (``%2574=``) are not accepted, but their token is valid all the same: none reaches the log."""
     app, run_id, token, stream = _logged_app(db_url, log_format)
     with LiveServer(app, access_log=True) as server:
-        encoded = httpx.get(f"{server.url}/runs/{run_id}?%74={token}", follow_redirects=False)
+        encoded = httpx.get(f"{server.url}/runs/{run_id}?%74={token}", follow_redirects=False, timeout=30)
         assert encoded.status_code == 303, encoded.text  # accepted: the key decodes to t
         for tail in (f";t={token}", f"?x=1%26t={token}", f"?%2574={token}", f"?x=1;t={token}"):
-            httpx.get(f"{server.url}/runs/{run_id}{tail}", follow_redirects=False)
+            httpx.get(f"{server.url}/runs/{run_id}{tail}", follow_redirects=False, timeout=30)
     text = stream.getvalue()
     assert f"/runs/{run_id}?%74=**********" in text, text
     assert f"/runs/{run_id};t=**********" in text, text
