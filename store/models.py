@@ -517,6 +517,8 @@ class Approvers(_Record):
     identities are hers. No one listed at all means anyone may.
     """
 
+    model_config = ConfigDict(frozen=True, defer_build=True, extra="forbid")  # (``peple=``: open to anyone)
+
     people: tuple[str, ...] = ()
     users: tuple[str, ...] = ()
     slack_users: tuple[str, ...] = ()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from integrations.jira.options import OPTION_NAMES as JIRA_OPTIONS
 from store.models import ALL_ACTIONS, DB_INT_MAX, Action
 
 END = "__end__"
@@ -113,6 +114,7 @@ def point_settings_problems(p: Any) -> list[str]:
         out.append(f"times out with {p.on_timeout!r}, which its actions do not allow ({', '.join(p.actions)})")
     if p.on_timeout == "escalate" and not (p.escalate_to or p.escalate_channel):
         out.append("escalates on timeout but names no escalate_to/escalate_channel")
+    out += [_unknown_option(p, key) for key in sorted(set(p.options or {}) - POINT_OPTIONS)]
     if (p.escalate_channel or "").startswith("jira:") and not (p.channel or "").startswith("jira:"):
         out.append(f"escalate_channel {p.escalate_channel!r}: an escalation in Jira is a comment on the request's "
                    f"own issue, and a request on {p.channel!r} has none (escalate to a Slack channel)")
@@ -121,6 +123,23 @@ def point_settings_problems(p: Any) -> list[str]:
                    f"own issue, in {p.channel!r}, never an issue in another project (leave escalate_channel out, "
                    "or escalate to a Slack channel)")  # (s29 F7: accepted, and the other project never heard)
     return out
+
+
+POINT_OPTIONS = JIRA_OPTIONS
+"""The options a steering point may carry besides its settings: the channels' own (``integrations.jira.options``)."""
+
+
+def _unknown_option(p: Any, key: str) -> str:
+    """A keyword of ``steer`` that is neither a setting nor a channel's option (a typo: ``approver=`` left the
+    point open to anyone, a fresh-user finding, s33 F3), with the setting it is nearest to."""
+    from difflib import get_close_matches
+
+    known = sorted((set(type(p).model_fields) - {"name", "options"}) | POINT_OPTIONS)
+    near = [k for k in known if k.startswith(key)][:1] or get_close_matches(key, known, n=1, cutoff=0.6)
+    if near:
+        return f"unknown setting {key!r} (did you mean {near[0]}?)"
+    return (f"unknown setting {key!r}: neither a setting of steer (see Workflow.steer) nor a channel's option "
+            f"({', '.join(sorted(POINT_OPTIONS))})")
 
 
 _SLACK_USER, _SLACK_GROUP = re.compile(r"^[UW][A-Z0-9]{2,}$"), re.compile(r"^S[A-Z0-9]{2,}$")

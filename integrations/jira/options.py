@@ -59,6 +59,10 @@ class JiraOptions:
         return {"done_status": self.done_status, "rejected_status": self.rejected_status}
 
 
+OPTION_NAMES = frozenset(PREFIX + f.name for f in fields(JiraOptions))
+"""The steering point options the Jira channel reads: ``jira_issue_type``, ``jira_approve_status``, …"""
+
+
 def same_status(a: str | None, b: str | None) -> bool:
     """Jira status names are case-insensitive."""
     return bool(a) and bool(b) and a.strip().casefold() == b.strip().casefold()  # type: ignore[union-attr]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from hazel import Approvers, StepContext, Workflow
+from hazel import END, Approvers, StepContext, Workflow
 from bot.engine.errors import UnknownWorkflowError, WorkflowDefinitionError
 from bot.engine.registry import Registry
 
@@ -111,6 +111,12 @@ def base() -> Workflow:
     (lambda wf: wf.steer("review", channel="slack:#x", escalate_after_sec=60, escalate_channel="jira:OPS"),
      "escalate_channel 'jira:OPS': an escalation in Jira is a comment on the request's own issue, and a request "
      "on 'slack:#x' has none"),
+    # s33 F3 (HIGH): a misspelled keyword was a channel option nobody read (approver=: open to anyone)
+    (lambda wf: wf.steer("review", approver=Approvers(people=("priya",))),
+     "steering point 'review': unknown setting 'approver' (did you mean approvers?)"),
+    (lambda wf: wf.steer("review", on_rejct="x", nxt=END),
+     "unknown setting 'nxt' (did you mean next?); steering point 'review': unknown setting 'on_rejct' (did you "
+     "mean on_reject?)"),
     (lambda wf: wf.steer("review", channel="jira:OPS", escalate_after_sec=60, escalate_channel="jira:SEC"),
      "escalate_channel 'jira:SEC': an escalation in Jira is a comment on the request's own issue, in 'jira:OPS', "
      "never an issue in another project"),  # (s29 F7: accepted, and SEC never heard of it)
@@ -190,3 +196,12 @@ def test_approvers_describe() -> None:
     a = Approvers(users=("ann",), slack_users=("U1",), slack_usergroups=("S1",), jira_groups=("dba",))
     assert a.describe() == "ann, <@U1>, <!subteam^S1>, group dba"
     assert Approvers().empty and Approvers().describe() == "anyone"
+
+
+def test_a_misspelled_approver_list_is_refused() -> None:
+    """s33 F3 (HIGH): ``Approvers(peple=["priya"])`` was ``Approvers()``: anyone may decide."""
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="peple\n  Extra inputs are not permitted"):
+        Approvers(peple=["priya"])  # type: ignore[call-arg]
+    assert Approvers(people=["priya"]).people == ("priya",)

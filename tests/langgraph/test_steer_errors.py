@@ -4,6 +4,7 @@ in, or its ``name=``; SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import operator
+import re
 from typing import Annotated, TypedDict
 
 import pytest
@@ -101,3 +102,18 @@ def test_an_invalid_steer_call_fails_at_once_and_a_reserved_name_is_still_asked(
     hz.decide(run_id=end.id, action="approve", actor=person("ana"))
     hz.drive(run_id=end.id)
     assert hz.get(run_id=end.id).status is RunStatus.COMPLETED
+
+
+@pytest.mark.parametrize("settings, said", [
+    ({"approver": {"people": ["priya"]}}, "unknown setting 'approver' (did you mean approvers?)"),
+    ({"timeout": 5}, "unknown setting 'timeout' (did you mean timeout_sec?)"),
+    ({"colour": "red"}, "unknown setting 'colour': neither a setting of steer (see Workflow.steer) nor a "
+                        "channel's option (jira_approve_status, "),
+])
+def test_a_misspelled_setting_is_refused_where_steer_is_called(settings, said):
+    """s33 F3 (HIGH): ``steer(approver=…)`` went into the point's channel options, unread, and left the point
+    open to anyone (mallory's approval was taken)."""
+    with pytest.raises(WorkflowDefinitionError, match=f"steering point 'steer': {re.escape(said)}"):
+        steer(**settings)
+    with pytest.raises(WorkflowDefinitionError, match=r"^steering point 'steer': on_timeout without timeout_sec$"):
+        steer(jira_issue_type="Story", on_timeout="approve")  # (a Jira option is an option: only the other refused)
