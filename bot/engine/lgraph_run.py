@@ -53,6 +53,9 @@ UPDATE_STEP = UPDATE_NODE
 """The step after a rewind with feedback or edits to a graph checkpoint from which no node runs next (the
 graph had finished there): ``update_state`` writes the values on the fork, and the graph goes on from there
 (nowhere, unless its edges say otherwise), so that the values are not dropped."""
+RESUME_WRITE = "__resume__"
+"""The channel of a task's pending write that lists the answers its ``interrupt()`` calls took, in order
+(LangGraph's ``RESUME``, private since LangGraph 1.0)."""
 SOURCE_INPUT = "input"
 SOURCE_LOOP = "loop"
 SOURCE_UPDATE = "update"
@@ -118,8 +121,9 @@ def superstep(wf: Any, state: Any, ctx: StepContext) -> Any:
             else:  # a new checkpoint after the one rewound to (its old nodes' writes stay on the old branch)
                 config = graph.update_state(_with(config, fence, meta), state.lg_update or None)
         elif state.lg_resume:
-            _refuse_unheard(wf, ctx, state, latest)
-            inp = Command(resume=state.lg_resume)
+            resume = _not_taken(wf, ctx, state, latest)
+            # (none left: an earlier attempt's tasks took every answer, then raised: on as LangGraph goes on)
+            inp = Command(resume=resume) if resume else None
         try:
             for _ in graph.stream(inp, _with(config, fence, meta), stream_mode="updates", interrupt_after="*",
                                  durability="sync"):
@@ -173,17 +177,72 @@ def _refuse_lost(graph: Any, ctx: StepContext, pointer: str, latest: Any) -> Non
         f"graph again from its beginning; rewind the run to checkpoint #0 to run it again from its input")
 
 
-def _refuse_unheard(wf: Any, ctx: StepContext, state: Any, latest: Any) -> None:
-    """Raise ``StepContractError`` (the run fails at once, not retried) when an answer the run resumes with
-    (``state.lg_resume``: ``{interrupt id: value}``) belongs to an interrupt no task of the graph waits on at the
-    checkpoint it goes on from (``latest``, when it is that checkpoint): its node is not in the graph deployed
-    any more (renamed or removed under the same version). LangGraph then ran nothing and the run completed as if
-    the answer had been taken (a fresh-user finding, s32 F1)."""
+def _not_taken(wf: Any, ctx: StepContext, state: Any, latest: Any) -> dict[str, Any]:
+    """The answers of ``state.lg_resume`` (``{interrupt id: value}``) that the step still sends the graph
+    (``Command(resume=...)``): those no task has taken yet. An earlier attempt of the step may have run a node
+    that took its answer (``interrupt()`` returned it, and LangGraph keeps it in the task's ``RESUME`` write)
+    and then raised, in the node or after it (its conditional-edge router, LangGraph's validation of the state:
+    the task then has an error and the node's writes, and no interrupt waiting, s33 F2). LangGraph goes on from
+    there with the answers it keeps (``invoke(None)``); sent again, an answer would be appended to the task's
+    answers, and a node's next ``interrupt()`` would return it as its own. ``{}``: every answer was taken.
+
+    Free on a first attempt (every answer's interrupt waits, no task has an error: ``latest`` says so); else
+    one read of the checkpoint's pending writes (``_taken``).
+
+    Raises:
+        StepContractError: an answer no task took and none waits on (``_refuse_unheard``).
+    """
+    resume = dict(state.lg_resume)
     config = (getattr(latest, "config", None) or {}).get("configurable", {})
     if config.get("checkpoint_id") != state.lg_checkpoint:
-        return  # (another checkpoint: nothing read here to tell by)
-    waiting = {i.id for task in getattr(latest, "tasks", ()) for i in getattr(task, "interrupts", ())}
-    if set(state.lg_resume) <= waiting:
+        return resume  # (another checkpoint: nothing read here to tell by)
+    tasks = list(getattr(latest, "tasks", ()) or ())
+    waiting = {i.id for task in tasks for i in getattr(task, "interrupts", ())}
+    if set(resume) <= waiting and not any(getattr(task, "error", None) for task in tasks):
+        return resume
+    taken = _taken(wf.graph, latest, tasks)
+    left = {iid: value for iid, value in resume.items() if iid not in taken}
+    _refuse_unheard(wf, ctx, set(left) - waiting)
+    return left
+
+
+def _taken(graph: Any, latest: Any, tasks: list[Any]) -> set[str]:
+    """The ids of the interrupts whose answers the tasks of ``latest`` (the thread's newest snapshot) took
+    already: a task's ``RESUME`` pending write lists its answers in the order its ``interrupt()`` calls took
+    them, and its n-th interrupt's id is LangGraph's hash of the task's namespace and n (``_interrupt_id``).
+    One ``get_tuple``; ``set()`` when the checkpoint is not found.
+
+    Raises:
+        whatever the graph's checkpointer raises.
+    """
+    saved = _saved(graph, latest.config)
+    answers: dict[str, int] = {}
+    for task_id, channel, value in (getattr(saved, "pending_writes", None) or ()):
+        if channel == RESUME_WRITE:
+            answers[task_id] = len(value) if isinstance(value, list) else 1
+    return {_interrupt_id(f"{task.name}:{task.id}", n)
+            for task in tasks for n in range(answers.get(task.id, 0))}
+
+
+def _interrupt_id(ns: str, answered: int) -> str:
+    """The id LangGraph gives the interrupt a task of namespace ``ns`` (``"node:task id"``) asks after
+    ``answered`` answers (``langgraph.types._interrupt_id``, private: its formula where it is missing)."""
+    try:
+        from langgraph.types import _interrupt_id as lg_interrupt_id
+    except ImportError:
+        from xxhash import xxh3_128_hexdigest
+
+        return xxh3_128_hexdigest((f"{ns}|{answered}" if answered else ns).encode())
+    return lg_interrupt_id(ns, answered)
+
+
+def _refuse_unheard(wf: Any, ctx: StepContext, unheard: set[str]) -> None:
+    """Raise ``StepContractError`` (the run fails at once, not retried) when answers the run resumes with
+    (``unheard``: their interrupt ids) belong to interrupts that no task of the graph waits on at the checkpoint
+    it goes on from, nor took (``_not_taken``): their node is not in the graph deployed any more (renamed or
+    removed under the same version). LangGraph then ran nothing and the run completed as if the answer had been
+    taken (a fresh-user finding, s32 F1). Nothing when ``unheard`` is empty."""
+    if not unheard:
         return
     raise StepContractError(
         f"the answer run {ctx.run_id} resumes with reaches no node: the graph deployed as {wf.label} has no task "
