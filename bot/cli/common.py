@@ -146,11 +146,39 @@ def engine(json_mode: bool = False, *, prepare: bool = True, reads_only: bool = 
     _opened.append(hazel)
     if prepare and reads_only:
         hazel.store.ensure_schema()
-        _recover_if_writable(hazel)
+        if _clock_fits(hazel, reads_only=True):
+            _recover_if_writable(hazel)
     elif prepare:
-        hazel.prepare()
+        hazel.store.ensure_schema()
+        _clock_fits(hazel, reads_only=False)
+        hazel.recover()
     started()
     return hazel
+
+
+def _clock_fits(hazel: Any, *, reads_only: bool) -> bool:
+    """Whether this host's clock is near enough the database server's for the command's clock work (handing back
+    runs whose lease ran out, a new request's deadline): ``hazel serve``'s check (``check_clock``: PostgreSQL
+    only; a host 90 s ahead made a read-only ``hazel runs`` take a live run, whose step then ran twice at once,
+    and one 2 h behind had a 1-hour timeout fire as it was asked: a fresh-operator finding, s33 F1). A reading
+    command reads on without handing runs back, saying why (False); any other is refused.
+
+    Raises:
+        ConfigurationError: the clock is too far off and the command writes.
+    """
+    from bot.engine import ConfigurationError
+    from bot.server.processes import check_clock
+
+    try:
+        check_clock(hazel)
+    except ConfigurationError as exc:
+        if not reads_only:
+            raise
+        warning = f"runs whose lease ran out were not handed back: {exc}"
+        start_up_warnings.append(warning)
+        logging.getLogger("hazel.cli").warning("%s", warning)
+        return False
+    return True
 
 
 def _recover_if_writable(hazel: Any) -> None:
