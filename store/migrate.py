@@ -15,6 +15,7 @@ lock, read the revision again and go on.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import time
 from typing import TYPE_CHECKING, Any, Iterator
@@ -141,38 +142,75 @@ def stamp(engine: Engine, revision: str) -> None:
         if not orphaned(engine, before):
             raise ValueError("the database has no Hazel tables: nothing to stamp; `hazel db upgrade` creates them "
                              "(nothing changed)")
-        missing = _missing_from_head(engine)
-        if revision != HEAD and not missing:
-            raise ValueError(f"the tables are those of revision {HEAD}, this Hazel's newest (every table and column "
-                             f"it has is there), not {revision}'s: `hazel db stamp {HEAD}` (nothing changed)")
-        if revision == HEAD and missing:  # (s31 F6: recorded, then a LangGraph run failed on "no such column")
-            shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-            raise ValueError(f"the tables lack what revision {HEAD} has ({shown}): they are at an older revision; "
-                             "record the one they are at, the newest migration of the Hazel that last ran on it, "
-                             "then `hazel db upgrade` (nothing changed)")
+        problem = _not_at(engine, revision)
+        if problem is not None:
+            raise ValueError(f"{problem} (nothing changed)")
         command.stamp(_config(engine), revision, purge=True)
 
 
-def _missing_from_head(engine: Engine) -> list[str]:
-    """The tables and columns (``table``, ``table.column``) of ``HEAD``'s schema (``store.schema.metadata``)
-    the database lacks; empty: it holds them all. A ``hazel db stamp`` of an older revision on a database that
-    lacks none was a typo that nothing in the CLI could undo (``db upgrade`` then failed on ``duplicate
-    column``, ``db downgrade`` ran an older migration's downgrade on the newest tables: a fresh-user finding,
-    s30 F5), and one of ``HEAD`` on a database that lacks some claimed columns it has not (s31 F6)."""
-    from sqlalchemy import inspect
+def _not_at(engine: Engine, revision: str) -> str | None:
+    """Why the database's Hazel tables are not those of ``revision`` (None: they are, every table and column of
+    it and none beyond): what they lack or hold beyond it, and the revision whose tables they are when one
+    matches. Stamped, a revision the tables are not at was a typo nothing in the CLI could undo: an older one
+    on the newest tables (``db upgrade`` failed on ``duplicate column``, s30 F5), the newest on older tables (a
+    run failed on ``no such column``, s31 F6), one in between on tables before it (``db upgrade`` said it
+    succeeded and every command failed after: s33 F2)."""
+    have = _shape(engine)
+    wanted = schema_at(revision)
+    if have == wanted:
+        return None
+    match = next((r for r in sorted(known_revisions(), reverse=True) if schema_at(r) == have), None)
+    if match is not None and match > revision:
+        newest = ", this Hazel's newest" if match == HEAD else ""
+        return (f"the tables are those of revision {match}{newest} (every table and column it has is there), not "
+                f"{revision}'s: `hazel db stamp {match}`")
+    lacking = sorted(wanted - have)
+    if lacking:
+        shown = ", ".join(lacking[:5]) + (f" and {len(lacking) - 5} more" if len(lacking) > 5 else "")
+        where = (f"`hazel db stamp {match}`, then `hazel db upgrade`" if match is not None else
+                 "record the one they are at, the newest migration of the Hazel that last ran on it, then "
+                 "`hazel db upgrade`")
+        return f"the tables lack what revision {revision} has ({shown}): they are at an older revision; {where}"
+    beyond = sorted(have - wanted)
+    shown = ", ".join(beyond[:5]) + (f" and {len(beyond) - 5} more" if len(beyond) > 5 else "")
+    if match is not None:  # (older: revision dropped what they hold)
+        return (f"the tables hold what revision {revision} has not ({shown}): they are those of revision {match}; "
+                f"`hazel db stamp {match}`, then `hazel db upgrade`")
+    return (f"the tables hold what revision {revision} has not ({shown}): they are at another revision; record the "
+            "one they are at, the newest migration of the Hazel that last ran on it")
 
-    from store.schema import metadata
 
+def _shape(engine: Engine) -> frozenset[str]:
+    """The database's Hazel tables, their columns and their indexes (``table``, ``table.column``, ``index
+    name``), the version table left out. (Two revisions differ only in indexes: 0005, 0007. PostgreSQL lists
+    the index behind a unique constraint too, SQLite does not: it is left out.)"""
     seen = inspect(engine)
-    tables = set(seen.get_table_names())
-    missing: list[str] = []
-    for wanted in metadata.sorted_tables:
-        if wanted.name not in tables:
-            missing.append(wanted.name)
-            continue
-        have = {c["name"] for c in seen.get_columns(wanted.name)}
-        missing += [f"{wanted.name}.{c.name}" for c in wanted.columns if c.name not in have]
-    return missing
+    out: set[str] = set()
+    for name in seen.get_table_names():
+        if name.startswith("hazel_") and name != VERSION_TABLE:
+            out.add(name)
+            out.update(f"{name}.{c['name']}" for c in seen.get_columns(name))
+            out.update(f"index {i['name']}" for i in seen.get_indexes(name) if not i.get("duplicates_constraint"))
+    return frozenset(out)
+
+
+@functools.lru_cache(maxsize=None)
+def schema_at(revision: str) -> frozenset[str]:
+    """The Hazel tables and columns (``table``, ``table.column``) a database has at ``revision``: this Hazel's
+    migrations up to it, run on a scratch SQLite file (tables and columns are the same on PostgreSQL; about
+    0.1 s a revision; kept for the process)."""
+    import tempfile
+
+    from alembic import command
+    from sqlalchemy import create_engine
+
+    with tempfile.TemporaryDirectory() as scratch:
+        engine = create_engine(f"sqlite:///{scratch}/schema.db")
+        try:
+            command.upgrade(_config(engine), revision)
+            return _shape(engine)
+        finally:
+            engine.dispose()
 
 
 def _behind(current: str | None, head: str) -> str:

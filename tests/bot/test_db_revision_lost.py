@@ -96,3 +96,31 @@ def test_stamp_of_the_newest_revision_on_older_tables_is_refused(hostile, tmp_pa
         "are at an older revision" in said, refused.output
     assert hostile("db", "stamp", "0008").exit_code == 0
     assert hostile("db", "upgrade").exit_code == 0 and f"current {HEAD}" in hostile("db", "current").stdout
+
+
+def test_stamp_of_a_revision_between_is_refused_naming_the_one_the_tables_are_at(hostile, tmp_path,  # noqa: ANN001, F811
+                                                                                 monkeypatch) -> None:
+    """A fresh-operator finding (s33 F2): tables at 0005 whose revision row was lost took ``hazel db stamp 0006``
+    (only the newest revision was checked): ``db upgrade`` then said it succeeded without 0006's columns, every
+    command failed on ``no such column``, and stamping 0005 afterwards failed in ``upgrade`` (``no such
+    index``). Every revision's tables are checked now, and the refusal names the revision they are at."""
+    path = tmp_path / "older.db"
+    monkeypatch.setenv("HAZEL_DATABASE_URL", f"sqlite:///{path}")
+    assert hostile("db", "upgrade").exit_code == 0
+    assert hostile("db", "downgrade", "0006").exit_code == 0
+    engine = create_engine(f"sqlite:///{path}")
+    with engine.begin() as conn:
+        conn.execute(text("DELETE FROM hazel_alembic_version"))
+    engine.dispose()
+    older = " ".join(hostile("db", "stamp", "0005").output.split())  # (0006 adds columns)
+    assert "the tables are those of revision 0006 (every table and column it has is there), not 0005's: `hazel " \
+        "db stamp 0006`" in older, older
+    newer = " ".join(hostile("db", "stamp", "0008").output.split())
+    assert "the tables lack what revision 0008 has (hazel_runs.start_key, index uq_hazel_runs_started_via_start_key): " \
+        "they are at an older revision; `hazel db stamp 0006`, then `hazel db upgrade` (nothing changed)" in newer, newer
+    between = " ".join(hostile("db", "stamp", "0007").output.split())  # (0007 only drops an index)
+    assert "the tables hold what revision 0007 has not (index ix_hazel_decisions_request_id_person): they are those " \
+        "of revision 0006; `hazel db stamp 0006`, then `hazel db upgrade` (nothing changed)" in between, between
+    assert hostile("db", "current").exit_code == 1  # (nothing recorded)
+    assert hostile("db", "stamp", "0006").exit_code == 0
+    assert hostile("db", "upgrade").exit_code == 0 and hostile("runs").exit_code == 0
