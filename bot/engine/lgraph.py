@@ -471,7 +471,8 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
                   run_id: str | None = None, seq: int | None = None,
                   earlier: Callable[[], int | None] | None = None) -> Any:
         """The tree a rewind forks with: nothing asked (a node that interrupted there runs again and asks
-        again), ``lg_fork`` set and ``lg_update`` holding ``{feedback_key: feedback, **edits}`` (None: none).
+        again: the question it asked there, ``lg_reask`` naming its interrupt, with the answers it had before
+        kept), ``lg_fork`` set and ``lg_update`` holding ``{feedback_key: feedback, **edits}`` (None: none).
         When ``tree`` is itself a rewind's fork (the ``↩`` checkpoint: its pointer still the graph checkpoint it
         forked from), its own ``lg_update`` comes first and these are written over it (``written``: a reducer
         channel combines), so the fork starts from the values that checkpoint shows.
@@ -519,7 +520,12 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
                     f"checkpoint #{seq} of run {run_id} is at a graph checkpoint {', '.join(writers)} wrote at "
                     f"once: LangGraph cannot tell which of them feedback or edits would come from; rewind there "
                     f"without feedback or edits, or to {before}")
-        return {**_without_asks(tree), "lg_fork": True, "lg_update": update or None}
+        asks = (tree.get("lg_asks") or {}) if isinstance(tree, dict) else {}
+        asked = [ask["interrupt_id"] for ask in asks.values() if ask.get("interrupt_id")]
+        if not asked and isinstance(tree, dict) and tree.get("lg_fork"):  # to a rewind's fork: what it re-asks
+            asked = list(tree.get("lg_reask") or [])
+        return {**_without_asks(tree), "lg_fork": True, "lg_update": update or None,
+                "lg_reask": asked if pointer is not None else []}
 
 
     def _refuse_past_input(self, update: dict[str, Any], *, feedback: bool) -> None:
@@ -549,7 +555,7 @@ class LangGraphWorkflow(Workflow[GraphRunState]):
 def _without_asks(tree: dict[str, Any]) -> dict[str, Any]:
     asks = tree.get("lg_asks") or {}
     return {**{k: v for k, v in tree.items() if k not in asks}, "lg_asks": {}, "lg_resume": None,
-            "lg_update": None, "lg_fork": False}
+            "lg_update": None, "lg_fork": False, "lg_reask": []}
 
 
 def _first_node(graph: Any) -> str | None:

@@ -72,7 +72,9 @@ class GraphRunState(BaseModel):
     pending interrupt it asks about (``{"interrupt_id", "node", "point": settings}``); the value it shows is the
     extra field of the same name. ``lg_resume``: the resume values the next step passes to the graph
     (``{interrupt_id: value}``). ``lg_fork``: the next step forks the graph at ``lg_checkpoint`` (a rewind), with
-    ``lg_update`` as graph state values (``update_state``; None: a plain copy).
+    ``lg_update`` as graph state values (``update_state``; None: a plain copy), and ``lg_reask`` the ids of the
+    interrupts pending at that checkpoint, which the fork asks again with the answers their tasks had taken before
+    them kept (``_keep_answers``: a node's second ``interrupt()`` is asked again, not its first).
     """
 
     model_config = ConfigDict(extra="allow")
@@ -83,6 +85,7 @@ class GraphRunState(BaseModel):
     lg_resume: dict[str, Any] | None = None
     lg_update: dict[str, Any] | None = None
     lg_fork: bool = False
+    lg_reask: list[str] = []
 
 
 def superstep(wf: Any, state: Any, ctx: StepContext) -> Any:
@@ -120,6 +123,8 @@ def superstep(wf: Any, state: Any, ctx: StepContext) -> Any:
                 config = graph.update_state(_with(config, fence, meta), None, as_node=COPY)
             else:  # a new checkpoint after the one rewound to (its old nodes' writes stay on the old branch)
                 config = graph.update_state(_with(config, fence, meta), state.lg_update or None)
+            if state.lg_reask and _keep_answers(wf.graph, ctx.run_id, state, _with(config, fence, meta)):
+                config = {"configurable": dict(thread)}  # (naming the fork would replay it: answers dropped)
         elif state.lg_resume:
             resume = _not_taken(wf, ctx, state, latest)
             # (none left: an earlier attempt's tasks took every answer, then raised: on as LangGraph goes on)
@@ -215,13 +220,64 @@ def _taken(graph: Any, latest: Any, tasks: list[Any]) -> set[str]:
     Raises:
         whatever the graph's checkpointer raises.
     """
-    saved = _saved(graph, latest.config)
-    answers: dict[str, int] = {}
+    answers = _answers(_saved(graph, latest.config))
+    return {_interrupt_id(f"{task.name}:{task.id}", n)
+            for task in tasks for n in range(len(answers.get(task.id, ())))}
+
+
+def _keep_answers(graph: Any, run_id: str, state: Any, fork: dict[str, Any]) -> bool:
+    """On a rewind's fork (``fork``: its config, with the step's lease and tags), give each task that asked one
+    of ``state.lg_reask`` (interrupt ids pending at graph checkpoint ``state.lg_checkpoint``, the checkpoint
+    rewound to) the answers it had taken before that question, as LangGraph keeps them: the task's ``RESUME``
+    pending write (s33 F7). The node then runs again from its start, its earlier ``interrupt()`` calls return
+    those answers, and the one pending there asks again; without them it asked its first question again and the
+    earlier answers were lost. A task of the fork is its old one when it has the same node and path (task ids
+    are the checkpoint's). Nothing for a question asked first (no answer before it), nor for a fork task that has
+    answers already (an earlier attempt of the step wrote them). Returns whether any were written: the step then
+    goes on from the thread's newest checkpoint (the fork), as a config naming it replays it, dropping them.
+
+    A few reads (the old and the fork's checkpoints and their tasks), only on a rewind to a checkpoint where a
+    node had asked after answers.
+
+    Raises:
+        whatever the graph's checkpointer raises.
+    """
+    g = _Async(graph) if _is_async(graph) else graph
+    old = {"configurable": {"thread_id": run_id, "checkpoint_ns": "", "checkpoint_id": state.lg_checkpoint}}
+    taken = _answers(_saved(graph, old))
+    if not taken:
+        return False
+    keep: dict[tuple[str, tuple[Any, ...]], list[Any]] = {}
+    for task in g.get_state(old).tasks:
+        answers = taken.get(task.id, [])
+        for n in range(1, len(answers) + 1):  # (the first question, n = 0, keeps nothing)
+            if _interrupt_id(f"{task.name}:{task.id}", n) in state.lg_reask:
+                keep[(task.name, tuple(task.path))] = answers[:n]
+    if not keep:
+        return False
+    made = _answers(_saved(graph, fork))
+    saver = graph.checkpointer
+    wrote = False
+    for task in g.get_state(fork).tasks:
+        answers = keep.get((task.name, tuple(task.path)))
+        if answers is None or task.id in made:
+            continue
+        if _is_async(graph):
+            _run(saver.aput_writes(fork, [(RESUME_WRITE, answers)], task.id))
+        else:
+            saver.put_writes(fork, [(RESUME_WRITE, answers)], task.id)
+        wrote = True
+    return wrote or bool(made)
+
+
+def _answers(saved: Any) -> dict[str, list[Any]]:
+    """Per task id, the answers its ``interrupt()`` calls took (its ``RESUME`` pending write) at the checkpoint
+    of ``saved`` (a ``CheckpointTuple``; None: ``{}``)."""
+    out: dict[str, list[Any]] = {}
     for task_id, channel, value in (getattr(saved, "pending_writes", None) or ()):
         if channel == RESUME_WRITE:
-            answers[task_id] = len(value) if isinstance(value, list) else 1
-    return {_interrupt_id(f"{task.name}:{task.id}", n)
-            for task in tasks for n in range(answers.get(task.id, 0))}
+            out[task_id] = list(value) if isinstance(value, list) else [value]
+    return out
 
 
 def _interrupt_id(ns: str, answered: int) -> str:
