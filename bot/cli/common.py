@@ -696,18 +696,33 @@ def apply_sets(pairs: list[str], current: dict[str, Any], entries: dict[str, Any
             if not isinstance(base, dict):
                 raise CliError(f"--set {field}.{sub}: {field} is not a mapping")
             declared = (entries or {}).get(field, UNDECLARED)
-            changed[field] = {**base, sub: value_from_text(entry_value(base, sub, declared), raw, field=field,
-                                                           key=sub)}
+            changed[field] = _set_at(base, sub, raw, field, declared)
         else:
             changed[field] = value_from_text(current.get(field), raw, field=field)
     return changed
 
 
+def _set_at(base: dict[str, Any], path: str, raw: str, field: str, declared: Any) -> dict[str, Any]:
+    """``base`` (a mapping, or a model's value) with the entry at ``path`` set from ``raw``: a key of ``base``
+    as it is (``b.sql``), else a dotted path into the mapping or model value its first part holds
+    (``leaf.a``; ``maybe.a`` makes ``maybe`` when it is null), else a new key. The engine refuses a key a
+    model does not declare (``bot.engine.steering.edits.refuse_undeclared_inside``; s33 F1: ``cfg.leaf.a`` was
+    the key ``leaf.a`` of ``cfg``, dropped without a word)."""
+    from bot.engine import entry_value, value_from_text
+
+    head, dot, rest = path.partition(".")
+    if path not in base and dot and rest and head in base and (base[head] is None or isinstance(base[head], dict)):
+        from bot.engine import UNDECLARED
+
+        return {**base, head: _set_at(base[head] or {}, rest, raw, f"{field}.{head}", UNDECLARED)}
+    return {**base, path: value_from_text(entry_value(base, path, declared), raw, field=field, key=path)}
+
+
 def edit_sets(pairs: list[str], show: str | None) -> dict[str, Any]:
     """``hazel edit --set`` as the engine's edit payload: ``--set FIELD=VALUE`` of the shown field is its new
     text (``{"text": …}``), ``--set FIELD.KEY=VALUE`` new texts of entries (``{"entries": {KEY: …}}``); with
-    the whole state shown, ``--set FIELD=VALUE`` sets that entry of the state. The engine parses and
-    validates them.
+    the whole state shown, ``--set FIELD=VALUE`` sets that entry of the state and ``--set FIELD.KEY=VALUE`` the
+    entry at that path inside it (``cfg.limit``). The engine parses and validates them.
 
     Raises:
         typer.BadParameter: malformed ``--set`` (a usage error, exit status 2).
@@ -717,10 +732,8 @@ def edit_sets(pairs: list[str], show: str | None) -> dict[str, Any]:
     whole: str | None = None
     for field, sub, raw in _parse_sets(pairs):
         name = field if sub is None else f"{field}.{sub}"
-        if show is None:
-            if sub is not None:
-                raise CliError(f"--set {field}.{sub}: this steering point shows the whole state; set {field}=JSON")
-            entries[field] = raw
+        if show is None:  # (``FIELD.KEY``: a path into the field, which the engine follows: s33 F8)
+            entries[name] = raw
         elif name == show:  # (a shown name may hold a dot: a LangGraph node sent twice asks as ``each.2``)
             whole = raw
         elif name.startswith(f"{show}."):

@@ -228,6 +228,11 @@ def edited_state(wf: Workflow, state: BaseModel, shown: Any, field: str | None, 
     Raises:
         MissingEditValueError, EmptyEditError, InvalidDecisionError: as ``edited_value`` and ``apply_edit``.
     """
+    declared = getattr(wf.state, "model_fields", {}).get(field) if field is not None else None
+    model = _model_of(getattr(declared, "annotation", None)) if field is not None else _model_of(wf.state)
+    if model is not None and isinstance(payload.get("entries"), dict) and _dotted(model, payload["entries"]):
+        payload = {**payload, "value": _nested_entries(model, shown, field, payload)}
+        del payload["entries"]
     try:
         value = edited_value(shown, field, payload, entry_blank=entry_blank)
     except EmptyEditError as refused:
@@ -246,6 +251,52 @@ def edited_state(wf: Workflow, state: BaseModel, shown: Any, field: str | None, 
     if not payload.get("allow_empty"):
         _refuse_left_out(wf, shown, field, value, edited)
     return value, edited
+
+
+def _dotted(model: Any, entries: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The entries of an edit of a model's value whose key is a dotted path into a field of it that is not a
+    plain key (``leaf.a`` of ``cfg: Cfg`` with ``leaf: Leaf``: ``{"leaf": {"a": …}}``)."""
+    fields = getattr(model, "model_fields", {})
+    out: dict[str, dict[str, Any]] = {}
+    for key, raw in entries.items():
+        head, dot, rest = str(key).partition(".")
+        if dot and rest and head in fields and key not in fields:
+            out.setdefault(head, {})[rest] = raw
+    return out
+
+
+def _nested_entries(model: Any, shown: Any, field: str | None, payload: dict[str, Any]) -> Any:
+    """The new value of ``field`` (a model's, ``shown`` as it was) from entries some of which name a field
+    inside it by a dotted path (``--set cfg.leaf.a=7``; ``cfg.maybe.a=3`` makes ``maybe`` when it is None):
+    each path is set as an entry of the model or mapping it reaches, the others as entries of ``field``, with
+    ``edited_value``'s checks at each level (a fresh-user finding, s33 F1: ``leaf.a`` was a key of ``cfg``,
+    which the model dropped without a word).
+
+    Raises:
+        EmptyEditError, InvalidDecisionError: as ``edited_value``.
+    """
+    entries = payload["entries"]
+    nested = _dotted(model, entries)
+    base = shown if isinstance(shown, dict) else {} if shown is None else shown
+    direct = {k: v for k, v in entries.items() if str(k).partition(".")[0] not in nested or k in model.model_fields}
+    if getattr(model, "model_config", {}).get("extra") != "allow":  # (before parsing: its words, not JSON's)
+        unknown = [k for k in direct if k not in model.model_fields]
+        if unknown:
+            where = "" if field is None else f"{field}."
+            raise InvalidDecisionError(f"invalid edit: no field {', '.join(where + str(k) for k in unknown)} "
+                                       f"({model.__name__}'s fields: {', '.join(model.model_fields)})")
+    out = edited_value(base, field, {**payload, "entries": direct}) if direct else dict(base)
+    for head, sub in nested.items():
+        inner = model.model_fields[head].annotation
+        inner_model = _model_of(inner)
+        was = base.get(head) if isinstance(base, dict) else None
+        path = head if field is None else f"{field}.{head}"  # (None: the whole state's)
+        if inner_model is not None:
+            out[head] = _nested_entries(inner_model, was, path, {**payload, "entries": sub})
+        else:
+            out[head] = edited_value({} if was is None and inner_model is not None else was, path,
+                                     {**payload, "entries": sub})
+    return out
 
 
 def _refuse_left_out(wf: Workflow, shown: Any, field: str | None, value: Any, edited: BaseModel) -> None:
@@ -329,6 +380,7 @@ def apply_edit(wf: Workflow, state: BaseModel, field: str | None, value: Any) ->
     data = value if field is None else {**before, field: value}
     if field is None and isinstance(data, dict):
         _refuse_undeclared(wf, data)
+    refuse_undeclared_inside(wf, {field: value} if field is not None else data)
     try:
         return wf.codec.validate(data)
     except ValidationError as exc:
@@ -356,6 +408,65 @@ def _refuse_undeclared(wf: Workflow, data: dict[str, Any]) -> None:
     if unknown:
         raise InvalidDecisionError(f"invalid edit: {wf.state.__name__} has no field {', '.join(map(str, unknown))} "
                                    f"(fields: {', '.join(fields)})")
+
+
+def refuse_undeclared_inside(wf: Workflow, values: Any) -> None:
+    """Refuse ``values`` (state fields by name, as an edit or a rewind's edits give them) when a model inside one
+    (a field that is a model, ``Cfg | None``, the models of a mapping or a list, at any depth) is given a key
+    it does not declare: pydantic drops such a key without a word, so ``--set cfg.limt=9`` (a typo),
+    ``--set cfg.leaf.a=7`` read as the key ``leaf.a`` of ``cfg``, and a REST edit with an extra key were
+    recorded as edits that changed nothing (a fresh-user finding, s33 F1). A model that takes extra keys
+    (``extra="allow"``) keeps them; a field's alias is one of its names.
+
+    Raises:
+        InvalidDecisionError: ``invalid edit: no field cfg.limt (Cfg's fields: name, limit, leaf, maybe)``.
+    """
+    fields = getattr(wf.state, "model_fields", None)
+    if not fields or not isinstance(values, dict):
+        return
+    unknown: list[tuple[str, Any]] = []
+    for name, value in values.items():
+        if name in fields:
+            unknown += _undeclared(fields[name].annotation, value, f"{name}.")
+    if unknown:
+        path, model = unknown[0]
+        more = f" (and {', '.join(p for p, _ in unknown[1:])})" if len(unknown) > 1 else ""
+        raise InvalidDecisionError(f"invalid edit: no field {path}{more} ({model.__name__}'s fields: "
+                                   f"{', '.join(model.model_fields)})")
+
+
+def _undeclared(annotation: Any, value: Any, path: str, depth: int = 0) -> list[tuple[str, Any]]:
+    """``(dotted path, model)`` of each key of ``value`` that the model ``annotation`` holds there does not
+    declare, looked for inside models, mappings, lists and optionals (see ``refuse_undeclared_inside``)."""
+    import types
+    import typing
+
+    if depth > 64:  # (a value nested past that is refused by the state's own check, ``limits.state_tree``)
+        return []
+    model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+    if model is not None:
+        if not isinstance(value, dict) or getattr(model, "model_config", {}).get("extra") == "allow":
+            return []
+        declared = model.model_fields
+        names = set(declared) | {f.alias for f in declared.values() if isinstance(f.alias, str)} \
+            | {f.validation_alias for f in declared.values() if isinstance(f.validation_alias, str)}
+        out = [(f"{path}{key}", model) for key in value if key not in names]
+        for key, inner in value.items():
+            if key in declared:
+                out += _undeclared(declared[key].annotation, inner, f"{path}{key}.", depth + 1)
+        return out
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Annotated:
+        return _undeclared(args[0], value, path, depth + 1)
+    if origin is typing.Union or origin is types.UnionType:
+        members = [a for a in args if a is not type(None)]
+        return _undeclared(members[0], value, path, depth + 1) if len(members) == 1 else []
+    if isinstance(value, dict) and len(args) == 2 and isinstance(origin, type) and issubclass(origin, dict):
+        return [u for key, inner in value.items() for u in _undeclared(args[1], inner, f"{path}{key}.", depth + 1)]
+    if isinstance(value, list) and args and origin in (list, tuple, set, frozenset):
+        item = args[0]
+        return [u for i, inner in enumerate(value) for u in _undeclared(item, inner, f"{path}{i}.", depth + 1)]
+    return []
 
 
 def _nulled(before: dict[str, Any], field: str | None, value: Any) -> dict[tuple[str, ...], str]:
@@ -411,6 +522,7 @@ def apply_edits(wf: Workflow, state: BaseModel, edits: dict[str, Any]) -> BaseMo
         InvalidDecisionError: an unknown field, or a value the state model refuses.
     """
     refuse_unknown_fields(wf, edits)
+    refuse_undeclared_inside(wf, edits)
     try:
         return wf.codec.validate({**state.model_dump(), **edits})
     except ValidationError as exc:
