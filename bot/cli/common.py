@@ -167,7 +167,7 @@ def _clock_fits(hazel: Any, *, reads_only: bool) -> bool:
         ConfigurationError: the clock is too far off and the command writes.
     """
     from bot.engine import ConfigurationError
-    from bot.server.processes import check_clock
+    from bot.server.clock import check_clock
 
     try:
         check_clock(hazel)

@@ -18,6 +18,7 @@ from bot.ops.metrics import HazelMetrics
 from bot.ops.scheduler import Scheduler
 from bot.ops.worker import WorkerPool
 from bot.server.app import HazelApp
+from bot.server.clock import CLOCK_WARN_SEC, check_clock  # noqa: F401  (check_clock: serve's and the CLI's)
 from bot.server.http import create_app
 from bot.server.stopping import StopSignals
 from bot.server.wiring import channels_from_settings, http_routers, start_socket_mode
@@ -54,34 +55,6 @@ def console_for(settings: Settings, *, printer: Console | None = None, command: 
     if settings.log_format == "json":
         return LoggingConsole(command=command)
     return ConsoleChannel(console=printer, command=command)
-
-
-CLOCK_WARN_SEC = 2.0
-"""A process's clock this far from the database's is logged as a warning at start."""
-
-
-def check_clock(hazel: HazelApp) -> None:
-    """Refuse to start a process whose clock is more than half of ``HAZEL_LEASE_SEC`` away from the database
-    server's (``Store.clock_skew_sec``; PostgreSQL only), warn past ``CLOCK_WARN_SEC``: leases, recovery and
-    deadlines are judged by this clock, and a host whose clock ran 90 s ahead took every live run as abandoned
-    (steps ran two and three times at once) and fired timeouts early (a fresh-operator finding, s24).
-
-    Raises:
-        ConfigurationError: the clock is too far off (the message says by how much, and to synchronize it).
-        sqlalchemy.exc.DBAPIError: the database failed.
-    """
-    from bot.engine import ConfigurationError
-
-    skew = hazel.store.clock_skew_sec()
-    if skew is None or abs(skew) <= CLOCK_WARN_SEC:
-        return
-    lease_sec = hazel.settings.lease_sec
-    said = (f"this host's clock is {abs(skew):.1f} s {'ahead of' if skew > 0 else 'behind'} the database "
-            f"server's; leases (HAZEL_LEASE_SEC={lease_sec:g}), recovery and deadlines are judged by it")
-    if abs(skew) > lease_sec / 2:
-        raise ConfigurationError(f"{said}: synchronize the clocks (NTP: chrony, systemd-timesyncd) before "
-                                 "starting, or live runs would be taken over while their steps run")
-    log.warning("%s: synchronize the clocks (NTP)", said)
 
 
 def prepare_when_reachable(hazel: HazelApp, *, max_backoff_sec: float = 10.0,
