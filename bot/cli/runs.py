@@ -318,7 +318,7 @@ def show_cmd(
         if shown[request.id].migration_error:  # (v2's field read from v1's state may not be there, or mean it)
             shows.setdefault(None, tree)
         else:
-            shows.setdefault(shown[request.id].field, shown[request.id].value if shown[request.id].field else tree)
+            shows.setdefault(shown[request.id].field, _shown_value(shown[request.id], tree))
     for show, value in (shows or {None: tree}).items():
         text = render_value(value)
         if not full and len(text) > 3000:
@@ -330,9 +330,11 @@ def show_cmd(
 
 
 def _shown_value(shown: "Shown | None", tree: object) -> object:
-    """The value the pending request shows (``shown``: its field's, as it was asked; for a LangGraph run, the
-    interrupt's value), else ``tree`` (the whole state, at ``--seq`` when given)."""
-    return shown.value if shown is not None and shown.field else tree
+    """The value the pending request shows (``shown``: its field's, or the whole state at a point that shows it,
+    as it was asked and migrated to the version that decides it; for a LangGraph run, the interrupt's value),
+    else ``tree`` (the whole state as stored, at ``--seq`` when given). A whole-state point's value was the
+    stored state, v1's fields while v2 decides it (a fresh-user finding, s33 F4)."""
+    return shown.value if shown is not None and (shown.field or shown.value is not None) else tree
 
 
 @app.command("history")
