@@ -796,7 +796,24 @@ def secret_values(settings: Settings, *, environ: "Mapping[str, str] | None" = N
     if url is not None:
         in_query = url.query.get("password") or ()  # (libpq takes ?password=… too; a tuple when given twice)
         values += [str(p) for p in (url.password, *((in_query,) if isinstance(in_query, str) else in_query)) if p]
+    for hook in settings.hook_url_list:  # (httpx logs each request's URL at DEBUG: s33 F3)
+        values += _hook_url_secrets(hook)
     return [v for v in values if v]
+
+
+def _hook_url_secrets(url: str) -> list[str]:
+    """What in a hook URL may be a secret: its password, its query's values and a path segment that looks
+    like a token (``path_shown``'s rule: Slack's, Discord's and Teams' webhooks carry theirs there)."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return []
+    out = [password or ""] + [value for _, value in parse_qsl(parts.query, keep_blank_values=False)]
+    out += [segment for segment in parts.path.split("/") if _token_like(segment)]
+    return [v for v in out if len(v) >= 4]  # (a one-letter value would star out every such letter of a line)
 
 
 class Redactor:

@@ -1,8 +1,10 @@
 """Notification hook events, written to the outbox in the transaction that causes them.
 
 ``HookRepo.emit`` writes one ``hook.event`` outbox row per configured URL (on the URL's own channel,
-``hook:<key>``: ``url_channel``), payload ``{"url", "delivery_id", "event"}``: an event exists exactly when its
-cause was committed, and is POSTed afterwards by ``bot.ops.hooks.HookSender``. The URLs are the store's
+``hook:<key>``: ``url_channel``), payload ``{"delivery_id", "event"}``: an event exists exactly when its
+cause was committed, and is POSTed afterwards by ``bot.ops.hooks.HookSender``, to the configured URL whose
+channel the row is on. The URL itself is not stored: it may carry a password, a query token or a token in its
+path (a fresh-operator finding, s33 F3; rows written before carry ``"url"``, which is still used). The URLs are the store's
 (``Store(hook_urls=...)``, from ``HAZEL_HOOK_URLS``); with none configured, ``emit`` writes nothing and costs
 nothing.
 
@@ -77,5 +79,5 @@ class HookRepo:
         for i, url in enumerate(self.urls):
             self.tx.outbox.add(channel=url_channel(url), kind=OutboxKind.HOOK_EVENT, now=now, run_id=run_id,
                                request_id=request.id if request is not None else None,
-                               payload={"url": url, "delivery_id": f"{event_id}.{i}", "event": body})
+                               payload={"delivery_id": f"{event_id}.{i}", "event": body})
         return len(self.urls)

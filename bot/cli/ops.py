@@ -335,7 +335,7 @@ def outbox_list(
     if json_out:  # ("backlog" is the whole outbox's, with --run too: counting one run's would read every row)
         from bot.ops.hooks import shown_message
 
-        emit_json({"backlog": backlog, "messages": [shown_message(m) for m in messages],
+        emit_json({"backlog": backlog, "messages": [shown_message(m, hazel.settings) for m in messages],
                    "waiting_for_settings": elsewhere})
         return
     # the backlog is what is not delivered (pending, dead: as /metrics' hazel_outbox_messages); what is done

@@ -3,9 +3,10 @@
 Events (``type``): ``run.waiting`` (a steering request opened), ``run.decided`` (a decision or quorum vote was
 recorded, rewinds included), ``run.completed``, ``run.failed``, ``run.rejected``, ``run.cancelled``.
 
-The engine writes one outbox row per URL (channel ``hook``, kind ``hook.event``, payload ``{"url",
-"delivery_id", "event"}``) in the transaction that causes the event (``store.hooks``), so an event exists
-exactly when what caused it was committed. The deliverer sends each row with ``HookSender``; a failure is
+The engine writes one outbox row per URL (channel ``hook:<digest of the URL>``, kind ``hook.event``, payload
+``{"delivery_id", "event"}``: no URL, which may hold a secret) in the transaction that causes the event
+(``store.hooks``), so an event exists exactly when what caused it was committed; the sender finds the URL
+among ``HAZEL_HOOK_URLS`` by the row's channel. The deliverer sends each row with ``HookSender``; a failure is
 retried with the outbox's backoff, and a row that runs out of attempts is ``dead`` (``hazel outbox``,
 ``hazel outbox retry``).
 
@@ -81,9 +82,13 @@ class HookSender:
         """
         import httpx
 
-        url, event = message.payload.get("url"), message.payload.get("event")
-        if not isinstance(url, str) or not isinstance(event, dict):
-            raise PermanentDeliveryError("malformed hook.event row: no url or event")
+        url, event = message.payload.get("url") or urls_by_channel(self.settings).get(message.channel), \
+            message.payload.get("event")
+        if not isinstance(event, dict):
+            raise PermanentDeliveryError("malformed hook.event row: no event")
+        if not isinstance(url, str):  # (a URL taken out of HAZEL_HOOK_URLS since, or not in this process's)
+            raise DeliveryError(f"hook {message.channel}: no URL of HAZEL_HOOK_URLS in this process is this "
+                                "channel's (it was changed or removed since the event was queued)")
         if self.settings.hook_secret is None:
             raise DeliveryError("HAZEL_HOOK_SECRET is not set in this process: cannot sign hook events")
         body = json.dumps(event, separators=(",", ":"), ensure_ascii=False, default=str).encode("utf-8")
@@ -119,13 +124,23 @@ def tls_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-def shown_message(message: OutboxMessage) -> OutboxMessage:
-    """``message`` fit to print (``hazel outbox --json``): a hook event's ``payload["url"]`` as ``url_shown``
-    gives it, as the table, the logs and the audit log name it; any other message as it is."""
-    url = message.payload.get("url") if message.kind == KIND else None
-    if not isinstance(url, str):
+def shown_message(message: OutboxMessage, settings: Settings) -> OutboxMessage:
+    """``message`` fit to print (``hazel outbox --json``): a hook event's URL (its row's, for a row written
+    before rows left it out, else the one of ``settings``' ``HAZEL_HOOK_URLS`` whose channel it is; None when
+    none is) as ``url_shown`` gives it, as the table, the logs and the audit log name it, in
+    ``payload["url"]``; any other message as it is."""
+    if message.kind != KIND:
         return message
-    return message.model_copy(update={"payload": {**message.payload, "url": url_shown(url)}})
+    url = message.payload.get("url") or urls_by_channel(settings).get(message.channel)
+    return message.model_copy(update={"payload": {**message.payload,
+                                                  "url": url_shown(url) if isinstance(url, str) else None}})
+
+
+def urls_by_channel(settings: Settings) -> dict[str, str]:
+    """``HAZEL_HOOK_URLS`` by the outbox channel of each (``store.hooks.url_channel``: ``hook:3f9a0c…``)."""
+    from store.hooks import url_channel
+
+    return {url_channel(url): url for url in settings.hook_url_list}
 
 
 def url_shown(url: str) -> str:

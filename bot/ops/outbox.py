@@ -95,6 +95,20 @@ class Deliverer:
         self.senders: dict[str, Callable[[OutboxMessage], None]] = {}
         """Outbox kinds delivered by a plain sender instead of a channel (``hook.event``: ``bot.ops.hooks``). A
         sender raises ``DeliveryError`` / ``PermanentDeliveryError`` like a channel."""
+        self.sender_channels: dict[str, frozenset[str]] = {}
+        """For a kind of ``senders`` whose rows this process can send only on some channels (``hook.event``:
+        the channels of its own ``HAZEL_HOOK_URLS``, ``hook:<digest>``; a row holds no URL), those channels:
+        it claims that kind's rows on them only, and leaves the others to a process that has their URLs."""
+
+    def _channels(self) -> list[str]:
+        """The channels this process claims rows of: its channels' kinds (``slack`` matches ``slack:…``) and
+        the exact channels of ``sender_channels``."""
+        return [*self.router.kinds(), *sorted(c for kind, cs in self.sender_channels.items() if kind in self.senders
+                                              for c in cs)]
+
+    def _kinds(self) -> list[str]:
+        """The outbox kinds this process sends whatever their channel (``senders`` but ``sender_channels``')."""
+        return [k for k in self.senders if k not in self.sender_channels]
 
     # -- one pass ----------------------------------------------------------------------------------------
 
@@ -109,13 +123,13 @@ class Deliverer:
         while True:
             with self.store.transaction() as tx:
                 if first and self.router.lacks_some():  # (no statement when Slack and Jira are both set up)
-                    elsewhere = tx.outbox.due_elsewhere(now=self.clock(), channels=self.router.kinds(),
-                                                        kinds=self.senders, run_ids=run_ids, after_id=self._shown_upto,
+                    elsewhere = tx.outbox.due_elsewhere(now=self.clock(), channels=self._channels(),
+                                                        kinds=self._kinds(), run_ids=run_ids, after_id=self._shown_upto,
                                                         since=self._since, limit=limit)
                 with tx.pipeline(commit=True):  # PostgreSQL: the claim and COMMIT in one round trip
                     claimed = tx.outbox.claim_due_later(now=self.clock(), lease_sec=self.lease_sec, limit=limit,
-                                                        run_ids=run_ids, channels=self.router.kinds(),
-                                                        kinds=self.senders)
+                                                        run_ids=run_ids, channels=self._channels(),
+                                                        kinds=self._kinds())
                 batch = claimed.get()  # (SQLite commits when the transaction ends: read before)
             first = False
             if not batch:

@@ -17,7 +17,7 @@ from typing import Any, Callable, Collection
 from bot.engine import DriveResult, People, Registry, utcnow
 from bot.engine import Hazel as Engine
 from bot.ops.hooks import KIND as HOOK_KIND
-from bot.ops.hooks import HookSender
+from bot.ops.hooks import HookSender, urls_by_channel
 from bot.ops.outbox import ChannelRouter, Deliverer
 from bot.settings import Settings
 from integrations.base import Channel
@@ -57,6 +57,8 @@ class HazelApp(Engine):
         self.deliverer = Deliverer(self, self.router)
         if self.settings.hook_secret is not None:  # (a process that cannot sign leaves hook rows to one that can)
             self.deliverer.senders[HOOK_KIND] = HookSender(self.settings).send
+            self.deliverer.sender_channels[HOOK_KIND] = frozenset(urls_by_channel(self.settings))  # (rows hold
+            # no URL: one whose URL this process does not have is left to a process that has it)
         self.on_outbox(self.deliverer.wake)  # a commit that wrote outbox rows wakes delivery, not its sweep
 
     def _identities(self, kind: str, person: str) -> frozenset[str]:

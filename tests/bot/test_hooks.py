@@ -21,6 +21,7 @@ from bot.engine.registry import Registry
 from bot.server.app import HazelApp as Hazel
 from bot.settings import Settings
 from integrations.console import ConsoleChannel
+from store.hooks import url_channel
 from store.models import Actor, OutboxStatus, RunStatus
 from tests.support.hook_receiver import HookReceiver, Received
 from tests.workflows.doc import doc_workflow, flaky_workflow
@@ -195,7 +196,8 @@ def test_dead_after_the_last_attempt_visible_in_hazel_outbox(db_url: str, receiv
     for _ in range(3):
         clock.advance(3600)
         hazel.deliverer.deliver_due()
-    rows = {m.payload["url"].rsplit("/", 1)[1]: m for m in hook_rows(hazel)}
+    by_channel = {url_channel(receiver.url(f"/{name}")): name for name in ("down", "gone")}
+    rows = {by_channel[m.channel]: m for m in hook_rows(hazel)}
     assert rows["down"].status is OutboxStatus.DEAD and rows["down"].attempts == 3
     assert rows["gone"].status is OutboxStatus.DEAD and rows["gone"].attempts == 1
     assert "answered 410" in rows["gone"].last_error
@@ -205,7 +207,7 @@ def test_dead_after_the_last_attempt_visible_in_hazel_outbox(db_url: str, receiv
     from bot.cli import app
 
     monkeypatch.setenv("HAZEL_DATABASE_URL", db_url)
-    monkeypatch.setenv("HAZEL_HOOK_URLS", receiver.url("/down"))
+    monkeypatch.setenv("HAZEL_HOOK_URLS", f"{receiver.url('/down')},{receiver.url('/gone')}")
     monkeypatch.setenv("HAZEL_HOOK_SECRET", SECRET)
     cli = CliRunner()
     listed = cli.invoke(app, ["outbox", "--status", "dead", "--json"])
@@ -287,7 +289,8 @@ def test_a_receiver_that_is_down_holds_back_no_other_receiver(db_url: str, recei
     assert {r.path for r in receiver.ok()} == {"/ok"}
     down = [r.event["type"] for r in receiver.received if r.path == "/down"]
     assert down and set(down) == {"run.waiting"}  # /down's own order holds: nothing overtook its first event
-    channels = {m.payload["url"]: m.channel for m in hook_rows(hazel)}
+    channels = {m.id: m.channel for m in hook_rows(hazel)}
+    assert set(channels.values()) == {url_channel(receiver.url("/ok")), url_channel(receiver.url("/down"))}
     assert len(set(channels.values())) == 2 and all(c.startswith("hook:") for c in channels.values())
     assert all(len(c) == len("hook:") + 12 and "/" not in c for c in channels.values())  # a digest, not the URL
     hazel.close()
@@ -309,11 +312,15 @@ def test_a_process_without_the_hook_secret_leaves_hook_events_to_one_with_it(db_
     [row] = hook_rows(unsigned)
     assert row.status is OutboxStatus.PENDING and row.attempts == 0 and row.last_error is None
     assert receiver.received == []
-    signer = make(db_url, [], clock=clock)  # the secret, no URLs of its own: it delivers the rows it finds
+    elsewhere = make(db_url, [receiver.url("/b")], clock=clock)  # the secret, not that URL (a row holds none:
+    elsewhere.deliverer.deliver_due()  # s33 F3): it leaves the row to a process that has it
+    [row] = hook_rows(elsewhere)
+    assert row.status is OutboxStatus.PENDING and row.attempts == 0 and receiver.received == []
+    signer = make(db_url, [receiver.url("/a")], clock=clock)  # the secret and the URL: it delivers the row
     signer.deliverer.deliver_due()
     [row] = hook_rows(signer)
     assert row.status is OutboxStatus.SENT and [signed(r)["type"] for r in receiver.ok()] == ["run.waiting"]
-    for h in (emitter, unsigned, signer):
+    for h in (emitter, unsigned, elsewhere, signer):
         h.close()
 
 
@@ -328,11 +335,24 @@ def test_hazel_outbox_json_names_a_hook_url_without_its_credentials(db_url: str,
     from bot.cli import app
 
     monkeypatch.setenv("HAZEL_DATABASE_URL", db_url)
+    monkeypatch.setenv("HAZEL_HOOK_URLS", url)  # (the row holds no URL: the CLI names it from its settings)
+    monkeypatch.setenv("HAZEL_HOOK_SECRET", SECRET)
     listed = CliRunner().invoke(app, ["outbox", "--status", "sent", "--json"])
     assert listed.exit_code == 0, listed.output
     [message] = [m for m in json.loads(listed.stdout)["messages"] if m["kind"] == "hook.event"]
     assert message["payload"]["url"] == receiver.url("/hook")
     assert "s3cretpw" not in listed.output and "tok123" not in listed.output and "user:" not in listed.output
+    monkeypatch.delenv("HAZEL_HOOK_URLS")  # a shell without it: the URL is not known, nothing else is lost
+    monkeypatch.delenv("HAZEL_HOOK_SECRET")
+    listed = CliRunner().invoke(app, ["outbox", "--status", "sent", "--json"])
+    [message] = [m for m in json.loads(listed.stdout)["messages"] if m["kind"] == "hook.event"]
+    assert message["payload"]["url"] is None and message["channel"] == url_channel(url)
+    # s33 F3: the database holds no part of the URL (its password, its query's token)
+    from sqlalchemy import text
+
+    with hazel.store.engine.connect() as conn:
+        stored = " ".join(str(row) for row in conn.execute(text("SELECT payload, last_error FROM hazel_outbox")))
+    assert "s3cretpw" not in stored and "tok123" not in stored and "/hook" not in stored, stored
     hazel.close()
 
 
@@ -351,3 +371,28 @@ def test_a_hook_url_is_shown_without_a_token_in_its_path(url: str, shown: str) -
     from bot.ops.hooks import url_shown
 
     assert url_shown(url) == shown
+
+
+def test_a_hook_urls_secrets_never_reach_the_log(db_url: str, receiver: HookReceiver,
+                                                 serve_logging: None) -> None:  # noqa: ARG001
+    """s33 F3: at ``HAZEL_LOG_LEVEL=DEBUG`` httpx's own line named the whole hook URL, its password, its query's
+    token and a token in its path; they are redacted as every secret setting is."""
+    import logging
+
+    from bot.ops.logs import configure_logging
+
+    url = (receiver.url("/hooks/T0ABCDEFGH1/XyzSecretPath99999").replace("http://", "http://hookuser:HookPw12345@")
+           + "?token=HookQueryTok777")
+    hazel = make(db_url, [url])
+    stream = io.StringIO()
+    configure_logging(Settings(HAZEL_DATABASE_URL=db_url, HAZEL_HOOK_URLS=url, HAZEL_HOOK_SECRET=SECRET,
+                               HAZEL_LOG_LEVEL="debug"), stream=stream)
+    run = hazel.start(workflow="doc", input={"topic": "backups"}, actor=ALICE)
+    hazel.drive(run_id=run.id)
+    logging.getLogger().handlers[-1].flush()
+    assert [signed(r)["type"] for r in receiver.ok()] == ["run.waiting"]
+    logged = stream.getvalue()
+    assert "HTTP Request: POST" in logged, logged  # (httpx's line, at DEBUG)
+    for secret in ("HookPw12345", "HookQueryTok777", "XyzSecretPath99999"):  # (a path token: 16+)
+        assert secret not in logged, (secret, logged)
+    hazel.close()
