@@ -109,6 +109,10 @@ def delivery_error(exc: Exception, what: str) -> DeliveryError:
     if isinstance(exc, SlackApiError):
         response = exc.response
         code = response.get("error") if isinstance(response.data, dict) else None
+        if code is not None and not isinstance(code, str):  # (not Slack's: a proxy's or a gateway's object)
+            import json
+
+            code = json.dumps(code, default=str)[:300]
         status = response.status_code
         detail = f"{what}: Slack answered {status} {code or ''}".rstrip()
         if isinstance(response.data, dict) and response.data.get("errors"):

@@ -129,6 +129,13 @@ def test_failures_that_outlast_retries_raise_delivery_errors(fake: FakeSlack) ->
     with pytest.raises(PermanentDeliveryError):
         channel.open_request(make_view())
     assert fake.bot_token not in str(err.value)
+    # s33 F4: an answer whose error is an object (a proxy's, a gateway's) was a TypeError in the classification
+    fake.fail("chat.postMessage", status=401, error={"message": "Incorrect API key", "code": "invalid_key"},  # type: ignore[arg-type]
+              times=None)
+    with pytest.raises(DeliveryError) as err:
+        channel.open_request(make_view())
+    assert not isinstance(err.value, PermanentDeliveryError), err.value
+    assert '401 {"message": "Incorrect API key", "code": "invalid_key"}' in str(err.value), err.value
 
 
 def test_a_retry_after_a_partial_failure_does_not_post_twice(fake: FakeSlack, client) -> None:  # noqa: ANN001
