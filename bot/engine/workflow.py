@@ -330,10 +330,36 @@ class Workflow(Generic[S]):
 
 
     def migration(self, from_version: int) -> Callable[[Callable[[dict], dict]], Callable[[dict], dict]]:
-        """Declare how a state tree of ``from_version`` becomes one of this version (a function on dicts)."""
+        """Declare how a state tree of ``from_version`` becomes one of this version (a function on dicts):
+        ``@wf.migration(from_version=1)`` over ``def m(tree): return {...}``.
+
+        Raises:
+            WorkflowDefinitionError: ``from_version`` is not an earlier version of this workflow (a bare
+                ``@wf.migration`` passed the function as it, and registered nothing: a fresh-user finding, s33
+                F5), a migration from it is declared already, or the function does not take one argument.
+        """
+        bad = f"workflow {self.label} is invalid: @migration"
+        if callable(from_version) or isinstance(from_version, bool) or not isinstance(from_version, int):
+            raise WorkflowDefinitionError(f"{bad} needs the version it migrates from: "
+                                          f"@{self.name}.migration(from_version=N), N below {self.version}")
+        if not 1 <= from_version < self.version:
+            raise WorkflowDefinitionError(f"{bad}(from_version={from_version}): a migration comes from an earlier "
+                                          f"version, 1 to {self.version - 1}")
+        if from_version in self.migrations:
+            raise WorkflowDefinitionError(f"{bad}(from_version={from_version}) is declared twice")
 
         def register(fn: Callable[[dict], dict]) -> Callable[[dict], dict]:
-            self.migrations[int(from_version)] = fn
+            import inspect
+
+            try:
+                inspect.signature(fn).bind(object())
+            except TypeError:
+                raise WorkflowDefinitionError(f"{bad}(from_version={from_version}): "
+                                              f"{getattr(fn, '__name__', fn)!r} must take one argument, the state "
+                                              "tree (a dict)") from None
+            except ValueError:  # (no signature to read: a builtin)
+                pass
+            self.migrations[from_version] = fn
             return fn
 
         return register

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -205,3 +206,22 @@ def test_a_misspelled_approver_list_is_refused() -> None:
     with pytest.raises(ValidationError, match="peple\n  Extra inputs are not permitted"):
         Approvers(peple=["priya"])  # type: ignore[call-arg]
     assert Approvers(people=["priya"]).people == ("priya",)
+
+
+@pytest.mark.parametrize(("declare", "said"), [
+    (lambda wf: wf.migration(lambda tree: tree), "@migration needs the version it migrates from: "
+                                                 "@w.migration(from_version=N), N below 3"),  # (a bare decorator)
+    (lambda wf: wf.migration(from_version=3), "@migration(from_version=3): a migration comes from an earlier "
+                                              "version, 1 to 2"),
+    (lambda wf: wf.migration(from_version=True), "@migration needs the version it migrates from"),
+    (lambda wf: wf.migration(from_version=1)(lambda tree, extra: tree), "must take one argument, the state tree"),
+    (lambda wf: (wf.migration(from_version=1)(lambda tree: tree), wf.migration(from_version=1)),
+     "@migration(from_version=1) is declared twice"),
+])
+def test_a_migration_declared_wrong_is_refused(declare, said: str) -> None:  # noqa: ANN001
+    """s33 F5: a bare ``@wf.migration`` registered nothing (the run then waited for a migration that "was
+    there"), a second one from the same version replaced the first, and a future one was taken."""
+    wf = Workflow("w", version=3, state=base().state)
+    with pytest.raises(WorkflowDefinitionError, match=re.escape(said)):
+        declare(wf)
+    assert wf.migration(from_version=2)(lambda tree: tree) is not None and 2 in wf.migrations
