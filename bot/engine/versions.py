@@ -60,6 +60,14 @@ def resolve_workflow(registry: Registry, run: Run) -> Workflow:
             f"run {run.id} is on graph {run.workflow!r} version {run.workflow_version}, which is not deployed "
             f"(deployed: {deployed}); a graph's run continues only on its own version: register v"
             f"{run.workflow_version} beside the new one, or cancel the run; the run stays as it is")
+    others = [v for v in have[:-1] if run.workflow_version in getattr(registry.find(run.workflow, v), "migrations", {})]
+    if others:  # (s33 F6: "no deployed version declares" one, while v2 did: only the latest's is taken)
+        raise VersionUnavailableError(
+            f"run {run.id} is on workflow {run.workflow!r} version {run.workflow_version}, which is not deployed "
+            f"(deployed: {deployed}); the latest deployed version, v{have[-1]}, declares no migration from "
+            f"v{run.workflow_version} (v{others[-1]} does, and only the latest version's migrations are used: "
+            f"add @migration(from_version={run.workflow_version}) to v{have[-1]}, one that gives v{have[-1]}'s "
+            f"state); the run stays as it is until then")
     raise VersionUnavailableError(
         f"run {run.id} is on workflow {run.workflow!r} version {run.workflow_version}, which is not deployed "
         f"(deployed: {deployed}) and no deployed version declares a migration "

@@ -464,3 +464,33 @@ def test_a_whole_state_point_shows_the_state_migrated(cli, deploy, tmp_path: Pat
     done = cli.json("edit", run_id, "--file", str(whole))
     assert done["run"]["status"] == "completed" and done["run"]["workflow_version"] == 2
     assert cli.json("show", run_id)["state"] == {"text": "draft, edited", "owner": "migrated:n"}
+
+
+def test_a_migration_only_an_older_deployed_version_declares_is_named(db_url: str) -> None:
+    """s33 F6: with v2 (migrating from v1) and v3 (from v2 only) deployed, a v1 run was refused as if "no
+    deployed version declares a migration from v1": only the latest version's migrations are used, and the
+    refusal says so, naming the version that has one."""
+    from pydantic import BaseModel
+
+    from bot.engine import VersionUnavailableError
+    from hazel import Workflow
+    from tests.support.engine import make_hazel, person
+
+    class S(BaseModel):
+        text: str = ""
+
+    def version(n: int, *froms: int) -> Workflow:
+        wf = Workflow("chain", version=n, state=S)
+        for f in froms:
+            wf.migration(from_version=f)(lambda tree: tree)
+        wf.steer("review", show="text", actions=["approve"])
+        return wf
+
+    old = make_hazel(db_url, version(1))
+    run = old.start(workflow="chain", input={"text": "x"}, actor=person("olga"))
+    old.drive(run_id=run.id)
+    new = make_hazel(db_url, version(2, 1), version(3, 2))
+    with pytest.raises(VersionUnavailableError, match=r"the latest deployed version, v3, declares no migration "
+                       r"from v1 \(v2 does, and only the latest version's migrations are used: add "
+                       r"@migration\(from_version=1\) to v3"):
+        new.decide(run_id=run.id, action="approve", actor=person("olga"))
