@@ -392,6 +392,9 @@ class Runner:
                 result.status = RunStatus.COMPLETED
                 self.on_outbox()
                 return
+            missing = versions.unknown_step(wf, run.id, node_name)
+            if missing is not None:
+                raise StepContractError(missing)
             node = lgraph.node_at(wf, node_name, lambda: position.tree)
             if isinstance(node, SteeringPoint):
                 with self.store.transaction() as tx:

@@ -75,6 +75,20 @@ def resolve_workflow(registry: Registry, run: Run) -> Workflow:
     )
 
 
+def unknown_step(wf: Workflow, run_id: str, name: str | None) -> str | None:
+    """Why run ``run_id`` cannot go on with the node ``name`` on ``wf`` (None: it can, or it ends there): a
+    native workflow without that step or steering point, its code changed under the same version (a step
+    renamed: ``KeyError: 'work'`` failed ``hazel retry``, and each rewind added a checkpoint that failed at once:
+    a fresh-user finding, s33 F17). A LangGraph graph's nodes are its own business (``lgraph``)."""
+    from bot.engine.workflow import END
+
+    if name is None or name == END or isinstance(wf, lgraph.LangGraphWorkflow) or name in wf.nodes:
+        return None
+    return (f"run {run_id} goes on with step {name!r}, which {wf.label} does not have (renamed or removed under "
+            f"the same version?); deploy the code the run was written with, or the change as a new version, or "
+            "rewind the run to a checkpoint that goes on with a step it has")
+
+
 def runnable_versions(registry: Registry) -> dict[str, list[int]]:
     """Per workflow name, the run versions this process can execute: the registered ones plus those the latest
     version migrates from. Workers claim only these, so an old process in a rolling deploy never takes (and

@@ -24,7 +24,8 @@ from bot.engine.steering.core import REWINDABLE, DecisionOutcome, Refused, Steer
 from bot.engine.steering.edits import apply_edits, blank, refuse_empty_edits, refuse_unknown_fields
 from bot.engine.steering.rewind_edits import edits_refusal
 from bot.engine.transitions import close_request
-from bot.engine.versions import decode_stored, migrate_tree, point_in, request_point, resolve_workflow
+from bot.engine.versions import (decode_stored, migrate_tree, point_in, request_point, resolve_workflow,
+                                 unknown_step)
 from bot.engine.workflow import REWIND_NODE, SteeringPoint, Workflow
 from store.models import HAZEL_NODES
 from store import DuplicateDecisionError, NewCheckpoint, Tx
@@ -200,6 +201,9 @@ class Rewinding(SteeringCore):
                 next_node = wf.feedback_target(node) or next_node
         elif not graph and target.handoff and next_node == target.next_step:
             handoff = dict(target.handoff)  # the words a decision routed this step with, as a retry gives them
+        missing = unknown_step(wf, run.id, next_node)
+        if missing is not None:  # (written, it failed at once: s33 F17)
+            raise InvalidDecisionError(f"checkpoint #{target.seq}: {missing}")
         payload = {"to": target.seq, "feedback": feedback, "edits": edits or None}
         now = self.clock()
         with tx.pipeline():  # PostgreSQL: the writes in one or two round trips (the request's answer, the rest)

@@ -14,7 +14,7 @@ from bot.engine.limits import check_text
 from bot.engine.logcontext import bind_log_context
 from bot.engine.steering.core import SteeringCore
 from bot.engine.transitions import close_request, end_run
-from bot.engine.versions import resolve_workflow
+from bot.engine.versions import resolve_workflow, unknown_step
 from bot.engine.workflow import SteeringPoint
 from store.models import TIMEOUT, Actor, RequestStatus, Run, RunStatus, SteeringRequest
 
@@ -57,7 +57,13 @@ class RunActions(SteeringCore):
             return run
         if run.status is RunStatus.RUNNING and self._running_for_a_retry(run_id):
             return run  # the same retry sent twice at once, and a worker took the run after the first
-        resolve_workflow(self.registry, run)  # (a run queued that nothing can execute would wait unseen)
+        wf = resolve_workflow(self.registry, run)  # (a run queued that nothing can execute would wait unseen)
+        if not isinstance(wf, lgraph.LangGraphWorkflow):  # (a step renamed under the same version: s33 F17)
+            with self.store.read() as tx:
+                head = tx.checkpoints.load(run.id, run.head_seq)
+            missing = unknown_step(wf, run.id, head.info.next_step if head is not None else None)
+            if missing is not None:
+                raise RunStateError(missing)
         now = self.clock()
         with self.store.transaction() as tx:
             if not tx.runs.transition(run.id, from_statuses=[RunStatus.FAILED], now=now, status=RunStatus.READY,
