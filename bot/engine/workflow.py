@@ -47,7 +47,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from bot.engine.errors import WorkflowDefinitionError, validation_details
 from bot.engine.routes import END, problems
 from store.codec import StateCodec
-from store.models import ALL_ACTIONS, DB_INT_MAX, MIGRATE_NODE, REWIND_NODE, START, Approvers, node_label
+from store.models import (ALL_ACTIONS, DB_INT_MAX, HAZEL_NODES, MIGRATE_NODE, REWIND_NODE, START, Approvers,
+                          node_label)
 
 __all__ = ["Approvers", "END", "MIGRATE_NODE", "REWIND_NODE", "START", "Step", "StepContext", "SteeringPoint",
            "Workflow", "node_label"]
@@ -367,6 +368,9 @@ class Workflow(Generic[S]):
     def _add(self, node: Step | SteeringPoint) -> None:
         if not isinstance(node.name, str) or not _NAME.match(node.name) or node.name in (START, END):
             self._problems.append(f"node name {node.name!r} is not a valid name")
+        elif node.name in HAZEL_NODES:  # (s33 F16: history drew such a step as a rewind, and no rewind reached it)
+            self._problems.append(f"node name {node.name!r} is one of Hazel's own steps "
+                                  f"({', '.join(n for n in HAZEL_NODES if n != START)}): choose another")
         if node.name in self.nodes:
             self._problems.append(f"duplicate name {node.name!r}")
             return

@@ -112,6 +112,9 @@ def base() -> Workflow:
     (lambda wf: wf.steer("review", channel="slack:#x", escalate_after_sec=60, escalate_channel="jira:OPS"),
      "escalate_channel 'jira:OPS': an escalation in Jira is a comment on the request's own issue, and a request "
      "on 'slack:#x' has none"),
+    # s33 F16: Hazel's own steps' names (history drew the step as a rewind; a rewind to it was refused)
+    (lambda wf: wf.step(noop, name="__rewind__"), "node name '__rewind__' is one of Hazel's own steps "
+                                                  "(__rewind__, __migrate__, __update__): choose another"),
     # s33 F3 (HIGH): a misspelled keyword was a channel option nobody read (approver=: open to anyone)
     (lambda wf: wf.steer("review", approver=Approvers(people=("priya",))),
      "steering point 'review': unknown setting 'approver' (did you mean approvers?)"),
