@@ -19,6 +19,8 @@ END = "__end__"
 node (a checkpoint whose next node is None is final)."""
 
 _CHANNEL = re.compile(r"^(console|slack:#?[A-Za-z0-9_.-]{1,80}|jira:[A-Z][A-Z0-9_]{0,19})$")
+_SLACK_TARGET = re.compile(r"^(#.+|[CGDUW][A-Z0-9]{2,})$")
+"""After ``slack:``: ``#name``, or the id of a conversation (``C…``, ``G…``, ``D…``) or a user (``U…``, ``W…``)."""
 
 
 def problems(wf: Any) -> list[str]:
@@ -103,6 +105,9 @@ def point_settings_problems(p: Any) -> list[str]:
     for channel in (p.channel, p.escalate_channel):
         if channel is not None and not _CHANNEL.match(channel):
             out.append(f"invalid channel {channel!r} (console, slack:#channel, slack:C…, jira:PROJECTKEY)")
+        elif channel is not None and channel.startswith("slack:") and not _SLACK_TARGET.match(channel[6:]):
+            out.append(f"invalid channel {channel!r}: a Slack channel is slack:#name or its id, slack:C… (did "
+                       f"you mean 'slack:#{channel[6:]}'?)")  # (s33 F15: a bare name, looked up as an id)
     if p.approvals_required < 1:
         out.append("approvals_required must be at least 1")
     elif p.approvals_required > DB_INT_MAX:  # (a request's approvals_required column, PostgreSQL's integer)

@@ -163,6 +163,9 @@ def callable_problems(fn: Any) -> list[str]:
         return [f"{fn!r} is not a function"]
     if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
         return ["is an async function: steps are plain functions (run a coroutine inside with asyncio.run)"]
+    if inspect.isgeneratorfunction(fn):  # (s33 F15: it failed every run at the step, "got generator")
+        return ["is a generator function: a step returns the new state (or a dict of changes, or None), it does "
+                "not yield"]
     try:
         inspect.signature(fn).bind(None, None)
     except TypeError:

@@ -17,6 +17,10 @@ class S(BaseModel):
     text: str = ""
 
 
+def _generator_step(state, ctx):  # noqa: ANN001, ANN202
+    yield state
+
+
 def noop(state: S, ctx: StepContext) -> S:
     return state
 
@@ -112,6 +116,12 @@ def base() -> Workflow:
     (lambda wf: wf.steer("review", channel="slack:#x", escalate_after_sec=60, escalate_channel="jira:OPS"),
      "escalate_channel 'jira:OPS': an escalation in Jira is a comment on the request's own issue, and a request "
      "on 'slack:#x' has none"),
+    # s33 F15: a generator step failed every run at it; a bare Slack name was taken as a channel id
+    (lambda wf: wf.step(_generator_step, name="x"), "step 'x': is a generator function: a step returns the new "
+                                                      "state"),
+    (lambda wf: wf.steer("review", channel="slack:migrations"), "invalid channel 'slack:migrations': a Slack "
+                                                                "channel is slack:#name or its id, slack:C… (did "
+                                                                "you mean 'slack:#migrations'?)"),
     # s33 F16: Hazel's own steps' names (history drew the step as a rewind; a rewind to it was refused)
     (lambda wf: wf.step(noop, name="__rewind__"), "node name '__rewind__' is one of Hazel's own steps "
                                                   "(__rewind__, __migrate__, __update__): choose another"),
