@@ -19,19 +19,29 @@ class Registry:
 
     def __init__(self) -> None:
         self._by_key: dict[tuple[str, int], Workflow] = {}
+        self._origin: dict[tuple[str, int], tuple[str, str | None]] = {}
 
-    def add(self, wf: Workflow) -> Workflow:
-        """Validate and register ``wf``.
+    def add(self, wf: Workflow, *, origin: str | None = None, origin_file: str | None = None) -> Workflow:
+        """Validate and register ``wf`` (``origin``: the module or file it was loaded from, as given, and
+        ``origin_file`` that file's resolved path, for a refusal).
 
         Raises:
-            WorkflowDefinitionError: ``wf`` is invalid, or another definition has the same name and version.
+            WorkflowDefinitionError: ``wf`` is invalid, or another definition has the same name and version
+                (``workflow w v1 is defined twice: in dupa.py and in dupb.py``, where known).
         """
         wf.validate()
         key = (wf.name, wf.version)
         existing = self._by_key.get(key)
         if existing is not None and existing is not wf:
-            raise WorkflowDefinitionError(f"workflow {wf.label} is defined twice")
+            first, first_file = self._origin.get(key, (None, None))
+            where = ""
+            if first is not None and origin is not None:
+                same = first_file is not None and first_file == origin_file
+                where = f": in {first} and in {origin}" + (" (one file named two ways?)" if same else "")
+            raise WorkflowDefinitionError(f"workflow {wf.label} is defined twice{where}")
         self._by_key[key] = wf
+        if origin is not None:
+            self._origin.setdefault(key, (origin, origin_file))
         return wf
 
     def get(self, name: str, version: int | None = None) -> Workflow:
@@ -46,7 +56,8 @@ class Registry:
                 return self._by_key[(name, max(versions))]
         elif (name, version) in self._by_key:
             return self._by_key[(name, version)]
-        known = ", ".join(self.names()) or "none (set HAZEL_WORKFLOWS)"
+        known = ", ".join(f"{n} ({', '.join(f'v{v}' for v in self.versions(n))})" for n in self.names()) \
+            or "none (set HAZEL_WORKFLOWS)"
         what = f"{name!r}" if version is None else f"{name!r} version {version}"
         raise UnknownWorkflowError(f"unknown workflow {what}; registered: {known}")
 
@@ -81,8 +92,9 @@ class Registry:
             found += [v for v in getattr(module, "__hazel_workflows__", ()) if v not in found]  # register()
             if not found:
                 raise WorkflowDefinitionError(f"module {target!r} defines no Workflow at its top level")
+            file = getattr(module, "__file__", None)
             for wf in found:
-                loaded.append(self.add(wf))
+                loaded.append(self.add(wf, origin=target, origin_file=str(Path(file).resolve()) if file else None))
         return loaded
 
 

@@ -174,11 +174,27 @@ def test_registry_versions_and_lookup() -> None:
     assert reg.get("w") is v2 and reg.get("w", 1) is v1 and reg.versions("w") == [1, 2]
     with pytest.raises(UnknownWorkflowError, match="registered: w"):
         reg.get("nope")
-    with pytest.raises(UnknownWorkflowError, match="version 3"):
+    with pytest.raises(UnknownWorkflowError, match=r"version 3; registered: w \(v1, v2\)$"):  # (s33 F10: versions)
         reg.get("w", 3)
     twin = base()
     with pytest.raises(WorkflowDefinitionError, match="defined twice"):
         reg.add(twin)
+
+
+def test_a_workflow_defined_twice_names_both_places(tmp_path: Path) -> None:
+    """s33 F10: ``workflow typo v1 is defined twice`` named neither module, nor that one file was named two
+    ways (``./dupa.py,dupa``)."""
+    source = "from pydantic import BaseModel\nfrom hazel import Workflow\n\nclass S(BaseModel):\n    x: int = 0\n\n" \
+        "wf = Workflow('twice', version=1, state=S)\nwf.steer('p', actions=['approve'])\n"
+    (tmp_path / "dupa.py").write_text(source)
+    (tmp_path / "dupb.py").write_text(source)
+    with pytest.raises(WorkflowDefinitionError, match=r"^workflow twice v1 is defined twice: in dupa\.py and in "
+                       r"dupb\.py$"):
+        Registry().load(["dupa.py", "dupb.py"], base_dir=tmp_path)
+    with pytest.raises(WorkflowDefinitionError, match=r"defined twice: in dupa\.py and in "
+                       r"dupb_mod \(one file named two ways\?\)$"):
+        (tmp_path / "dupb_mod.py").symlink_to(tmp_path / "dupa.py")
+        Registry().load(["dupa.py", "dupb_mod"], base_dir=tmp_path)
 
 
 def test_loading_modules_and_files(tmp_path: Path) -> None:
