@@ -89,6 +89,19 @@ class StartedRun(Run):
     as it is now."""
 
 
+
+def _an_actor(actor: Any) -> Actor:
+    """``actor`` when it is an ``Actor``.
+
+    Raises:
+        TypeError: it is not (``actor="olga"`` was an ``AttributeError: 'str' object has no attribute 'id'``
+            deep in the engine: a fresh-user finding, s33 F11).
+    """
+    if not isinstance(actor, Actor):
+        raise TypeError(f"actor must be an Actor (hazel.operator(), hazel.identify(channel=…, id=…), or "
+                        f"Actor(id=…, channel=…)), not {type(actor).__name__} {actor!r:.60}")
+    return actor
+
 class Hazel(Reads, Requests, Links):
     """The engine: store, registered workflows, people, runner and steering.
 
@@ -416,7 +429,7 @@ class Hazel(Reads, Requests, Links):
                 under this process): nothing is written, with or without ``delivery_id``
                 (``store.Tx.require_schema``).
         """
-        earlier = self._started_before(actor, delivery_id)
+        earlier = self._started_before(_an_actor(actor), delivery_id)
         if earlier is not None:
             return earlier
         wf = self.registry.get(workflow, version)
@@ -534,8 +547,11 @@ class Hazel(Reads, Requests, Links):
             RunNotFoundError, NoPendingRequestError, NotAllowedError, InvalidDecisionError,
             AlreadyDecidedError, VersionUnavailableError, RunStateError.
         """
-        outcome = self.steering.decide(run_id, action, actor, payload=payload, request_id=request_id, point=point,
-                                       delivery_id=delivery_id, claim=claim)
+        if payload is not None and not isinstance(payload, dict):  # (s33 F11: "dictionary update sequence …")
+            raise InvalidInputError(f"payload must be a dict ({{'text': …}} for feedback, {{'reason': …}} for a "
+                                    f"rejection, {{'value': …}} for an edit), not {type(payload).__name__}")
+        outcome = self.steering.decide(run_id, action, _an_actor(actor), payload=payload, request_id=request_id,
+                                       point=point, delivery_id=delivery_id, claim=claim)
         return self._keep(outcome)
 
     def rewind(self, *, run_id: str, actor: Actor, to: int | str | None, feedback: str | None = None,
@@ -563,7 +579,7 @@ class Hazel(Reads, Requests, Links):
             there), InvalidDecisionError, AlreadyDecidedError (also: the head is not ``expect_head``), RunStateError,
             VersionUnavailableError.
         """
-        outcome = self.steering.rewind(run_id, actor, to=to, feedback=feedback, edits=edits,
+        outcome = self.steering.rewind(run_id, _an_actor(actor), to=to, feedback=feedback, edits=edits,
                                        request_id=request_id, delivery_id=delivery_id, claim=claim,
                                        allow_empty=allow_empty, expect_head=expect_head,
                                        expect_decision=expect_decision)
@@ -590,7 +606,7 @@ class Hazel(Reads, Requests, Links):
         Raises:
             RunNotFoundError, RunStateError (not failed), NotAllowedError.
         """
-        return self.steering.retry(run_id, actor)
+        return self.steering.retry(run_id, _an_actor(actor))
 
     def cancel(self, *, run_id: str, actor: Actor, reason: str | None = None) -> Run:
         """Cancel a run that has not ended; its pending request is closed.
@@ -598,4 +614,4 @@ class Hazel(Reads, Requests, Links):
         Raises:
             RunNotFoundError, RunStateError (already ended), NotAllowedError.
         """
-        return self.steering.cancel(run_id, actor, reason=reason)
+        return self.steering.cancel(run_id, _an_actor(actor), reason=reason)

@@ -254,3 +254,25 @@ def test_a_migration_declared_wrong_is_refused(declare, said: str) -> None:  # n
     with pytest.raises(WorkflowDefinitionError, match=re.escape(said)):
         declare(wf)
     assert wf.migration(from_version=2)(lambda tree: tree) is not None and 2 in wf.migrations
+
+
+def test_the_embedding_api_names_a_wrong_actor_or_payload(tmp_path: Path) -> None:
+    """s33 F11: ``actor="olga"`` was an ``AttributeError`` deep in the engine, ``payload="more"`` a ``ValueError:
+    dictionary update sequence element #0 …``."""
+    from bot.engine.errors import InvalidInputError
+    from tests.support.engine import make_hazel, person
+
+    hz = make_hazel(f"sqlite:///{tmp_path / 'h.db'}", base())
+    with pytest.raises(TypeError, match=r"^actor must be an Actor \(hazel.operator\(\), hazel.identify\(channel=…, "
+                       r"id=…\), or Actor\(id=…, channel=…\)\), not str 'olga'$"):
+        hz.start(workflow="w", input={}, actor="olga")  # type: ignore[arg-type]
+    run = hz.start(workflow="w", input={}, actor=person("olga"))
+    hz.drive(run_id=run.id)
+    with pytest.raises(InvalidInputError, match=r"^payload must be a dict \({'text': …} for feedback"):
+        hz.decide(run_id=run.id, action="feedback", payload="more", actor=person("olga"))  # type: ignore[arg-type]
+    for call in (lambda: hz.decide(run_id=run.id, action="approve", actor="olga"),  # type: ignore[arg-type]
+                 lambda: hz.rewind(run_id=run.id, actor=None, to=0),  # type: ignore[arg-type]
+                 lambda: hz.cancel(run_id=run.id, actor="olga")):  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="actor must be an Actor"):
+            call()
+    assert hz.decisions(run_id=run.id) == []
