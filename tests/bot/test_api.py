@@ -32,7 +32,7 @@ class Api:
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self.http = httpx.Client(base_url=url, timeout=10)
+        self.http = httpx.Client(base_url=url, timeout=30)
 
     def call(self, method: str, path: str, *, token: str | None = ALICE, **kwargs: Any) -> httpx.Response:
         headers = dict(kwargs.pop("headers", {}))

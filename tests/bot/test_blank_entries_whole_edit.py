@@ -49,7 +49,7 @@ def test_rest_refuses_a_mapping_value_with_a_blank_entry_with_422_unless_allow_e
     hazel = make_hazel(db_url, files())
     app = create_app(hazel, routers=[api_router(hazel, Settings(HAZEL_API_TOKENS=f"olga={TOKEN}"))])
     with LiveServer(app) as server:
-        http = httpx.Client(base_url=server.url, timeout=10, headers={"Authorization": f"Bearer {TOKEN}"})
+        http = httpx.Client(base_url=server.url, timeout=30, headers={"Authorization": f"Bearer {TOKEN}"})
         run_id = waiting(hazel, "files-scripts")
         for blank, how in (("   ", "blank (only whitespace)"), ("", "empty")):
             refused = http.post(f"/api/runs/{run_id}/decisions", json={"action": "edit", "payload": {

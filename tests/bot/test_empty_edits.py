@@ -105,7 +105,7 @@ def noted_api(db_url: str) -> Iterator[tuple[Any, httpx.Client]]:
     hazel = make_hazel(db_url, noted())
     app = create_app(hazel, routers=[api_router(hazel, Settings(HAZEL_API_TOKENS=f"olga={TOKEN}"))])
     with LiveServer(app) as server:
-        yield hazel, httpx.Client(base_url=server.url, timeout=10, headers={"Authorization": f"Bearer {TOKEN}"})
+        yield hazel, httpx.Client(base_url=server.url, timeout=30, headers={"Authorization": f"Bearer {TOKEN}"})
     hazel.close()
 
 
@@ -183,7 +183,7 @@ def test_rest_refuses_an_empty_mapping_with_422_unless_allow_empty(db_url: str) 
     hazel = make_hazel(db_url, noted("parts"))
     app = create_app(hazel, routers=[api_router(hazel, Settings(HAZEL_API_TOKENS=f"olga={TOKEN}"))])
     with LiveServer(app) as server:
-        http = httpx.Client(base_url=server.url, timeout=10, headers={"Authorization": f"Bearer {TOKEN}"})
+        http = httpx.Client(base_url=server.url, timeout=30, headers={"Authorization": f"Bearer {TOKEN}"})
         run_id = waiting(hazel, "noted-parts")
         refused = http.post(f"/api/runs/{run_id}/decisions", json={"action": "edit", "payload": {"value": {}}})
         assert refused.status_code == 422, refused.text

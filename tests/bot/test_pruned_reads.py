@@ -71,7 +71,7 @@ def test_every_read_of_a_pruned_checkpoint_says_it_was_pruned(db_url: str, monke
     settings = web_settings()  # tokens of alice and bob
     served = create_app(hazel, routers=[api_router(hazel, settings), web_router(hazel, settings)])
     with LiveServer(served) as server:
-        rest = httpx.Client(base_url=server.url, timeout=10, headers={"Authorization": f"Bearer {ALICE}"})
+        rest = httpx.Client(base_url=server.url, timeout=30, headers={"Authorization": f"Bearer {ALICE}"})
         for seq, message in ((1, pruned), (9, never)):
             answer = rest.get(f"/api/runs/{run_id}/checkpoints/{seq}/state")
             assert answer.status_code == 404 and answer.json()["error"]["message"] == message, answer.text

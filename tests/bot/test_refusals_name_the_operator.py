@@ -51,7 +51,7 @@ def test_refusals_name_the_console_operator_who_may_then_act(db_url: str, tmp_pa
     assert hazel.get(run_id=run_id).status.value == "waiting"
     app = create_app(hazel, routers=[api_router(hazel, Settings(HAZEL_API_TOKENS=f"bob={BOB}"))])
     with LiveServer(app) as server:
-        bob = httpx.Client(base_url=server.url, timeout=10, headers={"Authorization": f"Bearer {BOB}"})
+        bob = httpx.Client(base_url=server.url, timeout=30, headers={"Authorization": f"Bearer {BOB}"})
         for path, body, message in (
                 (f"/api/runs/{run_id}/decisions", {"action": "approve"},
                  f"bob may not approve at 'Sign-off': only {WHO} may"),

@@ -73,7 +73,7 @@ def test_a_start_on_a_downgraded_schema_is_503_and_writes_nothing_whatever_its_h
     app = create_app(hazel, routers=[api_router(hazel, Settings(**TOKENS))])
     auth = {"Authorization": f"Bearer {ALICE}"}
     starts = {"doc": {"topic": "backups"}, "lg-review": {"topic": "tides"}}
-    with LiveServer(app) as server, httpx.Client(base_url=server.url, timeout=10) as http:
+    with LiveServer(app) as server, httpx.Client(base_url=server.url, timeout=30) as http:
         for revision in ("0008", "0005"):  # (0008: only a LangGraph table is short; 0005: hazel_runs too)
             downgrade(hazel.store.engine, revision)
             assert http.get("/healthz").status_code == 503

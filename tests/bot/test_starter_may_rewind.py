@@ -70,7 +70,7 @@ def test_the_starter_may_rewind_through_the_rest_api(db_url: str) -> None:
     app = create_app(hazel, routers=[api_router(hazel, tokens)])
     with LiveServer(app) as server:
         def as_(who: str) -> httpx.Client:
-            return httpx.Client(base_url=server.url, timeout=10,
+            return httpx.Client(base_url=server.url, timeout=30,
                                 headers={"Authorization": f"Bearer tok-{who}-0123456789"})
 
         started = as_("sam").post("/api/runs", json={"workflow": "reviewed", "input": {}})

@@ -58,7 +58,7 @@ class Browserless:
     cookie over plain http; a browser does on 127.0.0.1, a secure context)."""
 
     def __init__(self, url: str) -> None:
-        self.http = httpx.Client(base_url=url, timeout=10, follow_redirects=False)
+        self.http = httpx.Client(base_url=url, timeout=30, follow_redirects=False)
 
     def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         response = self.http.request(method, path, **kwargs)
