@@ -691,8 +691,8 @@ def apply_sets(pairs: list[str], current: dict[str, Any], entries: dict[str, Any
             raise CliError(f"the state has no field {field!r} (fields: {', '.join(current)})")
         if sub is not None:
             base = changed.get(field, current.get(field))
-            if base is None and field in (entries or {}):  # an unset optional mapping: its first entry
-                base = {}
+            if base is None:  # an unset optional mapping (its first entry) or model (made: s34 F2): the engine
+                base = {}  # validates what it makes
             if not isinstance(base, dict):
                 raise CliError(f"--set {field}.{sub}: {field} is not a mapping")
             declared = (entries or {}).get(field, UNDECLARED)

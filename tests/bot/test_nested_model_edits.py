@@ -20,11 +20,12 @@ from tests.support.engine import make_hazel, person
 
 WORKFLOWS = '''
 from typing import Optional
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 from hazel import Workflow
 
 class Leaf(BaseModel):
     a: int = 0
+    b: str = "x"
 
 class Cfg(BaseModel):
     name: str = "c"
@@ -33,21 +34,29 @@ class Cfg(BaseModel):
     maybe: Optional[Leaf] = None
     leaves: dict[str, Leaf] = {}
 
+class Named(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+    full_name: str = Field("fn", alias="fullName")
+    inner: Leaf = Field(default_factory=Leaf, alias="innerLeaf")
+
 class S(BaseModel):
     cfg: Cfg = Cfg()
     n: int = 0
+    opt: Optional[Cfg] = None
+    named: Named = Named()
 
 shown = Workflow("shown", version=1, state=S)
 
 @shown.step
 def make(state, ctx):
-    return {"cfg": Cfg(leaves={"k": Leaf(a=1)})}
+    return {"cfg": Cfg(leaves={"k": Leaf(a=1, b="custom")}, leaf=Leaf(a=5, b="custom"), limit=7)}
 
 shown.steer("check", show="cfg", actions=["approve", "edit", "rewind"])
+shown.steer("names", show="named", actions=["approve", "edit", "rewind"])
 
 whole = Workflow("whole", version=1, state=S)
 whole.step(make, name="make")
-whole.steer("check", show=None, actions=["approve", "edit"])
+whole.steer("check", show=None, actions=["approve", "edit", "rewind"])
 '''
 
 
@@ -67,9 +76,9 @@ def _cfg(cli, run_id: str) -> dict:  # noqa: ANN001
 
 @pytest.mark.parametrize(("pair", "changed"), [
     ("cfg.limit=9", {"limit": 9}),
-    ("cfg.leaf.a=7", {"leaf": {"a": 7}}),
-    ("cfg.maybe.a=3", {"maybe": {"a": 3}}),  # (None: made)
-    ("cfg.leaves.k={\"a\": 9}", {"leaves": {"k": {"a": 9}}}),
+    ("cfg.leaf.a=7", {"leaf": {"a": 7, "b": "custom"}}),
+    ("cfg.maybe.a=3", {"maybe": {"a": 3, "b": "x"}}),  # (None: made)
+    ("cfg.leaves.k={\"a\": 9, \"b\": \"y\"}", {"leaves": {"k": {"a": 9, "b": "y"}}}),
 ])
 def test_a_dotted_path_into_a_shown_model_is_followed(cli, pair: str, changed: dict) -> None:  # noqa: ANN001
     run_id = _run(cli)
@@ -80,11 +89,11 @@ def test_a_dotted_path_into_a_shown_model_is_followed(cli, pair: str, changed: d
 
 @pytest.mark.parametrize(("pair", "said"), [
     ("cfg.limt=9", "no field cfg.limt (Cfg's fields: name, limit, leaf, maybe, leaves)"),
-    ("cfg.leaf.zz=1", "no field cfg.leaf.zz (Leaf's fields: a)"),
-    ("cfg.maybe.b=3", "no field cfg.maybe.b (Leaf's fields: a)"),
+    ("cfg.leaf.zz=1", "no field cfg.leaf.zz (Leaf's fields: a, b)"),
+    ("cfg.maybe.c=3", "no field cfg.maybe.c (Leaf's fields: a, b)"),
     ('cfg={"name": "c", "limit": 5, "leaf": {"a": 0}, "maybe": null, "leaves": {}, "limt": 9}',
      "no field cfg.limt (Cfg's fields"),
-    ('cfg.leaves.k={"a": 1, "typo": 2}', "no field cfg.leaves.k.typo (Leaf's fields: a)"),
+    ('cfg.leaves.k={"a": 1, "typo": 2}', "no field cfg.leaves.k.typo (Leaf's fields: a, b)"),
 ])
 def test_a_key_no_model_declares_is_refused_and_nothing_is_recorded(cli, pair: str, said: str) -> None:  # noqa: ANN001
     run_id = _run(cli)
@@ -98,16 +107,16 @@ def test_a_key_no_model_declares_is_refused_and_nothing_is_recorded(cli, pair: s
 def test_a_rewind_follows_the_path_and_refuses_an_undeclared_key(cli) -> None:  # noqa: ANN001
     run_id = _run(cli)
     cli("rewind", run_id, "--to", "check", "--set", "cfg.maybe.a=5")
-    assert _cfg(cli, run_id)["maybe"] == {"a": 5}
+    assert _cfg(cli, run_id)["maybe"] == {"a": 5, "b": "x"}
     refused = cli("rewind", run_id, "--to", "check", "--set", "cfg.leaf.typo=5", code=1)
-    assert "invalid edit: no field cfg.leaf.typo (Leaf's fields: a)" in refused.stderr, refused.stderr
+    assert "invalid edit: no field cfg.leaf.typo (Leaf's fields: a, b)" in refused.stderr, refused.stderr
 
 
 def test_a_whole_state_point_takes_a_path_into_a_field(cli) -> None:  # noqa: ANN001
     run_id = _run(cli, "whole")
     cli("edit", run_id, "--set", "cfg.name=x", "--set", "n=3")
     state = json.loads(cli("show", run_id, "--json").stdout)["state"]
-    assert state["cfg"]["name"] == "x" and state["cfg"]["leaves"] == {"k": {"a": 1}} and state["n"] == 3
+    assert state["cfg"]["name"] == "x" and state["cfg"]["leaves"] == {"k": {"a": 1, "b": "custom"}} and state["n"] == 3
     refused = cli("edit", _run(cli, "whole"), "--set", "cfg.nme=x", code=1)
     assert "invalid edit: no field cfg.nme (Cfg's fields: name, limit, leaf, maybe, leaves)" in refused.stderr
 
@@ -137,3 +146,45 @@ def test_the_engine_refuses_an_undeclared_key_from_any_channel(db_url: str) -> N
     with pytest.raises(InvalidDecisionError, match=r"no field cfg\.maybe\.typo \(Leaf's fields: a\)"):
         hz.rewind(run_id=run.id, actor=person("olga"), to=0, edits={"cfg": {"limit": 5, "maybe": {"typo": 2}}})
     assert hz.decisions(run_id=run.id) == [] and hz.get(run_id=run.id).status.value == "waiting"
+
+
+def test_a_rewinds_edits_leaving_out_fields_of_a_model_are_refused(cli) -> None:  # noqa: ANN001
+    """s34 F1 (HIGH): ``hazel rewind --set 'cfg.leaf={"a": 1}'`` (and a REST rewind's ``edits``) reset ``b`` and
+    ``limit`` to their defaults, unseen, where the same value as an edit was refused."""
+    run_id = _run(cli)
+    before = _cfg(cli, run_id)
+    for pair, said in (('cfg.leaf={"a": 1}', "field 'b' of 'cfg.leaf'"),
+                       ('cfg={"name": "zz"}', "fields 'limit' of 'cfg', 'leaf' of 'cfg', 'leaves' of 'cfg'")):
+        refused = " ".join(cli("rewind", run_id, "--to", "check", "--set", pair, code=1).stderr.split())
+        assert f"the edit leaves out {said}" in refused and "add --allow-empty" in refused, refused
+    assert _cfg(cli, run_id) == before
+    cli("rewind", run_id, "--to", "check", "--set", 'cfg.leaf={"a": 1}', "--allow-empty")  # (meant: taken)
+    assert _cfg(cli, run_id)["leaf"] == {"a": 1, "b": "x"}
+
+
+@pytest.mark.parametrize(("pair", "said"), [
+    ('cfg.leaves.k={"a": 2}', "field 'b' of 'cfg.leaves.k'"),  # (s34 F4: a mapping's entry given again)
+])
+def test_fields_left_out_of_a_model_inside_a_mapping_are_refused(cli, pair: str, said: str) -> None:  # noqa: ANN001
+    run_id = _run(cli)
+    refused = " ".join(cli("edit", run_id, "--set", pair, code=1).stderr.split())
+    assert f"the edit leaves out {said}" in refused, refused
+
+
+def test_a_model_given_by_its_aliases_leaves_nothing_out(cli) -> None:  # noqa: ANN001
+    """s34 F3: ``{"fullName": …, "innerLeaf": …}`` was refused as leaving out ``full_name`` and ``inner``."""
+    run_id = _run(cli)
+    cli("approve", run_id, "--at", "check")
+    cli("edit", run_id, "--at", "names", "--set", 'named={"fullName": "X", "innerLeaf": {"a": 1, "b": "y"}}')
+    state = json.loads(cli("show", run_id, "--json").stdout)["state"]
+    assert state["named"] == {"full_name": "X", "inner": {"a": 1, "b": "y"}}
+
+
+def test_a_rewind_makes_a_null_model_by_a_dotted_path_and_a_typo_is_named(cli) -> None:  # noqa: ANN001
+    """s34 F2: ``hazel rewind --set opt.limit=4`` on a null ``Optional[Cfg]`` was "opt is not a mapping"; F5: a
+    typo given a text value at a whole-state point was "must be given as JSON here"."""
+    run_id = _run(cli, "whole")
+    cli("rewind", run_id, "--to", "check", "--set", "opt.limit=4")
+    assert json.loads(cli("show", run_id, "--json").stdout)["state"]["opt"]["limit"] == 4
+    refused = cli("edit", run_id, "--set", "nn=hello", code=1).stderr
+    assert "invalid edit: S has no field nn (fields: cfg, n, opt, named)" in refused, refused

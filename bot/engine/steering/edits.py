@@ -228,6 +228,9 @@ def edited_state(wf: Workflow, state: BaseModel, shown: Any, field: str | None, 
     Raises:
         MissingEditValueError, EmptyEditError, InvalidDecisionError: as ``edited_value`` and ``apply_edit``.
     """
+    if field is None and isinstance(payload.get("entries"), dict):  # a typo named as such, whatever its value
+        _refuse_undeclared(wf, {str(k).partition(".")[0]: None for k in payload["entries"]})  # (s34 F5: not
+        # "must be given as JSON here" for a text value)
     declared = getattr(wf.state, "model_fields", {}).get(field) if field is not None else None
     model = _model_of(getattr(declared, "annotation", None)) if field is not None else _model_of(wf.state)
     if model is not None and isinstance(payload.get("entries"), dict) and _dotted(model, payload["entries"]):
@@ -299,7 +302,21 @@ def _nested_entries(model: Any, shown: Any, field: str | None, payload: dict[str
     return out
 
 
-def _refuse_left_out(wf: Workflow, shown: Any, field: str | None, value: Any, edited: BaseModel) -> None:
+def refuse_left_out_edits(wf: Workflow, before: Any, edits: dict[str, Any], edited: BaseModel) -> None:
+    """A rewind's ``edits`` (whole fields, the state ``before`` them a tree) checked as an edit's value is
+    (``_refuse_left_out``): one leaving out fields of a model inside a field reset them silently where the same
+    value as an edit was refused (a fresh-user finding, s34 F1 HIGH), unless the rewind allows empty values.
+
+    Raises:
+        EmptyEditError: naming the fields, with ``hazel rewind --allow-empty``.
+    """
+    for field, value in edits.items():
+        _refuse_left_out(wf, before.get(field) if isinstance(before, dict) else None, field, value, edited,
+                         hint="hazel rewind --allow-empty")
+
+
+def _refuse_left_out(wf: Workflow, shown: Any, field: str | None, value: Any, edited: BaseModel, *,
+                     hint: str = "hazel edit --allow-empty") -> None:
     """Raise when an edit leaves out fields of a model (the state, with the whole state shown; a field that is
     a model of its own, ``cfg: Cfg`` or ``Cfg | None``; a model inside either, at any depth) whose value it
     changes (``edited``: back to their defaults), for an edit without ``allow_empty``: an SME pasting part of
@@ -329,26 +346,56 @@ def _refuse_left_out(wf: Workflow, shown: Any, field: str | None, value: Any, ed
         raise EmptyEditError(f"the edit leaves out {what}: {whole} gives every field, and "
                              f"{'it' if len(reset) == 1 else 'those'} would go back to "
                              f"{'its default' if len(reset) == 1 else 'their defaults'}",
-                             hint="hazel edit --allow-empty")
+                             hint=hint)
 
 
-def _left_out(model: Any, shown: Any, given: Any, after: Any, path: str) -> list[str]:
+def _left_out(model: Any, shown: Any, given: Any, after: Any, path: str, depth: int = 0) -> list[str]:
     """The dotted paths (``cfg.tags``) of ``model``'s fields that ``shown`` (the value as it was) holds, ``given``
     (the edit's value) leaves out, and ``after`` (the edited value) holds otherwise; models inside it looked at
-    too. Nothing for a value that is not a plain model's (a model taking extra keys, a mapping)."""
+    too, and those of its mappings' entries and lists' items that the edit gives again (``cfg.m.k``, ``cfg.
+    leaves.0``: s34 F4). A field given by its alias is given (s34 F3). Nothing for a value that is not a plain
+    model's (a model taking extra keys, a mapping)."""
     fields = getattr(model, "model_fields", None)
-    if not (fields and isinstance(shown, dict) and isinstance(given, dict) and isinstance(after, dict)) \
+    if depth > 64 or not (fields and isinstance(shown, dict) and isinstance(given, dict)
+                          and isinstance(after, dict)) \
             or not set(shown) <= set(fields) or getattr(model, "model_config", {}).get("extra") == "allow":
         return []
     out = []
     for key, was in shown.items():
-        if key not in given:
+        field = fields[key]
+        names = [key] + [a for a in (field.alias, field.validation_alias) if isinstance(a, str) and a != key]
+        named = next((n for n in names if n in given), None)
+        if named is None:
             if after.get(key) != was:
                 out.append(f"{path}{key}")
             continue
-        inner = _model_of(fields[key].annotation)
-        if inner is not None:
-            out += _left_out(inner, was, given[key], after.get(key), f"{path}{key}.")
+        out += _left_out_inside(field.annotation, was, given[named], after.get(key), f"{path}{key}", depth + 1)
+    return out
+
+
+def _left_out_inside(annotation: Any, was: Any, given: Any, after: Any, path: str, depth: int) -> list[str]:
+    """``_left_out`` of the value at ``path``: a model, or the models of a mapping's entries or a list's items
+    given again (an entry or item left out is removed, as meant)."""
+    import typing
+
+    inner = _model_of(annotation)
+    if inner is not None:
+        return _left_out(inner, was, given, after, f"{path}.", depth)
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Annotated or origin is typing.Union or type(annotation).__name__ == "UnionType":
+        members = [a for a in args if a is not type(None)] if origin is not typing.Annotated else args[:1]
+        return _left_out_inside(members[0], was, given, after, path, depth) if len(members) == 1 else []
+    item = _model_of(args[-1]) if args else None
+    if item is None:
+        return []
+    out: list[str] = []
+    if isinstance(origin, type) and issubclass(origin, dict) and isinstance(was, dict) and isinstance(given, dict) \
+            and isinstance(after, dict):
+        for key in was.keys() & given.keys():
+            out += _left_out(item, was[key], given[key], after.get(key), f"{path}.{key}.", depth + 1)
+    elif origin in (list, tuple) and isinstance(was, list) and isinstance(given, list) and isinstance(after, list):
+        for i, (before, again, now) in enumerate(zip(was, given, after)):
+            out += _left_out(item, before, again, now, f"{path}.{i}.", depth + 1)
     return out
 
 

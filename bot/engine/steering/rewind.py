@@ -21,7 +21,8 @@ from bot.engine.lgraph_run import label_names
 from bot.engine.logcontext import bind_log_context
 from bot.engine.reads import missing_checkpoint_in
 from bot.engine.steering.core import REWINDABLE, DecisionOutcome, Refused, SteeringCore, now_waits_at, when
-from bot.engine.steering.edits import apply_edits, blank, refuse_empty_edits, refuse_unknown_fields
+from bot.engine.steering.edits import (apply_edits, blank, refuse_empty_edits, refuse_left_out_edits,
+                                      refuse_unknown_fields)
 from bot.engine.steering.rewind_edits import edits_refusal
 from bot.engine.transitions import close_request
 from bot.engine.versions import (decode_stored, migrate_tree, point_in, request_point, resolve_workflow,
@@ -188,8 +189,11 @@ class Rewinding(SteeringCore):
                 if wrong:  # does not fit would fail the step that reads it
                     raise InvalidDecisionError(f"invalid edit: {wrong}")
         elif edits:
-            tree = state_tree(wf, apply_edits(wf, decode_stored(wf, tree), edits), max_bytes=self.max_state_bytes,
-                              what="the edited state", refuse=InvalidDecisionError, edited=tree)
+            edited = apply_edits(wf, decode_stored(wf, tree), edits)
+            if not allow_empty:  # (fields of a model left out: reset, unseen: s34 F1)
+                refuse_left_out_edits(wf, tree, edits, edited)
+            tree = state_tree(wf, edited, max_bytes=self.max_state_bytes, what="the edited state",
+                              refuse=InvalidDecisionError, edited=tree)
         refuse_not_text(edits, what="the rewind's edits", refuse=InvalidDecisionError)  # a key (values: above)
         next_node, handoff = target.next_step, None
         if graph:  # a graph that had finished there: a step writes the rewind's values (lgraph.UPDATE_STEP)
