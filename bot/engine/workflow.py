@@ -355,6 +355,10 @@ class Workflow(Generic[S]):
         def register(fn: Callable[[dict], dict]) -> Callable[[dict], dict]:
             import inspect
 
+            if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn) or inspect.isgeneratorfunction(fn):
+                raise WorkflowDefinitionError(f"{bad}(from_version={from_version}): {getattr(fn, '__name__', fn)!r} "
+                                              "must be a plain function returning the new state tree (not async, "
+                                              "not a generator)")  # (s34 F9: it failed at the first decision)
             try:
                 inspect.signature(fn).bind(object())
             except TypeError:

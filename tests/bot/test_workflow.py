@@ -17,6 +17,10 @@ class S(BaseModel):
     text: str = ""
 
 
+async def _async_migration(tree):  # noqa: ANN001, ANN202
+    return tree
+
+
 def _generator_step(state, ctx):  # noqa: ANN001, ANN202
     yield state
 
@@ -244,6 +248,8 @@ def test_a_misspelled_approver_list_is_refused() -> None:
                                               "version, 1 to 2"),
     (lambda wf: wf.migration(from_version=True), "@migration needs the version it migrates from"),
     (lambda wf: wf.migration(from_version=1)(lambda tree, extra: tree), "must take one argument, the state tree"),
+    (lambda wf: wf.migration(from_version=1)(_async_migration), "'_async_migration' must be a plain function "
+                                                                 "returning the new state tree (not async"),
     (lambda wf: (wf.migration(from_version=1)(lambda tree: tree), wf.migration(from_version=1)),
      "@migration(from_version=1) is declared twice"),
 ])
