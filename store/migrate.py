@@ -159,7 +159,13 @@ def _not_at(engine: Engine, revision: str) -> str | None:
     wanted = schema_at(revision)
     if have == wanted:
         return None
-    match = next((r for r in sorted(known_revisions(), reverse=True) if schema_at(r) == have), None)
+    matches = [r for r in sorted(known_revisions(), reverse=True) if schema_at(r) == have]
+    match = matches[0] if matches else None
+    if len(matches) > 1:  # (0004 and 0005 make the same tables: 0005 rewrites data only; s34 F10)
+        named = " or ".join(sorted(matches))
+        return (f"the tables are those of revision {named}, not {revision}'s (each of those makes the same tables): "
+                "record the newest migration of the Hazel that last ran on it, `hazel db stamp "
+                f"{sorted(matches)[0]}` when you cannot tell (an upgrade then runs the later ones again)")
     if match is not None and match > revision:
         newest = ", this Hazel's newest" if match == HEAD else ""
         return (f"the tables are those of revision {match}{newest} (every table and column it has is there), not "
@@ -167,17 +173,18 @@ def _not_at(engine: Engine, revision: str) -> str | None:
     lacking = sorted(wanted - have)
     if lacking:
         shown = ", ".join(lacking[:5]) + (f" and {len(lacking) - 5} more" if len(lacking) > 5 else "")
-        where = (f"`hazel db stamp {match}`, then `hazel db upgrade`" if match is not None else
-                 "record the one they are at, the newest migration of the Hazel that last ran on it, then "
-                 "`hazel db upgrade`")
-        return f"the tables lack what revision {revision} has ({shown}): they are at an older revision; {where}"
+        if match is None:
+            return (f"the tables lack what revision {revision} has ({shown}) and match no revision of this Hazel "
+                    "(changed by hand?); restore the database from a backup")
+        return (f"the tables lack what revision {revision} has ({shown}): they are at an older revision; `hazel db "
+                f"stamp {match}`, then `hazel db upgrade`")
     beyond = sorted(have - wanted)
     shown = ", ".join(beyond[:5]) + (f" and {len(beyond) - 5} more" if len(beyond) > 5 else "")
     if match is not None:  # (older: revision dropped what they hold)
         return (f"the tables hold what revision {revision} has not ({shown}): they are those of revision {match}; "
                 f"`hazel db stamp {match}`, then `hazel db upgrade`")
-    return (f"the tables hold what revision {revision} has not ({shown}): they are at another revision; record the "
-            "one they are at, the newest migration of the Hazel that last ran on it")
+    return (f"the tables hold what revision {revision} has not ({shown}): they match no revision of this Hazel "
+            "(changed by hand?); restore the database from a backup")
 
 
 def _shape(engine: Engine) -> frozenset[str]:

@@ -124,3 +124,25 @@ def test_stamp_of_a_revision_between_is_refused_naming_the_one_the_tables_are_at
     assert hostile("db", "current").exit_code == 1  # (nothing recorded)
     assert hostile("db", "stamp", "0006").exit_code == 0
     assert hostile("db", "upgrade").exit_code == 0 and hostile("runs").exit_code == 0
+
+
+def test_stamp_names_every_revision_whose_tables_match(hostile, tmp_path, monkeypatch) -> None:  # noqa: ANN001, F811
+    """s34 F10: tables at 0004 were told `hazel db stamp 0005` (0005 makes the same tables: it rewrites Jira
+    decisions' keys), which skipped that rewrite; tables changed by hand were told to stamp an older revision."""
+    path = tmp_path / "tie.db"
+    monkeypatch.setenv("HAZEL_DATABASE_URL", f"sqlite:///{path}")
+    assert hostile("db", "upgrade").exit_code == 0
+    assert hostile("db", "downgrade", "0004", "--discard-graph-state").exit_code == 0
+    engine = create_engine(f"sqlite:///{path}")
+    with engine.begin() as conn:
+        conn.execute(text("DELETE FROM hazel_alembic_version"))
+    said = " ".join(hostile("db", "stamp", "0003").output.split())
+    assert "the tables are those of revision 0004 or 0005, not 0003's (each of those makes the same tables): " \
+        "record the newest migration of the Hazel that last ran on it, `hazel db stamp 0004` when you cannot " \
+        "tell" in said, said
+    with engine.begin() as conn:  # an index dropped by hand: no revision's tables
+        conn.execute(text("DROP INDEX ix_hazel_lg_checkpoints_run_id"))
+    engine.dispose()
+    said = " ".join(hostile("db", "stamp", "0004").output.split())
+    assert "match no revision of this Hazel (changed by hand?); restore the database from a backup" in said, said
+    assert hostile("db", "current").exit_code == 1  # (nothing recorded)
