@@ -136,4 +136,10 @@ def _import(target: str, base: str):  # noqa: ANN202
     except WorkflowDefinitionError:
         raise
     except Exception as exc:  # an import error of the author's module, shown with its cause
-        raise WorkflowDefinitionError(f"cannot load workflows from {target!r}: {type(exc).__name__}: {exc}") from exc
+        from pydantic import ValidationError
+
+        from bot.engine.errors import validation_details
+
+        said = f"{exc.title}: {validation_details(exc)}" if isinstance(exc, ValidationError) else str(exc)  # (one
+        # line: each field and why, ``Approvers: peple: Extra inputs are not permitted``; s34 F8)
+        raise WorkflowDefinitionError(f"cannot load workflows from {target!r}: {type(exc).__name__}: {said}") from exc

@@ -282,3 +282,13 @@ def test_the_embedding_api_names_a_wrong_actor_or_payload(tmp_path: Path) -> Non
         with pytest.raises(TypeError, match="actor must be an Actor"):
             call()
     assert hz.decisions(run_id=run.id) == []
+
+
+def test_a_module_raising_a_validation_error_is_named_in_one_line(tmp_path: Path) -> None:
+    """s34 F8: ``Approvers(peple=…)`` in a workflow module showed ``ValidationError: 1 validation error for
+    Approvers`` alone (the CLI prints an error's first line): the field and why were lost."""
+    (tmp_path / "k1.py").write_text("from hazel import Approvers\nA = Approvers(peple=['a'])\n")
+    with pytest.raises(WorkflowDefinitionError) as refused:
+        Registry().load(["k1.py"], base_dir=tmp_path)
+    assert str(refused.value).splitlines()[0] == ("cannot load workflows from 'k1.py': ValidationError: Approvers: "
+                                                  "peple: Extra inputs are not permitted")
