@@ -76,19 +76,26 @@ def test_stamp_records_only_a_lost_revision(hostile, tmp_path, monkeypatch) -> N
     assert hostile("db", "upgrade").exit_code == 0 and hostile("runs").exit_code == 0
 
 
+def tables_at(hostile, tmp_path, monkeypatch, revision: str, *flags: str):  # noqa: ANN001, ANN201, F811
+    """A SQLite file (``HAZEL_DATABASE_URL``) whose tables are at ``revision`` and whose revision row was lost;
+    its engine (dispose it)."""
+    path = tmp_path / "older.db"
+    monkeypatch.setenv("HAZEL_DATABASE_URL", f"sqlite:///{path}")
+    assert hostile("db", "upgrade").exit_code == 0
+    assert hostile("db", "downgrade", revision, *flags).exit_code == 0
+    engine = create_engine(f"sqlite:///{path}")
+    with engine.begin() as conn:
+        conn.execute(text("DELETE FROM hazel_alembic_version"))
+    return engine
+
+
 def test_stamp_of_the_newest_revision_on_older_tables_is_refused(hostile, tmp_path, monkeypatch) -> None:  # noqa: ANN001, F811
     """A fresh-user finding (s31 F6): tables at 0008 whose revision row was lost took ``hazel db stamp 0009``
     (what ``db current`` says this Hazel needs), and a LangGraph run then failed on ``no such column:
     c.stamp``."""
     from store.migrate import HEAD
 
-    path = tmp_path / "older.db"
-    monkeypatch.setenv("HAZEL_DATABASE_URL", f"sqlite:///{path}")
-    assert hostile("db", "upgrade").exit_code == 0
-    assert hostile("db", "downgrade", "0008").exit_code == 0
-    engine = create_engine(f"sqlite:///{path}")
-    with engine.begin() as conn:
-        conn.execute(text("DELETE FROM hazel_alembic_version"))
+    engine = tables_at(hostile, tmp_path, monkeypatch, "0008")
     engine.dispose()
     refused = hostile("db", "stamp", HEAD)
     said = " ".join(refused.output.split())
@@ -104,13 +111,7 @@ def test_stamp_of_a_revision_between_is_refused_naming_the_one_the_tables_are_at
     (only the newest revision was checked): ``db upgrade`` then said it succeeded without 0006's columns, every
     command failed on ``no such column``, and stamping 0005 afterwards failed in ``upgrade`` (``no such
     index``). Every revision's tables are checked now, and the refusal names the revision they are at."""
-    path = tmp_path / "older.db"
-    monkeypatch.setenv("HAZEL_DATABASE_URL", f"sqlite:///{path}")
-    assert hostile("db", "upgrade").exit_code == 0
-    assert hostile("db", "downgrade", "0006").exit_code == 0
-    engine = create_engine(f"sqlite:///{path}")
-    with engine.begin() as conn:
-        conn.execute(text("DELETE FROM hazel_alembic_version"))
+    engine = tables_at(hostile, tmp_path, monkeypatch, "0006")
     engine.dispose()
     older = " ".join(hostile("db", "stamp", "0005").output.split())  # (0006 adds columns)
     assert "the tables are those of revision 0006 (every table and column it has is there), not 0005's: `hazel " \
@@ -129,13 +130,7 @@ def test_stamp_of_a_revision_between_is_refused_naming_the_one_the_tables_are_at
 def test_stamp_names_every_revision_whose_tables_match(hostile, tmp_path, monkeypatch) -> None:  # noqa: ANN001, F811
     """s34 F10: tables at 0004 were told `hazel db stamp 0005` (0005 makes the same tables: it rewrites Jira
     decisions' keys), which skipped that rewrite; tables changed by hand were told to stamp an older revision."""
-    path = tmp_path / "tie.db"
-    monkeypatch.setenv("HAZEL_DATABASE_URL", f"sqlite:///{path}")
-    assert hostile("db", "upgrade").exit_code == 0
-    assert hostile("db", "downgrade", "0004", "--discard-graph-state").exit_code == 0
-    engine = create_engine(f"sqlite:///{path}")
-    with engine.begin() as conn:
-        conn.execute(text("DELETE FROM hazel_alembic_version"))
+    engine = tables_at(hostile, tmp_path, monkeypatch, "0004", "--discard-graph-state")
     said = " ".join(hostile("db", "stamp", "0003").output.split())
     assert "the tables are those of revision 0004 or 0005, not 0003's (each of those makes the same tables): " \
         "record the newest migration of the Hazel that last ran on it, `hazel db stamp 0004` when you cannot " \
