@@ -300,7 +300,8 @@ def show_cmd(
              f"started    {when(run.created_at)} UTC by {e(render.started_by(run))} ({run.started_via})",
              f"head       checkpoint #{run.head_seq} (branch {run.branch})"]
     for request in waiting:  # several: a LangGraph super-step's parallel interrupts, each decided on its own
-        lines.append(f"waiting at {e(repr(request.point))}: {e(request.title)} · {e(request.channel)}"
+        title = shown[request.id].title or request.title  # (a run to migrate: the title v2 gives it)
+        lines.append(f"waiting at {e(repr(request.point))}: {e(title)} · {e(request.channel)}"
                      + (f" · {request.approvals}/{request.approvals_required} approvals"
                         if request.approvals_required > 1 else "")
                      + f" · request {request.id}")  # what `--request N` names

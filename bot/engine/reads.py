@@ -40,6 +40,9 @@ class Shown:
     is no longer deployed, the deployed one's migration from it fails): ``versions.migrate_tree``'s message,
     with which every decision on the request is refused; ``value`` is then read from the state as stored (the
     old version's), not the value a decision would change. None: nothing failed."""
+    title: str | None = None
+    """The title the version a decision is made on gives the steering point, when that is not the run's own
+    version (a run to migrate: v2's title, not the one v1 asked with; s33 F9); None otherwise."""
     problem: str | None = None
     """With ``shown(check=True)``: why deciding the request would fail, seen before anyone decides: the version
     the run goes on with has no such steering point (every decision is refused), or the stored state no longer
@@ -361,7 +364,9 @@ class Reads:
         problem = _problem(self.registry, wf, run, request, tree) if check and loaded is not None \
             and failed is None and request.status.value == "pending" else None
         return Shown(field, tree.get(field) if field and isinstance(tree, dict) else tree,
-                     tuple(getattr(point, "actions", ()) or ()), migration_error=failed, problem=problem)
+                     tuple(getattr(point, "actions", ()) or ()), migration_error=failed, problem=problem,
+                     title=getattr(point, "title", None) if wf is not None and wf.version != run.workflow_version
+                     and failed is None else None)
 
     # -- operations -----------------------------------------------------------------------------------------
 

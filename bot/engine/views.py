@@ -124,7 +124,9 @@ class Views:
             rewind = rewind_choices(history, head_seq=run.head_seq)
         return RequestView(
             request=request, run=run, workflow=run.workflow, workflow_version=run.workflow_version,
-            point=request.point, title=request.title, show=show, shown_value=shown,
+            point=request.point, show=show, shown_value=shown,  # (a run to migrate: v2's title, s33 F9)
+            title=point.title if point is not None and wf is not None and wf.version != run.workflow_version
+            else request.title,
             actions=actions,
             approvers=permissions.shown_approvers(getattr(point, "approvers", None) or Approvers(), self.people,
                                                   request.channel),

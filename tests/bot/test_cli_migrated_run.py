@@ -444,7 +444,7 @@ def draft(state, ctx):
     return {"text": "draft of " + state.text}
 
 
-wf.steer("review_all", show=None, actions=["approve", "edit"])
+wf.steer("review_all", title="Review it all, v2", show=None, actions=["approve", "edit"])
 '''
 
 
@@ -459,6 +459,7 @@ def test_a_whole_state_point_shows_the_state_migrated(cli, deploy, tmp_path: Pat
     assert json.loads(raw) == {"text": "DRAFT OF Y", "owner": "migrated:n"}, raw
     shown = cli("show", run_id).stdout
     assert "migrated:n" in shown and "─ note ─" not in shown, shown
+    assert "waiting at 'review_all': Review it all, v2" in shown, shown  # (s33 F9: v1's title)
     whole = tmp_path / "whole.json"
     whole.write_text(raw.replace("DRAFT OF Y", "draft, edited"))
     done = cli.json("edit", run_id, "--file", str(whole))
