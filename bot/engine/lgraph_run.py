@@ -34,6 +34,7 @@ cannot add a checkpoint beside the one its successor wrote.
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from typing import Any
 
@@ -42,6 +43,8 @@ from pydantic import BaseModel, ConfigDict
 from bot.engine.errors import StepContractError, WorkflowDefinitionError
 from bot.engine.workflow import StepContext
 from store.models import LEASE_KEY, NODES_JOIN, UPDATE_NODE, node_names
+
+_log = logging.getLogger("hazel.langgraph")
 
 MARK = "hazel.steer"
 """Key of an interrupt payload made by ``hazel.langgraph.steer`` (its value: the payload's format, 1)."""
@@ -56,6 +59,12 @@ graph had finished there): ``update_state`` writes the values on the fork, and t
 RESUME_WRITE = "__resume__"
 """The channel of a task's pending write that lists the answers its ``interrupt()`` calls took, in order
 (LangGraph's ``RESUME``, private since LangGraph 1.0)."""
+INTERRUPT_WRITE = "__interrupt__"
+"""The channel of a task's pending write that holds the last question(s) its ``interrupt()`` asked (LangGraph's
+``INTERRUPT``): answered when the task has an output write besides its control writes (``CONTROL_WRITES``)."""
+CONTROL_WRITES = frozenset((RESUME_WRITE, INTERRUPT_WRITE, "__error__", "__error_source_node__"))
+"""The channels of a task's pending writes that say what happened to it, not what it wrote (LangGraph's
+``CONTROL_WRITES``, ``langgraph.pregel._task_status``): any other write means the task finished."""
 SOURCE_INPUT = "input"
 SOURCE_LOOP = "loop"
 SOURCE_UPDATE = "update"
@@ -111,11 +120,13 @@ def superstep(wf: Any, state: Any, ctx: StepContext) -> Any:
     if not done_before:
         inp: Any = None
         config = {"configurable": dict(thread)} if taken else _at(graph, thread, state.lg_checkpoint, latest)
+        goes_on = "checkpoint_id" not in config["configurable"]  # (from latest, not a fork of it)
         if state.lg_checkpoint is None:  # the first super-step, or a rewind to the run's start: the input,
             # unless an earlier attempt took it and its nodes did not finish (taken): on from there, not twice
             inp = None if taken else written(wf.graph, state.lg_input, state.lg_update or {}, strict=True)
         elif state.lg_fork:
-            if _fork_made(latest, ctx.seq):  # by an earlier attempt (its process died in the super-step after
+            goes_on = _fork_made(latest, ctx.seq)
+            if goes_on:  # by an earlier attempt (its process died in the super-step after
                 # it, or a node raised): not twice; on from it as LangGraph resumes a thread, so that the
                 # nodes that finished there keep their writes (a config naming it would replay it: run them again)
                 config = {"configurable": dict(thread)}
@@ -129,6 +140,8 @@ def superstep(wf: Any, state: Any, ctx: StepContext) -> Any:
             resume = _not_taken(wf, ctx, state, latest)
             # (none left: an earlier attempt's tasks took every answer, then raised: on as LangGraph goes on)
             inp = Command(resume=resume) if resume else None
+        if goes_on:
+            _warn_routes_lost(ctx, latest)
         try:
             for _ in graph.stream(inp, _with(config, fence, meta), stream_mode="updates", interrupt_after="*",
                                  durability="sync"):
@@ -164,6 +177,22 @@ def superstep(wf: Any, state: Any, ctx: StepContext) -> Any:
     elif latest.next:  # every node of the next super-step
         ctx.goto(nodes_label(list(latest.next)))
     return GraphRunState(lg_input=state.lg_input, lg_checkpoint=pointer, lg_asks=asks, **shown)
+
+
+def _warn_routes_lost(ctx: StepContext, latest: Any) -> None:
+    """Log a warning when the step goes on from ``latest`` (the thread's newest snapshot, read already: no read
+    here) where a node finished and then raised (its task has an error and a result: its conditional edge's
+    router raised, or LangGraph's validation of the state after it; s34 F7). LangGraph keeps the node's writes
+    and runs neither it nor its router again, so the nodes the router would have chosen do not run: the graph
+    goes on without them, and completes if nothing else is scheduled."""
+    failed = sorted({task.name for task in (getattr(latest, "tasks", ()) or ())
+                     if getattr(task, "error", None) and getattr(task, "result", None) is not None})
+    if failed:
+        _log.warning(
+            "run %s #%s: going on after %s finished and then raised (a conditional edge's router, or the "
+            "state's validation): as LangGraph's invoke(None), their writes are kept and neither they nor their "
+            "routers run again, so the nodes those routers would have chosen do not run (rewind the run to a "
+            "checkpoint before them to run them and their routers again)", ctx.run_id, ctx.seq, ", ".join(failed))
 
 
 def _refuse_lost(graph: Any, ctx: StepContext, pointer: str, latest: Any) -> None:
@@ -215,14 +244,27 @@ def _taken(graph: Any, latest: Any, tasks: list[Any]) -> set[str]:
     """The ids of the interrupts whose answers the tasks of ``latest`` (the thread's newest snapshot) took
     already: a task's ``RESUME`` pending write lists its answers in the order its ``interrupt()`` calls took
     them, and its n-th interrupt's id is LangGraph's hash of the task's namespace and n (``_interrupt_id``).
-    One ``get_tuple``; ``set()`` when the checkpoint is not found.
+    A task that finished (it has an output write: the node returned, then its router raised) took the answer to
+    the last question it asked too (its ``INTERRUPT`` write), which its ``RESUME`` write may not list: saved with
+    the node's output, the longer list does not replace the one saved when it asked (s34 F6: a node's second
+    answer). One ``get_tuple``; ``set()`` when the checkpoint is not found.
 
     Raises:
         whatever the graph's checkpointer raises.
     """
-    answers = _answers(_saved(graph, latest.config))
+    saved = _saved(graph, latest.config)
+    answers = _answers(saved)
+    finished: set[str] = set()
+    asked: dict[str, set[str]] = {}
+    for task_id, channel, value in (getattr(saved, "pending_writes", None) or ()):
+        if channel == INTERRUPT_WRITE:
+            asked.setdefault(task_id, set()).update(
+                i.id for i in (value if isinstance(value, (list, tuple)) else [value]) if hasattr(i, "id"))
+        elif channel not in CONTROL_WRITES:
+            finished.add(task_id)
     return {_interrupt_id(f"{task.name}:{task.id}", n)
-            for task in tasks for n in range(len(answers.get(task.id, ())))}
+            for task in tasks for n in range(len(answers.get(task.id, ())))} | {
+        iid for task in tasks if task.id in finished for iid in asked.get(task.id, ())}
 
 
 def _keep_answers(graph: Any, run_id: str, state: Any, fork: dict[str, Any]) -> bool:
