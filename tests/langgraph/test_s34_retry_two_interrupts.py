@@ -21,7 +21,8 @@ from langgraph.types import interrupt
 
 from store.models import RunStatus
 from tests.langgraph.graphs import workflow
-from tests.support.engine import make_hazel, person
+from tests.langgraph.test_s33_retry_after_answer import _asked, _values
+from tests.support.engine import person
 
 
 class S(TypedDict, total=False):
@@ -61,15 +62,9 @@ def _two_asks_graph(calls: dict[str, int], fails: dict[str, int]):
     return g.compile()
 
 
-def _values(wf: Any, run_id: str) -> dict[str, Any]:
-    return wf.graph.get_state({"configurable": {"thread_id": run_id}}).values
-
-
 def _both_answered(db_url: str, wf: Any) -> tuple[Any, str]:
-    hz = make_hazel(db_url, wf)
-    run = hz.start(workflow=wf.name, input={"topic": "t"}, actor=person("olga"))
-    hz.drive(run_id=run.id)
-    assert hz.pending_request(run_id=run.id) is not None
+    hz, run_id = _asked(db_url, wf)
+    run = hz.get(run_id=run_id)
     hz.decide(run_id=run.id, action="approve", actor=person("olga"))
     hz.drive(run_id=run.id)
     assert hz.get(run_id=run.id).status is RunStatus.WAITING  # question 2
