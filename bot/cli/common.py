@@ -683,7 +683,7 @@ def apply_sets(pairs: list[str], current: dict[str, Any], entries: dict[str, Any
         CliError: an unknown field, a key of something that is not a mapping.
         InvalidDecisionError: a value that must be JSON is not.
     """
-    from bot.engine import UNDECLARED, entry_value, value_from_text
+    from bot.engine import UNDECLARED, value_from_text
 
     changed: dict[str, Any] = {}
     for field, sub, raw in _parse_sets(pairs):

@@ -18,7 +18,7 @@ from bot.ops.metrics import HazelMetrics
 from bot.ops.scheduler import Scheduler
 from bot.ops.worker import WorkerPool
 from bot.server.app import HazelApp
-from bot.server.clock import CLOCK_WARN_SEC, check_clock  # noqa: F401  (check_clock: serve's and the CLI's)
+from bot.server.clock import check_clock  # (serve's and worker's; every CLI command's too: bot.cli.common)
 from bot.server.http import create_app
 from bot.server.stopping import StopSignals
 from bot.server.wiring import channels_from_settings, http_routers, start_socket_mode

@@ -19,7 +19,7 @@ def test_a_langgraph_run_from_start_to_completion_through_slack(make_env) -> Non
                                approvers=Approvers(slack_users=(PRIYA,), slack_usergroups=(DBA,))))
     env: SlackEnv = make_env(wf)
     env.run_in_background()
-    fake, hazel = env.fake, env.hazel
+    hazel = env.hazel
     run_id = env.start("lg-review", {"topic": "tides"}, by=STARTER)
 
     # 1. the draft is posted in #migrations with the point's buttons; an outsider may not approve it
