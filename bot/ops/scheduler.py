@@ -75,6 +75,8 @@ class Scheduler:
         self.prune_every_sec = prune_every_sec
         self._lock = threading.Lock()
         self._arm_lock = threading.Lock()
+        self._held: dict[int, datetime] = {}
+        """Requests whose failure could not be postponed in the database, until when (``timers.fire_due``)."""
         self._aps: BackgroundScheduler | None = None
         hazel.on_deadline(self.wake_at)
 
@@ -123,7 +125,7 @@ class Scheduler:
         per scheduler; other schedulers (processes) may tick at once: the database settles who fires what."""
         with self._lock:
             now = self.hazel.clock()
-            report = timers.fire_due(self.hazel, now=now, batch=self.batch)
+            report = timers.fire_due(self.hazel, now=now, batch=self.batch, held=self._held)
             report.retries_woken = self.wake_retries(now)
             self._rearm(now)
             return report

@@ -38,10 +38,17 @@ class TickReport:
         return len(self.reminders) + len(self.escalations) + len(self.timeouts)
 
 
-def fire_due(hazel: "Hazel", *, now: datetime, batch: int = 100, report: TickReport | None = None) -> TickReport:
-    """Fire everything due at ``now`` on pending requests. Never raises for one request's failure."""
+def fire_due(hazel: "Hazel", *, now: datetime, batch: int = 100, report: TickReport | None = None,
+             held: dict[int, datetime] | None = None) -> TickReport:
+    """Fire everything due at ``now`` on pending requests. Never raises for one request's failure. A request that
+    failed is tried again ``TIMEOUT_RETRY_SEC`` later: its deadline is postponed in the database, or, when that
+    write fails too (a full disk), in ``held`` (request id -> when; the caller's, kept across ticks: the
+    scheduler's): it fired again at every tick, two ERROR lines each, on a disk already full (s33 F6)."""
     report = report or TickReport()
-    seen: set[int] = set()
+    held = held if held is not None else {}
+    seen: set[int] = {i for i, until in held.items() if until > now}
+    for request_id in [i for i in held if i not in seen]:
+        del held[request_id]
     while True:
         ids = [i for i in hazel.due_request_ids(now=now, limit=batch) if i not in seen]
         if not ids:
@@ -53,7 +60,9 @@ def fire_due(hazel: "Hazel", *, now: datetime, batch: int = 100, report: TickRep
             except Exception as exc:  # one bad request must not stop the others
                 log_error(log, exc, "scheduler: request %s failed", request_id)  # (no SQL, no parameters)
                 report.errors.append((request_id, error_line(exc)))
-                _postpone(hazel, request_id, now + timedelta(seconds=TIMEOUT_RETRY_SEC))
+                later = now + timedelta(seconds=TIMEOUT_RETRY_SEC)
+                if not _postpone(hazel, request_id, later):
+                    held[request_id] = later
                 continue
             if fired.reminded:
                 report.reminders.append(request_id)
@@ -63,8 +72,11 @@ def fire_due(hazel: "Hazel", *, now: datetime, batch: int = 100, report: TickRep
                 report.timeouts.append((request_id, fired.timeout))
 
 
-def _postpone(hazel: "Hazel", request_id: int, at: datetime) -> None:
+def _postpone(hazel: "Hazel", request_id: int, at: datetime) -> bool:
+    """Whether ``request_id``'s deadline could be put off to ``at`` in the database."""
     try:
         hazel.postpone_request(request_id=request_id, until=at)
-    except Exception as exc:  # the database itself is failing: the next tick sees the request again
+    except Exception as exc:  # the database itself is failing: held in memory instead (``fire_due``)
         log_error(log, exc, "scheduler: could not postpone request %s", request_id)
+        return False
+    return True

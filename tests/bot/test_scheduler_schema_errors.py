@@ -58,3 +58,44 @@ def test_database_errors_of_the_scheduler_are_one_line(empty_url: str, how: str,
         assert "\n" not in text and "[SQL" not in text and "[parameters" not in text, text
         assert SECRET_TEXT not in text
     assert any("Error" in r.getMessage() for r in failures)
+
+
+def test_a_request_that_failed_and_could_not_be_postponed_waits_a_minute(db_url: str,
+                                                                          caplog: pytest.LogCaptureFixture) -> None:
+    """A fresh-operator finding (s33 F6): on a full disk the failed request's postponement, a write, failed too,
+    and the request was fired again at every tick (5 s), two ERROR lines each. It waits in the scheduler's memory
+    instead. The database refuses writes here and answers reads, as a full disk does (SQLite's ``query_only``)."""
+    from datetime import timedelta
+
+    from sqlalchemy import event
+
+    if not db_url.startswith("sqlite"):
+        pytest.skip("a read-only PostgreSQL refuses the due requests' read (FOR UPDATE) too: the tick fails whole")
+    clock = FakeClock()
+    hazel = engine.make_hazel(db_url, reviewed(), clock=clock)
+    run = hazel.start(workflow="reviewed", input={"text": "t"}, actor=person("author"))
+    hazel.drive(run_id=run.id)
+    clock.advance(300)  # the reminder is due
+
+    def read_only(conn, _record) -> None:  # noqa: ANN001
+        cursor = conn.cursor()
+        cursor.execute("PRAGMA query_only = ON")
+        cursor.close()
+
+    event.listen(hazel.store.engine, "connect", read_only)
+    hazel.store.engine.dispose()
+    held: dict = {}
+
+    def failures() -> int:
+        return len([r for r in caplog.records if "scheduler: request" in r.getMessage() and "failed" in r.getMessage()])
+
+    with caplog.at_level(logging.WARNING):
+        assert len(fire_due(hazel, now=hazel.clock(), held=held).errors) == 1
+        assert failures() == 1 and list(held) == [hazel.pending_request(run_id=run.id).id]
+        for later in (5, 30, 59):
+            assert fire_due(hazel, now=hazel.clock() + timedelta(seconds=later), held=held).errors == []
+        assert failures() == 1  # not tried again within the minute
+        event.remove(hazel.store.engine, "connect", read_only)
+        hazel.store.engine.dispose()
+        report = fire_due(hazel, now=hazel.clock() + timedelta(seconds=61), held=held)
+    assert report.errors == [] and report.reminders == [hazel.pending_request(run_id=run.id).id] and held == {}
