@@ -206,9 +206,11 @@ def point_in(target: Workflow, name: str, run: Run, *, tree: Any = None) -> Stee
     """
     node = lgraph.find_node(target, name, lambda: tree)
     if not isinstance(node, SteeringPoint):
+        same = target.version == run.workflow_version  # (its code changed under the same version: s34 F11)
         raise VersionUnavailableError(
-            f"run {run.id} waits at {name!r}, which {target.label} does not have as a steering point; it stays "
-            f"on v{run.workflow_version}")
+            f"run {run.id} waits at {name!r}, which {target.label} does not have as a steering point"
+            + (" (renamed or removed under the same version?); deploy the code the run was written with, or cancel "
+               "the run; it stays as it is" if same else f"; it stays on v{run.workflow_version}"))
     return node
 
 

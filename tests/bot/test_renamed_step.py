@@ -61,3 +61,23 @@ def test_a_run_a_worker_finds_going_on_with_a_renamed_step_fails_saying_why(db_u
     renamed.drive(run_id=run.id)
     failed = renamed.get(run_id=run.id)
     assert failed.status is RunStatus.FAILED and SAID in failed.error and "KeyError" not in failed.error, failed.error
+
+
+def test_a_point_renamed_under_the_same_version_is_named_as_such(db_url: str) -> None:
+    """s34 F11: "which ren v1 does not have as a steering point; it stays on v1", when v1 is what is deployed."""
+    from bot.engine import VersionUnavailableError
+
+    def with_point(point: str) -> Workflow:
+        wf = Workflow("renp", version=1, state=S)
+        wf.step(lambda state, ctx: S(x=1), name="work")
+        wf.steer(point, show="x", actions=["approve"])
+        return wf
+
+    old = make_hazel(db_url, with_point("review"))
+    run = old.start(workflow="renp", input={}, actor=person("olga"))
+    old.drive(run_id=run.id)
+    renamed = make_hazel(db_url, with_point("check"))
+    with pytest.raises(VersionUnavailableError, match=r"waits at 'review', which renp v1 does not have as a steering "
+                       r"point \(renamed or removed under the same version\?\); deploy the code the run was written "
+                       r"with, or cancel the run; it stays as it is$"):
+        renamed.decide(run_id=run.id, action="approve", actor=person("olga"))
