@@ -333,7 +333,7 @@ class Workflow(Generic[S]):
         return point
 
 
-    def migration(self, from_version: int) -> Callable[[Callable[[dict], dict]], Callable[[dict], dict]]:
+    def migration(self, from_version: int | None = None) -> Callable[[Callable[[dict], dict]], Callable[[dict], dict]]:
         """Declare how a state tree of ``from_version`` becomes one of this version (a function on dicts):
         ``@wf.migration(from_version=1)`` over ``def m(tree): return {...}``.
 
@@ -343,7 +343,8 @@ class Workflow(Generic[S]):
                 F5), a migration from it is declared already, or the function does not take one argument.
         """
         bad = f"workflow {self.label} is invalid: @migration"
-        if callable(from_version) or isinstance(from_version, bool) or not isinstance(from_version, int):
+        if callable(from_version) or isinstance(from_version, bool) or not isinstance(from_version, int):  # (also
+            # ``@wf.migration()``, s35 F7)
             raise WorkflowDefinitionError(f"{bad} needs the version it migrates from: "
                                           f"@{self.name}.migration(from_version=N), N below {self.version}")
         if not 1 <= from_version < self.version:

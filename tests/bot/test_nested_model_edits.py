@@ -188,3 +188,31 @@ def test_a_rewind_makes_a_null_model_by_a_dotted_path_and_a_typo_is_named(cli) -
     assert json.loads(cli("show", run_id, "--json").stdout)["state"]["opt"]["limit"] == 4
     refused = cli("edit", run_id, "--set", "nn=hello", code=1).stderr
     assert "invalid edit: S has no field nn (fields: cfg, n, opt, named)" in refused, refused
+
+
+def test_a_text_field_of_a_null_model_takes_text(cli) -> None:  # noqa: ANN001
+    """s35 F1: ``--set cfg.maybe.b=Q`` (``maybe`` null, ``b`` a text field) was "must be given as JSON here"."""
+    run_id = _run(cli)
+    cli("edit", run_id, "--set", "cfg.maybe.b=Q")
+    assert _cfg(cli, run_id)["maybe"] == {"a": 0, "b": "Q"}
+
+
+def test_a_whole_state_edit_may_name_a_field_by_its_alias(db_url: str) -> None:
+    """s35 F3: a top-level field given by its alias was "S2 has no field topAl" in a whole-state edit."""
+    from pydantic import ConfigDict, Field
+
+    from hazel import Workflow
+
+    class S2(BaseModel):
+        model_config = ConfigDict(populate_by_name=True)
+        top: str = Field("t", alias="topAl")
+        n: int = 0
+
+    wf = Workflow("aliased-top", version=1, state=S2)
+    wf.steer("check", show=None, actions=["approve", "edit"])
+    hz = make_hazel(db_url, wf)
+    run = hz.start(workflow="aliased-top", input={}, actor=person("olga"))
+    hz.drive(run_id=run.id)
+    hz.decide(run_id=run.id, action="edit", actor=person("olga"), payload={"value": {"topAl": "X", "n": 2}})
+    hz.drive(run_id=run.id)
+    assert hz.state_at(run_id=run.id).top == "X"

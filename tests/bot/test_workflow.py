@@ -247,6 +247,7 @@ def test_a_misspelled_approver_list_is_refused() -> None:
     (lambda wf: wf.migration(from_version=3), "@migration(from_version=3): a migration comes from an earlier "
                                               "version, 1 to 2"),
     (lambda wf: wf.migration(from_version=True), "@migration needs the version it migrates from"),
+    (lambda wf: wf.migration(), "@migration needs the version it migrates from"),  # (s35 F7: a TypeError)
     (lambda wf: wf.migration(from_version=1)(lambda tree, extra: tree), "must take one argument, the state tree"),
     (lambda wf: wf.migration(from_version=1)(_async_migration), "'_async_migration' must be a plain function "
                                                                  "returning the new state tree (not async"),

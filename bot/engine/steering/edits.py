@@ -294,11 +294,12 @@ def _nested_entries(model: Any, shown: Any, field: str | None, payload: dict[str
         inner_model = _model_of(inner)
         was = base.get(head) if isinstance(base, dict) else None
         path = head if field is None else f"{field}.{head}"  # (None: the whole state's)
-        if inner_model is not None:
-            out[head] = _nested_entries(inner_model, was, path, {**payload, "entries": sub})
+        if inner_model is not None:  # (null: made from its defaults, which say how each entry is read: text for
+            # a text field, s35 F1)
+            out[head] = _nested_entries(inner_model, _defaults(inner_model) if was is None else was, path,
+                                        {**payload, "entries": sub})
         else:
-            out[head] = edited_value({} if was is None and inner_model is not None else was, path,
-                                     {**payload, "entries": sub})
+            out[head] = edited_value(was, path, {**payload, "entries": sub})
     return out
 
 
@@ -313,6 +314,14 @@ def refuse_left_out_edits(wf: Workflow, before: Any, edits: dict[str, Any], edit
     for field, value in edits.items():
         _refuse_left_out(wf, before.get(field) if isinstance(before, dict) else None, field, value, edited,
                          hint="hazel rewind --allow-empty")
+
+
+def _defaults(model: Any) -> dict[str, Any]:
+    """``model``'s value with every field at its default, as JSON (``{}`` when a field has none)."""
+    try:
+        return model().model_dump(mode="json")
+    except (ValidationError, TypeError):
+        return {}
 
 
 def _refuse_left_out(wf: Workflow, shown: Any, field: str | None, value: Any, edited: BaseModel, *,
@@ -451,7 +460,8 @@ def _refuse_undeclared(wf: Workflow, data: dict[str, Any]) -> None:
     config = getattr(wf.state, "model_config", {})
     if fields is None or config.get("extra") == "allow":
         return
-    unknown = [key for key in data if key not in fields]
+    names = set(fields) | {a for f in fields.values() for a in (f.alias, f.validation_alias) if isinstance(a, str)}
+    unknown = [key for key in data if key not in names]  # (an alias is a name: s35 F3)
     if unknown:
         raise InvalidDecisionError(f"invalid edit: {wf.state.__name__} has no field {', '.join(map(str, unknown))} "
                                    f"(fields: {', '.join(fields)})")
