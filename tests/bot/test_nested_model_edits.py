@@ -216,3 +216,10 @@ def test_a_whole_state_edit_may_name_a_field_by_its_alias(db_url: str) -> None:
     hz.decide(run_id=run.id, action="edit", actor=person("olga"), payload={"value": {"topAl": "X", "n": 2}})
     hz.drive(run_id=run.id)
     assert hz.state_at(run_id=run.id).top == "X"
+
+
+def test_an_edit_follows_a_path_into_a_mappings_model_as_a_rewind_does(cli) -> None:  # noqa: ANN001
+    """s35 F2: ``hazel edit --set cfg.leaves.k.a=9`` was refused where ``hazel rewind --set`` took it."""
+    run_id = _run(cli)
+    cli("edit", run_id, "--set", "cfg.leaves.k.a=9")
+    assert _cfg(cli, run_id)["leaves"] == {"k": {"a": 9, "b": "custom"}}

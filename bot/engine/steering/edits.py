@@ -299,7 +299,29 @@ def _nested_entries(model: Any, shown: Any, field: str | None, payload: dict[str
             out[head] = _nested_entries(inner_model, _defaults(inner_model) if was is None else was, path,
                                         {**payload, "entries": sub})
         else:
-            out[head] = edited_value(was, path, {**payload, "entries": sub})
+            out[head] = _mapping_entries(inner, was, path, {**payload, "entries": sub})
+    return out
+
+
+def _mapping_entries(annotation: Any, was: Any, path: str, payload: dict[str, Any]) -> Any:
+    """The new value of the mapping at ``path`` (``was`` as it was) from entries of it: a key it has (``b.sql``)
+    is set as it is; a dotted path whose first part is a key holding a model (``k.a`` of ``dict[str, Leaf]``) goes
+    into that model, as ``hazel rewind --set`` goes (s35 F2: the edit refused what the rewind took)."""
+    import typing
+
+    args = typing.get_args(annotation)
+    item = _model_of(args[-1]) if args else None
+    entries = payload["entries"]
+    into: dict[str, dict[str, Any]] = {}
+    if item is not None and isinstance(was, dict):
+        for key, raw in entries.items():
+            head, dot, rest = str(key).partition(".")
+            if dot and rest and key not in was and isinstance(was.get(head), dict):
+                into.setdefault(head, {})[rest] = raw
+    direct = {k: v for k, v in entries.items() if str(k).partition(".")[0] not in into or k in (was or {})}
+    out = edited_value(was, path, {**payload, "entries": direct}) if direct or not into else dict(was)
+    for head, sub in into.items():
+        out[head] = _nested_entries(item, was[head], f"{path}.{head}", {**payload, "entries": sub})
     return out
 
 
