@@ -161,7 +161,9 @@ def callable_problems(fn: Any) -> list[str]:
 
     if not callable(fn):
         return [f"{fn!r} is not a function"]
-    if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+    call = fn if inspect.isfunction(fn) or inspect.ismethod(fn) else getattr(fn, "__call__", fn)  # (an object's
+    # async ``__call__`` too: s35 F6)
+    if inspect.iscoroutinefunction(call) or inspect.isasyncgenfunction(call):
         return ["is an async function: steps are plain functions (run a coroutine inside with asyncio.run)"]
     if inspect.isgeneratorfunction(fn):  # (s33 F15: it failed every run at the step, "got generator")
         return ["is a generator function: a step returns the new state (or a dict of changes, or None), it does "
@@ -356,7 +358,9 @@ class Workflow(Generic[S]):
         def register(fn: Callable[[dict], dict]) -> Callable[[dict], dict]:
             import inspect
 
-            if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn) or inspect.isgeneratorfunction(fn):
+            call = fn if inspect.isfunction(fn) or inspect.ismethod(fn) else getattr(fn, "__call__", fn)
+            if inspect.iscoroutinefunction(call) or inspect.isasyncgenfunction(call) \
+                    or inspect.isgeneratorfunction(call):
                 raise WorkflowDefinitionError(f"{bad}(from_version={from_version}): {getattr(fn, '__name__', fn)!r} "
                                               "must be a plain function returning the new state tree (not async, "
                                               "not a generator)")  # (s34 F9: it failed at the first decision)

@@ -21,6 +21,11 @@ async def _async_migration(tree):  # noqa: ANN001, ANN202
     return tree
 
 
+class _AsyncCall:
+    async def __call__(self, *args):  # noqa: ANN002, ANN204
+        return args[0]
+
+
 def _generator_step(state, ctx):  # noqa: ANN001, ANN202
     yield state
 
@@ -120,6 +125,7 @@ def base() -> Workflow:
     (lambda wf: wf.steer("review", channel="slack:#x", escalate_after_sec=60, escalate_channel="jira:OPS"),
      "escalate_channel 'jira:OPS': an escalation in Jira is a comment on the request's own issue, and a request "
      "on 'slack:#x' has none"),
+    (lambda wf: wf.step(_AsyncCall(), name="x"), "step 'x': is an async function"),  # (s35 F6: __call__)
     # s33 F15: a generator step failed every run at it; a bare Slack name was taken as a channel id
     (lambda wf: wf.step(_generator_step, name="x"), "step 'x': is a generator function: a step returns the new "
                                                       "state"),
@@ -251,6 +257,8 @@ def test_a_misspelled_approver_list_is_refused() -> None:
     (lambda wf: wf.migration(from_version=1)(lambda tree, extra: tree), "must take one argument, the state tree"),
     (lambda wf: wf.migration(from_version=1)(_async_migration), "'_async_migration' must be a plain function "
                                                                  "returning the new state tree (not async"),
+    (lambda wf: wf.migration(from_version=1)(_AsyncCall()), "must be a plain function returning the new state "
+                                                             "tree (not async"),  # (s35 F6: an object's __call__)
     (lambda wf: (wf.migration(from_version=1)(lambda tree: tree), wf.migration(from_version=1)),
      "@migration(from_version=1) is declared twice"),
 ])
