@@ -270,6 +270,9 @@ def show_cmd(
                                    "stored it" for s in shown.values() if s.migration_error]
                                   + [s.problem for s in shown.values() if s.problem]))
     if json_out:  # (with what start-up warned of on stderr: the run shown as stored, not handed back)
+        waiting = [r.model_copy(update={"title": shown[r.id].title}) if shown[r.id].title else r for r in waiting]
+        pending = next((r for r in waiting if pending is not None and r.id == pending.id), None)  # (a run to
+        # migrate: its point's title as the version that decides it gives it, as the panel says: s35 F4)
         emit_json({"run": run, "pending_request": pending, "pending_requests": waiting, "state": tree,
                    "seq": run.head_seq if seq is None else seq,
                    "warnings": [*common.start_up_warnings, *warnings]}, whole=full)

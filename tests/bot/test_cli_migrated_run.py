@@ -460,6 +460,7 @@ def test_a_whole_state_point_shows_the_state_migrated(cli, deploy, tmp_path: Pat
     shown = cli("show", run_id).stdout
     assert "migrated:n" in shown and "─ note ─" not in shown, shown
     assert "waiting at 'review_all': Review it all, v2" in shown, shown  # (s33 F9: v1's title)
+    assert cli.json("show", run_id)["pending_request"]["title"] == "Review it all, v2"  # (s35 F4: --json too)
     whole = tmp_path / "whole.json"
     whole.write_text(raw.replace("DRAFT OF Y", "draft, edited"))
     done = cli.json("edit", run_id, "--file", str(whole))
