@@ -42,7 +42,7 @@ log = logging.getLogger("hazel.slack")
 
 COMMAND = "/hazel"
 MAX_REPLY_CHARS = 3900
-ANSWER_WITHIN_SEC = 2.0
+ANSWER_WITHIN_SEC = 1.5
 """How long a command's answer may take to be the acknowledgement itself. Slack waits 3 seconds from its send
 for the acknowledgement (https://api.slack.com/interactivity/slash-commands, "Responding to commands"; Bolt
 gives a listener 3 seconds from the request's arrival, ``Listener.ack_timeout``): what is left covers the

@@ -55,7 +55,7 @@ from integrations.slack.directory import DirectoryError
 from store.models import Actor, RequestView, plain_mentions, still_waiting_text
 
 log = logging.getLogger("hazel.slack")
-ACK_WITHIN_SEC = 2.0
+ACK_WITHIN_SEC = 1.5
 """An approve click is acknowledged once its decision is recorded, or after this long, whichever comes first:
 Slack shows the person an error past 3 s, and Bolt answers 404 (``didn't call ack()``) when no listener has
 acknowledged by then (seen in CI under load). The person hears the outcome in the message and an ephemeral."""
