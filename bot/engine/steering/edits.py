@@ -393,14 +393,13 @@ def _left_out(model: Any, shown: Any, given: Any, after: Any, path: str, depth: 
         return []
     out = []
     for key, was in shown.items():
-        field = fields[key]
-        names = [key] + [a for a in (field.alias, field.validation_alias) if isinstance(a, str) and a != key]
-        named = next((n for n in names if n in given), None)
+        named = next((n for n in (key, *_aliases(fields[key])) if n in given), None)
         if named is None:
             if after.get(key) != was:
                 out.append(f"{path}{key}")
             continue
-        out += _left_out_inside(field.annotation, was, given[named], after.get(key), f"{path}{key}", depth + 1)
+        out += _left_out_inside(fields[key].annotation, was, given[named], after.get(key), f"{path}{key}",
+                                depth + 1)
     return out
 
 
@@ -482,8 +481,8 @@ def _refuse_undeclared(wf: Workflow, data: dict[str, Any]) -> None:
     config = getattr(wf.state, "model_config", {})
     if fields is None or config.get("extra") == "allow":
         return
-    names = set(fields) | {a for f in fields.values() for a in (f.alias, f.validation_alias) if isinstance(a, str)}
-    unknown = [key for key in data if key not in names]  # (an alias is a name: s35 F3)
+    names = _names(fields)  # (an alias is a name: s35 F3)
+    unknown = [key for key in data if key not in names]
     if unknown:
         raise InvalidDecisionError(f"invalid edit: {wf.state.__name__} has no field {', '.join(map(str, unknown))} "
                                    f"(fields: {', '.join(fields)})")
@@ -527,8 +526,7 @@ def _undeclared(annotation: Any, value: Any, path: str, depth: int = 0) -> list[
         if not isinstance(value, dict) or getattr(model, "model_config", {}).get("extra") == "allow":
             return []
         declared = model.model_fields
-        names = set(declared) | {f.alias for f in declared.values() if isinstance(f.alias, str)} \
-            | {f.validation_alias for f in declared.values() if isinstance(f.validation_alias, str)}
+        names = _names(declared)
         out = [(f"{path}{key}", model) for key in value if key not in names]
         for key, inner in value.items():
             if key in declared:
@@ -546,6 +544,16 @@ def _undeclared(annotation: Any, value: Any, path: str, depth: int = 0) -> list[
         item = args[0]
         return [u for i, inner in enumerate(value) for u in _undeclared(item, inner, f"{path}{i}.", depth + 1)]
     return []
+
+
+def _aliases(field: Any) -> tuple[str, ...]:
+    """A model field's other names a value may give it by (its ``alias``, its ``validation_alias`` when a text)."""
+    return tuple(dict.fromkeys(a for a in (field.alias, field.validation_alias) if isinstance(a, str)))
+
+
+def _names(fields: dict[str, Any]) -> set[str]:
+    """Every name a model's ``fields`` may be given by: each field's own and its aliases (``_aliases``)."""
+    return set(fields) | {a for f in fields.values() for a in _aliases(f)}
 
 
 def _nulled(before: dict[str, Any], field: str | None, value: Any) -> dict[tuple[str, ...], str]:
