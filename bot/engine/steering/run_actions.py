@@ -59,9 +59,9 @@ class RunActions(SteeringCore):
             return run  # the same retry sent twice at once, and a worker took the run after the first
         wf = resolve_workflow(self.registry, run)  # (a run queued that nothing can execute would wait unseen)
         if not isinstance(wf, lgraph.LangGraphWorkflow):  # (a step renamed under the same version: s33 F17)
-            with self.store.read() as tx:
-                head = tx.checkpoints.load(run.id, run.head_seq)
-            missing = unknown_step(wf, run.id, head.info.next_step if head is not None else None)
+            with self.store.read() as tx:  # (the head's row only: not its state's chain)
+                head = tx.checkpoints.info(run.id, run.head_seq)
+            missing = unknown_step(wf, run.id, head.next_step if head is not None else None)
             if missing is not None:
                 raise RunStateError(missing)
         now = self.clock()
