@@ -165,21 +165,20 @@ def _not_at(engine: Engine, revision: str) -> str | None:
         named = " or ".join(sorted(matches))
         return (f"the tables are those of revision {named}, not {revision}'s (each of those makes the same tables): "
                 "record the newest migration of the Hazel that last ran on it, `hazel db stamp "
-                f"{sorted(matches)[0]}` when you cannot tell (an upgrade then runs the later ones again)")
+                f"{min(matches)}` when you cannot tell (an upgrade then runs the later ones again)")
     if match is not None and match > revision:
         newest = ", this Hazel's newest" if match == HEAD else ""
         return (f"the tables are those of revision {match}{newest} (every table and column it has is there), not "
                 f"{revision}'s: `hazel db stamp {match}`")
     lacking = sorted(wanted - have)
     if lacking:
-        shown = ", ".join(lacking[:5]) + (f" and {len(lacking) - 5} more" if len(lacking) > 5 else "")
+        shown = _first_five(lacking)
         if match is None:
             return (f"the tables lack what revision {revision} has ({shown}) and match no revision of this Hazel "
                     "(changed by hand?); restore the database from a backup")
         return (f"the tables lack what revision {revision} has ({shown}): they are at an older revision; `hazel db "
                 f"stamp {match}`, then `hazel db upgrade`")
-    beyond = sorted(have - wanted)
-    shown = ", ".join(beyond[:5]) + (f" and {len(beyond) - 5} more" if len(beyond) > 5 else "")
+    shown = _first_five(sorted(have - wanted))
     if match is not None:  # (older: revision dropped what they hold)
         return (f"the tables hold what revision {revision} has not ({shown}): they are those of revision {match}; "
                 f"`hazel db stamp {match}`, then `hazel db upgrade`")
@@ -187,10 +186,16 @@ def _not_at(engine: Engine, revision: str) -> str | None:
             "(changed by hand?); restore the database from a backup")
 
 
+def _first_five(names: list[str]) -> str:
+    """``a, b, c, d, e and 3 more``: the first five of ``names``, and how many more."""
+    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+
+
 def _shape(engine: Engine) -> frozenset[str]:
     """The database's Hazel tables, their columns and their indexes (``table``, ``table.column``, ``index
-    name``), the version table left out. (Two revisions differ only in indexes: 0005, 0007. PostgreSQL lists
-    the index behind a unique constraint too, SQLite does not: it is left out.)"""
+    name``), the version table left out. (0007 differs from 0006 in an index only; 0005 makes the same ones as
+    0004: it rewrites data. PostgreSQL lists the index behind a unique constraint too, SQLite does not: it is
+    left out.)"""
     seen = inspect(engine)
     out: set[str] = set()
     for name in seen.get_table_names():
@@ -203,9 +208,9 @@ def _shape(engine: Engine) -> frozenset[str]:
 
 @functools.lru_cache(maxsize=None)
 def schema_at(revision: str) -> frozenset[str]:
-    """The Hazel tables and columns (``table``, ``table.column``) a database has at ``revision``: this Hazel's
-    migrations up to it, run on a scratch SQLite file (tables and columns are the same on PostgreSQL; about
-    0.1 s a revision; kept for the process)."""
+    """The Hazel tables, columns and indexes (``_shape``) a database has at ``revision``: this Hazel's migrations
+    up to it, run on a scratch SQLite file (they make the same on PostgreSQL; about 0.2 s a revision; kept for
+    the process)."""
     import tempfile
 
     from alembic import command

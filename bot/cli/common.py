@@ -708,12 +708,10 @@ def _set_at(base: dict[str, Any], path: str, raw: str, field: str, declared: Any
     (``leaf.a``; ``maybe.a`` makes ``maybe`` when it is null), else a new key. The engine refuses a key a
     model does not declare (``bot.engine.steering.edits.refuse_undeclared_inside``; s33 F1: ``cfg.leaf.a`` was
     the key ``leaf.a`` of ``cfg``, dropped without a word)."""
-    from bot.engine import entry_value, value_from_text
+    from bot.engine import UNDECLARED, entry_value, value_from_text
 
     head, dot, rest = path.partition(".")
     if path not in base and dot and rest and head in base and (base[head] is None or isinstance(base[head], dict)):
-        from bot.engine import UNDECLARED
-
         return {**base, head: _set_at(base[head] or {}, rest, raw, f"{field}.{head}", UNDECLARED)}
     return {**base, path: value_from_text(entry_value(base, path, declared), raw, field=field, key=path)}
 
